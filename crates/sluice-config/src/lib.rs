@@ -1,0 +1,31 @@
+//! sluice's configuration: TOML text in, a validated [`Config`] out.
+//!
+//! This crate owns the config file format (its key names are the user's interface: extend
+//! them, never rename them), its defaults, and every error message a user sees about a
+//! config. Each problem is reported with `file:line:col`, a message and a hint, and all
+//! problems are reported at once. It must never panic on input, never touch the network or
+//! resolve names, and never start anything: it only reads and checks.
+
+mod error;
+mod model;
+mod reader;
+mod validate;
+
+pub use error::{ConfigError, Errors};
+pub use model::{Balance, Config, HostMatch, Listener, Route, Server, Upstream};
+
+use std::path::Path;
+
+/// Reads and validates the config file at `path`.
+pub fn load(path: &Path) -> Result<Config, Errors> {
+    let name = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&name, &text),
+        Err(e) => Err(Errors(vec![ConfigError::whole_file(&name, format!("cannot read the config file: {e}"), "check the path given with -c")])),
+    }
+}
+
+/// Validates config `text`; `name` is the file name used in error messages.
+pub fn parse(name: &str, text: &str) -> Result<Config, Errors> {
+    validate::document(name, text)
+}

@@ -1,0 +1,83 @@
+//! The validated configuration: what the rest of sluice consumes.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// A whole, valid configuration. Every reference in it (a route's upstream) is resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Worker threads; 0 means one per core.
+    pub workers: usize,
+    /// Total time a client has to send a complete request head (slowloris defence).
+    pub header_timeout: Duration,
+    /// How long an idle client keep-alive connection is kept open between requests.
+    pub client_idle_timeout: Duration,
+    /// The largest request head accepted, in bytes; larger gets 431.
+    pub max_header_bytes: usize,
+    /// On SIGTERM/SIGINT, how long requests in flight may take to finish.
+    pub shutdown_grace: Duration,
+    pub listeners: Vec<Listener>,
+    pub routes: Vec<Route>,
+    pub upstreams: Vec<Upstream>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listener {
+    pub bind: SocketAddr,
+}
+
+/// Which requests go to which upstream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Route {
+    pub host: Option<HostMatch>,
+    /// A path prefix; the longest matching prefix wins.
+    pub path: String,
+    /// Index into [`Config::upstreams`].
+    pub upstream: usize,
+}
+
+/// How a route matches the request's host (lower-case, without port).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum HostMatch {
+    Exact(String),
+    /// `*.example.com`: holds `.example.com`, matches any host ending in it.
+    Suffix(String),
+}
+
+impl HostMatch {
+    pub fn matches(&self, host: &str) -> bool {
+        match self {
+            HostMatch::Exact(h) => h == host,
+            HostMatch::Suffix(s) => host.len() > s.len() && host.ends_with(s.as_str()),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Balance {
+    RoundRobin,
+    LeastConn,
+    RandomTwo,
+}
+
+/// A named pool of servers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Upstream {
+    pub name: String,
+    pub balance: Balance,
+    pub servers: Vec<Server>,
+    /// Idle pooled connections kept per server (per worker); 0 disables pooling.
+    pub keepalive: usize,
+    /// How long a pooled connection may sit idle before it is closed. Shorter than common
+    /// backend keep-alive timeouts (Node 5 s, Apache 5 s) so the backend rarely closes first.
+    pub idle_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Longest wait between two reads from the server (as nginx's proxy_read_timeout).
+    pub read_timeout: Duration,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Server {
+    pub addr: SocketAddr,
+    pub weight: u32,
+}

@@ -1,0 +1,144 @@
+//! Reading typed values out of a parsed TOML document while collecting every problem.
+//!
+//! Each accessor returns `None` after recording an error, so validation can go on and
+//! report everything wrong with a file in one pass.
+
+use crate::error::ConfigError;
+use std::ops::Range;
+use std::time::Duration;
+use toml_edit::{Item, TableLike, Value};
+
+pub(crate) struct Reader<'a> {
+    pub file: &'a str,
+    pub text: &'a str,
+    pub errors: Vec<ConfigError>,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(file: &'a str, text: &'a str) -> Self {
+        Reader { file, text, errors: Vec::new() }
+    }
+
+    pub fn error(&mut self, span: Option<Range<usize>>, message: impl Into<String>, hint: impl Into<String>) {
+        self.errors.push(ConfigError::at(self.file, self.text, span, message, hint));
+    }
+
+    /// Records an error for every key of `table` not in `allowed`.
+    pub fn only_keys(&mut self, table: &dyn TableLike, allowed: &[&str], what: &str) {
+        for (key, _) in table.iter() {
+            if !allowed.contains(&key) {
+                let span = table.key(key).and_then(|k| k.span());
+                let hint = match closest(key, allowed) {
+                    Some(near) => format!("did you mean `{near}`?"),
+                    None => format!("{what} takes: {}", allowed.join(", ")),
+                };
+                self.error(span, format!("unknown key `{key}` in {what}"), hint);
+            }
+        }
+    }
+
+    /// The value at `key`, if present and a plain value (not a table).
+    pub fn value<'t>(&mut self, table: &'t dyn TableLike, key: &str, expected: &str) -> Option<&'t Value> {
+        match table.get(key)? {
+            Item::Value(v) => Some(v),
+            other => {
+                self.error(other.span(), format!("`{key}` must be {expected}, found a table"), format!("write `{key} = ...` on one line"));
+                None
+            }
+        }
+    }
+
+    pub fn string(&mut self, table: &dyn TableLike, key: &str) -> Option<(String, Option<Range<usize>>)> {
+        let v = self.value(table, key, "a string")?;
+        match v.as_str() {
+            Some(s) => Some((s.to_string(), v.span())),
+            None => {
+                self.error(v.span(), format!("`{key}` must be a string, found {}", v.type_name()), "put the value in double quotes");
+                None
+            }
+        }
+    }
+
+    /// A non-negative integer no larger than `max`.
+    pub fn integer(&mut self, table: &dyn TableLike, key: &str, max: u64) -> Option<u64> {
+        let v = self.value(table, key, "an integer")?;
+        match v.as_integer() {
+            Some(n) if n >= 0 && (n as u64) <= max => Some(n as u64),
+            Some(n) => {
+                self.error(v.span(), format!("`{key}` = {n} is out of range"), format!("use a value from 0 to {max}"));
+                None
+            }
+            None => {
+                self.error(v.span(), format!("`{key}` must be an integer, found {}", v.type_name()), "write a whole number without quotes");
+                None
+            }
+        }
+    }
+
+    /// A duration written as a string with a unit: "500ms", "2s", "1m", "1h".
+    pub fn duration(&mut self, table: &dyn TableLike, key: &str) -> Option<Duration> {
+        let v = self.value(table, key, "a duration")?;
+        let parsed = v.as_str().and_then(parse_duration);
+        if parsed.is_none() {
+            self.error(v.span(), format!("`{key}` is not a duration"), "write it as a string with a unit, e.g. \"500ms\", \"2s\", \"1m\"");
+        }
+        parsed
+    }
+}
+
+/// Parses "250ms", "2s", "1.5s", "3m", "1h".
+pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (number, unit) = s.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let seconds = match unit.trim() {
+        "ms" => number / 1000.0,
+        "s" => number,
+        "m" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => return None,
+    };
+    Duration::try_from_secs_f64(seconds).ok()
+}
+
+/// The allowed word closest to `word`, if it is plausibly a typo of it.
+fn closest<'w>(word: &str, allowed: &[&'w str]) -> Option<&'w str> {
+    allowed.iter().map(|a| (edit_distance(word, a), *a)).filter(|(d, a)| *d <= 2.max(a.len() / 4)).min_by_key(|(d, _)| *d).map(|(_, a)| a)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut row = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            row[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(row[j] + 1);
+        }
+        prev = row;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1m"), Some(Duration::from_secs(60)));
+        assert_eq!(parse_duration("2"), None);
+        assert_eq!(parse_duration("2 weeks"), None);
+        assert_eq!(parse_duration("s"), None);
+    }
+
+    #[test]
+    fn typo_suggestions() {
+        assert_eq!(closest("keepalve", &["keepalive", "servers"]), Some("keepalive"));
+        assert_eq!(closest("zzz", &["keepalive", "servers"]), None);
+    }
+}

@@ -1,0 +1,114 @@
+//! Config errors: every problem at once, each with its line, column and a hint.
+
+use sluice_config::{parse, Balance, HostMatch};
+use std::time::Duration;
+
+const GOOD: &str = r#"
+workers = 2
+
+[[listener]]
+bind = "127.0.0.1:8080"
+
+[[route]]
+host = "*.example.com"
+path = "/api/"
+upstream = "app"
+
+[[route]]
+upstream = "app"
+
+[upstream.app]
+balance = "least_conn"
+servers = ["127.0.0.1:9101", { addr = "127.0.0.1:9102", weight = 2 }]
+keepalive = 64
+connect_timeout = "500ms"
+"#;
+
+#[test]
+fn a_good_config_parses_with_defaults_filled_in() {
+    let c = parse("good.toml", GOOD).unwrap();
+    assert_eq!(c.workers, 2);
+    assert_eq!(c.routes.len(), 2);
+    assert_eq!(c.routes[0].host, Some(HostMatch::Suffix(".example.com".into())));
+    assert_eq!(c.routes[1].path, "/");
+    let app = &c.upstreams[0];
+    assert_eq!(app.balance, Balance::LeastConn);
+    assert_eq!(app.servers[1].weight, 2);
+    assert_eq!(app.keepalive, 64);
+    assert_eq!(app.connect_timeout, Duration::from_millis(500));
+    assert_eq!(app.read_timeout, Duration::from_secs(60));
+}
+
+fn errors(text: &str) -> Vec<String> {
+    parse("bad.toml", text).unwrap_err().0.iter().map(|e| e.to_string()).collect()
+}
+
+#[test]
+fn every_problem_is_reported_at_once_with_position_and_hint() {
+    let text = r#"
+[[listener]]
+bind = "127.0.0.1:8080"
+
+[[listener]]
+bind = "127.0.0.1:8080"
+
+[[route]]
+path = "/"
+upstream = "missing"
+
+[upstream.app]
+balance = "fastest"
+servers = ["localhost:80"]
+keepalve = 3
+
+[upstream.empty]
+servers = []
+"#;
+    let got = errors(text);
+    let expected = [
+        "bad.toml:6:8: duplicate bind 127.0.0.1:8080 (each [[listener]] needs its own address)",
+        "bad.toml:10:12: route names upstream \"missing\", which is not defined (defined upstreams: app, empty)",
+        "bad.toml:13:11: unknown balance \"fastest\" (use round_robin, least_conn or random_two)",
+        "bad.toml:14:12: `server` = \"localhost:80\" is not an IP address with a port (write it as \"127.0.0.1:8080\" or \"[::1]:8080\"; host names are not resolved)",
+        "bad.toml:15:1: unknown key `keepalve` in [upstream.app] (did you mean `keepalive`?)",
+        "bad.toml:18:11: upstream `empty` has an empty server list (add at least one server address)",
+    ];
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn syntax_errors_point_at_the_text() {
+    let got = errors("[[listener]]\nbind = \"127.0.0.1:80\nworkers = 1\n");
+    assert_eq!(got.len(), 1);
+    assert!(got[0].starts_with("bad.toml:2:"), "{}", got[0]);
+    assert!(got[0].contains("invalid TOML"), "{}", got[0]);
+}
+
+#[test]
+fn wrong_types_and_missing_sections() {
+    let got = errors("workers = \"two\"\nheader_timeout = 5\n");
+    assert!(got.iter().any(|e| e.starts_with("bad.toml:1:11: `workers` must be an integer")), "{got:?}");
+    assert!(got.iter().any(|e| e.starts_with("bad.toml:2:18: `header_timeout` is not a duration")), "{got:?}");
+    assert!(got.iter().any(|e| e.contains("no listener")), "{got:?}");
+    assert!(got.iter().any(|e| e.contains("no route")), "{got:?}");
+}
+
+#[test]
+fn bad_routes_and_servers() {
+    let text = r#"
+[[listener]]
+bind = "127.0.0.1:1"
+[[route]]
+host = "http://x.com"
+path = "api"
+upstream = "a"
+[upstream.a]
+servers = ["127.0.0.1:1", { addr = "127.0.0.1:2", weight = 0 }, "127.0.0.1:1", { adr = "x" }]
+"#;
+    let got = errors(text);
+    assert!(got.iter().any(|e| e.starts_with("bad.toml:5:8: host \"http://x.com\" is not a host name")), "{got:?}");
+    assert!(got.iter().any(|e| e.starts_with("bad.toml:6:8: path \"api\" does not start with /")), "{got:?}");
+    assert!(got.iter().any(|e| e.contains("`weight` must be at least 1")), "{got:?}");
+    assert!(got.iter().any(|e| e.contains("server 127.0.0.1:1 is listed twice")), "{got:?}");
+    assert!(got.iter().any(|e| e.contains("unknown key `adr` in a server (did you mean `addr`?)")), "{got:?}");
+}
