@@ -1,0 +1,103 @@
+//! One client connection: read request heads one after another (keep-alive and
+//! pipelining), route each, forward it, and decide whether the connection goes on.
+
+use crate::conn::{write_all, Conn};
+use crate::forward::forward;
+use crate::head::Framing;
+use crate::reply;
+use crate::request::{self, Origin, Rejection, Request};
+use crate::worker::Worker;
+use bytes::Buf;
+use std::io;
+use std::net::SocketAddr;
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+/// Serves `stream` until the client closes, an error ends it, or the worker drains.
+pub async fn serve(w: &Worker, stream: TcpStream, peer: SocketAddr) {
+    let _ = stream.set_nodelay(true);
+    let client_ip = peer.ip().to_string();
+    let origin = Origin { client_ip: &client_ip, proto: "http" };
+    let mut client = Conn::new(stream);
+    let mut head = Vec::with_capacity(1024);
+    let mut out = Vec::with_capacity(1024);
+    loop {
+        let (req, route) = match read_head(w, &mut client, &origin, &mut head).await {
+            Ok(Some(parsed)) => parsed,
+            Ok(None) => return,
+            Err(rejection) => return reject(w, &mut client, peer, rejection, &mut out).await,
+        };
+        client.buf.advance(req.head_len);
+        let keep_alive = match route {
+            Some(route) => forward(w, &mut client, &req, route, &head, &mut out).await,
+            None => not_found(w, &mut client, &req, &mut out).await,
+        };
+        if !keep_alive || w.draining() {
+            return;
+        }
+    }
+}
+
+/// Reads until a whole request head is buffered. `Ok(None)`: the connection ended
+/// quietly (closed by the client, idle too long, or the worker is draining).
+async fn read_head(w: &Worker, client: &mut Conn, origin: &Origin<'_>, head: &mut Vec<u8>) -> Result<Option<(Request, Option<usize>)>, Rejection> {
+    let max = w.config.max_header_bytes;
+    let mut deadline = (!client.buf.is_empty()).then(|| Instant::now() + w.config.header_timeout);
+    loop {
+        if !client.buf.is_empty() {
+            match request::parse(&client.buf, origin, head, |host, path| w.router.find(host, path))? {
+                Some((req, _)) if req.head_len > max => return Err(too_large()),
+                Some(parsed) => return Ok(Some(parsed)),
+                None if client.buf.len() >= max => return Err(too_large()),
+                None => {}
+            }
+        }
+        let read = match deadline {
+            // The head has begun: one deadline for all of it, however slowly it trickles in.
+            Some(at) => client.fill_until(at).await,
+            None => wait_for_request(w, client).await,
+        };
+        match read {
+            Ok(0) => return Ok(None),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::TimedOut && deadline.is_some() => {
+                return Err(Rejection { status: 408, reason: "request head not received within header_timeout" })
+            }
+            Err(_) => return Ok(None),
+        }
+        deadline.get_or_insert_with(|| Instant::now() + w.config.header_timeout);
+    }
+}
+
+fn too_large() -> Rejection {
+    Rejection { status: 431, reason: "request head larger than max_header_bytes" }
+}
+
+/// Waits for the first bytes of the next request on an idle connection. Ends it early when
+/// the worker drains; reports `Ok(0)` then, as if the client had closed.
+async fn wait_for_request(w: &Worker, client: &mut Conn) -> io::Result<usize> {
+    if w.draining() {
+        return Ok(0);
+    }
+    let drained = w.drain_signal();
+    tokio::select! {
+        read = client.fill(w.config.client_idle_timeout) => read,
+        _ = drained => Ok(0),
+    }
+}
+
+async fn reject(w: &Worker, client: &mut Conn, peer: SocketAddr, rejection: Rejection, out: &mut Vec<u8>) {
+    tracing::info!(client = %peer, status = rejection.status, cause = rejection.reason, "bad request");
+    out.clear();
+    reply::error(out, rejection.status, true);
+    let _ = write_all(&mut client.stream, out, w.config.client_idle_timeout).await;
+}
+
+async fn not_found(w: &Worker, client: &mut Conn, req: &Request, out: &mut Vec<u8>) -> bool {
+    tracing::info!(status = 404, cause = "no route matches the host and path", "request not routed");
+    // The body was not read: the connection cannot be reused unless there was none.
+    let keep_alive = req.keep_alive && req.framing == Framing::None;
+    out.clear();
+    reply::error(out, 404, !keep_alive);
+    write_all(&mut client.stream, out, w.config.client_idle_timeout).await.is_ok() && keep_alive
+}

@@ -1,0 +1,67 @@
+//! A TCP connection with its read buffer, and reads and writes bounded by time.
+
+use bytes::BytesMut;
+use std::io;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::{timeout, timeout_at, Instant};
+
+/// Read buffers grow in steps of this size; large bodies stream through at most a few of
+/// them, which is what keeps a 1 GiB transfer in bounded memory.
+const READ_CHUNK: usize = 16 * 1024;
+
+pub struct Conn {
+    pub stream: TcpStream,
+    /// Bytes read but not yet consumed (the rest of a head, body bytes, a pipelined request).
+    pub buf: BytesMut,
+}
+
+impl Conn {
+    pub fn new(stream: TcpStream) -> Self {
+        Conn { stream, buf: BytesMut::with_capacity(READ_CHUNK) }
+    }
+
+    /// Reads more bytes into the buffer, failing with `TimedOut` after `limit`.
+    /// Returns 0 at end of stream.
+    pub async fn fill(&mut self, limit: Duration) -> io::Result<usize> {
+        self.reserve();
+        match timeout(limit, self.stream.read_buf(&mut self.buf)).await {
+            Ok(result) => result,
+            Err(_) => Err(io::ErrorKind::TimedOut.into()),
+        }
+    }
+
+    /// Like [`Conn::fill`], with an absolute deadline.
+    pub async fn fill_until(&mut self, deadline: Instant) -> io::Result<usize> {
+        self.reserve();
+        match timeout_at(deadline, self.stream.read_buf(&mut self.buf)).await {
+            Ok(result) => result,
+            Err(_) => Err(io::ErrorKind::TimedOut.into()),
+        }
+    }
+
+    fn reserve(&mut self) {
+        if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
+            self.buf.reserve(READ_CHUNK);
+        }
+    }
+
+    /// True when a pooled connection can still carry a request: the peer has not closed it
+    /// and sent nothing unasked. Costs at most one non-blocking read.
+    pub fn is_reusable(&self) -> bool {
+        let mut probe = [0u8; 1];
+        match self.stream.try_read(&mut probe) {
+            Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+            Ok(_) => false,
+        }
+    }
+}
+
+/// Writes all of `bytes`, failing with `TimedOut` if the peer does not take them in time.
+pub async fn write_all(stream: &mut TcpStream, bytes: &[u8], limit: Duration) -> io::Result<()> {
+    match timeout(limit, stream.write_all(bytes)).await {
+        Ok(result) => result,
+        Err(_) => Err(io::ErrorKind::TimedOut.into()),
+    }
+}

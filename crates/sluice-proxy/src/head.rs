@@ -1,0 +1,147 @@
+//! What request and response heads share: body framing, hop-by-hop headers, the
+//! `Connection` header's tokens.
+
+/// How a message body is delimited on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    None,
+    Length(u64),
+    Chunked,
+    /// The body runs until the sender closes the connection (responses only).
+    UntilClose,
+}
+
+/// Headers that describe one hop and are never forwarded as they are.
+pub fn is_hop_by_hop(name: &str) -> bool {
+    const HOP: [&str; 7] = ["connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "proxy-authenticate"];
+    HOP.iter().any(|h| h.eq_ignore_ascii_case(name))
+}
+
+/// What the `Connection` headers of a message say.
+#[derive(Debug, Default)]
+pub struct ConnectionTokens<'a> {
+    pub close: bool,
+    pub keep_alive: bool,
+    /// Other tokens: names of further headers that are hop-by-hop for this message.
+    pub extra: Vec<&'a str>,
+}
+
+impl<'a> ConnectionTokens<'a> {
+    pub fn read(headers: &[httparse::Header<'a>]) -> Self {
+        let mut tokens = ConnectionTokens::default();
+        for h in headers.iter().filter(|h| h.name.eq_ignore_ascii_case("connection")) {
+            let Ok(value) = std::str::from_utf8(h.value) else { continue };
+            for token in value.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+                if token.eq_ignore_ascii_case("close") {
+                    tokens.close = true;
+                } else if token.eq_ignore_ascii_case("keep-alive") {
+                    tokens.keep_alive = true;
+                } else {
+                    tokens.extra.push(token);
+                }
+            }
+        }
+        tokens
+    }
+
+    /// True when header `name` must not be forwarded for this message.
+    pub fn strips(&self, name: &str) -> bool {
+        is_hop_by_hop(name) || self.extra.iter().any(|t| t.eq_ignore_ascii_case(name))
+    }
+}
+
+/// Why a message's framing headers cannot be trusted.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FramingError {
+    BadContentLength,
+    ConflictingContentLength,
+    /// Both Transfer-Encoding and Content-Length: the classic request-smuggling shape.
+    LengthAndChunked,
+    /// A transfer coding other than chunked last.
+    UnsupportedCoding,
+}
+
+impl FramingError {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            FramingError::BadContentLength => "invalid Content-Length",
+            FramingError::ConflictingContentLength => "conflicting Content-Length headers",
+            FramingError::LengthAndChunked => "both Transfer-Encoding and Content-Length",
+            FramingError::UnsupportedCoding => "Transfer-Encoding does not end in chunked",
+        }
+    }
+}
+
+/// The framing that `Transfer-Encoding` and `Content-Length` headers declare, with
+/// `absent` used when there is neither.
+pub fn declared_framing(headers: &[httparse::Header<'_>], absent: Framing) -> Result<Framing, FramingError> {
+    let mut length: Option<u64> = None;
+    let mut chunked = None;
+    for h in headers {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let n = parse_length(h.value).ok_or(FramingError::BadContentLength)?;
+            if length.is_some_and(|l| l != n) {
+                return Err(FramingError::ConflictingContentLength);
+            }
+            length = Some(n);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            let value = std::str::from_utf8(h.value).map_err(|_| FramingError::UnsupportedCoding)?;
+            let last = value.rsplit(',').next().unwrap_or("").trim();
+            chunked = Some(last.eq_ignore_ascii_case("chunked"));
+        }
+    }
+    match (chunked, length) {
+        (Some(_), Some(_)) => Err(FramingError::LengthAndChunked),
+        (Some(true), None) => Ok(Framing::Chunked),
+        (Some(false), None) => Err(FramingError::UnsupportedCoding),
+        (None, Some(n)) => Ok(Framing::Length(n)),
+        (None, None) => Ok(absent),
+    }
+}
+
+/// A Content-Length value: ASCII digits only (no sign, no spaces inside), at most 18 of them.
+fn parse_length(value: &[u8]) -> Option<u64> {
+    let value = value.trim_ascii();
+    if value.is_empty() || value.len() > 18 || !value.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(value).ok()?.parse().ok()
+}
+
+/// Appends `name: value\r\n`.
+pub fn put_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h<'a>(name: &'a str, value: &'a str) -> httparse::Header<'a> {
+        httparse::Header { name, value: value.as_bytes() }
+    }
+
+    #[test]
+    fn framing_rules() {
+        assert_eq!(declared_framing(&[h("Content-Length", "12")], Framing::None), Ok(Framing::Length(12)));
+        assert_eq!(declared_framing(&[h("Content-Length", "5"), h("content-length", "5")], Framing::None), Ok(Framing::Length(5)));
+        assert_eq!(declared_framing(&[h("Content-Length", "5"), h("content-length", "6")], Framing::None), Err(FramingError::ConflictingContentLength));
+        assert_eq!(declared_framing(&[h("Content-Length", "-1")], Framing::None), Err(FramingError::BadContentLength));
+        assert_eq!(declared_framing(&[h("Content-Length", "1,1")], Framing::None), Err(FramingError::BadContentLength));
+        assert_eq!(declared_framing(&[h("Transfer-Encoding", "gzip, Chunked")], Framing::None), Ok(Framing::Chunked));
+        assert_eq!(declared_framing(&[h("Transfer-Encoding", "gzip")], Framing::None), Err(FramingError::UnsupportedCoding));
+        assert_eq!(declared_framing(&[h("Transfer-Encoding", "chunked"), h("Content-Length", "3")], Framing::None), Err(FramingError::LengthAndChunked));
+        assert_eq!(declared_framing(&[], Framing::UntilClose), Ok(Framing::UntilClose));
+    }
+
+    #[test]
+    fn connection_tokens() {
+        let headers = [h("Connection", "Keep-Alive, X-Secret"), h("connection", "close")];
+        let t = ConnectionTokens::read(&headers);
+        assert!(t.close && t.keep_alive);
+        assert!(t.strips("x-secret") && t.strips("TE") && !t.strips("x-other"));
+    }
+}

@@ -1,0 +1,242 @@
+//! Reading a client's request head and rewriting it for the upstream.
+//!
+//! The rewrite is done in one pass into a reusable buffer: request line in origin form,
+//! end-to-end headers as they came, hop-by-hop headers dropped, and the forwarding headers
+//! (`X-Forwarded-For`, `X-Real-IP`, `X-Forwarded-Proto`, `X-Forwarded-Host`) set by us.
+
+use crate::head::{declared_framing, put_header, ConnectionTokens, Framing};
+
+/// The most header lines a request may have; more gets 431.
+pub const MAX_HEADERS: usize = 100;
+
+/// A parsed request head: what the proxy needs after the head bytes are gone.
+#[derive(Debug)]
+pub struct Request {
+    /// Bytes of the head in the input buffer, including the final CRLF.
+    pub head_len: usize,
+    pub framing: Framing,
+    /// The client wants the connection kept open after this exchange.
+    pub keep_alive: bool,
+    pub is_head: bool,
+    /// HTTP/1.0 clients cannot read chunked responses.
+    pub http10: bool,
+    /// Whether the body has no effect if repeated (safe to resend on a fresh connection).
+    pub idempotent: bool,
+}
+
+/// A request that cannot be forwarded, with the status it gets.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Rejection {
+    pub status: u16,
+    pub reason: &'static str,
+}
+
+fn reject(status: u16, reason: &'static str) -> Rejection {
+    Rejection { status, reason }
+}
+
+/// Facts about the client connection that the forwarding headers carry.
+pub struct Origin<'a> {
+    pub client_ip: &'a str,
+    pub proto: &'a str,
+}
+
+/// Parses the head at the start of `buf`. `Ok(None)`: incomplete, read more. On success
+/// the upstream head is in `out` and `route(host, path)` has been asked for a route.
+pub fn parse<R>(buf: &[u8], origin: &Origin<'_>, out: &mut Vec<u8>, route: impl FnOnce(&str, &str) -> R) -> Result<Option<(Request, R)>, Rejection> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let head_len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err(reject(431, "too many header lines")),
+        Err(_) => return Err(reject(400, "malformed request head")),
+    };
+    let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
+        return Err(reject(400, "malformed request line"));
+    };
+    if method == "CONNECT" {
+        return Err(reject(405, "CONNECT is not proxied"));
+    }
+    let target = Target::parse(target)?;
+    let host_header = single_host(req.headers)?;
+    if minor == 1 && host_header.is_none() && target.authority.is_none() {
+        return Err(reject(400, "HTTP/1.1 request without Host"));
+    }
+    let framing = declared_framing(req.headers, Framing::None).map_err(|e| reject(400, e.as_str()))?;
+    let conn = ConnectionTokens::read(req.headers);
+    let host = target.authority.or(host_header).unwrap_or("");
+    let routed = route(host_without_port(host), target.path);
+
+    out.clear();
+    write_request_line(out, method, target.path);
+    write_headers(out, req.headers, &conn, host, origin, framing);
+    let keep_alive = if minor == 0 { conn.keep_alive && !conn.close } else { !conn.close };
+    let idempotent = matches!(method, "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE" | "TRACE");
+    let request = Request { head_len, framing, keep_alive, is_head: method == "HEAD", http10: minor == 0, idempotent };
+    Ok(Some((request, routed)))
+}
+
+/// The request target split into the authority (absolute form only) and origin-form path.
+struct Target<'a> {
+    authority: Option<&'a str>,
+    path: &'a str,
+}
+
+impl<'a> Target<'a> {
+    fn parse(target: &'a str) -> Result<Self, Rejection> {
+        if target.starts_with('/') || target == "*" {
+            return Ok(Target { authority: None, path: target });
+        }
+        // Absolute form: we take its host for routing and forward only the path, always
+        // to a configured upstream. sluice never connects where a request says.
+        let rest = strip_prefix_ignore_case(target, "http://").or_else(|| strip_prefix_ignore_case(target, "https://"));
+        let Some(rest) = rest else { return Err(reject(400, "request target is not a path")) };
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], &rest[i..]),
+            _ => return Err(reject(400, "absolute-form target without a path")),
+        };
+        if authority.is_empty() || authority.contains('@') {
+            return Err(reject(400, "bad authority in request target"));
+        }
+        Ok(Target { authority: Some(authority), path })
+    }
+}
+
+fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = s.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
+}
+
+/// The one Host header's value; two Host headers are an error (RFC 9112 section 3.2).
+fn single_host<'a>(headers: &[httparse::Header<'a>]) -> Result<Option<&'a str>, Rejection> {
+    let mut found = None;
+    for h in headers.iter().filter(|h| h.name.eq_ignore_ascii_case("host")) {
+        if found.is_some() {
+            return Err(reject(400, "more than one Host header"));
+        }
+        let value = std::str::from_utf8(h.value).map_err(|_| reject(400, "Host is not text"))?;
+        found = Some(value.trim());
+    }
+    Ok(found)
+}
+
+/// `example.com:8080` -> `example.com`; `[::1]:80` -> `[::1]`.
+pub fn host_without_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.find(']').map_or(host, |i| &host[..=i]);
+    }
+    host.rsplit_once(':').map_or(host, |(h, _)| h)
+}
+
+fn write_request_line(out: &mut Vec<u8>, method: &str, path: &str) {
+    out.extend_from_slice(method.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+}
+
+/// Headers that we set ourselves, so any value the client sent is dropped.
+fn is_ours(name: &str) -> bool {
+    ["host", "x-forwarded-for", "x-real-ip", "x-forwarded-proto", "x-forwarded-host", "content-length"].iter().any(|n| n.eq_ignore_ascii_case(name))
+}
+
+fn write_headers(out: &mut Vec<u8>, headers: &[httparse::Header<'_>], conn: &ConnectionTokens<'_>, host: &str, origin: &Origin<'_>, framing: Framing) {
+    let mut forwarded_for: Option<&[u8]> = None;
+    for h in headers {
+        if h.name.eq_ignore_ascii_case("x-forwarded-for") {
+            forwarded_for = Some(h.value);
+        }
+        if !conn.strips(h.name) && !is_ours(h.name) {
+            put_header(out, h.name.as_bytes(), h.value);
+        }
+    }
+    if !host.is_empty() {
+        put_header(out, b"Host", host.as_bytes());
+    }
+    out.extend_from_slice(b"X-Forwarded-For: ");
+    if let Some(previous) = forwarded_for {
+        out.extend_from_slice(previous);
+        out.extend_from_slice(b", ");
+    }
+    out.extend_from_slice(origin.client_ip.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    put_header(out, b"X-Real-IP", origin.client_ip.as_bytes());
+    put_header(out, b"X-Forwarded-Proto", origin.proto.as_bytes());
+    if !host.is_empty() {
+        put_header(out, b"X-Forwarded-Host", host.as_bytes());
+    }
+    match framing {
+        Framing::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+        Framing::Length(n) => put_header(out, b"Content-Length", n.to_string().as_bytes()),
+        Framing::None | Framing::UntilClose => {}
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(raw: &str) -> Result<Option<(Request, String, String)>, Rejection> {
+        let origin = Origin { client_ip: "10.0.0.9", proto: "http" };
+        let mut out = Vec::new();
+        let parsed = parse(raw.as_bytes(), &origin, &mut out, |h, p| (h.to_string(), p.to_string()))?;
+        Ok(parsed.map(|(r, (h, p))| (r, format!("{h}|{p}"), String::from_utf8(out).unwrap())))
+    }
+
+    #[test]
+    fn rewrites_headers() {
+        let raw = "GET /a?b=1 HTTP/1.1\r\nHost: Example.com:8080\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nX-Forwarded-For: 1.2.3.4\r\nX-Real-IP: spoofed\r\nAccept: */*\r\n\r\n";
+        let (req, routed, out) = run(raw).unwrap().unwrap();
+        assert_eq!(routed, "Example.com|/a?b=1");
+        assert_eq!(req.head_len, raw.len());
+        assert!(req.keep_alive && !req.http10 && req.idempotent);
+        assert_eq!(
+            out,
+            "GET /a?b=1 HTTP/1.1\r\nAccept: */*\r\nHost: Example.com:8080\r\nX-Forwarded-For: 1.2.3.4, 10.0.0.9\r\nX-Real-IP: 10.0.0.9\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: Example.com:8080\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn absolute_form_is_routed_by_its_host_and_sent_as_a_path() {
+        let (_, routed, out) = run("GET http://evil.test:81/x HTTP/1.1\r\nHost: other\r\n\r\n").unwrap().unwrap();
+        assert_eq!(routed, "evil.test|/x");
+        assert!(out.starts_with("GET /x HTTP/1.1\r\n"), "{out}");
+        assert!(out.contains("Host: evil.test:81\r\n") && !out.contains("other"), "{out}");
+    }
+
+    #[test]
+    fn http10_keep_alive_needs_asking() {
+        let (req, _, _) = run("GET / HTTP/1.0\r\n\r\n").unwrap().unwrap();
+        assert!(!req.keep_alive && req.http10);
+        let (req, _, _) = run("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").unwrap().unwrap();
+        assert!(req.keep_alive);
+    }
+
+    #[test]
+    fn rejections() {
+        let status = |raw: &str| run(raw).unwrap_err().status;
+        assert_eq!(status("GET / HTTP/1.1\r\n\r\n"), 400);
+        assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"), 400);
+        assert_eq!(status("CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n"), 405);
+        assert_eq!(status("GET a HTTP/1.1\r\nHost: a\r\n\r\n"), 400);
+        assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n"), 400);
+        assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n"), 400);
+        assert_eq!(status("G\0T / HTTP/1.1\r\n\r\n"), 400);
+        let many: String = (0..MAX_HEADERS + 1).map(|i| format!("X-{i}: 1\r\n")).collect();
+        assert_eq!(status(&format!("GET / HTTP/1.1\r\nHost: a\r\n{many}\r\n")), 431);
+    }
+
+    #[test]
+    fn partial_heads_ask_for_more() {
+        assert!(run("GET / HTTP/1.1\r\nHost: a\r\n").unwrap().is_none());
+    }
+
+    #[test]
+    fn ports_are_stripped_from_hosts() {
+        assert_eq!(host_without_port("a.com:80"), "a.com");
+        assert_eq!(host_without_port("a.com"), "a.com");
+        assert_eq!(host_without_port("[::1]:80"), "[::1]");
+    }
+}

@@ -1,0 +1,139 @@
+//! Reading an upstream's response head and rewriting it for the client.
+
+use crate::head::{declared_framing, put_header, ConnectionTokens, Framing};
+
+const MAX_HEADERS: usize = 128;
+
+/// A parsed response head.
+#[derive(Debug)]
+pub struct Response {
+    pub head_len: usize,
+    /// Framing of the body as the upstream sends it.
+    pub framing: Framing,
+    /// The upstream connection may serve another request after this body.
+    pub reusable: bool,
+    /// A 1xx interim response: another head follows.
+    pub interim: bool,
+}
+
+/// What the client side of the exchange needs to know to rewrite the head.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientSide {
+    pub is_head: bool,
+    pub http10: bool,
+    /// We intend to keep the client connection open after this response.
+    pub keep_alive: bool,
+}
+
+/// How the body must be sent on to the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// Strip chunk framing (an HTTP/1.0 client).
+    pub dechunk: bool,
+    /// Close the client connection after the body.
+    pub close: bool,
+}
+
+/// Parses the response head at the start of `buf`; `Ok(None)` means read more. On
+/// success the client's head is in `out`.
+pub fn parse(buf: &[u8], client: ClientSide, out: &mut Vec<u8>) -> Result<Option<(Response, Delivery)>, &'static str> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut res = httparse::Response::new(&mut headers);
+    let head_len = match res.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err("too many response headers"),
+        Err(_) => return Err("malformed response head"),
+    };
+    let (Some(status), Some(minor)) = (res.code, res.version) else { return Err("malformed status line") };
+    let reason = res.reason.unwrap_or("");
+    let conn = ConnectionTokens::read(res.headers);
+    if status == 101 {
+        return Err("upgrade to another protocol is not supported on this route");
+    }
+    let interim = (100..200).contains(&status);
+    let framing = if interim || client.is_head || status == 204 || status == 304 {
+        Framing::None
+    } else {
+        declared_framing(res.headers, Framing::UntilClose).map_err(|e| e.as_str())?
+    };
+    let reusable = framing != Framing::UntilClose && !conn.close && (minor == 1 || conn.keep_alive);
+    let dechunk = client.http10 && framing == Framing::Chunked;
+    let close = !client.keep_alive || framing == Framing::UntilClose || dechunk;
+    let delivery = Delivery { dechunk, close };
+
+    out.clear();
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.to_string().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(reason.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for h in res.headers.iter().filter(|h| !conn.strips(h.name)) {
+        put_header(out, h.name.as_bytes(), h.value);
+    }
+    if !interim {
+        if framing == Framing::Chunked && !dechunk {
+            out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
+        }
+        if close {
+            out.extend_from_slice(b"Connection: close\r\n");
+        } else if client.http10 {
+            out.extend_from_slice(b"Connection: keep-alive\r\n");
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+    Ok(Some((Response { head_len, framing, reusable, interim }, delivery)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CLIENT: ClientSide = ClientSide { is_head: false, http10: false, keep_alive: true };
+
+    fn run(raw: &str, client: ClientSide) -> (Response, Delivery, String) {
+        let mut out = Vec::new();
+        let (r, d) = parse(raw.as_bytes(), client, &mut out).unwrap().unwrap();
+        (r, d, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn keeps_end_to_end_headers_and_drops_hop_by_hop() {
+        let (r, d, out) = run("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nKeep-Alive: timeout=5\r\nConnection: keep-alive\r\nX-App: a\r\n\r\nok", CLIENT);
+        assert_eq!((r.framing, r.reusable), (Framing::Length(2), true));
+        assert!(!d.close);
+        assert_eq!(out, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-App: a\r\n\r\n");
+    }
+
+    #[test]
+    fn close_delimited_bodies_close_both_sides() {
+        let (r, d, out) = run("HTTP/1.0 200 OK\r\n\r\n", CLIENT);
+        assert_eq!(r.framing, Framing::UntilClose);
+        assert!(!r.reusable && d.close);
+        assert!(out.ends_with("Connection: close\r\n\r\n"));
+    }
+
+    #[test]
+    fn chunked_is_dechunked_for_http10_clients() {
+        let client = ClientSide { is_head: false, http10: true, keep_alive: true };
+        let (r, d, out) = run("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", client);
+        assert!(r.reusable && d.dechunk && d.close);
+        assert!(!out.contains("chunked"));
+    }
+
+    #[test]
+    fn head_and_204_have_no_body() {
+        let head = ClientSide { is_head: true, ..CLIENT };
+        assert_eq!(run("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", head).0.framing, Framing::None);
+        assert_eq!(run("HTTP/1.1 204 No Content\r\n\r\n", CLIENT).0.framing, Framing::None);
+        assert!(run("HTTP/1.1 100 Continue\r\n\r\n", CLIENT).0.interim);
+    }
+
+    #[test]
+    fn malformed_responses_are_errors() {
+        let mut out = Vec::new();
+        assert!(parse(b"HTTP/1.1 abc\r\n\r\n", CLIENT, &mut out).is_err());
+        assert!(parse(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", CLIENT, &mut out).is_err());
+        assert!(parse(b"HTTP/1.1 200 OK\r\nContent-Len", CLIENT, &mut out).unwrap().is_none());
+    }
+}

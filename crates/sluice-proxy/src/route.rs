@@ -1,0 +1,111 @@
+//! Choosing a route for a request: by host first, then by the longest path prefix.
+//!
+//! Like nginx's server_name then location: an exact host beats the longest matching
+//! `*.suffix`, which beats routes with no host; within the chosen host, the longest path
+//! prefix wins. A host with routes but no matching path gets no route (404), it does not
+//! fall through to another host's routes.
+
+use sluice_config::{Config, HostMatch};
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+pub struct Router {
+    exact: HashMap<String, Vec<Entry>>,
+    /// `(".example.com", routes)`, longest suffix first.
+    suffix: Vec<(String, Vec<Entry>)>,
+    any_host: Vec<Entry>,
+}
+
+struct Entry {
+    path: String,
+    route: usize,
+}
+
+impl Router {
+    pub fn new(config: &Config) -> Self {
+        let mut exact: HashMap<String, Vec<Entry>> = HashMap::new();
+        let mut suffix: Vec<(String, Vec<Entry>)> = Vec::new();
+        let mut any_host = Vec::new();
+        for (i, r) in config.routes.iter().enumerate() {
+            let entry = Entry { path: r.path.clone(), route: i };
+            match &r.host {
+                None => any_host.push(entry),
+                Some(HostMatch::Exact(h)) => exact.entry(h.clone()).or_default().push(entry),
+                Some(HostMatch::Suffix(s)) => match suffix.iter_mut().find(|(k, _)| k == s) {
+                    Some((_, list)) => list.push(entry),
+                    None => suffix.push((s.clone(), vec![entry])),
+                },
+            }
+        }
+        suffix.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
+        let by_length = |list: &mut Vec<Entry>| list.sort_by_key(|e| std::cmp::Reverse(e.path.len()));
+        exact.values_mut().for_each(by_length);
+        suffix.iter_mut().for_each(|(_, l)| by_length(l));
+        by_length(&mut any_host);
+        Router { exact, suffix, any_host }
+    }
+
+    /// The index of the route for `host` (without port) and `path`, if any.
+    pub fn find(&self, host: &str, path: &str) -> Option<usize> {
+        let entries = self.host_routes(host);
+        entries.iter().find(|e| path.starts_with(e.path.as_str())).map(|e| e.route)
+    }
+
+    fn host_routes(&self, host: &str) -> &[Entry] {
+        if self.exact.is_empty() && self.suffix.is_empty() {
+            return &self.any_host;
+        }
+        let host: Cow<str> = if host.bytes().any(|b| b.is_ascii_uppercase()) { Cow::Owned(host.to_ascii_lowercase()) } else { Cow::Borrowed(host) };
+        let host = host.strip_suffix('.').unwrap_or(&host);
+        if let Some(list) = self.exact.get(host) {
+            return list;
+        }
+        let by_suffix = self.suffix.iter().find(|(s, _)| host.len() > s.len() && host.ends_with(s.as_str()));
+        by_suffix.map_or(&self.any_host, |(_, list)| list)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn router() -> Router {
+        let text = r#"
+            [[listener]]
+            bind = "127.0.0.1:1"
+            [[route]]
+            upstream = "a"
+            [[route]]
+            path = "/api/"
+            upstream = "a"
+            [[route]]
+            host = "*.example.com"
+            upstream = "a"
+            [[route]]
+            host = "*.eu.example.com"
+            path = "/x"
+            upstream = "a"
+            [[route]]
+            host = "shop.example.com"
+            path = "/cart"
+            upstream = "a"
+            [upstream.a]
+            servers = ["127.0.0.1:2"]
+        "#;
+        Router::new(&sluice_config::parse("t", text).unwrap())
+    }
+
+    #[test]
+    fn host_then_longest_prefix() {
+        let r = router();
+        assert_eq!(r.find("other.org", "/api/v1"), Some(1));
+        assert_eq!(r.find("other.org", "/apix"), Some(0));
+        assert_eq!(r.find("www.example.com", "/api/v1"), Some(2));
+        assert_eq!(r.find("WWW.Example.COM.", "/"), Some(2));
+        assert_eq!(r.find("a.eu.example.com", "/x/1"), Some(3));
+        assert_eq!(r.find("a.eu.example.com", "/y"), None);
+        assert_eq!(r.find("shop.example.com", "/cart/1"), Some(4));
+        assert_eq!(r.find("shop.example.com", "/"), None);
+        assert_eq!(r.find("example.com", "/"), Some(0));
+    }
+}

@@ -1,0 +1,120 @@
+//! One worker's view of an upstream: its balancer, its pool of idle keep-alive
+//! connections, and the in-flight counts it shares with the other workers.
+//!
+//! Pools are per worker, so checking a connection out or in takes no lock. In-flight
+//! counts are shared atomics, so `least_conn` and `random_two` see the whole process's
+//! load, not one worker's slice of it.
+
+use crate::conn::Conn;
+use sluice_balance::{Balancer, Candidate, LeastConn, RandomTwo, SmoothWeighted};
+use sluice_config::{Balance, Upstream};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use tokio::net::TcpStream;
+use tokio::time::{timeout, Instant};
+
+/// Per-server counters shared by all workers.
+pub struct SharedLoad {
+    active: Vec<AtomicU32>,
+}
+
+impl SharedLoad {
+    pub fn new(servers: usize) -> Arc<Self> {
+        Arc::new(SharedLoad { active: (0..servers).map(|_| AtomicU32::new(0)).collect() })
+    }
+}
+
+/// Counts one request in flight on a server until dropped.
+pub struct InFlight {
+    load: Arc<SharedLoad>,
+    server: usize,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.load.active[self.server].fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+struct Idle {
+    conn: Conn,
+    since: Instant,
+}
+
+pub struct UpstreamState {
+    pub config: Upstream,
+    balancer: RefCell<Balancer>,
+    idle: RefCell<Vec<VecDeque<Idle>>>,
+    load: Arc<SharedLoad>,
+}
+
+impl UpstreamState {
+    pub fn new(config: Upstream, load: Arc<SharedLoad>) -> Self {
+        let balancer = match config.balance {
+            Balance::RoundRobin => Balancer::RoundRobin(SmoothWeighted::new()),
+            Balance::LeastConn => Balancer::LeastConn(LeastConn::new()),
+            Balance::RandomTwo => Balancer::RandomTwo(RandomTwo::new()),
+        };
+        let idle = RefCell::new((0..config.servers.len()).map(|_| VecDeque::new()).collect());
+        UpstreamState { config, balancer: RefCell::new(balancer), idle, load }
+    }
+
+    pub fn addr(&self, server: usize) -> SocketAddr {
+        self.config.servers[server].addr
+    }
+
+    /// Picks a server and counts the request as in flight on it.
+    pub fn pick(&self, random: u64) -> Option<(usize, InFlight)> {
+        let servers = &self.config.servers;
+        let view = |i: usize| Candidate { weight: servers[i].weight, active: self.load.active[i].load(Ordering::Relaxed), available: true };
+        let server = self.balancer.borrow_mut().pick(servers.len(), view, random)?;
+        self.load.active[server].fetch_add(1, Ordering::Relaxed);
+        Some((server, InFlight { load: self.load.clone(), server }))
+    }
+
+    /// The most recently used idle connection to `server` that is still usable.
+    pub fn checkout(&self, server: usize) -> Option<Conn> {
+        let mut idle = self.idle.borrow_mut();
+        let pool = &mut idle[server];
+        while let Some(entry) = pool.pop_back() {
+            if entry.since.elapsed() < self.config.idle_timeout && entry.conn.is_reusable() {
+                return Some(entry.conn);
+            }
+        }
+        None
+    }
+
+    /// Keeps `conn` for reuse if the pool has room.
+    pub fn checkin(&self, server: usize, conn: Conn) {
+        let mut idle = self.idle.borrow_mut();
+        let pool = &mut idle[server];
+        if pool.len() < self.config.keepalive && conn.buf.is_empty() {
+            pool.push_back(Idle { conn, since: Instant::now() });
+        }
+    }
+
+    /// Closes idle connections older than the idle timeout.
+    pub fn reap(&self) {
+        let limit = self.config.idle_timeout;
+        for pool in self.idle.borrow_mut().iter_mut() {
+            while pool.front().is_some_and(|e| e.since.elapsed() >= limit) {
+                pool.pop_front();
+            }
+        }
+    }
+
+    /// Opens a new connection to `server`.
+    pub async fn connect(&self, server: usize) -> io::Result<Conn> {
+        let addr = self.addr(server);
+        let stream = match timeout(self.config.connect_timeout, TcpStream::connect(addr)).await {
+            Ok(result) => result?,
+            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+        };
+        stream.set_nodelay(true)?;
+        Ok(Conn::new(stream))
+    }
+}
