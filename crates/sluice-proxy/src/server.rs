@@ -34,7 +34,7 @@ impl Proxy {
             addrs.push(actual);
             group.into_iter().zip(per_worker.iter_mut()).for_each(|(listener, list)| list.push(listener));
         }
-        let loads: Vec<_> = config.upstreams.iter().map(|u| SharedLoad::new(u.servers.len())).collect();
+        let loads: Vec<_> = config.upstreams.iter().map(|u| SharedLoad::new(u)).collect();
         let config = Arc::new(config);
         let (shutdown, receiver) = watch::channel(false);
         let mut handles = Vec::new();

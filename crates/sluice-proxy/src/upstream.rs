@@ -1,9 +1,11 @@
 //! One worker's view of an upstream: its balancer, its pool of idle keep-alive
 //! connections, and the in-flight counts it shares with the other workers.
 //!
-//! Pools are per worker, so checking a connection out or in takes no lock. In-flight
-//! counts are shared atomics, so `least_conn` and `random_two` see the whole process's
-//! load, not one worker's slice of it.
+//! Pools are per worker, so checking a connection out or in takes no lock. The balancer
+//! and the in-flight counts are shared by all workers: `least_conn` and `random_two` see
+//! the whole process's load, and round robin keeps its exact sequence however the kernel
+//! spreads connections over workers (nginx without a shared zone does not). The balancer's
+//! lock is held for a few arithmetic operations per request.
 
 use crate::conn::Conn;
 use sluice_balance::{Balancer, Candidate, LeastConn, RandomTwo, SmoothWeighted};
@@ -13,18 +15,25 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio::net::TcpStream;
 use tokio::time::{timeout, Instant};
 
-/// Per-server counters shared by all workers.
+/// The part of an upstream's state that all workers share.
 pub struct SharedLoad {
     active: Vec<AtomicU32>,
+    balancer: Mutex<Balancer>,
 }
 
 impl SharedLoad {
-    pub fn new(servers: usize) -> Arc<Self> {
-        Arc::new(SharedLoad { active: (0..servers).map(|_| AtomicU32::new(0)).collect() })
+    pub fn new(config: &Upstream) -> Arc<Self> {
+        let balancer = match config.balance {
+            Balance::RoundRobin => Balancer::RoundRobin(SmoothWeighted::new()),
+            Balance::LeastConn => Balancer::LeastConn(LeastConn::new()),
+            Balance::RandomTwo => Balancer::RandomTwo(RandomTwo::new()),
+        };
+        let active = (0..config.servers.len()).map(|_| AtomicU32::new(0)).collect();
+        Arc::new(SharedLoad { active, balancer: Mutex::new(balancer) })
     }
 }
 
@@ -47,20 +56,14 @@ struct Idle {
 
 pub struct UpstreamState {
     pub config: Upstream,
-    balancer: RefCell<Balancer>,
     idle: RefCell<Vec<VecDeque<Idle>>>,
     load: Arc<SharedLoad>,
 }
 
 impl UpstreamState {
     pub fn new(config: Upstream, load: Arc<SharedLoad>) -> Self {
-        let balancer = match config.balance {
-            Balance::RoundRobin => Balancer::RoundRobin(SmoothWeighted::new()),
-            Balance::LeastConn => Balancer::LeastConn(LeastConn::new()),
-            Balance::RandomTwo => Balancer::RandomTwo(RandomTwo::new()),
-        };
         let idle = RefCell::new((0..config.servers.len()).map(|_| VecDeque::new()).collect());
-        UpstreamState { config, balancer: RefCell::new(balancer), idle, load }
+        UpstreamState { config, idle, load }
     }
 
     pub fn addr(&self, server: usize) -> SocketAddr {
@@ -71,8 +74,13 @@ impl UpstreamState {
     pub fn pick(&self, random: u64) -> Option<(usize, InFlight)> {
         let servers = &self.config.servers;
         let view = |i: usize| Candidate { weight: servers[i].weight, active: self.load.active[i].load(Ordering::Relaxed), available: true };
-        let server = self.balancer.borrow_mut().pick(servers.len(), view, random)?;
-        self.load.active[server].fetch_add(1, Ordering::Relaxed);
+        let server = {
+            // A panic elsewhere cannot leave the balancer half-updated: picks are plain arithmetic.
+            let mut balancer = self.load.balancer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let server = balancer.pick(servers.len(), view, random)?;
+            self.load.active[server].fetch_add(1, Ordering::Relaxed);
+            server
+        };
         Some((server, InFlight { load: self.load.clone(), server }))
     }
 

@@ -1,1 +1,71 @@
-fn main() {}
+//! The `sluice` command: the only `main`. Parses arguments and hands each subcommand to
+//! the crate that does the work; owns no logic of its own beyond wiring and exit codes.
+
+mod commands;
+
+use clap::{Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// sluice: a load balancer with the performance lab built in.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the load balancer.
+    Serve {
+        /// The config file.
+        #[arg(short, long, default_value = "sluice.toml")]
+        config: PathBuf,
+    },
+    /// Validate config files; list every problem as file:line:col and exit non-zero.
+    Check {
+        /// The config files.
+        #[arg(short, long, num_args = 1.., required = true)]
+        config: Vec<PathBuf>,
+    },
+    /// Start three backends on loopback and sluice in front of them.
+    Demo {
+        /// Where sluice listens.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+    },
+    /// Run one simulated app server.
+    Backend {
+        #[arg(long)]
+        listen: SocketAddr,
+        /// Shown in every response, so you can see which server answered.
+        #[arg(long, default_value = "backend")]
+        name: String,
+        /// Time added before every response, e.g. 5ms.
+        #[arg(long, default_value = "0ms")]
+        delay: String,
+        /// Threads; 0 means one per core.
+        #[arg(long, default_value_t = 0)]
+        workers: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let result = match Cli::parse().command {
+        Command::Serve { config } => commands::serve(&config),
+        Command::Check { config } => commands::check(&config),
+        Command::Demo { listen } => commands::demo(listen),
+        Command::Backend { listen, name, delay, workers } => commands::backend(listen, name, &delay, workers),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("sluice: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

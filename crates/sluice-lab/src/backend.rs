@@ -1,0 +1,171 @@
+//! A small HTTP/1.1 app server for demos, tests and benchmarks.
+//!
+//! Every response names the backend (`X-Backend` header and, at `/`, the body) so a user
+//! can see which server answered. Built on hyper, an HTTP implementation independent of
+//! the proxy's own, so tests do not have sluice's code on both ends of a connection.
+//!
+//! | path | answer |
+//! |---|---|
+//! | `/` (any other path) | `NAME\n` |
+//! | `/bytes?n=N` | N bytes of body, generated while streaming (nothing held in memory) |
+//! | `/upload` | reads the whole request body and answers `received N bytes` |
+//! | `/headers` | the request line and headers as the backend received them |
+//! | `/status/NNN` | an empty response with that status |
+//! | `/delay?ms=N` | answers after N ms |
+//! | `/__stats` | `connections=N requests=M` seen by this backend |
+
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use hyper::body::{Body, Frame, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// How a backend behaves.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub name: String,
+    /// Added before every response, like an app doing work.
+    pub delay: Duration,
+}
+
+#[derive(Default)]
+struct Stats {
+    connections: AtomicU64,
+    requests: AtomicU64,
+}
+
+type Reply = Response<BoxBody<Bytes, Infallible>>;
+
+/// Serves HTTP/1.1 on `listener` forever.
+pub async fn serve(listener: TcpListener, options: Options) {
+    let options = Arc::new(options);
+    let stats = Arc::new(Stats::default());
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        stats.connections.fetch_add(1, Ordering::Relaxed);
+        let (options, stats) = (options.clone(), stats.clone());
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| handle(req, options.clone(), stats.clone()));
+            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+        });
+    }
+}
+
+/// Binds `addr` and serves on a background task of the current runtime.
+pub async fn spawn(addr: SocketAddr, options: Options) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    tokio::spawn(serve(listener, options));
+    Ok(local)
+}
+
+async fn handle(req: Request<Incoming>, options: Arc<Options>, stats: Arc<Stats>) -> Result<Reply, Infallible> {
+    stats.requests.fetch_add(1, Ordering::Relaxed);
+    if !options.delay.is_zero() {
+        tokio::time::sleep(options.delay).await;
+    }
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    let reply = match path.as_str() {
+        "/bytes" => streamed(number(&query, "n")),
+        "/upload" => upload(req).await,
+        "/headers" => text(StatusCode::OK, headers(&req)),
+        "/__stats" => {
+            let (c, r) = (stats.connections.load(Ordering::Relaxed), stats.requests.load(Ordering::Relaxed));
+            text(StatusCode::OK, format!("connections={c} requests={r}\n"))
+        }
+        "/delay" => {
+            tokio::time::sleep(Duration::from_millis(number(&query, "ms"))).await;
+            text(StatusCode::OK, format!("{}\n", options.name))
+        }
+        p if p.starts_with("/status/") => {
+            let code = p["/status/".len()..].parse().ok().and_then(|c| StatusCode::from_u16(c).ok()).unwrap_or(StatusCode::BAD_REQUEST);
+            text(code, String::new())
+        }
+        _ => text(StatusCode::OK, format!("{}\n", options.name)),
+    };
+    Ok(with_name(reply, &options.name))
+}
+
+fn with_name(mut reply: Reply, name: &str) -> Reply {
+    if let Ok(value) = name.parse() {
+        reply.headers_mut().insert("x-backend", value);
+    }
+    reply
+}
+
+fn text(status: StatusCode, body: String) -> Reply {
+    let mut reply = Response::new(Full::new(Bytes::from(body)).boxed());
+    *reply.status_mut() = status;
+    reply
+}
+
+/// The value of `key` in a query string as a number, 0 if absent.
+fn number(query: &str, key: &str) -> u64 {
+    query.split('&').filter_map(|kv| kv.split_once('=')).find(|(k, _)| *k == key).and_then(|(_, v)| v.parse().ok()).unwrap_or(0)
+}
+
+fn headers(req: &Request<Incoming>) -> String {
+    let mut out = format!("{} {} {:?}\n", req.method(), req.uri(), req.version());
+    for (name, value) in req.headers() {
+        out.push_str(&format!("{}: {}\n", name, String::from_utf8_lossy(value.as_bytes())));
+    }
+    out
+}
+
+async fn upload(req: Request<Incoming>) -> Reply {
+    let mut body = req.into_body();
+    let mut received: u64 = 0;
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => received += frame.data_ref().map_or(0, |d| d.len() as u64),
+            Err(e) => return text(StatusCode::BAD_REQUEST, format!("body error: {e}\n")),
+        }
+    }
+    text(StatusCode::OK, format!("received {received} bytes\n"))
+}
+
+fn streamed(n: u64) -> Reply {
+    Response::new(BoxBody::new(Zeros { remaining: n }))
+}
+
+/// A body of `remaining` bytes made on the fly from one shared block.
+struct Zeros {
+    remaining: u64,
+}
+
+static BLOCK: [u8; 64 * 1024] = [b'x'; 64 * 1024];
+
+impl Body for Zeros {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.remaining == 0 {
+            return Poll::Ready(None);
+        }
+        let take = self.remaining.min(BLOCK.len() as u64) as usize;
+        self.remaining -= take as u64;
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(&BLOCK[..take])))))
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        hyper::body::SizeHint::with_exact(self.remaining)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.remaining == 0
+    }
+}

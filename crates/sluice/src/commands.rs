@@ -1,0 +1,139 @@
+//! What each subcommand does, in terms of the library crates.
+
+use anyhow::{anyhow, Context};
+use sluice_lab::backend;
+use sluice_proxy::Proxy;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Exit code for a config that does not validate.
+const BAD_CONFIG: u8 = 2;
+
+pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
+    let config = match sluice_config::load(path) {
+        Ok(config) => config,
+        Err(errors) => {
+            eprintln!("{errors}");
+            return Ok(ExitCode::from(BAD_CONFIG));
+        }
+    };
+    let proxy = Proxy::start(config).context("starting the listeners")?;
+    wait_for_signal()?;
+    tracing::info!("stopping: no new connections; finishing requests in flight");
+    proxy.shutdown();
+    proxy.wait()?;
+    tracing::info!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Blocks until SIGTERM or SIGINT. A second signal during the drain exits at once.
+fn wait_for_signal() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok();
+            if let Some(rt) = rt {
+                rt.block_on(async {
+                    tokio::select! { _ = term.recv() => {} _ = int.recv() => {} }
+                });
+                eprintln!("sluice: second signal, exiting without waiting");
+                std::process::exit(130);
+            }
+        });
+        Ok::<_, std::io::Error>(())
+    })?;
+    Ok(())
+}
+
+pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let mut failed = false;
+    for path in paths {
+        match sluice_config::load(path) {
+            Ok(c) => println!("{}: ok ({} listeners, {} routes, {} upstreams)", path.display(), c.listeners.len(), c.routes.len(), c.upstreams.len()),
+            Err(errors) => {
+                failed = true;
+                eprintln!("{errors}");
+            }
+        }
+    }
+    Ok(if failed { ExitCode::from(BAD_CONFIG) } else { ExitCode::SUCCESS })
+}
+
+pub fn backend(listen: SocketAddr, name: String, delay: &str, workers: usize) -> anyhow::Result<ExitCode> {
+    let delay = parse_delay(delay)?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if workers > 0 {
+        builder.worker_threads(workers);
+    }
+    let runtime = builder.enable_all().build()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
+        tracing::info!(listen = %listener.local_addr()?, name, "backend serving");
+        tokio::select! {
+            _ = backend::serve(listener, backend::Options { name, delay }) => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn parse_delay(text: &str) -> anyhow::Result<Duration> {
+    let text = text.trim();
+    let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
+        (ms, 0.001)
+    } else if let Some(s) = text.strip_suffix('s') {
+        (s, 1.0)
+    } else {
+        return Err(anyhow!("--delay {text}: give a unit, e.g. 5ms or 1s"));
+    };
+    let value: f64 = number.parse().map_err(|_| anyhow!("--delay {text}: not a number"))?;
+    Duration::try_from_secs_f64(value * scale).map_err(|_| anyhow!("--delay {text}: out of range"))
+}
+
+pub fn demo(listen: SocketAddr) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    let mut servers = Vec::new();
+    for i in 1..=3 {
+        let options = backend::Options { name: format!("app-{i}"), delay: Duration::ZERO };
+        servers.push(runtime.block_on(backend::spawn("127.0.0.1:0".parse()?, options))?);
+    }
+    let text = demo_config(listen, &servers);
+    let config = sluice_config::parse("demo.toml", &text).map_err(|e| anyhow!("{e}"))?;
+    let proxy = Proxy::start(config).with_context(|| format!("listening on {listen} (try --listen 127.0.0.1:0)"))?;
+    let addr = proxy.local_addrs()[0];
+    println!("# sluice demo: three backends on loopback, sluice in front of them.\n# The config it runs:\n\n{text}");
+    println!("# Try it (each response names the backend that answered):\n  for i in 1 2 3 4 5 6; do curl -s http://{addr}/; done\n\n# Ctrl-C stops it.");
+    wait_for_signal()?;
+    proxy.shutdown();
+    proxy.wait()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn demo_config(listen: SocketAddr, servers: &[SocketAddr]) -> String {
+    let list: Vec<String> = servers.iter().map(|s| format!("\"{s}\"")).collect();
+    format!(
+        "[[listener]]\nbind = \"{listen}\"\n\n[[route]]\npath = \"/\"\nupstream = \"app\"\n\n[upstream.app]\nbalance = \"round_robin\"\nservers = [{}]\nkeepalive = 128\n",
+        list.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays() {
+        assert_eq!(parse_delay("5ms").unwrap(), Duration::from_millis(5));
+        assert_eq!(parse_delay("1.5s").unwrap(), Duration::from_millis(1500));
+        assert!(parse_delay("5").is_err());
+    }
+}

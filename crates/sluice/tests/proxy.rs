@@ -1,0 +1,13 @@
+//! End-to-end tests of the proxy: real sockets on 127.0.0.1, real backends (hyper, or raw
+//! TCP peers that misbehave on purpose), clients that speak HTTP/1.1 byte for byte.
+
+mod proxy {
+    pub mod harness;
+
+    mod balancing;
+    mod errors;
+    mod framing;
+    mod headers;
+    mod lifecycle;
+    mod pooling;
+}

@@ -1,0 +1,209 @@
+//! The test harness: backends, a proxy built from TOML, and a small raw HTTP client.
+
+use sluice_lab::backend::{self, Options};
+use sluice_proxy::Proxy;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Starts a hyper backend named `name` on 127.0.0.1:0.
+pub async fn backend(name: &str) -> SocketAddr {
+    backend_with_delay(name, Duration::ZERO).await
+}
+
+pub async fn backend_with_delay(name: &str, delay: Duration) -> SocketAddr {
+    backend::spawn(loopback(), Options { name: name.into(), delay }).await.expect("backend binds")
+}
+
+pub fn loopback() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// A proxy running in this process; stopped when dropped.
+pub struct TestProxy {
+    pub addr: SocketAddr,
+    proxy: Option<Proxy>,
+}
+
+impl Drop for TestProxy {
+    fn drop(&mut self) {
+        if let Some(p) = self.proxy.take() {
+            p.shutdown();
+        }
+    }
+}
+
+/// Starts a proxy on 127.0.0.1:0 with `body` (TOML: top-level keys first, then routes
+/// and upstreams) and a listener appended.
+pub fn proxy(body: &str) -> TestProxy {
+    let text = format!("shutdown_grace = \"2s\"\n{body}\n[[listener]]\nbind = \"127.0.0.1:0\"\n");
+    let config = sluice_config::parse("test.toml", &text).unwrap_or_else(|e| panic!("test config invalid:\n{e}\n{text}"));
+    let proxy = Proxy::start(config).expect("proxy starts");
+    TestProxy { addr: proxy.local_addrs()[0], proxy: Some(proxy) }
+}
+
+/// A config with one catch-all route to upstream `app` over `servers`, plus `extra` lines
+/// in the upstream section.
+pub fn one_upstream(servers: &[SocketAddr], extra: &str) -> String {
+    let list: Vec<String> = servers.iter().map(|s| format!("\"{s}\"")).collect();
+    format!("[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [{}]\n{extra}\n", list.join(", "))
+}
+
+/// A response as the client saw it.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// A client connection that sends raw bytes and reads Content-Length or chunked replies.
+pub struct Client {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    pub async fn connect(addr: SocketAddr) -> Client {
+        Client { stream: TcpStream::connect(addr).await.expect("connect to proxy"), buf: Vec::new() }
+    }
+
+    pub async fn send(&mut self, raw: &str) {
+        self.stream.write_all(raw.as_bytes()).await.expect("send");
+    }
+
+    /// `GET path` with Host and keep-alive.
+    pub async fn get(&mut self, path: &str) -> Reply {
+        self.send(&format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n")).await;
+        self.read_reply().await.expect("a reply")
+    }
+
+    /// Reads one response (5 s deadline).
+    pub async fn read_reply(&mut self) -> io::Result<Reply> {
+        tokio::time::timeout(Duration::from_secs(5), self.read_reply_inner()).await.map_err(|_| io::Error::from(io::ErrorKind::TimedOut))?
+    }
+
+    async fn read_reply_inner(&mut self) -> io::Result<Reply> {
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut res = httparse::Response::new(&mut headers);
+            if let httparse::Status::Complete(n) = res.parse(&self.buf).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))? {
+                let status = res.code.unwrap_or(0);
+                let headers: Vec<(String, String)> = res.headers.iter().map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned())).collect();
+                self.buf.drain(..n);
+                let mut reply = Reply { status, headers, body: Vec::new() };
+                self.read_body(&mut reply).await?;
+                return Ok(reply);
+            }
+            self.more().await?;
+        }
+    }
+
+    async fn read_body(&mut self, reply: &mut Reply) -> io::Result<()> {
+        if let Some(len) = reply.header("content-length").map(|v| v.parse::<usize>().unwrap()) {
+            while self.buf.len() < len {
+                self.more().await?;
+            }
+            reply.body = self.buf.drain(..len).collect();
+        } else if reply.header("transfer-encoding").is_some() {
+            reply.body = self.read_chunked().await?;
+        } else if reply.status >= 200 && reply.status != 204 && reply.status != 304 {
+            while self.more().await.is_ok() {}
+            reply.body = std::mem::take(&mut self.buf);
+        }
+        Ok(())
+    }
+
+    async fn read_chunked(&mut self) -> io::Result<Vec<u8>> {
+        let mut body = Vec::new();
+        loop {
+            let line_end = loop {
+                if let Some(i) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                    break i;
+                }
+                self.more().await?;
+            };
+            let size = usize::from_str_radix(std::str::from_utf8(&self.buf[..line_end]).unwrap().trim(), 16).unwrap();
+            self.buf.drain(..line_end + 2);
+            while self.buf.len() < size + 2 {
+                self.more().await?;
+            }
+            body.extend(self.buf.drain(..size));
+            self.buf.drain(..2);
+            if size == 0 {
+                return Ok(body);
+            }
+        }
+    }
+
+    async fn more(&mut self) -> io::Result<()> {
+        let mut chunk = [0u8; 16384];
+        match self.stream.read(&mut chunk).await? {
+            0 => Err(io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                Ok(())
+            }
+        }
+    }
+
+    /// True when the proxy closed the connection (within 2 s).
+    pub async fn is_closed(&mut self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(tokio::time::timeout(Duration::from_secs(2), self.stream.read(&mut byte)).await, Ok(Ok(0)) | Ok(Err(_)))
+    }
+}
+
+/// One GET on a new connection.
+pub async fn get(addr: SocketAddr, path: &str) -> Reply {
+    Client::connect(addr).await.get(path).await
+}
+
+/// A raw TCP peer: for each accepted connection, runs `serve` on it. For backends that
+/// misbehave in ways a real HTTP server will not.
+pub async fn raw_backend<F, Fut>(serve: F) -> SocketAddr
+where
+    F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listener = TcpListener::bind(loopback()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(serve(stream));
+        }
+    });
+    addr
+}
+
+/// Reads from `stream` until a blank line ends a request head; false if the peer closed.
+pub async fn read_head(stream: &mut TcpStream) -> bool {
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !seen.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte).await {
+            Ok(1) => seen.push(byte[0]),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The backend's own count of connections and requests, asked directly.
+pub async fn backend_stats(addr: SocketAddr) -> (u64, u64) {
+    let text = get(addr, "/__stats").await.text();
+    let field = |key: &str| text.split_whitespace().find_map(|kv| kv.strip_prefix(key)).unwrap().trim().parse().unwrap();
+    (field("connections="), field("requests="))
+}
