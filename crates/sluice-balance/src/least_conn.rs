@@ -43,7 +43,11 @@ mod tests {
     fn picks_the_least_loaded() {
         let load = [5u32, 2, 9];
         let mut lc = LeastConn::new();
-        let view = |i: usize| Candidate { weight: 1, active: load[i], available: true };
+        let view = |i: usize| Candidate {
+            weight: 1,
+            active: load[i],
+            available: true,
+        };
         assert_eq!(lc.pick(3, view), Some(1));
         assert_eq!(lc.pick(3, view), Some(1));
     }
@@ -51,20 +55,39 @@ mod tests {
     #[test]
     fn weight_scales_the_load() {
         // 6 in flight on weight 3 is 2 per unit; 3 in flight on weight 1 is 3 per unit.
-        let view = |i: usize| [Candidate { weight: 3, active: 6, available: true }, Candidate { weight: 1, active: 3, available: true }][i];
+        let view = |i: usize| {
+            [
+                Candidate {
+                    weight: 3,
+                    active: 6,
+                    available: true,
+                },
+                Candidate {
+                    weight: 1,
+                    active: 3,
+                    available: true,
+                },
+            ][i]
+        };
         assert_eq!(LeastConn::new().pick(2, view), Some(0));
     }
 
     #[test]
     fn ties_rotate() {
         let mut lc = LeastConn::new();
-        let picks: Vec<_> = (0..6).map(|_| lc.pick(3, |_| Candidate::idle(1)).unwrap()).collect();
+        let picks: Vec<_> = (0..6)
+            .map(|_| lc.pick(3, |_| Candidate::idle(1)).unwrap())
+            .collect();
         assert_eq!(picks, vec![0, 1, 2, 0, 1, 2]);
     }
 
     #[test]
     fn skips_unavailable() {
-        let view = |i: usize| Candidate { weight: 1, active: if i == 0 { 0 } else { 4 }, available: i != 0 };
+        let view = |i: usize| Candidate {
+            weight: 1,
+            active: if i == 0 { 0 } else { 4 },
+            available: i != 0,
+        };
         assert_eq!(LeastConn::new().pick(3, view), Some(1));
         assert_eq!(LeastConn::new().pick(0, view), None);
     }

@@ -28,7 +28,11 @@ pub struct Candidate {
 impl Candidate {
     /// An available server with this weight and nothing in flight.
     pub fn idle(weight: u32) -> Self {
-        Candidate { weight, active: 0, available: true }
+        Candidate {
+            weight,
+            active: 0,
+            available: true,
+        }
     }
 }
 
@@ -45,7 +49,12 @@ impl Balancer {
     ///
     /// `view(i)` describes server `i` now; `random` is a uniformly random word that only
     /// the randomised algorithms consume.
-    pub fn pick(&mut self, len: usize, view: impl Fn(usize) -> Candidate, random: u64) -> Option<usize> {
+    pub fn pick(
+        &mut self,
+        len: usize,
+        view: impl Fn(usize) -> Candidate,
+        random: u64,
+    ) -> Option<usize> {
         match self {
             Balancer::RoundRobin(rr) => rr.pick(len, view),
             Balancer::LeastConn(lc) => lc.pick(len, view),
@@ -59,5 +68,6 @@ impl Balancer {
 /// Compares `a.active / a.weight < b.active / b.weight` without division, so weights are
 /// honoured exactly (nginx's least_conn does the same cross-multiplication).
 pub(crate) fn less_loaded(a: Candidate, b: Candidate) -> bool {
-    u64::from(a.active) * u64::from(b.weight.max(1)) < u64::from(b.active) * u64::from(a.weight.max(1))
+    u64::from(a.active) * u64::from(b.weight.max(1))
+        < u64::from(b.active) * u64::from(a.weight.max(1))
 }

@@ -16,8 +16,17 @@ impl RandomTwo {
     }
 
     /// `random` supplies both draws: its low and high 32 bits.
-    pub fn pick(&mut self, len: usize, view: impl Fn(usize) -> Candidate, random: u64) -> Option<usize> {
-        let total: u64 = (0..len).map(|i| view(i)).filter(|c| c.available).map(|c| u64::from(c.weight.max(1))).sum();
+    pub fn pick(
+        &mut self,
+        len: usize,
+        view: impl Fn(usize) -> Candidate,
+        random: u64,
+    ) -> Option<usize> {
+        let total: u64 = (0..len)
+            .map(&view)
+            .filter(|c| c.available)
+            .map(|c| u64::from(c.weight.max(1)))
+            .sum();
         if total == 0 {
             return None;
         }
@@ -34,7 +43,13 @@ impl RandomTwo {
 }
 
 /// The server whose weight interval contains `r mod total`, skipping `exclude`.
-fn weighted_draw(len: usize, view: &impl Fn(usize) -> Candidate, r: u64, total: u64, exclude: Option<usize>) -> Option<usize> {
+fn weighted_draw(
+    len: usize,
+    view: &impl Fn(usize) -> Candidate,
+    r: u64,
+    total: u64,
+    exclude: Option<usize>,
+) -> Option<usize> {
     let mut point = r % total;
     for i in 0..len {
         let c = view(i);
@@ -66,7 +81,11 @@ mod tests {
     #[test]
     fn prefers_the_less_loaded_of_two() {
         let load = [10u32, 0];
-        let view = |i: usize| Candidate { weight: 1, active: load[i], available: true };
+        let view = |i: usize| Candidate {
+            weight: 1,
+            active: load[i],
+            available: true,
+        };
         let mut seed = 1;
         for _ in 0..100 {
             assert_eq!(RandomTwo::new().pick(2, view, splitmix(&mut seed)), Some(1));
@@ -83,16 +102,34 @@ mod tests {
             counts[RandomTwo::new().pick(2, view, splitmix(&mut seed)).unwrap()] += 1;
         }
         let share = f64::from(counts[1]) / 40_000.0;
-        assert!((share - 0.75).abs() < 0.02, "share of the weight-3 server: {share}");
+        assert!(
+            (share - 0.75).abs() < 0.02,
+            "share of the weight-3 server: {share}"
+        );
     }
 
     #[test]
     fn never_picks_unavailable_and_handles_one_server() {
-        let view = |i: usize| Candidate { weight: 1, active: 0, available: i == 2 };
+        let view = |i: usize| Candidate {
+            weight: 1,
+            active: 0,
+            available: i == 2,
+        };
         let mut seed = 3;
         for _ in 0..50 {
             assert_eq!(RandomTwo::new().pick(3, view, splitmix(&mut seed)), Some(2));
         }
-        assert_eq!(RandomTwo::new().pick(3, |_| Candidate { weight: 1, active: 0, available: false }, 5), None);
+        assert_eq!(
+            RandomTwo::new().pick(
+                3,
+                |_| Candidate {
+                    weight: 1,
+                    active: 0,
+                    available: false
+                },
+                5
+            ),
+            None
+        );
     }
 }

@@ -48,7 +48,9 @@ mod tests {
         let mut rr = SmoothWeighted::new();
         (0..n)
             .map(|_| {
-                let i = rr.pick(weights.len(), |i| Candidate::idle(weights[i])).unwrap();
+                let i = rr
+                    .pick(weights.len(), |i| Candidate::idle(weights[i]))
+                    .unwrap();
                 (b'a' + i as u8) as char
             })
             .collect()
@@ -79,10 +81,18 @@ mod tests {
     #[test]
     fn unavailable_servers_are_skipped() {
         let mut rr = SmoothWeighted::new();
-        let view = |i: usize| Candidate { weight: 1, active: 0, available: i != 1 };
+        let view = |i: usize| Candidate {
+            weight: 1,
+            active: 0,
+            available: i != 1,
+        };
         let picks: Vec<_> = (0..4).map(|_| rr.pick(3, view).unwrap()).collect();
         assert_eq!(picks, vec![0, 2, 0, 2]);
-        let none = |_| Candidate { weight: 1, active: 0, available: false };
+        let none = |_| Candidate {
+            weight: 1,
+            active: 0,
+            available: false,
+        };
         assert_eq!(rr.pick(3, none), None);
     }
 }

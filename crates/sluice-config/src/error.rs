@@ -16,20 +16,42 @@ pub struct ConfigError {
 
 impl ConfigError {
     /// An error located at byte `span` of `text`.
-    pub fn at(file: &str, text: &str, span: Option<Range<usize>>, message: impl Into<String>, hint: impl Into<String>) -> Self {
+    pub fn at(
+        file: &str,
+        text: &str,
+        span: Option<Range<usize>>,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> Self {
         let (line, col) = line_col(text, span.map_or(0, |s| s.start));
-        ConfigError { file: file.to_string(), line, col, message: message.into(), hint: hint.into() }
+        ConfigError {
+            file: file.to_string(),
+            line,
+            col,
+            message: message.into(),
+            hint: hint.into(),
+        }
     }
 
     /// An error about the file as a whole (it cannot be read at all).
     pub fn whole_file(file: &str, message: impl Into<String>, hint: impl Into<String>) -> Self {
-        ConfigError { file: file.to_string(), line: 1, col: 1, message: message.into(), hint: hint.into() }
+        ConfigError {
+            file: file.to_string(),
+            line: 1,
+            col: 1,
+            message: message.into(),
+            hint: hint.into(),
+        }
     }
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.file, self.line, self.col, self.message)?;
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.line, self.col, self.message
+        )?;
         if !self.hint.is_empty() {
             write!(f, " ({})", self.hint)?;
         }

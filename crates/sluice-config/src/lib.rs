@@ -21,7 +21,11 @@ pub fn load(path: &Path) -> Result<Config, Errors> {
     let name = path.display().to_string();
     match std::fs::read_to_string(path) {
         Ok(text) => parse(&name, &text),
-        Err(e) => Err(Errors(vec![ConfigError::whole_file(&name, format!("cannot read the config file: {e}"), "check the path given with -c")])),
+        Err(e) => Err(Errors(vec![ConfigError::whole_file(
+            &name,
+            format!("cannot read the config file: {e}"),
+            "check the path given with -c",
+        )])),
     }
 }
 

@@ -16,11 +16,21 @@ pub(crate) struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     pub fn new(file: &'a str, text: &'a str) -> Self {
-        Reader { file, text, errors: Vec::new() }
+        Reader {
+            file,
+            text,
+            errors: Vec::new(),
+        }
     }
 
-    pub fn error(&mut self, span: Option<Range<usize>>, message: impl Into<String>, hint: impl Into<String>) {
-        self.errors.push(ConfigError::at(self.file, self.text, span, message, hint));
+    pub fn error(
+        &mut self,
+        span: Option<Range<usize>>,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) {
+        self.errors
+            .push(ConfigError::at(self.file, self.text, span, message, hint));
     }
 
     /// Records an error for every key of `table` not in `allowed`.
@@ -38,22 +48,39 @@ impl<'a> Reader<'a> {
     }
 
     /// The value at `key`, if present and a plain value (not a table).
-    pub fn value<'t>(&mut self, table: &'t dyn TableLike, key: &str, expected: &str) -> Option<&'t Value> {
+    pub fn value<'t>(
+        &mut self,
+        table: &'t dyn TableLike,
+        key: &str,
+        expected: &str,
+    ) -> Option<&'t Value> {
         match table.get(key)? {
             Item::Value(v) => Some(v),
             other => {
-                self.error(other.span(), format!("`{key}` must be {expected}, found a table"), format!("write `{key} = ...` on one line"));
+                self.error(
+                    other.span(),
+                    format!("`{key}` must be {expected}, found a table"),
+                    format!("write `{key} = ...` on one line"),
+                );
                 None
             }
         }
     }
 
-    pub fn string(&mut self, table: &dyn TableLike, key: &str) -> Option<(String, Option<Range<usize>>)> {
+    pub fn string(
+        &mut self,
+        table: &dyn TableLike,
+        key: &str,
+    ) -> Option<(String, Option<Range<usize>>)> {
         let v = self.value(table, key, "a string")?;
         match v.as_str() {
             Some(s) => Some((s.to_string(), v.span())),
             None => {
-                self.error(v.span(), format!("`{key}` must be a string, found {}", v.type_name()), "put the value in double quotes");
+                self.error(
+                    v.span(),
+                    format!("`{key}` must be a string, found {}", v.type_name()),
+                    "put the value in double quotes",
+                );
                 None
             }
         }
@@ -65,11 +92,19 @@ impl<'a> Reader<'a> {
         match v.as_integer() {
             Some(n) if n >= 0 && (n as u64) <= max => Some(n as u64),
             Some(n) => {
-                self.error(v.span(), format!("`{key}` = {n} is out of range"), format!("use a value from 0 to {max}"));
+                self.error(
+                    v.span(),
+                    format!("`{key}` = {n} is out of range"),
+                    format!("use a value from 0 to {max}"),
+                );
                 None
             }
             None => {
-                self.error(v.span(), format!("`{key}` must be an integer, found {}", v.type_name()), "write a whole number without quotes");
+                self.error(
+                    v.span(),
+                    format!("`{key}` must be an integer, found {}", v.type_name()),
+                    "write a whole number without quotes",
+                );
                 None
             }
         }
@@ -80,7 +115,11 @@ impl<'a> Reader<'a> {
         let v = self.value(table, key, "a duration")?;
         let parsed = v.as_str().and_then(parse_duration);
         if parsed.is_none() {
-            self.error(v.span(), format!("`{key}` is not a duration"), "write it as a string with a unit, e.g. \"500ms\", \"2s\", \"1m\"");
+            self.error(
+                v.span(),
+                format!("`{key}` is not a duration"),
+                "write it as a string with a unit, e.g. \"500ms\", \"2s\", \"1m\"",
+            );
         }
         parsed
     }
@@ -104,7 +143,12 @@ pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
 
 /// The allowed word closest to `word`, if it is plausibly a typo of it.
 fn closest<'w>(word: &str, allowed: &[&'w str]) -> Option<&'w str> {
-    allowed.iter().map(|a| (edit_distance(word, a), *a)).filter(|(d, a)| *d <= 2.max(a.len() / 4)).min_by_key(|(d, _)| *d).map(|(_, a)| a)
+    allowed
+        .iter()
+        .map(|a| (edit_distance(word, a), *a))
+        .filter(|(d, a)| *d <= 2.max(a.len() / 4))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, a)| a)
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -138,7 +182,10 @@ mod tests {
 
     #[test]
     fn typo_suggestions() {
-        assert_eq!(closest("keepalve", &["keepalive", "servers"]), Some("keepalive"));
+        assert_eq!(
+            closest("keepalve", &["keepalive", "servers"]),
+            Some("keepalive")
+        );
         assert_eq!(closest("zzz", &["keepalive", "servers"]), None);
     }
 }

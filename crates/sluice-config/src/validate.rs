@@ -11,10 +11,26 @@ use toml_edit::{ImDocument, Item, TableLike, Value};
 
 type Span = Option<Range<usize>>;
 
-const TOP_KEYS: &[&str] = &["workers", "header_timeout", "client_idle_timeout", "max_header_bytes", "shutdown_grace", "listener", "route", "upstream"];
+const TOP_KEYS: &[&str] = &[
+    "workers",
+    "header_timeout",
+    "client_idle_timeout",
+    "max_header_bytes",
+    "shutdown_grace",
+    "listener",
+    "route",
+    "upstream",
+];
 const LISTENER_KEYS: &[&str] = &["bind"];
 const ROUTE_KEYS: &[&str] = &["host", "path", "upstream"];
-const UPSTREAM_KEYS: &[&str] = &["balance", "servers", "keepalive", "idle_timeout", "connect_timeout", "read_timeout"];
+const UPSTREAM_KEYS: &[&str] = &[
+    "balance",
+    "servers",
+    "keepalive",
+    "idle_timeout",
+    "connect_timeout",
+    "read_timeout",
+];
 const SERVER_KEYS: &[&str] = &["addr", "weight"];
 
 pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
@@ -22,7 +38,13 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
         Ok(doc) => doc,
         Err(e) => {
             let message = format!("invalid TOML: {}", e.message().trim());
-            return Err(Errors(vec![ConfigError::at(file, text, e.span(), message, "fix the syntax at this position")]));
+            return Err(Errors(vec![ConfigError::at(
+                file,
+                text,
+                e.span(),
+                message,
+                "fix the syntax at this position",
+            )]));
         }
     };
     let mut r = Reader::new(file, text);
@@ -31,17 +53,29 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
     let upstreams = upstreams(&mut r, root);
     let config = Config {
         workers: r.integer(root, "workers", 1024).unwrap_or(0) as usize,
-        header_timeout: r.duration(root, "header_timeout").unwrap_or(Duration::from_secs(10)),
-        client_idle_timeout: r.duration(root, "client_idle_timeout").unwrap_or(Duration::from_secs(60)),
-        max_header_bytes: r.integer(root, "max_header_bytes", 1 << 20).unwrap_or(16 * 1024) as usize,
-        shutdown_grace: r.duration(root, "shutdown_grace").unwrap_or(Duration::from_secs(30)),
+        header_timeout: r
+            .duration(root, "header_timeout")
+            .unwrap_or(Duration::from_secs(10)),
+        client_idle_timeout: r
+            .duration(root, "client_idle_timeout")
+            .unwrap_or(Duration::from_secs(60)),
+        max_header_bytes: r
+            .integer(root, "max_header_bytes", 1 << 20)
+            .unwrap_or(16 * 1024) as usize,
+        shutdown_grace: r
+            .duration(root, "shutdown_grace")
+            .unwrap_or(Duration::from_secs(30)),
         listeners: listeners(&mut r, root),
         routes: routes(&mut r, root, &upstreams),
         upstreams,
     };
     if config.max_header_bytes < 1024 {
         let span = root.get("max_header_bytes").and_then(Item::span);
-        r.error(span, "`max_header_bytes` is too small", "use at least 1024; browsers send 1-4 KiB of headers");
+        r.error(
+            span,
+            "`max_header_bytes` is too small",
+            "use at least 1024; browsers send 1-4 KiB of headers",
+        );
     }
     if r.errors.is_empty() {
         Ok(config)
@@ -52,22 +86,37 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
 }
 
 /// The tables under `key`, written either as `[[key]]` or as an inline array of tables.
-fn tables<'t>(r: &mut Reader, root: &'t dyn TableLike, key: &str) -> Vec<(&'t dyn TableLike, Span)> {
+fn tables<'t>(
+    r: &mut Reader,
+    root: &'t dyn TableLike,
+    key: &str,
+) -> Vec<(&'t dyn TableLike, Span)> {
     match root.get(key) {
         None => Vec::new(),
-        Some(Item::ArrayOfTables(aot)) => aot.iter().map(|t| (t as &dyn TableLike, t.span())).collect(),
+        Some(Item::ArrayOfTables(aot)) => aot
+            .iter()
+            .map(|t| (t as &dyn TableLike, t.span()))
+            .collect(),
         Some(Item::Value(Value::Array(array))) => array
             .iter()
             .filter_map(|v| match v.as_inline_table() {
                 Some(t) => Some((t as &dyn TableLike, v.span())),
                 None => {
-                    r.error(v.span(), format!("each `{key}` entry must be a table"), format!("write [[{key}]] sections"));
+                    r.error(
+                        v.span(),
+                        format!("each `{key}` entry must be a table"),
+                        format!("write [[{key}]] sections"),
+                    );
                     None
                 }
             })
             .collect(),
         Some(other) => {
-            r.error(other.span(), format!("`{key}` must be a list of tables"), format!("write [[{key}]] sections"));
+            r.error(
+                other.span(),
+                format!("`{key}` must be a list of tables"),
+                format!("write [[{key}]] sections"),
+            );
             Vec::new()
         }
     }
@@ -76,7 +125,11 @@ fn tables<'t>(r: &mut Reader, root: &'t dyn TableLike, key: &str) -> Vec<(&'t dy
 fn listeners(r: &mut Reader, root: &dyn TableLike) -> Vec<Listener> {
     let entries = tables(r, root, "listener");
     if entries.is_empty() {
-        r.error(Some(0..0), "no listener", "add [[listener]] with bind = \"127.0.0.1:8080\"");
+        r.error(
+            Some(0..0),
+            "no listener",
+            "add [[listener]] with bind = \"127.0.0.1:8080\"",
+        );
     }
     let mut seen = HashSet::new();
     let mut out = Vec::new();
@@ -84,13 +137,23 @@ fn listeners(r: &mut Reader, root: &dyn TableLike) -> Vec<Listener> {
         r.only_keys(table, LISTENER_KEYS, "[[listener]]");
         let Some((bind, bind_span)) = r.string(table, "bind") else {
             if table.get("bind").is_none() {
-                r.error(span, "[[listener]] has no `bind`", "add bind = \"127.0.0.1:8080\"");
+                r.error(
+                    span,
+                    "[[listener]] has no `bind`",
+                    "add bind = \"127.0.0.1:8080\"",
+                );
             }
             continue;
         };
-        let Some(addr) = socket_addr(r, &bind, bind_span.clone(), "bind") else { continue };
+        let Some(addr) = socket_addr(r, &bind, bind_span.clone(), "bind") else {
+            continue;
+        };
         if !seen.insert(addr) {
-            r.error(bind_span, format!("duplicate bind {addr}"), "each [[listener]] needs its own address");
+            r.error(
+                bind_span,
+                format!("duplicate bind {addr}"),
+                "each [[listener]] needs its own address",
+            );
             continue;
         }
         out.push(Listener { bind: addr });
@@ -102,23 +165,44 @@ fn socket_addr(r: &mut Reader, text: &str, span: Span, key: &str) -> Option<Sock
     match text.parse() {
         Ok(addr) => Some(addr),
         Err(_) => {
-            r.error(span, format!("`{key}` = \"{text}\" is not an IP address with a port"), "write it as \"127.0.0.1:8080\" or \"[::1]:8080\"; host names are not resolved");
+            r.error(
+                span,
+                format!("`{key}` = \"{text}\" is not an IP address with a port"),
+                "write it as \"127.0.0.1:8080\" or \"[::1]:8080\"; host names are not resolved",
+            );
             None
         }
     }
 }
 
 fn upstreams(r: &mut Reader, root: &dyn TableLike) -> Vec<Upstream> {
-    let Some(item) = root.get("upstream") else { return Vec::new() };
+    let Some(item) = root.get("upstream") else {
+        return Vec::new();
+    };
     let Some(table) = item.as_table_like() else {
-        r.error(item.span(), "`upstream` must be a table of named upstreams", "write [upstream.NAME] sections");
+        r.error(
+            item.span(),
+            "`upstream` must be a table of named upstreams",
+            "write [upstream.NAME] sections",
+        );
         return Vec::new();
     };
     let mut out = Vec::new();
     for (name, entry) in table.iter() {
         match entry.as_table_like() {
-            Some(t) => out.push(upstream(r, name, t, entry.span().or_else(|| table.key(name).and_then(|k| k.span())))),
-            None => r.error(entry.span(), format!("upstream `{name}` must be a table"), format!("write [upstream.{name}] with servers = [...]")),
+            Some(t) => out.push(upstream(
+                r,
+                name,
+                t,
+                entry
+                    .span()
+                    .or_else(|| table.key(name).and_then(|k| k.span())),
+            )),
+            None => r.error(
+                entry.span(),
+                format!("upstream `{name}` must be a table"),
+                format!("write [upstream.{name}] with servers = [...]"),
+            ),
         }
     }
     out
@@ -131,9 +215,15 @@ fn upstream(r: &mut Reader, name: &str, t: &dyn TableLike, span: Span) -> Upstre
         balance: balance(r, t).unwrap_or(Balance::RoundRobin),
         servers: servers(r, name, t, span),
         keepalive: r.integer(t, "keepalive", 1_000_000).unwrap_or(128) as usize,
-        idle_timeout: r.duration(t, "idle_timeout").unwrap_or(Duration::from_secs(4)),
-        connect_timeout: r.duration(t, "connect_timeout").unwrap_or(Duration::from_secs(2)),
-        read_timeout: r.duration(t, "read_timeout").unwrap_or(Duration::from_secs(60)),
+        idle_timeout: r
+            .duration(t, "idle_timeout")
+            .unwrap_or(Duration::from_secs(4)),
+        connect_timeout: r
+            .duration(t, "connect_timeout")
+            .unwrap_or(Duration::from_secs(2)),
+        read_timeout: r
+            .duration(t, "read_timeout")
+            .unwrap_or(Duration::from_secs(60)),
     }
 }
 
@@ -144,7 +234,11 @@ fn balance(r: &mut Reader, t: &dyn TableLike) -> Option<Balance> {
         "least_conn" => Some(Balance::LeastConn),
         "random_two" => Some(Balance::RandomTwo),
         _ => {
-            r.error(span, format!("unknown balance \"{name}\""), "use round_robin, least_conn or random_two");
+            r.error(
+                span,
+                format!("unknown balance \"{name}\""),
+                "use round_robin, least_conn or random_two",
+            );
             None
         }
     }
@@ -152,22 +246,40 @@ fn balance(r: &mut Reader, t: &dyn TableLike) -> Option<Balance> {
 
 fn servers(r: &mut Reader, name: &str, t: &dyn TableLike, span: Span) -> Vec<Server> {
     let Some(v) = r.value(t, "servers", "a list") else {
-        r.error(span, format!("upstream `{name}` has no `servers`"), "add servers = [\"127.0.0.1:9101\"]");
+        r.error(
+            span,
+            format!("upstream `{name}` has no `servers`"),
+            "add servers = [\"127.0.0.1:9101\"]",
+        );
         return Vec::new();
     };
     let Some(list) = v.as_array() else {
-        r.error(v.span(), "`servers` must be a list", "write servers = [\"127.0.0.1:9101\", \"127.0.0.1:9102\"]");
+        r.error(
+            v.span(),
+            "`servers` must be a list",
+            "write servers = [\"127.0.0.1:9101\", \"127.0.0.1:9102\"]",
+        );
         return Vec::new();
     };
     if list.is_empty() {
-        r.error(v.span(), format!("upstream `{name}` has an empty server list"), "add at least one server address");
+        r.error(
+            v.span(),
+            format!("upstream `{name}` has an empty server list"),
+            "add at least one server address",
+        );
     }
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for entry in list.iter() {
-        let Some(server) = server(r, entry) else { continue };
+        let Some(server) = server(r, entry) else {
+            continue;
+        };
         if !seen.insert(server.addr) {
-            r.error(entry.span(), format!("server {} is listed twice", server.addr), "list it once and give it a weight instead");
+            r.error(
+                entry.span(),
+                format!("server {} is listed twice", server.addr),
+                "list it once and give it a weight instead",
+            );
             continue;
         }
         out.push(server);
@@ -181,20 +293,32 @@ fn server(r: &mut Reader, entry: &Value) -> Option<Server> {
         return Some(Server { addr, weight: 1 });
     }
     let Some(t) = entry.as_inline_table() else {
-        r.error(entry.span(), "a server must be an address or { addr = ..., weight = ... }", "write \"127.0.0.1:9101\" or { addr = \"127.0.0.1:9101\", weight = 2 }");
+        r.error(
+            entry.span(),
+            "a server must be an address or { addr = ..., weight = ... }",
+            "write \"127.0.0.1:9101\" or { addr = \"127.0.0.1:9101\", weight = 2 }",
+        );
         return None;
     };
     r.only_keys(t, SERVER_KEYS, "a server");
     let Some((text, span)) = r.string(t, "addr") else {
         if t.get("addr").is_none() {
-            r.error(entry.span(), "server has no `addr`", "add addr = \"127.0.0.1:9101\"");
+            r.error(
+                entry.span(),
+                "server has no `addr`",
+                "add addr = \"127.0.0.1:9101\"",
+            );
         }
         return None;
     };
     let addr = socket_addr(r, &text, span, "addr")?;
     let weight = match r.integer(t, "weight", 10_000)? {
         0 => {
-            r.error(t.get("weight").and_then(|w| w.span()), "`weight` must be at least 1", "remove the server to take it out of rotation");
+            r.error(
+                t.get("weight").and_then(|w| w.span()),
+                "`weight` must be at least 1",
+                "remove the server to take it out of rotation",
+            );
             return None;
         }
         w => w as u32,
@@ -205,43 +329,80 @@ fn server(r: &mut Reader, entry: &Value) -> Option<Server> {
 fn routes(r: &mut Reader, root: &dyn TableLike, upstreams: &[Upstream]) -> Vec<Route> {
     let entries = tables(r, root, "route");
     if entries.is_empty() {
-        r.error(Some(0..0), "no route", "add [[route]] with path = \"/\" and upstream = \"NAME\"");
+        r.error(
+            Some(0..0),
+            "no route",
+            "add [[route]] with path = \"/\" and upstream = \"NAME\"",
+        );
     }
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for (table, span) in entries {
         r.only_keys(table, ROUTE_KEYS, "[[route]]");
-        let host = r.string(table, "host").and_then(|(h, s)| host_match(r, &h, s));
+        let host = r
+            .string(table, "host")
+            .and_then(|(h, s)| host_match(r, &h, s));
         let path = match r.string(table, "path") {
             Some((p, s)) if !p.starts_with('/') => {
-                r.error(s, format!("path \"{p}\" does not start with /"), "write a path prefix such as \"/\" or \"/api/\"");
+                r.error(
+                    s,
+                    format!("path \"{p}\" does not start with /"),
+                    "write a path prefix such as \"/\" or \"/api/\"",
+                );
                 continue;
             }
             Some((p, _)) => p,
             None => "/".to_string(),
         };
-        let Some(upstream) = route_upstream(r, table, span.clone(), upstreams) else { continue };
+        let Some(upstream) = route_upstream(r, table, span.clone(), upstreams) else {
+            continue;
+        };
         if !seen.insert((host.clone(), path.clone())) {
-            r.error(span, format!("another route already has this host and path \"{path}\""), "remove one of the two routes");
+            r.error(
+                span,
+                format!("another route already has this host and path \"{path}\""),
+                "remove one of the two routes",
+            );
             continue;
         }
-        out.push(Route { host, path, upstream });
+        out.push(Route {
+            host,
+            path,
+            upstream,
+        });
     }
     out
 }
 
-fn route_upstream(r: &mut Reader, table: &dyn TableLike, span: Span, upstreams: &[Upstream]) -> Option<usize> {
+fn route_upstream(
+    r: &mut Reader,
+    table: &dyn TableLike,
+    span: Span,
+    upstreams: &[Upstream],
+) -> Option<usize> {
     let Some((name, name_span)) = r.string(table, "upstream") else {
         if table.get("upstream").is_none() {
-            r.error(span, "[[route]] has no `upstream`", "add upstream = \"NAME\" naming an [upstream.NAME] section");
+            r.error(
+                span,
+                "[[route]] has no `upstream`",
+                "add upstream = \"NAME\" naming an [upstream.NAME] section",
+            );
         }
         return None;
     };
     let found = upstreams.iter().position(|u| u.name == name);
     if found.is_none() {
         let known: Vec<&str> = upstreams.iter().map(|u| u.name.as_str()).collect();
-        let hint = if known.is_empty() { "define it as [upstream.NAME] with servers = [...]".to_string() } else { format!("defined upstreams: {}", known.join(", ")) };
-        r.error(name_span, format!("route names upstream \"{name}\", which is not defined"), hint);
+        let hint = if known.is_empty() {
+            "define it as [upstream.NAME] with servers = [...]".to_string()
+        } else {
+            format!("defined upstreams: {}", known.join(", "))
+        };
+        r.error(
+            name_span,
+            format!("route names upstream \"{name}\", which is not defined"),
+            hint,
+        );
     }
     found
 }
@@ -252,10 +413,21 @@ fn host_match(r: &mut Reader, host: &str, span: Span) -> Option<HostMatch> {
         Some(rest) => (true, rest),
         None => (false, host.as_str()),
     };
-    let valid = !name.is_empty() && name.split('.').all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    let valid = !name.is_empty()
+        && name
+            .split('.')
+            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
     if !valid {
-        r.error(span, format!("host \"{host}\" is not a host name"), "write \"example.com\" or \"*.example.com\", without port or scheme");
+        r.error(
+            span,
+            format!("host \"{host}\" is not a host name"),
+            "write \"example.com\" or \"*.example.com\", without port or scheme",
+        );
         return None;
     }
-    Some(if suffix { HostMatch::Suffix(format!(".{name}")) } else { HostMatch::Exact(name.to_string()) })
+    Some(if suffix {
+        HostMatch::Suffix(format!(".{name}"))
+    } else {
+        HostMatch::Exact(name.to_string())
+    })
 }

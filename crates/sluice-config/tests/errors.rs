@@ -29,7 +29,10 @@ fn a_good_config_parses_with_defaults_filled_in() {
     let c = parse("good.toml", GOOD).unwrap();
     assert_eq!(c.workers, 2);
     assert_eq!(c.routes.len(), 2);
-    assert_eq!(c.routes[0].host, Some(HostMatch::Suffix(".example.com".into())));
+    assert_eq!(
+        c.routes[0].host,
+        Some(HostMatch::Suffix(".example.com".into()))
+    );
     assert_eq!(c.routes[1].path, "/");
     let app = &c.upstreams[0];
     assert_eq!(app.balance, Balance::LeastConn);
@@ -40,7 +43,12 @@ fn a_good_config_parses_with_defaults_filled_in() {
 }
 
 fn errors(text: &str) -> Vec<String> {
-    parse("bad.toml", text).unwrap_err().0.iter().map(|e| e.to_string()).collect()
+    parse("bad.toml", text)
+        .unwrap_err()
+        .0
+        .iter()
+        .map(|e| e.to_string())
+        .collect()
 }
 
 #[test]
@@ -87,8 +95,16 @@ fn syntax_errors_point_at_the_text() {
 #[test]
 fn wrong_types_and_missing_sections() {
     let got = errors("workers = \"two\"\nheader_timeout = 5\n");
-    assert!(got.iter().any(|e| e.starts_with("bad.toml:1:11: `workers` must be an integer")), "{got:?}");
-    assert!(got.iter().any(|e| e.starts_with("bad.toml:2:18: `header_timeout` is not a duration")), "{got:?}");
+    assert!(
+        got.iter()
+            .any(|e| e.starts_with("bad.toml:1:11: `workers` must be an integer")),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|e| e.starts_with("bad.toml:2:18: `header_timeout` is not a duration")),
+        "{got:?}"
+    );
     assert!(got.iter().any(|e| e.contains("no listener")), "{got:?}");
     assert!(got.iter().any(|e| e.contains("no route")), "{got:?}");
 }
@@ -106,9 +122,29 @@ upstream = "a"
 servers = ["127.0.0.1:1", { addr = "127.0.0.1:2", weight = 0 }, "127.0.0.1:1", { adr = "x" }]
 "#;
     let got = errors(text);
-    assert!(got.iter().any(|e| e.starts_with("bad.toml:5:8: host \"http://x.com\" is not a host name")), "{got:?}");
-    assert!(got.iter().any(|e| e.starts_with("bad.toml:6:8: path \"api\" does not start with /")), "{got:?}");
-    assert!(got.iter().any(|e| e.contains("`weight` must be at least 1")), "{got:?}");
-    assert!(got.iter().any(|e| e.contains("server 127.0.0.1:1 is listed twice")), "{got:?}");
-    assert!(got.iter().any(|e| e.contains("unknown key `adr` in a server (did you mean `addr`?)")), "{got:?}");
+    assert!(
+        got.iter()
+            .any(|e| e.starts_with("bad.toml:5:8: host \"http://x.com\" is not a host name")),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|e| e.starts_with("bad.toml:6:8: path \"api\" does not start with /")),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|e| e.contains("`weight` must be at least 1")),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|e| e.contains("server 127.0.0.1:1 is listed twice")),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|e| e.contains("unknown key `adr` in a server (did you mean `addr`?)")),
+        "{got:?}"
+    );
 }

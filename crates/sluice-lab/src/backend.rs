@@ -57,8 +57,11 @@ pub async fn serve(listener: TcpListener, options: Options) {
         stats.connections.fetch_add(1, Ordering::Relaxed);
         let (options, stats) = (options.clone(), stats.clone());
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| handle(req, options.clone(), stats.clone()));
-            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+            let service =
+                hyper::service::service_fn(move |req| handle(req, options.clone(), stats.clone()));
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
         });
     }
 }
@@ -71,7 +74,11 @@ pub async fn spawn(addr: SocketAddr, options: Options) -> std::io::Result<Socket
     Ok(local)
 }
 
-async fn handle(req: Request<Incoming>, options: Arc<Options>, stats: Arc<Stats>) -> Result<Reply, Infallible> {
+async fn handle(
+    req: Request<Incoming>,
+    options: Arc<Options>,
+    stats: Arc<Stats>,
+) -> Result<Reply, Infallible> {
     stats.requests.fetch_add(1, Ordering::Relaxed);
     if !options.delay.is_zero() {
         tokio::time::sleep(options.delay).await;
@@ -83,7 +90,10 @@ async fn handle(req: Request<Incoming>, options: Arc<Options>, stats: Arc<Stats>
         "/upload" => upload(req).await,
         "/headers" => text(StatusCode::OK, headers(&req)),
         "/__stats" => {
-            let (c, r) = (stats.connections.load(Ordering::Relaxed), stats.requests.load(Ordering::Relaxed));
+            let (c, r) = (
+                stats.connections.load(Ordering::Relaxed),
+                stats.requests.load(Ordering::Relaxed),
+            );
             text(StatusCode::OK, format!("connections={c} requests={r}\n"))
         }
         "/delay" => {
@@ -91,7 +101,11 @@ async fn handle(req: Request<Incoming>, options: Arc<Options>, stats: Arc<Stats>
             text(StatusCode::OK, format!("{}\n", options.name))
         }
         p if p.starts_with("/status/") => {
-            let code = p["/status/".len()..].parse().ok().and_then(|c| StatusCode::from_u16(c).ok()).unwrap_or(StatusCode::BAD_REQUEST);
+            let code = p["/status/".len()..]
+                .parse()
+                .ok()
+                .and_then(|c| StatusCode::from_u16(c).ok())
+                .unwrap_or(StatusCode::BAD_REQUEST);
             text(code, String::new())
         }
         _ => text(StatusCode::OK, format!("{}\n", options.name)),
@@ -114,13 +128,22 @@ fn text(status: StatusCode, body: String) -> Reply {
 
 /// The value of `key` in a query string as a number, 0 if absent.
 fn number(query: &str, key: &str) -> u64 {
-    query.split('&').filter_map(|kv| kv.split_once('=')).find(|(k, _)| *k == key).and_then(|(_, v)| v.parse().ok()).unwrap_or(0)
+    query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0)
 }
 
 fn headers(req: &Request<Incoming>) -> String {
     let mut out = format!("{} {} {:?}\n", req.method(), req.uri(), req.version());
     for (name, value) in req.headers() {
-        out.push_str(&format!("{}: {}\n", name, String::from_utf8_lossy(value.as_bytes())));
+        out.push_str(&format!(
+            "{}: {}\n",
+            name,
+            String::from_utf8_lossy(value.as_bytes())
+        ));
     }
     out
 }
@@ -152,7 +175,10 @@ impl Body for Zeros {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         if self.remaining == 0 {
             return Poll::Ready(None);
         }

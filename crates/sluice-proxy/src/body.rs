@@ -32,7 +32,12 @@ pub struct Transfer {
 /// Body bytes already buffered go out in the same write as the head, so a small message
 /// costs one write. Bytes in `src.buf` past the end of the body stay there for the next
 /// message.
-pub async fn relay(src: &mut Conn, dst: &mut TcpStream, out: &mut Vec<u8>, t: Transfer) -> Result<(), TransferError> {
+pub async fn relay(
+    src: &mut Conn,
+    dst: &mut TcpStream,
+    out: &mut Vec<u8>,
+    t: Transfer,
+) -> Result<(), TransferError> {
     let mut scanner = ChunkedScanner::default();
     let mut remaining = match t.framing {
         Framing::Length(n) => n,
@@ -56,7 +61,9 @@ pub async fn relay(src: &mut Conn, dst: &mut TcpStream, out: &mut Vec<u8>, t: Tr
             }
         };
         if !out.is_empty() {
-            write_all(dst, out, t.write_timeout).await.map_err(TransferError::Write)?;
+            write_all(dst, out, t.write_timeout)
+                .await
+                .map_err(TransferError::Write)?;
             out.clear();
         }
         if done {
@@ -72,7 +79,12 @@ pub async fn relay(src: &mut Conn, dst: &mut TcpStream, out: &mut Vec<u8>, t: Tr
 }
 
 /// Moves the buffered part of a chunked body to `out`; true when the body is complete.
-fn take_chunked(src: &mut Conn, out: &mut Vec<u8>, scanner: &mut ChunkedScanner, dechunk: bool) -> Result<bool, TransferError> {
+fn take_chunked(
+    src: &mut Conn,
+    out: &mut Vec<u8>,
+    scanner: &mut ChunkedScanner,
+    dechunk: bool,
+) -> Result<bool, TransferError> {
     let used = scanner
         .scan(&src.buf, |data| {
             if dechunk {

@@ -38,7 +38,11 @@ pub struct ChunkedScanner {
 
 impl Default for ChunkedScanner {
     fn default() -> Self {
-        ChunkedScanner { state: State::Size, size: 0, digits: 0 }
+        ChunkedScanner {
+            state: State::Size,
+            size: 0,
+            digits: 0,
+        }
     }
 }
 
@@ -49,7 +53,11 @@ impl ChunkedScanner {
 
     /// Scans `input`, returning how many bytes belong to this body (less than `input.len()`
     /// only when the body ends inside it). `on_data` is called with each run of payload.
-    pub fn scan(&mut self, input: &[u8], mut on_data: impl FnMut(&[u8])) -> Result<usize, Malformed> {
+    pub fn scan(
+        &mut self,
+        input: &[u8],
+        mut on_data: impl FnMut(&[u8]),
+    ) -> Result<usize, Malformed> {
         let mut i = 0;
         while i < input.len() && self.state != State::Done {
             if self.state == State::Data {
@@ -88,7 +96,9 @@ impl ChunkedScanner {
             (State::DataCr, b'\r') => State::DataLf,
             (State::DataLf, b'\n') => self.next_chunk(),
             (State::TrailerStart, b'\r') => State::FinalLf,
-            (State::TrailerStart | State::Trailer, b'\n') => return Err(Malformed("bare LF in trailer")),
+            (State::TrailerStart | State::Trailer, b'\n') => {
+                return Err(Malformed("bare LF in trailer"))
+            }
             (State::Trailer, b'\r') => State::TrailerLf,
             (State::TrailerStart | State::Trailer, _) => State::Trailer,
             (State::TrailerLf, b'\n') => State::TrailerStart,

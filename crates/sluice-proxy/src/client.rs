@@ -17,7 +17,10 @@ use tokio::time::Instant;
 pub async fn serve(w: &Worker, stream: TcpStream, peer: SocketAddr) {
     let _ = stream.set_nodelay(true);
     let client_ip = peer.ip().to_string();
-    let origin = Origin { client_ip: &client_ip, proto: "http" };
+    let origin = Origin {
+        client_ip: &client_ip,
+        proto: "http",
+    };
     let mut client = Conn::new(stream);
     let mut head = Vec::with_capacity(1024);
     let mut out = Vec::with_capacity(1024);
@@ -40,12 +43,19 @@ pub async fn serve(w: &Worker, stream: TcpStream, peer: SocketAddr) {
 
 /// Reads until a whole request head is buffered. `Ok(None)`: the connection ended
 /// quietly (closed by the client, idle too long, or the worker is draining).
-async fn read_head(w: &Worker, client: &mut Conn, origin: &Origin<'_>, head: &mut Vec<u8>) -> Result<Option<(Request, Option<usize>)>, Rejection> {
+async fn read_head(
+    w: &Worker,
+    client: &mut Conn,
+    origin: &Origin<'_>,
+    head: &mut Vec<u8>,
+) -> Result<Option<(Request, Option<usize>)>, Rejection> {
     let max = w.config.max_header_bytes;
     let mut deadline = (!client.buf.is_empty()).then(|| Instant::now() + w.config.header_timeout);
     loop {
         if !client.buf.is_empty() {
-            match request::parse(&client.buf, origin, head, |host, path| w.router.find(host, path))? {
+            match request::parse(&client.buf, origin, head, |host, path| {
+                w.router.find(host, path)
+            })? {
                 Some((req, _)) if req.head_len > max => return Err(too_large()),
                 Some(parsed) => return Ok(Some(parsed)),
                 None if client.buf.len() >= max => return Err(too_large()),
@@ -61,7 +71,10 @@ async fn read_head(w: &Worker, client: &mut Conn, origin: &Origin<'_>, head: &mu
             Ok(0) => return Ok(None),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::TimedOut && deadline.is_some() => {
-                return Err(Rejection { status: 408, reason: "request head not received within header_timeout" })
+                return Err(Rejection {
+                    status: 408,
+                    reason: "request head not received within header_timeout",
+                })
             }
             Err(_) => return Ok(None),
         }
@@ -70,7 +83,10 @@ async fn read_head(w: &Worker, client: &mut Conn, origin: &Origin<'_>, head: &mu
 }
 
 fn too_large() -> Rejection {
-    Rejection { status: 431, reason: "request head larger than max_header_bytes" }
+    Rejection {
+        status: 431,
+        reason: "request head larger than max_header_bytes",
+    }
 }
 
 /// Waits for the first bytes of the next request on an idle connection. Ends it early when
@@ -86,18 +102,55 @@ async fn wait_for_request(w: &Worker, client: &mut Conn) -> io::Result<usize> {
     }
 }
 
-async fn reject(w: &Worker, client: &mut Conn, peer: SocketAddr, rejection: Rejection, out: &mut Vec<u8>) {
+async fn reject(
+    w: &Worker,
+    client: &mut Conn,
+    peer: SocketAddr,
+    rejection: Rejection,
+    out: &mut Vec<u8>,
+) {
     tracing::info!(client = %peer, status = rejection.status, cause = rejection.reason, "bad request");
     out.clear();
     reply::error(out, rejection.status, true);
-    let _ = write_all(&mut client.stream, out, w.config.client_idle_timeout).await;
+    if write_all(&mut client.stream, out, w.config.client_idle_timeout)
+        .await
+        .is_ok()
+    {
+        linger(client).await;
+    }
+}
+
+/// Closes our side, then reads and discards what the client still sends for a moment.
+/// Closing a socket with unread input makes the kernel send a reset, which can destroy
+/// the error response before the client reads it (nginx's lingering_close, for the same
+/// reason).
+async fn linger(client: &mut Conn) {
+    const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+    const MAX_DISCARD: usize = 1 << 20;
+    let _ = tokio::io::AsyncWriteExt::shutdown(&mut client.stream).await;
+    let deadline = Instant::now() + LINGER;
+    let mut discarded = 0;
+    while discarded < MAX_DISCARD {
+        client.buf.clear();
+        match client.fill_until(deadline).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => discarded += n,
+        }
+    }
 }
 
 async fn not_found(w: &Worker, client: &mut Conn, req: &Request, out: &mut Vec<u8>) -> bool {
-    tracing::info!(status = 404, cause = "no route matches the host and path", "request not routed");
+    tracing::info!(
+        status = 404,
+        cause = "no route matches the host and path",
+        "request not routed"
+    );
     // The body was not read: the connection cannot be reused unless there was none.
     let keep_alive = req.keep_alive && req.framing == Framing::None;
     out.clear();
     reply::error(out, 404, !keep_alive);
-    write_all(&mut client.stream, out, w.config.client_idle_timeout).await.is_ok() && keep_alive
+    write_all(&mut client.stream, out, w.config.client_idle_timeout)
+        .await
+        .is_ok()
+        && keep_alive
 }

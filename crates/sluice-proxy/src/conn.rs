@@ -19,7 +19,10 @@ pub struct Conn {
 
 impl Conn {
     pub fn new(stream: TcpStream) -> Self {
-        Conn { stream, buf: BytesMut::with_capacity(READ_CHUNK) }
+        Conn {
+            stream,
+            buf: BytesMut::with_capacity(READ_CHUNK),
+        }
     }
 
     /// Reads more bytes into the buffer, failing with `TimedOut` after `limit`.

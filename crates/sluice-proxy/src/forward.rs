@@ -29,13 +29,25 @@ struct Failure {
 
 impl Failure {
     fn new(status: u16, cause: impl Into<Cow<'static, str>>, body_consumed: bool) -> Self {
-        Failure { status, cause: cause.into(), retry_fresh: false, body_consumed }
+        Failure {
+            status,
+            cause: cause.into(),
+            retry_fresh: false,
+            body_consumed,
+        }
     }
 }
 
 /// The upstream head to send is in `head`; `out` is scratch space. Returns whether the
 /// client connection can carry another request.
-pub async fn forward(w: &Worker, client: &mut Conn, req: &Request, route: usize, head: &[u8], out: &mut Vec<u8>) -> bool {
+pub async fn forward(
+    w: &Worker,
+    client: &mut Conn,
+    req: &Request,
+    route: usize,
+    head: &[u8],
+    out: &mut Vec<u8>,
+) -> bool {
     let up = &w.upstreams[w.config.routes[route].upstream];
     let Some((server, _in_flight)) = up.pick(w.random()) else {
         let failure = Failure::new(503, "no server available", req.framing == Framing::None);
@@ -45,7 +57,12 @@ pub async fn forward(w: &Worker, client: &mut Conn, req: &Request, route: usize,
         Ok(done) => done,
         Err(failure) => return fail(w, client, req, route, Some(server), failure, out).await,
     };
-    let t = Transfer { framing: resp.framing, dechunk: delivery.dechunk, read_timeout: up.config.read_timeout, write_timeout: w.config.client_idle_timeout };
+    let t = Transfer {
+        framing: resp.framing,
+        dechunk: delivery.dechunk,
+        read_timeout: up.config.read_timeout,
+        write_timeout: w.config.client_idle_timeout,
+    };
     match relay(&mut upstream, &mut client.stream, out, t).await {
         Ok(()) => {
             if resp.reusable {
@@ -54,7 +71,11 @@ pub async fn forward(w: &Worker, client: &mut Conn, req: &Request, route: usize,
             !delivery.close
         }
         Err(TransferError::Read(e)) => {
-            let (path, name, addr) = (&w.config.routes[route].path, &up.config.name, up.addr(server));
+            let (path, name, addr) = (
+                &w.config.routes[route].path,
+                &up.config.name,
+                up.addr(server),
+            );
             tracing::warn!(route = %path, upstream = %name, server = %addr, cause = %e, "server failed in the middle of a response; closing the client connection");
             false
         }
@@ -68,17 +89,30 @@ pub async fn forward(w: &Worker, client: &mut Conn, req: &Request, route: usize,
 /// Sends the request on a pooled or new connection and reads the response head. A
 /// pooled connection that turns out to be dead is replaced by a new one, once, when
 /// resending cannot repeat an effect.
-async fn send(w: &Worker, up: &UpstreamState, server: usize, client: &mut Conn, req: &Request, head: &[u8], out: &mut Vec<u8>) -> Result<(Conn, Response, Delivery), Failure> {
+async fn send(
+    w: &Worker,
+    up: &UpstreamState,
+    server: usize,
+    client: &mut Conn,
+    req: &Request,
+    head: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(Conn, Response, Delivery), Failure> {
     let mut pooled = up.checkout(server);
     loop {
         let reused = pooled.is_some();
         let mut upstream = match pooled.take() {
             Some(conn) => conn,
-            None => up.connect(server).await.map_err(|e| connect_failure(&e, req))?,
+            None => up
+                .connect(server)
+                .await
+                .map_err(|e| connect_failure(&e, req))?,
         };
         match exchange(w, up, &mut upstream, client, req, head, out).await {
             Ok((resp, delivery)) => return Ok((upstream, resp, delivery)),
-            Err(f) if reused && f.retry_fresh && req.framing == Framing::None && req.idempotent => continue,
+            Err(f) if reused && f.retry_fresh && req.framing == Framing::None && req.idempotent => {
+                continue
+            }
             Err(f) => return Err(f),
         }
     }
@@ -93,15 +127,45 @@ fn connect_failure(e: &io::Error, req: &Request) -> Failure {
     }
 }
 
-async fn exchange(w: &Worker, up: &UpstreamState, upstream: &mut Conn, client: &mut Conn, req: &Request, head: &[u8], out: &mut Vec<u8>) -> Result<(Response, Delivery), Failure> {
+async fn exchange(
+    w: &Worker,
+    up: &UpstreamState,
+    upstream: &mut Conn,
+    client: &mut Conn,
+    req: &Request,
+    head: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(Response, Delivery), Failure> {
+    if req.expect_continue {
+        let sent = write_all(
+            &mut client.stream,
+            b"HTTP/1.1 100 Continue\r\n\r\n",
+            w.config.client_idle_timeout,
+        )
+        .await;
+        sent.map_err(|e| Failure::new(400, format!("client gone: {e}"), false))?;
+    }
     out.clear();
     out.extend_from_slice(head);
-    let t = Transfer { framing: req.framing, dechunk: false, read_timeout: w.config.client_idle_timeout, write_timeout: up.config.read_timeout };
+    let t = Transfer {
+        framing: req.framing,
+        dechunk: false,
+        read_timeout: w.config.client_idle_timeout,
+        write_timeout: up.config.read_timeout,
+    };
     match relay(client, &mut upstream.stream, out, t).await {
         Ok(()) => {}
         Err(TransferError::Read(e)) => {
-            let status = if e.kind() == io::ErrorKind::TimedOut { 408 } else { 400 };
-            return Err(Failure::new(status, format!("reading the request body from the client: {e}"), false));
+            let status = if e.kind() == io::ErrorKind::TimedOut {
+                408
+            } else {
+                400
+            };
+            return Err(Failure::new(
+                status,
+                format!("reading the request body from the client: {e}"),
+                false,
+            ));
         }
         Err(TransferError::Write(e)) => {
             let mut f = Failure::new(502, format!("sending the request: {e}"), false);
@@ -109,11 +173,22 @@ async fn exchange(w: &Worker, up: &UpstreamState, upstream: &mut Conn, client: &
             return Err(f);
         }
     }
-    let side = ClientSide { is_head: req.is_head, http10: req.http10, keep_alive: req.keep_alive && !w.draining() };
+    let side = ClientSide {
+        is_head: req.is_head,
+        http10: req.http10,
+        keep_alive: req.keep_alive && !w.draining(),
+    };
     read_response_head(w, up, upstream, client, side, out).await
 }
 
-async fn read_response_head(w: &Worker, up: &UpstreamState, upstream: &mut Conn, client: &mut Conn, side: ClientSide, out: &mut Vec<u8>) -> Result<(Response, Delivery), Failure> {
+async fn read_response_head(
+    w: &Worker,
+    up: &UpstreamState,
+    upstream: &mut Conn,
+    client: &mut Conn,
+    side: ClientSide,
+    out: &mut Vec<u8>,
+) -> Result<(Response, Delivery), Failure> {
     loop {
         if !upstream.buf.is_empty() {
             match response::parse(&upstream.buf, side, out) {
@@ -123,32 +198,69 @@ async fn read_response_head(w: &Worker, up: &UpstreamState, upstream: &mut Conn,
                         return Ok((resp, delivery));
                     }
                     if !side.http10 {
-                        write_all(&mut client.stream, out, w.config.client_idle_timeout).await.map_err(|e| Failure::new(400, format!("client gone: {e}"), false))?;
+                        write_all(&mut client.stream, out, w.config.client_idle_timeout)
+                            .await
+                            .map_err(|e| Failure::new(400, format!("client gone: {e}"), false))?;
                     }
                     continue;
                 }
-                Ok(None) if upstream.buf.len() > MAX_RESPONSE_HEAD => return Err(Failure::new(502, "response head too large", true)),
+                Ok(None) if upstream.buf.len() > MAX_RESPONSE_HEAD => {
+                    return Err(Failure::new(502, "response head too large", true))
+                }
                 Ok(None) => {}
                 Err(cause) => return Err(Failure::new(502, cause, true)),
             }
         }
         let nothing_yet = upstream.buf.is_empty();
         match upstream.fill(up.config.read_timeout).await {
-            Ok(0) => return Err(Failure { status: 502, cause: "server closed the connection before responding".into(), retry_fresh: nothing_yet, body_consumed: true }),
+            Ok(0) => {
+                return Err(Failure {
+                    status: 502,
+                    cause: "server closed the connection before responding".into(),
+                    retry_fresh: nothing_yet,
+                    body_consumed: true,
+                })
+            }
             Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::TimedOut => return Err(Failure::new(504, "server did not respond in time (read_timeout)", true)),
-            Err(e) => return Err(Failure { status: 502, cause: format!("reading the response: {e}").into(), retry_fresh: nothing_yet, body_consumed: true }),
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                return Err(Failure::new(
+                    504,
+                    "server did not respond in time (read_timeout)",
+                    true,
+                ))
+            }
+            Err(e) => {
+                return Err(Failure {
+                    status: 502,
+                    cause: format!("reading the response: {e}").into(),
+                    retry_fresh: nothing_yet,
+                    body_consumed: true,
+                })
+            }
         }
     }
 }
 
 /// Answers the client with the failure's status and logs why. Returns keep-alive.
-async fn fail(w: &Worker, client: &mut Conn, req: &Request, route: usize, server: Option<usize>, f: Failure, out: &mut Vec<u8>) -> bool {
+async fn fail(
+    w: &Worker,
+    client: &mut Conn,
+    req: &Request,
+    route: usize,
+    server: Option<usize>,
+    f: Failure,
+    out: &mut Vec<u8>,
+) -> bool {
     let up = &w.upstreams[w.config.routes[route].upstream];
-    let server = server.map(|s| up.addr(s).to_string()).unwrap_or_else(|| "-".into());
+    let server = server
+        .map(|s| up.addr(s).to_string())
+        .unwrap_or_else(|| "-".into());
     tracing::warn!(route = %w.config.routes[route].path, upstream = %up.config.name, server = %server, status = f.status, cause = %f.cause, "request failed");
     let keep_alive = req.keep_alive && f.body_consumed && !w.draining();
     out.clear();
     reply::error(out, f.status, !keep_alive);
-    write_all(&mut client.stream, out, w.config.client_idle_timeout).await.is_ok() && keep_alive
+    write_all(&mut client.stream, out, w.config.client_idle_timeout)
+        .await
+        .is_ok()
+        && keep_alive
 }

@@ -13,7 +13,15 @@ pub enum Framing {
 
 /// Headers that describe one hop and are never forwarded as they are.
 pub fn is_hop_by_hop(name: &str) -> bool {
-    const HOP: [&str; 7] = ["connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "proxy-authenticate"];
+    const HOP: [&str; 7] = [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "transfer-encoding",
+        "upgrade",
+        "proxy-authenticate",
+    ];
     HOP.iter().any(|h| h.eq_ignore_ascii_case(name))
 }
 
@@ -29,8 +37,13 @@ pub struct ConnectionTokens<'a> {
 impl<'a> ConnectionTokens<'a> {
     pub fn read(headers: &[httparse::Header<'a>]) -> Self {
         let mut tokens = ConnectionTokens::default();
-        for h in headers.iter().filter(|h| h.name.eq_ignore_ascii_case("connection")) {
-            let Ok(value) = std::str::from_utf8(h.value) else { continue };
+        for h in headers
+            .iter()
+            .filter(|h| h.name.eq_ignore_ascii_case("connection"))
+        {
+            let Ok(value) = std::str::from_utf8(h.value) else {
+                continue;
+            };
             for token in value.split(',').map(str::trim).filter(|t| !t.is_empty()) {
                 if token.eq_ignore_ascii_case("close") {
                     tokens.close = true;
@@ -74,7 +87,10 @@ impl FramingError {
 
 /// The framing that `Transfer-Encoding` and `Content-Length` headers declare, with
 /// `absent` used when there is neither.
-pub fn declared_framing(headers: &[httparse::Header<'_>], absent: Framing) -> Result<Framing, FramingError> {
+pub fn declared_framing(
+    headers: &[httparse::Header<'_>],
+    absent: Framing,
+) -> Result<Framing, FramingError> {
     let mut length: Option<u64> = None;
     let mut chunked = None;
     for h in headers {
@@ -85,7 +101,8 @@ pub fn declared_framing(headers: &[httparse::Header<'_>], absent: Framing) -> Re
             }
             length = Some(n);
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            let value = std::str::from_utf8(h.value).map_err(|_| FramingError::UnsupportedCoding)?;
+            let value =
+                std::str::from_utf8(h.value).map_err(|_| FramingError::UnsupportedCoding)?;
             let last = value.rsplit(',').next().unwrap_or("").trim();
             chunked = Some(last.eq_ignore_ascii_case("chunked"));
         }
@@ -121,25 +138,67 @@ mod tests {
     use super::*;
 
     fn h<'a>(name: &'a str, value: &'a str) -> httparse::Header<'a> {
-        httparse::Header { name, value: value.as_bytes() }
+        httparse::Header {
+            name,
+            value: value.as_bytes(),
+        }
     }
 
     #[test]
     fn framing_rules() {
-        assert_eq!(declared_framing(&[h("Content-Length", "12")], Framing::None), Ok(Framing::Length(12)));
-        assert_eq!(declared_framing(&[h("Content-Length", "5"), h("content-length", "5")], Framing::None), Ok(Framing::Length(5)));
-        assert_eq!(declared_framing(&[h("Content-Length", "5"), h("content-length", "6")], Framing::None), Err(FramingError::ConflictingContentLength));
-        assert_eq!(declared_framing(&[h("Content-Length", "-1")], Framing::None), Err(FramingError::BadContentLength));
-        assert_eq!(declared_framing(&[h("Content-Length", "1,1")], Framing::None), Err(FramingError::BadContentLength));
-        assert_eq!(declared_framing(&[h("Transfer-Encoding", "gzip, Chunked")], Framing::None), Ok(Framing::Chunked));
-        assert_eq!(declared_framing(&[h("Transfer-Encoding", "gzip")], Framing::None), Err(FramingError::UnsupportedCoding));
-        assert_eq!(declared_framing(&[h("Transfer-Encoding", "chunked"), h("Content-Length", "3")], Framing::None), Err(FramingError::LengthAndChunked));
-        assert_eq!(declared_framing(&[], Framing::UntilClose), Ok(Framing::UntilClose));
+        assert_eq!(
+            declared_framing(&[h("Content-Length", "12")], Framing::None),
+            Ok(Framing::Length(12))
+        );
+        assert_eq!(
+            declared_framing(
+                &[h("Content-Length", "5"), h("content-length", "5")],
+                Framing::None
+            ),
+            Ok(Framing::Length(5))
+        );
+        assert_eq!(
+            declared_framing(
+                &[h("Content-Length", "5"), h("content-length", "6")],
+                Framing::None
+            ),
+            Err(FramingError::ConflictingContentLength)
+        );
+        assert_eq!(
+            declared_framing(&[h("Content-Length", "-1")], Framing::None),
+            Err(FramingError::BadContentLength)
+        );
+        assert_eq!(
+            declared_framing(&[h("Content-Length", "1,1")], Framing::None),
+            Err(FramingError::BadContentLength)
+        );
+        assert_eq!(
+            declared_framing(&[h("Transfer-Encoding", "gzip, Chunked")], Framing::None),
+            Ok(Framing::Chunked)
+        );
+        assert_eq!(
+            declared_framing(&[h("Transfer-Encoding", "gzip")], Framing::None),
+            Err(FramingError::UnsupportedCoding)
+        );
+        assert_eq!(
+            declared_framing(
+                &[h("Transfer-Encoding", "chunked"), h("Content-Length", "3")],
+                Framing::None
+            ),
+            Err(FramingError::LengthAndChunked)
+        );
+        assert_eq!(
+            declared_framing(&[], Framing::UntilClose),
+            Ok(Framing::UntilClose)
+        );
     }
 
     #[test]
     fn connection_tokens() {
-        let headers = [h("Connection", "Keep-Alive, X-Secret"), h("connection", "close")];
+        let headers = [
+            h("Connection", "Keep-Alive, X-Secret"),
+            h("connection", "close"),
+        ];
         let t = ConnectionTokens::read(&headers);
         assert!(t.close && t.keep_alive);
         assert!(t.strips("x-secret") && t.strips("TE") && !t.strips("x-other"));

@@ -3,7 +3,13 @@
 /// Appends a complete error response for `status` to `out`.
 pub fn error(out: &mut Vec<u8>, status: u16, close: bool) {
     let reason = reason(status);
-    out.extend_from_slice(format!("HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n", reason.len() + 5).as_bytes());
+    out.extend_from_slice(
+        format!(
+            "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n",
+            reason.len() + 5
+        )
+        .as_bytes(),
+    );
     if close {
         out.extend_from_slice(b"Connection: close\r\n");
     }

@@ -22,6 +22,9 @@ pub struct Request {
     pub http10: bool,
     /// Whether the body has no effect if repeated (safe to resend on a fresh connection).
     pub idempotent: bool,
+    /// The client waits for `100 Continue` before sending its body. sluice answers that
+    /// itself once a server connection is ready, and does not pass `Expect` on (as nginx).
+    pub expect_continue: bool,
 }
 
 /// A request that cannot be forwarded, with the status it gets.
@@ -43,7 +46,12 @@ pub struct Origin<'a> {
 
 /// Parses the head at the start of `buf`. `Ok(None)`: incomplete, read more. On success
 /// the upstream head is in `out` and `route(host, path)` has been asked for a route.
-pub fn parse<R>(buf: &[u8], origin: &Origin<'_>, out: &mut Vec<u8>, route: impl FnOnce(&str, &str) -> R) -> Result<Option<(Request, R)>, Rejection> {
+pub fn parse<R>(
+    buf: &[u8],
+    origin: &Origin<'_>,
+    out: &mut Vec<u8>,
+    route: impl FnOnce(&str, &str) -> R,
+) -> Result<Option<(Request, R)>, Rejection> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let head_len = match req.parse(buf) {
@@ -63,7 +71,8 @@ pub fn parse<R>(buf: &[u8], origin: &Origin<'_>, out: &mut Vec<u8>, route: impl 
     if minor == 1 && host_header.is_none() && target.authority.is_none() {
         return Err(reject(400, "HTTP/1.1 request without Host"));
     }
-    let framing = declared_framing(req.headers, Framing::None).map_err(|e| reject(400, e.as_str()))?;
+    let framing =
+        declared_framing(req.headers, Framing::None).map_err(|e| reject(400, e.as_str()))?;
     let conn = ConnectionTokens::read(req.headers);
     let host = target.authority.or(host_header).unwrap_or("");
     let routed = route(host_without_port(host), target.path);
@@ -71,9 +80,26 @@ pub fn parse<R>(buf: &[u8], origin: &Origin<'_>, out: &mut Vec<u8>, route: impl 
     out.clear();
     write_request_line(out, method, target.path);
     write_headers(out, req.headers, &conn, host, origin, framing);
-    let keep_alive = if minor == 0 { conn.keep_alive && !conn.close } else { !conn.close };
-    let idempotent = matches!(method, "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE" | "TRACE");
-    let request = Request { head_len, framing, keep_alive, is_head: method == "HEAD", http10: minor == 0, idempotent };
+    let keep_alive = if minor == 0 {
+        conn.keep_alive && !conn.close
+    } else {
+        !conn.close
+    };
+    let idempotent = matches!(
+        method,
+        "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE" | "TRACE"
+    );
+    let expect_continue =
+        minor == 1 && framing != Framing::None && req.headers.iter().any(is_expect_continue);
+    let request = Request {
+        head_len,
+        framing,
+        keep_alive,
+        is_head: method == "HEAD",
+        http10: minor == 0,
+        idempotent,
+        expect_continue,
+    };
     Ok(Some((request, routed)))
 }
 
@@ -86,12 +112,18 @@ struct Target<'a> {
 impl<'a> Target<'a> {
     fn parse(target: &'a str) -> Result<Self, Rejection> {
         if target.starts_with('/') || target == "*" {
-            return Ok(Target { authority: None, path: target });
+            return Ok(Target {
+                authority: None,
+                path: target,
+            });
         }
         // Absolute form: we take its host for routing and forward only the path, always
         // to a configured upstream. sluice never connects where a request says.
-        let rest = strip_prefix_ignore_case(target, "http://").or_else(|| strip_prefix_ignore_case(target, "https://"));
-        let Some(rest) = rest else { return Err(reject(400, "request target is not a path")) };
+        let rest = strip_prefix_ignore_case(target, "http://")
+            .or_else(|| strip_prefix_ignore_case(target, "https://"));
+        let Some(rest) = rest else {
+            return Err(reject(400, "request target is not a path"));
+        };
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], &rest[i..]),
             _ => return Err(reject(400, "absolute-form target without a path")),
@@ -99,19 +131,26 @@ impl<'a> Target<'a> {
         if authority.is_empty() || authority.contains('@') {
             return Err(reject(400, "bad authority in request target"));
         }
-        Ok(Target { authority: Some(authority), path })
+        Ok(Target {
+            authority: Some(authority),
+            path,
+        })
     }
 }
 
 fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
     let head = s.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &s[prefix.len()..])
 }
 
 /// The one Host header's value; two Host headers are an error (RFC 9112 section 3.2).
 fn single_host<'a>(headers: &[httparse::Header<'a>]) -> Result<Option<&'a str>, Rejection> {
     let mut found = None;
-    for h in headers.iter().filter(|h| h.name.eq_ignore_ascii_case("host")) {
+    for h in headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("host"))
+    {
         if found.is_some() {
             return Err(reject(400, "more than one Host header"));
         }
@@ -136,12 +175,34 @@ fn write_request_line(out: &mut Vec<u8>, method: &str, path: &str) {
     out.extend_from_slice(b" HTTP/1.1\r\n");
 }
 
-/// Headers that we set ourselves, so any value the client sent is dropped.
+/// Headers that we set ourselves (or answer ourselves: `Expect`), so the client's are dropped.
 fn is_ours(name: &str) -> bool {
-    ["host", "x-forwarded-for", "x-real-ip", "x-forwarded-proto", "x-forwarded-host", "content-length"].iter().any(|n| n.eq_ignore_ascii_case(name))
+    [
+        "host",
+        "x-forwarded-for",
+        "x-real-ip",
+        "x-forwarded-proto",
+        "x-forwarded-host",
+        "content-length",
+        "expect",
+    ]
+    .iter()
+    .any(|n| n.eq_ignore_ascii_case(name))
 }
 
-fn write_headers(out: &mut Vec<u8>, headers: &[httparse::Header<'_>], conn: &ConnectionTokens<'_>, host: &str, origin: &Origin<'_>, framing: Framing) {
+fn is_expect_continue(h: &httparse::Header<'_>) -> bool {
+    h.name.eq_ignore_ascii_case("expect")
+        && h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue")
+}
+
+fn write_headers(
+    out: &mut Vec<u8>,
+    headers: &[httparse::Header<'_>],
+    conn: &ConnectionTokens<'_>,
+    host: &str,
+    origin: &Origin<'_>,
+    framing: Framing,
+) {
     let mut forwarded_for: Option<&[u8]> = None;
     for h in headers {
         if h.name.eq_ignore_ascii_case("x-forwarded-for") {
@@ -179,9 +240,14 @@ mod tests {
     use super::*;
 
     fn run(raw: &str) -> Result<Option<(Request, String, String)>, Rejection> {
-        let origin = Origin { client_ip: "10.0.0.9", proto: "http" };
+        let origin = Origin {
+            client_ip: "10.0.0.9",
+            proto: "http",
+        };
         let mut out = Vec::new();
-        let parsed = parse(raw.as_bytes(), &origin, &mut out, |h, p| (h.to_string(), p.to_string()))?;
+        let parsed = parse(raw.as_bytes(), &origin, &mut out, |h, p| {
+            (h.to_string(), p.to_string())
+        })?;
         Ok(parsed.map(|(r, (h, p))| (r, format!("{h}|{p}"), String::from_utf8(out).unwrap())))
     }
 
@@ -200,17 +266,24 @@ mod tests {
 
     #[test]
     fn absolute_form_is_routed_by_its_host_and_sent_as_a_path() {
-        let (_, routed, out) = run("GET http://evil.test:81/x HTTP/1.1\r\nHost: other\r\n\r\n").unwrap().unwrap();
+        let (_, routed, out) = run("GET http://evil.test:81/x HTTP/1.1\r\nHost: other\r\n\r\n")
+            .unwrap()
+            .unwrap();
         assert_eq!(routed, "evil.test|/x");
         assert!(out.starts_with("GET /x HTTP/1.1\r\n"), "{out}");
-        assert!(out.contains("Host: evil.test:81\r\n") && !out.contains("other"), "{out}");
+        assert!(
+            out.contains("Host: evil.test:81\r\n") && !out.contains("other"),
+            "{out}"
+        );
     }
 
     #[test]
     fn http10_keep_alive_needs_asking() {
         let (req, _, _) = run("GET / HTTP/1.0\r\n\r\n").unwrap().unwrap();
         assert!(!req.keep_alive && req.http10);
-        let (req, _, _) = run("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").unwrap().unwrap();
+        let (req, _, _) = run("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            .unwrap()
+            .unwrap();
         assert!(req.keep_alive);
     }
 
@@ -222,10 +295,18 @@ mod tests {
         assert_eq!(status("CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n"), 405);
         assert_eq!(status("GET a HTTP/1.1\r\nHost: a\r\n\r\n"), 400);
         assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n"), 400);
-        assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n"), 400);
+        assert_eq!(
+            status("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n"),
+            400
+        );
         assert_eq!(status("G\0T / HTTP/1.1\r\n\r\n"), 400);
-        let many: String = (0..MAX_HEADERS + 1).map(|i| format!("X-{i}: 1\r\n")).collect();
-        assert_eq!(status(&format!("GET / HTTP/1.1\r\nHost: a\r\n{many}\r\n")), 431);
+        let many: String = (0..MAX_HEADERS + 1)
+            .map(|i| format!("X-{i}: 1\r\n"))
+            .collect();
+        assert_eq!(
+            status(&format!("GET / HTTP/1.1\r\nHost: a\r\n{many}\r\n")),
+            431
+        );
     }
 
     #[test]

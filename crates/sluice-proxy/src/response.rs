@@ -36,7 +36,11 @@ pub struct Delivery {
 
 /// Parses the response head at the start of `buf`; `Ok(None)` means read more. On
 /// success the client's head is in `out`.
-pub fn parse(buf: &[u8], client: ClientSide, out: &mut Vec<u8>) -> Result<Option<(Response, Delivery)>, &'static str> {
+pub fn parse(
+    buf: &[u8],
+    client: ClientSide,
+    out: &mut Vec<u8>,
+) -> Result<Option<(Response, Delivery)>, &'static str> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut res = httparse::Response::new(&mut headers);
     let head_len = match res.parse(buf) {
@@ -45,7 +49,9 @@ pub fn parse(buf: &[u8], client: ClientSide, out: &mut Vec<u8>) -> Result<Option
         Err(httparse::Error::TooManyHeaders) => return Err("too many response headers"),
         Err(_) => return Err("malformed response head"),
     };
-    let (Some(status), Some(minor)) = (res.code, res.version) else { return Err("malformed status line") };
+    let (Some(status), Some(minor)) = (res.code, res.version) else {
+        return Err("malformed status line");
+    };
     let reason = res.reason.unwrap_or("");
     let conn = ConnectionTokens::read(res.headers);
     if status == 101 {
@@ -82,14 +88,26 @@ pub fn parse(buf: &[u8], client: ClientSide, out: &mut Vec<u8>) -> Result<Option
         }
     }
     out.extend_from_slice(b"\r\n");
-    Ok(Some((Response { head_len, framing, reusable, interim }, delivery)))
+    Ok(Some((
+        Response {
+            head_len,
+            framing,
+            reusable,
+            interim,
+        },
+        delivery,
+    )))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const CLIENT: ClientSide = ClientSide { is_head: false, http10: false, keep_alive: true };
+    const CLIENT: ClientSide = ClientSide {
+        is_head: false,
+        http10: false,
+        keep_alive: true,
+    };
 
     fn run(raw: &str, client: ClientSide) -> (Response, Delivery, String) {
         let mut out = Vec::new();
@@ -102,7 +120,10 @@ mod tests {
         let (r, d, out) = run("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nKeep-Alive: timeout=5\r\nConnection: keep-alive\r\nX-App: a\r\n\r\nok", CLIENT);
         assert_eq!((r.framing, r.reusable), (Framing::Length(2), true));
         assert!(!d.close);
-        assert_eq!(out, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-App: a\r\n\r\n");
+        assert_eq!(
+            out,
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-App: a\r\n\r\n"
+        );
     }
 
     #[test]
@@ -115,17 +136,35 @@ mod tests {
 
     #[test]
     fn chunked_is_dechunked_for_http10_clients() {
-        let client = ClientSide { is_head: false, http10: true, keep_alive: true };
-        let (r, d, out) = run("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", client);
+        let client = ClientSide {
+            is_head: false,
+            http10: true,
+            keep_alive: true,
+        };
+        let (r, d, out) = run(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            client,
+        );
         assert!(r.reusable && d.dechunk && d.close);
         assert!(!out.contains("chunked"));
     }
 
     #[test]
     fn head_and_204_have_no_body() {
-        let head = ClientSide { is_head: true, ..CLIENT };
-        assert_eq!(run("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", head).0.framing, Framing::None);
-        assert_eq!(run("HTTP/1.1 204 No Content\r\n\r\n", CLIENT).0.framing, Framing::None);
+        let head = ClientSide {
+            is_head: true,
+            ..CLIENT
+        };
+        assert_eq!(
+            run("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", head)
+                .0
+                .framing,
+            Framing::None
+        );
+        assert_eq!(
+            run("HTTP/1.1 204 No Content\r\n\r\n", CLIENT).0.framing,
+            Framing::None
+        );
         assert!(run("HTTP/1.1 100 Continue\r\n\r\n", CLIENT).0.interim);
     }
 
@@ -133,7 +172,14 @@ mod tests {
     fn malformed_responses_are_errors() {
         let mut out = Vec::new();
         assert!(parse(b"HTTP/1.1 abc\r\n\r\n", CLIENT, &mut out).is_err());
-        assert!(parse(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", CLIENT, &mut out).is_err());
-        assert!(parse(b"HTTP/1.1 200 OK\r\nContent-Len", CLIENT, &mut out).unwrap().is_none());
+        assert!(parse(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            CLIENT,
+            &mut out
+        )
+        .is_err());
+        assert!(parse(b"HTTP/1.1 200 OK\r\nContent-Len", CLIENT, &mut out)
+            .unwrap()
+            .is_none());
     }
 }

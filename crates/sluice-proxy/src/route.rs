@@ -27,7 +27,10 @@ impl Router {
         let mut suffix: Vec<(String, Vec<Entry>)> = Vec::new();
         let mut any_host = Vec::new();
         for (i, r) in config.routes.iter().enumerate() {
-            let entry = Entry { path: r.path.clone(), route: i };
+            let entry = Entry {
+                path: r.path.clone(),
+                route: i,
+            };
             match &r.host {
                 None => any_host.push(entry),
                 Some(HostMatch::Exact(h)) => exact.entry(h.clone()).or_default().push(entry),
@@ -38,29 +41,44 @@ impl Router {
             }
         }
         suffix.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
-        let by_length = |list: &mut Vec<Entry>| list.sort_by_key(|e| std::cmp::Reverse(e.path.len()));
+        let by_length =
+            |list: &mut Vec<Entry>| list.sort_by_key(|e| std::cmp::Reverse(e.path.len()));
         exact.values_mut().for_each(by_length);
         suffix.iter_mut().for_each(|(_, l)| by_length(l));
         by_length(&mut any_host);
-        Router { exact, suffix, any_host }
+        Router {
+            exact,
+            suffix,
+            any_host,
+        }
     }
 
     /// The index of the route for `host` (without port) and `path`, if any.
     pub fn find(&self, host: &str, path: &str) -> Option<usize> {
         let entries = self.host_routes(host);
-        entries.iter().find(|e| path.starts_with(e.path.as_str())).map(|e| e.route)
+        entries
+            .iter()
+            .find(|e| path.starts_with(e.path.as_str()))
+            .map(|e| e.route)
     }
 
     fn host_routes(&self, host: &str) -> &[Entry] {
         if self.exact.is_empty() && self.suffix.is_empty() {
             return &self.any_host;
         }
-        let host: Cow<str> = if host.bytes().any(|b| b.is_ascii_uppercase()) { Cow::Owned(host.to_ascii_lowercase()) } else { Cow::Borrowed(host) };
+        let host: Cow<str> = if host.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(host.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(host)
+        };
         let host = host.strip_suffix('.').unwrap_or(&host);
         if let Some(list) = self.exact.get(host) {
             return list;
         }
-        let by_suffix = self.suffix.iter().find(|(s, _)| host.len() > s.len() && host.ends_with(s.as_str()));
+        let by_suffix = self
+            .suffix
+            .iter()
+            .find(|(s, _)| host.len() > s.len() && host.ends_with(s.as_str()));
         by_suffix.map_or(&self.any_host, |(_, list)| list)
     }
 }

@@ -28,22 +28,40 @@ impl Proxy {
             n => n,
         };
         let mut addrs = Vec::new();
-        let mut per_worker: Vec<Vec<std::net::TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
+        let mut per_worker: Vec<Vec<std::net::TcpListener>> =
+            (0..workers).map(|_| Vec::new()).collect();
         for l in &config.listeners {
             let (actual, group) = listen::bind_group(l.bind, workers)?;
             addrs.push(actual);
-            group.into_iter().zip(per_worker.iter_mut()).for_each(|(listener, list)| list.push(listener));
+            group
+                .into_iter()
+                .zip(per_worker.iter_mut())
+                .for_each(|(listener, list)| list.push(listener));
         }
-        let loads: Vec<_> = config.upstreams.iter().map(|u| SharedLoad::new(u)).collect();
+        let loads: Vec<_> = config.upstreams.iter().map(SharedLoad::new).collect();
         let config = Arc::new(config);
         let (shutdown, receiver) = watch::channel(false);
         let mut handles = Vec::new();
         for (index, listeners) in per_worker.into_iter().enumerate() {
-            let start = Start { index, config: config.clone(), loads: loads.clone(), listeners, shutdown: receiver.clone() };
-            handles.push(std::thread::Builder::new().name(format!("sluice-worker-{index}")).spawn(move || worker::run(start))?);
+            let start = Start {
+                index,
+                config: config.clone(),
+                loads: loads.clone(),
+                listeners,
+                shutdown: receiver.clone(),
+            };
+            handles.push(
+                std::thread::Builder::new()
+                    .name(format!("sluice-worker-{index}"))
+                    .spawn(move || worker::run(start))?,
+            );
         }
         tracing::info!(workers, listeners = ?addrs, "sluice is serving");
-        Ok(Proxy { addrs, shutdown, workers: handles })
+        Ok(Proxy {
+            addrs,
+            shutdown,
+            workers: handles,
+        })
     }
 
     /// The bound address of each listener, in config order (port 0 resolved).
@@ -59,7 +77,9 @@ impl Proxy {
     /// Waits for every worker to finish.
     pub fn wait(self) -> io::Result<()> {
         for handle in self.workers {
-            handle.join().map_err(|_| io::Error::other("a worker panicked"))??;
+            handle
+                .join()
+                .map_err(|_| io::Error::other("a worker panicked"))??;
         }
         Ok(())
     }

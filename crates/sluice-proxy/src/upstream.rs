@@ -32,8 +32,13 @@ impl SharedLoad {
             Balance::LeastConn => Balancer::LeastConn(LeastConn::new()),
             Balance::RandomTwo => Balancer::RandomTwo(RandomTwo::new()),
         };
-        let active = (0..config.servers.len()).map(|_| AtomicU32::new(0)).collect();
-        Arc::new(SharedLoad { active, balancer: Mutex::new(balancer) })
+        let active = (0..config.servers.len())
+            .map(|_| AtomicU32::new(0))
+            .collect();
+        Arc::new(SharedLoad {
+            active,
+            balancer: Mutex::new(balancer),
+        })
     }
 }
 
@@ -73,15 +78,29 @@ impl UpstreamState {
     /// Picks a server and counts the request as in flight on it.
     pub fn pick(&self, random: u64) -> Option<(usize, InFlight)> {
         let servers = &self.config.servers;
-        let view = |i: usize| Candidate { weight: servers[i].weight, active: self.load.active[i].load(Ordering::Relaxed), available: true };
+        let view = |i: usize| Candidate {
+            weight: servers[i].weight,
+            active: self.load.active[i].load(Ordering::Relaxed),
+            available: true,
+        };
         let server = {
             // A panic elsewhere cannot leave the balancer half-updated: picks are plain arithmetic.
-            let mut balancer = self.load.balancer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut balancer = self
+                .load
+                .balancer
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             let server = balancer.pick(servers.len(), view, random)?;
             self.load.active[server].fetch_add(1, Ordering::Relaxed);
             server
         };
-        Some((server, InFlight { load: self.load.clone(), server }))
+        Some((
+            server,
+            InFlight {
+                load: self.load.clone(),
+                server,
+            },
+        ))
     }
 
     /// The most recently used idle connection to `server` that is still usable.
@@ -101,7 +120,10 @@ impl UpstreamState {
         let mut idle = self.idle.borrow_mut();
         let pool = &mut idle[server];
         if pool.len() < self.config.keepalive && conn.buf.is_empty() {
-            pool.push_back(Idle { conn, since: Instant::now() });
+            pool.push_back(Idle {
+                conn,
+                since: Instant::now(),
+            });
         }
     }
 

@@ -26,7 +26,12 @@ pub struct Worker {
 
 impl Worker {
     fn new(config: Arc<Config>, loads: &[Arc<SharedLoad>], seed: u64) -> Self {
-        let upstreams = config.upstreams.iter().zip(loads).map(|(u, load)| UpstreamState::new(u.clone(), load.clone())).collect();
+        let upstreams = config
+            .upstreams
+            .iter()
+            .zip(loads)
+            .map(|(u, load)| UpstreamState::new(u.clone(), load.clone()))
+            .collect();
         Worker {
             router: Router::new(&config),
             config,
@@ -71,10 +76,13 @@ pub struct Start {
 
 /// Runs a worker until shutdown and the end of its grace period.
 pub fn run(start: Start) -> std::io::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async move {
-        let seed = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(start.index as u64 + 1) ^ u64::from(std::process::id());
+        let seed = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(start.index as u64 + 1)
+            ^ u64::from(std::process::id());
         let w = Rc::new(Worker::new(start.config.clone(), &start.loads, seed));
         for listener in start.listeners {
             let listener = TcpListener::from_std(listener)?;
@@ -128,8 +136,14 @@ async fn drain(w: &Worker) {
             wait.await;
         }
     };
-    if tokio::time::timeout(w.config.shutdown_grace, closed).await.is_err() {
-        tracing::warn!(open = w.connections.get(), "grace period over; closing remaining connections");
+    if tokio::time::timeout(w.config.shutdown_grace, closed)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            open = w.connections.get(),
+            "grace period over; closing remaining connections"
+        );
     }
 }
 

@@ -30,7 +30,9 @@ pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
 
 /// Blocks until SIGTERM or SIGINT. A second signal during the drain exits at once.
 fn wait_for_signal() -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};
         let mut term = signal(SignalKind::terminate())?;
@@ -40,7 +42,10 @@ fn wait_for_signal() -> anyhow::Result<()> {
             _ = int.recv() => {}
         }
         std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok();
             if let Some(rt) = rt {
                 rt.block_on(async {
                     tokio::select! { _ = term.recv() => {} _ = int.recv() => {} }
@@ -58,17 +63,32 @@ pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     for path in paths {
         match sluice_config::load(path) {
-            Ok(c) => println!("{}: ok ({} listeners, {} routes, {} upstreams)", path.display(), c.listeners.len(), c.routes.len(), c.upstreams.len()),
+            Ok(c) => println!(
+                "{}: ok ({} listeners, {} routes, {} upstreams)",
+                path.display(),
+                c.listeners.len(),
+                c.routes.len(),
+                c.upstreams.len()
+            ),
             Err(errors) => {
                 failed = true;
                 eprintln!("{errors}");
             }
         }
     }
-    Ok(if failed { ExitCode::from(BAD_CONFIG) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(BAD_CONFIG)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
-pub fn backend(listen: SocketAddr, name: String, delay: &str, workers: usize) -> anyhow::Result<ExitCode> {
+pub fn backend(
+    listen: SocketAddr,
+    name: String,
+    delay: &str,
+    workers: usize,
+) -> anyhow::Result<ExitCode> {
     let delay = parse_delay(delay)?;
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if workers > 0 {
@@ -76,7 +96,9 @@ pub fn backend(listen: SocketAddr, name: String, delay: &str, workers: usize) ->
     }
     let runtime = builder.enable_all().build()?;
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("binding {listen}"))?;
         tracing::info!(listen = %listener.local_addr()?, name, "backend serving");
         tokio::select! {
             _ = backend::serve(listener, backend::Options { name, delay }) => {}
@@ -95,20 +117,29 @@ fn parse_delay(text: &str) -> anyhow::Result<Duration> {
     } else {
         return Err(anyhow!("--delay {text}: give a unit, e.g. 5ms or 1s"));
     };
-    let value: f64 = number.parse().map_err(|_| anyhow!("--delay {text}: not a number"))?;
+    let value: f64 = number
+        .parse()
+        .map_err(|_| anyhow!("--delay {text}: not a number"))?;
     Duration::try_from_secs_f64(value * scale).map_err(|_| anyhow!("--delay {text}: out of range"))
 }
 
 pub fn demo(listen: SocketAddr) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
     let mut servers = Vec::new();
     for i in 1..=3 {
-        let options = backend::Options { name: format!("app-{i}"), delay: Duration::ZERO };
+        let options = backend::Options {
+            name: format!("app-{i}"),
+            delay: Duration::ZERO,
+        };
         servers.push(runtime.block_on(backend::spawn("127.0.0.1:0".parse()?, options))?);
     }
     let text = demo_config(listen, &servers);
     let config = sluice_config::parse("demo.toml", &text).map_err(|e| anyhow!("{e}"))?;
-    let proxy = Proxy::start(config).with_context(|| format!("listening on {listen} (try --listen 127.0.0.1:0)"))?;
+    let proxy = Proxy::start(config)
+        .with_context(|| format!("listening on {listen} (try --listen 127.0.0.1:0)"))?;
     let addr = proxy.local_addrs()[0];
     println!("# sluice demo: three backends on loopback, sluice in front of them.\n# The config it runs:\n\n{text}");
     println!("# Try it (each response names the backend that answered):\n  for i in 1 2 3 4 5 6; do curl -s http://{addr}/; done\n\n# Ctrl-C stops it.");

@@ -53,13 +53,22 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| "info".into());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let result = match Cli::parse().command {
         Command::Serve { config } => commands::serve(&config),
         Command::Check { config } => commands::check(&config),
         Command::Demo { listen } => commands::demo(listen),
-        Command::Backend { listen, name, delay, workers } => commands::backend(listen, name, &delay, workers),
+        Command::Backend {
+            listen,
+            name,
+            delay,
+            workers,
+        } => commands::backend(listen, name, &delay, workers),
     };
     match result {
         Ok(code) => code,

@@ -73,7 +73,11 @@ async fn random_two_uses_every_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routes_by_host_then_longest_prefix() {
-    let (api, web, admin) = (backend("api").await, backend("web").await, backend("admin").await);
+    let (api, web, admin) = (
+        backend("api").await,
+        backend("web").await,
+        backend("admin").await,
+    );
     let body = format!(
         "[[route]]\nupstream = \"web\"\n[[route]]\npath = \"/api/\"\nupstream = \"api\"\n[[route]]\nhost = \"admin.example.com\"\nupstream = \"admin\"\n\
          [upstream.web]\nservers = [\"{web}\"]\n[upstream.api]\nservers = [\"{api}\"]\n[upstream.admin]\nservers = [\"{admin}\"]\n"
@@ -81,8 +85,14 @@ async fn routes_by_host_then_longest_prefix() {
     let p = proxy(&body);
     let mut c = Client::connect(p.addr).await;
     let mut ask = async |host: &str, path: &str| {
-        c.send(&format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n")).await;
-        c.read_reply().await.unwrap().header("x-backend").unwrap().to_string()
+        c.send(&format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n"))
+            .await;
+        c.read_reply()
+            .await
+            .unwrap()
+            .header("x-backend")
+            .unwrap()
+            .to_string()
     };
     assert_eq!(ask("shop.test", "/").await, "web");
     assert_eq!(ask("shop.test", "/api/users").await, "api");

@@ -1,2 +1,203 @@
-#[allow(unused_imports)]
+//! Bodies of every framing stream through both ways, in bounded memory.
+
 use super::harness::*;
+use std::io::Write;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A backend that answers every request with the raw bytes `reply`, keeping the connection.
+async fn fixed_reply(reply: &'static str) -> std::net::SocketAddr {
+    raw_backend(move |mut s| async move {
+        while read_head(&mut s).await {
+            if s.write_all(reply.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunked_request_bodies_reach_the_server() {
+    let p = proxy(&one_upstream(&[backend("a").await], ""));
+    let mut c = Client::connect(p.addr).await;
+    c.send("POST /upload HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n").await;
+    assert_eq!(c.read_reply().await.unwrap().text(), "received 11 bytes\n");
+    c.send("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nabcd")
+        .await;
+    assert_eq!(c.read_reply().await.unwrap().text(), "received 4 bytes\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunked_responses_pass_through_and_are_decoded_for_http10() {
+    let server = fixed_reply(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n",
+    )
+    .await;
+    let p = proxy(&one_upstream(&[server], ""));
+    let mut c = Client::connect(p.addr).await;
+    for _ in 0..3 {
+        let reply = c.get("/").await;
+        assert_eq!(reply.header("transfer-encoding"), Some("chunked"));
+        assert_eq!(reply.text(), "abcde");
+    }
+    let mut old = Client::connect(p.addr).await;
+    old.send("GET / HTTP/1.0\r\n\r\n").await;
+    let reply = old.read_reply().await.unwrap();
+    assert_eq!(
+        (reply.header("transfer-encoding"), reply.text().as_str()),
+        (None, "abcde")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_delimited_responses_close_the_client_connection() {
+    let server = raw_backend(|mut s| async move {
+        read_head(&mut s).await;
+        let _ = s.write_all(b"HTTP/1.0 200 OK\r\n\r\nuntil close").await;
+    })
+    .await;
+    let p = proxy(&one_upstream(&[server], ""));
+    let mut c = Client::connect(p.addr).await;
+    let reply = c.get("/").await;
+    assert_eq!(
+        (reply.text().as_str(), reply.header("connection")),
+        ("until close", Some("close"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_requests_are_answered_in_order() {
+    let p = proxy(&one_upstream(&[backend("a").await], ""));
+    let mut c = Client::connect(p.addr).await;
+    c.send("GET /delay?ms=30 HTTP/1.1\r\nHost: a\r\n\r\nPOST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nxyzGET /headers HTTP/1.1\r\nHost: third\r\n\r\n").await;
+    assert_eq!(c.read_reply().await.unwrap().text(), "a\n");
+    assert_eq!(c.read_reply().await.unwrap().text(), "received 3 bytes\n");
+    assert!(c.read_reply().await.unwrap().text().contains("host: third"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn head_requests_and_expect_continue() {
+    let p = proxy(&one_upstream(&[backend("a").await], ""));
+    let mut c = Client::connect(p.addr).await;
+    c.send("HEAD /bytes?n=100 HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await;
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(5), c.stream.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    let head = String::from_utf8_lossy(&buf[..n]).to_string();
+    assert!(
+        head.contains("content-length: 100") && head.ends_with("\r\n\r\n"),
+        "{head}"
+    );
+    // The connection is still in sync: the next response is the right one.
+    assert_eq!(c.get("/").await.text(), "a\n");
+    c.send("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n")
+        .await;
+    let interim = c.read_reply().await.unwrap();
+    assert_eq!(interim.status, 100);
+    c.send("ok").await;
+    assert_eq!(c.read_reply().await.unwrap().text(), "received 2 bytes\n");
+}
+
+/// Peak resident memory of a process, from /proc.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_gibibyte_each_way_in_bounded_memory() {
+    const GIB: u64 = 1 << 30;
+    let server = backend("a").await;
+    let dir = std::env::temp_dir().join(format!("sluice-gib-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = tokio::net::TcpListener::bind(loopback())
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = dir.join("sluice.toml");
+    let mut f = std::fs::File::create(&config).unwrap();
+    write!(
+        f,
+        "workers = 2\n[[listener]]\nbind = \"127.0.0.1:{port}\"\n{}",
+        one_upstream(&[server], "")
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["serve", "-c"])
+        .arg(&config)
+        .env("SLUICE_LOG", "warn")
+        .spawn()
+        .unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    wait_until_accepting(addr).await;
+
+    let mut c = Client::connect(addr).await;
+    c.send(&format!("GET /bytes?n={GIB} HTTP/1.1\r\nHost: a\r\n\r\n"))
+        .await;
+    assert_eq!(count_body(&mut c.stream).await, GIB);
+
+    let mut up = Client::connect(addr).await;
+    up.send(&format!(
+        "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: {GIB}\r\n\r\n"
+    ))
+    .await;
+    let block = vec![b'u'; 256 * 1024];
+    for _ in 0..GIB / block.len() as u64 {
+        up.stream.write_all(&block).await.unwrap();
+    }
+    assert_eq!(
+        up.read_reply().await.unwrap().text(),
+        format!("received {GIB} bytes\n")
+    );
+
+    let peak = peak_rss_kib(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(peak < 48 * 1024, "sluice peaked at {peak} KiB moving 2 GiB");
+}
+
+async fn wait_until_accepting(addr: std::net::SocketAddr) {
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("sluice did not start listening on {addr}");
+}
+
+/// Reads one response with a Content-Length body, counting the body without keeping it.
+async fn count_body(stream: &mut tokio::net::TcpStream) -> u64 {
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut head = Vec::new();
+    let (length, mut counted) = loop {
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed before the head");
+        head.extend_from_slice(&buf[..n]);
+        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            let text = String::from_utf8_lossy(&head[..end]).to_lowercase();
+            let length: u64 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            break (length, (head.len() - end - 4) as u64);
+        }
+    };
+    while counted < length {
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed after {counted} of {length} bytes");
+        counted += n as u64;
+    }
+    counted
+}

@@ -14,7 +14,15 @@ pub async fn backend(name: &str) -> SocketAddr {
 }
 
 pub async fn backend_with_delay(name: &str, delay: Duration) -> SocketAddr {
-    backend::spawn(loopback(), Options { name: name.into(), delay }).await.expect("backend binds")
+    backend::spawn(
+        loopback(),
+        Options {
+            name: name.into(),
+            delay,
+        },
+    )
+    .await
+    .expect("backend binds")
 }
 
 pub fn loopback() -> SocketAddr {
@@ -39,16 +47,23 @@ impl Drop for TestProxy {
 /// and upstreams) and a listener appended.
 pub fn proxy(body: &str) -> TestProxy {
     let text = format!("shutdown_grace = \"2s\"\n{body}\n[[listener]]\nbind = \"127.0.0.1:0\"\n");
-    let config = sluice_config::parse("test.toml", &text).unwrap_or_else(|e| panic!("test config invalid:\n{e}\n{text}"));
+    let config = sluice_config::parse("test.toml", &text)
+        .unwrap_or_else(|e| panic!("test config invalid:\n{e}\n{text}"));
     let proxy = Proxy::start(config).expect("proxy starts");
-    TestProxy { addr: proxy.local_addrs()[0], proxy: Some(proxy) }
+    TestProxy {
+        addr: proxy.local_addrs()[0],
+        proxy: Some(proxy),
+    }
 }
 
 /// A config with one catch-all route to upstream `app` over `servers`, plus `extra` lines
 /// in the upstream section.
 pub fn one_upstream(servers: &[SocketAddr], extra: &str) -> String {
     let list: Vec<String> = servers.iter().map(|s| format!("\"{s}\"")).collect();
-    format!("[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [{}]\n{extra}\n", list.join(", "))
+    format!(
+        "[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [{}]\n{extra}\n",
+        list.join(", ")
+    )
 }
 
 /// A response as the client saw it.
@@ -61,7 +76,10 @@ pub struct Reply {
 
 impl Reply {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn text(&self) -> String {
@@ -77,7 +95,10 @@ pub struct Client {
 
 impl Client {
     pub async fn connect(addr: SocketAddr) -> Client {
-        Client { stream: TcpStream::connect(addr).await.expect("connect to proxy"), buf: Vec::new() }
+        Client {
+            stream: TcpStream::connect(addr).await.expect("connect to proxy"),
+            buf: Vec::new(),
+        }
     }
 
     pub async fn send(&mut self, raw: &str) {
@@ -86,24 +107,43 @@ impl Client {
 
     /// `GET path` with Host and keep-alive.
     pub async fn get(&mut self, path: &str) -> Reply {
-        self.send(&format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n")).await;
+        self.send(&format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n"))
+            .await;
         self.read_reply().await.expect("a reply")
     }
 
     /// Reads one response (5 s deadline).
     pub async fn read_reply(&mut self) -> io::Result<Reply> {
-        tokio::time::timeout(Duration::from_secs(5), self.read_reply_inner()).await.map_err(|_| io::Error::from(io::ErrorKind::TimedOut))?
+        tokio::time::timeout(Duration::from_secs(5), self.read_reply_inner())
+            .await
+            .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))?
     }
 
     async fn read_reply_inner(&mut self) -> io::Result<Reply> {
         loop {
             let mut headers = [httparse::EMPTY_HEADER; 64];
             let mut res = httparse::Response::new(&mut headers);
-            if let httparse::Status::Complete(n) = res.parse(&self.buf).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))? {
+            if let httparse::Status::Complete(n) = res
+                .parse(&self.buf)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?
+            {
                 let status = res.code.unwrap_or(0);
-                let headers: Vec<(String, String)> = res.headers.iter().map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned())).collect();
+                let headers: Vec<(String, String)> = res
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.name.to_string(),
+                            String::from_utf8_lossy(h.value).into_owned(),
+                        )
+                    })
+                    .collect();
                 self.buf.drain(..n);
-                let mut reply = Reply { status, headers, body: Vec::new() };
+                let mut reply = Reply {
+                    status,
+                    headers,
+                    body: Vec::new(),
+                };
                 self.read_body(&mut reply).await?;
                 return Ok(reply);
             }
@@ -112,7 +152,10 @@ impl Client {
     }
 
     async fn read_body(&mut self, reply: &mut Reply) -> io::Result<()> {
-        if let Some(len) = reply.header("content-length").map(|v| v.parse::<usize>().unwrap()) {
+        if let Some(len) = reply
+            .header("content-length")
+            .map(|v| v.parse::<usize>().unwrap())
+        {
             while self.buf.len() < len {
                 self.more().await?;
             }
@@ -135,7 +178,11 @@ impl Client {
                 }
                 self.more().await?;
             };
-            let size = usize::from_str_radix(std::str::from_utf8(&self.buf[..line_end]).unwrap().trim(), 16).unwrap();
+            let size = usize::from_str_radix(
+                std::str::from_utf8(&self.buf[..line_end]).unwrap().trim(),
+                16,
+            )
+            .unwrap();
             self.buf.drain(..line_end + 2);
             while self.buf.len() < size + 2 {
                 self.more().await?;
@@ -162,7 +209,10 @@ impl Client {
     /// True when the proxy closed the connection (within 2 s).
     pub async fn is_closed(&mut self) -> bool {
         let mut byte = [0u8; 1];
-        matches!(tokio::time::timeout(Duration::from_secs(2), self.stream.read(&mut byte)).await, Ok(Ok(0)) | Ok(Err(_)))
+        matches!(
+            tokio::time::timeout(Duration::from_secs(2), self.stream.read(&mut byte)).await,
+            Ok(Ok(0)) | Ok(Err(_))
+        )
     }
 }
 
@@ -204,6 +254,13 @@ pub async fn read_head(stream: &mut TcpStream) -> bool {
 /// The backend's own count of connections and requests, asked directly.
 pub async fn backend_stats(addr: SocketAddr) -> (u64, u64) {
     let text = get(addr, "/__stats").await.text();
-    let field = |key: &str| text.split_whitespace().find_map(|kv| kv.strip_prefix(key)).unwrap().trim().parse().unwrap();
+    let field = |key: &str| {
+        text.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(key))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
     (field("connections="), field("requests="))
 }

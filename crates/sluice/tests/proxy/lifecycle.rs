@@ -1,2 +1,151 @@
-#[allow(unused_imports)]
+//! The `sluice` binary: config checking, many clients at once, graceful shutdown.
+
 use super::harness::*;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn sluice() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    c.env("SLUICE_LOG", "warn");
+    c
+}
+
+fn write_config(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    path
+}
+
+#[test]
+fn check_lists_every_error_with_its_position() {
+    let path = write_config("bad.toml", "[[listener]]\nbind = \"127.0.0.1:99999\"\n\n[[route]]\nupstream = \"nope\"\n\n[upstream.app]\nservers = []\nretries = 2\n");
+    let out = sluice().args(["check", "-c"]).arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let file = path.display().to_string();
+    for expected in [
+        format!("{file}:2:8: `bind` = \"127.0.0.1:99999\""),
+        format!("{file}:5:12: route names upstream \"nope\""),
+        format!("{file}:8:11: upstream `app` has an empty server list"),
+        format!("{file}:9:1: unknown key `retries`"),
+    ] {
+        assert!(
+            stderr.contains(&expected),
+            "missing {expected:?} in:\n{stderr}"
+        );
+    }
+    // serve refuses the same file the same way, before binding anything.
+    let out = sluice().args(["serve", "-c"]).arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn every_shipped_example_is_valid() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let files: Vec<_> = std::fs::read_dir(&examples)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    assert!(!files.is_empty());
+    let out = sluice()
+        .arg("check")
+        .arg("-c")
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_requests_in_flight_finish() {
+    let server = backend("a").await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let text = format!(
+        "shutdown_grace = \"10s\"\n[[listener]]\nbind = \"127.0.0.1:{port}\"\n{}",
+        one_upstream(&[server], "")
+    );
+    let path = write_config("graceful.toml", &text);
+    let mut child = sluice()
+        .args(["serve", "-c"])
+        .arg(&path)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        assert!(Instant::now() < deadline, "sluice did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let slow: Vec<_> = (0..3)
+        .map(|_| tokio::spawn(async move { get(addr, "/delay?ms=1500").await }))
+        .collect();
+    let mut idle = Client::connect(addr).await;
+    assert_eq!(idle.get("/").await.status, 200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stopped_at = Instant::now();
+    assert!(Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    // Idle keep-alive connections are closed at once; new connections are refused.
+    assert!(idle.is_closed().await);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "still accepting after SIGTERM"
+    );
+    for request in slow {
+        let reply = request.await.unwrap();
+        assert_eq!((reply.status, reply.text().as_str()), (200, "a\n"));
+    }
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        stopped_at.elapsed() < Duration::from_secs(5),
+        "exit took {:?}",
+        stopped_at.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_concurrent_clients_are_all_served() {
+    // No fixed connection cap: 3,000 clients hold connections open at the same time and
+    // each gets its answer. (The proxy, the clients and the backend share this process.)
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
+    const CLIENTS: usize = 3000;
+    let p = proxy(&one_upstream(&[backend("a").await], ""));
+    let mut clients = Vec::with_capacity(CLIENTS);
+    for _ in 0..CLIENTS {
+        clients.push(Client::connect(p.addr).await);
+    }
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|mut c| tokio::spawn(async move { (c.get("/").await.status, c) }))
+        .collect();
+    let mut open = Vec::new();
+    for t in tasks {
+        let (status, c) = t.await.unwrap();
+        assert_eq!(status, 200);
+        open.push(c);
+    }
+    assert_eq!(open.len(), CLIENTS);
+}

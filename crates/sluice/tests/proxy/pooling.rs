@@ -26,7 +26,11 @@ async fn thousands_of_requests_use_a_handful_of_connections() {
     let (connections, requests) = backend_stats(server).await;
     // Minus the stats request's own connection. At most one per concurrent client.
     assert_eq!(requests, 2001);
-    assert!(connections - 1 <= 4, "2000 requests used {} upstream connections", connections - 1);
+    assert!(
+        connections - 1 <= 4,
+        "2000 requests used {} upstream connections",
+        connections - 1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,7 +54,10 @@ async fn a_pooled_connection_the_server_closed_is_not_used() {
         async move {
             if read_head(&mut s).await {
                 let body = format!("conn{n}");
-                let reply = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
                 let _ = s.write_all(reply.as_bytes()).await;
             }
         }

@@ -1,0 +1,643 @@
+#!/usr/bin/env bash
+# bench/compare.sh: compare sluice with nginx and HAProxy on this machine, in one run.
+#
+# All three balancers sit in front of the same two `sluice backend` servers on
+# 127.0.0.1, and we measure each of them:
+#   1. saturation: `wrk -t2 -c64 -d${DUR}s --latency` gives requests/s and p50/p99 latency;
+#   2. cost: `h2load --h1` at a fixed rate of about ${RATE} req/s. We read the
+#      balancer's CPU time (utime+stime of its whole process tree, /proc/PID/stat)
+#      before and after, and divide by the number of requests h2load completed,
+#      which gives microseconds of CPU per proxied request.
+# We repeat this RUNS times. Within each round we take the balancers in turn, and
+# rotate the order from one round to the next, so that noise on this shared machine
+# (and any position effect) is spread over all three instead of landing on one.
+# The report shows the median over the rounds, and each figure as a ratio to nginx.
+#
+# Usage:  [RUNS=3] [DUR=5] [RATE=5000] [H2_CLIENTS=32] bench/compare.sh [--build]
+#   --build   rebuild target/release/sluice first (it is built anyway if missing).
+#
+# The results go to bench/runs/<date>-compare/ (summary.md, results.jsonl, and the
+# raw output of every wrk and h2load run, the generated configs and server logs).
+# The Markdown table is also printed on stdout. Needs root only if it has to
+# apt-get install the tools.
+
+set -euo pipefail
+
+# ---------------------------------------------------------------- settings
+
+RUNS=${RUNS:-3}            # rounds; each round measures every balancer once
+DUR=${DUR:-5}              # seconds per wrk run and per h2load run
+RATE=${RATE:-5000}         # total request rate (req/s) for the CPU measurement
+H2_CLIENTS=${H2_CLIENTS:-32}
+WRK_THREADS=2
+WRK_CONNS=64
+WORKERS=2                  # worker processes/threads of every balancer
+BALANCERS=(sluice nginx haproxy)
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
+SLUICE_BIN=$CARGO_TARGET_DIR/release/sluice
+COMMAND_LINE="RUNS=$RUNS DUR=$DUR RATE=$RATE H2_CLIENTS=$H2_CLIENTS $0${*:+ $*}"
+
+BUILD=0
+for arg in "$@"; do
+    case $arg in
+        --build) BUILD=1 ;;
+        -h|--help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        *) echo "compare.sh: unknown argument '$arg' (try --help)" >&2; exit 64 ;;
+    esac
+done
+
+# h2load's --rps is per client and whole numbers only (156.25 acts like 156), so the
+# rate we really ask for is clients * floor(RATE / clients); we report that figure.
+RPS_PER_CLIENT=$(( RATE / H2_CLIENTS ))
+(( RPS_PER_CLIENT >= 1 )) || { echo "compare.sh: RATE must be >= H2_CLIENTS" >&2; exit 64; }
+EFFECTIVE_RATE=$(( RPS_PER_CLIENT * H2_CLIENTS ))
+
+log() { printf '[compare %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# ---------------------------------------------------------------- process bookkeeping
+
+# Every process we start goes into PIDS, and cleanup() stops them all however the
+# script ends (success, error under set -e, Ctrl-C, SIGTERM). Load generators run
+# in the background and are waited for, so that a signal reaches our trap at once
+# instead of after wrk/h2load finish; LOAD_PID lets the trap stop them as well.
+PIDS=()
+LOAD_PID=
+WORK=
+
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    [[ -n $LOAD_PID ]] && kill -TERM "$LOAD_PID" 2>/dev/null || true
+    local pid
+    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    # Give them a few seconds to drain (sluice and nginx shut down gracefully), then force it.
+    local deadline=$(( SECONDS + 5 ))
+    for pid in "${PIDS[@]}"; do
+        while kill -0 "$pid" 2>/dev/null && (( SECONDS < deadline )); do sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    [[ -n $WORK && -d $WORK ]] && rm -rf "$WORK"
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# start NAME LOGFILE CMD... : run CMD in the background, remember its pid in PID_OF[NAME].
+# The command is exec'd directly (no wrapper), so $! is the server itself and its
+# /proc/PID/stat is the one we want for CPU accounting.
+declare -A PID_OF PORT_OF
+start() {
+    local name=$1 logfile=$2; shift 2
+    "$@" >"$logfile" 2>&1 &
+    PIDS+=("$!")
+    PID_OF[$name]=$!
+}
+
+# wait_ready NAME PORT: poll with curl until the server answers, or fail after 20 s.
+wait_ready() {
+    local name=$1 port=$2 deadline=$(( SECONDS + 20 ))
+    until curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/"; do
+        kill -0 "${PID_OF[$name]}" 2>/dev/null || die "$name exited during start-up; see $OUT/servers/$name.log:
+$(tail -n 20 "$OUT/servers/$name.log")"
+        (( SECONDS < deadline )) || die "$name did not accept connections on 127.0.0.1:$port within 20 s"
+        sleep 0.1
+    done
+}
+
+# bounded SECONDS CMD...: run a load generator with a hard time limit on top of its
+# own -d/-D, so that a wedged run cannot hang the script.
+bounded() {
+    local limit=$1; shift
+    timeout --kill-after=5 "$limit" "$@" &
+    LOAD_PID=$!
+    local rc=0
+    wait "$LOAD_PID" || rc=$?
+    LOAD_PID=
+    return "$rc"
+}
+
+# ---------------------------------------------------------------- prerequisites
+
+ensure_tools() {
+    local missing=()
+    command -v nginx   >/dev/null || missing+=(nginx)
+    command -v haproxy >/dev/null || missing+=(haproxy)
+    command -v wrk     >/dev/null || missing+=(wrk)
+    command -v h2load  >/dev/null || missing+=(nghttp2-client)
+    command -v curl    >/dev/null || missing+=(curl)
+    command -v python3 >/dev/null || missing+=(python3)
+    command -v ss      >/dev/null || missing+=(iproute2)
+    command -v timeout >/dev/null || missing+=(coreutils)
+    if (( ${#missing[@]} )); then
+        (( EUID == 0 )) || die "missing ${missing[*]}; run as root so the script can apt-get install them"
+        log "installing ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q
+        apt-get install -y -q "${missing[@]}"
+    fi
+    # On Debian, installing nginx/haproxy may start their system services (nginx on
+    # port 80). We never touch those: our instances use their own configs, ports and pid files.
+}
+
+ensure_sluice() {
+    if (( BUILD )) || [[ ! -x $SLUICE_BIN ]]; then
+        log "building sluice (release) into $CARGO_TARGET_DIR"
+        (cd "$REPO" && cargo build --release -p sluice)
+    fi
+    [[ -x $SLUICE_BIN ]] || die "no binary at $SLUICE_BIN after the build"
+}
+
+# free_ports N: N distinct free TCP ports on 127.0.0.1. The kernel picks them (bind to
+# port 0, all sockets held open until we have N, so they differ); ss double-checks
+# that nothing listens there.
+free_ports() {
+    local ports
+    ports=$(python3 - "$1" <<'EOF'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+EOF
+)
+    local p
+    for p in $ports; do
+        [[ -z $(ss -Hltn "sport = :$p") ]] || die "port $p already has a listener"
+    done
+    echo "$ports"
+}
+
+# ---------------------------------------------------------------- configs
+# Generated at run time into $WORK (and copied to the results directory), so that
+# the ports can be chosen freshly and nothing touches /etc.
+
+write_sluice_config() {
+    cat >"$WORK/sluice.toml" <<EOF
+workers = $WORKERS
+
+[[listener]]
+bind = "127.0.0.1:${PORT_OF[sluice]}"
+
+[[route]]
+path = "/"
+upstream = "app"
+
+[upstream.app]
+balance = "round_robin"
+servers = ["127.0.0.1:$B1_PORT", "127.0.0.1:$B2_PORT"]
+keepalive = 128
+EOF
+}
+
+# nginx: its own prefix, pid file, error log and temp paths under $WORK, so it never
+# reads /etc/nginx or collides with a system nginx. keepalive_requests is raised on
+# both sides because nginx (since 1.19.10) closes a keep-alive connection after 1000
+# requests by default; sluice and HAProxy do not, and reconnect costs would
+# otherwise count against nginx only.
+write_nginx_config() {
+    mkdir -p "$WORK/nginx/logs"
+    cat >"$WORK/nginx/nginx.conf" <<EOF
+worker_processes $WORKERS;
+worker_rlimit_nofile $NOFILE;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/logs/error.log warn;
+
+events {
+    worker_connections 10240;
+}
+
+http {
+    access_log off;
+    client_body_temp_path $WORK/nginx/client_body;
+    proxy_temp_path       $WORK/nginx/proxy;
+    fastcgi_temp_path     $WORK/nginx/fastcgi;
+    uwsgi_temp_path       $WORK/nginx/uwsgi;
+    scgi_temp_path        $WORK/nginx/scgi;
+    keepalive_requests 1000000;
+
+    upstream app {
+        server 127.0.0.1:$B1_PORT;
+        server 127.0.0.1:$B2_PORT;
+        keepalive 128;
+        keepalive_requests 1000000;
+    }
+
+    server {
+        listen 127.0.0.1:${PORT_OF[nginx]};
+        location / {
+            proxy_pass http://app;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+EOF
+}
+
+# HAProxy: no `log` lines, so no logging. `http-reuse always` keeps and shares idle
+# server connections, the closest match to the other two's upstream keep-alive pools.
+write_haproxy_config() {
+    cat >"$WORK/haproxy.cfg" <<EOF
+global
+    nbthread $WORKERS
+    maxconn $MAXCONN
+    pidfile $WORK/haproxy.pid
+
+defaults
+    mode http
+    option http-keep-alive
+    http-reuse always
+    maxconn $MAXCONN
+    timeout connect 5s
+    timeout client  30s
+    timeout server  30s
+    timeout http-keep-alive 30s
+
+frontend fe
+    bind 127.0.0.1:${PORT_OF[haproxy]}
+    default_backend app
+
+backend app
+    balance roundrobin
+    server b1 127.0.0.1:$B1_PORT
+    server b2 127.0.0.1:$B2_PORT
+EOF
+}
+
+# ---------------------------------------------------------------- servers
+
+start_all() {
+    read -r B1_PORT B2_PORT PORT_OF[sluice] PORT_OF[nginx] PORT_OF[haproxy] <<<"$(free_ports 5)"
+    mkdir -p "$OUT/servers" "$OUT/configs"
+
+    # One worker thread per backend keeps them cheap; they are shared by all three
+    # balancers, so whatever limit they impose applies to all three equally.
+    SLUICE_LOG=warn start b1 "$OUT/servers/b1.log" "$SLUICE_BIN" backend --listen "127.0.0.1:$B1_PORT" --name b1 --workers 1
+    SLUICE_LOG=warn start b2 "$OUT/servers/b2.log" "$SLUICE_BIN" backend --listen "127.0.0.1:$B2_PORT" --name b2 --workers 1
+    wait_ready b1 "$B1_PORT"
+    wait_ready b2 "$B2_PORT"
+
+    write_sluice_config
+    write_nginx_config
+    write_haproxy_config
+    cp "$WORK/sluice.toml" "$WORK/nginx/nginx.conf" "$WORK/haproxy.cfg" "$OUT/configs/"
+
+    SLUICE_LOG=warn start sluice "$OUT/servers/sluice.log" "$SLUICE_BIN" serve -c "$WORK/sluice.toml"
+    # -e: the log nginx uses before it has read the config (default is /var/log/nginx).
+    start nginx "$OUT/servers/nginx.log" nginx -p "$WORK/nginx/" -e "$WORK/nginx/logs/error.log" \
+        -c "$WORK/nginx/nginx.conf" -g 'daemon off;'
+    start haproxy "$OUT/servers/haproxy.log" haproxy -f "$WORK/haproxy.cfg" -db
+
+    local b
+    for b in "${BALANCERS[@]}"; do wait_ready "$b" "${PORT_OF[$b]}"; done
+    log "backends on :$B1_PORT :$B2_PORT; sluice :${PORT_OF[sluice]} nginx :${PORT_OF[nginx]} haproxy :${PORT_OF[haproxy]}"
+}
+
+# verify NAME: prove the balancer really proxies to our backends before measuring it.
+# Every response must be 200 with body b1/b2 and a matching X-Backend header; over
+# six requests we expect to see both backends (a warning only: round robin across
+# several workers does not promise strict alternation).
+verify() {
+    local name=$1 port=${PORT_OF[$1]} seen="" i head body
+    for i in 1 2 3 4 5 6; do
+        head=$(curl -s --max-time 2 -D - -o "$WORK/body" "http://127.0.0.1:$port/") || die "$name: curl failed"
+        body=$(cat "$WORK/body")
+        [[ $head =~ ^HTTP/1\.1\ 200 ]] || die "$name: expected 200, got: ${head%%$'\r'*}"
+        [[ $body == b1 || $body == b2 ]] || die "$name: response body '$body' is not from a backend"
+        grep -qi "^x-backend: $body" <<<"$head" || die "$name: X-Backend header missing or does not match body '$body'"
+        [[ $seen == *$body* ]] || seen+="$body "
+    done
+    [[ $seen == *b1* && $seen == *b2* ]] || log "WARNING: $name sent all 6 check requests to ${seen% }"
+    log "$name verified: responses from ${seen% }"
+}
+
+# ---------------------------------------------------------------- measurements
+
+CLK_TCK=$(getconf CLK_TCK)
+
+# measure NAME ROUND: one saturation run and one fixed-rate run; append a JSON line
+# with the parsed results to results.jsonl.
+measure() {
+    local name=$1 round=$2 port=${PORT_OF[$1]} url
+    url="http://127.0.0.1:${PORT_OF[$1]}/"
+    local wrk_log="$OUT/raw/r$round-$name-wrk.txt" h2_log="$OUT/raw/r$round-$name-h2load.txt"
+
+    log "round $round: $name: wrk ${DUR}s"
+    local wrk_cmd=(wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"${DUR}s" --latency "$url")
+    echo "# $name, round $round: ${wrk_cmd[*]}" >"$wrk_log"
+    bounded $(( DUR + 30 )) "${wrk_cmd[@]}" >>"$wrk_log" 2>&1 || die "$name: wrk failed (exit $?); see $wrk_log"
+
+    # Let the sockets and the CPU settle after saturation before the cost run.
+    sleep 1
+    log "round $round: $name: h2load ${EFFECTIVE_RATE} req/s for ${DUR}s"
+    local h2_cmd=(h2load --h1 -c "$H2_CLIENTS" -t 1 --rps "$RPS_PER_CLIENT" -D "$DUR" "$url")
+    echo "# $name, round $round: ${h2_cmd[*]}" >"$h2_log"
+    local before after
+    before=$(python3 "$HELPER" ticks "${PID_OF[$name]}")
+    bounded $(( DUR + 30 )) "${h2_cmd[@]}" >>"$h2_log" 2>&1 || die "$name: h2load failed (exit $?); see $h2_log"
+    after=$(python3 "$HELPER" ticks "${PID_OF[$name]}")
+    echo "# balancer CPU (utime+stime, process tree of pid ${PID_OF[$name]}): $before -> $after ticks at $CLK_TCK/s" >>"$h2_log"
+
+    kill -0 "${PID_OF[$name]}" 2>/dev/null || die "$name died during the measurement; see $OUT/servers/$name.log"
+    python3 "$HELPER" record "$name" "$round" "$wrk_log" "$h2_log" "$before" "$after" "$CLK_TCK" \
+        >>"$OUT/results.jsonl"
+    sleep 1
+}
+
+# ---------------------------------------------------------------- report
+
+machine_info() {
+    local commit dirty=""
+    commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    [[ -n $(git -C "$REPO" status --porcelain --untracked-files=no -- crates Cargo.toml Cargo.lock 2>/dev/null) ]] \
+        && dirty=" (plus uncommitted changes under crates/ or Cargo.*)"
+    echo "# sluice vs nginx vs HAProxy"
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "- command: \`$COMMAND_LINE\`"
+    echo "- machine: $(nproc) CPUs ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)), kernel $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+    # HEAD may have moved since the binary was built (others commit too), so say when it was built.
+    echo "- sluice: $("$SLUICE_BIN" --version 2>&1 | head -n1), git $commit$dirty; binary built $(date -u -r "$SLUICE_BIN" '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "- nginx: $(nginx -v 2>&1 | head -n1)"
+    echo "- haproxy: $(haproxy -v 2>&1 | head -n1)"
+    echo "- wrk: $(wrk -v 2>&1 | head -n1 || true)"
+    echo "- h2load: $(h2load --version 2>&1 | head -n1)"
+    echo
+    echo "Setup: two \`sluice backend --workers 1\` servers on 127.0.0.1 behind each balancer; every"
+    echo "balancer runs $WORKERS workers with upstream keep-alive. Per balancer and round:"
+    echo
+    echo "- saturation: \`wrk -t$WRK_THREADS -c$WRK_CONNS -d${DUR}s --latency http://127.0.0.1:PORT/\`"
+    echo "- cost: \`h2load --h1 -c $H2_CLIENTS -t 1 --rps $RPS_PER_CLIENT -D $DUR http://127.0.0.1:PORT/\`"
+    echo "  ($H2_CLIENTS × $RPS_PER_CLIENT = $EFFECTIVE_RATE req/s); CPU = utime+stime of the balancer's process tree"
+    echo "  (/proc/PID/stat, $CLK_TCK ticks/s) across the run, divided by the requests h2load completed."
+    echo
+    echo "$RUNS round(s); balancer order rotated per round. Load generators, balancers and backends"
+    echo "share the same $(nproc) CPUs, so absolute numbers are machine-specific; compare ratios."
+    echo
+}
+
+# ---------------------------------------------------------------- the helper
+# Parsing, CPU accounting and medians are easier in Python (stdlib only).
+
+write_helper() {
+    HELPER=$WORK/compare_helper.py
+    cat >"$HELPER" <<'PYEOF'
+"""Helper for bench/compare.sh. Subcommands:
+  ticks PID                         utime+stime (clock ticks) of PID and all its descendants
+  record NAME ROUND WRK H2 T0 T1 HZ parse one round's logs, print a JSON line
+  report RESULTS.jsonl              print the Markdown summary (medians, ratios to nginx)
+"""
+import json, os, re, statistics, sys
+
+def ticks(root):
+    # ppid and utime+stime for every process; the comm field may hold spaces or ')',
+    # so split after the last ')'. Fields 14 and 15 (1-based) are utime and stime,
+    # i.e. index 11 and 12 after the ')' (which starts at field 3, state).
+    procs = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited while we looked
+        procs[int(entry)] = (int(rest[1]), int(rest[11]) + int(rest[12]))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in procs:
+            total += procs[pid][1]
+            todo.extend(p for p, (ppid, _) in procs.items() if ppid == pid)
+    return total
+
+UNITS_US = {"us": 1, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
+
+def duration_us(text):
+    m = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", text)
+    if not m:
+        raise ValueError(f"cannot parse duration {text!r}")
+    return float(m.group(1)) * UNITS_US[m.group(2)]
+
+def parse_wrk(text):
+    out = {}
+    m = re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M)
+    if not m:
+        raise SystemExit("wrk output has no Requests/sec line")
+    out["rps"] = float(m.group(1))
+    for pct in ("50", "99"):
+        m = re.search(rf"^\s+{pct}%\s+(\S+)", text, re.M)
+        if not m:
+            raise SystemExit(f"wrk output has no {pct}% latency line (was --latency given?)")
+        out[f"p{pct}_us"] = duration_us(m.group(1))
+    m = re.search(r"^\s+(\d+) requests in", text, re.M)
+    out["requests"] = int(m.group(1)) if m else None
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    out["socket_errors"] = dict(zip(("connect", "read", "write", "timeout"), map(int, m.groups()))) if m else {}
+    m = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
+    out["non_2xx_3xx"] = int(m.group(1)) if m else 0
+    return out
+
+def parse_h2load(text):
+    m = re.search(r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
+                  r"(\d+) failed, (\d+) errored, (\d+) timeout", text, re.M)
+    if not m:
+        raise SystemExit("h2load output has no 'requests:' line")
+    keys = ("total", "started", "done", "succeeded", "failed", "errored", "timeout")
+    out = {"requests": dict(zip(keys, map(int, m.groups())))}
+    m = re.search(r"^finished in ([\d.]+)s, ([\d.]+) req/s", text, re.M)
+    out["seconds"], out["rps"] = (float(m.group(1)), float(m.group(2))) if m else (None, None)
+    m = re.search(r"^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", text, re.M)
+    out["status"] = dict(zip(("2xx", "3xx", "4xx", "5xx"), map(int, m.groups()))) if m else {}
+    m = re.search(r"^time for request:\s+(\S+)\s+(\S+)\s+(\S+)", text, re.M)
+    out["req_time_mean_us"] = duration_us(m.group(3)) if m else None
+    return out
+
+def problems(rec):
+    """Everything about one record that makes its numbers suspect."""
+    p, w, h = [], rec["wrk"], rec["h2load"]
+    if w["non_2xx_3xx"]:
+        p.append(f"wrk: {w['non_2xx_3xx']} non-2xx/3xx responses")
+    errs = {k: v for k, v in w["socket_errors"].items() if v}
+    if errs:
+        p.append("wrk: socket errors " + ", ".join(f"{k} {v}" for k, v in errs.items()))
+    r = h["requests"]
+    bad = {k: r[k] for k in ("failed", "errored", "timeout") if r[k]}
+    if bad:
+        p.append("h2load: " + ", ".join(f"{v} {k}" for k, v in bad.items()))
+    non2xx = sum(v for k, v in h["status"].items() if k != "2xx")
+    if non2xx:
+        p.append(f"h2load: {non2xx} non-2xx responses")
+    if h["rps"] is not None and h["rps"] < 0.95 * rec["target_rate"]:
+        p.append(f"h2load: reached only {h['rps']:.0f} of {rec['target_rate']} req/s")
+    if rec["cpu_ticks"] < 20:
+        p.append(f"CPU: only {rec['cpu_ticks']} clock ticks measured; the figure is coarse (raise DUR)")
+    return p
+
+def record(name, rnd, wrk_path, h2_path, t0, t1, hz):
+    rec = {"balancer": name, "round": int(rnd),
+           "wrk": parse_wrk(open(wrk_path).read()),
+           "h2load": parse_h2load(open(h2_path).read())}
+    rec["target_rate"] = int(os.environ.get("EFFECTIVE_RATE", "0"))
+    rec["cpu_ticks"] = int(t1) - int(t0)
+    done = rec["h2load"]["requests"]["done"]
+    rec["cpu_us_per_req"] = rec["cpu_ticks"] / int(hz) * 1e6 / done if done else None
+    rec["problems"] = problems(rec)
+    for p in rec["problems"]:
+        print(f"[compare] WARNING: round {rnd} {name}: {p}", file=sys.stderr)
+    print(json.dumps(rec))
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+def report(path):
+    recs = [json.loads(line) for line in open(path) if line.strip()]
+    order = ["sluice", "nginx", "haproxy"]
+    rows = {}
+    for b in order:
+        rs = [r for r in recs if r["balancer"] == b]
+        rows[b] = {
+            "n": len(rs),
+            "rps": median([r["wrk"]["rps"] for r in rs]),
+            "p50": median([r["wrk"]["p50_us"] for r in rs]),
+            "p99": median([r["wrk"]["p99_us"] for r in rs]),
+            "cpu": median([r["cpu_us_per_req"] for r in rs]),
+            "h2rps": median([r["h2load"]["rps"] for r in rs]),
+            "h2mean": median([r["h2load"]["req_time_mean_us"] for r in rs]),
+        }
+    base = rows["nginx"]
+
+    def ratio(b, key):
+        v, n = rows[b][key], base[key]
+        return f"{v / n:.2f}×" if v is not None and n else "n/a"
+
+    def num(v, fmt):
+        return fmt.format(v) if v is not None else "n/a"
+
+    print("| balancer | req/s at saturation | ×nginx | p50 (ms) | ×nginx | p99 (ms) | ×nginx "
+          "| CPU µs/req at fixed rate | ×nginx | runs with problems |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for b in order:
+        r = rows[b]
+        bad = sum(1 for x in recs if x["balancer"] == b and x["problems"])
+        print(f"| {b} | {num(r['rps'], '{:,.0f}')} | {ratio(b, 'rps')} "
+              f"| {num(r['p50'] and r['p50'] / 1e3, '{:.2f}')} | {ratio(b, 'p50')} "
+              f"| {num(r['p99'] and r['p99'] / 1e3, '{:.2f}')} | {ratio(b, 'p99')} "
+              f"| {num(r['cpu'], '{:.1f}')} | {ratio(b, 'cpu')} | {bad} of {r['n']} |")
+    print()
+    print(f"Medians over {max(r['n'] for r in rows.values())} run(s). Higher req/s is better; "
+          "lower latency and CPU are better. ×nginx = balancer / nginx.")
+    print()
+    print("Fixed-rate run details (medians): achieved rate and h2load's mean request time.")
+    print()
+    print("| balancer | achieved req/s | mean request time (ms) |")
+    print("|---|---:|---:|")
+    for b in order:
+        r = rows[b]
+        print(f"| {b} | {num(r['h2rps'], '{:,.0f}')} | {num(r['h2mean'] and r['h2mean'] / 1e3, '{:.2f}')} |")
+    print()
+    issues = [(r["round"], r["balancer"], p) for r in recs for p in r["problems"]]
+    if issues:
+        print("Problems seen (these runs' numbers are suspect):")
+        print()
+        for rnd, b, p in issues:
+            print(f"- round {rnd}, {b}: {p}")
+    else:
+        print("No errors: every wrk run had 0 socket errors and 0 non-2xx/3xx responses; "
+              "every h2load run had 0 failed/errored/timed-out requests.")
+
+def main(argv):
+    cmd = argv[1] if len(argv) > 1 else ""
+    if cmd == "ticks" and len(argv) == 3:
+        print(ticks(int(argv[2])))
+    elif cmd == "record" and len(argv) == 9:
+        record(*argv[2:])
+    elif cmd == "report" and len(argv) == 3:
+        report(argv[2])
+    else:
+        raise SystemExit(__doc__)
+
+if __name__ == "__main__":
+    main(sys.argv)
+PYEOF
+}
+
+# ---------------------------------------------------------------- main
+
+main() {
+    ensure_tools
+    ensure_sluice
+
+    # Results directory: bench/runs/<date>-compare; a second run on the same day gets
+    # -2, -3, ... rather than overwriting the first.
+    OUT=$REPO/bench/runs/$(date +%Y-%m-%d)-compare
+    local n=2 base=$OUT
+    while [[ -e $OUT ]]; do OUT=$base-$n; n=$((n + 1)); done
+    mkdir -p "$OUT/raw"
+
+    WORK=$(mktemp -d /tmp/sluice-compare.XXXXXX)
+    # nginx workers drop root privileges (to nobody); let them traverse the temp dir.
+    chmod 755 "$WORK"
+    write_helper
+    export EFFECTIVE_RATE
+
+    # Servers and balancers hold many sockets; raise the soft limit if we can. HAProxy
+    # refuses to start if maxconn needs more descriptors than it may open (about two per
+    # connection), so we size maxconn and nginx's limit to what we really got; either
+    # way it is far above the 64 connections we use.
+    ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+    NOFILE=$(ulimit -n)
+    [[ $NOFILE == unlimited ]] && NOFILE=65536
+    MAXCONN=$(( (NOFILE - 1000) / 2 ))
+    (( MAXCONN > 20000 )) && MAXCONN=20000
+    (( MAXCONN >= 1000 )) || die "open file limit $NOFILE is too low for the balancers; raise ulimit -n"
+
+    log "results in $OUT"
+    machine_info >"$OUT/summary.md"
+    start_all
+    local b
+    for b in "${BALANCERS[@]}"; do verify "$b"; done
+
+    # One short unrecorded warm-up per balancer: fills upstream keep-alive pools and
+    # faults in code and memory, so round 1 is not penalised for going first.
+    for b in "${BALANCERS[@]}"; do
+        bounded 30 wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d1s "http://127.0.0.1:${PORT_OF[$b]}/" \
+            >"$OUT/raw/warmup-$b-wrk.txt" 2>&1 || die "$b: warm-up wrk failed"
+    done
+
+    local round i k=${#BALANCERS[@]}
+    for (( round = 1; round <= RUNS; round++ )); do
+        # Rotate the order each round: round 1 sluice,nginx,haproxy; round 2 nginx,haproxy,sluice; ...
+        for (( i = 0; i < k; i++ )); do
+            measure "${BALANCERS[(i + round - 1) % k]}" "$round"
+        done
+    done
+
+    {
+        echo "## Results"
+        echo
+        python3 "$HELPER" report "$OUT/results.jsonl"
+        echo
+        echo "Raw output of every run: \`raw/\`; generated configs: \`configs/\`; server logs: \`servers/\`;"
+        echo "parsed numbers per run: \`results.jsonl\`."
+    } >"$WORK/results.md"
+    cat "$WORK/results.md" >>"$OUT/summary.md"
+
+    # Anything the balancers or backends complained about is worth a look.
+    for b in b1 b2 "${BALANCERS[@]}"; do
+        [[ -s $OUT/servers/$b.log ]] && log "note: $b wrote to its log: $OUT/servers/$b.log"
+    done
+    [[ -s $WORK/nginx/logs/error.log ]] && cp "$WORK/nginx/logs/error.log" "$OUT/servers/nginx-error.log" \
+        && log "note: nginx error log is not empty: $OUT/servers/nginx-error.log"
+
+    cat "$WORK/results.md"
+    log "summary: $OUT/summary.md"
+}
+
+main

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: formatting, lints, every test, and validation of
+# every example config. Works on a fresh Debian machine with Rust: it installs the few
+# system tools the tests use (curl) itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v curl >/dev/null || need_apt+=(curl)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "== installing ${need_apt[*]}"
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+fi
+for component in rustfmt clippy; do
+    cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1 || rustup component add "$component"
+done
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+cargo test --workspace --locked
+echo "== sluice check examples/*.toml"
+cargo run --quiet --locked -p sluice -- check -c examples/*.toml
+echo "== all checks passed"
