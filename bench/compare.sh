@@ -150,7 +150,16 @@ ensure_sluice() {
         (cd "$REPO" && cargo build --release -p sluice)
     fi
     [[ -x $SLUICE_BIN ]] || die "no binary at $SLUICE_BIN after the build"
+    # A binary older than the last commit probably does not contain it; say so loudly.
+    local built committed
+    built=$(stat -c %Y "$SLUICE_BIN")
+    committed=$(git -C "$REPO" log -1 --format=%ct 2>/dev/null || echo 0)
+    if (( built < committed )); then
+        STALE=" (OLDER than commit $(git -C "$REPO" rev-parse --short HEAD); rerun with --build)"
+        log "WARNING: $SLUICE_BIN is older than the last commit; rerun with --build to measure the current code"
+    fi
 }
+STALE=
 
 # free_ports N: N distinct free TCP ports on 127.0.0.1. The kernel picks them (bind to
 # port 0, all sockets held open until we have N, so they differ); ss double-checks
@@ -362,7 +371,7 @@ machine_info() {
     echo "- command: \`$COMMAND_LINE\`"
     echo "- machine: $(nproc) CPUs ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)), kernel $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     # HEAD may have moved since the binary was built (others commit too), so say when it was built.
-    echo "- sluice: $("$SLUICE_BIN" --version 2>&1 | head -n1), git $commit$dirty; binary built $(date -u -r "$SLUICE_BIN" '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "- sluice: $("$SLUICE_BIN" --version 2>&1 | head -n1), git $commit$dirty; binary built $(date -u -r "$SLUICE_BIN" '+%Y-%m-%d %H:%M:%S UTC')$STALE"
     echo "- nginx: $(nginx -v 2>&1 | head -n1)"
     echo "- haproxy: $(haproxy -v 2>&1 | head -n1)"
     echo "- wrk: $(wrk -v 2>&1 | head -n1 || true)"

@@ -70,28 +70,8 @@ fn every_shipped_example_is_valid() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_requests_in_flight_finish() {
     let server = backend("a").await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let text = format!(
-        "shutdown_grace = \"10s\"\n[[listener]]\nbind = \"127.0.0.1:{port}\"\n{}",
-        one_upstream(&[server], "")
-    );
-    let path = write_config("graceful.toml", &text);
-    let mut child = sluice()
-        .args(["serve", "-c"])
-        .arg(&path)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while tokio::net::TcpStream::connect(addr).await.is_err() {
-        assert!(Instant::now() < deadline, "sluice did not start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let top = "shutdown_grace = \"10s\"";
+    let (mut child, addr) = serve_child("graceful.toml", top, &one_upstream(&[server], "")).await;
     let slow: Vec<_> = (0..3)
         .map(|_| tokio::spawn(async move { get(addr, "/delay?ms=1500").await }))
         .collect();
@@ -126,26 +106,66 @@ async fn sigterm_lets_requests_in_flight_finish() {
     );
 }
 
+/// Starts `sluice serve` on a free port with `body` (routes and upstreams) and waits until
+/// it accepts connections.
+async fn serve_child(
+    name: &str,
+    top: &str,
+    body: &str,
+) -> (std::process::Child, std::net::SocketAddr) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let text = format!("{top}\n[[listener]]\nbind = \"127.0.0.1:{port}\"\n{body}");
+    let path = write_config(name, &text);
+    let child = sluice()
+        .args(["serve", "-c"])
+        .arg(&path)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        assert!(Instant::now() < deadline, "sluice did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (child, addr)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn thousands_of_concurrent_clients_are_all_served() {
-    // No fixed connection cap: 3,000 clients hold connections open at the same time and
-    // each gets its answer. (The proxy, the clients and the backend share this process.)
+async fn ten_thousand_open_connections_are_all_served() {
+    // No fixed connection cap (nginx's worker_connections 1024 silently capped 1,200 users
+    // in the field notes): 10,000 clients hold connections to sluice at the same time, and
+    // every one of them gets its answer while all stay open. Requests go in waves of 2,000
+    // so the proxy's upstream connections stay within this machine's open-file limit.
     let _ = rlimit::increase_nofile_limit(u64::MAX);
-    const CLIENTS: usize = 3000;
-    let p = proxy(&one_upstream(&[backend("a").await], ""));
+    const CLIENTS: usize = 10_000;
+    let server = backend("a").await;
+    let (mut child, addr) =
+        serve_child("many.toml", "workers = 2", &one_upstream(&[server], "")).await;
     let mut clients = Vec::with_capacity(CLIENTS);
     for _ in 0..CLIENTS {
-        clients.push(Client::connect(p.addr).await);
+        clients.push(Client::connect(addr).await);
     }
-    let tasks: Vec<_> = clients
-        .into_iter()
-        .map(|mut c| tokio::spawn(async move { (c.get("/").await.status, c) }))
-        .collect();
-    let mut open = Vec::new();
-    for t in tasks {
-        let (status, c) = t.await.unwrap();
-        assert_eq!(status, 200);
-        open.push(c);
+    let mut served = 0;
+    let mut open = Vec::with_capacity(CLIENTS);
+    while !clients.is_empty() {
+        let wave: Vec<Client> = clients.drain(..clients.len().min(2000)).collect();
+        let tasks: Vec<_> = wave
+            .into_iter()
+            .map(|mut c| tokio::spawn(async move { (c.get("/").await.status, c) }))
+            .collect();
+        for t in tasks {
+            let (status, c) = t.await.unwrap();
+            assert_eq!(status, 200);
+            served += 1;
+            open.push(c);
+        }
     }
-    assert_eq!(open.len(), CLIENTS);
+    assert_eq!(served, CLIENTS);
+    let _ = child.kill();
+    let _ = child.wait();
 }
