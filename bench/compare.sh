@@ -13,7 +13,7 @@
 # (and any position effect) is spread over all three instead of landing on one.
 # The report shows the median over the rounds, and each figure as a ratio to nginx.
 #
-# Usage:  [RUNS=3] [DUR=5] [RATE=5000] [H2_CLIENTS=32] bench/compare.sh [--build]
+# Usage:  [RUNS=3] [DUR=5] [RATE=5000] [H2_CLIENTS=40] bench/compare.sh [--build]
 #   --build   rebuild target/release/sluice first (it is built anyway if missing).
 #
 # The results go to bench/runs/<date>-compare/ (summary.md, results.jsonl, and the
@@ -28,7 +28,7 @@ set -euo pipefail
 RUNS=${RUNS:-3}            # rounds; each round measures every balancer once
 DUR=${DUR:-5}              # seconds per wrk run and per h2load run
 RATE=${RATE:-5000}         # total request rate (req/s) for the CPU measurement
-H2_CLIENTS=${H2_CLIENTS:-32}
+H2_CLIENTS=${H2_CLIENTS:-40}
 WRK_THREADS=2
 WRK_CONNS=64
 WORKERS=2                  # worker processes/threads of every balancer
