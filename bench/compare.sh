@@ -150,12 +150,13 @@ ensure_sluice() {
         (cd "$REPO" && cargo build --release -p sluice)
     fi
     [[ -x $SLUICE_BIN ]] || die "no binary at $SLUICE_BIN after the build"
-    # A binary older than the last commit probably does not contain it; say so loudly.
+    # A binary older than the last commit that changed code probably does not contain
+    # it; say so loudly. (cargo leaves the binary untouched when only docs changed.)
     local built committed
     built=$(stat -c %Y "$SLUICE_BIN")
-    committed=$(git -C "$REPO" log -1 --format=%ct 2>/dev/null || echo 0)
-    if (( built < committed )); then
-        STALE=" (OLDER than commit $(git -C "$REPO" rev-parse --short HEAD); rerun with --build)"
+    committed=$(git -C "$REPO" log -1 --format=%ct -- crates Cargo.toml Cargo.lock 2>/dev/null || echo 0)
+    if (( built < committed )) || ! git -C "$REPO" diff --quiet HEAD -- crates Cargo.toml Cargo.lock 2>/dev/null; then
+        STALE=" (OLDER than the code at $(git -C "$REPO" rev-parse --short HEAD), or the code has uncommitted changes; rerun with --build)"
         log "WARNING: $SLUICE_BIN is older than the last commit; rerun with --build to measure the current code"
     fi
 }
