@@ -22,23 +22,38 @@ impl RandomTwo {
         view: impl Fn(usize) -> Candidate,
         random: u64,
     ) -> Option<usize> {
+        let (first, second) = Self::draw(len, &view, random)?;
+        match second {
+            // Equal load: keep the first draw, which is already weight-proportional.
+            Some(second) if less_loaded(view(second), view(first)) => Some(second),
+            _ => Some(first),
+        }
+    }
+
+    /// Two different available servers drawn with probability proportional to weight
+    /// (the second is `None` when only one server is available).
+    pub fn draw(
+        len: usize,
+        view: &impl Fn(usize) -> Candidate,
+        random: u64,
+    ) -> Option<(usize, Option<usize>)> {
         let total: u64 = (0..len)
-            .map(&view)
+            .map(view)
             .filter(|c| c.available)
             .map(|c| u64::from(c.weight.max(1)))
             .sum();
         if total == 0 {
             return None;
         }
-        let first = weighted_draw(len, &view, random & 0xffff_ffff, total, None)?;
+        let first = weighted_draw(len, view, random & 0xffff_ffff, total, None)?;
         let rest = total - u64::from(view(first).weight.max(1));
         if rest == 0 {
-            return Some(first);
+            return Some((first, None));
         }
-        let second = weighted_draw(len, &view, random >> 32, rest, Some(first))?;
-        let (a, b) = (view(first), view(second));
-        // Equal load: keep the first draw, which is already weight-proportional.
-        Some(if less_loaded(b, a) { second } else { first })
+        Some((
+            first,
+            weighted_draw(len, view, random >> 32, rest, Some(first)),
+        ))
     }
 }
 

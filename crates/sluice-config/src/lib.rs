@@ -6,13 +6,18 @@
 //! problems are reported at once. It must never panic on input, never touch the network or
 //! resolve names, and never start anything: it only reads and checks.
 
+mod balance;
 mod error;
+mod key;
 mod model;
 mod reader;
 mod validate;
 
 pub use error::{ConfigError, Errors};
-pub use model::{Balance, Config, HostMatch, Listener, Route, Server, Upstream};
+pub use model::{
+    Balance, Config, HashMethod, HostMatch, KeyPart, KeyTemplate, Listener, Route, Server,
+    Upstream, Variable,
+};
 
 use std::path::Path;
 

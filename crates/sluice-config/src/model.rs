@@ -53,11 +53,63 @@ impl HostMatch {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Balance {
     RoundRobin,
     LeastConn,
     RandomTwo,
+    /// Latency x load, with peaks counted at once; `decay` is the averaging time constant.
+    PeakEwma {
+        decay: Duration,
+    },
+    /// Consistent hashing on a key built from the request.
+    Hash {
+        key: KeyTemplate,
+        method: HashMethod,
+        /// Bounded loads: no server above `ceil(bound x average)` of the in-flight load.
+        bound: Option<f64>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HashMethod {
+    /// nginx-compatible ring (`hash ... consistent`).
+    Ketama,
+    /// Maglev lookup table.
+    Maglev,
+}
+
+/// A hash key as written, e.g. `"$host$uri"` or `"room-$arg_room"`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyTemplate {
+    pub parts: Vec<KeyPart>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyPart {
+    Literal(String),
+    Var(Variable),
+}
+
+/// nginx's request variables, as far as sluice supports them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Variable {
+    /// The request target as sent: path and query.
+    RequestUri,
+    /// The path, without the query (not percent-decoded).
+    Uri,
+    /// The query string, without `?`.
+    Args,
+    /// One query parameter's raw value; the name matches case-insensitively (as nginx).
+    Arg(String),
+    /// A request header; `$http_x_user` reads `X-User`. Holds the header name.
+    Http(String),
+    /// A cookie's value from the `Cookie` header.
+    Cookie(String),
+    /// The client's IP address.
+    RemoteAddr,
+    /// The host, lower-case, without port.
+    Host,
 }
 
 /// A named pool of servers.
@@ -80,4 +132,7 @@ pub struct Upstream {
 pub struct Server {
     pub addr: SocketAddr,
     pub weight: u32,
+    /// The address as written in the config. Consistent hashing places the server by
+    /// this text, as nginx does, so the same list maps keys the same way in both.
+    pub name: String,
 }

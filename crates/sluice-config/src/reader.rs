@@ -110,6 +110,23 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A number, integer or float.
+    pub fn number(&mut self, table: &dyn TableLike, key: &str) -> Option<f64> {
+        let v = self.value(table, key, "a number")?;
+        match (v.as_float(), v.as_integer()) {
+            (Some(f), _) => Some(f),
+            (_, Some(i)) => Some(i as f64),
+            _ => {
+                self.error(
+                    v.span(),
+                    format!("`{key}` must be a number, found {}", v.type_name()),
+                    "write it without quotes, e.g. 1.25",
+                );
+                None
+            }
+        }
+    }
+
     /// A duration written as a string with a unit: "500ms", "2s", "1m", "1h".
     pub fn duration(&mut self, table: &dyn TableLike, key: &str) -> Option<Duration> {
         let v = self.value(table, key, "a duration")?;

@@ -1,7 +1,7 @@
 //! From a parsed TOML document to a [`Config`], checking everything on the way.
 
 use crate::error::{ConfigError, Errors};
-use crate::model::{Balance, Config, HostMatch, Listener, Route, Server, Upstream};
+use crate::model::{Config, HostMatch, Listener, Route, Server, Upstream};
 use crate::reader::Reader;
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -24,6 +24,10 @@ const TOP_KEYS: &[&str] = &[
 const LISTENER_KEYS: &[&str] = &["bind"];
 const ROUTE_KEYS: &[&str] = &["host", "path", "upstream"];
 const UPSTREAM_KEYS: &[&str] = &[
+    "hash_key",
+    "hash_method",
+    "hash_bound",
+    "ewma_decay",
     "balance",
     "servers",
     "keepalive",
@@ -212,7 +216,7 @@ fn upstream(r: &mut Reader, name: &str, t: &dyn TableLike, span: Span) -> Upstre
     r.only_keys(t, UPSTREAM_KEYS, &format!("[upstream.{name}]"));
     Upstream {
         name: name.to_string(),
-        balance: balance(r, t).unwrap_or(Balance::RoundRobin),
+        balance: crate::balance::balance(r, t),
         servers: servers(r, name, t, span),
         keepalive: r.integer(t, "keepalive", 1_000_000).unwrap_or(128) as usize,
         idle_timeout: r
@@ -224,23 +228,6 @@ fn upstream(r: &mut Reader, name: &str, t: &dyn TableLike, span: Span) -> Upstre
         read_timeout: r
             .duration(t, "read_timeout")
             .unwrap_or(Duration::from_secs(60)),
-    }
-}
-
-fn balance(r: &mut Reader, t: &dyn TableLike) -> Option<Balance> {
-    let (name, span) = r.string(t, "balance")?;
-    match name.as_str() {
-        "round_robin" => Some(Balance::RoundRobin),
-        "least_conn" => Some(Balance::LeastConn),
-        "random_two" => Some(Balance::RandomTwo),
-        _ => {
-            r.error(
-                span,
-                format!("unknown balance \"{name}\""),
-                "use round_robin, least_conn or random_two",
-            );
-            None
-        }
     }
 }
 
@@ -290,7 +277,11 @@ fn servers(r: &mut Reader, name: &str, t: &dyn TableLike, span: Span) -> Vec<Ser
 fn server(r: &mut Reader, entry: &Value) -> Option<Server> {
     if let Some(text) = entry.as_str() {
         let addr = socket_addr(r, text, entry.span(), "server")?;
-        return Some(Server { addr, weight: 1 });
+        return Some(Server {
+            addr,
+            weight: 1,
+            name: text.to_string(),
+        });
     }
     let Some(t) = entry.as_inline_table() else {
         r.error(
@@ -323,7 +314,11 @@ fn server(r: &mut Reader, entry: &Value) -> Option<Server> {
         }
         w => w as u32,
     };
-    Some(Server { addr, weight })
+    Some(Server {
+        addr,
+        weight,
+        name: text,
+    })
 }
 
 fn routes(r: &mut Reader, root: &dyn TableLike, upstreams: &[Upstream]) -> Vec<Route> {

@@ -76,7 +76,7 @@ servers = []
     let expected = [
         "bad.toml:6:8: duplicate bind 127.0.0.1:8080 (each [[listener]] needs its own address)",
         "bad.toml:10:12: route names upstream \"missing\", which is not defined (defined upstreams: app, empty)",
-        "bad.toml:13:11: unknown balance \"fastest\" (use round_robin, least_conn or random_two)",
+        "bad.toml:13:11: unknown balance \"fastest\" (use round_robin, least_conn, random_two, peak_ewma or hash)",
         "bad.toml:14:12: `server` = \"localhost:80\" is not an IP address with a port (write it as \"127.0.0.1:8080\" or \"[::1]:8080\"; host names are not resolved)",
         "bad.toml:15:1: unknown key `keepalve` in [upstream.app] (did you mean `keepalive`?)",
         "bad.toml:18:11: upstream `empty` has an empty server list (add at least one server address)",
@@ -147,4 +147,73 @@ servers = ["127.0.0.1:1", { addr = "127.0.0.1:2", weight = 0 }, "127.0.0.1:1", {
             .any(|e| e.contains("unknown key `adr` in a server (did you mean `addr`?)")),
         "{got:?}"
     );
+}
+
+#[test]
+fn hashing_keys_are_checked() {
+    let text = r#"
+[[listener]]
+bind = "127.0.0.1:1"
+[[route]]
+upstream = "chat"
+[upstream.chat]
+balance = "hash"
+hash_key = "room-$arg_room"
+hash_method = "maglev"
+hash_bound = 1.25
+servers = ["127.0.0.1:2"]
+[upstream.api]
+balance = "peak_ewma"
+ewma_decay = "5s"
+servers = ["127.0.0.1:3"]
+"#;
+    let c = parse("good.toml", text).unwrap();
+    match &c.upstreams[0].balance {
+        sluice_config::Balance::Hash { method, bound, key } => {
+            assert_eq!(*method, sluice_config::HashMethod::Maglev);
+            assert_eq!(*bound, Some(1.25));
+            assert_eq!(key.parts.len(), 2);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        c.upstreams[1].balance,
+        sluice_config::Balance::PeakEwma {
+            decay: Duration::from_secs(5)
+        }
+    );
+
+    let bad = r#"
+[[listener]]
+bind = "127.0.0.1:1"
+[[route]]
+upstream = "a"
+[upstream.a]
+balance = "hash"
+hash_key = "room-$arg_room$nope"
+hash_method = "jump"
+hash_bound = 0.9
+servers = ["127.0.0.1:2"]
+[upstream.b]
+balance = "hash"
+servers = ["127.0.0.1:3"]
+[upstream.c]
+hash_key = "$host"
+servers = ["127.0.0.1:4"]
+"#;
+    let got = errors(bad);
+    let expected = [
+        "bad.toml:8:27: hash_key: unknown variable `$nope`",
+        "bad.toml:9:15: unknown hash_method \"jump\"",
+        "bad.toml:10:14: hash_bound = 0.9 must be above 1",
+        "bad.toml:13:1: balance = \"hash\" needs a `hash_key`",
+        "bad.toml:16:1: `hash_key` applies only with balance = \"hash\"",
+    ];
+    for (got, want) in got.iter().zip(expected) {
+        assert!(
+            got.starts_with(want),
+            "{got}\n  does not start with\n{want}"
+        );
+    }
+    assert_eq!(got.len(), expected.len(), "{got:#?}");
 }

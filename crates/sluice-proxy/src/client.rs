@@ -4,6 +4,7 @@
 use crate::conn::{write_all, Conn};
 use crate::forward::forward;
 use crate::head::Framing;
+use crate::key::{self, View};
 use crate::reply;
 use crate::request::{self, Origin, Rejection, Request};
 use crate::worker::Worker;
@@ -12,6 +13,17 @@ use std::io;
 use std::net::SocketAddr;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
+
+/// Buffers reused by every request on a connection, so the hot path does not allocate.
+#[derive(Default)]
+pub struct Scratch {
+    /// The request head as it goes to the server.
+    pub head: Vec<u8>,
+    /// The request's hash key, when its upstream hashes.
+    pub key: Vec<u8>,
+    /// Bytes on their way out (response heads, body chunks, error replies).
+    pub out: Vec<u8>,
+}
 
 /// Serves `stream` until the client closes, an error ends it, or the worker drains.
 pub async fn serve(w: &Worker, stream: TcpStream, peer: SocketAddr) {
@@ -22,18 +34,19 @@ pub async fn serve(w: &Worker, stream: TcpStream, peer: SocketAddr) {
         proto: "http",
     };
     let mut client = Conn::new(stream);
-    let mut head = Vec::with_capacity(1024);
-    let mut out = Vec::with_capacity(1024);
+    let mut scratch = Scratch::default();
     loop {
-        let (req, route) = match read_head(w, &mut client, &origin, &mut head).await {
+        let (req, route) = match read_head(w, &mut client, &origin, &mut scratch).await {
             Ok(Some(parsed)) => parsed,
             Ok(None) => return,
-            Err(rejection) => return reject(w, &mut client, peer, rejection, &mut out).await,
+            Err(rejection) => {
+                return reject(w, &mut client, peer, rejection, &mut scratch.out).await
+            }
         };
         client.buf.advance(req.head_len);
         let keep_alive = match route {
-            Some(route) => forward(w, &mut client, &req, route, &head, &mut out).await,
-            None => not_found(w, &mut client, &req, &mut out).await,
+            Some(route) => forward(w, &mut client, &req, route, &mut scratch).await,
+            None => not_found(w, &mut client, &req, &mut scratch.out).await,
         };
         if !keep_alive || w.draining() {
             return;
@@ -47,15 +60,14 @@ async fn read_head(
     w: &Worker,
     client: &mut Conn,
     origin: &Origin<'_>,
-    head: &mut Vec<u8>,
+    scratch: &mut Scratch,
 ) -> Result<Option<(Request, Option<usize>)>, Rejection> {
+    let Scratch { head, key, .. } = scratch;
     let max = w.config.max_header_bytes;
     let mut deadline = (!client.buf.is_empty()).then(|| Instant::now() + w.config.header_timeout);
     loop {
         if !client.buf.is_empty() {
-            match request::parse(&client.buf, origin, head, |host, path| {
-                w.router.find(host, path)
-            })? {
+            match request::parse(&client.buf, origin, head, |view| route(w, view, key))? {
                 Some((req, _)) if req.head_len > max => return Err(too_large()),
                 Some(parsed) => return Ok(Some(parsed)),
                 None if client.buf.len() >= max => return Err(too_large()),
@@ -80,6 +92,16 @@ async fn read_head(
         }
         deadline.get_or_insert_with(|| Instant::now() + w.config.header_timeout);
     }
+}
+
+/// The route for a request, and its hash key in `key` when its upstream hashes.
+fn route(w: &Worker, view: &View<'_>, key: &mut Vec<u8>) -> Option<usize> {
+    let route = w.router.find(view.host, view.target)?;
+    key.clear();
+    if let Some(template) = w.upstreams[w.config.routes[route].upstream].key_template() {
+        key::evaluate(template, view, key);
+    }
+    Some(route)
 }
 
 fn too_large() -> Rejection {

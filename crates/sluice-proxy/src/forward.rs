@@ -3,6 +3,7 @@
 //! naming the route, upstream, server and cause.
 
 use crate::body::{relay, Transfer, TransferError};
+use crate::client::Scratch;
 use crate::conn::{write_all, Conn};
 use crate::head::Framing;
 use crate::reply;
@@ -45,11 +46,11 @@ pub async fn forward(
     client: &mut Conn,
     req: &Request,
     route: usize,
-    head: &[u8],
-    out: &mut Vec<u8>,
+    scratch: &mut Scratch,
 ) -> bool {
+    let Scratch { head, key, out } = scratch;
     let up = &w.upstreams[w.config.routes[route].upstream];
-    let Some((server, _in_flight)) = up.pick(w.random()) else {
+    let Some((server, _in_flight)) = up.pick(key, w.random()) else {
         let failure = Failure::new(503, "no server available", req.framing == Framing::None);
         return fail(w, client, req, route, None, failure, out).await;
     };
@@ -108,8 +109,12 @@ async fn send(
                 .await
                 .map_err(|e| connect_failure(&e, req))?,
         };
+        let started = std::time::Instant::now();
         match exchange(w, up, &mut upstream, client, req, head, out).await {
-            Ok((resp, delivery)) => return Ok((upstream, resp, delivery)),
+            Ok((resp, delivery)) => {
+                up.observe(server, started.elapsed());
+                return Ok((upstream, resp, delivery));
+            }
             Err(f) if reused && f.retry_fresh && req.framing == Framing::None && req.idempotent => {
                 continue
             }

@@ -14,6 +14,7 @@ mod client;
 mod conn;
 mod forward;
 mod head;
+mod key;
 mod listen;
 mod reply;
 mod request;

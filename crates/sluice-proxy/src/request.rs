@@ -5,6 +5,7 @@
 //! (`X-Forwarded-For`, `X-Real-IP`, `X-Forwarded-Proto`, `X-Forwarded-Host`) set by us.
 
 use crate::head::{declared_framing, put_header, ConnectionTokens, Framing};
+use crate::key::View;
 
 /// The most header lines a request may have; more gets 431.
 pub const MAX_HEADERS: usize = 100;
@@ -45,12 +46,12 @@ pub struct Origin<'a> {
 }
 
 /// Parses the head at the start of `buf`. `Ok(None)`: incomplete, read more. On success
-/// the upstream head is in `out` and `route(host, path)` has been asked for a route.
+/// the upstream head is in `out` and `route` has been asked for a route.
 pub fn parse<R>(
     buf: &[u8],
     origin: &Origin<'_>,
     out: &mut Vec<u8>,
-    route: impl FnOnce(&str, &str) -> R,
+    route: impl FnOnce(&View<'_>) -> R,
 ) -> Result<Option<(Request, R)>, Rejection> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
@@ -75,7 +76,13 @@ pub fn parse<R>(
         declared_framing(req.headers, Framing::None).map_err(|e| reject(400, e.as_str()))?;
     let conn = ConnectionTokens::read(req.headers);
     let host = target.authority.or(host_header).unwrap_or("");
-    let routed = route(host_without_port(host), target.path);
+    let view = View {
+        host: host_without_port(host),
+        target: target.path,
+        headers: req.headers,
+        client_ip: origin.client_ip,
+    };
+    let routed = route(&view);
 
     out.clear();
     write_request_line(out, method, target.path);
@@ -245,8 +252,8 @@ mod tests {
             proto: "http",
         };
         let mut out = Vec::new();
-        let parsed = parse(raw.as_bytes(), &origin, &mut out, |h, p| {
-            (h.to_string(), p.to_string())
+        let parsed = parse(raw.as_bytes(), &origin, &mut out, |v| {
+            (v.host.to_string(), v.target.to_string())
         })?;
         Ok(parsed.map(|(r, (h, p))| (r, format!("{h}|{p}"), String::from_utf8(out).unwrap())))
     }

@@ -8,8 +8,11 @@
 //! lock is held for a few arithmetic operations per request.
 
 use crate::conn::Conn;
-use sluice_balance::{Balancer, Candidate, LeastConn, RandomTwo, SmoothWeighted};
-use sluice_config::{Balance, Upstream};
+use sluice_balance::{
+    default_table_size, Balancer, Candidate, ConsistentHash, Context, LeastConn, PeakEwma,
+    RandomTwo, Server, SmoothWeighted,
+};
+use sluice_config::{Balance, HashMethod, KeyTemplate, Upstream};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
@@ -27,11 +30,7 @@ pub struct SharedLoad {
 
 impl SharedLoad {
     pub fn new(config: &Upstream) -> Arc<Self> {
-        let balancer = match config.balance {
-            Balance::RoundRobin => Balancer::RoundRobin(SmoothWeighted::new()),
-            Balance::LeastConn => Balancer::LeastConn(LeastConn::new()),
-            Balance::RandomTwo => Balancer::RandomTwo(RandomTwo::new()),
-        };
+        let balancer = balancer_for(config);
         let active = (0..config.servers.len())
             .map(|_| AtomicU32::new(0))
             .collect();
@@ -40,6 +39,47 @@ impl SharedLoad {
             balancer: Mutex::new(balancer),
         })
     }
+}
+
+/// The algorithm an upstream's config asks for, built over its servers.
+fn balancer_for(config: &Upstream) -> Balancer {
+    let servers: Vec<Server> = config
+        .servers
+        .iter()
+        .map(|s| Server {
+            name: &s.name,
+            weight: s.weight,
+        })
+        .collect();
+    match &config.balance {
+        Balance::RoundRobin => Balancer::RoundRobin(SmoothWeighted::new()),
+        Balance::LeastConn => Balancer::LeastConn(LeastConn::new()),
+        Balance::RandomTwo => Balancer::RandomTwo(RandomTwo::new()),
+        Balance::PeakEwma { decay } => Balancer::PeakEwma(PeakEwma::new(decay.as_nanos() as u64)),
+        Balance::Hash {
+            method: HashMethod::Ketama,
+            bound,
+            ..
+        } => Balancer::Hash(ConsistentHash::ketama(&servers, *bound)),
+        Balance::Hash {
+            method: HashMethod::Maglev,
+            bound,
+            ..
+        } => Balancer::Hash(ConsistentHash::maglev(
+            &servers,
+            default_table_size(servers.len()),
+            *bound,
+        )),
+    }
+}
+
+/// Nanoseconds on a monotonic clock shared by all workers (for peak-EWMA).
+fn now_ns() -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    EPOCH
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
 }
 
 /// Counts one request in flight on a server until dropped.
@@ -75,8 +115,30 @@ impl UpstreamState {
         self.config.servers[server].addr
     }
 
-    /// Picks a server and counts the request as in flight on it.
-    pub fn pick(&self, random: u64) -> Option<(usize, InFlight)> {
+    /// The hash key template, when this upstream balances by consistent hashing.
+    pub fn key_template(&self) -> Option<&KeyTemplate> {
+        match &self.config.balance {
+            Balance::Hash { key, .. } => Some(key),
+            _ => None,
+        }
+    }
+
+    /// Tells a latency-aware balancer how long `server` took to answer.
+    pub fn observe(&self, server: usize, rtt: std::time::Duration) {
+        if matches!(self.config.balance, Balance::PeakEwma { .. }) {
+            let mut balancer = self.load.balancer.lock().unwrap_or_else(|p| p.into_inner());
+            balancer.observe(
+                self.config.servers.len(),
+                server,
+                rtt.as_nanos() as u64,
+                now_ns(),
+            );
+        }
+    }
+
+    /// Picks a server for a request with hash `key` (empty when the upstream does not
+    /// hash) and counts the request as in flight on it.
+    pub fn pick(&self, key: &[u8], random: u64) -> Option<(usize, InFlight)> {
         let servers = &self.config.servers;
         let view = |i: usize| Candidate {
             weight: servers[i].weight,
@@ -90,7 +152,20 @@ impl UpstreamState {
                 .balancer
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let server = balancer.pick(servers.len(), view, random)?;
+            let now_ns = if matches!(self.config.balance, Balance::PeakEwma { .. }) {
+                now_ns()
+            } else {
+                0
+            };
+            let server = balancer.pick(
+                servers.len(),
+                view,
+                Context {
+                    key,
+                    random,
+                    now_ns,
+                },
+            )?;
             self.load.active[server].fetch_add(1, Ordering::Relaxed);
             server
         };

@@ -1,0 +1,119 @@
+//! Parsing hash-key templates: literal text and nginx-style `$variables`.
+
+use crate::model::{KeyPart, KeyTemplate, Variable};
+
+/// A problem at byte `offset` of the template text.
+#[derive(Debug, PartialEq, Eq)]
+pub struct KeyError {
+    pub offset: usize,
+    pub message: String,
+}
+
+const KNOWN: &str =
+    "$request_uri, $uri, $args, $arg_NAME, $http_NAME, $cookie_NAME, $remote_addr, $host";
+
+pub fn parse(text: &str) -> Result<KeyTemplate, KeyError> {
+    let mut parts = Vec::new();
+    let mut literal = String::new();
+    let mut rest = text;
+    while let Some(dollar) = rest.find('$') {
+        literal.push_str(&rest[..dollar]);
+        let offset = text.len() - rest.len() + dollar;
+        let (name, used) = variable_name(&rest[dollar + 1..]).ok_or_else(|| KeyError {
+            offset,
+            message: "`$` is not followed by a variable name".into(),
+        })?;
+        let var = variable(name).ok_or_else(|| KeyError {
+            offset,
+            message: format!("unknown variable `${name}` (known: {KNOWN})"),
+        })?;
+        if !literal.is_empty() {
+            parts.push(KeyPart::Literal(std::mem::take(&mut literal)));
+        }
+        parts.push(KeyPart::Var(var));
+        rest = &rest[dollar + 1 + used..];
+    }
+    literal.push_str(rest);
+    if !literal.is_empty() {
+        parts.push(KeyPart::Literal(literal));
+    }
+    if !parts.iter().any(|p| matches!(p, KeyPart::Var(_))) {
+        return Err(KeyError {
+            offset: 0,
+            message: "the key has no variable, so every request would go to one server".into(),
+        });
+    }
+    Ok(KeyTemplate { parts })
+}
+
+/// The name after `$` (`name` or `{name}`) and how many bytes it spans.
+fn variable_name(s: &str) -> Option<(&str, usize)> {
+    if let Some(inner) = s.strip_prefix('{') {
+        let end = inner.find('}')?;
+        return (end > 0).then(|| (&inner[..end], end + 2));
+    }
+    let end = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    (end > 0).then(|| (&s[..end], end))
+}
+
+fn variable(name: &str) -> Option<Variable> {
+    let with = |prefix: &str| name.strip_prefix(prefix).filter(|rest| !rest.is_empty());
+    Some(match name {
+        "request_uri" => Variable::RequestUri,
+        "uri" => Variable::Uri,
+        "args" | "query_string" => Variable::Args,
+        "remote_addr" => Variable::RemoteAddr,
+        "host" => Variable::Host,
+        _ => {
+            if let Some(arg) = with("arg_") {
+                Variable::Arg(arg.to_string())
+            } else if let Some(header) = with("http_") {
+                Variable::Http(header.replace('_', "-"))
+            } else if let Some(cookie) = with("cookie_") {
+                Variable::Cookie(cookie.to_string())
+            } else {
+                return None;
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates() {
+        let t = parse("room-$arg_room").unwrap();
+        assert_eq!(
+            t.parts,
+            vec![
+                KeyPart::Literal("room-".into()),
+                KeyPart::Var(Variable::Arg("room".into()))
+            ]
+        );
+        let t = parse("$host$uri").unwrap();
+        assert_eq!(
+            t.parts,
+            vec![KeyPart::Var(Variable::Host), KeyPart::Var(Variable::Uri)]
+        );
+        let t = parse("${http_x_user}:x").unwrap();
+        assert_eq!(
+            t.parts,
+            vec![
+                KeyPart::Var(Variable::Http("x-user".into())),
+                KeyPart::Literal(":x".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_point_at_the_variable() {
+        assert_eq!(parse("a$nope").unwrap_err().offset, 1);
+        assert!(parse("abc").unwrap_err().message.contains("no variable"));
+        assert!(parse("$").is_err());
+        assert!(parse("$arg_").is_err());
+    }
+}

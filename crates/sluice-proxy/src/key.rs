@@ -1,0 +1,129 @@
+//! Evaluating a hash key (`$arg_room`, `$host$uri`, ...) against a request head.
+//!
+//! The semantics follow nginx's variables so a migrating user's key means the same thing,
+//! with one documented difference: `$uri` is the raw path, not percent-decoded or
+//! normalised.
+
+use sluice_config::{KeyPart, KeyTemplate, Variable};
+
+/// The parts of a request a key can read.
+pub struct View<'a> {
+    /// Host without port, as sent (absolute-form authority, else `Host`).
+    pub host: &'a str,
+    /// The request target in origin form: path and query.
+    pub target: &'a str,
+    pub headers: &'a [httparse::Header<'a>],
+    pub client_ip: &'a str,
+}
+
+/// Appends the key's value for this request to `out`.
+pub fn evaluate(template: &KeyTemplate, view: &View<'_>, out: &mut Vec<u8>) {
+    for part in &template.parts {
+        match part {
+            KeyPart::Literal(text) => out.extend_from_slice(text.as_bytes()),
+            KeyPart::Var(var) => variable(var, view, out),
+        }
+    }
+}
+
+fn variable(var: &Variable, view: &View<'_>, out: &mut Vec<u8>) {
+    let (path, query) = view.target.split_once('?').unwrap_or((view.target, ""));
+    match var {
+        Variable::RequestUri => out.extend_from_slice(view.target.as_bytes()),
+        Variable::Uri => out.extend_from_slice(path.as_bytes()),
+        Variable::Args => out.extend_from_slice(query.as_bytes()),
+        Variable::Arg(name) => out.extend_from_slice(arg(query, name).as_bytes()),
+        Variable::Http(name) => {
+            if let Some(h) = view
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case(name))
+            {
+                out.extend_from_slice(h.value);
+            }
+        }
+        Variable::Cookie(name) => {
+            if let Some(value) = cookie(view.headers, name) {
+                out.extend_from_slice(value);
+            }
+        }
+        Variable::RemoteAddr => out.extend_from_slice(view.client_ip.as_bytes()),
+        Variable::Host => out.extend(view.host.bytes().map(|b| b.to_ascii_lowercase())),
+    }
+}
+
+/// The raw value of the first query parameter named `name` (any case), or "".
+fn arg<'q>(query: &'q str, name: &str) -> &'q str {
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map_or("", |(_, v)| v)
+}
+
+/// The value of cookie `name` (any case) in the `Cookie` headers.
+fn cookie<'h>(headers: &[httparse::Header<'h>], name: &str) -> Option<&'h [u8]> {
+    headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("cookie"))
+        .flat_map(|h| h.value.split(|b| *b == b';'))
+        .find_map(|pair| {
+            let pair = pair.trim_ascii();
+            let eq = pair.iter().position(|b| *b == b'=')?;
+            pair[..eq]
+                .trim_ascii()
+                .eq_ignore_ascii_case(name.as_bytes())
+                .then(|| pair[eq + 1..].trim_ascii())
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eval(template: &str, target: &str, headers: &[(&'static str, &'static str)]) -> String {
+        let t = sluice_config::parse("t", &format!("[[listener]]\nbind=\"127.0.0.1:1\"\n[[route]]\nupstream=\"a\"\n[upstream.a]\nbalance=\"hash\"\nhash_key=\"{template}\"\nservers=[\"127.0.0.1:2\"]\n")).unwrap();
+        let sluice_config::Balance::Hash { key, .. } = &t.upstreams[0].balance else {
+            panic!()
+        };
+        let headers: Vec<httparse::Header> = headers
+            .iter()
+            .map(|(n, v)| httparse::Header {
+                name: n,
+                value: v.as_bytes(),
+            })
+            .collect();
+        let view = View {
+            host: "Chat.Example.com",
+            target,
+            headers: &headers,
+            client_ip: "10.1.2.3",
+        };
+        let mut out = Vec::new();
+        evaluate(key, &view, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn variables_read_like_nginx() {
+        assert_eq!(eval("$arg_room", "/ws?x=1&Room=42&room=7", &[]), "42");
+        assert_eq!(eval("r-$arg_room", "/ws", &[]), "r-");
+        assert_eq!(eval("$uri|$args", "/a/b?c=d", &[]), "/a/b|c=d");
+        assert_eq!(eval("$request_uri", "/a?b", &[]), "/a?b");
+        assert_eq!(eval("$host$uri", "/x", &[]), "chat.example.com/x");
+        assert_eq!(eval("$remote_addr", "/", &[]), "10.1.2.3");
+        assert_eq!(eval("$http_x_user", "/", &[("X-User", "ann")]), "ann");
+        assert_eq!(
+            eval("$cookie_sid", "/", &[("Cookie", "a=1; SID=xyz ; c=3")]),
+            "xyz"
+        );
+        assert_eq!(
+            eval(
+                "$cookie_sid",
+                "/",
+                &[("Cookie", "a=1"), ("cookie", "sid=2")]
+            ),
+            "2"
+        );
+    }
+}
