@@ -7,6 +7,7 @@ mod proxy {
     mod balancing;
     mod errors;
     mod framing;
+    mod hashing;
     mod headers;
     mod lifecycle;
     mod pooling;
