@@ -201,15 +201,17 @@ impl Nginx {
             .spawn()
             .expect("nginx is installed (scripts/test.sh installs it)");
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        // Owned at once, so that Drop stops it even if it never comes up.
+        let nginx = Nginx { addr, child, dir };
         for _ in 0..200 {
             if tokio::net::TcpStream::connect(addr).await.is_ok() {
-                return Nginx { addr, child, dir };
+                return nginx;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         panic!(
             "nginx did not start: {}",
-            std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+            std::fs::read_to_string(nginx.dir.join("error.log")).unwrap_or_default()
         );
     }
 }
