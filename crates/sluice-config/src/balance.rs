@@ -20,7 +20,7 @@ pub fn balance(r: &mut Reader, t: &dyn TableLike) -> Balance {
         "random_two" => Balance::RandomTwo,
         "peak_ewma" => Balance::PeakEwma {
             decay: r
-                .duration(t, "ewma_decay")
+                .timeout(t, "ewma_decay")
                 .unwrap_or(Duration::from_secs(10)),
         },
         "hash" => hash(r, t),

@@ -131,16 +131,44 @@ impl<'a> Reader<'a> {
     pub fn duration(&mut self, table: &dyn TableLike, key: &str) -> Option<Duration> {
         let v = self.value(table, key, "a duration")?;
         let parsed = v.as_str().and_then(parse_duration);
-        if parsed.is_none() {
-            self.error(
+        match parsed {
+            None => self.error(
                 v.span(),
                 format!("`{key}` is not a duration"),
                 "write it as a string with a unit, e.g. \"500ms\", \"2s\", \"1m\"",
-            );
+            ),
+            Some(d) if d > MAX_DURATION => {
+                self.error(
+                    v.span(),
+                    format!("`{key}` is longer than a day"),
+                    "use at most \"24h\"",
+                );
+                return None;
+            }
+            Some(_) => {}
         }
         parsed
     }
+
+    /// A duration that must be above zero (a zero timeout would fail every request).
+    pub fn timeout(&mut self, table: &dyn TableLike, key: &str) -> Option<Duration> {
+        let d = self.duration(table, key)?;
+        if d.is_zero() {
+            let span = table.get(key).and_then(|v| v.span());
+            self.error(
+                span,
+                format!("`{key}` must be above zero"),
+                "give it a time, e.g. \"2s\"",
+            );
+            return None;
+        }
+        Some(d)
+    }
 }
+
+/// The longest duration any setting takes: longer is surely a typo, and keeps deadline
+/// arithmetic far from overflow.
+const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 
 /// Parses "250ms", "2s", "1.5s", "3m", "1h".
 pub(crate) fn parse_duration(s: &str) -> Option<Duration> {

@@ -54,14 +54,15 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
     let mut r = Reader::new(file, text);
     let root = doc.as_table();
     r.only_keys(root, TOP_KEYS, "the top level");
-    let upstreams = upstreams(&mut r, root);
+    let listeners = listeners(&mut r, root);
+    let upstreams = upstreams(&mut r, root, &listeners);
     let config = Config {
         workers: r.integer(root, "workers", 1024).unwrap_or(0) as usize,
         header_timeout: r
-            .duration(root, "header_timeout")
+            .timeout(root, "header_timeout")
             .unwrap_or(Duration::from_secs(10)),
         client_idle_timeout: r
-            .duration(root, "client_idle_timeout")
+            .timeout(root, "client_idle_timeout")
             .unwrap_or(Duration::from_secs(60)),
         max_header_bytes: r
             .integer(root, "max_header_bytes", 1 << 20)
@@ -69,7 +70,7 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
         shutdown_grace: r
             .duration(root, "shutdown_grace")
             .unwrap_or(Duration::from_secs(30)),
-        listeners: listeners(&mut r, root),
+        listeners,
         routes: routes(&mut r, root, &upstreams),
         upstreams,
     };
@@ -130,7 +131,7 @@ fn listeners(r: &mut Reader, root: &dyn TableLike) -> Vec<Listener> {
     let entries = tables(r, root, "listener");
     if entries.is_empty() {
         r.error(
-            Some(0..0),
+            root.get("listener").and_then(Item::span).or(Some(0..0)),
             "no listener",
             "add [[listener]] with bind = \"127.0.0.1:8080\"",
         );
@@ -179,7 +180,7 @@ fn socket_addr(r: &mut Reader, text: &str, span: Span, key: &str) -> Option<Sock
     }
 }
 
-fn upstreams(r: &mut Reader, root: &dyn TableLike) -> Vec<Upstream> {
+fn upstreams(r: &mut Reader, root: &dyn TableLike, listeners: &[Listener]) -> Vec<Upstream> {
     let Some(item) = root.get("upstream") else {
         return Vec::new();
     };
@@ -198,6 +199,7 @@ fn upstreams(r: &mut Reader, root: &dyn TableLike) -> Vec<Upstream> {
                 r,
                 name,
                 t,
+                listeners,
                 entry
                     .span()
                     .or_else(|| table.key(name).and_then(|k| k.span())),
@@ -212,26 +214,38 @@ fn upstreams(r: &mut Reader, root: &dyn TableLike) -> Vec<Upstream> {
     out
 }
 
-fn upstream(r: &mut Reader, name: &str, t: &dyn TableLike, span: Span) -> Upstream {
+fn upstream(
+    r: &mut Reader,
+    name: &str,
+    t: &dyn TableLike,
+    listeners: &[Listener],
+    span: Span,
+) -> Upstream {
     r.only_keys(t, UPSTREAM_KEYS, &format!("[upstream.{name}]"));
     Upstream {
         name: name.to_string(),
         balance: crate::balance::balance(r, t),
-        servers: servers(r, name, t, span),
+        servers: servers(r, name, t, listeners, span),
         keepalive: r.integer(t, "keepalive", 1_000_000).unwrap_or(128) as usize,
         idle_timeout: r
-            .duration(t, "idle_timeout")
+            .timeout(t, "idle_timeout")
             .unwrap_or(Duration::from_secs(4)),
         connect_timeout: r
-            .duration(t, "connect_timeout")
+            .timeout(t, "connect_timeout")
             .unwrap_or(Duration::from_secs(2)),
         read_timeout: r
-            .duration(t, "read_timeout")
+            .timeout(t, "read_timeout")
             .unwrap_or(Duration::from_secs(60)),
     }
 }
 
-fn servers(r: &mut Reader, name: &str, t: &dyn TableLike, span: Span) -> Vec<Server> {
+fn servers(
+    r: &mut Reader,
+    name: &str,
+    t: &dyn TableLike,
+    listeners: &[Listener],
+    span: Span,
+) -> Vec<Server> {
     let Some(v) = r.value(t, "servers", "a list") else {
         r.error(
             span,
@@ -258,7 +272,8 @@ fn servers(r: &mut Reader, name: &str, t: &dyn TableLike, span: Span) -> Vec<Ser
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for entry in list.iter() {
-        let Some(server) = server(r, entry) else {
+        let Some(server) = server(r, entry).filter(|s| usable(r, s.addr, entry.span(), listeners))
+        else {
             continue;
         };
         if !seen.insert(server.addr) {
@@ -272,6 +287,30 @@ fn servers(r: &mut Reader, name: &str, t: &dyn TableLike, span: Span) -> Vec<Ser
         out.push(server);
     }
     out
+}
+
+/// A server address sluice can connect to, and not one of sluice's own listeners (which
+/// would send every request around in a loop until the headers overflow).
+fn usable(r: &mut Reader, addr: SocketAddr, span: Span, listeners: &[Listener]) -> bool {
+    if addr.port() == 0 || addr.ip().is_unspecified() {
+        r.error(
+            span,
+            format!("server {addr} is not an address to connect to"),
+            "give the server's own IP and port, e.g. \"127.0.0.1:9101\"",
+        );
+        return false;
+    }
+    let own = listeners.iter().any(|l| {
+        l.bind.port() == addr.port() && (l.bind.ip() == addr.ip() || l.bind.ip().is_unspecified())
+    });
+    if own {
+        r.error(
+            span,
+            format!("server {addr} is one of sluice's own listeners"),
+            "requests would loop back into sluice; point the upstream at the app servers",
+        );
+    }
+    !own
 }
 
 fn server(r: &mut Reader, entry: &Value) -> Option<Server> {
@@ -325,7 +364,7 @@ fn routes(r: &mut Reader, root: &dyn TableLike, upstreams: &[Upstream]) -> Vec<R
     let entries = tables(r, root, "route");
     if entries.is_empty() {
         r.error(
-            Some(0..0),
+            root.get("route").and_then(Item::span).or(Some(0..0)),
             "no route",
             "add [[route]] with path = \"/\" and upstream = \"NAME\"",
         );
@@ -344,7 +383,7 @@ fn routes(r: &mut Reader, root: &dyn TableLike, upstreams: &[Upstream]) -> Vec<R
                     format!("path \"{p}\" does not start with /"),
                     "write a path prefix such as \"/\" or \"/api/\"",
                 );
-                continue;
+                p
             }
             Some((p, _)) => p,
             None => "/".to_string(),

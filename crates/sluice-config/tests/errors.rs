@@ -113,7 +113,7 @@ fn wrong_types_and_missing_sections() {
 fn bad_routes_and_servers() {
     let text = r#"
 [[listener]]
-bind = "127.0.0.1:1"
+bind = "127.0.0.1:7"
 [[route]]
 host = "http://x.com"
 path = "api"
@@ -216,4 +216,43 @@ servers = ["127.0.0.1:4"]
         );
     }
     assert_eq!(got.len(), expected.len(), "{got:#?}");
+}
+
+#[test]
+fn settings_that_would_fail_at_run_time_are_refused() {
+    let text = r#"
+header_timeout = "3000000000000000h"
+[[listener]]
+bind = "0.0.0.0:8080"
+[[route]]
+path = "nope"
+upstream = "missing"
+[upstream.a]
+read_timeout = "0s"
+servers = ["127.0.0.1:8080", "0.0.0.0:9000", "127.0.0.1:0"]
+"#;
+    let got = errors(text);
+    let expected = [
+        "bad.toml:2:18: `header_timeout` is longer than a day",
+        "bad.toml:6:8: path \"nope\" does not start with /",
+        "bad.toml:7:12: route names upstream \"missing\"",
+        "bad.toml:9:16: `read_timeout` must be above zero",
+        "bad.toml:10:12: server 127.0.0.1:8080 is one of sluice's own listeners",
+        "bad.toml:10:30: server 0.0.0.0:9000 is not an address to connect to",
+        "bad.toml:10:46: server 127.0.0.1:0 is not an address to connect to",
+    ];
+    for (got, want) in got.iter().zip(expected) {
+        assert!(
+            got.starts_with(want),
+            "{got}\n  does not start with\n{want}"
+        );
+    }
+    assert_eq!(got.len(), expected.len(), "{got:#?}");
+    let empty = errors("route = []\nlistener = []\n");
+    assert!(
+        empty
+            .iter()
+            .any(|e| e.starts_with("bad.toml:1:9: no route")),
+        "{empty:?}"
+    );
 }

@@ -146,7 +146,7 @@ async fn reject(
 /// Closing a socket with unread input makes the kernel send a reset, which can destroy
 /// the error response before the client reads it (nginx's lingering_close, for the same
 /// reason).
-async fn linger(client: &mut Conn) {
+pub async fn linger(client: &mut Conn) {
     const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
     const MAX_DISCARD: usize = 1 << 20;
     let _ = tokio::io::AsyncWriteExt::shutdown(&mut client.stream).await;
@@ -171,8 +171,11 @@ async fn not_found(w: &Worker, client: &mut Conn, req: &Request, out: &mut Vec<u
     let keep_alive = req.keep_alive && req.framing == Framing::None;
     out.clear();
     reply::error(out, 404, !keep_alive);
-    write_all(&mut client.stream, out, w.config.client_idle_timeout)
+    let sent = write_all(&mut client.stream, out, w.config.client_idle_timeout)
         .await
-        .is_ok()
-        && keep_alive
+        .is_ok();
+    if sent && req.framing != Framing::None {
+        linger(client).await;
+    }
+    sent && keep_alive
 }

@@ -3,7 +3,7 @@
 //! naming the route, upstream, server and cause.
 
 use crate::body::{relay, Transfer, TransferError};
-use crate::client::Scratch;
+use crate::client::{linger, Scratch};
 use crate::conn::{write_all, Conn};
 use crate::head::Framing;
 use crate::reply;
@@ -14,6 +14,9 @@ use crate::worker::Worker;
 use bytes::Buf;
 use std::borrow::Cow;
 use std::io;
+
+/// At most this many 1xx responses before the final one; a server sending more is broken.
+const MAX_INTERIM: usize = 8;
 
 /// The largest response head accepted from a server.
 const MAX_RESPONSE_HEAD: usize = 64 * 1024;
@@ -194,6 +197,7 @@ async fn read_response_head(
     side: ClientSide,
     out: &mut Vec<u8>,
 ) -> Result<(Response, Delivery), Failure> {
+    let mut interim = 0;
     loop {
         if !upstream.buf.is_empty() {
             match response::parse(&upstream.buf, side, out) {
@@ -201,6 +205,10 @@ async fn read_response_head(
                     upstream.buf.advance(resp.head_len);
                     if !resp.interim {
                         return Ok((resp, delivery));
+                    }
+                    interim += 1;
+                    if interim > MAX_INTERIM {
+                        return Err(Failure::new(502, "too many 1xx responses", true));
                     }
                     if !side.http10 {
                         write_all(&mut client.stream, out, w.config.client_idle_timeout)
@@ -264,8 +272,11 @@ async fn fail(
     let keep_alive = req.keep_alive && f.body_consumed && !w.draining();
     out.clear();
     reply::error(out, f.status, !keep_alive);
-    write_all(&mut client.stream, out, w.config.client_idle_timeout)
+    let sent = write_all(&mut client.stream, out, w.config.client_idle_timeout)
         .await
-        .is_ok()
-        && keep_alive
+        .is_ok();
+    if sent && !f.body_consumed {
+        linger(client).await;
+    }
+    sent && keep_alive
 }

@@ -57,9 +57,12 @@ impl<'a> ConnectionTokens<'a> {
         tokens
     }
 
-    /// True when header `name` must not be forwarded for this message.
+    /// True when header `name` must not be forwarded for this message. `Content-Length`
+    /// is never dropped on a `Connection` token's say-so: the body is still framed by it.
     pub fn strips(&self, name: &str) -> bool {
-        is_hop_by_hop(name) || self.extra.iter().any(|t| t.eq_ignore_ascii_case(name))
+        is_hop_by_hop(name)
+            || (!name.eq_ignore_ascii_case("content-length")
+                && self.extra.iter().any(|t| t.eq_ignore_ascii_case(name)))
     }
 }
 
@@ -70,7 +73,7 @@ pub enum FramingError {
     ConflictingContentLength,
     /// Both Transfer-Encoding and Content-Length: the classic request-smuggling shape.
     LengthAndChunked,
-    /// A transfer coding other than chunked last.
+    /// A transfer coding other than a bare `chunked`.
     UnsupportedCoding,
 }
 
@@ -80,7 +83,7 @@ impl FramingError {
             FramingError::BadContentLength => "invalid Content-Length",
             FramingError::ConflictingContentLength => "conflicting Content-Length headers",
             FramingError::LengthAndChunked => "both Transfer-Encoding and Content-Length",
-            FramingError::UnsupportedCoding => "Transfer-Encoding does not end in chunked",
+            FramingError::UnsupportedCoding => "Transfer-Encoding other than chunked",
         }
     }
 }
@@ -103,8 +106,9 @@ pub fn declared_framing(
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             let value =
                 std::str::from_utf8(h.value).map_err(|_| FramingError::UnsupportedCoding)?;
-            let last = value.rsplit(',').next().unwrap_or("").trim();
-            chunked = Some(last.eq_ignore_ascii_case("chunked"));
+            // Only a bare `chunked`: sluice re-frames bodies as plain chunked, so another
+            // coding in front of it (gzip, chunked) would be silently lost.
+            chunked = Some(value.trim().eq_ignore_ascii_case("chunked"));
         }
     }
     match (chunked, length) {
@@ -173,8 +177,12 @@ mod tests {
             Err(FramingError::BadContentLength)
         );
         assert_eq!(
-            declared_framing(&[h("Transfer-Encoding", "gzip, Chunked")], Framing::None),
+            declared_framing(&[h("Transfer-Encoding", " Chunked")], Framing::None),
             Ok(Framing::Chunked)
+        );
+        assert_eq!(
+            declared_framing(&[h("Transfer-Encoding", "gzip, chunked")], Framing::None),
+            Err(FramingError::UnsupportedCoding)
         );
         assert_eq!(
             declared_framing(&[h("Transfer-Encoding", "gzip")], Framing::None),
@@ -202,5 +210,7 @@ mod tests {
         let t = ConnectionTokens::read(&headers);
         assert!(t.close && t.keep_alive);
         assert!(t.strips("x-secret") && t.strips("TE") && !t.strips("x-other"));
+        let t = ConnectionTokens::read(&[h("Connection", "Content-Length")]);
+        assert!(!t.strips("content-length"));
     }
 }

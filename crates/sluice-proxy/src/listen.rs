@@ -25,6 +25,9 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
 /// `workers` listeners on `addr`. Port 0 is resolved by the first bind, and the others
 /// join that port, so every worker serves the same address.
 pub fn bind_group(addr: SocketAddr, workers: usize) -> io::Result<(SocketAddr, Vec<TcpListener>)> {
+    if addr.port() != 0 {
+        ensure_free(addr)?;
+    }
     let first = bind(addr)?;
     let actual = first.local_addr()?;
     let mut group = vec![first];
@@ -32,4 +35,25 @@ pub fn bind_group(addr: SocketAddr, workers: usize) -> io::Result<(SocketAddr, V
         group.push(bind(actual)?);
     }
     Ok((actual, group))
+}
+
+/// Fails if anything listens on `addr` already. SO_REUSEPORT would otherwise let a second
+/// sluice (or any process of ours that set it) share the port silently and take half the
+/// connections; a plain bind, without the option, is refused while anyone listens there.
+fn ensure_free(addr: SocketAddr) -> io::Result<()> {
+    let probe = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    probe.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        probe.set_only_v6(true)?;
+    }
+    probe.bind(&addr.into()).map_err(|e| {
+        if e.kind() == io::ErrorKind::AddrInUse {
+            io::Error::new(
+                e.kind(),
+                format!("{addr} is already in use (is another sluice running?)"),
+            )
+        } else {
+            e
+        }
+    })
 }

@@ -4,7 +4,7 @@
 //! end-to-end headers as they came, hop-by-hop headers dropped, and the forwarding headers
 //! (`X-Forwarded-For`, `X-Real-IP`, `X-Forwarded-Proto`, `X-Forwarded-Host`) set by us.
 
-use crate::head::{declared_framing, put_header, ConnectionTokens, Framing};
+use crate::head::{declared_framing, put_header, ConnectionTokens, Framing, FramingError};
 use crate::key::View;
 
 /// The most header lines a request may have; more gets 431.
@@ -72,13 +72,15 @@ pub fn parse<R>(
     if minor == 1 && host_header.is_none() && target.authority.is_none() {
         return Err(reject(400, "HTTP/1.1 request without Host"));
     }
-    let framing =
-        declared_framing(req.headers, Framing::None).map_err(|e| reject(400, e.as_str()))?;
+    let framing = declared_framing(req.headers, Framing::None).map_err(|e| match e {
+        FramingError::UnsupportedCoding => reject(501, e.as_str()),
+        _ => reject(400, e.as_str()),
+    })?;
     let conn = ConnectionTokens::read(req.headers);
     let host = target.authority.or(host_header).unwrap_or("");
     let view = View {
         host: host_without_port(host),
-        target: target.path,
+        target: target.routing_path(),
         headers: req.headers,
         client_ip: origin.client_ip,
     };
@@ -118,6 +120,23 @@ struct Target<'a> {
 
 impl<'a> Target<'a> {
     fn parse(target: &'a str) -> Result<Self, Rejection> {
+        let parsed = Self::split(target)?;
+        if has_dot_segment(parsed.path) {
+            return Err(reject(400, "path has . or .. segments"));
+        }
+        Ok(parsed)
+    }
+
+    /// The path routes see: `OPTIONS *` is routed like `/`.
+    fn routing_path(&self) -> &'a str {
+        if self.path == "*" {
+            "/"
+        } else {
+            self.path
+        }
+    }
+
+    fn split(target: &'a str) -> Result<Self, Rejection> {
         if target.starts_with('/') || target == "*" {
             return Ok(Target {
                 authority: None,
@@ -145,6 +164,19 @@ impl<'a> Target<'a> {
     }
 }
 
+/// True when the path (before any query) has a `.` or `..` segment, plain or
+/// percent-encoded. Routes match raw paths; a server that resolved `/cart/../admin` after
+/// sluice routed it by `/cart` would escape the route, so such paths are refused (browsers
+/// never send them: they resolve dot segments before sending).
+fn has_dot_segment(target: &str) -> bool {
+    let path = target.split('?').next().unwrap_or(target);
+    path.split('/').any(|segment| {
+        let lower = segment.to_ascii_lowercase();
+        let dots = lower.replace("%2e", ".");
+        dots == "." || dots == ".."
+    })
+}
+
 fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
     let head = s.get(..prefix.len())?;
     head.eq_ignore_ascii_case(prefix)
@@ -162,6 +194,9 @@ fn single_host<'a>(headers: &[httparse::Header<'a>]) -> Result<Option<&'a str>, 
             return Err(reject(400, "more than one Host header"));
         }
         let value = std::str::from_utf8(h.value).map_err(|_| reject(400, "Host is not text"))?;
+        if value.trim().is_empty() {
+            return Err(reject(400, "empty Host header"));
+        }
         found = Some(value.trim());
     }
     Ok(found)
@@ -210,11 +245,7 @@ fn write_headers(
     origin: &Origin<'_>,
     framing: Framing,
 ) {
-    let mut forwarded_for: Option<&[u8]> = None;
     for h in headers {
-        if h.name.eq_ignore_ascii_case("x-forwarded-for") {
-            forwarded_for = Some(h.value);
-        }
         if !conn.strips(h.name) && !is_ours(h.name) {
             put_header(out, h.name.as_bytes(), h.value);
         }
@@ -222,9 +253,13 @@ fn write_headers(
     if !host.is_empty() {
         put_header(out, b"Host", host.as_bytes());
     }
+    // Every X-Forwarded-For line, in order, then the client: the whole chain survives.
     out.extend_from_slice(b"X-Forwarded-For: ");
-    if let Some(previous) = forwarded_for {
-        out.extend_from_slice(previous);
+    for h in headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("x-forwarded-for"))
+    {
+        out.extend_from_slice(h.value);
         out.extend_from_slice(b", ");
     }
     out.extend_from_slice(origin.client_ip.as_bytes());
@@ -272,6 +307,21 @@ mod tests {
     }
 
     #[test]
+    fn every_forwarded_for_line_is_kept() {
+        let raw = "GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 1.1.1.1\r\nX-Forwarded-For: 2.2.2.2, 3.3.3.3\r\n\r\n";
+        let (_, _, out) = run(raw).unwrap().unwrap();
+        assert!(
+            out.contains("X-Forwarded-For: 1.1.1.1, 2.2.2.2, 3.3.3.3, 10.0.0.9\r\n"),
+            "{out}"
+        );
+        let (_, routed, out) = run("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(routed, "a|/");
+        assert!(out.starts_with("OPTIONS * HTTP/1.1\r\n"));
+    }
+
+    #[test]
     fn absolute_form_is_routed_by_its_host_and_sent_as_a_path() {
         let (_, routed, out) = run("GET http://evil.test:81/x HTTP/1.1\r\nHost: other\r\n\r\n")
             .unwrap()
@@ -307,6 +357,14 @@ mod tests {
             400
         );
         assert_eq!(status("G\0T / HTTP/1.1\r\n\r\n"), 400);
+        assert_eq!(status("GET / HTTP/1.1\r\nHost: \r\n\r\n"), 400);
+        assert_eq!(status("GET /a/../b HTTP/1.1\r\nHost: a\r\n\r\n"), 400);
+        assert_eq!(status("GET /a/%2E%2e/b HTTP/1.1\r\nHost: a\r\n\r\n"), 400);
+        assert_eq!(status("GET /a/. HTTP/1.1\r\nHost: a\r\n\r\n"), 400);
+        assert_eq!(
+            status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"),
+            501
+        );
         let many: String = (0..MAX_HEADERS + 1)
             .map(|i| format!("X-{i}: 1\r\n"))
             .collect();

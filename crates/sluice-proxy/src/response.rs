@@ -63,7 +63,14 @@ pub fn parse(
     } else {
         declared_framing(res.headers, Framing::UntilClose).map_err(|e| e.as_str())?
     };
-    let reusable = framing != Framing::UntilClose && !conn.close && (minor == 1 || conn.keep_alive);
+    // A HEAD/204/304 response that announces a body is not reused: if the server sends
+    // those bytes anyway, they would be read as the next client's response.
+    let announced = declared_framing(res.headers, Framing::None).unwrap_or(Framing::UntilClose);
+    let silent = framing != Framing::None
+        || interim
+        || matches!(announced, Framing::None | Framing::Length(0));
+    let reusable =
+        silent && framing != Framing::UntilClose && !conn.close && (minor == 1 || conn.keep_alive);
     let dechunk = client.http10 && framing == Framing::Chunked;
     let close = !client.keep_alive || framing == Framing::UntilClose || dechunk;
     let delivery = Delivery { dechunk, close };
@@ -165,6 +172,12 @@ mod tests {
             run("HTTP/1.1 204 No Content\r\n\r\n", CLIENT).0.framing,
             Framing::None
         );
+        let (r, _, _) = run("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", head);
+        assert!(
+            !r.reusable,
+            "a HEAD response announcing a body must not be reused"
+        );
+        assert!(run("HTTP/1.1 204 No Content\r\n\r\n", CLIENT).0.reusable);
         assert!(run("HTTP/1.1 100 Continue\r\n\r\n", CLIENT).0.interim);
     }
 

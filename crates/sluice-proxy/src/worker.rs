@@ -98,20 +98,19 @@ pub fn run(start: Start) -> std::io::Result<()> {
 
 async fn accept_loop(w: Rc<Worker>, listener: TcpListener) {
     loop {
+        // Also checked here: a drain that began while we slept after an error is not missed.
+        if w.draining() {
+            return;
+        }
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = w.drain_signal() => return,
         };
         match accepted {
             Ok((stream, peer)) => {
-                w.connections.set(w.connections.get() + 1);
-                let w = w.clone();
+                let open = Open::new(w.clone());
                 tokio::task::spawn_local(async move {
-                    client::serve(&w, stream, peer).await;
-                    w.connections.set(w.connections.get() - 1);
-                    if w.connections.get() == 0 {
-                        w.all_closed.notify_waiters();
-                    }
+                    client::serve(&open.0, stream, peer).await;
                 });
             }
             Err(e) => {
@@ -119,6 +118,27 @@ async fn accept_loop(w: Rc<Worker>, listener: TcpListener) {
                 tracing::warn!(cause = %e, "accept failed");
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
+        }
+    }
+}
+
+/// Counts one open client connection for as long as it lives. Counted by a guard so
+/// that even a task that panics is uncounted, and a drain never waits for a ghost.
+struct Open(Rc<Worker>);
+
+impl Open {
+    fn new(w: Rc<Worker>) -> Self {
+        w.connections.set(w.connections.get() + 1);
+        Open(w)
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        let w = &self.0;
+        w.connections.set(w.connections.get() - 1);
+        if w.connections.get() == 0 {
+            w.all_closed.notify_waiters();
         }
     }
 }

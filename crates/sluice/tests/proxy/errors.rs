@@ -81,7 +81,8 @@ async fn malformed_requests_get_400_and_the_connection_closes() {
         "GET / HTTP/1.1\r\n\r\n",
         "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
         "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-        "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
+        "GET /a/../admin HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost:\r\n\r\n",
         "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
         "GET / HTTP/1.1\r\nBad Header: x\r\n\r\n",
         "GET nopath HTTP/1.1\r\nHost: a\r\n\r\n",
@@ -96,6 +97,52 @@ async fn malformed_requests_get_400_and_the_connection_closes() {
         assert_eq!(reply.status, 400, "{raw:?}");
         assert_eq!(reply.header("connection"), Some("close"));
         assert!(c.is_closed().await, "{raw:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transfer_codings_other_than_chunked_get_501() {
+    let p = proxy(&one_upstream(&[backend("a").await], ""));
+    let mut c = Client::connect(p.addr).await;
+    c.send("POST /upload HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n")
+        .await;
+    assert_eq!(c.read_reply().await.unwrap().status, 501);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_after_a_head_response_never_reaches_another_client() {
+    // A broken server: it answers HEAD with its body anyway, a moment later. If the
+    // connection went back to the pool, those bytes would be the next client's response.
+    let server = raw_backend(|mut s| async move {
+        let mut buf = vec![0u8; 4096];
+        loop {
+            let n = match tokio::io::AsyncReadExt::read(&mut s, &mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            let head = buf[..n].starts_with(b"HEAD");
+            let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n";
+            if s.write_all(ok).await.is_err() {
+                return;
+            }
+            if head {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let body: &[u8] = if head { b"PWNED" } else { b"hello" };
+            if s.write_all(body).await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+    let p = proxy(&format!("workers = 1\n{}", one_upstream(&[server], "")));
+    for _ in 0..20 {
+        let mut c = Client::connect(p.addr).await;
+        c.send("HEAD / HTTP/1.1\r\nHost: a\r\n\r\n").await;
+        let mut head = [0u8; 256];
+        let _ = tokio::io::AsyncReadExt::read(&mut c.stream, &mut head).await;
+        let reply = get(p.addr, "/").await;
+        assert_eq!(reply.text(), "hello");
     }
 }
 

@@ -78,6 +78,29 @@ async fn response_hop_by_hop_headers_are_stripped_and_server_kept() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_token_cannot_remove_the_framing() {
+    let server = raw_backend(|mut s| async move {
+        while read_head(&mut s).await {
+            let reply =
+                "HTTP/1.1 200 OK\r\nConnection: Content-Length\r\nContent-Length: 3\r\n\r\nhi\n";
+            if s.write_all(reply.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+    let p = proxy(&one_upstream(&[server], ""));
+    let mut c = Client::connect(p.addr).await;
+    for _ in 0..3 {
+        let reply = c.get("/").await;
+        assert_eq!(
+            (reply.header("content-length"), reply.text().as_str()),
+            (Some("3"), "hi\n")
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http10_clients_get_keep_alive_only_when_they_ask() {
     let p = proxy(&one_upstream(&[backend("a").await], ""));
     let mut c = Client::connect(p.addr).await;

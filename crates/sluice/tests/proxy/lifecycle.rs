@@ -68,6 +68,23 @@ fn every_shipped_example_is_valid() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_sluice_on_the_same_port_is_refused() {
+    let server = backend("a").await;
+    let (mut first, addr) = serve_child("first.toml", "", &one_upstream(&[server], "")).await;
+    let text = format!(
+        "[[listener]]\nbind = \"{addr}\"\n{}",
+        one_upstream(&[server], "")
+    );
+    let path = write_config("second.toml", &text);
+    let out = sluice().args(["serve", "-c"]).arg(&path).output().unwrap();
+    let _ = first.kill();
+    let _ = first.wait();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("already in use"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_requests_in_flight_finish() {
     let server = backend("a").await;
     let top = "shutdown_grace = \"10s\"";
