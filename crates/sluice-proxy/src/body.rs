@@ -6,7 +6,7 @@ use crate::head::Framing;
 use bytes::Buf;
 use std::io;
 use std::time::Duration;
-use tokio::net::TcpStream;
+use tokio::io::AsyncWrite;
 
 /// Which end of a transfer failed.
 #[derive(Debug)]
@@ -32,9 +32,9 @@ pub struct Transfer {
 /// Body bytes already buffered go out in the same write as the head, so a small message
 /// costs one write. Bytes in `src.buf` past the end of the body stay there for the next
 /// message.
-pub async fn relay(
+pub async fn relay<W: AsyncWrite + Unpin>(
     src: &mut Conn,
-    dst: &mut TcpStream,
+    dst: &mut W,
     out: &mut Vec<u8>,
     t: Transfer,
 ) -> Result<(), TransferError> {

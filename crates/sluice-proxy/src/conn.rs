@@ -3,7 +3,7 @@
 use bytes::BytesMut;
 use std::io;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{timeout, timeout_at, Instant};
 
@@ -62,7 +62,11 @@ impl Conn {
 }
 
 /// Writes all of `bytes`, failing with `TimedOut` if the peer does not take them in time.
-pub async fn write_all(stream: &mut TcpStream, bytes: &[u8], limit: Duration) -> io::Result<()> {
+pub async fn write_all<W: AsyncWrite + Unpin>(
+    stream: &mut W,
+    bytes: &[u8],
+    limit: Duration,
+) -> io::Result<()> {
     match timeout(limit, stream.write_all(bytes)).await {
         Ok(result) => result,
         Err(_) => Err(io::ErrorKind::TimedOut.into()),

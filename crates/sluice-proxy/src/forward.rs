@@ -72,6 +72,9 @@ pub async fn forward(
             if resp.reusable {
                 up.checkin(server, upstream);
             }
+            if delivery.request_body_unread {
+                linger(client).await;
+            }
             !delivery.close
         }
         Err(TransferError::Read(e)) => {
@@ -161,8 +164,8 @@ async fn exchange(
         read_timeout: w.config.client_idle_timeout,
         write_timeout: up.config.read_timeout,
     };
-    match relay(client, &mut upstream.stream, out, t).await {
-        Ok(()) => {}
+    let whole_body = match send_body(client, upstream, out, t).await {
+        Ok(whole) => whole,
         Err(TransferError::Read(e)) => {
             let status = if e.kind() == io::ErrorKind::TimedOut {
                 408
@@ -180,13 +183,56 @@ async fn exchange(
             f.retry_fresh = true;
             return Err(f);
         }
-    }
+    };
     let side = ClientSide {
         is_head: req.is_head,
         http10: req.http10,
-        keep_alive: req.keep_alive && !w.draining(),
+        keep_alive: req.keep_alive && !w.draining() && whole_body,
     };
-    read_response_head(w, up, upstream, client, side, out).await
+    let (mut resp, mut delivery) = read_response_head(w, up, upstream, client, side, out).await?;
+    if !whole_body {
+        // Half a request went to this connection: it cannot carry another.
+        resp.reusable = false;
+        delivery.request_body_unread = true;
+    }
+    Ok((resp, delivery))
+}
+
+/// Sends the request head and body, watching the server meanwhile: a server may answer
+/// before it has read the body (413, 401) and stop reading, and waiting to finish the
+/// upload would turn its answer into a timeout. Returns false when the server answered
+/// (or closed) before the whole body was sent.
+async fn send_body(
+    client: &mut Conn,
+    upstream: &mut Conn,
+    out: &mut Vec<u8>,
+    t: Transfer,
+) -> Result<bool, TransferError> {
+    if t.framing == Framing::None {
+        return relay(client, &mut upstream.stream, out, t)
+            .await
+            .map(|()| true);
+    }
+    let Conn { stream, buf } = upstream;
+    let (reader, mut writer) = stream.split();
+    let answered = async {
+        loop {
+            // Readiness can be stale from this connection's last exchange; only bytes
+            // (or the end of the stream) count as an answer.
+            if reader.readable().await.is_err() {
+                return;
+            }
+            match reader.try_read_buf(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                _ => return,
+            }
+        }
+    };
+    tokio::select! {
+        biased;
+        sent = relay(client, &mut writer, out, t) => sent.map(|()| true),
+        () = answered => Ok(false),
+    }
 }
 
 async fn read_response_head(

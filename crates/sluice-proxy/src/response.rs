@@ -32,6 +32,9 @@ pub struct Delivery {
     pub dechunk: bool,
     /// Close the client connection after the body.
     pub close: bool,
+    /// The server answered before taking the whole request body: the rest of it is still
+    /// unread on the client connection.
+    pub request_body_unread: bool,
 }
 
 /// Parses the response head at the start of `buf`; `Ok(None)` means read more. On
@@ -73,7 +76,11 @@ pub fn parse(
         silent && framing != Framing::UntilClose && !conn.close && (minor == 1 || conn.keep_alive);
     let dechunk = client.http10 && framing == Framing::Chunked;
     let close = !client.keep_alive || framing == Framing::UntilClose || dechunk;
-    let delivery = Delivery { dechunk, close };
+    let delivery = Delivery {
+        dechunk,
+        close,
+        request_body_unread: false,
+    };
 
     out.clear();
     out.extend_from_slice(b"HTTP/1.1 ");

@@ -201,3 +201,57 @@ async fn count_body(stream: &mut tokio::net::TcpStream) -> u64 {
     }
     counted
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_answering_before_reading_the_upload_is_heard_at_once() {
+    // The server refuses the upload from its head alone (a 413, as an auth or size check
+    // would) and never reads the body. Its answer must reach the client, not a timeout.
+    let server = raw_backend(|mut s| async move {
+        if read_head(&mut s).await {
+            let _ = s
+                .write_all(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 4\r\n\r\nbig!")
+                .await;
+            tokio::time::sleep(Duration::from_secs(10)).await;
+        }
+    })
+    .await;
+    let p = proxy(&one_upstream(&[server], "read_timeout = \"5s\""));
+    let mut c = Client::connect(p.addr).await;
+    let size = 20 << 20;
+    c.send(&format!(
+        "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: {size}\r\n\r\n"
+    ))
+    .await;
+    let started = std::time::Instant::now();
+    let (mut reader, mut writer) = c.stream.split();
+    let upload = async {
+        let block = vec![b'u'; 64 * 1024];
+        for _ in 0..size / block.len() {
+            if writer.write_all(&block).await.is_err() {
+                return;
+            }
+        }
+    };
+    let answer = async {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !got.windows(4).any(|w| w == b"big!") {
+            match reader.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        String::from_utf8_lossy(&got).into_owned()
+    };
+    let reply = tokio::select! {
+        reply = answer => reply,
+        () = async { upload.await; std::future::pending::<()>().await } => unreachable!(),
+    };
+    assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
+    assert!(reply.contains("Connection: close"), "{reply}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the 413 took {:?}",
+        started.elapsed()
+    );
+}
