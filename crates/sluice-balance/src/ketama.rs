@@ -56,6 +56,24 @@ impl Ketama {
     pub fn points(&self) -> usize {
         self.points.len()
     }
+
+    /// The fraction of the hash space each of `n` servers owns: a point owns the arc from
+    /// the previous point (exclusive) up to itself.
+    pub fn ownership(&self, n: usize) -> Vec<f64> {
+        let mut owned = vec![0u64; n];
+        let mut previous = self.points.last().map_or(0, |p| p.0);
+        for &(hash, server) in &self.points {
+            let arc = hash.wrapping_sub(previous) as u64;
+            if let Some(o) = owned.get_mut(server as usize) {
+                *o += arc;
+            }
+            previous = hash;
+        }
+        owned
+            .iter()
+            .map(|o| *o as f64 / (1u64 << 32) as f64)
+            .collect()
+    }
 }
 
 /// nginx's split of a server name: the port is the run of digits after the last `:`.

@@ -79,6 +79,20 @@ impl Maglev {
     pub fn size(&self) -> usize {
         self.table.len()
     }
+
+    /// The fraction of table slots each of `n` servers owns.
+    pub fn ownership(&self, n: usize) -> Vec<f64> {
+        let mut owned = vec![0usize; n];
+        for &s in &self.table {
+            if let Some(o) = owned.get_mut(s as usize) {
+                *o += 1;
+            }
+        }
+        owned
+            .iter()
+            .map(|o| *o as f64 / self.table.len().max(1) as f64)
+            .collect()
+    }
 }
 
 /// FNV-1a over `data` with a seed, then a 64-bit finaliser (splitmix64's) so that nearby

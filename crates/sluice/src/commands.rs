@@ -96,6 +96,18 @@ pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     })
 }
 
+pub fn hash_report(keys: usize) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let text = format!(
+        "# sluice hash-report\n\n{}\n{}",
+        sluice_lab::hash_report::report(keys.max(1000)),
+        sluice_lab::balance_sim::report()
+    );
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn backend(
     listen: SocketAddr,
     name: String,

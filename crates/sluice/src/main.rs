@@ -36,6 +36,13 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
     },
+    /// Measure the balancing algorithms: consistent hashing (balance, keys moved, lookup
+    /// cost, bounded loads) and a simulated slow server under each balancer.
+    HashReport {
+        /// Keys to place.
+        #[arg(long, default_value_t = 1_000_000)]
+        keys: usize,
+    },
     /// Run one simulated app server.
     Backend {
         #[arg(long)]
@@ -63,6 +70,7 @@ fn main() -> ExitCode {
         Command::Serve { config } => commands::serve(&config),
         Command::Check { config } => commands::check(&config),
         Command::Demo { listen } => commands::demo(listen),
+        Command::HashReport { keys } => commands::hash_report(keys),
         Command::Backend {
             listen,
             name,
