@@ -11,12 +11,14 @@ mod error;
 mod key;
 mod model;
 mod reader;
+mod resilience;
+mod servers;
 mod validate;
 
 pub use error::{ConfigError, Errors};
 pub use model::{
-    Balance, Config, HashMethod, HostMatch, KeyPart, KeyTemplate, Listener, Route, Server,
-    Upstream, Variable,
+    Balance, Config, FailurePolicy, HashMethod, HealthCheck, HostMatch, KeyPart, KeyTemplate,
+    Listener, RetryPolicy, Route, Server, Upstream, Variable,
 };
 
 use std::path::Path;

@@ -16,6 +16,8 @@ pub struct Config {
     pub max_header_bytes: usize,
     /// On SIGTERM/SIGINT, how long requests in flight may take to finish.
     pub shutdown_grace: Duration,
+    /// Where `sluice serve` writes its process id, for `sluice reload`.
+    pub pid_file: Option<std::path::PathBuf>,
     pub listeners: Vec<Listener>,
     pub routes: Vec<Route>,
     pub upstreams: Vec<Upstream>,
@@ -126,6 +128,52 @@ pub struct Upstream {
     pub connect_timeout: Duration,
     /// Longest wait between two reads from the server (as nginx's proxy_read_timeout).
     pub read_timeout: Duration,
+    /// Passive checks: when failures take a server out.
+    pub failure: FailurePolicy,
+    pub retry: RetryPolicy,
+    /// A server coming back ramps its share up over this long (zero: at once).
+    pub slow_start: Duration,
+    /// Active checks, when configured.
+    pub health: Option<HealthCheck>,
+}
+
+/// Passive health: failures seen on real traffic eject a server for a while.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailurePolicy {
+    /// Failures within `fail_window` that eject a server; 0 turns passive checks off.
+    pub max_fails: u32,
+    pub fail_window: Duration,
+    /// How long a first ejection lasts; it doubles on each ejection in a row, up to 8x.
+    pub eject_for: Duration,
+    /// Response statuses that count as failures (the response still goes to the client).
+    pub fail_status: Vec<u16>,
+}
+
+/// When a failed request is tried again on another server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetryPolicy {
+    /// Extra attempts, each on a server not tried yet for this request.
+    pub retries: u32,
+    /// Also retry methods that are not idempotent (POST, PATCH) after the request was sent.
+    pub non_idempotent: bool,
+    /// Retries may add at most this fraction of the upstream's request rate.
+    pub budget: f64,
+}
+
+/// Active health checks: an HTTP GET to every server on a timer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HealthCheck {
+    pub path: String,
+    /// The Host header sent; the server's address when not given.
+    pub host: Option<String>,
+    pub interval: Duration,
+    pub timeout: Duration,
+    /// Statuses that count as healthy, inclusive.
+    pub expect: (u16, u16),
+    /// Consecutive successes that bring a down server up.
+    pub rise: u32,
+    /// Consecutive failures that take an up server down.
+    pub fall: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,4 +183,6 @@ pub struct Server {
     /// The address as written in the config. Consistent hashing places the server by
     /// this text, as nginx does, so the same list maps keys the same way in both.
     pub name: String,
+    /// Takes traffic only while no primary server is available.
+    pub backup: bool,
 }

@@ -1,10 +1,11 @@
 //! From a parsed TOML document to a [`Config`], checking everything on the way.
 
 use crate::error::{ConfigError, Errors};
-use crate::model::{Config, HostMatch, Listener, Route, Server, Upstream};
+use crate::model::{Config, HostMatch, Listener, Route, Upstream};
 use crate::reader::Reader;
+use crate::resilience;
+use crate::servers::socket_addr;
 use std::collections::HashSet;
-use std::net::SocketAddr;
 use std::ops::Range;
 use std::time::Duration;
 use toml_edit::{ImDocument, Item, TableLike, Value};
@@ -17,6 +18,7 @@ const TOP_KEYS: &[&str] = &[
     "client_idle_timeout",
     "max_header_bytes",
     "shutdown_grace",
+    "pid_file",
     "listener",
     "route",
     "upstream",
@@ -34,8 +36,16 @@ const UPSTREAM_KEYS: &[&str] = &[
     "idle_timeout",
     "connect_timeout",
     "read_timeout",
+    "max_fails",
+    "fail_window",
+    "eject_for",
+    "fail_status",
+    "retries",
+    "retry_non_idempotent",
+    "retry_budget",
+    "slow_start",
+    "health",
 ];
-const SERVER_KEYS: &[&str] = &["addr", "weight"];
 
 pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
     let doc = match ImDocument::parse(text) {
@@ -70,6 +80,7 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
         shutdown_grace: r
             .duration(root, "shutdown_grace")
             .unwrap_or(Duration::from_secs(30)),
+        pid_file: r.string(root, "pid_file").map(|(p, _)| p.into()),
         listeners,
         routes: routes(&mut r, root, &upstreams),
         upstreams,
@@ -166,20 +177,6 @@ fn listeners(r: &mut Reader, root: &dyn TableLike) -> Vec<Listener> {
     out
 }
 
-fn socket_addr(r: &mut Reader, text: &str, span: Span, key: &str) -> Option<SocketAddr> {
-    match text.parse() {
-        Ok(addr) => Some(addr),
-        Err(_) => {
-            r.error(
-                span,
-                format!("`{key}` = \"{text}\" is not an IP address with a port"),
-                "write it as \"127.0.0.1:8080\" or \"[::1]:8080\"; host names are not resolved",
-            );
-            None
-        }
-    }
-}
-
 fn upstreams(r: &mut Reader, root: &dyn TableLike, listeners: &[Listener]) -> Vec<Upstream> {
     let Some(item) = root.get("upstream") else {
         return Vec::new();
@@ -225,7 +222,7 @@ fn upstream(
     Upstream {
         name: name.to_string(),
         balance: crate::balance::balance(r, t),
-        servers: servers(r, name, t, listeners, span),
+        servers: crate::servers::servers(r, name, t, listeners, span),
         keepalive: r.integer(t, "keepalive", 1_000_000).unwrap_or(128) as usize,
         idle_timeout: r
             .timeout(t, "idle_timeout")
@@ -236,128 +233,11 @@ fn upstream(
         read_timeout: r
             .timeout(t, "read_timeout")
             .unwrap_or(Duration::from_secs(60)),
+        failure: resilience::failure(r, t),
+        retry: resilience::retry(r, t),
+        slow_start: r.duration(t, "slow_start").unwrap_or(Duration::ZERO),
+        health: resilience::health(r, t, name),
     }
-}
-
-fn servers(
-    r: &mut Reader,
-    name: &str,
-    t: &dyn TableLike,
-    listeners: &[Listener],
-    span: Span,
-) -> Vec<Server> {
-    let Some(v) = r.value(t, "servers", "a list") else {
-        r.error(
-            span,
-            format!("upstream `{name}` has no `servers`"),
-            "add servers = [\"127.0.0.1:9101\"]",
-        );
-        return Vec::new();
-    };
-    let Some(list) = v.as_array() else {
-        r.error(
-            v.span(),
-            "`servers` must be a list",
-            "write servers = [\"127.0.0.1:9101\", \"127.0.0.1:9102\"]",
-        );
-        return Vec::new();
-    };
-    if list.is_empty() {
-        r.error(
-            v.span(),
-            format!("upstream `{name}` has an empty server list"),
-            "add at least one server address",
-        );
-    }
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
-    for entry in list.iter() {
-        let Some(server) = server(r, entry).filter(|s| usable(r, s.addr, entry.span(), listeners))
-        else {
-            continue;
-        };
-        if !seen.insert(server.addr) {
-            r.error(
-                entry.span(),
-                format!("server {} is listed twice", server.addr),
-                "list it once and give it a weight instead",
-            );
-            continue;
-        }
-        out.push(server);
-    }
-    out
-}
-
-/// A server address sluice can connect to, and not one of sluice's own listeners (which
-/// would send every request around in a loop until the headers overflow).
-fn usable(r: &mut Reader, addr: SocketAddr, span: Span, listeners: &[Listener]) -> bool {
-    if addr.port() == 0 || addr.ip().is_unspecified() {
-        r.error(
-            span,
-            format!("server {addr} is not an address to connect to"),
-            "give the server's own IP and port, e.g. \"127.0.0.1:9101\"",
-        );
-        return false;
-    }
-    let own = listeners.iter().any(|l| {
-        l.bind.port() == addr.port() && (l.bind.ip() == addr.ip() || l.bind.ip().is_unspecified())
-    });
-    if own {
-        r.error(
-            span,
-            format!("server {addr} is one of sluice's own listeners"),
-            "requests would loop back into sluice; point the upstream at the app servers",
-        );
-    }
-    !own
-}
-
-fn server(r: &mut Reader, entry: &Value) -> Option<Server> {
-    if let Some(text) = entry.as_str() {
-        let addr = socket_addr(r, text, entry.span(), "server")?;
-        return Some(Server {
-            addr,
-            weight: 1,
-            name: text.to_string(),
-        });
-    }
-    let Some(t) = entry.as_inline_table() else {
-        r.error(
-            entry.span(),
-            "a server must be an address or { addr = ..., weight = ... }",
-            "write \"127.0.0.1:9101\" or { addr = \"127.0.0.1:9101\", weight = 2 }",
-        );
-        return None;
-    };
-    r.only_keys(t, SERVER_KEYS, "a server");
-    let Some((text, span)) = r.string(t, "addr") else {
-        if t.get("addr").is_none() {
-            r.error(
-                entry.span(),
-                "server has no `addr`",
-                "add addr = \"127.0.0.1:9101\"",
-            );
-        }
-        return None;
-    };
-    let addr = socket_addr(r, &text, span, "addr")?;
-    let weight = match r.integer(t, "weight", 10_000)? {
-        0 => {
-            r.error(
-                t.get("weight").and_then(|w| w.span()),
-                "`weight` must be at least 1",
-                "remove the server to take it out of rotation",
-            );
-            return None;
-        }
-        w => w as u32,
-    };
-    Some(Server {
-        addr,
-        weight,
-        name: text,
-    })
 }
 
 fn routes(r: &mut Reader, root: &dyn TableLike, upstreams: &[Upstream]) -> Vec<Route> {

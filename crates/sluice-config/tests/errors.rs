@@ -256,3 +256,94 @@ servers = ["127.0.0.1:8080", "0.0.0.0:9000", "127.0.0.1:0"]
         "{empty:?}"
     );
 }
+
+#[test]
+fn failure_handling_keys() {
+    let text = r#"
+pid_file = "/tmp/sluice-test.pid"
+[[listener]]
+bind = "127.0.0.1:1"
+[[route]]
+upstream = "app"
+[upstream.app]
+servers = ["127.0.0.1:2", { addr = "127.0.0.1:3" }, { addr = "127.0.0.1:4", backup = true }]
+max_fails = 5
+fail_window = "20s"
+eject_for = "3s"
+fail_status = [500, 503]
+retries = 2
+retry_non_idempotent = true
+retry_budget = 0.1
+slow_start = "15s"
+[upstream.app.health]
+path = "/healthz"
+interval = "500ms"
+expect = "2xx"
+rise = 1
+fall = 2
+"#;
+    let c = parse("good.toml", text).unwrap();
+    let app = &c.upstreams[0];
+    assert_eq!(
+        app.servers.len(),
+        3,
+        "a server without weight is kept, with weight 1"
+    );
+    assert_eq!((app.servers[1].weight, app.servers[2].backup), (1, true));
+    assert_eq!(app.failure.max_fails, 5);
+    assert_eq!(app.failure.eject_for, Duration::from_secs(3));
+    assert_eq!(app.failure.fail_status, vec![500, 503]);
+    assert_eq!(
+        (
+            app.retry.retries,
+            app.retry.non_idempotent,
+            app.retry.budget
+        ),
+        (2, true, 0.1)
+    );
+    assert_eq!(app.slow_start, Duration::from_secs(15));
+    let health = app.health.as_ref().unwrap();
+    assert_eq!(
+        (
+            health.path.as_str(),
+            health.interval,
+            health.expect,
+            health.rise,
+            health.fall
+        ),
+        ("/healthz", Duration::from_millis(500), (200, 299), 1, 2)
+    );
+    assert_eq!(
+        c.pid_file.as_deref(),
+        Some(std::path::Path::new("/tmp/sluice-test.pid"))
+    );
+
+    let bad = r#"
+[[listener]]
+bind = "127.0.0.1:1"
+[[route]]
+upstream = "app"
+[upstream.app]
+servers = [{ addr = "127.0.0.1:2", backup = "yes" }]
+fail_status = [404]
+retry_budget = 3
+[upstream.app.health]
+path = "health"
+expect = "9xx"
+"#;
+    let got = errors(bad);
+    let expected = [
+        "bad.toml:7:45: `backup` must be true or false",
+        "bad.toml:8:15: `fail_status` must be a list of 5xx statuses",
+        "bad.toml:9:16: retry_budget = 3 is not a fraction",
+        "bad.toml:11:8: health path \"health\" does not start with /",
+        "bad.toml:12:10: `expect` is not a status or status range",
+    ];
+    for (got, want) in got.iter().zip(expected) {
+        assert!(
+            got.starts_with(want),
+            "{got}\n  does not start with\n{want}"
+        );
+    }
+    assert_eq!(got.len(), expected.len(), "{got:#?}");
+}
