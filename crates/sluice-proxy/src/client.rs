@@ -7,10 +7,12 @@ use crate::head::Framing;
 use crate::key::{self, View};
 use crate::reply;
 use crate::request::{self, Origin, Rejection, Request};
+use crate::state::Generation;
 use crate::worker::Worker;
 use bytes::Buf;
 use std::io;
 use std::net::SocketAddr;
+use std::rc::Rc;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -36,7 +38,7 @@ pub async fn serve(w: &Worker, stream: TcpStream, peer: SocketAddr) {
     let mut client = Conn::new(stream);
     let mut scratch = Scratch::default();
     loop {
-        let (req, route) = match read_head(w, &mut client, &origin, &mut scratch).await {
+        let (req, route, gen) = match read_head(w, &mut client, &origin, &mut scratch).await {
             Ok(Some(parsed)) => parsed,
             Ok(None) => return,
             Err(rejection) => {
@@ -45,7 +47,7 @@ pub async fn serve(w: &Worker, stream: TcpStream, peer: SocketAddr) {
         };
         client.buf.advance(req.head_len);
         let keep_alive = match route {
-            Some(route) => forward(w, &mut client, &req, route, &mut scratch).await,
+            Some(route) => forward(w, &gen, &mut client, &req, route, &mut scratch).await,
             None => not_found(w, &mut client, &req, &mut scratch.out).await,
         };
         if !keep_alive || w.draining() {
@@ -54,6 +56,10 @@ pub async fn serve(w: &Worker, stream: TcpStream, peer: SocketAddr) {
     }
 }
 
+/// What a complete request head gives: the request, its route, and the generation that
+/// routed it (the request is served by that generation to the end).
+type Head = (Request, Option<usize>, Rc<Generation>);
+
 /// Reads until a whole request head is buffered. `Ok(None)`: the connection ended
 /// quietly (closed by the client, idle too long, or the worker is draining).
 async fn read_head(
@@ -61,15 +67,17 @@ async fn read_head(
     client: &mut Conn,
     origin: &Origin<'_>,
     scratch: &mut Scratch,
-) -> Result<Option<(Request, Option<usize>)>, Rejection> {
+) -> Result<Option<Head>, Rejection> {
     let Scratch { head, key, .. } = scratch;
-    let max = w.config.max_header_bytes;
-    let mut deadline = (!client.buf.is_empty()).then(|| Instant::now() + w.config.header_timeout);
+    let mut deadline =
+        (!client.buf.is_empty()).then(|| Instant::now() + w.gen().config.header_timeout);
     loop {
         if !client.buf.is_empty() {
-            match request::parse(&client.buf, origin, head, |view| route(w, view, key))? {
+            let gen = w.gen();
+            let max = gen.config.max_header_bytes;
+            match request::parse(&client.buf, origin, head, |view| route(&gen, view, key))? {
                 Some((req, _)) if req.head_len > max => return Err(too_large()),
-                Some(parsed) => return Ok(Some(parsed)),
+                Some((req, route)) => return Ok(Some((req, route, gen))),
                 None if client.buf.len() >= max => return Err(too_large()),
                 None => {}
             }
@@ -90,15 +98,15 @@ async fn read_head(
             }
             Err(_) => return Ok(None),
         }
-        deadline.get_or_insert_with(|| Instant::now() + w.config.header_timeout);
+        deadline.get_or_insert_with(|| Instant::now() + w.gen().config.header_timeout);
     }
 }
 
 /// The route for a request, and its hash key in `key` when its upstream hashes.
-fn route(w: &Worker, view: &View<'_>, key: &mut Vec<u8>) -> Option<usize> {
-    let route = w.router.find(view.host, view.target)?;
+fn route(gen: &Generation, view: &View<'_>, key: &mut Vec<u8>) -> Option<usize> {
+    let route = gen.router.find(view.host, view.target)?;
     key.clear();
-    if let Some(template) = w.upstreams[w.config.routes[route].upstream].key_template() {
+    if let Some(template) = gen.upstreams[gen.config.routes[route].upstream].key_template() {
         key::evaluate(template, view, key);
     }
     Some(route)
@@ -119,7 +127,7 @@ async fn wait_for_request(w: &Worker, client: &mut Conn) -> io::Result<usize> {
     }
     let drained = w.drain_signal();
     tokio::select! {
-        read = client.fill(w.config.client_idle_timeout) => read,
+        read = client.fill(w.gen().config.client_idle_timeout) => read,
         _ = drained => Ok(0),
     }
 }
@@ -134,7 +142,7 @@ async fn reject(
     tracing::info!(client = %peer, status = rejection.status, cause = rejection.reason, "bad request");
     out.clear();
     reply::error(out, rejection.status, true);
-    if write_all(&mut client.stream, out, w.config.client_idle_timeout)
+    if write_all(&mut client.stream, out, w.gen().config.client_idle_timeout)
         .await
         .is_ok()
     {
@@ -171,7 +179,7 @@ async fn not_found(w: &Worker, client: &mut Conn, req: &Request, out: &mut Vec<u
     let keep_alive = req.keep_alive && req.framing == Framing::None;
     out.clear();
     reply::error(out, 404, !keep_alive);
-    let sent = write_all(&mut client.stream, out, w.config.client_idle_timeout)
+    let sent = write_all(&mut client.stream, out, w.gen().config.client_idle_timeout)
         .await
         .is_ok();
     if sent && req.framing != Framing::None {

@@ -9,19 +9,24 @@
 //! Balancing decisions come from `sluice-balance`; configuration from `sluice-config`.
 
 mod body;
+mod checks;
 mod chunked;
 mod client;
 mod conn;
+mod exchange;
 mod forward;
 mod head;
+mod health;
 mod key;
 mod listen;
+mod pool;
 mod reply;
 mod request;
 mod response;
 mod route;
 mod server;
+mod state;
 mod upstream;
 mod worker;
 
-pub use server::Proxy;
+pub use server::{Proxy, ReloadSummary};

@@ -7,6 +7,7 @@ const MAX_HEADERS: usize = 128;
 /// A parsed response head.
 #[derive(Debug)]
 pub struct Response {
+    pub status: u16,
     pub head_len: usize,
     /// Framing of the body as the upstream sends it.
     pub framing: Framing,
@@ -104,6 +105,7 @@ pub fn parse(
     out.extend_from_slice(b"\r\n");
     Ok(Some((
         Response {
+            status,
             head_len,
             framing,
             reusable,

@@ -1,21 +1,35 @@
-//! Starting and stopping the proxy: bind every listener, start one worker thread per
-//! core (or as configured), and stop them gracefully.
+//! Starting, reloading and stopping the proxy: bind every listener, start one worker
+//! thread per core (or as configured), hand them new configurations, stop them gracefully.
 
+use crate::checks;
 use crate::listen;
-use crate::upstream::SharedLoad;
-use crate::worker::{self, Start};
+use crate::state::Shared;
+use crate::worker::{self, Reload, Start};
 use sluice_config::Config;
+use std::collections::HashMap;
 use std::io;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 /// A running proxy. Dropping it does not stop it: call [`Proxy::shutdown`] and [`Proxy::wait`].
 pub struct Proxy {
-    addrs: Vec<SocketAddr>,
     shutdown: watch::Sender<bool>,
     workers: Vec<JoinHandle<io::Result<()>>>,
+    reloads: Vec<mpsc::UnboundedSender<Reload>>,
+    current: watch::Sender<Arc<Shared>>,
+    /// Listen address as configured -> as bound (port 0 resolved).
+    listening: Mutex<Vec<(SocketAddr, SocketAddr)>>,
+}
+
+/// What a reload changed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ReloadSummary {
+    pub listeners_added: usize,
+    pub listeners_removed: usize,
+    pub servers_added: usize,
+    pub servers_removed: usize,
 }
 
 impl Proxy {
@@ -23,32 +37,31 @@ impl Proxy {
     /// address cannot be bound.
     pub fn start(config: Config) -> io::Result<Proxy> {
         raise_fd_limit();
-        let workers = match config.workers {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
-        };
-        let mut addrs = Vec::new();
-        let mut per_worker: Vec<Vec<std::net::TcpListener>> =
-            (0..workers).map(|_| Vec::new()).collect();
+        let workers = worker_count(&config);
+        let mut listening = Vec::new();
+        let mut per_worker: Vec<Vec<TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
         for l in &config.listeners {
             let (actual, group) = listen::bind_group(l.bind, workers)?;
-            addrs.push(actual);
+            listening.push((l.bind, actual));
             group
                 .into_iter()
                 .zip(per_worker.iter_mut())
                 .for_each(|(listener, list)| list.push(listener));
         }
-        let loads: Vec<_> = config.upstreams.iter().map(SharedLoad::new).collect();
-        let config = Arc::new(config);
-        let (shutdown, receiver) = watch::channel(false);
-        let mut handles = Vec::new();
+        let shared = Arc::new(Shared::new(config, None));
+        let (shutdown, stop) = watch::channel(false);
+        let (current, generations) = watch::channel(shared.clone());
+        checks::spawn(generations, stop.clone())?;
+        let (mut handles, mut reloads) = (Vec::new(), Vec::new());
         for (index, listeners) in per_worker.into_iter().enumerate() {
+            let (tx, rx) = mpsc::unbounded_channel();
+            reloads.push(tx);
             let start = Start {
                 index,
-                config: config.clone(),
-                loads: loads.clone(),
+                shared: shared.clone(),
                 listeners,
-                shutdown: receiver.clone(),
+                shutdown: stop.clone(),
+                reloads: rx,
             };
             handles.push(
                 std::thread::Builder::new()
@@ -56,17 +69,71 @@ impl Proxy {
                     .spawn(move || worker::run(start))?,
             );
         }
+        let addrs: Vec<SocketAddr> = listening.iter().map(|(_, a)| *a).collect();
         tracing::info!(workers, listeners = ?addrs, "sluice is serving");
         Ok(Proxy {
-            addrs,
             shutdown,
             workers: handles,
+            reloads,
+            current,
+            listening: Mutex::new(listening),
         })
     }
 
     /// The bound address of each listener, in config order (port 0 resolved).
-    pub fn local_addrs(&self) -> &[SocketAddr] {
-        &self.addrs
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.listening
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(_, a)| *a)
+            .collect()
+    }
+
+    /// Switches every worker to `config`. New listen addresses are bound first; if one
+    /// cannot be, nothing changes and the error is returned. Requests in flight finish
+    /// on the old config; pooled connections and health of servers that stay are kept.
+    pub fn reload(&self, config: Config) -> io::Result<ReloadSummary> {
+        let mut listening = self.listening.lock().unwrap_or_else(|p| p.into_inner());
+        let workers = self.reloads.len();
+        if worker_count(&config) != workers {
+            tracing::warn!(
+                running = workers,
+                "a change of `workers` takes effect on restart only"
+            );
+        }
+        let old: HashMap<SocketAddr, SocketAddr> = listening.iter().copied().collect();
+        let wanted: Vec<SocketAddr> = config.listeners.iter().map(|l| l.bind).collect();
+        let mut added = Vec::new();
+        for addr in wanted.iter().filter(|a| !old.contains_key(a)) {
+            added.push((*addr, listen::bind_group(*addr, workers)?));
+        }
+        let closed: Vec<SocketAddr> = listening
+            .iter()
+            .filter(|(c, _)| !wanted.contains(c))
+            .map(|(_, a)| *a)
+            .collect();
+        let previous = self.current.borrow().clone();
+        let shared = Arc::new(Shared::new(config, Some(&previous)));
+        let summary = summarise(&previous, &shared, added.len(), closed.len());
+        let mut sockets: Vec<Vec<TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
+        listening.retain(|(c, _)| wanted.contains(c));
+        for (configured, (actual, group)) in added {
+            listening.push((configured, actual));
+            group
+                .into_iter()
+                .zip(sockets.iter_mut())
+                .for_each(|(l, list)| list.push(l));
+        }
+        for (tx, listeners) in self.reloads.iter().zip(sockets) {
+            let _ = tx.send(Reload {
+                shared: shared.clone(),
+                listeners,
+                closed: closed.clone(),
+            });
+        }
+        let _ = self.current.send(shared);
+        Ok(summary)
     }
 
     /// Stops accepting; requests in flight finish within the grace period.
@@ -82,6 +149,28 @@ impl Proxy {
                 .map_err(|_| io::Error::other("a worker panicked"))??;
         }
         Ok(())
+    }
+}
+
+fn worker_count(config: &Config) -> usize {
+    match config.workers {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+}
+
+fn summarise(
+    old: &Shared,
+    new: &Shared,
+    listeners_added: usize,
+    listeners_removed: usize,
+) -> ReloadSummary {
+    let (before, after) = (old.addresses(), new.addresses());
+    ReloadSummary {
+        listeners_added,
+        listeners_removed,
+        servers_added: after.difference(&before).count(),
+        servers_removed: before.difference(&after).count(),
     }
 }
 

@@ -1,43 +1,151 @@
-//! One worker's view of an upstream: its balancer, its pool of idle keep-alive
-//! connections, and the in-flight counts it shares with the other workers.
+//! An upstream as all workers share it: its servers (in-flight counts and health), its
+//! balancer, and its retry budget.
 //!
-//! Pools are per worker, so checking a connection out or in takes no lock. The balancer
-//! and the in-flight counts are shared by all workers: `least_conn` and `random_two` see
-//! the whole process's load, and round robin keeps its exact sequence however the kernel
-//! spreads connections over workers (nginx without a shared zone does not). The balancer's
-//! lock is held for a few arithmetic operations per request.
+//! One balancer serves every worker: `least_conn` and `random_two` see the whole
+//! process's load, and round robin keeps its exact sequence however the kernel spreads
+//! connections over workers (nginx without a shared zone does not). The lock is held for
+//! a few arithmetic operations per request.
 
-use crate::conn::Conn;
+use crate::health::{now_ns, Health};
 use sluice_balance::{
     default_table_size, Balancer, Candidate, ConsistentHash, Context, LeastConn, PeakEwma,
     RandomTwo, Server, SmoothWeighted,
 };
 use sluice_config::{Balance, HashMethod, KeyTemplate, Upstream};
-use std::cell::RefCell;
-use std::collections::VecDeque;
-use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::net::TcpStream;
-use tokio::time::{timeout, Instant};
 
-/// The part of an upstream's state that all workers share.
-pub struct SharedLoad {
-    active: Vec<AtomicU32>,
-    balancer: Mutex<Balancer>,
+/// Weights are scaled by this so slow start can hand out fractions of a weight of 1.
+const WEIGHT_SCALE: f64 = 1000.0;
+
+/// One server's shared state. Kept across reloads while the server stays in its upstream,
+/// so in-flight counts and health survive a config change.
+pub struct ServerState {
+    pub addr: SocketAddr,
+    active: AtomicU32,
+    pub health: Health,
 }
 
-impl SharedLoad {
-    pub fn new(config: &Upstream) -> Arc<Self> {
-        let balancer = balancer_for(config);
-        let active = (0..config.servers.len())
-            .map(|_| AtomicU32::new(0))
-            .collect();
-        Arc::new(SharedLoad {
-            active,
-            balancer: Mutex::new(balancer),
+impl ServerState {
+    pub fn new(addr: SocketAddr) -> Arc<Self> {
+        Arc::new(ServerState {
+            addr,
+            active: AtomicU32::new(0),
+            health: Health::default(),
         })
+    }
+}
+
+/// Counts one request in flight on a server until dropped.
+pub struct InFlight(Arc<ServerState>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+pub struct UpstreamShared {
+    pub config: Upstream,
+    pub servers: Vec<Arc<ServerState>>,
+    balancer: Mutex<Balancer>,
+    budget: Mutex<RetryBudget>,
+}
+
+impl UpstreamShared {
+    /// Builds the upstream, reusing the state of servers listed in `previous`.
+    pub fn new(config: Upstream, previous: Option<&UpstreamShared>) -> Self {
+        let servers = config
+            .servers
+            .iter()
+            .map(|s| {
+                previous
+                    .and_then(|p| p.servers.iter().find(|old| old.addr == s.addr))
+                    .cloned()
+                    .unwrap_or_else(|| ServerState::new(s.addr))
+            })
+            .collect();
+        let balancer = Mutex::new(balancer_for(&config));
+        UpstreamShared {
+            servers,
+            balancer,
+            budget: Mutex::new(RetryBudget::new(config.retry.budget)),
+            config,
+        }
+    }
+
+    pub fn addr(&self, server: usize) -> SocketAddr {
+        self.servers[server].addr
+    }
+
+    /// The hash key template, when this upstream balances by consistent hashing.
+    pub fn key_template(&self) -> Option<&KeyTemplate> {
+        match &self.config.balance {
+            Balance::Hash { key, .. } => Some(key),
+            _ => None,
+        }
+    }
+
+    /// Picks an available server not in `tried` for a request with hash `key`, and counts
+    /// the request as in flight on it. Backup servers are candidates only while no
+    /// primary is available.
+    pub fn pick(&self, key: &[u8], random: u64, tried: &[usize]) -> Option<(usize, InFlight)> {
+        let now = now_ns();
+        let servers = &self.config.servers;
+        let up = |i: usize| !tried.contains(&i) && self.servers[i].health.available(now);
+        let primaries_up = (0..servers.len()).any(|i| !servers[i].backup && up(i));
+        let view = |i: usize| Candidate {
+            weight: ((f64::from(servers[i].weight)
+                * WEIGHT_SCALE
+                * self.servers[i].health.ramp(now, self.config.slow_start))
+                as u32)
+                .max(1),
+            active: self.servers[i].active.load(Ordering::Relaxed),
+            available: up(i) && servers[i].backup != primaries_up,
+        };
+        let mut balancer = self.balancer.lock().unwrap_or_else(|p| p.into_inner());
+        let server = balancer.pick(
+            servers.len(),
+            view,
+            Context {
+                key,
+                random,
+                now_ns: now,
+            },
+        )?;
+        let state = &self.servers[server];
+        state.active.fetch_add(1, Ordering::Relaxed);
+        Some((server, InFlight(state.clone())))
+    }
+
+    /// Tells a latency-aware balancer how long `server` took to answer.
+    pub fn observe(&self, server: usize, rtt: std::time::Duration) {
+        if matches!(self.config.balance, Balance::PeakEwma { .. }) {
+            let mut balancer = self.balancer.lock().unwrap_or_else(|p| p.into_inner());
+            balancer.observe(
+                self.config.servers.len(),
+                server,
+                rtt.as_nanos() as u64,
+                now_ns(),
+            );
+        }
+    }
+
+    /// Counts a request toward the retry budget.
+    pub fn deposit(&self) {
+        self.budget
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .deposit();
+    }
+
+    /// Takes one retry from the budget, if it has one.
+    pub fn withdraw(&self) -> bool {
+        self.budget
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .withdraw()
     }
 }
 
@@ -73,153 +181,53 @@ fn balancer_for(config: &Upstream) -> Balancer {
     }
 }
 
-/// Nanoseconds on a monotonic clock shared by all workers (for peak-EWMA).
-fn now_ns() -> u64 {
-    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    EPOCH
-        .get_or_init(std::time::Instant::now)
-        .elapsed()
-        .as_nanos() as u64
+/// Retries may add at most `ratio` of the request rate: every request deposits `ratio`
+/// of a token, every retry spends a whole one. A small reserve lets a quiet upstream
+/// retry at all; the cap keeps a long calm spell from funding a retry storm.
+struct RetryBudget {
+    ratio: f64,
+    tokens: f64,
 }
 
-/// Counts one request in flight on a server until dropped.
-pub struct InFlight {
-    load: Arc<SharedLoad>,
-    server: usize,
-}
+const BUDGET_RESERVE: f64 = 10.0;
 
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.load.active[self.server].fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-struct Idle {
-    conn: Conn,
-    since: Instant,
-}
-
-pub struct UpstreamState {
-    pub config: Upstream,
-    idle: RefCell<Vec<VecDeque<Idle>>>,
-    load: Arc<SharedLoad>,
-}
-
-impl UpstreamState {
-    pub fn new(config: Upstream, load: Arc<SharedLoad>) -> Self {
-        let idle = RefCell::new((0..config.servers.len()).map(|_| VecDeque::new()).collect());
-        UpstreamState { config, idle, load }
-    }
-
-    pub fn addr(&self, server: usize) -> SocketAddr {
-        self.config.servers[server].addr
-    }
-
-    /// The hash key template, when this upstream balances by consistent hashing.
-    pub fn key_template(&self) -> Option<&KeyTemplate> {
-        match &self.config.balance {
-            Balance::Hash { key, .. } => Some(key),
-            _ => None,
+impl RetryBudget {
+    fn new(ratio: f64) -> Self {
+        RetryBudget {
+            ratio,
+            tokens: BUDGET_RESERVE,
         }
     }
 
-    /// Tells a latency-aware balancer how long `server` took to answer.
-    pub fn observe(&self, server: usize, rtt: std::time::Duration) {
-        if matches!(self.config.balance, Balance::PeakEwma { .. }) {
-            let mut balancer = self.load.balancer.lock().unwrap_or_else(|p| p.into_inner());
-            balancer.observe(
-                self.config.servers.len(),
-                server,
-                rtt.as_nanos() as u64,
-                now_ns(),
-            );
+    fn deposit(&mut self) {
+        self.tokens = (self.tokens + self.ratio).min(BUDGET_RESERVE + 100.0 * self.ratio);
+    }
+
+    fn withdraw(&mut self) -> bool {
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
         }
     }
+}
 
-    /// Picks a server for a request with hash `key` (empty when the upstream does not
-    /// hash) and counts the request as in flight on it.
-    pub fn pick(&self, key: &[u8], random: u64) -> Option<(usize, InFlight)> {
-        let servers = &self.config.servers;
-        let view = |i: usize| Candidate {
-            weight: servers[i].weight,
-            active: self.load.active[i].load(Ordering::Relaxed),
-            available: true,
-        };
-        let server = {
-            // A panic elsewhere cannot leave the balancer half-updated: picks are plain arithmetic.
-            let mut balancer = self
-                .load
-                .balancer
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let now_ns = if matches!(self.config.balance, Balance::PeakEwma { .. }) {
-                now_ns()
-            } else {
-                0
-            };
-            let server = balancer.pick(
-                servers.len(),
-                view,
-                Context {
-                    key,
-                    random,
-                    now_ns,
-                },
-            )?;
-            self.load.active[server].fetch_add(1, Ordering::Relaxed);
-            server
-        };
-        Some((
-            server,
-            InFlight {
-                load: self.load.clone(),
-                server,
-            },
-        ))
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    /// The most recently used idle connection to `server` that is still usable.
-    pub fn checkout(&self, server: usize) -> Option<Conn> {
-        let mut idle = self.idle.borrow_mut();
-        let pool = &mut idle[server];
-        while let Some(entry) = pool.pop_back() {
-            if entry.since.elapsed() < self.config.idle_timeout && entry.conn.is_reusable() {
-                return Some(entry.conn);
+    #[test]
+    fn the_budget_allows_about_its_ratio_of_retries() {
+        let mut b = RetryBudget::new(0.2);
+        let mut retried = 0;
+        for _ in 0..1000 {
+            b.deposit();
+            if b.withdraw() {
+                retried += 1;
             }
         }
-        None
-    }
-
-    /// Keeps `conn` for reuse if the pool has room.
-    pub fn checkin(&self, server: usize, conn: Conn) {
-        let mut idle = self.idle.borrow_mut();
-        let pool = &mut idle[server];
-        if pool.len() < self.config.keepalive && conn.buf.is_empty() {
-            pool.push_back(Idle {
-                conn,
-                since: Instant::now(),
-            });
-        }
-    }
-
-    /// Closes idle connections older than the idle timeout.
-    pub fn reap(&self) {
-        let limit = self.config.idle_timeout;
-        for pool in self.idle.borrow_mut().iter_mut() {
-            while pool.front().is_some_and(|e| e.since.elapsed() >= limit) {
-                pool.pop_front();
-            }
-        }
-    }
-
-    /// Opens a new connection to `server`.
-    pub async fn connect(&self, server: usize) -> io::Result<Conn> {
-        let addr = self.addr(server);
-        let stream = match timeout(self.config.connect_timeout, TcpStream::connect(addr)).await {
-            Ok(result) => result?,
-            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
-        };
-        stream.set_nodelay(true)?;
-        Ok(Conn::new(stream))
+        // 20% of 1,000 plus the reserve of 10.
+        assert!((205..=211).contains(&retried), "{retried}");
     }
 }

@@ -1,22 +1,24 @@
-//! A worker: one thread, one single-threaded async runtime, its own listeners, routes
-//! and connection pools. Nothing on the request path is shared with other workers except
-//! the in-flight counters.
+//! A worker: one thread, one single-threaded async runtime, its own listeners and its own
+//! pool of upstream connections. What it shares with other workers is the per-upstream
+//! state in `Shared` (balancers, in-flight counts, health).
 
 use crate::client;
-use crate::route::Router;
-use crate::upstream::{SharedLoad, UpstreamState};
-use sluice_config::Config;
-use std::cell::Cell;
+use crate::pool::Pool;
+use crate::state::{Generation, Shared};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 
 pub struct Worker {
-    pub config: Arc<Config>,
-    pub router: Router,
-    pub upstreams: Vec<UpstreamState>,
+    generation: RefCell<Rc<Generation>>,
+    pub pool: Pool,
+    /// A stop signal per listening address, for listeners a reload removes.
+    listeners: RefCell<HashMap<SocketAddr, Rc<Notify>>>,
     draining: Cell<bool>,
     drain: Notify,
     connections: Cell<usize>,
@@ -24,24 +26,32 @@ pub struct Worker {
     rng: Cell<u64>,
 }
 
+/// A change sent to every worker by a reload.
+pub struct Reload {
+    pub shared: Arc<Shared>,
+    /// This worker's sockets for newly added listen addresses.
+    pub listeners: Vec<std::net::TcpListener>,
+    /// Listen addresses to stop accepting on.
+    pub closed: Vec<SocketAddr>,
+}
+
 impl Worker {
-    fn new(config: Arc<Config>, loads: &[Arc<SharedLoad>], seed: u64) -> Self {
-        let upstreams = config
-            .upstreams
-            .iter()
-            .zip(loads)
-            .map(|(u, load)| UpstreamState::new(u.clone(), load.clone()))
-            .collect();
+    fn new(shared: Arc<Shared>, seed: u64) -> Self {
         Worker {
-            router: Router::new(&config),
-            config,
-            upstreams,
+            generation: RefCell::new(Rc::new(Generation::new(shared))),
+            pool: Pool::default(),
+            listeners: RefCell::new(HashMap::new()),
             draining: Cell::new(false),
             drain: Notify::new(),
             connections: Cell::new(0),
             all_closed: Notify::new(),
             rng: Cell::new(seed | 1),
         }
+    }
+
+    /// The current generation; a request keeps the one it started with.
+    pub fn gen(&self) -> Rc<Generation> {
+        self.generation.borrow().clone()
     }
 
     pub fn draining(&self) -> bool {
@@ -68,10 +78,10 @@ impl Worker {
 /// What a worker thread is started with.
 pub struct Start {
     pub index: usize,
-    pub config: Arc<Config>,
-    pub loads: Vec<Arc<SharedLoad>>,
+    pub shared: Arc<Shared>,
     pub listeners: Vec<std::net::TcpListener>,
     pub shutdown: watch::Receiver<bool>,
+    pub reloads: mpsc::UnboundedReceiver<Reload>,
 }
 
 /// Runs a worker until shutdown and the end of its grace period.
@@ -83,12 +93,10 @@ pub fn run(start: Start) -> std::io::Result<()> {
     local.block_on(&runtime, async move {
         let seed = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(start.index as u64 + 1)
             ^ u64::from(std::process::id());
-        let w = Rc::new(Worker::new(start.config.clone(), &start.loads, seed));
-        for listener in start.listeners {
-            let listener = TcpListener::from_std(listener)?;
-            tokio::task::spawn_local(accept_loop(w.clone(), listener));
-        }
+        let w = Rc::new(Worker::new(start.shared, seed));
+        listen(&w, start.listeners)?;
         tokio::task::spawn_local(reap_idle(w.clone()));
+        tokio::task::spawn_local(apply_reloads(w.clone(), start.reloads));
         let mut shutdown = start.shutdown;
         let _ = shutdown.wait_for(|stop| *stop).await;
         drain(&w).await;
@@ -96,7 +104,34 @@ pub fn run(start: Start) -> std::io::Result<()> {
     })
 }
 
-async fn accept_loop(w: Rc<Worker>, listener: TcpListener) {
+/// Starts accepting on `listeners`.
+fn listen(w: &Rc<Worker>, listeners: Vec<std::net::TcpListener>) -> std::io::Result<()> {
+    for listener in listeners {
+        let listener = TcpListener::from_std(listener)?;
+        let stop = Rc::new(Notify::new());
+        w.listeners
+            .borrow_mut()
+            .insert(listener.local_addr()?, stop.clone());
+        tokio::task::spawn_local(accept_loop(w.clone(), listener, stop));
+    }
+    Ok(())
+}
+
+async fn apply_reloads(w: Rc<Worker>, mut reloads: mpsc::UnboundedReceiver<Reload>) {
+    while let Some(reload) = reloads.recv().await {
+        *w.generation.borrow_mut() = Rc::new(Generation::new(reload.shared));
+        for addr in reload.closed {
+            if let Some(stop) = w.listeners.borrow_mut().remove(&addr) {
+                stop.notify_one();
+            }
+        }
+        if let Err(e) = listen(&w, reload.listeners) {
+            tracing::error!(cause = %e, "could not start a new listener");
+        }
+    }
+}
+
+async fn accept_loop(w: Rc<Worker>, listener: TcpListener, stop: Rc<Notify>) {
     loop {
         // Also checked here: a drain that began while we slept after an error is not missed.
         if w.draining() {
@@ -105,6 +140,7 @@ async fn accept_loop(w: Rc<Worker>, listener: TcpListener) {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = w.drain_signal() => return,
+            _ = stop.notified() => return,
         };
         match accepted {
             Ok((stream, peer)) => {
@@ -156,7 +192,7 @@ async fn drain(w: &Worker) {
             wait.await;
         }
     };
-    if tokio::time::timeout(w.config.shutdown_grace, closed)
+    if tokio::time::timeout(w.gen().config.shutdown_grace, closed)
         .await
         .is_err()
     {
@@ -167,10 +203,12 @@ async fn drain(w: &Worker) {
     }
 }
 
+/// Closes idle pooled connections that expired or whose server left the config.
 async fn reap_idle(w: Rc<Worker>) {
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tick.tick().await;
-        w.upstreams.iter().for_each(UpstreamState::reap);
+        let addresses = w.gen().shared.addresses();
+        w.pool.reap(|addr| addresses.contains(addr));
     }
 }

@@ -24,7 +24,7 @@ fn write_config(name: &str, text: &str) -> std::path::PathBuf {
 
 #[test]
 fn check_lists_every_error_with_its_position() {
-    let path = write_config("bad.toml", "[[listener]]\nbind = \"127.0.0.1:99999\"\n\n[[route]]\nupstream = \"nope\"\n\n[upstream.app]\nservers = []\nretries = 2\n");
+    let path = write_config("bad.toml", "[[listener]]\nbind = \"127.0.0.1:99999\"\n\n[[route]]\nupstream = \"nope\"\n\n[upstream.app]\nservers = []\nretrys = 2\n");
     let out = sluice().args(["check", "-c"]).arg(&path).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -33,7 +33,7 @@ fn check_lists_every_error_with_its_position() {
         format!("{file}:2:8: `bind` = \"127.0.0.1:99999\""),
         format!("{file}:5:12: route names upstream \"nope\""),
         format!("{file}:8:11: upstream `app` has an empty server list"),
-        format!("{file}:9:1: unknown key `retries`"),
+        format!("{file}:9:1: unknown key `retrys`"),
     ] {
         assert!(
             stderr.contains(&expected),

@@ -1,0 +1,156 @@
+//! Active health checks: a GET to every server of every upstream with a `health` table,
+//! on a timer, from one thread for the whole process (not one per worker, which would
+//! multiply the probes by the number of cores).
+//!
+//! A server goes down after `fall` failed checks in a row and comes back after `rise`
+//! good ones; each change is logged. Checks follow reloads: new servers get checks,
+//! removed ones lose them, and a server whose upstream drops its `health` table is
+//! considered up again.
+
+use crate::health::now_ns;
+use crate::state::Shared;
+use crate::upstream::ServerState;
+use sluice_config::HealthCheck;
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+type Key = (String, SocketAddr);
+
+struct Running {
+    check: HealthCheck,
+    server: Arc<ServerState>,
+    task: JoinHandle<()>,
+}
+
+/// Starts the checking thread; it follows `generations` until `stop` turns true.
+pub fn spawn(
+    mut generations: watch::Receiver<Arc<Shared>>,
+    mut stop: watch::Receiver<bool>,
+) -> io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name("sluice-health".into())
+        .spawn(move || {
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&runtime, async move {
+                let mut running: HashMap<Key, Running> = HashMap::new();
+                loop {
+                    let shared = generations.borrow_and_update().clone();
+                    follow(&mut running, &shared);
+                    tokio::select! {
+                        changed = generations.changed() => if changed.is_err() { return },
+                        _ = stop.wait_for(|s| *s) => return,
+                    }
+                }
+            });
+        })?;
+    Ok(())
+}
+
+/// Starts, restarts and stops check tasks so that they match `shared`.
+fn follow(running: &mut HashMap<Key, Running>, shared: &Shared) {
+    let mut wanted: HashMap<Key, (HealthCheck, Arc<ServerState>)> = HashMap::new();
+    for u in &shared.upstreams {
+        if let Some(check) = &u.config.health {
+            for s in &u.servers {
+                wanted.insert((u.config.name.clone(), s.addr), (check.clone(), s.clone()));
+            }
+        }
+    }
+    running.retain(|key, r| {
+        let keep = wanted
+            .get(key)
+            .is_some_and(|(check, server)| *check == r.check && Arc::ptr_eq(server, &r.server));
+        if !keep {
+            r.task.abort();
+            r.server.health.set_checked(true, now_ns());
+        }
+        keep
+    });
+    for (key, (check, server)) in wanted {
+        if let std::collections::hash_map::Entry::Vacant(slot) = running.entry(key) {
+            let task = tokio::task::spawn_local(check_loop(
+                slot.key().0.clone(),
+                server.clone(),
+                check.clone(),
+            ));
+            slot.insert(Running {
+                check,
+                server,
+                task,
+            });
+        }
+    }
+}
+
+async fn check_loop(upstream: String, server: Arc<ServerState>, check: HealthCheck) {
+    let (mut good, mut bad) = (0u32, 0u32);
+    let mut tick = tokio::time::interval(check.interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let result = probe(server.addr, &check).await;
+        let up = server.health.checked_up();
+        match result {
+            Ok(()) => {
+                (good, bad) = (good + 1, 0);
+                if !up && good >= check.rise && server.health.set_checked(true, now_ns()) {
+                    tracing::info!(upstream = %upstream, server = %server.addr, "server up: health checks pass again");
+                }
+            }
+            Err(cause) => {
+                (good, bad) = (0, bad + 1);
+                if up && bad >= check.fall && server.health.set_checked(false, now_ns()) {
+                    tracing::warn!(upstream = %upstream, server = %server.addr, cause = %cause, "server down: health checks fail");
+                }
+            }
+        }
+    }
+}
+
+/// One check: connect, GET the path, read the status line, all within the timeout.
+async fn probe(addr: SocketAddr, check: &HealthCheck) -> Result<(), String> {
+    match tokio::time::timeout(check.timeout, exchange(addr, check)).await {
+        Ok(Ok(status)) if (check.expect.0..=check.expect.1).contains(&status) => Ok(()),
+        Ok(Ok(status)) => Err(format!("status {status}")),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {:?}", check.timeout)),
+    }
+}
+
+async fn exchange(addr: SocketAddr, check: &HealthCheck) -> io::Result<u16> {
+    let mut stream = TcpStream::connect(addr).await?;
+    let host = check.host.clone().unwrap_or_else(|| addr.to_string());
+    let request = format!("GET {} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: sluice-health-check\r\nConnection: close\r\n\r\n", check.path);
+    stream.write_all(request.as_bytes()).await?;
+    let mut buf = Vec::with_capacity(1024);
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut res = httparse::Response::new(&mut headers);
+        match res.parse(&buf) {
+            Ok(httparse::Status::Complete(_)) | Ok(httparse::Status::Partial)
+                if res.code.is_some() =>
+            {
+                return Ok(res.code.unwrap_or(0))
+            }
+            Ok(_) if buf.len() < 16 * 1024 => {}
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "not an HTTP response",
+                ))
+            }
+        }
+        if stream.read_buf(&mut buf).await? == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! A worker's idle keep-alive connections, by server address.
+//!
+//! Keyed by address rather than by upstream, so connections to a server that stays across
+//! a reload stay pooled. Per worker, so checking out and in takes no lock. LIFO: the most
+//! recently used connection is the warmest, and the oldest age out.
+
+use crate::conn::Conn;
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::time::Instant;
+
+struct Idle {
+    conn: Conn,
+    expires: Instant,
+}
+
+#[derive(Default)]
+pub struct Pool {
+    idle: RefCell<HashMap<SocketAddr, VecDeque<Idle>>>,
+}
+
+impl Pool {
+    /// The most recently used idle connection to `addr` that is still usable.
+    pub fn checkout(&self, addr: SocketAddr) -> Option<Conn> {
+        let mut idle = self.idle.borrow_mut();
+        let list = idle.get_mut(&addr)?;
+        let now = Instant::now();
+        while let Some(entry) = list.pop_back() {
+            if entry.expires > now && entry.conn.is_reusable() {
+                return Some(entry.conn);
+            }
+        }
+        None
+    }
+
+    /// Keeps `conn` for reuse if fewer than `keep` are idle for `addr`.
+    pub fn checkin(&self, addr: SocketAddr, conn: Conn, keep: usize, idle_timeout: Duration) {
+        if keep == 0 || !conn.buf.is_empty() {
+            return;
+        }
+        let mut idle = self.idle.borrow_mut();
+        let list = idle.entry(addr).or_default();
+        if list.len() < keep {
+            list.push_back(Idle {
+                conn,
+                expires: Instant::now() + idle_timeout,
+            });
+        }
+    }
+
+    /// Closes expired connections, and every connection to an address not in `keep`.
+    pub fn reap(&self, keep: impl Fn(&SocketAddr) -> bool) {
+        let now = Instant::now();
+        let mut idle = self.idle.borrow_mut();
+        idle.retain(|addr, list| {
+            list.retain(|e| e.expires > now);
+            keep(addr) && !list.is_empty()
+        });
+    }
+}
