@@ -4,73 +4,11 @@ use anyhow::{anyhow, Context};
 use sluice_lab::backend;
 use sluice_proxy::Proxy;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-/// Exit code for a config that does not validate.
-const BAD_CONFIG: u8 = 2;
-
-pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
-    let config = match sluice_config::load(path) {
-        Ok(config) => config,
-        Err(errors) => {
-            eprintln!("{errors}");
-            return Ok(ExitCode::from(BAD_CONFIG));
-        }
-    };
-    let signals = stop_signals()?;
-    let proxy = Proxy::start(config).context("starting the listeners")?;
-    run_until_stopped(proxy, signals)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// SIGTERM and SIGINT, delivered over a channel by a thread of their own. The handlers
-/// are installed before this returns, so no early signal is lost.
-fn stop_signals() -> anyhow::Result<Receiver<()>> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let (mut term, mut int) = runtime.block_on(async {
-        Ok::<_, std::io::Error>((
-            signal(SignalKind::terminate())?,
-            signal(SignalKind::interrupt())?,
-        ))
-    })?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        runtime.block_on(async move {
-            loop {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = int.recv() => {}
-                }
-                if tx.send(()).is_err() {
-                    return;
-                }
-            }
-        })
-    });
-    Ok(rx)
-}
-
-/// Waits for a stop signal, then drains the proxy; a second signal exits at once.
-fn run_until_stopped(proxy: Proxy, signals: Receiver<()>) -> anyhow::Result<()> {
-    let _ = signals.recv();
-    tracing::info!("stopping: no new connections; finishing requests in flight");
-    proxy.shutdown();
-    std::thread::spawn(move || {
-        if signals.recv().is_ok() {
-            eprintln!("sluice: second signal, exiting without waiting for requests in flight");
-            std::process::exit(130);
-        }
-    });
-    proxy.wait()?;
-    tracing::info!("stopped");
-    Ok(())
-}
+use crate::serve::BAD_CONFIG;
 
 pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut failed = false;
@@ -163,13 +101,14 @@ pub fn demo(listen: SocketAddr) -> anyhow::Result<ExitCode> {
     }
     let text = demo_config(listen, &servers);
     let config = sluice_config::parse("demo.toml", &text).map_err(|e| anyhow!("{e}"))?;
-    let signals = stop_signals()?;
+    let signals = crate::serve::signals()?;
     let proxy = Proxy::start(config)
         .with_context(|| format!("listening on {listen} (try --listen 127.0.0.1:0)"))?;
     let addr = proxy.local_addrs()[0];
     println!("# sluice demo: three backends on loopback, sluice in front of them.\n# The config it runs:\n\n{text}");
     println!("# Try it (each response names the backend that answered):\n  for i in 1 2 3 4 5 6; do curl -s http://{addr}/; done\n\n# Ctrl-C stops it.");
-    run_until_stopped(proxy, signals)?;
+    crate::serve::run_until_stopped(&proxy, signals, None);
+    proxy.wait()?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -2,6 +2,7 @@
 //! the crate that does the work; owns no logic of its own beyond wiring and exit codes.
 
 mod commands;
+mod serve;
 
 use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
@@ -21,6 +22,12 @@ enum Command {
     /// Run the load balancer.
     Serve {
         /// The config file.
+        #[arg(short, long, default_value = "sluice.toml")]
+        config: PathBuf,
+    },
+    /// Validate a config and make the running `sluice serve` of that config load it
+    /// (it receives SIGHUP; an invalid config is refused here and changes nothing).
+    Reload {
         #[arg(short, long, default_value = "sluice.toml")]
         config: PathBuf,
     },
@@ -67,7 +74,8 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let result = match Cli::parse().command {
-        Command::Serve { config } => commands::serve(&config),
+        Command::Serve { config } => serve::serve(&config),
+        Command::Reload { config } => serve::reload(&config),
         Command::Check { config } => commands::check(&config),
         Command::Demo { listen } => commands::demo(listen),
         Command::HashReport { keys } => commands::hash_report(keys),

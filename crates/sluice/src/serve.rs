@@ -1,0 +1,163 @@
+//! `sluice serve` and `sluice reload`: running the proxy under signals, and changing its
+//! config without a restart.
+//!
+//! A running `sluice serve` reloads its config file on SIGHUP. `sluice reload -c FILE`
+//! validates FILE first, then sends SIGHUP to the process whose id is in the pid file:
+//! `pid_file` from the config, or by default `$TMPDIR/sluice-<hash of the config's full
+//! path>.pid`, so `serve` and `reload` given the same file find each other.
+
+use anyhow::{anyhow, Context};
+use sluice_proxy::Proxy;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::mpsc::Receiver;
+
+/// Exit code for a config that does not validate.
+pub const BAD_CONFIG: u8 = 2;
+
+/// What a signal asks of the running process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGTERM or SIGINT: drain and exit.
+    Stop,
+    /// SIGHUP: reload the config.
+    Reload,
+}
+
+pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
+    let config = match sluice_config::load(path) {
+        Ok(config) => config,
+        Err(errors) => {
+            eprintln!("{errors}");
+            return Ok(ExitCode::from(BAD_CONFIG));
+        }
+    };
+    let pid_file = pid_file(path, config.pid_file.as_deref());
+    let signals = signals()?;
+    let proxy = Proxy::start(config).context("starting the listeners")?;
+    std::fs::write(&pid_file, format!("{}\n", std::process::id()))
+        .with_context(|| format!("writing the pid file {}", pid_file.display()))?;
+    tracing::info!(pid_file = %pid_file.display(), "reload with SIGHUP or `sluice reload -c {}`", path.display());
+    run_until_stopped(&proxy, signals, Some(path));
+    let waited = proxy.wait();
+    let _ = std::fs::remove_file(&pid_file);
+    waited?;
+    tracing::info!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn reload(path: &Path) -> anyhow::Result<ExitCode> {
+    let config = match sluice_config::load(path) {
+        Ok(config) => config,
+        Err(errors) => {
+            eprintln!("{errors}\nsluice: not reloading; the running sluice keeps its config");
+            return Ok(ExitCode::from(BAD_CONFIG));
+        }
+    };
+    let pid_file = pid_file(path, config.pid_file.as_deref());
+    let text = std::fs::read_to_string(&pid_file).with_context(|| {
+        format!(
+            "no running sluice for this config: cannot read {}",
+            pid_file.display()
+        )
+    })?;
+    let pid: u32 = text
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("{} does not hold a process id", pid_file.display()))?;
+    let sent = std::process::Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .status()?;
+    if !sent.success() {
+        return Err(anyhow!(
+            "sluice (pid {pid}) is not running; remove the stale {}",
+            pid_file.display()
+        ));
+    }
+    println!("sent SIGHUP to sluice (pid {pid}); its log says whether the new config took effect");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The pid file for the config at `config_path`: the configured one, or a name derived
+/// from the config's full path.
+fn pid_file(config_path: &Path, configured: Option<&Path>) -> PathBuf {
+    if let Some(p) = configured {
+        return p.to_path_buf();
+    }
+    let full = std::fs::canonicalize(config_path).unwrap_or_else(|_| config_path.to_path_buf());
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in full.to_string_lossy().bytes() {
+        hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    std::env::temp_dir().join(format!("sluice-{hash:016x}.pid"))
+}
+
+/// SIGTERM, SIGINT and SIGHUP, delivered over a channel by a thread of their own. The
+/// handlers are installed before this returns, so no early signal is lost.
+pub fn signals() -> anyhow::Result<Receiver<Signal>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (mut term, mut int, mut hup) = runtime.block_on(async {
+        Ok::<_, std::io::Error>((
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::hangup())?,
+        ))
+    })?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        runtime.block_on(async move {
+            loop {
+                let signal = tokio::select! {
+                    _ = term.recv() => Signal::Stop,
+                    _ = int.recv() => Signal::Stop,
+                    _ = hup.recv() => Signal::Reload,
+                };
+                if tx.send(signal).is_err() {
+                    return;
+                }
+            }
+        })
+    });
+    Ok(rx)
+}
+
+/// Serves until a stop signal, reloading `config` on SIGHUP, then starts the drain; a
+/// second stop signal exits at once.
+pub fn run_until_stopped(proxy: &Proxy, signals: Receiver<Signal>, config: Option<&Path>) {
+    while let Ok(Signal::Reload) = signals.recv() {
+        match config {
+            Some(path) => apply(proxy, path),
+            None => tracing::warn!("SIGHUP ignored: this sluice has no config file to reload"),
+        }
+    }
+    tracing::info!("stopping: no new connections; finishing requests in flight");
+    proxy.shutdown();
+    std::thread::spawn(move || {
+        while let Ok(signal) = signals.recv() {
+            if signal == Signal::Stop {
+                eprintln!("sluice: second signal, exiting without waiting for requests in flight");
+                std::process::exit(130);
+            }
+        }
+    });
+}
+
+/// Reloads from `path`, or logs why not and keeps the running config.
+fn apply(proxy: &Proxy, path: &Path) {
+    let config = match sluice_config::load(path) {
+        Ok(config) => config,
+        Err(errors) => {
+            for e in &errors.0 {
+                tracing::error!(error = %e, "reload rejected: the config has errors; still serving the previous one");
+            }
+            return;
+        }
+    };
+    match proxy.reload(config) {
+        Ok(summary) => tracing::info!(?summary, "reloaded"),
+        Err(e) => tracing::error!(cause = %e, "reload failed; still serving the previous config"),
+    }
+}
