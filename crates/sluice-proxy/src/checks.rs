@@ -98,17 +98,22 @@ async fn check_loop(upstream: String, server: Arc<ServerState>, check: HealthChe
     loop {
         tick.tick().await;
         let result = probe(server.addr, &check).await;
+        let now = now_ns();
         let up = server.health.checked_up();
         match result {
             Ok(()) => {
                 (good, bad) = (good + 1, 0);
-                if !up && good >= check.rise && server.health.set_checked(true, now_ns()) {
-                    tracing::info!(upstream = %upstream, server = %server.addr, "server up: health checks pass again");
+                if !up && good >= check.rise {
+                    // Back from the dead: also end any ejection its failures caused. (A
+                    // server that passes checks but fails real traffic stays ejected.)
+                    server.health.set_checked(true, now);
+                    server.health.reinstate(now);
+                    tracing::info!(upstream = %upstream, server = %server.addr, "server up: health checks pass");
                 }
             }
             Err(cause) => {
                 (good, bad) = (0, bad + 1);
-                if up && bad >= check.fall && server.health.set_checked(false, now_ns()) {
+                if up && bad >= check.fall && server.health.set_checked(false, now) {
                     tracing::warn!(upstream = %upstream, server = %server.addr, cause = %cause, "server down: health checks fail");
                 }
             }

@@ -121,6 +121,12 @@ impl Health {
     pub fn checked_up(&self) -> bool {
         self.checked_up.load(Ordering::Relaxed)
     }
+
+    /// Ends a passive ejection early: active checks have seen the server healthy again.
+    pub fn reinstate(&self, now_ns: u64) {
+        self.ejected_until_ns.store(0, Ordering::Relaxed);
+        self.back_at_ns.store(now_ns, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]

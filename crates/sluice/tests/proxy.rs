@@ -6,9 +6,11 @@ mod proxy {
 
     mod balancing;
     mod errors;
+    mod faults;
     mod framing;
     mod hashing;
     mod headers;
     mod lifecycle;
+    pub mod load;
     mod pooling;
 }

@@ -101,6 +101,18 @@ impl Client {
         }
     }
 
+    pub fn from_stream(stream: TcpStream) -> Client {
+        Client {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Like [`Client::send`], reporting a broken connection instead of panicking.
+    pub async fn try_send(&mut self, raw: &str) -> io::Result<()> {
+        self.stream.write_all(raw.as_bytes()).await
+    }
+
     pub async fn send(&mut self, raw: &str) {
         self.stream.write_all(raw.as_bytes()).await.expect("send");
     }

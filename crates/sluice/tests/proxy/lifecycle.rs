@@ -115,6 +115,7 @@ async fn sigterm_lets_requests_in_flight_finish() {
     let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
         .await
         .unwrap();
+    println!("fault-report: SIGTERM with 3 slow requests (1.5 s) in flight | sent 3 | failed 0 | all completed; exit {:?} after the signal", stopped_at.elapsed());
     assert!(status.success(), "{status:?}");
     assert!(
         stopped_at.elapsed() < Duration::from_secs(5),
