@@ -221,18 +221,13 @@ async fn servers_answering_503_or_garbage_are_ejected() {
         .map(|(at, _)| *at)
         .max()
         .unwrap_or_default();
-    report(
-        "servers answering 503 / malformed HTTP",
-        &tally,
-        &format!(
-            "statuses {:?}; last failure at {last_failure:?}",
-            tally
-                .failures
-                .iter()
-                .map(|f| f.1)
-                .collect::<std::collections::BTreeSet<_>>()
-        ),
+    let count = |status| tally.failures.iter().filter(|f| f.1 == status).count();
+    let seen = format!(
+        "{} x 503, {} x 502; last failure at {last_failure:?}",
+        count(503),
+        count(502)
     );
+    report("servers answering 503 / malformed HTTP", &tally, &seen);
     // Each bad server fails at most max_fails (3) times plus what was in flight when it
     // was ejected, then never again.
     assert!(
@@ -464,4 +459,30 @@ async fn a_recovered_server_ramps_up_under_slow_start() {
         "no ramp: {shares:?}"
     );
     assert!(shares[2] > 0.4, "not back to a full share: {shares:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_keeps_pooled_connections_to_servers_that_stay() {
+    let (a, b) = (backend("a").await, backend("b").await);
+    let p = proxy(&format!("workers = 1\n{}", one_upstream(&[a], "")));
+    let mut c = Client::connect(p.addr).await;
+    for _ in 0..20 {
+        assert_eq!(c.get("/").await.status, 200);
+    }
+    let (before, _) = backend_stats(a).await;
+    let summary = p.reload(&format!("workers = 1\n{}", one_upstream(&[a, b], "")));
+    assert_eq!((summary.servers_added, summary.servers_removed), (1, 0));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut names = std::collections::BTreeSet::new();
+    for _ in 0..20 {
+        names.insert(c.get("/").await.header("x-backend").unwrap().to_string());
+    }
+    let (after, _) = backend_stats(a).await;
+    // One more connection: the stats request's own. The proxy reused its pooled one.
+    assert_eq!(
+        after,
+        before + 1,
+        "server a saw new connections after the reload"
+    );
+    assert_eq!(names.len(), 2, "the added server gets traffic: {names:?}");
 }

@@ -35,6 +35,16 @@ pub struct TestProxy {
     proxy: Option<Proxy>,
 }
 
+impl TestProxy {
+    /// Reloads with a new `body`, as [`proxy`] takes it (same listener).
+    pub fn reload(&self, body: &str) -> sluice_proxy::ReloadSummary {
+        let text =
+            format!("shutdown_grace = \"2s\"\n{body}\n[[listener]]\nbind = \"127.0.0.1:0\"\n");
+        let config = sluice_config::parse("test.toml", &text).unwrap();
+        self.proxy.as_ref().unwrap().reload(config).expect("reload")
+    }
+}
+
 impl Drop for TestProxy {
     fn drop(&mut self) {
         if let Some(p) = self.proxy.take() {
