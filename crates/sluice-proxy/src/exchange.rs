@@ -112,10 +112,12 @@ impl Attempt<'_> {
                 Some(conn) => conn,
                 None => self.connect().await?,
             };
-            let started = std::time::Instant::now();
+            let started = self.up.wants_latency().then(std::time::Instant::now);
             match self.exchange(&mut upstream, client, head, out).await {
                 Ok((resp, delivery)) => {
-                    self.up.observe(self.server, started.elapsed());
+                    if let Some(started) = started {
+                        self.up.observe(self.server, started.elapsed());
+                    }
                     return Ok((upstream, resp, delivery));
                 }
                 Err(f)

@@ -29,9 +29,10 @@ pub async fn forward(
     scratch: &mut Scratch,
 ) -> bool {
     let Scratch { head, key, out } = scratch;
-    let up = &gen.upstreams[gen.config.routes[route].upstream];
+    let u = gen.config.routes[route].upstream;
+    let up = &gen.upstreams[u];
     let scope = Scope { w, gen, route, up };
-    up.deposit();
+    gen.count_request(u);
     let mut tried = [0usize; MAX_TRIES];
     let mut tries = 0;
     let mut last: Option<(usize, Failure)> = None;
@@ -56,7 +57,7 @@ pub async fn forward(
             Ok(answer) => return scope.deliver(server, client, answer, out).await,
             Err(f) => {
                 scope.blame(server, &f);
-                if !may_retry(up, req, &f, tries) {
+                if !may_retry(up, req, &f, tries, || gen.report(u)) {
                     return scope.fail(client, req, Some(server), f, out).await;
                 }
                 tracing::info!(upstream = %up.config.name, server = %up.addr(server), cause = %f.cause, "retrying on another server");
@@ -69,14 +70,24 @@ pub async fn forward(
 /// Whether a failed request may go to another server: only if the server is to blame, the
 /// request body is still unread (nothing to replay), the request cannot have had an effect
 /// or its method is idempotent, tries remain, and the retry budget has a token.
-fn may_retry(up: &UpstreamShared, req: &Request, f: &Failure, tries: usize) -> bool {
+/// `report` brings the budget up to date before a token is spent from it.
+fn may_retry(
+    up: &UpstreamShared,
+    req: &Request,
+    f: &Failure,
+    tries: usize,
+    report: impl FnOnce(),
+) -> bool {
     let safe = !f.sent || req.idempotent || up.config.retry.non_idempotent;
-    f.server_fault
+    let allowed = f.server_fault
         && f.body_untouched
         && safe
         && tries <= up.config.retry.retries as usize
-        && tries < MAX_TRIES
-        && up.withdraw()
+        && tries < MAX_TRIES;
+    allowed && {
+        report();
+        up.withdraw()
+    }
 }
 
 /// Where a request is going: what logging and failure accounting need.

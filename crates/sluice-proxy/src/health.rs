@@ -21,6 +21,20 @@ pub fn now_ns() -> u64 {
         .as_nanos() as u64
 }
 
+/// The time, read from the clock only if something asks for it: most picks never do
+/// (no server ejected, no slow start), and a clock read is the costliest part of a pick.
+#[derive(Default)]
+pub struct LazyNow(std::cell::Cell<u64>);
+
+impl LazyNow {
+    pub fn get(&self) -> u64 {
+        if self.0.get() == 0 {
+            self.0.set(now_ns().max(1));
+        }
+        self.0.get()
+    }
+}
+
 #[derive(Default)]
 struct Failures {
     window_start_ns: u64,
@@ -54,26 +68,26 @@ impl Default for Health {
 }
 
 impl Health {
-    pub fn available(&self, now_ns: u64) -> bool {
-        self.checked_up.load(Ordering::Relaxed)
-            && now_ns >= self.ejected_until_ns.load(Ordering::Relaxed)
+    pub fn available(&self, now: &LazyNow) -> bool {
+        let until = self.ejected_until_ns.load(Ordering::Relaxed);
+        self.checked_up.load(Ordering::Relaxed) && (until == 0 || now.get() >= until)
     }
 
     /// How much of its weight the server gets now: ramps from a small share to all of it
     /// over `slow_start` after the server comes back.
-    pub fn ramp(&self, now_ns: u64, slow_start: Duration) -> f64 {
+    pub fn ramp(&self, now: &LazyNow, slow_start: Duration) -> f64 {
         let back = self.back_at_ns.load(Ordering::Relaxed);
-        if slow_start.is_zero() || back == 0 || now_ns < back {
+        if slow_start.is_zero() || back == 0 || now.get() < back {
             return 1.0;
         }
-        let elapsed = (now_ns - back) as f64 / slow_start.as_nanos() as f64;
+        let elapsed = (now.get() - back) as f64 / slow_start.as_nanos() as f64;
         elapsed.clamp(0.05, 1.0)
     }
 
     /// Counts a failure. Returns how long the server is now ejected for, when this
     /// failure ejected it.
     pub fn failed(&self, policy: &FailurePolicy, now_ns: u64) -> Option<Duration> {
-        if policy.max_fails == 0 || !self.available(now_ns) {
+        if policy.max_fails == 0 || !self.available(&LazyNow(now_ns.into())) {
             return None;
         }
         self.troubled.store(true, Ordering::Relaxed);
@@ -135,6 +149,10 @@ mod tests {
 
     const S: u64 = 1_000_000_000;
 
+    fn at(t: u64) -> LazyNow {
+        LazyNow(t.into())
+    }
+
     fn policy() -> FailurePolicy {
         FailurePolicy {
             max_fails: 3,
@@ -151,7 +169,7 @@ mod tests {
         assert_eq!(h.failed(&p, S), None);
         assert_eq!(h.failed(&p, 2 * S), None);
         assert_eq!(h.failed(&p, 3 * S), Some(Duration::from_secs(10)));
-        assert!(!h.available(4 * S) && h.available(13 * S));
+        assert!(!h.available(&at(4 * S)) && h.available(&at(13 * S)));
         // Failing again right after coming back: twice as long.
         for t in [14, 15] {
             assert_eq!(h.failed(&p, t * S), None);
@@ -177,11 +195,11 @@ mod tests {
     fn slow_start_ramps_the_share() {
         let h = Health::default();
         let ramp = Duration::from_secs(10);
-        assert_eq!(h.ramp(5 * S, ramp), 1.0);
+        assert_eq!(h.ramp(&at(5 * S), ramp), 1.0);
         h.set_checked(false, S);
         h.set_checked(true, 10 * S);
-        assert_eq!(h.ramp(10 * S, ramp), 0.05);
-        assert!((h.ramp(15 * S, ramp) - 0.5).abs() < 1e-9);
-        assert_eq!(h.ramp(30 * S, ramp), 1.0);
+        assert_eq!(h.ramp(&at(10 * S), ramp), 0.05);
+        assert!((h.ramp(&at(15 * S), ramp) - 0.5).abs() < 1e-9);
+        assert_eq!(h.ramp(&at(30 * S), ramp), 1.0);
     }
 }

@@ -7,6 +7,7 @@
 use crate::conn::Conn;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -18,7 +19,25 @@ struct Idle {
 
 #[derive(Default)]
 pub struct Pool {
-    idle: RefCell<HashMap<SocketAddr, VecDeque<Idle>>>,
+    idle: RefCell<HashMap<SocketAddr, VecDeque<Idle>, BuildHasherDefault<AddrHasher>>>,
+}
+
+/// A fast hasher for the few socket addresses a worker pools: looked up twice per
+/// request, where std's DoS-resistant SipHash is wasted (the keys come from the config,
+/// not from clients).
+#[derive(Default)]
+pub struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
 }
 
 impl Pool {

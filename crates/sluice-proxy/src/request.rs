@@ -170,11 +170,23 @@ impl<'a> Target<'a> {
 /// never send them: they resolve dot segments before sending).
 fn has_dot_segment(target: &str) -> bool {
     let path = target.split('?').next().unwrap_or(target);
-    path.split('/').any(|segment| {
-        let lower = segment.to_ascii_lowercase();
-        let dots = lower.replace("%2e", ".");
-        dots == "." || dots == ".."
-    })
+    path.split('/').any(is_dots)
+}
+
+/// True for `.` and `..`, each dot possibly written `%2e` (any case). No allocation:
+/// this runs on every request.
+fn is_dots(segment: &str) -> bool {
+    let mut rest = segment.as_bytes();
+    let mut dots = 0;
+    while !rest.is_empty() {
+        rest = match rest {
+            [b'.', tail @ ..] => tail,
+            [b'%', b'2', e, tail @ ..] if e.eq_ignore_ascii_case(&b'e') => tail,
+            _ => return false,
+        };
+        dots += 1;
+    }
+    dots == 1 || dots == 2
 }
 
 fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {

@@ -9,6 +9,7 @@
 use crate::route::Router;
 use crate::upstream::UpstreamShared;
 use sluice_config::Config;
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -54,14 +55,35 @@ pub struct Generation {
     pub router: Router,
     pub upstreams: Vec<Arc<UpstreamShared>>,
     pub shared: Arc<Shared>,
+    /// Requests not yet added to each upstream's retry budget: reported in batches so the
+    /// budget's lock is not taken on every request.
+    unreported: Vec<Cell<u32>>,
 }
 
+/// Requests a worker counts before it reports them to the retry budget.
+const REPORT_EVERY: u32 = 32;
+
 impl Generation {
+    /// Counts a request to upstream `u` toward its retry budget.
+    pub fn count_request(&self, u: usize) {
+        let n = self.unreported[u].get() + 1;
+        self.unreported[u].set(n);
+        if n >= REPORT_EVERY {
+            self.report(u);
+        }
+    }
+
+    /// Adds the requests counted so far to upstream `u`'s budget (before spending from it).
+    pub fn report(&self, u: usize) {
+        self.upstreams[u].deposit(self.unreported[u].replace(0));
+    }
+
     pub fn new(shared: Arc<Shared>) -> Self {
         Generation {
             config: shared.config.clone(),
             router: Router::new(&shared.config),
             upstreams: shared.upstreams.clone(),
+            unreported: shared.upstreams.iter().map(|_| Cell::new(0)).collect(),
             shared,
         }
     }

@@ -6,7 +6,7 @@
 //! connections over workers (nginx without a shared zone does not). The lock is held for
 //! a few arithmetic operations per request.
 
-use crate::health::{now_ns, Health};
+use crate::health::{now_ns, Health, LazyNow};
 use sluice_balance::{
     default_table_size, Balancer, Candidate, ConsistentHash, Context, LeastConn, PeakEwma,
     RandomTwo, Server, SmoothWeighted,
@@ -91,14 +91,14 @@ impl UpstreamShared {
     /// the request as in flight on it. Backup servers are candidates only while no
     /// primary is available.
     pub fn pick(&self, key: &[u8], random: u64, tried: &[usize]) -> Option<(usize, InFlight)> {
-        let now = now_ns();
+        let now = LazyNow::default();
         let servers = &self.config.servers;
-        let up = |i: usize| !tried.contains(&i) && self.servers[i].health.available(now);
+        let up = |i: usize| !tried.contains(&i) && self.servers[i].health.available(&now);
         let primaries_up = (0..servers.len()).any(|i| !servers[i].backup && up(i));
         let view = |i: usize| Candidate {
             weight: ((f64::from(servers[i].weight)
                 * WEIGHT_SCALE
-                * self.servers[i].health.ramp(now, self.config.slow_start))
+                * self.servers[i].health.ramp(&now, self.config.slow_start))
                 as u32)
                 .max(1),
             active: self.servers[i].active.load(Ordering::Relaxed),
@@ -111,7 +111,7 @@ impl UpstreamShared {
             Context {
                 key,
                 random,
-                now_ns: now,
+                now_ns: if self.wants_latency() { now.get() } else { 0 },
             },
         )?;
         let state = &self.servers[server];
@@ -119,9 +119,14 @@ impl UpstreamShared {
         Some((server, InFlight(state.clone())))
     }
 
+    /// True when the balancer learns from response times (peak-EWMA).
+    pub fn wants_latency(&self) -> bool {
+        matches!(self.config.balance, Balance::PeakEwma { .. })
+    }
+
     /// Tells a latency-aware balancer how long `server` took to answer.
     pub fn observe(&self, server: usize, rtt: std::time::Duration) {
-        if matches!(self.config.balance, Balance::PeakEwma { .. }) {
+        if self.wants_latency() {
             let mut balancer = self.balancer.lock().unwrap_or_else(|p| p.into_inner());
             balancer.observe(
                 self.config.servers.len(),
@@ -132,12 +137,10 @@ impl UpstreamShared {
         }
     }
 
-    /// Counts a request toward the retry budget.
-    pub fn deposit(&self) {
-        self.budget
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .deposit();
+    /// Counts `requests` toward the retry budget (workers report in batches).
+    pub fn deposit(&self, requests: u32) {
+        let mut budget = self.budget.lock().unwrap_or_else(|p| p.into_inner());
+        (0..requests).for_each(|_| budget.deposit());
     }
 
     /// Takes one retry from the budget, if it has one.
