@@ -36,6 +36,10 @@ pub struct Route {
     pub path: String,
     /// Index into [`Config::upstreams`].
     pub upstream: usize,
+    /// Protocols a client may switch to with `Upgrade` (lower-case), e.g. "websocket".
+    pub upgrade: Vec<String>,
+    /// An upgraded connection (a WebSocket) with no bytes either way for this long is closed.
+    pub tunnel_idle_timeout: Duration,
 }
 
 /// How a route matches the request's host (lower-case, without port).

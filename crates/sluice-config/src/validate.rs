@@ -24,7 +24,7 @@ const TOP_KEYS: &[&str] = &[
     "upstream",
 ];
 const LISTENER_KEYS: &[&str] = &["bind"];
-const ROUTE_KEYS: &[&str] = &["host", "path", "upstream"];
+const ROUTE_KEYS: &[&str] = &["host", "path", "upstream", "upgrade", "tunnel_idle_timeout"];
 const UPSTREAM_KEYS: &[&str] = &[
     "hash_key",
     "hash_method",
@@ -283,9 +283,36 @@ fn routes(r: &mut Reader, root: &dyn TableLike, upstreams: &[Upstream]) -> Vec<R
             host,
             path,
             upstream,
+            upgrade: upgrades(r, table),
+            tunnel_idle_timeout: r
+                .timeout(table, "tunnel_idle_timeout")
+                .unwrap_or(Duration::from_secs(3600)),
         });
     }
     out
+}
+
+/// `upgrade = ["websocket"]` (the default); `[]` refuses every upgrade on the route.
+fn upgrades(r: &mut Reader, table: &dyn TableLike) -> Vec<String> {
+    let Some(v) = r.value(table, "upgrade", "a list of protocols") else {
+        return vec!["websocket".to_string()];
+    };
+    let list = v.as_array().map(|a| {
+        a.iter()
+            .map(|p| p.as_str().map(str::to_ascii_lowercase))
+            .collect::<Option<Vec<_>>>()
+    });
+    match list {
+        Some(Some(protocols)) => protocols,
+        _ => {
+            r.error(
+                v.span(),
+                "`upgrade` must be a list of protocol names",
+                "write upgrade = [\"websocket\"], or [] to refuse upgrades",
+            );
+            Vec::new()
+        }
+    }
 }
 
 fn route_upstream(

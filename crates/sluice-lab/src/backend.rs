@@ -13,6 +13,7 @@
 //! | `/status/NNN` | an empty response with that status |
 //! | `/delay?ms=N` | answers after N ms |
 //! | `/__stats` | `connections=N requests=M` seen by this backend |
+//! | any path, WebSocket handshake | `/echo` echoes; others speak STOMP with `--stomp`, else echo |
 
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
@@ -34,10 +35,13 @@ pub struct Options {
     pub name: String,
     /// Added before every response, like an app doing work.
     pub delay: Duration,
+    /// WebSocket connections (other than `/echo`) speak STOMP to an in-memory broker.
+    pub stomp: bool,
 }
 
 #[derive(Default)]
 struct Stats {
+    broker: Arc<crate::stomp::Broker>,
     connections: AtomicU64,
     requests: AtomicU64,
 }
@@ -61,6 +65,7 @@ pub async fn serve(listener: TcpListener, options: Options) {
                 hyper::service::service_fn(move |req| handle(req, options.clone(), stats.clone()));
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades()
                 .await;
         });
     }
@@ -80,6 +85,15 @@ async fn handle(
     stats: Arc<Stats>,
 ) -> Result<Reply, Infallible> {
     stats.requests.fetch_add(1, Ordering::Relaxed);
+    if crate::websocket::is_handshake(&req) {
+        let reply = crate::websocket::accept(
+            req,
+            options.stomp,
+            stats.broker.clone(),
+            options.name.clone(),
+        );
+        return Ok(with_name(reply, &options.name));
+    }
     if !options.delay.is_zero() {
         tokio::time::sleep(options.delay).await;
     }

@@ -7,3 +7,5 @@
 pub mod backend;
 pub mod balance_sim;
 pub mod hash_report;
+pub mod stomp;
+pub mod websocket;

@@ -75,7 +75,15 @@ async fn read_head(
         if !client.buf.is_empty() {
             let gen = w.gen();
             let max = gen.config.max_header_bytes;
-            match request::parse(&client.buf, origin, head, |view| route(&gen, view, key))? {
+            let allows =
+                |route: &Option<usize>, protocol: &str| allows_upgrade(&gen, *route, protocol);
+            match request::parse(
+                &client.buf,
+                origin,
+                head,
+                |view| route(&gen, view, key),
+                allows,
+            )? {
                 Some((req, _)) if req.head_len > max => return Err(too_large()),
                 Some((req, route)) => return Ok(Some((req, route, gen))),
                 None if client.buf.len() >= max => return Err(too_large()),
@@ -110,6 +118,18 @@ fn route(gen: &Generation, view: &View<'_>, key: &mut Vec<u8>) -> Option<usize> 
         key::evaluate(template, view, key);
     }
     Some(route)
+}
+
+/// True when the route lets a client switch to `protocol` (the first one it offers).
+fn allows_upgrade(gen: &Generation, route: Option<usize>, protocol: &str) -> bool {
+    let first = protocol.split(',').next().unwrap_or("").trim();
+    let first = first.split('/').next().unwrap_or(first);
+    route.is_some_and(|r| {
+        gen.config.routes[r]
+            .upgrade
+            .iter()
+            .any(|p| p.eq_ignore_ascii_case(first))
+    })
 }
 
 fn too_large() -> Rejection {

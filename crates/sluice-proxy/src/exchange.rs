@@ -202,6 +202,7 @@ impl Attempt<'_> {
             is_head: self.req.is_head,
             http10: self.req.http10,
             keep_alive: self.req.keep_alive && !self.w.draining() && whole_body,
+            upgrade: self.req.upgrade,
         };
         let (mut resp, mut delivery) = self.read_response_head(upstream, client, side, out).await?;
         if !whole_body {

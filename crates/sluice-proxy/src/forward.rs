@@ -12,6 +12,7 @@ use crate::reply;
 use crate::request::Request;
 use crate::response::{Delivery, Response};
 use crate::state::Generation;
+use crate::tunnel;
 use crate::upstream::UpstreamShared;
 use crate::worker::Worker;
 
@@ -124,6 +125,9 @@ impl Scope<'_> {
     ) -> bool {
         let (mut upstream, resp, delivery) = answer;
         let up = self.up;
+        if resp.upgraded {
+            return self.tunnel(server, client, upstream, out).await;
+        }
         if up.config.failure.fail_status.contains(&resp.status) {
             self.blame(server, &Failure::status(resp.status));
         } else {
@@ -160,6 +164,34 @@ impl Scope<'_> {
                 false
             }
         }
+    }
+
+    /// Sends the `101` head (in `out`) and runs the tunnel; the connection ends with it.
+    async fn tunnel(
+        &self,
+        server: usize,
+        client: &mut Conn,
+        mut upstream: Conn,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        if write_all(&mut client.stream, out, self.gen.config.client_idle_timeout)
+            .await
+            .is_err()
+        {
+            return false;
+        }
+        // Nothing of the HTTP exchange is needed any more: give its buffers back.
+        *out = Vec::new();
+        let route = &self.gen.config.routes[self.route];
+        let end = tunnel::run(
+            client,
+            &mut upstream,
+            route.tunnel_idle_timeout,
+            &self.up.servers[server],
+        )
+        .await;
+        tracing::debug!(route = %route.path, upstream = %self.up.config.name, server = %self.up.addr(server), end = ?end, "tunnel closed");
+        false
     }
 
     /// Answers the client with the failure's status and logs why. Returns keep-alive.

@@ -30,6 +30,8 @@ pub fn is_hop_by_hop(name: &str) -> bool {
 pub struct ConnectionTokens<'a> {
     pub close: bool,
     pub keep_alive: bool,
+    /// The sender asks to switch protocols (the `Upgrade` header says to which).
+    pub upgrade: bool,
     /// Other tokens: names of further headers that are hop-by-hop for this message.
     pub extra: Vec<&'a str>,
 }
@@ -49,6 +51,8 @@ impl<'a> ConnectionTokens<'a> {
                     tokens.close = true;
                 } else if token.eq_ignore_ascii_case("keep-alive") {
                     tokens.keep_alive = true;
+                } else if token.eq_ignore_ascii_case("upgrade") {
+                    tokens.upgrade = true;
                 } else {
                     tokens.extra.push(token);
                 }

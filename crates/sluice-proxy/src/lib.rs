@@ -26,6 +26,7 @@ mod response;
 mod route;
 mod server;
 mod state;
+mod tunnel;
 mod upstream;
 mod worker;
 

@@ -23,6 +23,8 @@ pub struct Request {
     pub http10: bool,
     /// Whether the body has no effect if repeated (safe to resend on a fresh connection).
     pub idempotent: bool,
+    /// The client asks to switch protocols (a WebSocket handshake) and its route allows it.
+    pub upgrade: bool,
     /// The client waits for `100 Continue` before sending its body. sluice answers that
     /// itself once a server connection is ready, and does not pass `Expect` on (as nginx).
     pub expect_continue: bool,
@@ -52,6 +54,7 @@ pub fn parse<R>(
     origin: &Origin<'_>,
     out: &mut Vec<u8>,
     route: impl FnOnce(&View<'_>) -> R,
+    allows_upgrade: impl FnOnce(&R, &str) -> bool,
 ) -> Result<Option<(Request, R)>, Rejection> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
@@ -85,10 +88,12 @@ pub fn parse<R>(
         client_ip: origin.client_ip,
     };
     let routed = route(&view);
+    let upgrade =
+        upgrade_protocol(req.headers, &conn, minor, framing).filter(|p| allows_upgrade(&routed, p));
 
     out.clear();
     write_request_line(out, method, target.path);
-    write_headers(out, req.headers, &conn, host, origin, framing);
+    write_headers(out, req.headers, &conn, host, origin, framing, upgrade);
     let keep_alive = if minor == 0 {
         conn.keep_alive && !conn.close
     } else {
@@ -108,6 +113,7 @@ pub fn parse<R>(
         http10: minor == 0,
         idempotent,
         expect_continue,
+        upgrade: upgrade.is_some(),
     };
     Ok(Some((request, routed)))
 }
@@ -229,6 +235,26 @@ fn write_request_line(out: &mut Vec<u8>, method: &str, path: &str) {
     out.extend_from_slice(b" HTTP/1.1\r\n");
 }
 
+/// The protocol an HTTP/1.1 request without a body asks to switch to, if any: the
+/// `Upgrade` header, when `Connection` names `upgrade`.
+fn upgrade_protocol<'h>(
+    headers: &[httparse::Header<'h>],
+    conn: &ConnectionTokens<'_>,
+    minor: u8,
+    framing: Framing,
+) -> Option<&'h str> {
+    if !conn.upgrade || minor != 1 || framing != Framing::None {
+        return None;
+    }
+    let h = headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("upgrade"))?;
+    std::str::from_utf8(h.value)
+        .ok()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+}
+
 /// Headers that we set ourselves (or answer ourselves: `Expect`), so the client's are dropped.
 fn is_ours(name: &str) -> bool {
     [
@@ -256,6 +282,7 @@ fn write_headers(
     host: &str,
     origin: &Origin<'_>,
     framing: Framing,
+    upgrade: Option<&str>,
 ) {
     for h in headers {
         if !conn.strips(h.name) && !is_ours(h.name) {
@@ -281,6 +308,10 @@ fn write_headers(
     if !host.is_empty() {
         put_header(out, b"X-Forwarded-Host", host.as_bytes());
     }
+    if let Some(protocol) = upgrade {
+        out.extend_from_slice(b"Connection: Upgrade\r\n");
+        put_header(out, b"Upgrade", protocol.as_bytes());
+    }
     match framing {
         Framing::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
         Framing::Length(n) => put_header(out, b"Content-Length", n.to_string().as_bytes()),
@@ -299,8 +330,9 @@ mod tests {
             proto: "http",
         };
         let mut out = Vec::new();
-        let parsed = parse(raw.as_bytes(), &origin, &mut out, |v| {
-            (v.host.to_string(), v.target.to_string())
+        let route = |v: &View| (v.host.to_string(), v.target.to_string());
+        let parsed = parse(raw.as_bytes(), &origin, &mut out, route, |_, p| {
+            p == "websocket"
         })?;
         Ok(parsed.map(|(r, (h, p))| (r, format!("{h}|{p}"), String::from_utf8(out).unwrap())))
     }
@@ -316,6 +348,21 @@ mod tests {
             out,
             "GET /a?b=1 HTTP/1.1\r\nAccept: */*\r\nHost: Example.com:8080\r\nX-Forwarded-For: 1.2.3.4, 10.0.0.9\r\nX-Real-IP: 10.0.0.9\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: Example.com:8080\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn websocket_handshakes_keep_their_upgrade_headers() {
+        let raw = "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: k\r\n\r\n";
+        let (req, _, out) = run(raw).unwrap().unwrap();
+        assert!(req.upgrade);
+        assert!(
+            out.contains("Connection: Upgrade\r\nUpgrade: websocket\r\n")
+                && out.contains("Sec-WebSocket-Key: k"),
+            "{out}"
+        );
+        let refused = "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+        let (req, _, out) = run(refused).unwrap().unwrap();
+        assert!(!req.upgrade && !out.contains("pgrade"), "{out}");
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub struct Response {
     pub reusable: bool,
     /// A 1xx interim response: another head follows.
     pub interim: bool,
+    /// `101 Switching Protocols`: from here on the connection is a tunnel.
+    pub upgraded: bool,
 }
 
 /// What the client side of the exchange needs to know to rewrite the head.
@@ -24,6 +26,8 @@ pub struct ClientSide {
     pub http10: bool,
     /// We intend to keep the client connection open after this response.
     pub keep_alive: bool,
+    /// The request asked to switch protocols, and its route allows it.
+    pub upgrade: bool,
 }
 
 /// How the body must be sent on to the client.
@@ -58,10 +62,11 @@ pub fn parse(
     };
     let reason = res.reason.unwrap_or("");
     let conn = ConnectionTokens::read(res.headers);
-    if status == 101 {
-        return Err("upgrade to another protocol is not supported on this route");
+    let upgraded = status == 101;
+    if upgraded && !client.upgrade {
+        return Err("101 Switching Protocols to a request that did not ask for it");
     }
-    let interim = (100..200).contains(&status);
+    let interim = (100..200).contains(&status) && !upgraded;
     let framing = if interim || client.is_head || status == 204 || status == 304 {
         Framing::None
     } else {
@@ -73,8 +78,11 @@ pub fn parse(
     let silent = framing != Framing::None
         || interim
         || matches!(announced, Framing::None | Framing::Length(0));
-    let reusable =
-        silent && framing != Framing::UntilClose && !conn.close && (minor == 1 || conn.keep_alive);
+    let reusable = silent
+        && !upgraded
+        && framing != Framing::UntilClose
+        && !conn.close
+        && (minor == 1 || conn.keep_alive);
     let dechunk = client.http10 && framing == Framing::Chunked;
     let close = !client.keep_alive || framing == Framing::UntilClose || dechunk;
     let delivery = Delivery {
@@ -92,7 +100,15 @@ pub fn parse(
     for h in res.headers.iter().filter(|h| !conn.strips(h.name)) {
         put_header(out, h.name.as_bytes(), h.value);
     }
-    if !interim {
+    if upgraded {
+        let protocol = res
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("upgrade"))
+            .map_or(&b"websocket"[..], |h| h.value);
+        out.extend_from_slice(b"Connection: Upgrade\r\n");
+        put_header(out, b"Upgrade", protocol);
+    } else if !interim {
         if framing == Framing::Chunked && !dechunk {
             out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
         }
@@ -110,6 +126,7 @@ pub fn parse(
             framing,
             reusable,
             interim,
+            upgraded,
         },
         delivery,
     )))
@@ -123,6 +140,7 @@ mod tests {
         is_head: false,
         http10: false,
         keep_alive: true,
+        upgrade: false,
     };
 
     fn run(raw: &str, client: ClientSide) -> (Response, Delivery, String) {
@@ -156,6 +174,7 @@ mod tests {
             is_head: false,
             http10: true,
             keep_alive: true,
+            upgrade: false,
         };
         let (r, d, out) = run(
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
@@ -188,6 +207,28 @@ mod tests {
         );
         assert!(run("HTTP/1.1 204 No Content\r\n\r\n", CLIENT).0.reusable);
         assert!(run("HTTP/1.1 100 Continue\r\n\r\n", CLIENT).0.interim);
+    }
+
+    #[test]
+    fn switching_protocols_keeps_the_upgrade_headers() {
+        let upgrade = ClientSide {
+            upgrade: true,
+            ..CLIENT
+        };
+        let raw = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n";
+        let (r, _, out) = run(raw, upgrade);
+        assert!(r.upgraded && !r.reusable && !r.interim);
+        assert!(
+            out.contains(
+                "Sec-WebSocket-Accept: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+            ),
+            "{out}"
+        );
+        let mut out = Vec::new();
+        assert!(
+            parse(raw.as_bytes(), CLIENT, &mut out).is_err(),
+            "101 to a request that did not ask"
+        );
     }
 
     #[test]

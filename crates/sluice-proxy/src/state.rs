@@ -7,7 +7,7 @@
 //! they started with.
 
 use crate::route::Router;
-use crate::upstream::UpstreamShared;
+use crate::upstream::{ServerState, UpstreamShared};
 use sluice_config::Config;
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -33,9 +33,28 @@ impl Shared {
                 }
             })
             .collect();
-        Shared {
+        let next = Shared {
             config: Arc::new(config),
             upstreams,
+        };
+        if let Some(previous) = previous {
+            previous.retire_missing(&next);
+        }
+        next
+    }
+
+    /// Retires every server of `self` that `next` no longer has (as the same state), so
+    /// that its tunnels close; the others' tunnels stay open across the reload.
+    fn retire_missing(&self, next: &Shared) {
+        let kept: Vec<&Arc<ServerState>> = next
+            .upstreams
+            .iter()
+            .flat_map(|u| u.servers.iter())
+            .collect();
+        for server in self.upstreams.iter().flat_map(|u| u.servers.iter()) {
+            if !kept.iter().any(|k| Arc::ptr_eq(k, server)) {
+                server.retire();
+            }
         }
     }
 

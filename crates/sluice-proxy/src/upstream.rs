@@ -13,8 +13,9 @@ use sluice_balance::{
 };
 use sluice_config::{Balance, HashMethod, KeyTemplate, Upstream};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
 
 /// Weights are scaled by this so slow start can hand out fractions of a weight of 1.
 const WEIGHT_SCALE: f64 = 1000.0;
@@ -25,6 +26,9 @@ pub struct ServerState {
     pub addr: SocketAddr,
     active: AtomicU32,
     pub health: Health,
+    /// Set when a reload takes the server out of its upstream: its tunnels close.
+    retired: AtomicBool,
+    retire: Notify,
 }
 
 impl ServerState {
@@ -33,7 +37,26 @@ impl ServerState {
             addr,
             active: AtomicU32::new(0),
             health: Health::default(),
+            retired: AtomicBool::new(false),
+            retire: Notify::new(),
         })
+    }
+
+    /// Marks the server as gone from the config and wakes its tunnels.
+    pub fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
+        self.retire.notify_waiters();
+    }
+
+    /// Completes once the server has been retired.
+    pub async fn retired(&self) {
+        loop {
+            let notified = self.retire.notified();
+            if self.retired.load(Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
+        }
     }
 }
 

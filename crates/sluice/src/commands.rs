@@ -51,6 +51,7 @@ pub fn backend(
     name: String,
     delay: &str,
     workers: usize,
+    stomp: bool,
 ) -> anyhow::Result<ExitCode> {
     let delay = parse_delay(delay)?;
     let mut builder = tokio::runtime::Builder::new_multi_thread();
@@ -64,7 +65,7 @@ pub fn backend(
             .with_context(|| format!("binding {listen}"))?;
         tracing::info!(listen = %listener.local_addr()?, name, "backend serving");
         tokio::select! {
-            _ = backend::serve(listener, backend::Options { name, delay }) => {}
+            _ = backend::serve(listener, backend::Options { name, delay, stomp }) => {}
             _ = tokio::signal::ctrl_c() => {}
         }
         Ok(ExitCode::SUCCESS)
@@ -96,6 +97,7 @@ pub fn demo(listen: SocketAddr) -> anyhow::Result<ExitCode> {
         let options = backend::Options {
             name: format!("app-{i}"),
             delay: Duration::ZERO,
+            stomp: false,
         };
         servers.push(runtime.block_on(backend::spawn("127.0.0.1:0".parse()?, options))?);
     }

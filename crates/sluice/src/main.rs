@@ -63,6 +63,10 @@ enum Command {
         /// Threads; 0 means one per core.
         #[arg(long, default_value_t = 0)]
         workers: usize,
+        /// WebSocket clients (except on /echo) speak STOMP 1.2 to an in-memory broker of
+        /// this instance only, like Spring's simple broker.
+        #[arg(long)]
+        stomp: bool,
     },
 }
 
@@ -84,7 +88,8 @@ fn main() -> ExitCode {
             name,
             delay,
             workers,
-        } => commands::backend(listen, name, &delay, workers),
+            stomp,
+        } => commands::backend(listen, name, &delay, workers, stomp),
     };
     match result {
         Ok(code) => code,

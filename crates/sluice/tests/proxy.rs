@@ -13,4 +13,5 @@ mod proxy {
     mod lifecycle;
     pub mod load;
     mod pooling;
+    mod websocket;
 }

@@ -19,10 +19,23 @@ pub async fn backend_with_delay(name: &str, delay: Duration) -> SocketAddr {
         Options {
             name: name.into(),
             delay,
+            stomp: false,
         },
     )
     .await
     .expect("backend binds")
+}
+
+/// Starts a backend whose WebSocket clients speak STOMP (and `/echo` echoes).
+pub async fn stomp_backend(name: &str) -> SocketAddr {
+    let options = Options {
+        name: name.into(),
+        delay: Duration::ZERO,
+        stomp: true,
+    };
+    backend::spawn(loopback(), options)
+        .await
+        .expect("backend binds")
 }
 
 pub fn loopback() -> SocketAddr {
