@@ -49,6 +49,13 @@ pub struct TestProxy {
 }
 
 impl TestProxy {
+    /// Starts the graceful shutdown (grace: 2 s), as SIGTERM does.
+    pub fn shutdown(&self) {
+        if let Some(p) = &self.proxy {
+            p.shutdown();
+        }
+    }
+
     /// Reloads with a new `body`, as [`proxy`] takes it (same listener).
     pub fn reload(&self, body: &str) -> sluice_proxy::ReloadSummary {
         let text =

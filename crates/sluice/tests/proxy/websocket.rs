@@ -258,3 +258,60 @@ async fn chat_rooms_stay_whole_with_hashing_and_split_with_round_robin() {
         "round robin delivered {round_robin}, {rr_split} rooms short"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_shutdown_a_tunnel_gets_the_grace_period_then_closes() {
+    let p = proxy(&one_upstream(&[stomp_backend("a").await], ""));
+    let mut ws = open(p.addr, "/echo").await;
+    p.shutdown();
+    let started = std::time::Instant::now();
+    // Within the grace period (2 s) the tunnel still works ...
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        echo_name(&mut ws, "still open").await.as_deref(),
+        Some("still open")
+    );
+    // ... and after it, it is closed.
+    let end = tokio::time::timeout(Duration::from_secs(5), ws.next())
+        .await
+        .expect("closed after the grace period");
+    assert!(
+        matches!(end, None | Some(Err(_)) | Some(Ok(Message::Close(_)))),
+        "{end:?}"
+    );
+    let after = started.elapsed();
+    assert!(
+        after >= Duration::from_millis(1800) && after < Duration::from_secs(4),
+        "closed after {after:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stomp_backend_answers_receipts_unsubscribes_and_errors() {
+    let p = proxy(&one_upstream(&[stomp_backend("a").await], ""));
+    let mut c = Chatter::join(p.addr, 7).await;
+    c.say("one").await;
+    assert_eq!(c.hear(1).await, 1);
+    let unsubscribe = Frame::new("UNSUBSCRIBE")
+        .header("id", "0")
+        .header("receipt", "u");
+    c.ws.send(Message::text(unsubscribe.encode()))
+        .await
+        .unwrap();
+    assert!(next_text(&mut c.ws)
+        .await
+        .unwrap()
+        .starts_with("RECEIPT\nreceipt-id:u"));
+    c.say("two").await;
+    assert_eq!(c.hear(1).await, 0, "a message after UNSUBSCRIBE arrived");
+    c.ws.send(Message::text("NOT A FRAME\0")).await.unwrap();
+    let error = next_text(&mut c.ws).await.unwrap();
+    assert!(error.starts_with("ERROR"), "{error}");
+    let end = tokio::time::timeout(Duration::from_secs(5), c.ws.next())
+        .await
+        .unwrap();
+    assert!(
+        matches!(end, None | Some(Err(_)) | Some(Ok(Message::Close(_)))),
+        "session not closed after ERROR: {end:?}"
+    );
+}
