@@ -46,7 +46,7 @@ impl RandomTwo {
             return None;
         }
         let first = weighted_draw(len, view, random & 0xffff_ffff, total, None)?;
-        let rest = total - u64::from(view(first).weight.max(1));
+        let rest = total.saturating_sub(u64::from(view(first).weight.max(1)));
         if rest == 0 {
             return Some((first, None));
         }

@@ -66,12 +66,17 @@ fn follow(running: &mut HashMap<Key, Running>, shared: &Shared) {
         }
     }
     running.retain(|key, r| {
-        let keep = wanted
+        let wanted_now = wanted
             .get(key)
-            .is_some_and(|(check, server)| *check == r.check && Arc::ptr_eq(server, &r.server));
+            .filter(|(_, server)| Arc::ptr_eq(server, &r.server));
+        let keep = wanted_now.is_some_and(|(check, _)| *check == r.check);
         if !keep {
             r.task.abort();
-            r.server.health.set_checked(true, now_ns());
+            // No longer checked at all: nothing says it is down any more. (A changed check
+            // restarts below and keeps the current verdict.)
+            if wanted_now.is_none() {
+                r.server.health.set_checked(true, now_ns());
+            }
         }
         keep
     });

@@ -202,9 +202,18 @@ impl Attempt<'_> {
             is_head: self.req.is_head,
             http10: self.req.http10,
             keep_alive: self.req.keep_alive && !self.w.draining() && whole_body,
-            upgrade: self.req.upgrade,
+            upgrade: self.req.upgrade.as_deref(),
         };
-        let (mut resp, mut delivery) = self.read_response_head(upstream, client, side, out).await?;
+        let head = self.read_response_head(upstream, client, side, out).await;
+        let (mut resp, mut delivery) = head.map_err(|mut f| {
+            if !whole_body {
+                // The rest of the body is still on the client connection: it must not be
+                // read as a next request, and the request cannot go elsewhere.
+                f.body_consumed = false;
+                f.body_untouched = false;
+            }
+            f
+        })?;
         if !whole_body {
             // Half a request went to this connection: it cannot carry another.
             resp.reusable = false;
@@ -217,7 +226,7 @@ impl Attempt<'_> {
         &self,
         upstream: &mut Conn,
         client: &mut Conn,
-        side: ClientSide,
+        side: ClientSide<'_>,
         out: &mut Vec<u8>,
     ) -> Result<(Response, Delivery), Failure> {
         let mut interim = 0;

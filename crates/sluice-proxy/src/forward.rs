@@ -128,10 +128,9 @@ impl Scope<'_> {
         if resp.upgraded {
             return self.tunnel(server, client, upstream, out).await;
         }
-        if up.config.failure.fail_status.contains(&resp.status) {
+        let failed_status = up.config.failure.fail_status.contains(&resp.status);
+        if failed_status {
             self.blame(server, &Failure::status(resp.status));
-        } else {
-            up.servers[server].health.succeeded();
         }
         let t = Transfer {
             framing: resp.framing,
@@ -141,6 +140,9 @@ impl Scope<'_> {
         };
         match relay(&mut upstream, &mut client.stream, out, t).await {
             Ok(()) => {
+                if !failed_status {
+                    up.servers[server].health.succeeded();
+                }
                 if resp.reusable {
                     self.w.pool.checkin(
                         up.addr(server),
@@ -157,6 +159,7 @@ impl Scope<'_> {
             Err(TransferError::Read(e)) => {
                 let route = &self.gen.config.routes[self.route].path;
                 tracing::warn!(route = %route, upstream = %up.config.name, server = %up.addr(server), cause = %e, "server failed in the middle of a response; closing the client connection");
+                self.blame(server, &Failure::status(502));
                 false
             }
             Err(TransferError::Write(e)) => {

@@ -118,9 +118,12 @@ impl Health {
         if !self.troubled.load(Ordering::Relaxed) || !self.troubled.swap(false, Ordering::Relaxed) {
             return;
         }
-        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        f.ejections = 0;
-        f.count = 0;
+        // Only the back-off: failures within the window still count, so a server failing
+        // one request in two is ejected all the same.
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .ejections = 0;
     }
 
     /// Records an active check's verdict. True when it changed the state.
@@ -180,6 +183,21 @@ mod tests {
             h.failed(&p, t * S);
         }
         assert_eq!(h.failed(&p, 42 * S), Some(Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn successes_in_between_do_not_hide_failures() {
+        let h = Health::default();
+        let p = policy();
+        let mut ejected = false;
+        for t in 0..6 {
+            ejected |= h.failed(&p, 1 + t * S / 10).is_some();
+            h.succeeded();
+        }
+        assert!(
+            ejected,
+            "a server failing one request in two must be ejected"
+        );
     }
 
     #[test]

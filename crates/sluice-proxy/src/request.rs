@@ -23,8 +23,9 @@ pub struct Request {
     pub http10: bool,
     /// Whether the body has no effect if repeated (safe to resend on a fresh connection).
     pub idempotent: bool,
-    /// The client asks to switch protocols (a WebSocket handshake) and its route allows it.
-    pub upgrade: bool,
+    /// The protocol the client asks to switch to (a WebSocket handshake), when its route
+    /// allows it. Only this one is offered to the server.
+    pub upgrade: Option<String>,
     /// The client waits for `100 Continue` before sending its body. sluice answers that
     /// itself once a server connection is ready, and does not pass `Expect` on (as nginx).
     pub expect_continue: bool,
@@ -113,7 +114,7 @@ pub fn parse<R>(
         http10: minor == 0,
         idempotent,
         expect_continue,
-        upgrade: upgrade.is_some(),
+        upgrade: upgrade.map(str::to_string),
     };
     Ok(Some((request, routed)))
 }
@@ -249,10 +250,10 @@ fn upgrade_protocol<'h>(
     let h = headers
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case("upgrade"))?;
-    std::str::from_utf8(h.value)
-        .ok()
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
+    // The first protocol offered, alone: the route's allow-list is checked against it, and
+    // the server is offered nothing else (`websocket, h2c` must not smuggle h2c through).
+    let first = std::str::from_utf8(h.value).ok()?.split(',').next()?.trim();
+    (!first.is_empty()).then_some(first)
 }
 
 /// Headers that we set ourselves (or answer ourselves: `Expect`), so the client's are dropped.
@@ -354,7 +355,7 @@ mod tests {
     fn websocket_handshakes_keep_their_upgrade_headers() {
         let raw = "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: k\r\n\r\n";
         let (req, _, out) = run(raw).unwrap().unwrap();
-        assert!(req.upgrade);
+        assert_eq!(req.upgrade.as_deref(), Some("websocket"));
         assert!(
             out.contains("Connection: Upgrade\r\nUpgrade: websocket\r\n")
                 && out.contains("Sec-WebSocket-Key: k"),
@@ -362,7 +363,14 @@ mod tests {
         );
         let refused = "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
         let (req, _, out) = run(refused).unwrap().unwrap();
-        assert!(!req.upgrade && !out.contains("pgrade"), "{out}");
+        assert!(req.upgrade.is_none() && !out.contains("pgrade"), "{out}");
+        let smuggle =
+            "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket, h2c\r\n\r\n";
+        let (_, _, out) = run(smuggle).unwrap().unwrap();
+        assert!(
+            out.contains("Upgrade: websocket\r\n") && !out.contains("h2c"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -21,13 +21,13 @@ pub struct Response {
 
 /// What the client side of the exchange needs to know to rewrite the head.
 #[derive(Clone, Copy, Debug)]
-pub struct ClientSide {
+pub struct ClientSide<'a> {
     pub is_head: bool,
     pub http10: bool,
     /// We intend to keep the client connection open after this response.
     pub keep_alive: bool,
-    /// The request asked to switch protocols, and its route allows it.
-    pub upgrade: bool,
+    /// The protocol the request asked to switch to (and its route allows).
+    pub upgrade: Option<&'a str>,
 }
 
 /// How the body must be sent on to the client.
@@ -46,7 +46,7 @@ pub struct Delivery {
 /// success the client's head is in `out`.
 pub fn parse(
     buf: &[u8],
-    client: ClientSide,
+    client: ClientSide<'_>,
     out: &mut Vec<u8>,
 ) -> Result<Option<(Response, Delivery)>, &'static str> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
@@ -63,8 +63,8 @@ pub fn parse(
     let reason = res.reason.unwrap_or("");
     let conn = ConnectionTokens::read(res.headers);
     let upgraded = status == 101;
-    if upgraded && !client.upgrade {
-        return Err("101 Switching Protocols to a request that did not ask for it");
+    if upgraded && !switches_to(res.headers, client.upgrade) {
+        return Err("101 Switching Protocols to a protocol the request did not ask for");
     }
     let interim = (100..200).contains(&status) && !upgraded;
     let framing = if interim || client.is_head || status == 204 || status == 304 {
@@ -132,18 +132,28 @@ pub fn parse(
     )))
 }
 
+/// True when the response's `Upgrade` names the protocol that was asked for.
+fn switches_to(headers: &[httparse::Header<'_>], asked: Option<&str>) -> bool {
+    let Some(asked) = asked else { return false };
+    let given = headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("upgrade"))
+        .and_then(|h| std::str::from_utf8(h.value).ok());
+    given.is_some_and(|g| g.trim().eq_ignore_ascii_case(asked))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const CLIENT: ClientSide = ClientSide {
+    const CLIENT: ClientSide<'static> = ClientSide {
         is_head: false,
         http10: false,
         keep_alive: true,
-        upgrade: false,
+        upgrade: None,
     };
 
-    fn run(raw: &str, client: ClientSide) -> (Response, Delivery, String) {
+    fn run(raw: &str, client: ClientSide<'_>) -> (Response, Delivery, String) {
         let mut out = Vec::new();
         let (r, d) = parse(raw.as_bytes(), client, &mut out).unwrap().unwrap();
         (r, d, String::from_utf8(out).unwrap())
@@ -174,7 +184,7 @@ mod tests {
             is_head: false,
             http10: true,
             keep_alive: true,
-            upgrade: false,
+            upgrade: None,
         };
         let (r, d, out) = run(
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
@@ -212,7 +222,7 @@ mod tests {
     #[test]
     fn switching_protocols_keeps_the_upgrade_headers() {
         let upgrade = ClientSide {
-            upgrade: true,
+            upgrade: Some("websocket"),
             ..CLIENT
         };
         let raw = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n";
@@ -225,6 +235,14 @@ mod tests {
             "{out}"
         );
         let mut out = Vec::new();
+        let h2c = ClientSide {
+            upgrade: Some("h2c"),
+            ..CLIENT
+        };
+        assert!(
+            parse(raw.as_bytes(), h2c, &mut out).is_err(),
+            "101 to another protocol"
+        );
         assert!(
             parse(raw.as_bytes(), CLIENT, &mut out).is_err(),
             "101 to a request that did not ask"

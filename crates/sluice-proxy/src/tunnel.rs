@@ -47,14 +47,15 @@ pub async fn run(
     let (client_read, client_write) = client.stream.split();
     let (upstream_read, upstream_write) = upstream.stream.split();
     let both = async {
-        let (up, down) = tokio::join!(
+        // An error on either side (a reset) ends both directions at once; a clean end of
+        // one direction (half-close) lets the other go on.
+        let pumps = tokio::try_join!(
             pump(client_read, upstream_write, client_early, &activity),
             pump(upstream_read, client_write, upstream_early, &activity)
         );
-        if up.is_ok() && down.is_ok() {
-            End::Closed
-        } else {
-            End::Failed
+        match pumps {
+            Ok(_) => End::Closed,
+            Err(_) => End::Failed,
         }
     };
     tokio::select! {

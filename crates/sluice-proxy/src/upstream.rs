@@ -112,34 +112,64 @@ impl UpstreamShared {
 
     /// Picks an available server not in `tried` for a request with hash `key`, and counts
     /// the request as in flight on it. Backup servers are candidates only while no
-    /// primary is available.
+    /// primary is available. When failures have ejected every server that the checks
+    /// still consider up, they are tried anyway (as nginx does): an all-server blip must
+    /// not turn into `eject_for` of 503s once the servers are back.
     pub fn pick(&self, key: &[u8], random: u64, tried: &[usize]) -> Option<(usize, InFlight)> {
         let now = LazyNow::default();
-        let servers = &self.config.servers;
-        let up = |i: usize| !tried.contains(&i) && self.servers[i].health.available(&now);
-        let primaries_up = (0..servers.len()).any(|i| !servers[i].backup && up(i));
-        let view = |i: usize| Candidate {
-            weight: ((f64::from(servers[i].weight)
-                * WEIGHT_SCALE
-                * self.servers[i].health.ramp(&now, self.config.slow_start))
-                as u32)
-                .max(1),
-            active: self.servers[i].active.load(Ordering::Relaxed),
-            available: up(i) && servers[i].backup != primaries_up,
+        let n = self.servers.len();
+        let mut stack = [Candidate::idle(1); 32];
+        let mut heap = Vec::new();
+        let snapshot: &mut [Candidate] = if n <= stack.len() {
+            &mut stack[..n]
+        } else {
+            heap.resize(n, Candidate::idle(1));
+            &mut heap
+        };
+        self.snapshot(snapshot, tried, &now, false);
+        if !snapshot.iter().any(|c| c.available) {
+            self.snapshot(snapshot, tried, &now, true);
+        }
+        let ctx = Context {
+            key,
+            random,
+            now_ns: if self.wants_latency() { now.get() } else { 0 },
         };
         let mut balancer = self.balancer.lock().unwrap_or_else(|p| p.into_inner());
-        let server = balancer.pick(
-            servers.len(),
-            view,
-            Context {
-                key,
-                random,
-                now_ns: if self.wants_latency() { now.get() } else { 0 },
-            },
-        )?;
+        // One consistent view for the whole pick, however other workers change the state.
+        let server = balancer.pick(n, |i| snapshot[i], ctx)?;
         let state = &self.servers[server];
         state.active.fetch_add(1, Ordering::Relaxed);
         Some((server, InFlight(state.clone())))
+    }
+
+    /// What the balancer may know of each server now.
+    fn snapshot(
+        &self,
+        out: &mut [Candidate],
+        tried: &[usize],
+        now: &LazyNow,
+        ignore_ejection: bool,
+    ) {
+        let servers = &self.config.servers;
+        let usable = |i: usize| {
+            let health = &self.servers[i].health;
+            !tried.contains(&i)
+                && if ignore_ejection {
+                    health.checked_up()
+                } else {
+                    health.available(now)
+                }
+        };
+        let primaries_up = (0..servers.len()).any(|i| !servers[i].backup && usable(i));
+        for (i, slot) in out.iter_mut().enumerate() {
+            let ramp = self.servers[i].health.ramp(now, self.config.slow_start);
+            *slot = Candidate {
+                weight: ((f64::from(servers[i].weight) * WEIGHT_SCALE * ramp) as u32).max(1),
+                active: self.servers[i].active.load(Ordering::Relaxed),
+                available: usable(i) && servers[i].backup != primaries_up,
+            };
+        }
     }
 
     /// True when the balancer learns from response times (peak-EWMA).

@@ -65,6 +65,14 @@ pub fn reload(path: &Path) -> anyhow::Result<ExitCode> {
         .trim()
         .parse()
         .map_err(|_| anyhow!("{} does not hold a process id", pid_file.display()))?;
+    // A stale pid file may name an unrelated process now; SIGHUP would kill most of them.
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    if comm.trim() != "sluice" {
+        return Err(anyhow!(
+            "no sluice runs as pid {pid} (stale {}); nothing was signalled",
+            pid_file.display()
+        ));
+    }
     let sent = std::process::Command::new("kill")
         .args(["-HUP", &pid.to_string()])
         .status()?;

@@ -255,3 +255,45 @@ async fn a_server_answering_before_reading_the_upload_is_heard_at_once() {
         started.elapsed()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rest_of_a_half_sent_body_is_never_read_as_a_request() {
+    // The server reads the head and hangs up while the client is still uploading. The
+    // client's remaining bytes must not be parsed as a new request (request smuggling).
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = seen.clone();
+    let server = raw_backend(move |mut s| {
+        let log = log.clone();
+        async move {
+            let mut buf = vec![0u8; 4096];
+            let n = s.read(&mut buf).await.unwrap_or(0);
+            let line = String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
+            log.lock().unwrap().push(line);
+        }
+    })
+    .await;
+    let p = proxy(&one_upstream(&[server], ""));
+    let mut c = Client::connect(p.addr).await;
+    c.send("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 40\r\n\r\naaaaaaaaaa")
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let _ = c
+        .try_send("GET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await;
+    let reply = c.read_reply().await.unwrap();
+    assert_eq!(
+        (reply.status, reply.header("connection")),
+        (502, Some("close"))
+    );
+    assert!(c.is_closed().await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.iter().all(|l| !l.contains("smuggled")),
+        "the server received {seen:?}"
+    );
+}

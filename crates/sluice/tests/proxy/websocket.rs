@@ -315,3 +315,37 @@ async fn the_stomp_backend_answers_receipts_unsubscribes_and_errors() {
         "session not closed after ERROR: {end:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_reset_closes_the_server_side_of_its_tunnel() {
+    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<()>();
+    let closed_tx = std::sync::Arc::new(std::sync::Mutex::new(Some(closed_tx)));
+    let server = raw_backend(move |mut s| {
+        let closed_tx = closed_tx.clone();
+        async move {
+            if !read_head(&mut s).await {
+                return;
+            }
+            let switch = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n";
+            let _ = tokio::io::AsyncWriteExt::write_all(&mut s, switch).await;
+            let mut buf = [0u8; 64];
+            // Quiet server: it only notices the end of the tunnel.
+            while !matches!(tokio::io::AsyncReadExt::read(&mut s, &mut buf).await, Ok(0) | Err(_)) {}
+            if let Some(tx) = closed_tx.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+        }
+    })
+    .await;
+    let p = proxy(&one_upstream(&[server], ""));
+    let mut c = Client::connect(p.addr).await;
+    c.send("GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: x\r\nSec-WebSocket-Version: 13\r\n\r\n").await;
+    assert_eq!(c.read_reply().await.unwrap().status, 101);
+    c.stream.set_zero_linger().unwrap();
+    drop(c);
+    let closed = tokio::time::timeout(Duration::from_secs(3), closed_rx).await;
+    assert!(
+        closed.is_ok(),
+        "the server side of the tunnel stayed open after the client reset"
+    );
+}
