@@ -159,45 +159,7 @@ impl Attempt<'_> {
         head: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(Response, Delivery), Failure> {
-        let client_timeout = self.gen.config.client_idle_timeout;
-        if self.req.expect_continue {
-            let sent = write_all(
-                &mut client.stream,
-                b"HTTP/1.1 100 Continue\r\n\r\n",
-                client_timeout,
-            )
-            .await;
-            sent.map_err(|e| Failure::client(400, format!("client gone: {e}")))?;
-        }
-        out.clear();
-        out.extend_from_slice(head);
-        let t = Transfer {
-            framing: self.req.framing,
-            dechunk: false,
-            read_timeout: client_timeout,
-            write_timeout: self.up.config.read_timeout,
-        };
-        let whole_body = match send_body(client, upstream, out, t).await {
-            Ok(whole) => whole,
-            Err(TransferError::Read(e)) => {
-                let status = if e.kind() == io::ErrorKind::TimedOut {
-                    408
-                } else {
-                    400
-                };
-                return Err(Failure::client(
-                    status,
-                    format!("reading the request body from the client: {e}"),
-                ));
-            }
-            Err(TransferError::Write(e)) => {
-                let mut f =
-                    Failure::server(502, format!("sending the request: {e}"), self.req, true);
-                f.body_untouched = self.req.framing == Framing::None;
-                f.retry_fresh = true;
-                return Err(f);
-            }
-        };
+        let whole_body = self.send_request(upstream, client, head, out).await?;
         let side = ClientSide {
             is_head: self.req.is_head,
             http10: self.req.http10,
@@ -222,6 +184,56 @@ impl Attempt<'_> {
         Ok((resp, delivery))
     }
 
+    /// Sends the head and the body (answering `Expect: 100-continue` first). Returns
+    /// false when the server answered or closed before the whole body was sent.
+    async fn send_request(
+        &self,
+        upstream: &mut Conn,
+        client: &mut Conn,
+        head: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool, Failure> {
+        let client_timeout = self.gen.config.client_idle_timeout;
+        if self.req.expect_continue {
+            let sent = write_all(
+                &mut client.stream,
+                b"HTTP/1.1 100 Continue\r\n\r\n",
+                client_timeout,
+            )
+            .await;
+            sent.map_err(|e| Failure::client(400, format!("client gone: {e}")))?;
+        }
+        out.clear();
+        out.extend_from_slice(head);
+        let t = Transfer {
+            framing: self.req.framing,
+            dechunk: false,
+            read_timeout: client_timeout,
+            write_timeout: self.up.config.read_timeout,
+        };
+        match send_body(client, upstream, out, t).await {
+            Ok(whole) => Ok(whole),
+            Err(TransferError::Read(e)) => {
+                let status = if e.kind() == io::ErrorKind::TimedOut {
+                    408
+                } else {
+                    400
+                };
+                Err(Failure::client(
+                    status,
+                    format!("reading the request body from the client: {e}"),
+                ))
+            }
+            Err(TransferError::Write(e)) => {
+                let mut f =
+                    Failure::server(502, format!("sending the request: {e}"), self.req, true);
+                f.body_untouched = self.req.framing == Framing::None;
+                f.retry_fresh = true;
+                Err(f)
+            }
+        }
+    }
+
     async fn read_response_head(
         &self,
         upstream: &mut Conn,
@@ -239,18 +251,7 @@ impl Attempt<'_> {
                             return Ok((resp, delivery));
                         }
                         interim += 1;
-                        if interim > MAX_INTERIM {
-                            return Err(self.broken("too many 1xx responses"));
-                        }
-                        if !side.http10 {
-                            let sent = write_all(
-                                &mut client.stream,
-                                out,
-                                self.gen.config.client_idle_timeout,
-                            )
-                            .await;
-                            sent.map_err(|e| Failure::client(400, format!("client gone: {e}")))?;
-                        }
+                        self.pass_interim(client, interim, side, out).await?;
                         continue;
                     }
                     Ok(None) if upstream.buf.len() > MAX_RESPONSE_HEAD => {
@@ -260,31 +261,48 @@ impl Attempt<'_> {
                     Err(cause) => return Err(self.broken(cause)),
                 }
             }
-            let nothing_yet = upstream.buf.is_empty();
-            match upstream.fill(self.up.config.read_timeout).await {
-                Ok(0) => {
-                    return Err(self.no_answer(
-                        "server closed the connection before responding".into(),
-                        nothing_yet,
-                    ))
-                }
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                    let mut f = Failure::server(
-                        504,
-                        "server did not respond in time (read_timeout)",
-                        self.req,
-                        true,
-                    );
-                    f.body_consumed = true;
-                    return Err(f);
-                }
-                Err(e) => {
-                    return Err(
-                        self.no_answer(format!("reading the response: {e}").into(), nothing_yet)
-                    )
-                }
+            self.read_more(upstream).await?;
+        }
+    }
+
+    /// Relays a 1xx response (its head is in `out`) to an HTTP/1.1 client.
+    async fn pass_interim(
+        &self,
+        client: &mut Conn,
+        count: usize,
+        side: ClientSide<'_>,
+        out: &[u8],
+    ) -> Result<(), Failure> {
+        if count > MAX_INTERIM {
+            return Err(self.broken("too many 1xx responses"));
+        }
+        if side.http10 {
+            return Ok(());
+        }
+        let sent = write_all(&mut client.stream, out, self.gen.config.client_idle_timeout).await;
+        sent.map_err(|e| Failure::client(400, format!("client gone: {e}")))
+    }
+
+    /// Reads more of the response head, turning an end, an error or a timeout into a failure.
+    async fn read_more(&self, upstream: &mut Conn) -> Result<(), Failure> {
+        let nothing_yet = upstream.buf.is_empty();
+        match upstream.fill(self.up.config.read_timeout).await {
+            Ok(0) => Err(self.no_answer(
+                "server closed the connection before responding".into(),
+                nothing_yet,
+            )),
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                let mut f = Failure::server(
+                    504,
+                    "server did not respond in time (read_timeout)",
+                    self.req,
+                    true,
+                );
+                f.body_consumed = true;
+                Err(f)
             }
+            Err(e) => Err(self.no_answer(format!("reading the response: {e}").into(), nothing_yet)),
         }
     }
 

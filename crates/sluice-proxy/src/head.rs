@@ -133,6 +133,21 @@ fn parse_length(value: &[u8]) -> Option<u64> {
     std::str::from_utf8(value).ok()?.parse().ok()
 }
 
+/// Appends `n` in decimal, without formatting machinery (it runs on the request path).
+pub fn put_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
 /// Appends `name: value\r\n`.
 pub fn put_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     out.extend_from_slice(name);
@@ -203,6 +218,15 @@ mod tests {
             declared_framing(&[], Framing::UntilClose),
             Ok(Framing::UntilClose)
         );
+    }
+
+    #[test]
+    fn decimals() {
+        for n in [0u64, 7, 10, 1234567890, u64::MAX] {
+            let mut out = Vec::new();
+            put_decimal(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
     }
 
     #[test]

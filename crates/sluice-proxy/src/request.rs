@@ -4,7 +4,9 @@
 //! end-to-end headers as they came, hop-by-hop headers dropped, and the forwarding headers
 //! (`X-Forwarded-For`, `X-Real-IP`, `X-Forwarded-Proto`, `X-Forwarded-Host`) set by us.
 
-use crate::head::{declared_framing, put_header, ConnectionTokens, Framing, FramingError};
+use crate::head::{
+    declared_framing, put_decimal, put_header, ConnectionTokens, Framing, FramingError,
+};
 use crate::key::View;
 
 /// The most header lines a request may have; more gets 431.
@@ -68,20 +70,8 @@ pub fn parse<R>(
     let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
         return Err(reject(400, "malformed request line"));
     };
-    if method == "CONNECT" {
-        return Err(reject(405, "CONNECT is not proxied"));
-    }
-    let target = Target::parse(target)?;
-    let host_header = single_host(req.headers)?;
-    if minor == 1 && host_header.is_none() && target.authority.is_none() {
-        return Err(reject(400, "HTTP/1.1 request without Host"));
-    }
-    let framing = declared_framing(req.headers, Framing::None).map_err(|e| match e {
-        FramingError::UnsupportedCoding => reject(501, e.as_str()),
-        _ => reject(400, e.as_str()),
-    })?;
+    let (target, host, framing) = check(method, target, minor, req.headers)?;
     let conn = ConnectionTokens::read(req.headers);
-    let host = target.authority.or(host_header).unwrap_or("");
     let view = View {
         host: host_without_port(host),
         target: target.routing_path(),
@@ -91,32 +81,53 @@ pub fn parse<R>(
     let routed = route(&view);
     let upgrade =
         upgrade_protocol(req.headers, &conn, minor, framing).filter(|p| allows_upgrade(&routed, p));
-
     out.clear();
     write_request_line(out, method, target.path);
     write_headers(out, req.headers, &conn, host, origin, framing, upgrade);
-    let keep_alive = if minor == 0 {
-        conn.keep_alive && !conn.close
-    } else {
-        !conn.close
-    };
-    let idempotent = matches!(
-        method,
-        "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE" | "TRACE"
-    );
-    let expect_continue =
-        minor == 1 && framing != Framing::None && req.headers.iter().any(is_expect_continue);
     let request = Request {
         head_len,
         framing,
-        keep_alive,
+        keep_alive: if minor == 0 {
+            conn.keep_alive && !conn.close
+        } else {
+            !conn.close
+        },
         is_head: method == "HEAD",
         http10: minor == 0,
-        idempotent,
-        expect_continue,
+        idempotent: matches!(
+            method,
+            "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE" | "TRACE"
+        ),
+        expect_continue: minor == 1
+            && framing != Framing::None
+            && req.headers.iter().any(is_expect_continue),
         upgrade: upgrade.map(str::to_string),
     };
     Ok(Some((request, routed)))
+}
+
+/// The checks a request head must pass before it is forwarded: method, target, `Host`,
+/// body framing. Returns the target, the host to route by, and the framing.
+fn check<'a>(
+    method: &str,
+    target: &'a str,
+    minor: u8,
+    headers: &[httparse::Header<'a>],
+) -> Result<(Target<'a>, &'a str, Framing), Rejection> {
+    if method == "CONNECT" {
+        return Err(reject(405, "CONNECT is not proxied"));
+    }
+    let target = Target::parse(target)?;
+    let host_header = single_host(headers)?;
+    if minor == 1 && host_header.is_none() && target.authority.is_none() {
+        return Err(reject(400, "HTTP/1.1 request without Host"));
+    }
+    let framing = declared_framing(headers, Framing::None).map_err(|e| match e {
+        FramingError::UnsupportedCoding => reject(501, e.as_str()),
+        _ => reject(400, e.as_str()),
+    })?;
+    let host = target.authority.or(host_header).unwrap_or("");
+    Ok((target, host, framing))
 }
 
 /// The request target split into the authority (absolute form only) and origin-form path.
@@ -315,7 +326,11 @@ fn write_headers(
     }
     match framing {
         Framing::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
-        Framing::Length(n) => put_header(out, b"Content-Length", n.to_string().as_bytes()),
+        Framing::Length(n) => {
+            out.extend_from_slice(b"Content-Length: ");
+            put_decimal(out, n);
+            out.extend_from_slice(b"\r\n");
+        }
         Framing::None | Framing::UntilClose => {}
     }
     out.extend_from_slice(b"\r\n");

@@ -60,21 +60,41 @@ pub fn parse(
     let (Some(status), Some(minor)) = (res.code, res.version) else {
         return Err("malformed status line");
     };
-    let reason = res.reason.unwrap_or("");
     let conn = ConnectionTokens::read(res.headers);
-    let upgraded = status == 101;
-    if upgraded && !switches_to(res.headers, client.upgrade) {
+    let resp = classify(res.headers, &conn, (status, minor), head_len, client)?;
+    let dechunk = client.http10 && resp.framing == Framing::Chunked;
+    let close = !client.keep_alive || resp.framing == Framing::UntilClose || dechunk;
+    let delivery = Delivery {
+        dechunk,
+        close,
+        request_body_unread: false,
+    };
+    write_head(out, &res, &conn, &resp, delivery, client.http10);
+    Ok(Some((resp, delivery)))
+}
+
+/// What the head says about the body and the connection. `status` is (code, minor version).
+fn classify(
+    headers: &[httparse::Header<'_>],
+    conn: &ConnectionTokens<'_>,
+    status: (u16, u8),
+    head_len: usize,
+    client: ClientSide<'_>,
+) -> Result<Response, &'static str> {
+    let (code, minor) = status;
+    let upgraded = code == 101;
+    if upgraded && !switches_to(headers, client.upgrade) {
         return Err("101 Switching Protocols to a protocol the request did not ask for");
     }
-    let interim = (100..200).contains(&status) && !upgraded;
-    let framing = if interim || client.is_head || status == 204 || status == 304 {
+    let interim = (100..200).contains(&code) && !upgraded;
+    let framing = if interim || client.is_head || code == 204 || code == 304 {
         Framing::None
     } else {
-        declared_framing(res.headers, Framing::UntilClose).map_err(|e| e.as_str())?
+        declared_framing(headers, Framing::UntilClose).map_err(|e| e.as_str())?
     };
     // A HEAD/204/304 response that announces a body is not reused: if the server sends
     // those bytes anyway, they would be read as the next client's response.
-    let announced = declared_framing(res.headers, Framing::None).unwrap_or(Framing::UntilClose);
+    let announced = declared_framing(headers, Framing::None).unwrap_or(Framing::UntilClose);
     let silent = framing != Framing::None
         || interim
         || matches!(announced, Framing::None | Framing::Length(0));
@@ -83,24 +103,41 @@ pub fn parse(
         && framing != Framing::UntilClose
         && !conn.close
         && (minor == 1 || conn.keep_alive);
-    let dechunk = client.http10 && framing == Framing::Chunked;
-    let close = !client.keep_alive || framing == Framing::UntilClose || dechunk;
-    let delivery = Delivery {
-        dechunk,
-        close,
-        request_body_unread: false,
-    };
+    Ok(Response {
+        status: code,
+        head_len,
+        framing,
+        reusable,
+        interim,
+        upgraded,
+    })
+}
 
+/// The head for the client: the status line, end-to-end headers, and our own framing and
+/// connection headers.
+fn write_head(
+    out: &mut Vec<u8>,
+    res: &httparse::Response<'_, '_>,
+    conn: &ConnectionTokens<'_>,
+    resp: &Response,
+    delivery: Delivery,
+    http10: bool,
+) {
     out.clear();
     out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(status.to_string().as_bytes());
+    // Three digits, written without formatting machinery: this runs on every response.
+    out.extend_from_slice(&[
+        b'0' + (resp.status / 100 % 10) as u8,
+        b'0' + (resp.status / 10 % 10) as u8,
+        b'0' + (resp.status % 10) as u8,
+    ]);
     out.push(b' ');
-    out.extend_from_slice(reason.as_bytes());
+    out.extend_from_slice(res.reason.unwrap_or("").as_bytes());
     out.extend_from_slice(b"\r\n");
     for h in res.headers.iter().filter(|h| !conn.strips(h.name)) {
         put_header(out, h.name.as_bytes(), h.value);
     }
-    if upgraded {
+    if resp.upgraded {
         let protocol = res
             .headers
             .iter()
@@ -108,28 +145,17 @@ pub fn parse(
             .map_or(&b"websocket"[..], |h| h.value);
         out.extend_from_slice(b"Connection: Upgrade\r\n");
         put_header(out, b"Upgrade", protocol);
-    } else if !interim {
-        if framing == Framing::Chunked && !dechunk {
+    } else if !resp.interim {
+        if resp.framing == Framing::Chunked && !delivery.dechunk {
             out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
         }
-        if close {
+        if delivery.close {
             out.extend_from_slice(b"Connection: close\r\n");
-        } else if client.http10 {
+        } else if http10 {
             out.extend_from_slice(b"Connection: keep-alive\r\n");
         }
     }
     out.extend_from_slice(b"\r\n");
-    Ok(Some((
-        Response {
-            status,
-            head_len,
-            framing,
-            reusable,
-            interim,
-            upgraded,
-        },
-        delivery,
-    )))
 }
 
 /// True when the response's `Upgrade` names the protocol that was asked for.
