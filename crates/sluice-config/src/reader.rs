@@ -110,6 +110,20 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// `true` or `false`; `None` when absent or not a boolean (then with an error).
+    pub fn boolean(&mut self, table: &dyn TableLike, key: &str) -> Option<bool> {
+        let v = self.value(table, key, "true or false")?;
+        let b = v.as_bool();
+        if b.is_none() {
+            self.error(
+                v.span(),
+                format!("`{key}` must be true or false"),
+                format!("write {key} = true"),
+            );
+        }
+        b
+    }
+
     /// A number, integer or float.
     pub fn number(&mut self, table: &dyn TableLike, key: &str) -> Option<f64> {
         let v = self.value(table, key, "a number")?;

@@ -55,17 +55,7 @@ pub fn retry(r: &mut Reader, t: &dyn TableLike) -> RetryPolicy {
         }
         ok
     });
-    let non_idempotent = match r.value(t, "retry_non_idempotent", "true or false") {
-        None => false,
-        Some(v) => v.as_bool().unwrap_or_else(|| {
-            r.error(
-                v.span(),
-                "`retry_non_idempotent` must be true or false",
-                "write retry_non_idempotent = true",
-            );
-            false
-        }),
-    };
+    let non_idempotent = r.boolean(t, "retry_non_idempotent").unwrap_or(false);
     RetryPolicy {
         retries: r.integer(t, "retries", 10).unwrap_or(1) as u32,
         non_idempotent,

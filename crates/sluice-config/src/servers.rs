@@ -116,34 +116,29 @@ fn server(r: &mut Reader, entry: &Value) -> Option<Server> {
         return None;
     };
     let addr = socket_addr(r, &text, span, "addr")?;
-    let weight = match r.integer(t, "weight", 10_000).unwrap_or(1) {
-        0 => {
-            r.error(
-                t.get("weight").and_then(|w| w.span()),
-                "`weight` must be at least 1",
-                "remove the server to take it out of rotation",
-            );
-            return None;
-        }
-        w => w as u32,
-    };
-    let backup = match r.value(t, "backup", "true or false") {
-        None => false,
-        Some(v) => v.as_bool().unwrap_or_else(|| {
-            r.error(
-                v.span(),
-                "`backup` must be true or false",
-                "write backup = true",
-            );
-            false
-        }),
-    };
+    let weight = weight(r, t)?;
+    let backup = r.boolean(t, "backup").unwrap_or(false);
     Some(Server {
         addr,
         weight,
         name: text,
         backup,
     })
+}
+
+/// A server's weight: 1 when not given, at least 1 when given.
+fn weight(r: &mut Reader, t: &dyn TableLike) -> Option<u32> {
+    match r.integer(t, "weight", 10_000).unwrap_or(1) {
+        0 => {
+            r.error(
+                t.get("weight").and_then(|w| w.span()),
+                "`weight` must be at least 1",
+                "remove the server to take it out of rotation",
+            );
+            None
+        }
+        w => Some(w as u32),
+    }
 }
 
 pub fn socket_addr(r: &mut Reader, text: &str, span: Span, key: &str) -> Option<SocketAddr> {

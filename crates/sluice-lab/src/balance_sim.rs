@@ -66,94 +66,104 @@ struct Server {
     queue: VecDeque<u64>,
 }
 
+/// The simulated world: servers, the event queue, the random stream, what was measured.
+struct Sim {
+    servers: Vec<Server>,
+    events: BinaryHeap<Reverse<(u64, Event)>>,
+    rng: u64,
+    latencies: Vec<u64>,
+    to_slow: usize,
+    arrivals: usize,
+}
+
 /// Runs the simulation with `balancer` deciding every request.
 pub fn simulate(mut balancer: Balancer) -> Outcome {
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut servers: Vec<Server> = (0..3)
+    let servers = (0..3)
         .map(|_| Server {
             busy: 0,
             queue: VecDeque::new(),
         })
         .collect();
-    let mut events = BinaryHeap::new();
-    events.push(Reverse((0u64, Event::Arrival)));
-    let (mut latencies, mut to_slow, mut arrivals) = (Vec::new(), 0usize, 0usize);
-    while let Some(Reverse((now, event))) = events.pop() {
+    let mut sim = Sim {
+        servers,
+        events: BinaryHeap::new(),
+        rng: 0x9e37_79b9_7f4a_7c15,
+        latencies: Vec::new(),
+        to_slow: 0,
+        arrivals: 0,
+    };
+    sim.events.push(Reverse((0, Event::Arrival)));
+    while let Some(Reverse((now, event))) = sim.events.pop() {
         match event {
-            Event::Arrival if now < DURATION_NS => {
-                let view = |i: usize| Candidate {
-                    weight: 1,
-                    active: (servers[i].busy + servers[i].queue.len()) as u32,
-                    available: true,
-                };
-                let s = balancer
-                    .pick(
-                        3,
-                        view,
-                        Context {
-                            key: b"",
-                            random: next(&mut rng),
-                            now_ns: now,
-                        },
-                    )
-                    .unwrap_or(0);
-                arrivals += 1;
-                to_slow += usize::from(s == 1);
-                admit(&mut servers[s], s, now, now, &mut events, &mut rng);
-                let gap = (-(1.0 - unit(&mut rng)).ln() / RATE_PER_S * 1e9) as u64;
-                events.push(Reverse((now + gap.max(1), Event::Arrival)));
-            }
+            Event::Arrival if now < DURATION_NS => sim.arrive(&mut balancer, now),
             Event::Arrival => {}
-            Event::Done { server, arrived } => {
-                latencies.push(now - arrived);
-                balancer.observe(3, server, now - arrived, now);
-                servers[server].busy -= 1;
-                if let Some(waiting) = servers[server].queue.pop_front() {
-                    admit(
-                        &mut servers[server],
-                        server,
-                        waiting,
-                        now,
-                        &mut events,
-                        &mut rng,
-                    );
-                }
-            }
+            Event::Done { server, arrived } => sim.finish(&mut balancer, server, arrived, now),
         }
     }
-    latencies.sort_unstable();
-    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize] as f64 / MS as f64;
+    sim.latencies.sort_unstable();
+    let at =
+        |q: f64| sim.latencies[((sim.latencies.len() - 1) as f64 * q) as usize] as f64 / MS as f64;
     Outcome {
-        slow_share: to_slow as f64 / arrivals.max(1) as f64,
+        slow_share: sim.to_slow as f64 / sim.arrivals.max(1) as f64,
         p50_ms: at(0.5),
         p99_ms: at(0.99),
         max_ms: at(1.0),
     }
 }
 
-/// Starts the request that arrived at `arrived` on `server` now, or queues it.
-fn admit(
-    server: &mut Server,
-    index: usize,
-    arrived: u64,
-    now: u64,
-    events: &mut BinaryHeap<Reverse<(u64, Event)>>,
-    rng: &mut u64,
-) {
-    if server.busy >= SLOTS {
-        server.queue.push_back(arrived);
-        return;
+impl Sim {
+    /// A request arrives: the balancer picks, seeing each server's requests in flight.
+    fn arrive(&mut self, balancer: &mut Balancer, now: u64) {
+        let servers = &self.servers;
+        let view = |i: usize| Candidate {
+            weight: 1,
+            active: (servers[i].busy + servers[i].queue.len()) as u32,
+            available: true,
+        };
+        let s = balancer
+            .pick(
+                3,
+                view,
+                Context {
+                    key: b"",
+                    random: next(&mut self.rng),
+                    now_ns: now,
+                },
+            )
+            .unwrap_or(0);
+        self.arrivals += 1;
+        self.to_slow += usize::from(s == 1);
+        self.admit(s, now, now);
+        let gap = (-(1.0 - unit(&mut self.rng)).ln() / RATE_PER_S * 1e9) as u64;
+        self.events
+            .push(Reverse((now + gap.max(1), Event::Arrival)));
     }
-    server.busy += 1;
-    // Service time within +-20% of the server's typical time.
-    let service = (SERVICE_MS[index] * MS) as f64 * (0.8 + 0.4 * unit(rng));
-    events.push(Reverse((
-        now + service as u64,
-        Event::Done {
-            server: index,
-            arrived,
-        },
-    )));
+
+    /// A request finishes: record it, tell the balancer, start the next queued one.
+    fn finish(&mut self, balancer: &mut Balancer, server: usize, arrived: u64, now: u64) {
+        self.latencies.push(now - arrived);
+        balancer.observe(3, server, now - arrived, now);
+        self.servers[server].busy -= 1;
+        if let Some(waiting) = self.servers[server].queue.pop_front() {
+            self.admit(server, waiting, now);
+        }
+    }
+
+    /// Starts the request that arrived at `arrived` on `server` now, or queues it.
+    fn admit(&mut self, server: usize, arrived: u64, now: u64) {
+        let s = &mut self.servers[server];
+        if s.busy >= SLOTS {
+            s.queue.push_back(arrived);
+            return;
+        }
+        s.busy += 1;
+        // Service time within +-20% of the server's typical time.
+        let service = (SERVICE_MS[server] * MS) as f64 * (0.8 + 0.4 * unit(&mut self.rng));
+        self.events.push(Reverse((
+            now + service as u64,
+            Event::Done { server, arrived },
+        )));
+    }
 }
 
 fn next(state: &mut u64) -> u64 {

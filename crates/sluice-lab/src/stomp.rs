@@ -189,9 +189,8 @@ const SERVER_BEAT_MS: u64 = 10_000;
 pub async fn session<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     ws: WebSocketStream<S>,
     broker: Arc<Broker>,
-    server_name: String,
+    server: String,
 ) {
-    let id = broker.sessions.fetch_add(1, Ordering::Relaxed);
     let (mut sink, mut stream) = ws.split();
     let (outbox, mut queue) = mpsc::unbounded_channel::<Message>();
     let writer = tokio::spawn(async move {
@@ -202,7 +201,14 @@ pub async fn session<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             }
         }
     });
-    let mut beat: Option<tokio::task::JoinHandle<()>> = None;
+    let id = broker.sessions.fetch_add(1, Ordering::Relaxed);
+    let mut session = Session {
+        id,
+        broker,
+        outbox,
+        server,
+        beat: None,
+    };
     while let Some(Ok(message)) = stream.next().await {
         let text = match message {
             Message::Text(t) => t.as_str().to_string(),
@@ -210,94 +216,113 @@ pub async fn session<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             Message::Close(_) => break,
             _ => continue,
         };
-        let mut done = false;
+        if session.receive(&text) {
+            break;
+        }
+    }
+    session.end();
+    let _ = writer.await;
+}
+
+/// One client's session: its subscriptions live in the broker under `id`.
+struct Session {
+    id: u64,
+    broker: Arc<Broker>,
+    outbox: mpsc::UnboundedSender<Message>,
+    server: String,
+    beat: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Session {
+    fn send(&self, frame: Frame) {
+        let _ = self.outbox.send(Message::text(frame.encode()));
+    }
+
+    /// Handles the frames in one WebSocket message; true when the session must end.
+    fn receive(&mut self, text: &str) -> bool {
         for raw in text
             .split('\0')
             .filter(|f| !f.trim_matches(['\r', '\n']).is_empty())
         {
-            match Frame::parse(raw) {
-                Ok(frame) => done = handle(&frame, id, &broker, &outbox, &server_name, &mut beat),
+            let done = match Frame::parse(raw) {
+                Ok(frame) => self.handle(&frame),
                 Err(e) => {
                     let error = Frame::new("ERROR")
                         .header("message", "malformed frame")
                         .header("content-type", "text/plain");
-                    let _ = outbox.send(Message::text(Frame { body: e, ..error }.encode()));
-                    done = true;
+                    self.send(Frame { body: e, ..error });
+                    true
                 }
-            }
+            };
             if done {
-                break;
+                return true;
             }
         }
-        if done {
-            break;
-        }
+        false
     }
-    broker.unsubscribe(id, None);
-    if let Some(b) = beat {
-        b.abort();
-    }
-    let _ = outbox.send(Message::Close(None));
-    drop(outbox);
-    let _ = writer.await;
-}
 
-/// Handles one frame; true when the session must end.
-fn handle(
-    frame: &Frame,
-    session: u64,
-    broker: &Broker,
-    outbox: &mpsc::UnboundedSender<Message>,
-    server: &str,
-    beat: &mut Option<tokio::task::JoinHandle<()>>,
-) -> bool {
-    let send = |f: Frame| {
-        let _ = outbox.send(Message::text(f.encode()));
-    };
-    let end = match frame.command.as_str() {
-        "CONNECT" | "STOMP" => {
-            let (_, cy) = heart_beat(frame.get("heart-beat"));
-            let connected = Frame::new("CONNECTED")
-                .header("version", "1.2")
-                .header("server", &format!("sluice-backend/{server}"))
-                .header("heart-beat", &format!("{SERVER_BEAT_MS},{SERVER_BEAT_MS}"));
-            send(connected);
-            if cy > 0 {
-                *beat = Some(spawn_beats(
-                    outbox.clone(),
-                    Duration::from_millis(cy.max(SERVER_BEAT_MS)),
-                ));
+    /// Handles one frame; true when the session must end.
+    fn handle(&mut self, frame: &Frame) -> bool {
+        let end = match (
+            frame.command.as_str(),
+            frame.get("destination"),
+            frame.get("id"),
+        ) {
+            ("CONNECT" | "STOMP", _, _) => {
+                self.connect(frame);
+                false
             }
-            false
+            ("SUBSCRIBE", Some(dest), Some(id)) => {
+                self.broker
+                    .subscribe(dest, self.id, id, self.outbox.clone());
+                false
+            }
+            ("UNSUBSCRIBE", _, Some(id)) => {
+                self.broker.unsubscribe(self.id, Some(id));
+                false
+            }
+            ("SEND", Some(dest), _) => {
+                self.broker
+                    .publish(dest, &frame.body, frame.get("content-type"));
+                false
+            }
+            ("DISCONNECT", _, _) => true,
+            ("SUBSCRIBE" | "UNSUBSCRIBE" | "SEND", _, _) => error(
+                &self.outbox,
+                &format!("{} is missing destination or id", frame.command),
+            ),
+            (other, _, _) => error(&self.outbox, &format!("unknown command {other}")),
+        };
+        if let Some(receipt) = frame.get("receipt") {
+            self.send(Frame::new("RECEIPT").header("receipt-id", receipt));
         }
-        "SUBSCRIBE" => match (frame.get("destination"), frame.get("id")) {
-            (Some(dest), Some(id)) => {
-                broker.subscribe(dest, session, id, outbox.clone());
-                false
-            }
-            _ => error(outbox, "SUBSCRIBE needs destination and id"),
-        },
-        "UNSUBSCRIBE" => match frame.get("id") {
-            Some(id) => {
-                broker.unsubscribe(session, Some(id));
-                false
-            }
-            None => error(outbox, "UNSUBSCRIBE needs id"),
-        },
-        "SEND" => match frame.get("destination") {
-            Some(dest) => {
-                broker.publish(dest, &frame.body, frame.get("content-type"));
-                false
-            }
-            None => error(outbox, "SEND needs destination"),
-        },
-        "DISCONNECT" => true,
-        other => error(outbox, &format!("unknown command {other}")),
-    };
-    if let Some(receipt) = frame.get("receipt") {
-        send(Frame::new("RECEIPT").header("receipt-id", receipt));
+        end
     }
-    end
+
+    /// Answers CONNECT, and starts sending heart-beats if the client wants them.
+    fn connect(&mut self, frame: &Frame) {
+        let (_, cy) = heart_beat(frame.get("heart-beat"));
+        let connected = Frame::new("CONNECTED")
+            .header("version", "1.2")
+            .header("server", &format!("sluice-backend/{}", self.server))
+            .header("heart-beat", &format!("{SERVER_BEAT_MS},{SERVER_BEAT_MS}"));
+        self.send(connected);
+        if cy > 0 && self.beat.is_none() {
+            self.beat = Some(spawn_beats(
+                self.outbox.clone(),
+                Duration::from_millis(cy.max(SERVER_BEAT_MS)),
+            ));
+        }
+    }
+
+    /// Drops the session's subscriptions and closes the socket.
+    fn end(self) {
+        self.broker.unsubscribe(self.id, None);
+        if let Some(b) = self.beat {
+            b.abort();
+        }
+        let _ = self.outbox.send(Message::Close(None));
+    }
 }
 
 fn error(outbox: &mpsc::UnboundedSender<Message>, message: &str) -> bool {
