@@ -93,7 +93,7 @@ impl UpstreamShared {
         UpstreamShared {
             servers,
             balancer,
-            budget: Mutex::new(RetryBudget::new(config.retry.budget)),
+            budget: Mutex::new(RetryBudget::carried(config.retry.budget, previous)),
             config,
         }
     }
@@ -248,11 +248,13 @@ struct RetryBudget {
 const BUDGET_RESERVE: f64 = 10.0;
 
 impl RetryBudget {
-    fn new(ratio: f64) -> Self {
-        RetryBudget {
-            ratio,
-            tokens: BUDGET_RESERVE,
-        }
+    /// A budget that keeps the tokens of the upstream it replaces: a reload must not hand a
+    /// failing upstream a fresh reserve of retries.
+    fn carried(ratio: f64, previous: Option<&UpstreamShared>) -> Self {
+        let tokens = previous.map_or(BUDGET_RESERVE, |p| {
+            p.budget.lock().unwrap_or_else(|e| e.into_inner()).tokens
+        });
+        RetryBudget { ratio, tokens }
     }
 
     fn deposit(&mut self) {
@@ -275,7 +277,7 @@ mod tests {
 
     #[test]
     fn the_budget_allows_about_its_ratio_of_retries() {
-        let mut b = RetryBudget::new(0.2);
+        let mut b = RetryBudget::carried(0.2, None);
         let mut retried = 0;
         for _ in 0..1000 {
             b.deposit();
