@@ -70,11 +70,11 @@ async fn read_head(
 ) -> Result<Option<Head>, Rejection> {
     let Scratch { head, key, .. } = scratch;
     let mut deadline =
-        (!client.buf.is_empty()).then(|| Instant::now() + w.gen().config.header_timeout);
+        (!client.buf.is_empty()).then(|| Instant::now() + w.gen().shared.config.header_timeout);
     loop {
         if !client.buf.is_empty() {
             let gen = w.gen();
-            let max = gen.config.max_header_bytes;
+            let max = gen.shared.config.max_header_bytes;
             let allows =
                 |route: &Option<usize>, protocol: &str| allows_upgrade(&gen, *route, protocol);
             match request::parse(
@@ -106,7 +106,7 @@ async fn read_head(
             }
             Err(_) => return Ok(None),
         }
-        deadline.get_or_insert_with(|| Instant::now() + w.gen().config.header_timeout);
+        deadline.get_or_insert_with(|| Instant::now() + w.gen().shared.config.header_timeout);
     }
 }
 
@@ -114,7 +114,9 @@ async fn read_head(
 fn route(gen: &Generation, view: &View<'_>, key: &mut Vec<u8>) -> Option<usize> {
     let route = gen.router.find(view.host, view.target)?;
     key.clear();
-    if let Some(template) = gen.upstreams[gen.config.routes[route].upstream].key_template() {
+    if let Some(template) =
+        gen.shared.upstreams[gen.shared.config.routes[route].upstream].key_template()
+    {
         key::evaluate(template, view, key);
     }
     Some(route)
@@ -125,7 +127,7 @@ fn allows_upgrade(gen: &Generation, route: Option<usize>, protocol: &str) -> boo
     let first = protocol.split(',').next().unwrap_or("").trim();
     let first = first.split('/').next().unwrap_or(first);
     route.is_some_and(|r| {
-        gen.config.routes[r]
+        gen.shared.config.routes[r]
             .upgrade
             .iter()
             .any(|p| p.eq_ignore_ascii_case(first))
@@ -147,7 +149,7 @@ async fn wait_for_request(w: &Worker, client: &mut Conn) -> io::Result<usize> {
     }
     let drained = w.drain_signal();
     tokio::select! {
-        read = client.fill(w.gen().config.client_idle_timeout) => read,
+        read = client.fill(w.gen().shared.config.client_idle_timeout) => read,
         _ = drained => Ok(0),
     }
 }
@@ -162,9 +164,13 @@ async fn reject(
     tracing::info!(client = %peer, status = rejection.status, cause = rejection.reason, "bad request");
     out.clear();
     reply::error(out, rejection.status, true);
-    if write_all(&mut client.stream, out, w.gen().config.client_idle_timeout)
-        .await
-        .is_ok()
+    if write_all(
+        &mut client.stream,
+        out,
+        w.gen().shared.config.client_idle_timeout,
+    )
+    .await
+    .is_ok()
     {
         linger(client).await;
     }
@@ -199,9 +205,13 @@ async fn not_found(w: &Worker, client: &mut Conn, req: &Request, out: &mut Vec<u
     let keep_alive = req.keep_alive && req.framing == Framing::None;
     out.clear();
     reply::error(out, 404, !keep_alive);
-    let sent = write_all(&mut client.stream, out, w.gen().config.client_idle_timeout)
-        .await
-        .is_ok();
+    let sent = write_all(
+        &mut client.stream,
+        out,
+        w.gen().shared.config.client_idle_timeout,
+    )
+    .await
+    .is_ok();
     if sent && req.framing != Framing::None {
         linger(client).await;
     }

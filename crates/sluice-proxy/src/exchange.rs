@@ -193,7 +193,7 @@ impl Attempt<'_> {
         head: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<bool, Failure> {
-        let client_timeout = self.gen.config.client_idle_timeout;
+        let client_timeout = self.gen.shared.config.client_idle_timeout;
         if self.req.expect_continue {
             let sent = write_all(
                 &mut client.stream,
@@ -279,7 +279,12 @@ impl Attempt<'_> {
         if side.http10 {
             return Ok(());
         }
-        let sent = write_all(&mut client.stream, out, self.gen.config.client_idle_timeout).await;
+        let sent = write_all(
+            &mut client.stream,
+            out,
+            self.gen.shared.config.client_idle_timeout,
+        )
+        .await;
         sent.map_err(|e| Failure::client(400, format!("client gone: {e}")))
     }
 

@@ -30,8 +30,8 @@ pub async fn forward(
     scratch: &mut Scratch,
 ) -> bool {
     let Scratch { head, key, out } = scratch;
-    let u = gen.config.routes[route].upstream;
-    let up = &gen.upstreams[u];
+    let u = gen.shared.config.routes[route].upstream;
+    let up = &gen.shared.upstreams[u];
     let scope = Scope { w, gen, route, up };
     gen.count_request(u);
     let mut tried = [0usize; MAX_TRIES];
@@ -110,7 +110,7 @@ impl Scope<'_> {
             .health
             .failed(&up.config.failure, now_ns())
         {
-            let route = &self.gen.config.routes[self.route].path;
+            let route = &self.gen.shared.config.routes[self.route].path;
             tracing::warn!(route = %route, upstream = %up.config.name, server = %up.addr(server), cause = %f.cause, eject_for = ?eject, "server ejected after repeated failures");
         }
     }
@@ -136,7 +136,7 @@ impl Scope<'_> {
             framing: resp.framing,
             dechunk: delivery.dechunk,
             read_timeout: up.config.read_timeout,
-            write_timeout: self.gen.config.client_idle_timeout,
+            write_timeout: self.gen.shared.config.client_idle_timeout,
         };
         match relay(&mut upstream, &mut client.stream, out, t).await {
             Ok(()) => {
@@ -157,7 +157,7 @@ impl Scope<'_> {
                 !delivery.close
             }
             Err(TransferError::Read(e)) => {
-                let route = &self.gen.config.routes[self.route].path;
+                let route = &self.gen.shared.config.routes[self.route].path;
                 tracing::warn!(route = %route, upstream = %up.config.name, server = %up.addr(server), cause = %e, "server failed in the middle of a response; closing the client connection");
                 self.blame(server, &Failure::status(502));
                 false
@@ -177,15 +177,19 @@ impl Scope<'_> {
         mut upstream: Conn,
         out: &mut Vec<u8>,
     ) -> bool {
-        if write_all(&mut client.stream, out, self.gen.config.client_idle_timeout)
-            .await
-            .is_err()
+        if write_all(
+            &mut client.stream,
+            out,
+            self.gen.shared.config.client_idle_timeout,
+        )
+        .await
+        .is_err()
         {
             return false;
         }
         // Nothing of the HTTP exchange is needed any more: give its buffers back.
         *out = Vec::new();
-        let route = &self.gen.config.routes[self.route];
+        let route = &self.gen.shared.config.routes[self.route];
         let end = tunnel::run(
             client,
             &mut upstream,
@@ -210,14 +214,18 @@ impl Scope<'_> {
         let server = server
             .map(|s| up.addr(s).to_string())
             .unwrap_or_else(|| "-".into());
-        let route = &self.gen.config.routes[self.route].path;
+        let route = &self.gen.shared.config.routes[self.route].path;
         tracing::warn!(route = %route, upstream = %up.config.name, server = %server, status = f.status, cause = %f.cause, "request failed");
         let keep_alive = req.keep_alive && f.body_consumed && !self.w.draining();
         out.clear();
         reply::error(out, f.status, !keep_alive);
-        let sent = write_all(&mut client.stream, out, self.gen.config.client_idle_timeout)
-            .await
-            .is_ok();
+        let sent = write_all(
+            &mut client.stream,
+            out,
+            self.gen.shared.config.client_idle_timeout,
+        )
+        .await
+        .is_ok();
         if sent && !f.body_consumed {
             linger(client).await;
         }

@@ -165,12 +165,12 @@ fn summarise(
     listeners_added: usize,
     listeners_removed: usize,
 ) -> ReloadSummary {
-    let (before, after) = (old.addresses(), new.addresses());
+    let (before, after) = (&old.addresses, &new.addresses);
     ReloadSummary {
         listeners_added,
         listeners_removed,
-        servers_added: after.difference(&before).count(),
-        servers_removed: before.difference(&after).count(),
+        servers_added: after.difference(before).count(),
+        servers_removed: before.difference(after).count(),
     }
 }
 

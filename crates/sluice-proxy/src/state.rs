@@ -17,11 +17,13 @@ use std::sync::Arc;
 pub struct Shared {
     pub config: Arc<Config>,
     pub upstreams: Vec<Arc<UpstreamShared>>,
+    /// Every server address any upstream lists (pools keep connections only to these).
+    pub addresses: HashSet<SocketAddr>,
 }
 
 impl Shared {
     pub fn new(config: Config, previous: Option<&Shared>) -> Self {
-        let upstreams = config
+        let upstreams: Vec<Arc<UpstreamShared>> = config
             .upstreams
             .iter()
             .map(|u| {
@@ -33,9 +35,14 @@ impl Shared {
                 }
             })
             .collect();
+        let addresses = upstreams
+            .iter()
+            .flat_map(|u| u.servers.iter().map(|s| s.addr))
+            .collect();
         let next = Shared {
             config: Arc::new(config),
             upstreams,
+            addresses,
         };
         if let Some(previous) = previous {
             previous.retire_missing(&next);
@@ -57,23 +64,13 @@ impl Shared {
             }
         }
     }
-
-    /// Every server address any upstream lists.
-    pub fn addresses(&self) -> HashSet<SocketAddr> {
-        self.upstreams
-            .iter()
-            .flat_map(|u| u.servers.iter().map(|s| s.addr))
-            .collect()
-    }
 }
 
 /// What a worker serves a request with: taken once per request, so a reload never
 /// changes the rules halfway through one.
 pub struct Generation {
-    pub config: Arc<Config>,
-    pub router: Router,
-    pub upstreams: Vec<Arc<UpstreamShared>>,
     pub shared: Arc<Shared>,
+    pub router: Router,
     /// Requests not yet added to each upstream's retry budget: reported in batches so the
     /// budget's lock is not taken on every request.
     unreported: Vec<Cell<u32>>,
@@ -94,14 +91,12 @@ impl Generation {
 
     /// Adds the requests counted so far to upstream `u`'s budget (before spending from it).
     pub fn report(&self, u: usize) {
-        self.upstreams[u].deposit(self.unreported[u].replace(0));
+        self.shared.upstreams[u].deposit(self.unreported[u].replace(0));
     }
 
     pub fn new(shared: Arc<Shared>) -> Self {
         Generation {
-            config: shared.config.clone(),
             router: Router::new(&shared.config),
-            upstreams: shared.upstreams.clone(),
             unreported: shared.upstreams.iter().map(|_| Cell::new(0)).collect(),
             shared,
         }

@@ -192,7 +192,7 @@ async fn drain(w: &Worker) {
             wait.await;
         }
     };
-    if tokio::time::timeout(w.gen().config.shutdown_grace, closed)
+    if tokio::time::timeout(w.gen().shared.config.shutdown_grace, closed)
         .await
         .is_err()
     {
@@ -208,7 +208,7 @@ async fn reap_idle(w: Rc<Worker>) {
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tick.tick().await;
-        let addresses = w.gen().shared.addresses();
-        w.pool.reap(|addr| addresses.contains(addr));
+        let gen = w.gen();
+        w.pool.reap(|addr| gen.shared.addresses.contains(addr));
     }
 }
