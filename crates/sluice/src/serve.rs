@@ -24,13 +24,20 @@ pub enum Signal {
     Reload,
 }
 
-pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
-    let config = match sluice_config::load(path) {
-        Ok(config) => config,
+/// The config at `path`, or `None` after printing every error (and `then`, if any).
+fn load_or_report(path: &Path, then: &str) -> Option<sluice_config::Config> {
+    match sluice_config::load(path) {
+        Ok(config) => Some(config),
         Err(errors) => {
-            eprintln!("{errors}");
-            return Ok(ExitCode::from(BAD_CONFIG));
+            eprintln!("{errors}{then}");
+            None
         }
+    }
+}
+
+pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
+    let Some(config) = load_or_report(path, "") else {
+        return Ok(ExitCode::from(BAD_CONFIG));
     };
     let pid_file = pid_file(path, config.pid_file.as_deref());
     let signals = signals()?;
@@ -47,12 +54,11 @@ pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
 }
 
 pub fn reload(path: &Path) -> anyhow::Result<ExitCode> {
-    let config = match sluice_config::load(path) {
-        Ok(config) => config,
-        Err(errors) => {
-            eprintln!("{errors}\nsluice: not reloading; the running sluice keeps its config");
-            return Ok(ExitCode::from(BAD_CONFIG));
-        }
+    let Some(config) = load_or_report(
+        path,
+        "\nsluice: not reloading; the running sluice keeps its config",
+    ) else {
+        return Ok(ExitCode::from(BAD_CONFIG));
     };
     let pid_file = pid_file(path, config.pid_file.as_deref());
     let text = std::fs::read_to_string(&pid_file).with_context(|| {
