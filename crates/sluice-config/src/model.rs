@@ -8,10 +8,14 @@ use std::time::Duration;
 pub struct Config {
     /// Worker threads; 0 means one per core.
     pub workers: usize,
-    /// Total time a client has to send a complete request head (slowloris defence).
+    /// Total time a client has to send a complete request head: from accepting the
+    /// connection for the first request, from its first byte for the next ones.
     pub header_timeout: Duration,
-    /// How long an idle client keep-alive connection is kept open between requests.
+    /// The longest a client may take to send the next piece of a body or take the next
+    /// piece of a response.
     pub client_idle_timeout: Duration,
+    /// How long a keep-alive client connection may stay idle between two requests.
+    pub keepalive_timeout: Duration,
     /// The largest request head accepted, in bytes; larger gets 431.
     pub max_header_bytes: usize,
     /// On SIGTERM/SIGINT, how long requests in flight may take to finish.

@@ -16,6 +16,7 @@ const TOP_KEYS: &[&str] = &[
     "workers",
     "header_timeout",
     "client_idle_timeout",
+    "keepalive_timeout",
     "max_header_bytes",
     "shutdown_grace",
     "pid_file",
@@ -74,6 +75,9 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
         client_idle_timeout: r
             .timeout(root, "client_idle_timeout")
             .unwrap_or(Duration::from_secs(60)),
+        keepalive_timeout: r
+            .timeout(root, "keepalive_timeout")
+            .unwrap_or(Duration::from_secs(30)),
         max_header_bytes: r
             .integer(root, "max_header_bytes", 1 << 20)
             .unwrap_or(16 * 1024) as usize,

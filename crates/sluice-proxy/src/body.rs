@@ -1,6 +1,9 @@
 //! Streaming a message body from one connection to another without holding it whole.
+//!
+//! Chunked bodies are decoded strictly and framed again by sluice: the receiver gets
+//! only chunk sizes that sluice wrote, never the sender's framing bytes (see `chunked.rs`).
 
-use crate::chunked::ChunkedScanner;
+use crate::chunked::ChunkedDecoder;
 use crate::conn::{write_all, Conn};
 use crate::head::Framing;
 use bytes::Buf;
@@ -23,6 +26,8 @@ pub struct Transfer {
     pub framing: Framing,
     /// Send only chunk payloads (to an HTTP/1.0 client).
     pub dechunk: bool,
+    /// The largest trailer section a chunked body may carry (the sender's head limit).
+    pub max_trailer_bytes: usize,
     pub read_timeout: Duration,
     pub write_timeout: Duration,
 }
@@ -38,7 +43,7 @@ pub async fn relay<W: AsyncWrite + Unpin>(
     out: &mut Vec<u8>,
     t: Transfer,
 ) -> Result<(), TransferError> {
-    let mut scanner = ChunkedScanner::default();
+    let mut decoder = ChunkedDecoder::new(t.max_trailer_bytes);
     let mut remaining = match t.framing {
         Framing::Length(n) => n,
         _ => 0,
@@ -53,7 +58,7 @@ pub async fn relay<W: AsyncWrite + Unpin>(
                 remaining -= take as u64;
                 remaining == 0
             }
-            Framing::Chunked => take_chunked(src, out, &mut scanner, t.dechunk)?,
+            Framing::Chunked => take_chunked(src, out, &mut decoder, t.dechunk)?,
             Framing::UntilClose => {
                 out.extend_from_slice(&src.buf);
                 src.buf.clear();
@@ -78,23 +83,68 @@ pub async fn relay<W: AsyncWrite + Unpin>(
     }
 }
 
-/// Moves the buffered part of a chunked body to `out`; true when the body is complete.
+/// Moves the buffered part of a chunked body to `out`, framed again as one chunk (or as
+/// bare payload with `dechunk`); true when the body is complete.
 fn take_chunked(
     src: &mut Conn,
     out: &mut Vec<u8>,
-    scanner: &mut ChunkedScanner,
+    decoder: &mut ChunkedDecoder,
     dechunk: bool,
 ) -> Result<bool, TransferError> {
-    let used = scanner
-        .scan(&src.buf, |data| {
-            if dechunk {
-                out.extend_from_slice(data);
-            }
-        })
+    let start = out.len();
+    let used = decoder
+        .decode(&src.buf, |data| out.extend_from_slice(data))
         .map_err(|e| TransferError::Read(io::Error::new(io::ErrorKind::InvalidData, e.0)))?;
-    if !dechunk {
-        out.extend_from_slice(&src.buf[..used]);
-    }
     src.buf.advance(used);
-    Ok(scanner.is_done())
+    let done = decoder.is_done();
+    if !dechunk {
+        frame_chunk(out, start);
+        if done {
+            out.extend_from_slice(b"0\r\n\r\n");
+        }
+    }
+    Ok(done)
+}
+
+/// Makes the payload in `out[start..]` one chunk by putting its size line in front of it.
+/// Nothing is written for no payload: an empty chunk would end the body.
+fn frame_chunk(out: &mut Vec<u8>, start: usize) {
+    let len = out.len() - start;
+    if len == 0 {
+        return;
+    }
+    let mut line = [0u8; 18];
+    let mut i = 16;
+    line[16..].copy_from_slice(b"\r\n");
+    let mut n = len;
+    loop {
+        i -= 1;
+        line[i] = b"0123456789abcdef"[n % 16];
+        n /= 16;
+        if n == 0 {
+            break;
+        }
+    }
+    // Moves the payload up by a few bytes; cheap next to the write that follows.
+    out.splice(start..start, line[i..].iter().copied());
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_are_framed_by_their_length() {
+        for len in [1usize, 9, 15, 16, 255, 4096, 70_000] {
+            let mut out = b"HEAD".to_vec();
+            out.extend(std::iter::repeat_n(b'x', len));
+            frame_chunk(&mut out, 4);
+            let expected = format!("HEAD{len:x}\r\n{}\r\n", "x".repeat(len));
+            assert_eq!(out, expected.as_bytes());
+        }
+        let mut out = b"HEAD".to_vec();
+        frame_chunk(&mut out, 4);
+        assert_eq!(out, b"HEAD", "no empty chunk");
+    }
 }

@@ -1,6 +1,7 @@
 //! One client connection: read request heads one after another (keep-alive and
 //! pipelining), route each, forward it, and decide whether the connection goes on.
 
+use crate::buffers::{Buffers, Scratch};
 use crate::conn::{write_all, Conn};
 use crate::forward::forward;
 use crate::head::Framing;
@@ -16,29 +17,21 @@ use std::rc::Rc;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-/// Buffers reused by every request on a connection, so the hot path does not allocate.
-#[derive(Default)]
-pub struct Scratch {
-    /// The request head as it goes to the server.
-    pub head: Vec<u8>,
-    /// The request's hash key, when its upstream hashes.
-    pub key: Vec<u8>,
-    /// Bytes on their way out (response heads, body chunks, error replies).
-    pub out: Vec<u8>,
-}
-
 /// Serves `stream` until the client closes, an error ends it, or the worker drains.
 pub async fn serve(w: &Worker, stream: TcpStream, peer: SocketAddr) {
+    let accepted = Instant::now();
     let _ = stream.set_nodelay(true);
     let client_ip = peer.ip().to_string();
     let origin = Origin {
         client_ip: &client_ip,
         proto: "http",
     };
-    let mut client = Conn::new(stream);
+    let mut client = Conn::idle(stream);
     let mut scratch = Scratch::default();
+    let mut first = Some(accepted);
     loop {
-        let (req, route, gen) = match read_head(w, &mut client, &origin, &mut scratch).await {
+        let waited = read_head(w, &mut client, &origin, &mut scratch, first.take()).await;
+        let (req, route, gen) = match waited {
             Ok(Some(parsed)) => parsed,
             Ok(None) => return,
             Err(rejection) => {
@@ -61,44 +54,43 @@ pub async fn serve(w: &Worker, stream: TcpStream, peer: SocketAddr) {
 type Head = (Request, Option<usize>, Rc<Generation>);
 
 /// Reads until a whole request head is buffered. `Ok(None)`: the connection ended
-/// quietly (closed by the client, idle too long, or the worker is draining).
+/// quietly (closed by the client, silent or idle too long, or the worker is draining).
+///
+/// `accepted` is set for a connection's first request: its head must then be complete
+/// within `header_timeout` of the accept, so a client that connects and sends nothing
+/// is closed at that deadline. Before a later request the connection may idle for
+/// `keepalive_timeout`, and its head has `header_timeout` from its first byte.
 async fn read_head(
     w: &Worker,
     client: &mut Conn,
     origin: &Origin<'_>,
     scratch: &mut Scratch,
+    accepted: Option<Instant>,
 ) -> Result<Option<Head>, Rejection> {
-    let Scratch { head, key, .. } = scratch;
-    let mut deadline =
-        (!client.buf.is_empty()).then(|| Instant::now() + w.gen().shared.config.header_timeout);
+    let (header_timeout, keepalive_timeout) = {
+        let config = &w.gen().shared.config;
+        (config.header_timeout, config.keepalive_timeout)
+    };
+    let mut deadline = match accepted {
+        Some(at) => Some(at + header_timeout),
+        None => (!client.buf.is_empty()).then(|| Instant::now() + header_timeout),
+    };
     loop {
-        if !client.buf.is_empty() {
-            let gen = w.gen();
-            let max = gen.shared.config.max_header_bytes;
-            let allows =
-                |route: &Option<usize>, protocol: &str| allows_upgrade(&gen, *route, protocol);
-            match request::parse(
-                &client.buf,
-                origin,
-                head,
-                |view| route(&gen, view, key),
-                allows,
-            )? {
-                Some((req, _)) if req.head_len > max => return Err(too_large()),
-                Some((req, route)) => return Ok(Some((req, route, gen))),
-                None if client.buf.len() >= max => return Err(too_large()),
-                None => {}
-            }
+        if let Some(parsed) = parse_head(w, client, origin, scratch)? {
+            return Ok(Some(parsed));
         }
-        let read = match deadline {
+        let read = if client.buf.is_empty() {
+            let idle_until = Instant::now() + keepalive_timeout;
+            wait_for_request(w, client, scratch, deadline.unwrap_or(idle_until)).await
+        } else {
             // The head has begun: one deadline for all of it, however slowly it trickles in.
-            Some(at) => client.fill_until(at).await,
-            None => wait_for_request(w, client).await,
+            let at = *deadline.get_or_insert_with(|| Instant::now() + header_timeout);
+            client.fill_until(at).await
         };
         match read {
             Ok(0) => return Ok(None),
             Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::TimedOut && deadline.is_some() => {
+            Err(e) if e.kind() == io::ErrorKind::TimedOut && !client.buf.is_empty() => {
                 return Err(Rejection {
                     status: 408,
                     reason: "request head not received within header_timeout",
@@ -106,7 +98,34 @@ async fn read_head(
             }
             Err(_) => return Ok(None),
         }
-        deadline.get_or_insert_with(|| Instant::now() + w.gen().shared.config.header_timeout);
+    }
+}
+
+/// Parses the buffered bytes as a request head: `Ok(None)` when more are needed.
+fn parse_head(
+    w: &Worker,
+    client: &Conn,
+    origin: &Origin<'_>,
+    scratch: &mut Scratch,
+) -> Result<Option<Head>, Rejection> {
+    if client.buf.is_empty() {
+        return Ok(None);
+    }
+    let gen = w.gen();
+    let max = gen.shared.config.max_header_bytes;
+    let allows = |route: &Option<usize>, protocol: &str| allows_upgrade(&gen, *route, protocol);
+    let Scratch { head, key, .. } = scratch;
+    match request::parse(
+        &client.buf,
+        origin,
+        head,
+        |view| route(&gen, view, key),
+        allows,
+    )? {
+        Some((req, _)) if req.head_len > max => Err(too_large()),
+        Some((req, route)) => Ok(Some((req, route, gen))),
+        None if client.buf.len() >= max => Err(too_large()),
+        None => Ok(None),
     }
 }
 
@@ -124,7 +143,8 @@ fn route(gen: &Generation, view: &View<'_>, key: &mut Vec<u8>) -> Option<usize> 
 
 /// True when the route lets a client switch to `protocol` (the first one it offers).
 fn allows_upgrade(gen: &Generation, route: Option<usize>, protocol: &str) -> bool {
-    let first = protocol.split(',').next().unwrap_or("").trim();
+    let first = protocol.split(',').next().unwrap_or("");
+    let first = first.trim_matches([' ', '\t']);
     let first = first.split('/').next().unwrap_or(first);
     route.is_some_and(|r| {
         gen.shared.config.routes[r]
@@ -141,16 +161,36 @@ fn too_large() -> Rejection {
     }
 }
 
-/// Waits for the first bytes of the next request on an idle connection. Ends it early when
-/// the worker drains; reports `Ok(0)` then, as if the client had closed.
-async fn wait_for_request(w: &Worker, client: &mut Conn) -> io::Result<usize> {
-    if w.draining() {
-        return Ok(0);
-    }
-    let drained = w.drain_signal();
-    tokio::select! {
-        read = client.fill(w.gen().shared.config.client_idle_timeout) => read,
-        _ = drained => Ok(0),
+/// Waits until `until` for the first bytes of a request on a connection with nothing
+/// buffered. Meanwhile the connection's buffers are back in the worker's stash: an idle
+/// connection holds none. Ends early, as `Ok(0)`, when the worker drains.
+async fn wait_for_request(
+    w: &Worker,
+    client: &mut Conn,
+    scratch: &mut Scratch,
+    until: Instant,
+) -> io::Result<usize> {
+    loop {
+        if w.draining() {
+            return Ok(0);
+        }
+        w.stash.give(Buffers {
+            read: std::mem::take(&mut client.buf),
+            scratch: std::mem::take(scratch),
+        });
+        let drained = w.drain_signal();
+        tokio::select! {
+            ready = tokio::time::timeout_at(until, client.stream.readable()) => {
+                ready.map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
+            }
+            _ = drained => return Ok(0),
+        }
+        let buffers = w.stash.take();
+        (client.buf, *scratch) = (buffers.read, buffers.scratch);
+        match client.try_fill() {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            read => return read,
+        }
     }
 }
 

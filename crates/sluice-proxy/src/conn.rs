@@ -9,7 +9,7 @@ use tokio::time::{timeout, timeout_at, Instant};
 
 /// Read buffers grow in steps of this size; large bodies stream through at most a few of
 /// them, which is what keeps a 1 GiB transfer in bounded memory.
-const READ_CHUNK: usize = 16 * 1024;
+pub const READ_CHUNK: usize = 16 * 1024;
 
 pub struct Conn {
     pub stream: TcpStream,
@@ -22,6 +22,14 @@ impl Conn {
         Conn {
             stream,
             buf: BytesMut::with_capacity(READ_CHUNK),
+        }
+    }
+
+    /// A connection that holds no buffer until it has something to read.
+    pub fn idle(stream: TcpStream) -> Self {
+        Conn {
+            stream,
+            buf: BytesMut::new(),
         }
     }
 
@@ -42,6 +50,12 @@ impl Conn {
             Ok(result) => result,
             Err(_) => Err(io::ErrorKind::TimedOut.into()),
         }
+    }
+
+    /// Reads what the socket has without waiting (`WouldBlock` when it has nothing).
+    pub fn try_fill(&mut self) -> io::Result<usize> {
+        self.reserve();
+        self.stream.try_read_buf(&mut self.buf)
     }
 
     fn reserve(&mut self) {

@@ -5,9 +5,9 @@
 
 use crate::body::{relay, Transfer, TransferError};
 use crate::conn::{write_all, Conn};
-use crate::head::Framing;
+use crate::head::{put_header, Framing};
 use crate::request::Request;
-use crate::response::{self, ClientSide, Delivery, Response};
+use crate::response::{self, ClientSide, Delivery, Response, MAX_RESPONSE_HEAD};
 use crate::state::Generation;
 use crate::upstream::UpstreamShared;
 use crate::worker::Worker;
@@ -18,9 +18,6 @@ use tokio::net::TcpStream;
 
 /// At most this many 1xx responses before the final one; a server sending more is broken.
 const MAX_INTERIM: usize = 8;
-
-/// The largest response head accepted from a server.
-const MAX_RESPONSE_HEAD: usize = 64 * 1024;
 
 /// Why an attempt failed before the response began.
 pub struct Failure {
@@ -204,10 +201,11 @@ impl Attempt<'_> {
             sent.map_err(|e| Failure::client(400, format!("client gone: {e}")))?;
         }
         out.clear();
-        out.extend_from_slice(head);
+        self.put_head(out, head);
         let t = Transfer {
             framing: self.req.framing,
             dechunk: false,
+            max_trailer_bytes: self.gen.shared.config.max_header_bytes,
             read_timeout: client_timeout,
             write_timeout: self.up.config.read_timeout,
         };
@@ -234,6 +232,23 @@ impl Attempt<'_> {
         }
     }
 
+    /// The request head for this server: as rewritten, plus `Host` when the client sent
+    /// none (HTTP/1.0), as the server's address.
+    fn put_head(&self, out: &mut Vec<u8>, head: &[u8]) {
+        if !self.req.needs_host {
+            out.extend_from_slice(head);
+            return;
+        }
+        // The head ends with the blank line: the header goes just before it.
+        out.extend_from_slice(&head[..head.len() - 2]);
+        put_header(
+            out,
+            b"Host",
+            self.up.addr(self.server).to_string().as_bytes(),
+        );
+        out.extend_from_slice(b"\r\n");
+    }
+
     async fn read_response_head(
         &self,
         upstream: &mut Conn,
@@ -245,6 +260,9 @@ impl Attempt<'_> {
         loop {
             if !upstream.buf.is_empty() {
                 match response::parse(&upstream.buf, side, out) {
+                    Ok(Some((resp, _))) if resp.head_len > MAX_RESPONSE_HEAD => {
+                        return Err(self.broken("response head too large"))
+                    }
                     Ok(Some((resp, delivery))) => {
                         upstream.buf.advance(resp.head_len);
                         if !resp.interim {

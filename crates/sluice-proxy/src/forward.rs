@@ -4,13 +4,14 @@
 //! sees comes with a log line naming the route, upstream, server and cause.
 
 use crate::body::{relay, Transfer, TransferError};
-use crate::client::{linger, Scratch};
+use crate::buffers::Scratch;
+use crate::client::linger;
 use crate::conn::{write_all, Conn};
 use crate::exchange::{Attempt, Failure};
 use crate::health::now_ns;
 use crate::reply;
 use crate::request::Request;
-use crate::response::{Delivery, Response};
+use crate::response::{Delivery, Response, MAX_RESPONSE_HEAD};
 use crate::state::Generation;
 use crate::tunnel;
 use crate::upstream::UpstreamShared;
@@ -135,6 +136,7 @@ impl Scope<'_> {
         let t = Transfer {
             framing: resp.framing,
             dechunk: delivery.dechunk,
+            max_trailer_bytes: MAX_RESPONSE_HEAD,
             read_timeout: up.config.read_timeout,
             write_timeout: self.gen.shared.config.client_idle_timeout,
         };

@@ -46,7 +46,8 @@ impl<'a> ConnectionTokens<'a> {
             let Ok(value) = std::str::from_utf8(h.value) else {
                 continue;
             };
-            for token in value.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let words = value.split(',').map(|t| t.trim_matches([' ', '\t']));
+            for token in words.filter(|t| !t.is_empty()) {
                 if token.eq_ignore_ascii_case("close") {
                     tokens.close = true;
                 } else if token.eq_ignore_ascii_case("keep-alive") {
@@ -79,6 +80,9 @@ pub enum FramingError {
     LengthAndChunked,
     /// A transfer coding other than a bare `chunked`.
     UnsupportedCoding,
+    /// More than one Transfer-Encoding line: a list split over lines is a classic way to
+    /// make two parsers disagree on which coding is last.
+    RepeatedTransferEncoding,
 }
 
 impl FramingError {
@@ -88,6 +92,7 @@ impl FramingError {
             FramingError::ConflictingContentLength => "conflicting Content-Length headers",
             FramingError::LengthAndChunked => "both Transfer-Encoding and Content-Length",
             FramingError::UnsupportedCoding => "Transfer-Encoding other than chunked",
+            FramingError::RepeatedTransferEncoding => "more than one Transfer-Encoding header",
         }
     }
 }
@@ -108,11 +113,12 @@ pub fn declared_framing(
             }
             length = Some(n);
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            let value =
-                std::str::from_utf8(h.value).map_err(|_| FramingError::UnsupportedCoding)?;
+            if chunked.is_some() {
+                return Err(FramingError::RepeatedTransferEncoding);
+            }
             // Only a bare `chunked`: sluice re-frames bodies as plain chunked, so another
             // coding in front of it (gzip, chunked) would be silently lost.
-            chunked = Some(value.trim().eq_ignore_ascii_case("chunked"));
+            chunked = Some(trim_ows(h.value).eq_ignore_ascii_case(b"chunked"));
         }
     }
     match (chunked, length) {
@@ -124,9 +130,21 @@ pub fn declared_framing(
     }
 }
 
+/// A field value without the optional whitespace around it: spaces and tabs only, the
+/// only whitespace HTTP knows (RFC 9110 section 5.6.3). `str::trim` would also take
+/// Unicode spaces, which a server behind us would not.
+pub fn trim_ows(value: &[u8]) -> &[u8] {
+    let start = value.iter().position(|b| !matches!(b, b' ' | b'\t'));
+    let end = value.iter().rposition(|b| !matches!(b, b' ' | b'\t'));
+    match (start, end) {
+        (Some(s), Some(e)) => &value[s..=e],
+        _ => &[],
+    }
+}
+
 /// A Content-Length value: ASCII digits only (no sign, no spaces inside), at most 18 of them.
 fn parse_length(value: &[u8]) -> Option<u64> {
-    let value = value.trim_ascii();
+    let value = trim_ows(value);
     if value.is_empty() || value.len() > 18 || !value.iter().all(u8::is_ascii_digit) {
         return None;
     }

@@ -8,7 +8,9 @@
 //! body, never block a worker thread, and never connect anywhere but a configured server.
 //! Balancing decisions come from `sluice-balance`; configuration from `sluice-config`.
 
+mod authority;
 mod body;
+mod buffers;
 mod checks;
 mod chunked;
 mod client;
@@ -31,3 +33,6 @@ mod upstream;
 mod worker;
 
 pub use server::{Proxy, ReloadSummary};
+
+#[doc(hidden)]
+pub mod testing;

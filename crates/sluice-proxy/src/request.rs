@@ -4,8 +4,9 @@
 //! end-to-end headers as they came, hop-by-hop headers dropped, and the forwarding headers
 //! (`X-Forwarded-For`, `X-Real-IP`, `X-Forwarded-Proto`, `X-Forwarded-Host`) set by us.
 
+use crate::authority;
 use crate::head::{
-    declared_framing, put_decimal, put_header, ConnectionTokens, Framing, FramingError,
+    declared_framing, put_decimal, put_header, trim_ows, ConnectionTokens, Framing, FramingError,
 };
 use crate::key::View;
 
@@ -31,6 +32,9 @@ pub struct Request {
     /// The client waits for `100 Continue` before sending its body. sluice answers that
     /// itself once a server connection is ready, and does not pass `Expect` on (as nginx).
     pub expect_continue: bool,
+    /// An HTTP/1.0 request without `Host`: the head in the scratch buffer has none, and
+    /// each attempt adds the server's address (nginx's default `$proxy_host`).
+    pub needs_host: bool,
 }
 
 /// A request that cannot be forwarded, with the status it gets.
@@ -71,6 +75,7 @@ pub fn parse<R>(
         return Err(reject(400, "malformed request line"));
     };
     let (target, host, framing) = check(method, target, minor, req.headers)?;
+    let needs_host = host.is_empty();
     let conn = ConnectionTokens::read(req.headers);
     let view = View {
         host: host_without_port(host),
@@ -102,6 +107,7 @@ pub fn parse<R>(
             && framing != Framing::None
             && req.headers.iter().any(is_expect_continue),
         upgrade: upgrade.map(str::to_string),
+        needs_host,
     };
     Ok(Some((request, routed)))
 }
@@ -117,10 +123,15 @@ fn check<'a>(
     if method == "CONNECT" {
         return Err(reject(405, "CONNECT is not proxied"));
     }
-    let target = Target::parse(target)?;
+    let target = Target::parse(method, target)?;
     let host_header = single_host(headers)?;
     if minor == 1 && host_header.is_none() && target.authority.is_none() {
         return Err(reject(400, "HTTP/1.1 request without Host"));
+    }
+    if minor == 0 && headers.iter().any(is_transfer_encoding) {
+        // RFC 9112 section 6.1: framing an HTTP/1.0 sender cannot mean is faulty; nginx
+        // refuses it too. Reading on would let a pipelined request hide behind it.
+        return Err(reject(400, "Transfer-Encoding in an HTTP/1.0 request"));
     }
     let framing = declared_framing(headers, Framing::None).map_err(|e| match e {
         FramingError::UnsupportedCoding => reject(501, e.as_str()),
@@ -130,6 +141,10 @@ fn check<'a>(
     Ok((target, host, framing))
 }
 
+fn is_transfer_encoding(h: &httparse::Header<'_>) -> bool {
+    h.name.eq_ignore_ascii_case("transfer-encoding")
+}
+
 /// The request target split into the authority (absolute form only) and origin-form path.
 struct Target<'a> {
     authority: Option<&'a str>,
@@ -137,7 +152,24 @@ struct Target<'a> {
 }
 
 impl<'a> Target<'a> {
-    fn parse(target: &'a str) -> Result<Self, Rejection> {
+    fn parse(method: &str, target: &'a str) -> Result<Self, Rejection> {
+        // Visible ASCII only (as h11 and RFC 3986 have it): a raw byte above 0x7F or a
+        // fragment is something a browser never sends and a server may read differently.
+        if !target
+            .bytes()
+            .all(|b| (0x21..0x7f).contains(&b) && b != b'#')
+        {
+            return Err(reject(
+                400,
+                "request target has a byte outside visible ASCII, or a #",
+            ));
+        }
+        if target == "*" && method != "OPTIONS" {
+            return Err(reject(
+                400,
+                "asterisk-form target with a method other than OPTIONS",
+            ));
+        }
         let parsed = Self::split(target)?;
         if has_dot_segment(parsed.path) {
             return Err(reject(400, "path has . or .. segments"));
@@ -172,7 +204,7 @@ impl<'a> Target<'a> {
             Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], &rest[i..]),
             _ => return Err(reject(400, "absolute-form target without a path")),
         };
-        if authority.is_empty() || authority.contains('@') {
+        if !authority::is_valid(authority) {
             return Err(reject(400, "bad authority in request target"));
         }
         Ok(Target {
@@ -213,7 +245,8 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
         .then(|| &s[prefix.len()..])
 }
 
-/// The one Host header's value; two Host headers are an error (RFC 9112 section 3.2).
+/// The one Host header's value; two Host headers are an error, and so is a value that is
+/// not a host with an optional port (RFC 9112 section 3.2).
 fn single_host<'a>(headers: &[httparse::Header<'a>]) -> Result<Option<&'a str>, Rejection> {
     let mut found = None;
     for h in headers
@@ -223,11 +256,15 @@ fn single_host<'a>(headers: &[httparse::Header<'a>]) -> Result<Option<&'a str>, 
         if found.is_some() {
             return Err(reject(400, "more than one Host header"));
         }
-        let value = std::str::from_utf8(h.value).map_err(|_| reject(400, "Host is not text"))?;
-        if value.trim().is_empty() {
+        let value =
+            std::str::from_utf8(trim_ows(h.value)).map_err(|_| reject(400, "Host is not text"))?;
+        if value.is_empty() {
             return Err(reject(400, "empty Host header"));
         }
-        found = Some(value.trim());
+        if !authority::is_valid(value) {
+            return Err(reject(400, "Host is not a host name with an optional port"));
+        }
+        found = Some(value);
     }
     Ok(found)
 }
@@ -263,7 +300,8 @@ fn upgrade_protocol<'h>(
         .find(|h| h.name.eq_ignore_ascii_case("upgrade"))?;
     // The first protocol offered, alone: the route's allow-list is checked against it, and
     // the server is offered nothing else (`websocket, h2c` must not smuggle h2c through).
-    let first = std::str::from_utf8(h.value).ok()?.split(',').next()?.trim();
+    let first = std::str::from_utf8(h.value).ok()?.split(',').next()?;
+    let first = std::str::from_utf8(trim_ows(first.as_bytes())).ok()?;
     (!first.is_empty()).then_some(first)
 }
 
@@ -283,8 +321,7 @@ fn is_ours(name: &str) -> bool {
 }
 
 fn is_expect_continue(h: &httparse::Header<'_>) -> bool {
-    h.name.eq_ignore_ascii_case("expect")
-        && h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue")
+    h.name.eq_ignore_ascii_case("expect") && trim_ows(h.value).eq_ignore_ascii_case(b"100-continue")
 }
 
 fn write_headers(
@@ -454,6 +491,73 @@ mod tests {
             status(&format!("GET / HTTP/1.1\r\nHost: a\r\n{many}\r\n")),
             431
         );
+    }
+
+    #[test]
+    fn hosts_and_targets_are_strict() {
+        let status = |raw: &str| run(raw).unwrap_err().status;
+        for host in ["a b", "user@host", "a, b", "a:", "a:99999", "[::1"] {
+            let raw = format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n");
+            assert_eq!(status(&raw), 400, "Host: {host}");
+        }
+        assert_eq!(status("GET http://u@a/ HTTP/1.1\r\nHost: a\r\n\r\n"), 400);
+        assert_eq!(status("GET * HTTP/1.1\r\nHost: a\r\n\r\n"), 400);
+        assert_eq!(status("GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n"), 400);
+        let raw = b"GET /caf\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n";
+        let mut out = Vec::new();
+        let origin = Origin {
+            client_ip: "1.1.1.1",
+            proto: "http",
+        };
+        let parsed = parse(raw, &origin, &mut out, |_| (), |_, _| false);
+        assert_eq!(
+            parsed.map(|_| ()).unwrap_err().status,
+            400,
+            "raw UTF-8 target"
+        );
+        let (_, routed, _) = run("GET / HTTP/1.1\r\nHost:  [::1]:8080 \r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(routed, "[::1]|/");
+    }
+
+    #[test]
+    fn framing_headers_are_strict() {
+        let status = |raw: &str| run(raw).unwrap_err().status;
+        assert_eq!(
+            status("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            400
+        );
+        assert_eq!(
+            status("POST / HTTP/1.0\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n"),
+            400
+        );
+        assert_eq!(
+            status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            400
+        );
+        // Only SP and HTAB are whitespace: a no-break space makes it another coding.
+        assert_eq!(
+            status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\u{a0}\r\n\r\n"),
+            501
+        );
+        assert_eq!(
+            status("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: \u{a0}5\r\n\r\n"),
+            400
+        );
+    }
+
+    #[test]
+    fn http10_without_host_gets_one_per_attempt() {
+        let (req, routed, out) = run("GET /x HTTP/1.0\r\n\r\n").unwrap().unwrap();
+        assert!(req.needs_host);
+        assert_eq!(routed, "|/x");
+        assert!(
+            !out.contains("Host:") && !out.contains("X-Forwarded-Host"),
+            "{out}"
+        );
+        let (req, _, _) = run("GET /x HTTP/1.0\r\nHost: a\r\n\r\n").unwrap().unwrap();
+        assert!(!req.needs_host);
     }
 
     #[test]

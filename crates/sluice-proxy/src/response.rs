@@ -4,6 +4,9 @@ use crate::head::{declared_framing, put_header, ConnectionTokens, Framing};
 
 const MAX_HEADERS: usize = 128;
 
+/// The largest response head accepted from a server (and the largest trailer section).
+pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
+
 /// A parsed response head.
 #[derive(Debug)]
 pub struct Response {
@@ -165,7 +168,7 @@ fn switches_to(headers: &[httparse::Header<'_>], asked: Option<&str>) -> bool {
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case("upgrade"))
         .and_then(|h| std::str::from_utf8(h.value).ok());
-    given.is_some_and(|g| g.trim().eq_ignore_ascii_case(asked))
+    given.is_some_and(|g| g.trim_matches([' ', '\t']).eq_ignore_ascii_case(asked))
 }
 
 #[cfg(test)]

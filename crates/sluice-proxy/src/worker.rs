@@ -2,6 +2,7 @@
 //! pool of upstream connections. What it shares with other workers is the per-upstream
 //! state in `Shared` (balancers, in-flight counts, health).
 
+use crate::buffers::Stash;
 use crate::client;
 use crate::pool::Pool;
 use crate::state::{Generation, Shared};
@@ -17,6 +18,8 @@ use tokio::sync::{mpsc, watch, Notify};
 pub struct Worker {
     generation: RefCell<Rc<Generation>>,
     pub pool: Pool,
+    /// Buffers of connections that are busy now and then idle.
+    pub stash: Stash,
     /// A stop signal per listening address, for listeners a reload removes.
     listeners: RefCell<HashMap<SocketAddr, Rc<Notify>>>,
     draining: Cell<bool>,
@@ -40,6 +43,7 @@ impl Worker {
         Worker {
             generation: RefCell::new(Rc::new(Generation::new(shared))),
             pool: Pool::default(),
+            stash: Stash::default(),
             listeners: RefCell::new(HashMap::new()),
             draining: Cell::new(false),
             drain: Notify::new(),

@@ -13,5 +13,6 @@ mod proxy {
     mod lifecycle;
     pub mod load;
     mod pooling;
+    mod strict;
     mod websocket;
 }

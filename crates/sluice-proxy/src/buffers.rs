@@ -1,0 +1,70 @@
+//! The buffers a client connection works with, and a worker's stash of spare ones.
+//!
+//! A connection waiting for its next request holds no buffer: it hands its read buffer
+//! and scratch space to the worker's stash and takes a set back when bytes arrive. Ten
+//! thousand idle keep-alive clients then cost their sockets and tasks, not 16 KiB each,
+//! and a busy connection still does not allocate per request: the stash is a stack that
+//! the last connection to go idle fills and the next one to wake up empties.
+
+use crate::conn::READ_CHUNK;
+use bytes::BytesMut;
+use std::cell::RefCell;
+
+/// Buffers reused by every request on a connection, so the hot path does not allocate.
+#[derive(Default)]
+pub struct Scratch {
+    /// The request head as it goes to the server.
+    pub head: Vec<u8>,
+    /// The request's hash key, when its upstream hashes.
+    pub key: Vec<u8>,
+    /// Bytes on their way out (response heads, body chunks, error replies).
+    pub out: Vec<u8>,
+}
+
+/// What a busy client connection needs besides its socket.
+pub struct Buffers {
+    pub read: BytesMut,
+    pub scratch: Scratch,
+}
+
+/// Spare buffer sets kept per worker. More than this many idle connections give theirs
+/// back to the allocator.
+const MAX_SPARE: usize = 32;
+
+/// A bigger buffer is freed rather than kept (a large body grew it).
+const MAX_KEPT_CAPACITY: usize = 4 * READ_CHUNK;
+
+#[derive(Default)]
+pub struct Stash {
+    spare: RefCell<Vec<Buffers>>,
+}
+
+impl Stash {
+    /// A set of buffers: a spare one, or a new one.
+    pub fn take(&self) -> Buffers {
+        self.spare.borrow_mut().pop().unwrap_or_else(|| Buffers {
+            read: BytesMut::with_capacity(READ_CHUNK),
+            scratch: Scratch::default(),
+        })
+    }
+
+    /// Keeps `buffers` for the next connection that needs them, if there is room and
+    /// they are not oversized; frees them otherwise.
+    pub fn give(&self, mut buffers: Buffers) {
+        let Scratch { head, key, out } = &mut buffers.scratch;
+        let oversized = [head.capacity(), key.capacity(), out.capacity()]
+            .into_iter()
+            .chain([buffers.read.capacity()])
+            .any(|c| c > MAX_KEPT_CAPACITY);
+        let mut spare = self.spare.borrow_mut();
+        // A buffer without capacity was never allocated (or was handed on): nothing to keep.
+        if oversized || buffers.read.capacity() == 0 || spare.len() >= MAX_SPARE {
+            return;
+        }
+        head.clear();
+        key.clear();
+        out.clear();
+        buffers.read.clear();
+        spare.push(buffers);
+    }
+}

@@ -1,0 +1,122 @@
+//! Entry points into sluice's HTTP/1 codec for fuzzers, property tests and differential
+//! tests against other parsers. Not an API: hidden from the docs, shaped for checking
+//! (owned results, no sockets), and free to change with the codec.
+
+use crate::chunked::ChunkedDecoder;
+use crate::head::Framing;
+use crate::request::{self, Origin};
+use crate::response::{self, ClientSide};
+
+/// What sluice made of a request head it accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcceptedRequest {
+    /// Bytes of the head in the input.
+    pub head_len: usize,
+    /// The host routes see (without port), and the path.
+    pub host: String,
+    pub path: String,
+    /// `None`, `Length(n)` or `Chunked`, as `"none"`, `"length:N"`, `"chunked"`.
+    pub framing: String,
+    pub keep_alive: bool,
+    /// The head as it would go to a server (before `Host` is added for HTTP/1.0).
+    pub upstream_head: Vec<u8>,
+}
+
+/// Parses a request head as the proxy does. `Ok(None)`: incomplete. `Err`: the status
+/// and reason the client would get.
+pub fn parse_request(input: &[u8]) -> Result<Option<AcceptedRequest>, (u16, &'static str)> {
+    let origin = Origin {
+        client_ip: "192.0.2.1",
+        proto: "http",
+    };
+    let mut out = Vec::new();
+    let route = |view: &crate::key::View<'_>| (view.host.to_string(), view.target.to_string());
+    let parsed = request::parse(input, &origin, &mut out, route, |_, _| true)
+        .map_err(|r| (r.status, r.reason))?;
+    Ok(parsed.map(|(req, (host, path))| AcceptedRequest {
+        head_len: req.head_len,
+        host,
+        path,
+        framing: framing_name(req.framing),
+        keep_alive: req.keep_alive,
+        upstream_head: out,
+    }))
+}
+
+fn framing_name(framing: Framing) -> String {
+    match framing {
+        Framing::None => "none".into(),
+        Framing::Length(n) => format!("length:{n}"),
+        Framing::Chunked => "chunked".into(),
+        Framing::UntilClose => "close".into(),
+    }
+}
+
+/// A chunked body decoded from pieces: the payload, the bytes that belong to the body,
+/// and whether it was complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decoded {
+    pub payload: Vec<u8>,
+    pub used: usize,
+    pub done: bool,
+}
+
+/// Decodes a chunked body fed in the given pieces (their lengths; the rest of `input`
+/// goes as a last piece). A trailer section may take `max_trailer` bytes.
+pub fn decode_chunked(
+    input: &[u8],
+    pieces: &[usize],
+    max_trailer: usize,
+) -> Result<Decoded, &'static str> {
+    let mut decoder = ChunkedDecoder::new(max_trailer);
+    let mut payload = Vec::new();
+    let mut used = 0;
+    let mut rest = input;
+    let sizes = pieces.iter().copied().chain(std::iter::once(usize::MAX));
+    for size in sizes {
+        let (piece, after) = rest.split_at(size.min(rest.len()));
+        rest = after;
+        used += decoder
+            .decode(piece, |data| payload.extend_from_slice(data))
+            .map_err(|e| e.0)?;
+        if decoder.is_done() || rest.is_empty() {
+            break;
+        }
+    }
+    Ok(Decoded {
+        payload,
+        used,
+        done: decoder.is_done(),
+    })
+}
+
+/// What sluice made of a response head it accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcceptedResponse {
+    pub status: u16,
+    pub head_len: usize,
+    pub framing: String,
+    pub reusable: bool,
+    /// The head as it would go to the client.
+    pub client_head: Vec<u8>,
+}
+
+/// Parses a response head to a plain HTTP/1.1 GET as the proxy does (`head`: the
+/// request was HEAD). `Ok(None)`: incomplete.
+pub fn parse_response(input: &[u8], head: bool) -> Result<Option<AcceptedResponse>, &'static str> {
+    let side = ClientSide {
+        is_head: head,
+        http10: false,
+        keep_alive: true,
+        upgrade: None,
+    };
+    let mut out = Vec::new();
+    let parsed = response::parse(input, side, &mut out)?;
+    Ok(parsed.map(|(resp, _)| AcceptedResponse {
+        status: resp.status,
+        head_len: resp.head_len,
+        framing: framing_name(resp.framing),
+        reusable: resp.reusable,
+        client_head: out,
+    }))
+}
