@@ -8,6 +8,7 @@
 //! Prints one JSON line. Loopback only; every step has a deadline.
 
 use futures_util::{SinkExt, StreamExt};
+use sluice_lab::procfs::tree_rss_kib;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 use tokio::net::TcpSocket;
@@ -74,57 +75,4 @@ async fn connect(target: SocketAddr, source: IpAddr) -> Result<Ws, Box<dyn std::
     let stream = socket.connect(target).await?;
     let (ws, _) = tokio_tungstenite::client_async(format!("ws://{target}/echo"), stream).await?;
     Ok(ws)
-}
-
-/// Resident memory, KiB, of `pid` and all its descendants (nginx has a master and workers).
-fn tree_rss_kib(pid: u32) -> u64 {
-    let mut total = rss_kib(pid);
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return total;
-    };
-    for entry in entries.flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if child != pid && descends_from(child, pid) {
-            total += rss_kib(child);
-        }
-    }
-    total
-}
-
-fn descends_from(mut pid: u32, ancestor: u32) -> bool {
-    for _ in 0..32 {
-        let Some(parent) = parent_of(pid) else {
-            return false;
-        };
-        if parent == ancestor {
-            return true;
-        }
-        if parent <= 1 {
-            return false;
-        }
-        pid = parent;
-    }
-    false
-}
-
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(") ")?
-        .1
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }

@@ -7,5 +7,6 @@
 pub mod backend;
 pub mod balance_sim;
 pub mod hash_report;
+pub mod procfs;
 pub mod stomp;
 pub mod websocket;

@@ -35,13 +35,15 @@ pub async fn serve(w: &Worker, stream: TcpStream, peer: SocketAddr) {
             Ok(Some(parsed)) => parsed,
             Ok(None) => return,
             Err(rejection) => {
-                return reject(w, &mut client, peer, rejection, &mut scratch.out).await
+                return Box::pin(reject(w, &mut client, peer, rejection, &mut scratch.out)).await
             }
         };
         client.buf.advance(req.head_len);
+        // Boxed: the request's state machine (attempts, relays, a tunnel) is most of a
+        // connection task's size, and an idle connection should not carry it.
         let keep_alive = match route {
-            Some(route) => forward(w, &gen, &mut client, &req, route, &mut scratch).await,
-            None => not_found(w, &mut client, &req, &mut scratch.out).await,
+            Some(route) => Box::pin(forward(w, &gen, &mut client, &req, route, &mut scratch)).await,
+            None => Box::pin(not_found(w, &mut client, &req, &mut scratch.out)).await,
         };
         if !keep_alive || w.draining() {
             return;

@@ -1,0 +1,157 @@
+//! Holds many idle client connections on a balancer and measures what they cost it.
+//!
+//! `idle_clients keepalive TARGET CLIENTS PID [SOURCES]`: opens CLIENTS connections to
+//! TARGET, sends one `GET /` on each and reads the response, then leaves them all open
+//! and idle; prints the resident memory of process PID and its children before and after.
+//!
+//! `idle_clients silent TARGET CLIENTS [SOURCES]`: opens CLIENTS connections that send
+//! nothing, and times how long the balancer keeps each one open (30 s at most).
+//!
+//! Source addresses are spread over 127.0.0.2 .. 127.0.0.(1 + SOURCES) so ephemeral
+//! ports do not run out. Prints one JSON line. Loopback only; every step has a deadline.
+
+use sluice_lab::procfs::tree_rss_kib;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+
+type Error = Box<dyn std::error::Error>;
+
+const USAGE: &str = "usage: idle_clients keepalive TARGET CLIENTS PID [SOURCES]\n       idle_clients silent TARGET CLIENTS [SOURCES]";
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Error> {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |i: usize| args.get(i).ok_or(USAGE);
+    let target: SocketAddr = arg(2)?.parse()?;
+    let clients: usize = arg(3)?.parse()?;
+    if !target.ip().is_loopback() {
+        return Err("TARGET must be a loopback address".into());
+    }
+    match arg(1)?.as_str() {
+        "keepalive" => {
+            let pid: u32 = arg(4)?.parse()?;
+            let sources = args.get(5).map_or(Ok(4), |s| s.parse())?;
+            keepalive(target, clients, pid, sources).await
+        }
+        "silent" => {
+            let sources = args.get(4).map_or(Ok(4), |s| s.parse())?;
+            silent(target, clients, sources).await
+        }
+        _ => Err(USAGE.into()),
+    }
+}
+
+async fn keepalive(target: SocketAddr, clients: usize, pid: u32, sources: u8) -> Result<(), Error> {
+    let before = tree_rss_kib(pid);
+    let started = Instant::now();
+    let mut open = Vec::with_capacity(clients);
+    for i in 0..clients {
+        let mut stream = connect(target, source(i, sources)).await?;
+        stream
+            .write_all(b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n")
+            .await?;
+        tokio::time::timeout(Duration::from_secs(10), read_response(&mut stream)).await??;
+        open.push(stream);
+    }
+    let open_secs = started.elapsed().as_secs_f64();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = tree_rss_kib(pid);
+    let still_open = count_open(&open);
+    let per_client = (after as f64 - before as f64) / clients as f64;
+    println!(
+        "{{\"clients\":{clients},\"open_seconds\":{open_secs:.2},\"rss_before_kib\":{before},\"rss_after_kib\":{after},\"kib_per_client\":{per_client:.2},\"still_open\":{still_open}}}"
+    );
+    Ok(())
+}
+
+/// Opens `clients` silent connections and reports when the balancer closed them.
+async fn silent(target: SocketAddr, clients: usize, sources: u8) -> Result<(), Error> {
+    let mut open = Vec::with_capacity(clients);
+    for i in 0..clients {
+        open.push((connect(target, source(i, sources)).await?, Instant::now()));
+    }
+    let waits = open.into_iter().map(|(mut stream, at)| async move {
+        let mut buf = [0u8; 512];
+        let mut answered = false;
+        let deadline = at + Duration::from_secs(30);
+        loop {
+            match tokio::time::timeout_at(deadline.into(), stream.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => return (Some(at.elapsed()), answered),
+                Ok(Ok(_)) => answered = true,
+                Err(_) => return (None, answered),
+            }
+        }
+    });
+    let results = futures_util::future::join_all(waits).await;
+    let mut closed: Vec<f64> = results
+        .iter()
+        .filter_map(|(t, _)| t.map(|t| t.as_secs_f64()))
+        .collect();
+    closed.sort_by(f64::total_cmp);
+    let answered = results.iter().filter(|(_, a)| *a).count();
+    let at = |q: f64| {
+        closed
+            .get(((closed.len().max(1) - 1) as f64 * q) as usize)
+            .copied()
+    };
+    let show = |v: Option<f64>| v.map_or("null".to_string(), |v| format!("{v:.3}"));
+    println!(
+        "{{\"clients\":{clients},\"closed\":{},\"answered_before_close\":{answered},\"close_min_s\":{},\"close_p50_s\":{},\"close_max_s\":{}}}",
+        closed.len(),
+        show(at(0.0)),
+        show(at(0.5)),
+        show(at(1.0)),
+    );
+    Ok(())
+}
+
+fn source(i: usize, sources: u8) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(
+        127,
+        0,
+        0,
+        2 + (i % usize::from(sources.max(1))) as u8,
+    ))
+}
+
+async fn connect(target: SocketAddr, source: IpAddr) -> Result<TcpStream, Error> {
+    let socket = TcpSocket::new_v4()?;
+    socket.bind(SocketAddr::new(source, 0))?;
+    Ok(tokio::time::timeout(Duration::from_secs(10), socket.connect(target)).await??)
+}
+
+/// Reads one response with a Content-Length body.
+async fn read_response(stream: &mut TcpStream) -> Result<(), Error> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            return Err("closed before a whole response".into());
+        }
+        got.extend_from_slice(&buf[..n]);
+        let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .ok_or("response without Content-Length")?
+            .trim()
+            .parse()?;
+        if got.len() >= end + 4 + length {
+            return Ok(());
+        }
+    }
+}
+
+/// How many connections the balancer has not closed (a non-blocking read each).
+fn count_open(open: &[TcpStream]) -> usize {
+    let mut buf = [0u8; 1];
+    open.iter()
+        .filter(|s| matches!(s.try_read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock))
+        .count()
+}
