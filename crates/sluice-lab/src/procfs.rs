@@ -58,10 +58,17 @@ pub fn rss_kib(pid: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn this_process_has_resident_memory() {
+    fn a_process_tree_is_found_and_measured() {
         let me = std::process::id();
+        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        // Memory moves between two reads; what must hold is that each is seen at all.
         assert!(super::rss_kib(me) > 0);
-        assert!(super::tree_rss_kib(me) >= super::rss_kib(me));
+        assert!(super::rss_kib(child.id()) > 0);
+        assert!(super::descends_from(child.id(), me));
+        assert!(!super::descends_from(me, child.id()));
+        assert!(super::tree_rss_kib(me) > 0);
         assert_eq!(super::rss_kib(u32::MAX), 0);
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
