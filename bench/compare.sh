@@ -13,8 +13,10 @@
 # (and any position effect) is spread over all three instead of landing on one.
 # The report shows the median over the rounds, and each figure as a ratio to nginx.
 #
-# Usage:  [RUNS=3] [DUR=5] [RATE=5000] [H2_CLIENTS=40] bench/compare.sh [--build]
+# Usage:  [RUNS=3] [DUR=5] [RATE=5000] [H2_CLIENTS=40] [BASELINE=bin] bench/compare.sh [--build]
 #   --build   rebuild target/release/sluice first (it is built anyway if missing).
+#   BASELINE  another sluice binary (an older build) measured as `sluice-base` in the
+#             same rounds, for before/after figures of a change.
 #
 # The results go to bench/runs/<date>-compare/ (summary.md, results.jsonl, and the
 # raw output of every wrk and h2load run, the generated configs and server logs).
@@ -33,11 +35,13 @@ WRK_THREADS=2
 WRK_CONNS=64
 WORKERS=2                  # worker processes/threads of every balancer
 BALANCERS=(sluice nginx haproxy)
+BASELINE=${BASELINE:-}
+[[ -n $BASELINE ]] && BALANCERS+=(sluice-base)
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
 SLUICE_BIN=$CARGO_TARGET_DIR/release/sluice
-COMMAND_LINE="RUNS=$RUNS DUR=$DUR RATE=$RATE H2_CLIENTS=$H2_CLIENTS $0${*:+ $*}"
+COMMAND_LINE="RUNS=$RUNS DUR=$DUR RATE=$RATE H2_CLIENTS=$H2_CLIENTS${BASELINE:+ BASELINE=$BASELINE} $0${*:+ $*}"
 
 BUILD=0
 for arg in "$@"; do
@@ -187,11 +191,12 @@ EOF
 # the ports can be chosen freshly and nothing touches /etc.
 
 write_sluice_config() {
-    cat >"$WORK/sluice.toml" <<EOF
+    local name=${1:-sluice}
+    cat >"$WORK/$name.toml" <<EOF
 workers = $WORKERS
 
 [[listener]]
-bind = "127.0.0.1:${PORT_OF[sluice]}"
+bind = "127.0.0.1:${PORT_OF[$name]}"
 
 [[route]]
 path = "/"
@@ -282,7 +287,7 @@ EOF
 # ---------------------------------------------------------------- servers
 
 start_all() {
-    read -r B1_PORT B2_PORT PORT_OF[sluice] PORT_OF[nginx] PORT_OF[haproxy] <<<"$(free_ports 5)"
+    read -r B1_PORT B2_PORT PORT_OF[sluice] PORT_OF[nginx] PORT_OF[haproxy] PORT_OF[sluice-base] <<<"$(free_ports 6)"
     mkdir -p "$OUT/servers" "$OUT/configs"
 
     # One worker thread per backend keeps them cheap; they are shared by all three
@@ -298,6 +303,10 @@ start_all() {
     cp "$WORK/sluice.toml" "$WORK/nginx/nginx.conf" "$WORK/haproxy.cfg" "$OUT/configs/"
 
     SLUICE_LOG=warn start sluice "$OUT/servers/sluice.log" "$SLUICE_BIN" serve -c "$WORK/sluice.toml"
+    if [[ -n $BASELINE ]]; then
+        write_sluice_config sluice-base
+        SLUICE_LOG=warn start sluice-base "$OUT/servers/sluice-base.log" "$BASELINE" serve -c "$WORK/sluice-base.toml"
+    fi
     # -e: the log nginx uses before it has read the config (default is /var/log/nginx).
     start nginx "$OUT/servers/nginx.log" nginx -p "$WORK/nginx/" -e "$WORK/nginx/logs/error.log" \
         -c "$WORK/nginx/nginx.conf" -g 'daemon off;'
@@ -373,6 +382,7 @@ machine_info() {
     echo "- machine: $(nproc) CPUs ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)), kernel $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     # HEAD may have moved since the binary was built (others commit too), so say when it was built.
     echo "- sluice: $("$SLUICE_BIN" --version 2>&1 | head -n1), git $commit$dirty; binary built $(date -u -r "$SLUICE_BIN" '+%Y-%m-%d %H:%M:%S UTC')$STALE"
+    [[ -n $BASELINE ]] && echo "- sluice-base: $BASELINE ($("$BASELINE" --version 2>&1 | head -n1), binary built $(date -u -r "$BASELINE" '+%Y-%m-%d %H:%M:%S UTC'))"
     echo "- nginx: $(nginx -v 2>&1 | head -n1)"
     echo "- haproxy: $(haproxy -v 2>&1 | head -n1)"
     echo "- wrk: $(wrk -v 2>&1 | head -n1 || true)"
@@ -508,7 +518,8 @@ def median(xs):
 
 def report(path):
     recs = [json.loads(line) for line in open(path) if line.strip()]
-    order = ["sluice", "nginx", "haproxy"]
+    order = ["sluice", "nginx", "haproxy", "sluice-base"]
+    order = [b for b in order if any(r["balancer"] == b for r in recs)]
     rows = {}
     for b in order:
         rs = [r for r in recs if r["balancer"] == b]

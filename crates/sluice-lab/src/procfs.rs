@@ -60,7 +60,10 @@ mod tests {
     #[test]
     fn a_process_tree_is_found_and_measured() {
         let me = std::process::id();
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
         // Memory moves between two reads; what must hold is that each is seen at all.
         assert!(super::rss_kib(me) > 0);
         assert!(super::rss_kib(child.id()) > 0);
