@@ -99,11 +99,6 @@ impl Balancer {
             ewma.observe(len, server, rtt_ns, now_ns);
         }
     }
-
-    /// True when picks use the request's hash key.
-    pub fn uses_key(&self) -> bool {
-        matches!(self, Balancer::Hash(_))
-    }
 }
 
 /// True when `a` carries strictly less load per unit of weight than `b`.

@@ -20,6 +20,7 @@ pub use model::{
     Balance, Config, FailurePolicy, HashMethod, HealthCheck, HostMatch, KeyPart, KeyTemplate,
     Listener, RetryPolicy, Route, Server, Upstream, Variable,
 };
+pub use reader::parse_duration;
 
 use std::path::Path;
 

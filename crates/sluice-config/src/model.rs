@@ -54,15 +54,6 @@ pub enum HostMatch {
     Suffix(String),
 }
 
-impl HostMatch {
-    pub fn matches(&self, host: &str) -> bool {
-        match self {
-            HostMatch::Exact(h) => h == host,
-            HostMatch::Suffix(s) => host.len() > s.len() && host.ends_with(s.as_str()),
-        }
-    }
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub enum Balance {
     RoundRobin,

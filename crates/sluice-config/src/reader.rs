@@ -184,8 +184,9 @@ impl<'a> Reader<'a> {
 /// arithmetic far from overflow.
 const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 
-/// Parses "250ms", "2s", "1.5s", "3m", "1h".
-pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
+/// Parses "250ms", "2s", "1.5s", "3m", "1h": the durations of the config, and of the
+/// command line's duration flags.
+pub fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
     let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
     let (number, unit) = s.split_at(split);

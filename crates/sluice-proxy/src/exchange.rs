@@ -109,7 +109,7 @@ impl Attempt<'_> {
                 Some(conn) => conn,
                 None => self.connect().await?,
             };
-            let started = self.up.wants_latency().then(std::time::Instant::now);
+            let started = self.up.wants_latency().then(crate::clock::now);
             match self.exchange(&mut upstream, client, head, out).await {
                 Ok((resp, delivery)) => {
                     if let Some(started) = started {

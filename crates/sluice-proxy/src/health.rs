@@ -12,14 +12,7 @@ use std::time::Duration;
 /// Ejections in a row double the ejection time, up to this factor.
 const MAX_EJECT_FACTOR: u32 = 8;
 
-/// Nanoseconds on a monotonic clock shared by all threads of the process.
-pub fn now_ns() -> u64 {
-    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    EPOCH
-        .get_or_init(std::time::Instant::now)
-        .elapsed()
-        .as_nanos() as u64
-}
+pub use crate::clock::now_ns;
 
 /// The time, read from the clock only if something asks for it: most picks never do
 /// (no server ejected, no slow start), and a clock read is the costliest part of a pick.

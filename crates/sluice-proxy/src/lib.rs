@@ -14,6 +14,7 @@ mod buffers;
 mod checks;
 mod chunked;
 mod client;
+mod clock;
 mod conn;
 mod exchange;
 mod forward;

@@ -16,22 +16,63 @@ pub fn error(out: &mut Vec<u8>, status: u16, close: bool) {
     out.extend_from_slice(format!("\r\n{status} {reason}\n").as_bytes());
 }
 
-fn reason(status: u16) -> &'static str {
+/// The reason phrase of a status: RFC 9110's for every status it defines (and 429 of
+/// RFC 6585), so a client never sees a made-up one.
+pub fn reason(status: u16) -> &'static str {
     match status {
+        100 => "Continue",
+        101 => "Switching Protocols",
+        200 => "OK",
+        204 => "No Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         408 => "Request Timeout",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        414 => "URI Too Long",
+        421 => "Misdirected Request",
+        429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
-        _ => "Error",
+        505 => "HTTP Version Not Supported",
+        _ => match status / 100 {
+            4 => "Client Error",
+            5 => "Server Error",
+            _ => "Unknown",
+        },
     }
 }
 
+/// Every status sluice itself sends.
+#[cfg(test)]
+const SENT_BY_SLUICE: [u16; 10] = [100, 400, 404, 405, 408, 431, 501, 502, 503, 504];
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_status_sluice_sends_has_its_reason_phrase() {
+        for status in super::SENT_BY_SLUICE {
+            let reason = super::reason(status);
+            assert!(
+                !["Client Error", "Server Error", "Unknown"].contains(&reason),
+                "{status} has no reason phrase of its own"
+            );
+        }
+        assert_eq!(super::reason(501), "Not Implemented");
+    }
+
     #[test]
     fn content_length_matches_the_body() {
         let mut out = Vec::new();

@@ -73,18 +73,8 @@ pub fn backend(
 }
 
 fn parse_delay(text: &str) -> anyhow::Result<Duration> {
-    let text = text.trim();
-    let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
-        (ms, 0.001)
-    } else if let Some(s) = text.strip_suffix('s') {
-        (s, 1.0)
-    } else {
-        return Err(anyhow!("--delay {text}: give a unit, e.g. 5ms or 1s"));
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| anyhow!("--delay {text}: not a number"))?;
-    Duration::try_from_secs_f64(value * scale).map_err(|_| anyhow!("--delay {text}: out of range"))
+    sluice_config::parse_duration(text)
+        .ok_or_else(|| anyhow!("--delay {text}: give a number and a unit, e.g. 5ms or 1s"))
 }
 
 pub fn demo(listen: SocketAddr) -> anyhow::Result<ExitCode> {
@@ -131,5 +121,6 @@ mod tests {
         assert_eq!(parse_delay("5ms").unwrap(), Duration::from_millis(5));
         assert_eq!(parse_delay("1.5s").unwrap(), Duration::from_millis(1500));
         assert!(parse_delay("5").is_err());
+        assert!(parse_delay("fast").is_err());
     }
 }
