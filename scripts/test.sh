@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: formatting, lints, every test, and validation of
 # every example config. Works on a fresh Debian machine with Rust: it installs the few
-# system tools the tests use itself (curl; nginx, which a test compares ketama hashing with).
+# system tools the tests use itself (curl; nginx, which a test compares ketama hashing with;
+# python3 with h11, the differential test's reference parser).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+fi
+# The differential test compares sluice's HTTP/1.1 parser with Python's h11.
+if ! python3 -c 'import h11' 2>/dev/null; then
+    echo "== installing h11 (pip)"
+    python3 -m pip install --quiet h11 || python3 -m pip install --quiet --break-system-packages h11
 fi
 for component in rustfmt clippy; do
     cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1 || rustup component add "$component"

@@ -1,66 +1,71 @@
 //! Forwarding one request: pick a server, make an attempt, and on a failure the server is
 //! to blame for, count it against the server and, when it is safe and the retry budget
-//! allows, try another server. Then relay the response back. Every failure the client
-//! sees comes with a log line naming the route, upstream, server and cause.
+//! allows, try another server. Then relay the response back, or open a tunnel. Returns
+//! the request's [`Outcome`] for the record stage.
 
-use crate::body::{relay, Transfer, TransferError};
-use crate::buffers::Scratch;
-use crate::client::linger;
-use crate::conn::{write_all, Conn};
-use crate::exchange::{Attempt, Failure};
-use crate::health::now_ns;
-use crate::reply;
-use crate::request::Request;
-use crate::response::{Delivery, Response, MAX_RESPONSE_HEAD};
-use crate::state::Generation;
-use crate::tunnel;
-use crate::upstream::UpstreamShared;
-use crate::worker::Worker;
+use crate::context::Context;
+use crate::downstream::Downstream;
+use crate::failure::{Body, Failure, Retry};
+use crate::http1::check::Request;
+use crate::http1::head::Framing;
+use crate::http1::response::MAX_RESPONSE_HEAD;
+use crate::io::body::{Transfer, TransferError};
+use crate::io::Stream;
+use crate::record::Outcome;
+use crate::state::generation::Generation;
+use crate::state::health::now_ns;
+use crate::state::upstream::UpstreamShared;
+use crate::upstream::attempt::{Answer, Attempt};
 
 /// Servers one request may try: the first plus at most this many retries.
 const MAX_TRIES: usize = 11;
 
-/// The upstream head to send is in `scratch.head`. Returns whether the client connection
-/// can carry another request.
-pub async fn forward(
-    w: &Worker,
-    gen: &Generation,
-    client: &mut Conn,
+/// Forwards `req` (its head for the server in `head`, its hash key in `key`) on `route`.
+pub async fn forward<'g, S: Stream>(
+    ctx: &Context,
+    gen: &'g Generation,
+    down: &mut Downstream<'_, S>,
     req: &Request,
     route: usize,
-    scratch: &mut Scratch,
-) -> bool {
-    let Scratch { head, key, out } = scratch;
+    head: &[u8],
+    key: &[u8],
+) -> Outcome<'g> {
     let u = gen.shared.config.routes[route].upstream;
     let up = &gen.shared.upstreams[u];
-    let scope = Scope { w, gen, route, up };
+    let scope = Scope {
+        ctx,
+        gen,
+        route,
+        up,
+    };
     gen.count_request(u);
     let mut tried = [0usize; MAX_TRIES];
     let mut tries = 0;
     let mut last: Option<(usize, Failure)> = None;
     loop {
-        let Some((server, _in_flight)) = up.pick(key, w.random(), &tried[..tries]) else {
+        let Some((server, _in_flight)) = up.pick(key, ctx.random(), &tried[..tries]) else {
             let (server, f) = match last {
                 Some((s, f)) => (Some(s), f),
-                None => (None, Failure::unavailable(req)),
+                None => (None, Failure::unavailable(body_of(req))),
             };
-            return scope.fail(client, req, server, f, out).await;
+            return scope.fail(down, req, server, f, tries).await;
         };
         tried[tries] = server;
         tries += 1;
         let attempt = Attempt {
-            w,
-            gen,
+            pool: &ctx.pool,
             up,
             server,
             req,
+            draining: ctx.draining(),
+            max_trailer_bytes: gen.shared.config.max_header_bytes,
         };
-        match attempt.run(client, head, out).await {
-            Ok(answer) => return scope.deliver(server, client, answer, out).await,
+        match attempt.run(down, head).await {
+            Ok(answer) => return scope.deliver(down, server, answer, tries).await,
             Err(f) => {
                 scope.blame(server, &f);
                 if !may_retry(up, req, &f, tries, || gen.report(u)) {
-                    return scope.fail(client, req, Some(server), f, out).await;
+                    return scope.fail(down, req, Some(server), f, tries).await;
                 }
                 tracing::info!(upstream = %up.config.name, server = %up.addr(server), cause = %f.cause, "retrying on another server");
                 last = Some((server, f));
@@ -69,9 +74,17 @@ pub async fn forward(
     }
 }
 
-/// Whether a failed request may go to another server: only if the server is to blame, the
-/// request body is still unread (nothing to replay), the request cannot have had an effect
-/// or its method is idempotent, tries remain, and the retry budget has a token.
+/// The request body's state before anything of it was read.
+fn body_of(req: &Request) -> Body {
+    if req.framing == Framing::None {
+        Body::None
+    } else {
+        Body::Unread
+    }
+}
+
+/// Whether a failed request may go to another server: the failure allows it (see
+/// [`Failure::may_retry_elsewhere`]), tries remain, and the retry budget has a token.
 /// `report` brings the budget up to date before a token is spent from it.
 fn may_retry(
     up: &UpstreamShared,
@@ -80,10 +93,7 @@ fn may_retry(
     tries: usize,
     report: impl FnOnce(),
 ) -> bool {
-    let safe = !f.sent || req.idempotent || up.config.retry.non_idempotent;
-    let allowed = f.server_fault
-        && f.body_untouched
-        && safe
+    let allowed = f.may_retry_elsewhere(req.idempotent, up.config.retry.non_idempotent)
         && tries <= up.config.retry.retries as usize
         && tries < MAX_TRIES;
     allowed && {
@@ -93,17 +103,17 @@ fn may_retry(
 }
 
 /// Where a request is going: what logging and failure accounting need.
-struct Scope<'a> {
-    w: &'a Worker,
-    gen: &'a Generation,
+struct Scope<'a, 'g> {
+    ctx: &'a Context,
+    gen: &'g Generation,
     route: usize,
-    up: &'a UpstreamShared,
+    up: &'g UpstreamShared,
 }
 
-impl Scope<'_> {
+impl<'g> Scope<'_, 'g> {
     /// Counts a failure against the server, and logs when it ejects it.
     fn blame(&self, server: usize, f: &Failure) {
-        if !f.server_fault {
+        if !f.server_fault() {
             return;
         }
         let up = self.up;
@@ -116,18 +126,43 @@ impl Scope<'_> {
         }
     }
 
-    /// Relays the response; records its status for passive health. Returns keep-alive.
-    async fn deliver(
+    /// The outcome so far, on `server` with the status the client got.
+    fn outcome(&self, server: Option<usize>, status: u16, tries: usize) -> Outcome<'g> {
+        Outcome {
+            client: None,
+            route: Some(&self.gen.shared.config.routes[self.route].path),
+            upstream: Some(&self.up.config.name),
+            server: server.map(|s| self.up.addr(s)),
+            status,
+            tries,
+            failure: None,
+            keep_alive: false,
+        }
+    }
+
+    /// Relays the response; records its status for passive health.
+    async fn deliver<S: Stream>(
         &self,
+        down: &mut Downstream<'_, S>,
         server: usize,
-        client: &mut Conn,
-        answer: (Conn, Response, Delivery),
-        out: &mut Vec<u8>,
-    ) -> bool {
-        let (mut upstream, resp, delivery) = answer;
+        answer: Answer,
+        tries: usize,
+    ) -> Outcome<'g> {
+        let Answer {
+            mut upstream,
+            resp,
+            delivery,
+            request_body_unread,
+        } = answer;
+        let mut outcome = self.outcome(Some(server), resp.status, tries);
         let up = self.up;
         if resp.upgraded {
-            return self.tunnel(server, client, upstream, out).await;
+            let route = &self.gen.shared.config.routes[self.route];
+            let state = &up.servers[server];
+            let idle = route.tunnel_idle_timeout;
+            let end = down.tunnel(&mut upstream, idle, state.retired()).await;
+            tracing::debug!(route = %route.path, upstream = %up.config.name, server = %up.addr(server), end = ?end, "tunnel closed");
+            return outcome;
         }
         let failed_status = up.config.failure.fail_status.contains(&resp.status);
         if failed_status {
@@ -138,99 +173,51 @@ impl Scope<'_> {
             dechunk: delivery.dechunk,
             max_trailer_bytes: MAX_RESPONSE_HEAD,
             read_timeout: up.config.read_timeout,
-            write_timeout: self.gen.shared.config.client_idle_timeout,
+            write_timeout: down.timeout(),
         };
-        match relay(&mut upstream, &mut client.stream, out, t).await {
+        match down.relay_response(&mut upstream, t).await {
             Ok(()) => {
                 if !failed_status {
                     up.servers[server].health.succeeded();
                 }
                 if resp.reusable {
-                    self.w.pool.checkin(
-                        up.addr(server),
-                        upstream,
-                        up.config.keepalive,
-                        up.config.idle_timeout,
-                    );
+                    let config = &up.config;
+                    let addr = up.addr(server);
+                    self.ctx
+                        .pool
+                        .checkin(addr, upstream, config.keepalive, config.idle_timeout);
                 }
-                if delivery.request_body_unread {
-                    linger(client).await;
-                }
-                !delivery.close
+                outcome.keep_alive = down.conclude(request_body_unread, !delivery.close).await;
             }
             Err(TransferError::Read(e)) => {
-                let route = &self.gen.shared.config.routes[self.route].path;
-                tracing::warn!(route = %route, upstream = %up.config.name, server = %up.addr(server), cause = %e, "server failed in the middle of a response; closing the client connection");
                 self.blame(server, &Failure::status(502));
-                false
+                let cause = format!(
+                    "server failed in the middle of a response ({e}); closing the client connection"
+                );
+                outcome.failure = Some(Failure::upstream(502, cause, Body::Whole, Retry::Never));
             }
             Err(TransferError::Write(e)) => {
                 tracing::debug!(cause = %e, "client stopped reading the response");
-                false
             }
         }
+        outcome
     }
 
-    /// Sends the `101` head (in `out`) and runs the tunnel; the connection ends with it.
-    async fn tunnel(
+    /// Answers the client with the failure's status.
+    async fn fail<S: Stream>(
         &self,
-        server: usize,
-        client: &mut Conn,
-        mut upstream: Conn,
-        out: &mut Vec<u8>,
-    ) -> bool {
-        if write_all(
-            &mut client.stream,
-            out,
-            self.gen.shared.config.client_idle_timeout,
-        )
-        .await
-        .is_err()
-        {
-            return false;
-        }
-        // Nothing of the HTTP exchange is needed any more: give its buffers back.
-        *out = Vec::new();
-        let route = &self.gen.shared.config.routes[self.route];
-        let end = tunnel::run(
-            client,
-            &mut upstream,
-            route.tunnel_idle_timeout,
-            &self.up.servers[server],
-        )
-        .await;
-        tracing::debug!(route = %route.path, upstream = %self.up.config.name, server = %self.up.addr(server), end = ?end, "tunnel closed");
-        false
-    }
-
-    /// Answers the client with the failure's status and logs why. Returns keep-alive.
-    async fn fail(
-        &self,
-        client: &mut Conn,
+        down: &mut Downstream<'_, S>,
         req: &Request,
         server: Option<usize>,
         f: Failure,
-        out: &mut Vec<u8>,
-    ) -> bool {
-        let up = self.up;
-        let server = server
-            .map(|s| up.addr(s).to_string())
-            .unwrap_or_else(|| "-".into());
-        let route = &self.gen.shared.config.routes[self.route].path;
-        tracing::warn!(route = %route, upstream = %up.config.name, server = %server, status = f.status, cause = %f.cause, "request failed");
-        let keep_alive = req.keep_alive && f.body_consumed && !self.w.draining();
-        out.clear();
-        reply::error(out, f.status, !keep_alive);
-        let sent = write_all(
-            &mut client.stream,
-            out,
-            self.gen.shared.config.client_idle_timeout,
-        )
-        .await
-        .is_ok();
-        if sent && !f.body_consumed {
-            linger(client).await;
-        }
-        sent && keep_alive
+        tries: usize,
+    ) -> Outcome<'g> {
+        let consumed = f.body.consumed();
+        let keep_alive = req.keep_alive && consumed && !self.ctx.draining();
+        let sent = down.send_error(f.status, !keep_alive).await;
+        let mut outcome = self.outcome(server, f.status, tries);
+        outcome.keep_alive = sent && down.conclude(!consumed, keep_alive).await;
+        outcome.failure = Some(f);
+        outcome
     }
 }

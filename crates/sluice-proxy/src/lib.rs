@@ -7,33 +7,47 @@
 //! on each side for a typical request. It must never panic on input, never buffer a whole
 //! body, never block a worker thread, and never connect anywhere but a configured server.
 //! Balancing decisions come from `sluice-balance`; configuration from `sluice-config`.
+//!
+//! # A request's path
+//!
+//! 1. **Accept** (`runtime::worker`): a worker's listener accepts; the connection gets a
+//!    task running [`session::serve`] with the worker's [`context::Context`].
+//! 2. **Read the head** (`session`): with no buffer while idle (`downstream::buffers`),
+//!    within `header_timeout` (from the accept for the first request) or
+//!    `keepalive_timeout` of idleness.
+//! 3. **Parse** (`http1::request`), **check** (`http1::check`: method, target, `Host`,
+//!    framing), **route** (`route`: host and path, and the hash key), **encode** the head
+//!    for the server (`http1::encode`).
+//! 4. **Forward** (`forward`): pick a server (`state::upstream`), make an **attempt**
+//!    (`upstream::attempt`: a pooled or new connection from `upstream::pool`, head and
+//!    body out, response head back), retry on another server when the [`failure`]
+//!    allows it and the budget has a token.
+//! 5. **Deliver** through the client seam (`downstream`): the response head and streamed
+//!    body (`io::body`), or a tunnel after `101` (`io::tunnel`), or sluice's own error
+//!    reply (`http1::reply`); then the connection's cleanup (lingering close).
+//! 6. **Record** (`record`): the request's outcome, once, for the log (and, later, the
+//!    metrics and access log). Then the session reads the next head or closes.
+//!
+//! Dependencies point one way, from the stages above to the layers below:
+//! `runtime` -> `session` -> `forward` -> {`upstream`, `downstream`, `route`, `state`,
+//! `record`, `failure`} -> `io` -> `http1`; `context` and `clock` are leaves the stages
+//! share. `docs/architecture.md` has the graph, checked by `scripts/module-graph.py`.
 
-mod authority;
-mod body;
-mod buffers;
-mod checks;
-mod chunked;
-mod client;
 mod clock;
-mod conn;
-mod exchange;
+mod context;
+mod downstream;
+mod failure;
 mod forward;
-mod head;
-mod health;
-mod key;
-mod listen;
-mod pool;
-mod reply;
-mod request;
-mod response;
+mod http1;
+mod io;
+mod record;
 mod route;
-mod server;
+mod runtime;
+mod session;
 mod state;
-mod tunnel;
 mod upstream;
-mod worker;
 
-pub use server::{Proxy, ReloadSummary};
+pub use runtime::server::{Proxy, ReloadSummary};
 
 #[doc(hidden)]
 pub mod testing;

@@ -2,10 +2,12 @@
 //! tests against other parsers. Not an API: hidden from the docs, shaped for checking
 //! (owned results, no sockets), and free to change with the codec.
 
-use crate::chunked::ChunkedDecoder;
-use crate::head::Framing;
-use crate::request::{self, Origin};
-use crate::response::{self, ClientSide};
+use crate::http1::check::check;
+use crate::http1::chunked::ChunkedDecoder;
+use crate::http1::encode::{self, Delivery, Origin};
+use crate::http1::head::Framing;
+use crate::http1::request::{self, MAX_HEADERS};
+use crate::http1::response::{self, Asked};
 
 /// What sluice made of a request head it accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,23 +24,33 @@ pub struct AcceptedRequest {
     pub upstream_head: Vec<u8>,
 }
 
-/// Parses a request head as the proxy does. `Ok(None)`: incomplete. `Err`: the status
-/// and reason the client would get.
+/// Parses a request head as the proxy does: parse, check, route (every upgrade allowed),
+/// encode. `Ok(None)`: incomplete. `Err`: the status and reason the client would get.
 pub fn parse_request(input: &[u8]) -> Result<Option<AcceptedRequest>, (u16, &'static str)> {
     let origin = Origin {
         client_ip: "192.0.2.1",
         proto: "http",
     };
+    let reject = |r: request::Rejection| (r.status, r.reason);
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let Some(raw) = request::parse(input, &mut headers).map_err(reject)? else {
+        return Ok(None);
+    };
+    let checked = check(&raw).map_err(reject)?;
     let mut out = Vec::new();
-    let route = |view: &crate::key::View<'_>| (view.host.to_string(), view.target.to_string());
-    let parsed = request::parse(input, &origin, &mut out, route, |_, _| true)
-        .map_err(|r| (r.status, r.reason))?;
-    Ok(parsed.map(|(req, (host, path))| AcceptedRequest {
-        head_len: req.head_len,
-        host,
-        path,
-        framing: framing_name(req.framing),
-        keep_alive: req.keep_alive,
+    encode::request_head(
+        &mut out,
+        raw.headers,
+        &checked,
+        &origin,
+        checked.offered_upgrade,
+    );
+    Ok(Some(AcceptedRequest {
+        head_len: raw.head_len,
+        host: checked.routing_host().to_string(),
+        path: checked.routing_path().to_string(),
+        framing: framing_name(checked.request.framing),
+        keep_alive: checked.request.keep_alive,
         upstream_head: out,
     }))
 }
@@ -104,15 +116,19 @@ pub struct AcceptedResponse {
 /// Parses a response head to a plain HTTP/1.1 GET as the proxy does (`head`: the
 /// request was HEAD). `Ok(None)`: incomplete.
 pub fn parse_response(input: &[u8], head: bool) -> Result<Option<AcceptedResponse>, &'static str> {
-    let side = ClientSide {
+    let mut headers = [httparse::EMPTY_HEADER; response::MAX_HEADERS];
+    let Some(parsed) = response::parse(input, &mut headers)? else {
+        return Ok(None);
+    };
+    let asked = Asked {
         is_head: head,
-        http10: false,
-        keep_alive: true,
         upgrade: None,
     };
+    let resp = response::classify(&parsed, asked)?;
+    let delivery = Delivery::of(&resp, false, true);
     let mut out = Vec::new();
-    let parsed = response::parse(input, side, &mut out)?;
-    Ok(parsed.map(|(resp, _)| AcceptedResponse {
+    encode::response_head(&mut out, &parsed, &resp, delivery, false);
+    Ok(Some(AcceptedResponse {
         status: resp.status,
         head_len: resp.head_len,
         framing: framing_name(resp.framing),

@@ -163,9 +163,11 @@ async fn ten_thousand_open_connections_are_all_served() {
     let _ = rlimit::increase_nofile_limit(u64::MAX);
     const CLIENTS: usize = 10_000;
     let server = backend("a").await;
+    // Every connection is opened before the first wave is sent, so the last ones wait
+    // for their turn far longer than the default header_timeout (10 s from the accept).
     let (mut child, addr) = serve_child(
         "many.toml",
-        "workers = 2",
+        "workers = 2\nheader_timeout = \"300s\"",
         &one_upstream(&[server], "connect_timeout = \"10s\""),
     )
     .await;

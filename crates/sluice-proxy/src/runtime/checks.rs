@@ -7,9 +7,9 @@
 //! removed ones lose them, and a server whose upstream drops its `health` table is
 //! considered up again.
 
-use crate::health::now_ns;
-use crate::state::Shared;
-use crate::upstream::ServerState;
+use crate::state::generation::Shared;
+use crate::state::health::now_ns;
+use crate::state::upstream::ServerState;
 use sluice_config::HealthCheck;
 use std::collections::HashMap;
 use std::io;

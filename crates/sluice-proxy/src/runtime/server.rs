@@ -1,21 +1,29 @@
 //! Starting, reloading and stopping the proxy: bind every listener, start one worker
 //! thread per core (or as configured), hand them new configurations, stop them gracefully.
 
-use crate::checks;
-use crate::listen;
-use crate::state::Shared;
-use crate::worker::{self, Reload, Start};
+use crate::runtime::checks;
+use crate::runtime::listen;
+use crate::runtime::worker::{self, Reload, Start};
+use crate::state::generation::Shared;
 use sluice_config::Config;
 use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc as sync_mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 use tokio::sync::{mpsc, watch};
+
+/// The longest `reload` and `shutdown` wait for a worker to acknowledge; a worker stuck
+/// longer than this is not waited for (its thread is reported when joined).
+const ACK_WAIT: Duration = Duration::from_secs(10);
 
 /// A running proxy. Dropping it does not stop it: call [`Proxy::shutdown`] and [`Proxy::wait`].
 pub struct Proxy {
     shutdown: watch::Sender<bool>,
+    stopping: AtomicBool,
+    stopped_accepting: Mutex<sync_mpsc::Receiver<()>>,
     workers: Vec<JoinHandle<io::Result<()>>>,
     reloads: Vec<mpsc::UnboundedSender<Reload>>,
     current: watch::Sender<Arc<Shared>>,
@@ -52,6 +60,7 @@ impl Proxy {
         let (shutdown, stop) = watch::channel(false);
         let (current, generations) = watch::channel(shared.clone());
         checks::spawn(generations, stop.clone())?;
+        let (acks, stopped_accepting) = sync_mpsc::channel();
         let (mut handles, mut reloads) = (Vec::new(), Vec::new());
         for (index, listeners) in per_worker.into_iter().enumerate() {
             let (tx, rx) = mpsc::unbounded_channel();
@@ -62,6 +71,7 @@ impl Proxy {
                 listeners,
                 shutdown: stop.clone(),
                 reloads: rx,
+                stopped_accepting: acks.clone(),
             };
             handles.push(
                 std::thread::Builder::new()
@@ -73,6 +83,8 @@ impl Proxy {
         tracing::info!(workers, listeners = ?addrs, "sluice is serving");
         Ok(Proxy {
             shutdown,
+            stopping: AtomicBool::new(false),
+            stopped_accepting: Mutex::new(stopped_accepting),
             workers: handles,
             reloads,
             current,
@@ -93,6 +105,8 @@ impl Proxy {
     /// Switches every worker to `config`. New listen addresses are bound first; if one
     /// cannot be, nothing changes and the error is returned. Requests in flight finish
     /// on the old config; pooled connections and health of servers that stay are kept.
+    /// Returns once every worker serves new requests with `config` and listeners that
+    /// left it are closed.
     pub fn reload(&self, config: Config) -> io::Result<ReloadSummary> {
         let mut listening = self.listening.lock().unwrap_or_else(|p| p.into_inner());
         let workers = self.reloads.len();
@@ -125,20 +139,36 @@ impl Proxy {
                 .zip(sockets.iter_mut())
                 .for_each(|(l, list)| list.push(l));
         }
+        let (applied, acks) = sync_mpsc::channel();
+        let mut told = 0;
         for (tx, listeners) in self.reloads.iter().zip(sockets) {
-            let _ = tx.send(Reload {
+            let reload = Reload {
                 shared: shared.clone(),
                 listeners,
                 closed: closed.clone(),
-            });
+                applied: applied.clone(),
+            };
+            // A worker that has exited (after a shutdown) has nothing to apply.
+            told += usize::from(tx.send(reload).is_ok());
         }
         let _ = self.current.send(shared);
+        drop(applied);
+        wait_for(&acks, told);
         Ok(summary)
     }
 
-    /// Stops accepting; requests in flight finish within the grace period.
+    /// Stops accepting; requests in flight finish within the grace period. Returns once
+    /// every worker has closed its listening sockets. Calling it again does nothing.
     pub fn shutdown(&self) {
+        if self.stopping.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let _ = self.shutdown.send(true);
+        let acks = self
+            .stopped_accepting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        wait_for(&acks, self.workers.len());
     }
 
     /// Waits for every worker to finish.
@@ -149,6 +179,16 @@ impl Proxy {
                 .map_err(|_| io::Error::other("a worker panicked"))??;
         }
         Ok(())
+    }
+}
+
+/// Waits for `count` acknowledgements (or until the senders are gone, or `ACK_WAIT`).
+fn wait_for(acks: &sync_mpsc::Receiver<()>, count: usize) {
+    for _ in 0..count {
+        if acks.recv_timeout(ACK_WAIT).is_err() {
+            tracing::warn!("a worker did not acknowledge in time");
+            return;
+        }
     }
 }
 

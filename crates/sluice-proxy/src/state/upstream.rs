@@ -6,7 +6,7 @@
 //! connections over workers (nginx without a shared zone does not). The lock is held for
 //! a few arithmetic operations per request.
 
-use crate::health::{now_ns, Health, LazyNow};
+use crate::state::health::{now_ns, Health, LazyNow};
 use sluice_balance::{
     default_table_size, Balancer, Candidate, ConsistentHash, Context, LeastConn, PeakEwma,
     RandomTwo, Server, SmoothWeighted,

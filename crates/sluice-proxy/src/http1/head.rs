@@ -103,15 +103,17 @@ pub fn declared_framing(
     headers: &[httparse::Header<'_>],
     absent: Framing,
 ) -> Result<Framing, FramingError> {
-    let mut length: Option<u64> = None;
+    let mut length: Option<(u64, &[u8])> = None;
     let mut chunked = None;
     for h in headers {
         if h.name.eq_ignore_ascii_case("content-length") {
             let n = parse_length(h.value).ok_or(FramingError::BadContentLength)?;
-            if length.is_some_and(|l| l != n) {
+            // Repeats must be the same bytes: `5` and `005` are one number to RFC 9110
+            // but need not be to the next parser.
+            if length.is_some_and(|(_, first)| trim_ows(first) != trim_ows(h.value)) {
                 return Err(FramingError::ConflictingContentLength);
             }
-            length = Some(n);
+            length = Some((n, h.value));
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             if chunked.is_some() {
                 return Err(FramingError::RepeatedTransferEncoding);
@@ -121,7 +123,7 @@ pub fn declared_framing(
             chunked = Some(trim_ows(h.value).eq_ignore_ascii_case(b"chunked"));
         }
     }
-    match (chunked, length) {
+    match (chunked, length.map(|(n, _)| n)) {
         (Some(_), Some(_)) => Err(FramingError::LengthAndChunked),
         (Some(true), None) => Ok(Framing::Chunked),
         (Some(false), None) => Err(FramingError::UnsupportedCoding),
@@ -201,6 +203,13 @@ mod tests {
         assert_eq!(
             declared_framing(
                 &[h("Content-Length", "5"), h("content-length", "6")],
+                Framing::None
+            ),
+            Err(FramingError::ConflictingContentLength)
+        );
+        assert_eq!(
+            declared_framing(
+                &[h("Content-Length", "5"), h("content-length", "005")],
                 Framing::None
             ),
             Err(FramingError::ConflictingContentLength)

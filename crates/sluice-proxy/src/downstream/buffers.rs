@@ -6,7 +6,7 @@
 //! and a busy connection still does not allocate per request: the stash is a stack that
 //! the last connection to go idle fills and the next one to wake up empties.
 
-use crate::conn::READ_CHUNK;
+use crate::io::conn::READ_CHUNK;
 use bytes::BytesMut;
 use std::cell::RefCell;
 

@@ -1,11 +1,10 @@
 //! A worker: one thread, one single-threaded async runtime, its own listeners and its own
-//! pool of upstream connections. What it shares with other workers is the per-upstream
-//! state in `Shared` (balancers, in-flight counts, health).
+//! request [`Context`] (pool of upstream connections, buffers). What it shares with other
+//! workers is the per-upstream state in `Shared` (balancers, in-flight counts, health).
 
-use crate::buffers::Stash;
-use crate::client;
-use crate::pool::Pool;
-use crate::state::{Generation, Shared};
+use crate::context::Context;
+use crate::session;
+use crate::state::generation::Shared;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -14,20 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch, Notify};
-
-pub struct Worker {
-    generation: RefCell<Rc<Generation>>,
-    pub pool: Pool,
-    /// Buffers of connections that are busy now and then idle.
-    pub stash: Stash,
-    /// A stop signal per listening address, for listeners a reload removes.
-    listeners: RefCell<HashMap<SocketAddr, Rc<Notify>>>,
-    draining: Cell<bool>,
-    drain: Notify,
-    connections: Cell<usize>,
-    all_closed: Notify,
-    rng: Cell<u64>,
-}
+use tokio::task::JoinHandle;
 
 /// A change sent to every worker by a reload.
 pub struct Reload {
@@ -36,47 +22,8 @@ pub struct Reload {
     pub listeners: Vec<std::net::TcpListener>,
     /// Listen addresses to stop accepting on.
     pub closed: Vec<SocketAddr>,
-}
-
-impl Worker {
-    fn new(shared: Arc<Shared>, seed: u64) -> Self {
-        Worker {
-            generation: RefCell::new(Rc::new(Generation::new(shared))),
-            pool: Pool::default(),
-            stash: Stash::default(),
-            listeners: RefCell::new(HashMap::new()),
-            draining: Cell::new(false),
-            drain: Notify::new(),
-            connections: Cell::new(0),
-            all_closed: Notify::new(),
-            rng: Cell::new(seed | 1),
-        }
-    }
-
-    /// The current generation; a request keeps the one it started with.
-    pub fn gen(&self) -> Rc<Generation> {
-        self.generation.borrow().clone()
-    }
-
-    pub fn draining(&self) -> bool {
-        self.draining.get()
-    }
-
-    /// Completes when the worker starts draining (call [`Worker::draining`] first).
-    pub fn drain_signal(&self) -> tokio::sync::futures::Notified<'_> {
-        self.drain.notified()
-    }
-
-    /// A random word for the randomised balancers (xorshift64*: fast, and statistical
-    /// quality is all they need).
-    pub fn random(&self) -> u64 {
-        let mut x = self.rng.get();
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng.set(x);
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
+    /// Told once the worker serves new requests with `shared` and its listeners changed.
+    pub applied: std::sync::mpsc::Sender<()>,
 }
 
 /// What a worker thread is started with.
@@ -86,6 +33,21 @@ pub struct Start {
     pub listeners: Vec<std::net::TcpListener>,
     pub shutdown: watch::Receiver<bool>,
     pub reloads: mpsc::UnboundedReceiver<Reload>,
+    /// Told once the worker has stopped accepting (its listening sockets are closed).
+    pub stopped_accepting: std::sync::mpsc::Sender<()>,
+}
+
+/// An accepting listener: its stop signal and its task.
+struct Listening {
+    stop: Rc<Notify>,
+    task: JoinHandle<()>,
+}
+
+struct Worker {
+    ctx: Rc<Context>,
+    listeners: RefCell<HashMap<SocketAddr, Listening>>,
+    connections: Cell<usize>,
+    all_closed: Notify,
 }
 
 /// Runs a worker until shutdown and the end of its grace period.
@@ -97,12 +59,19 @@ pub fn run(start: Start) -> std::io::Result<()> {
     local.block_on(&runtime, async move {
         let seed = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(start.index as u64 + 1)
             ^ u64::from(std::process::id());
-        let w = Rc::new(Worker::new(start.shared, seed));
+        let w = Rc::new(Worker {
+            ctx: Rc::new(Context::new(start.shared, seed)),
+            listeners: RefCell::new(HashMap::new()),
+            connections: Cell::new(0),
+            all_closed: Notify::new(),
+        });
         listen(&w, start.listeners)?;
-        tokio::task::spawn_local(reap_idle(w.clone()));
+        tokio::task::spawn_local(reap_idle(w.ctx.clone()));
         tokio::task::spawn_local(apply_reloads(w.clone(), start.reloads));
         let mut shutdown = start.shutdown;
         let _ = shutdown.wait_for(|stop| *stop).await;
+        stop_accepting(&w).await;
+        let _ = start.stopped_accepting.send(());
         drain(&w).await;
         Ok(())
     })
@@ -112,45 +81,55 @@ pub fn run(start: Start) -> std::io::Result<()> {
 fn listen(w: &Rc<Worker>, listeners: Vec<std::net::TcpListener>) -> std::io::Result<()> {
     for listener in listeners {
         let listener = TcpListener::from_std(listener)?;
+        let addr = listener.local_addr()?;
         let stop = Rc::new(Notify::new());
+        let task = tokio::task::spawn_local(accept_loop(w.clone(), listener, stop.clone()));
         w.listeners
             .borrow_mut()
-            .insert(listener.local_addr()?, stop.clone());
-        tokio::task::spawn_local(accept_loop(w.clone(), listener, stop));
+            .insert(addr, Listening { stop, task });
     }
     Ok(())
 }
 
+/// Stops the listener on `addr` and waits until its socket is closed.
+async fn unlisten(w: &Worker, addr: SocketAddr) {
+    let listening = w.listeners.borrow_mut().remove(&addr);
+    if let Some(l) = listening {
+        l.stop.notify_one();
+        let _ = l.task.await;
+    }
+}
+
 async fn apply_reloads(w: Rc<Worker>, mut reloads: mpsc::UnboundedReceiver<Reload>) {
     while let Some(reload) = reloads.recv().await {
-        *w.generation.borrow_mut() = Rc::new(Generation::new(reload.shared));
+        w.ctx.apply(reload.shared);
         for addr in reload.closed {
-            if let Some(stop) = w.listeners.borrow_mut().remove(&addr) {
-                stop.notify_one();
-            }
+            unlisten(&w, addr).await;
         }
         if let Err(e) = listen(&w, reload.listeners) {
             tracing::error!(cause = %e, "could not start a new listener");
         }
+        let _ = reload.applied.send(());
     }
 }
 
 async fn accept_loop(w: Rc<Worker>, listener: TcpListener, stop: Rc<Notify>) {
     loop {
         // Also checked here: a drain that began while we slept after an error is not missed.
-        if w.draining() {
+        if w.ctx.draining() {
             return;
         }
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            _ = w.drain_signal() => return,
+            _ = w.ctx.drain_signal() => return,
             _ = stop.notified() => return,
         };
         match accepted {
             Ok((stream, peer)) => {
+                let _ = stream.set_nodelay(true);
                 let open = Open::new(w.clone());
                 tokio::task::spawn_local(async move {
-                    client::serve(&open.0, stream, peer).await;
+                    session::serve(&open.0.ctx, stream, peer).await;
                 });
             }
             Err(e) => {
@@ -183,10 +162,17 @@ impl Drop for Open {
     }
 }
 
-/// Stops accepting, lets requests in flight finish, and waits at most the grace period.
+/// Starts the drain and waits until every listening socket of this worker is closed.
+async fn stop_accepting(w: &Worker) {
+    w.ctx.start_draining();
+    let all: Vec<SocketAddr> = w.listeners.borrow().keys().copied().collect();
+    for addr in all {
+        unlisten(w, addr).await;
+    }
+}
+
+/// Lets requests in flight finish, waiting at most the grace period.
 async fn drain(w: &Worker) {
-    w.draining.set(true);
-    w.drain.notify_waiters();
     let closed = async {
         while w.connections.get() > 0 {
             let wait = w.all_closed.notified();
@@ -196,10 +182,8 @@ async fn drain(w: &Worker) {
             wait.await;
         }
     };
-    if tokio::time::timeout(w.gen().shared.config.shutdown_grace, closed)
-        .await
-        .is_err()
-    {
+    let grace = w.ctx.gen().shared.config.shutdown_grace;
+    if tokio::time::timeout(grace, closed).await.is_err() {
         tracing::warn!(
             open = w.connections.get(),
             "grace period over; closing remaining connections"
@@ -208,11 +192,11 @@ async fn drain(w: &Worker) {
 }
 
 /// Closes idle pooled connections that expired or whose server left the config.
-async fn reap_idle(w: Rc<Worker>) {
+async fn reap_idle(ctx: Rc<Context>) {
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tick.tick().await;
-        let gen = w.gen();
-        w.pool.reap(|addr| gen.shared.addresses.contains(addr));
+        let gen = ctx.gen();
+        ctx.pool.reap(|addr| gen.shared.addresses.contains(addr));
     }
 }

@@ -148,9 +148,10 @@ impl ChunkedDecoder {
 
     fn size_digit(&mut self, b: u8) -> Result<State, Malformed> {
         if let Some(digit) = (b as char).to_digit(16) {
-            self.digits += 1;
-            // 15 hex digits are 2^60 bytes: far beyond any body, and no overflow.
-            if self.digits > 15 {
+            self.digits = self.digits.saturating_add(1);
+            // Sizes up to 2^60 bytes (far beyond any body, and no overflow); leading
+            // zeros are allowed, up to 20 digits in all (h11's limit too).
+            if self.digits > 20 || self.size >= 1 << 56 {
                 return Err(Malformed("chunk size too large"));
             }
             self.size = self.size * 16 + u64::from(digit);
@@ -275,6 +276,7 @@ mod tests {
         for ok in [
             &b"0\r\n\r\n"[..],
             b"000A\r\n0123456789\r\n0\r\n\r\n",
+            b"00000000000000000001\r\nx\r\n0\r\n\r\n",
             b"1;a\r\nx\r\n0\r\n\r\n",
             b"1;a=b;c=\"d e\"\r\nx\r\n0\r\n\r\n",
             b"1 ;a\r\nx\r\n0\r\n\r\n",
@@ -294,6 +296,8 @@ mod tests {
             b"0x1\r\nx\r\n0\r\n\r\n",
             b"3\r\nabcX\r\n",
             b"ffffffffffffffff\r\n",
+            b"1000000000000000\r\n",
+            b"000000000000000000001\r\n",
             b"1\nx\r\n0\r\n\r\n",
             b"1\r\nx\n0\r\n\r\n",
             b"0\r\n\n",

@@ -1,7 +1,10 @@
-//! A TCP connection with its read buffer, and reads and writes bounded by time.
+//! A connection with its read buffer, and reads and writes bounded by time.
 
+use crate::io::stream::{readable, Stream};
 use bytes::BytesMut;
+use std::future::{poll_fn, Future};
 use std::io;
+use std::task::Poll;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -11,14 +14,14 @@ use tokio::time::{timeout, timeout_at, Instant};
 /// them, which is what keeps a 1 GiB transfer in bounded memory.
 pub const READ_CHUNK: usize = 16 * 1024;
 
-pub struct Conn {
-    pub stream: TcpStream,
+pub struct Conn<S = TcpStream> {
+    pub stream: S,
     /// Bytes read but not yet consumed (the rest of a head, body bytes, a pipelined request).
     pub buf: BytesMut,
 }
 
-impl Conn {
-    pub fn new(stream: TcpStream) -> Self {
+impl<S: Stream> Conn<S> {
+    pub fn new(stream: S) -> Self {
         Conn {
             stream,
             buf: BytesMut::with_capacity(READ_CHUNK),
@@ -26,7 +29,7 @@ impl Conn {
     }
 
     /// A connection that holds no buffer until it has something to read.
-    pub fn idle(stream: TcpStream) -> Self {
+    pub fn idle(stream: S) -> Self {
         Conn {
             stream,
             buf: BytesMut::new(),
@@ -52,10 +55,20 @@ impl Conn {
         }
     }
 
-    /// Reads what the socket has without waiting (`WouldBlock` when it has nothing).
-    pub fn try_fill(&mut self) -> io::Result<usize> {
+    /// Reads what the stream has without waiting (`WouldBlock` when it has nothing).
+    pub async fn try_fill(&mut self) -> io::Result<usize> {
         self.reserve();
-        self.stream.try_read_buf(&mut self.buf)
+        let mut read = std::pin::pin!(self.stream.read_buf(&mut self.buf));
+        poll_fn(|cx| match read.as_mut().poll(cx) {
+            Poll::Pending => Poll::Ready(Err(io::ErrorKind::WouldBlock.into())),
+            done => done,
+        })
+        .await
+    }
+
+    /// Completes when the stream may have bytes to read, taking no buffer meanwhile.
+    pub async fn readable(&self) -> io::Result<()> {
+        readable(&self.stream).await
     }
 
     fn reserve(&mut self) {
@@ -63,7 +76,9 @@ impl Conn {
             self.buf.reserve(READ_CHUNK);
         }
     }
+}
 
+impl Conn<TcpStream> {
     /// True when a pooled connection can still carry a request: the peer has not closed it
     /// and sent nothing unasked. Costs at most one non-blocking read.
     pub fn is_reusable(&self) -> bool {

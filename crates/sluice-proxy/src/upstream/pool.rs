@@ -4,7 +4,8 @@
 //! a reload stay pooled. Per worker, so checking out and in takes no lock. LIFO: the most
 //! recently used connection is the warmest, and the oldest age out.
 
-use crate::conn::Conn;
+use crate::clock;
+use crate::io::Conn;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -45,7 +46,7 @@ impl Pool {
     pub fn checkout(&self, addr: SocketAddr) -> Option<Conn> {
         let mut idle = self.idle.borrow_mut();
         let list = idle.get_mut(&addr)?;
-        let now = Instant::now();
+        let now = clock::now();
         while let Some(entry) = list.pop_back() {
             if entry.expires > now && entry.conn.is_reusable() {
                 return Some(entry.conn);
@@ -64,14 +65,14 @@ impl Pool {
         if list.len() < keep {
             list.push_back(Idle {
                 conn,
-                expires: Instant::now() + idle_timeout,
+                expires: clock::now() + idle_timeout,
             });
         }
     }
 
     /// Closes expired connections, and every connection to an address not in `keep`.
     pub fn reap(&self, keep: impl Fn(&SocketAddr) -> bool) {
-        let now = Instant::now();
+        let now = clock::now();
         let mut idle = self.idle.borrow_mut();
         idle.retain(|addr, list| {
             list.retain(|e| e.expires > now);

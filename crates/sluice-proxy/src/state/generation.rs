@@ -6,8 +6,8 @@
 //! the state of every server it still lists. Requests in flight finish on the generation
 //! they started with.
 
-use crate::route::Router;
-use crate::upstream::{ServerState, UpstreamShared};
+use crate::route::router::Router;
+use crate::state::upstream::{ServerState, UpstreamShared};
 use sluice_config::Config;
 use std::cell::Cell;
 use std::collections::HashSet;

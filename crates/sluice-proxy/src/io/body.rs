@@ -3,9 +3,10 @@
 //! Chunked bodies are decoded strictly and framed again by sluice: the receiver gets
 //! only chunk sizes that sluice wrote, never the sender's framing bytes (see `chunked.rs`).
 
-use crate::chunked::ChunkedDecoder;
-use crate::conn::{write_all, Conn};
-use crate::head::Framing;
+use crate::http1::chunked::ChunkedDecoder;
+use crate::http1::head::Framing;
+use crate::io::conn::{write_all, Conn};
+use crate::io::stream::Stream;
 use bytes::Buf;
 use std::io;
 use std::time::Duration;
@@ -37,8 +38,8 @@ pub struct Transfer {
 /// Body bytes already buffered go out in the same write as the head, so a small message
 /// costs one write. Bytes in `src.buf` past the end of the body stay there for the next
 /// message.
-pub async fn relay<W: AsyncWrite + Unpin>(
-    src: &mut Conn,
+pub async fn relay<S: Stream, W: AsyncWrite + Unpin>(
+    src: &mut Conn<S>,
     dst: &mut W,
     out: &mut Vec<u8>,
     t: Transfer,
@@ -85,8 +86,8 @@ pub async fn relay<W: AsyncWrite + Unpin>(
 
 /// Moves the buffered part of a chunked body to `out`, framed again as one chunk (or as
 /// bare payload with `dechunk`); true when the body is complete.
-fn take_chunked(
-    src: &mut Conn,
+fn take_chunked<S>(
+    src: &mut Conn<S>,
     out: &mut Vec<u8>,
     decoder: &mut ChunkedDecoder,
     dechunk: bool,

@@ -1,0 +1,70 @@
+//! What the request path needs from its worker, and nothing else: the current
+//! generation, the pool of server connections, the buffer stash, randomness, and whether
+//! the worker is draining. The worker owns it; every connection borrows it.
+
+use crate::downstream::buffers::Stash;
+use crate::state::generation::{Generation, Shared};
+use crate::upstream::pool::Pool;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+pub struct Context {
+    generation: RefCell<Rc<Generation>>,
+    pub pool: Pool,
+    /// Buffers of connections that are busy now and then idle.
+    pub stash: Stash,
+    rng: Cell<u64>,
+    draining: Cell<bool>,
+    drain: Notify,
+}
+
+impl Context {
+    pub fn new(shared: Arc<Shared>, seed: u64) -> Self {
+        Context {
+            generation: RefCell::new(Rc::new(Generation::new(shared))),
+            pool: Pool::default(),
+            stash: Stash::default(),
+            rng: Cell::new(seed | 1),
+            draining: Cell::new(false),
+            drain: Notify::new(),
+        }
+    }
+
+    /// The current generation; a request keeps the one it started with.
+    pub fn gen(&self) -> Rc<Generation> {
+        self.generation.borrow().clone()
+    }
+
+    /// Makes `shared` the generation new requests start with.
+    pub fn apply(&self, shared: Arc<Shared>) {
+        *self.generation.borrow_mut() = Rc::new(Generation::new(shared));
+    }
+
+    pub fn draining(&self) -> bool {
+        self.draining.get()
+    }
+
+    /// Completes when the worker starts draining (call [`Context::draining`] first).
+    pub fn drain_signal(&self) -> tokio::sync::futures::Notified<'_> {
+        self.drain.notified()
+    }
+
+    /// Marks the worker as draining and wakes everything waiting for that.
+    pub fn start_draining(&self) {
+        self.draining.set(true);
+        self.drain.notify_waiters();
+    }
+
+    /// A random word for the randomised balancers (xorshift64*: fast, and statistical
+    /// quality is all they need).
+    pub fn random(&self) -> u64 {
+        let mut x = self.rng.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng.set(x);
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}

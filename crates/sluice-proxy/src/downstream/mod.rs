@@ -1,0 +1,103 @@
+//! The client side of a request: the one type the forwarding stages talk to the client
+//! through. HTTP/1 today; HTTP/2 streams will be a second variant, so `forward` and
+//! `upstream` never write to a client socket themselves.
+
+pub mod buffers;
+pub mod h1;
+
+use crate::failure::Failure;
+use crate::http1::encode::Delivery;
+use crate::http1::response::{Response, ResponseHead};
+use crate::io::body::{Transfer, TransferError};
+use crate::io::tunnel::End;
+use crate::io::{Conn, Stream};
+use h1::Http1;
+use std::future::Future;
+use std::time::Duration;
+use tokio::io::AsyncWrite;
+use tokio::net::TcpStream;
+
+/// The client of one request.
+pub enum Downstream<'a, S> {
+    Http1(Http1<'a, S>),
+}
+
+impl<S: Stream> Downstream<'_, S> {
+    pub async fn send_continue(&mut self) -> Result<(), Failure> {
+        match self {
+            Downstream::Http1(h) => h.send_continue().await,
+        }
+    }
+
+    pub async fn send_interim(
+        &mut self,
+        head: &ResponseHead<'_, '_>,
+        resp: &Response,
+    ) -> Result<(), Failure> {
+        match self {
+            Downstream::Http1(h) => h.send_interim(head, resp).await,
+        }
+    }
+
+    pub fn prepare_response(
+        &mut self,
+        head: &ResponseHead<'_, '_>,
+        resp: &Response,
+        keep_alive: bool,
+    ) -> Delivery {
+        match self {
+            Downstream::Http1(h) => h.prepare_response(head, resp, keep_alive),
+        }
+    }
+
+    pub async fn send_request_body<W: AsyncWrite + Unpin>(
+        &mut self,
+        head: &[u8],
+        to: &mut W,
+        t: Transfer,
+    ) -> Result<(), TransferError> {
+        match self {
+            Downstream::Http1(h) => h.send_request_body(head, to, t).await,
+        }
+    }
+
+    pub async fn relay_response(
+        &mut self,
+        from: &mut Conn<TcpStream>,
+        t: Transfer,
+    ) -> Result<(), TransferError> {
+        match self {
+            Downstream::Http1(h) => h.relay_response(from, t).await,
+        }
+    }
+
+    pub async fn tunnel(
+        &mut self,
+        upstream: &mut Conn<TcpStream>,
+        idle: Duration,
+        retired: impl Future<Output = ()>,
+    ) -> Option<End> {
+        match self {
+            Downstream::Http1(h) => h.tunnel(upstream, idle, retired).await,
+        }
+    }
+
+    pub async fn send_error(&mut self, status: u16, close: bool) -> bool {
+        match self {
+            Downstream::Http1(h) => h.send_error(status, close).await,
+        }
+    }
+
+    pub async fn conclude(&mut self, body_left: bool, keep_alive: bool) -> bool {
+        match self {
+            Downstream::Http1(h) => h.conclude(body_left, keep_alive).await,
+        }
+    }
+
+    /// The longest the client may pause while sending or receiving.
+    pub fn timeout(&self) -> Duration {
+        match self {
+            Downstream::Http1(h) => h.timeout,
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Why a request failed, in one shape: which side is to blame, what became of the
+//! client's request body, whether another try may help, and the status the client gets.
+//!
+//! Every stage reports its failures as a [`Failure`]; `forward.rs` decides retries from
+//! it alone ([`Failure::may_retry_elsewhere`], [`Failure::may_resend_fresh`]), and the
+//! record stage logs it. As in pingora, an error knows its side and its retry class.
+
+use std::borrow::Cow;
+
+/// Who is to blame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The client: it went away, sent a bad body, or was too slow.
+    Downstream,
+    /// The server: refused, reset, timed out or answered nonsense. Counts toward
+    /// ejecting it.
+    Upstream,
+    /// sluice's own decision: no server was available.
+    Internal,
+}
+
+/// What became of the client's request body when the failure happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    /// The request has no body.
+    None,
+    /// It has one, and none of it was read: another server can still be given it.
+    Unread,
+    /// It was read to its end: the client connection can carry another request.
+    Whole,
+    /// Part of it was read: it cannot be replayed, and the rest is still on the client
+    /// connection, which must not be read as a next request.
+    Partial,
+}
+
+impl Body {
+    /// Nothing of the body was taken: the request can go to another server.
+    pub fn untouched(self) -> bool {
+        matches!(self, Body::None | Body::Unread)
+    }
+
+    /// The client connection is at a request boundary.
+    pub fn consumed(self) -> bool {
+        matches!(self, Body::None | Body::Whole)
+    }
+}
+
+/// How far the request got, which decides whether trying again can repeat an effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// Nothing reached the server (connect failed): any request may go elsewhere.
+    NotSent,
+    /// The connection failed before any byte of a response, the way a pooled connection
+    /// the server had just closed fails: the request most likely never reached the
+    /// application.
+    StaleConnection,
+    /// The request may have reached the application and no answer came: only a request
+    /// that is safe to repeat may go elsewhere.
+    MaybeProcessed,
+    /// Never again: the server answered, or the client or sluice is the cause.
+    Never,
+}
+
+/// A failed request, as the client will see it and the log will say it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{cause}")]
+pub struct Failure {
+    pub side: Side,
+    /// The status the client gets, if it gets a response at all.
+    pub status: u16,
+    pub cause: Cow<'static, str>,
+    pub body: Body,
+    pub retry: Retry,
+}
+
+impl Failure {
+    /// The server is to blame, with `body` as it stands.
+    pub fn upstream(
+        status: u16,
+        cause: impl Into<Cow<'static, str>>,
+        body: Body,
+        retry: Retry,
+    ) -> Self {
+        Failure {
+            side: Side::Upstream,
+            status,
+            cause: cause.into(),
+            body,
+            retry,
+        }
+    }
+
+    /// The client is to blame (gone, too slow, a malformed body).
+    pub fn downstream(status: u16, cause: impl Into<Cow<'static, str>>, body: Body) -> Self {
+        Failure {
+            side: Side::Downstream,
+            status,
+            cause: cause.into(),
+            body,
+            retry: Retry::Never,
+        }
+    }
+
+    /// No server could be picked at all.
+    pub fn unavailable(body: Body) -> Self {
+        Failure {
+            side: Side::Internal,
+            status: 503,
+            cause: "no server available".into(),
+            body,
+            retry: Retry::Never,
+        }
+    }
+
+    /// A response whose status counts as a server failure (it is still delivered).
+    pub fn status(status: u16) -> Self {
+        Failure::upstream(
+            status,
+            format!("status {status}"),
+            Body::Whole,
+            Retry::Never,
+        )
+    }
+
+    pub fn server_fault(&self) -> bool {
+        self.side == Side::Upstream
+    }
+
+    /// Whether the request may go to another server: the server is to blame, the body
+    /// is untouched (nothing to replay), and repeating cannot do harm, because nothing
+    /// was sent or the method is idempotent (or the upstream allows the risk).
+    pub fn may_retry_elsewhere(&self, idempotent: bool, risk_non_idempotent: bool) -> bool {
+        self.server_fault()
+            && self.body.untouched()
+            && match self.retry {
+                Retry::NotSent => true,
+                Retry::StaleConnection | Retry::MaybeProcessed => idempotent || risk_non_idempotent,
+                Retry::Never => false,
+            }
+    }
+
+    /// Whether the request may be sent again at once on a new connection to the same
+    /// server: the reused connection had gone stale before the request reached the
+    /// application, and the request has no body and is safe to repeat.
+    pub fn may_resend_fresh(&self, reused: bool, idempotent: bool) -> bool {
+        reused && self.retry == Retry::StaleConnection && self.body == Body::None && idempotent
+    }
+
+    /// Marks the request body as half read: the rest is still on the client connection.
+    pub fn with_body_partial(mut self) -> Self {
+        self.body = Body::Partial;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The retry decision for every side, body state and retry class.
+    #[test]
+    fn retry_decisions() {
+        use Body::*;
+        use Retry::*;
+        use Side::*;
+        // (side, body, retry, idempotent, allow non-idempotent) -> elsewhere
+        let table = [
+            (Upstream, None, NotSent, false, false, true),
+            (Upstream, Unread, NotSent, false, false, true),
+            (Upstream, Whole, NotSent, true, true, false),
+            (Upstream, Partial, NotSent, true, true, false),
+            (Upstream, None, StaleConnection, true, false, true),
+            (Upstream, None, StaleConnection, false, false, false),
+            (Upstream, None, StaleConnection, false, true, true),
+            (Upstream, None, MaybeProcessed, true, false, true),
+            (Upstream, None, MaybeProcessed, false, false, false),
+            (Upstream, None, MaybeProcessed, false, true, true),
+            (Upstream, Unread, MaybeProcessed, true, false, true),
+            (Upstream, Whole, MaybeProcessed, true, true, false),
+            (Upstream, None, Never, true, true, false),
+            (Downstream, None, NotSent, true, true, false),
+            (Internal, None, NotSent, true, true, false),
+        ];
+        for (side, body, retry, idempotent, risk, expected) in table {
+            let f = Failure {
+                side,
+                status: 502,
+                cause: "x".into(),
+                body,
+                retry,
+            };
+            assert_eq!(
+                f.may_retry_elsewhere(idempotent, risk),
+                expected,
+                "{side:?} {body:?} {retry:?} idempotent={idempotent} risk={risk}"
+            );
+        }
+    }
+
+    #[test]
+    fn fresh_resends() {
+        let stale = Failure::upstream(502, "reset", Body::None, Retry::StaleConnection);
+        assert!(stale.may_resend_fresh(true, true));
+        assert!(
+            !stale.may_resend_fresh(false, true),
+            "a new connection failed"
+        );
+        assert!(!stale.may_resend_fresh(true, false), "not idempotent");
+        let with_body = Failure::upstream(502, "reset", Body::Unread, Retry::StaleConnection);
+        assert!(
+            !with_body.may_resend_fresh(true, true),
+            "a body cannot be replayed"
+        );
+        let processed = Failure::upstream(504, "timeout", Body::None, Retry::MaybeProcessed);
+        assert!(!processed.may_resend_fresh(true, true));
+    }
+
+    #[test]
+    fn body_states() {
+        assert!(Body::None.untouched() && Body::None.consumed());
+        assert!(Body::Unread.untouched() && !Body::Unread.consumed());
+        assert!(!Body::Whole.untouched() && Body::Whole.consumed());
+        assert!(!Body::Partial.untouched() && !Body::Partial.consumed());
+        let f = Failure::upstream(502, "closed", Body::None, Retry::MaybeProcessed);
+        assert_eq!(f.to_string(), "closed");
+        assert_eq!(f.with_body_partial().body, Body::Partial);
+    }
+}

@@ -1,0 +1,173 @@
+//! Writing HTTP/1.1 heads: the request head for a server, the response head for a client.
+//!
+//! Each is written in one pass into a reusable buffer: request line in origin form,
+//! end-to-end headers as they came, hop-by-hop headers dropped, and sluice's own
+//! forwarding, framing and connection headers. No allocation: this runs on every request.
+
+use crate::http1::check::Checked;
+use crate::http1::head::{put_decimal, put_header, ConnectionTokens, Framing};
+use crate::http1::response::{Response, ResponseHead};
+
+/// Facts about the client connection that the forwarding headers carry.
+pub struct Origin<'a> {
+    pub client_ip: &'a str,
+    pub proto: &'a str,
+}
+
+/// The request head for the server: `upgrade` is the protocol the route lets the client
+/// switch to, if any.
+pub fn request_head(
+    out: &mut Vec<u8>,
+    headers: &[httparse::Header<'_>],
+    checked: &Checked<'_>,
+    origin: &Origin<'_>,
+    upgrade: Option<&str>,
+) {
+    out.clear();
+    write_request_line(out, checked.method, checked.path);
+    write_headers(
+        out,
+        headers,
+        &checked.conn,
+        checked.host,
+        origin,
+        checked.request.framing,
+        upgrade,
+    );
+}
+
+fn write_request_line(out: &mut Vec<u8>, method: &str, path: &str) {
+    out.extend_from_slice(method.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+}
+
+/// Headers that we set ourselves (or answer ourselves: `Expect`), so the client's are dropped.
+fn is_ours(name: &str) -> bool {
+    [
+        "host",
+        "x-forwarded-for",
+        "x-real-ip",
+        "x-forwarded-proto",
+        "x-forwarded-host",
+        "content-length",
+        "expect",
+    ]
+    .iter()
+    .any(|n| n.eq_ignore_ascii_case(name))
+}
+
+fn write_headers(
+    out: &mut Vec<u8>,
+    headers: &[httparse::Header<'_>],
+    conn: &ConnectionTokens<'_>,
+    host: &str,
+    origin: &Origin<'_>,
+    framing: Framing,
+    upgrade: Option<&str>,
+) {
+    for h in headers {
+        if !conn.strips(h.name) && !is_ours(h.name) {
+            put_header(out, h.name.as_bytes(), h.value);
+        }
+    }
+    if !host.is_empty() {
+        put_header(out, b"Host", host.as_bytes());
+    }
+    // Every X-Forwarded-For line, in order, then the client: the whole chain survives.
+    out.extend_from_slice(b"X-Forwarded-For: ");
+    for h in headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("x-forwarded-for"))
+    {
+        out.extend_from_slice(h.value);
+        out.extend_from_slice(b", ");
+    }
+    out.extend_from_slice(origin.client_ip.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    put_header(out, b"X-Real-IP", origin.client_ip.as_bytes());
+    put_header(out, b"X-Forwarded-Proto", origin.proto.as_bytes());
+    if !host.is_empty() {
+        put_header(out, b"X-Forwarded-Host", host.as_bytes());
+    }
+    if let Some(protocol) = upgrade {
+        out.extend_from_slice(b"Connection: Upgrade\r\n");
+        put_header(out, b"Upgrade", protocol.as_bytes());
+    }
+    match framing {
+        Framing::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+        Framing::Length(n) => {
+            out.extend_from_slice(b"Content-Length: ");
+            put_decimal(out, n);
+            out.extend_from_slice(b"\r\n");
+        }
+        Framing::None | Framing::UntilClose => {}
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// How a response body goes to an HTTP/1 client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// Strip chunk framing (an HTTP/1.0 client).
+    pub dechunk: bool,
+    /// Close the client connection after the body.
+    pub close: bool,
+}
+
+impl Delivery {
+    /// How `resp` reaches a client that speaks HTTP/1.0 (`http10`) or 1.1, on a
+    /// connection we mean to keep (`keep_alive`) or not.
+    pub fn of(resp: &Response, http10: bool, keep_alive: bool) -> Self {
+        let dechunk = http10 && resp.framing == Framing::Chunked;
+        Delivery {
+            dechunk,
+            close: !keep_alive || resp.framing == Framing::UntilClose || dechunk,
+        }
+    }
+}
+
+/// The head for the client: the status line, end-to-end headers, and our own framing and
+/// connection headers.
+pub fn response_head(
+    out: &mut Vec<u8>,
+    head: &ResponseHead<'_, '_>,
+    resp: &Response,
+    delivery: Delivery,
+    http10: bool,
+) {
+    out.clear();
+    out.extend_from_slice(b"HTTP/1.1 ");
+    // Three digits, written without formatting machinery: this runs on every response.
+    out.extend_from_slice(&[
+        b'0' + (resp.status / 100 % 10) as u8,
+        b'0' + (resp.status / 10 % 10) as u8,
+        b'0' + (resp.status % 10) as u8,
+    ]);
+    out.push(b' ');
+    out.extend_from_slice(head.reason.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for h in head.headers.iter().filter(|h| !head.conn.strips(h.name)) {
+        put_header(out, h.name.as_bytes(), h.value);
+    }
+    if resp.upgraded {
+        let protocol = head
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("upgrade"))
+            .map_or(&b"websocket"[..], |h| h.value);
+        out.extend_from_slice(b"Connection: Upgrade\r\n");
+        put_header(out, b"Upgrade", protocol);
+    } else if !resp.interim {
+        if resp.framing == Framing::Chunked && !delivery.dechunk {
+            out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
+        }
+        if delivery.close {
+            out.extend_from_slice(b"Connection: close\r\n");
+        } else if http10 {
+            out.extend_from_slice(b"Connection: keep-alive\r\n");
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+}

@@ -1,0 +1,81 @@
+//! Parsing a client's request head: bytes to a request line and header fields, and
+//! nothing more. Whether the request may be forwarded is `check.rs`'s question; what goes
+//! to the server is `encode.rs`'s.
+
+/// The most header lines a request may have; more gets 431.
+pub const MAX_HEADERS: usize = 100;
+
+/// A request that cannot be forwarded, with the status it gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rejection {
+    pub status: u16,
+    pub reason: &'static str,
+}
+
+pub fn reject(status: u16, reason: &'static str) -> Rejection {
+    Rejection { status, reason }
+}
+
+/// A complete request head as it came, borrowed from the read buffer.
+#[derive(Debug)]
+pub struct RawRequest<'h, 'b> {
+    pub method: &'b str,
+    pub target: &'b str,
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub minor: u8,
+    pub headers: &'h [httparse::Header<'b>],
+    /// Bytes of the head, including the blank line that ends it.
+    pub head_len: usize,
+}
+
+/// Parses the head at the start of `buf` into `headers`. `Ok(None)`: incomplete, read
+/// more.
+pub fn parse<'h, 'b>(
+    buf: &'b [u8],
+    headers: &'h mut [httparse::Header<'b>],
+) -> Result<Option<RawRequest<'h, 'b>>, Rejection> {
+    let mut req = httparse::Request::new(headers);
+    let head_len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err(reject(431, "too many header lines")),
+        Err(_) => return Err(reject(400, "malformed request head")),
+    };
+    let httparse::Request {
+        method,
+        path,
+        version,
+        headers,
+    } = req;
+    let (Some(method), Some(target), Some(minor)) = (method, path, version) else {
+        return Err(reject(400, "malformed request line"));
+    };
+    Ok(Some(RawRequest {
+        method,
+        target,
+        minor,
+        headers,
+        head_len,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads_parse_or_ask_for_more() {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let raw = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\nrest";
+        let head = parse(raw, &mut headers).unwrap().unwrap();
+        assert_eq!((head.method, head.target, head.minor), ("GET", "/a", 1));
+        assert_eq!((head.headers.len(), head.head_len), (1, raw.len() - 4));
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        assert!(parse(b"GET / HTTP/1.1\r\nHost: a\r\n", &mut headers)
+            .unwrap()
+            .is_none());
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let bad = parse(b"G\0T / HTTP/1.1\r\n\r\n", &mut headers).unwrap_err();
+        assert_eq!(bad.status, 400);
+    }
+}

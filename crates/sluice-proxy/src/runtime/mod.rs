@@ -1,0 +1,8 @@
+//! The process around the data path: binding listeners (`listen`), one worker thread per
+//! core (`worker`), the active health-check thread (`checks`), and [`server::Proxy`],
+//! which starts, reloads and stops them all.
+
+pub mod checks;
+pub mod listen;
+pub mod server;
+pub mod worker;

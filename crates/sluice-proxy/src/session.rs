@@ -1,0 +1,266 @@
+//! One HTTP/1 client connection: read request heads one after another (keep-alive and
+//! pipelining), take each through parse, check, route and encode, hand it to `forward`,
+//! and decide whether the connection goes on.
+
+use crate::context::Context;
+use crate::downstream::buffers::{Buffers, Scratch};
+use crate::downstream::h1::Http1;
+use crate::downstream::Downstream;
+use crate::failure::{Body, Failure};
+use crate::forward::forward;
+use crate::http1::check::{check, Request};
+use crate::http1::encode::{self, Origin};
+use crate::http1::head::Framing;
+use crate::http1::request::{self, Rejection, MAX_HEADERS};
+use crate::io::{Conn, Stream};
+use crate::record::{record, Outcome};
+use crate::route::key::{self, View};
+use crate::state::generation::Generation;
+use bytes::Buf;
+use std::io;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Serves `stream` until the client closes, an error ends it, or the worker drains.
+pub async fn serve<S: Stream>(ctx: &Context, stream: S, peer: SocketAddr) {
+    let accepted = crate::clock::now();
+    let client_ip = peer.ip().to_string();
+    let origin = Origin {
+        client_ip: &client_ip,
+        proto: "http",
+    };
+    let mut client = Conn::idle(stream);
+    let mut scratch = Scratch::default();
+    let mut first = Some(accepted);
+    loop {
+        let waited = read_head(ctx, &mut client, &origin, &mut scratch, first.take()).await;
+        let (req, route, gen) = match waited {
+            Ok(Some(parsed)) => parsed,
+            Ok(None) => return,
+            Err(rejection) => {
+                let timeout = ctx.gen().shared.config.client_idle_timeout;
+                let mut down = http1(&mut client, &mut scratch.out, false, timeout);
+                let mut outcome = Box::pin(reject(&mut down, rejection)).await;
+                outcome.client = Some(peer);
+                return record(&outcome);
+            }
+        };
+        client.buf.advance(req.head_len);
+        let timeout = gen.shared.config.client_idle_timeout;
+        let mut down = http1(&mut client, &mut scratch.out, req.http10, timeout);
+        // Boxed: the request's state machine (attempts, relays, a tunnel) is most of a
+        // connection task's size, and an idle connection should not carry it.
+        let mut outcome = match route {
+            Some(route) => {
+                let (head, key) = (&scratch.head, &scratch.key);
+                Box::pin(forward(ctx, &gen, &mut down, &req, route, head, key)).await
+            }
+            None => Box::pin(not_found(&mut down, &req)).await,
+        };
+        outcome.client = Some(peer);
+        record(&outcome);
+        if !outcome.keep_alive || ctx.draining() {
+            return;
+        }
+    }
+}
+
+fn http1<'a, S>(
+    client: &'a mut Conn<S>,
+    out: &'a mut Vec<u8>,
+    http10: bool,
+    timeout: Duration,
+) -> Downstream<'a, S> {
+    Downstream::Http1(Http1 {
+        conn: client,
+        out,
+        http10,
+        timeout,
+    })
+}
+
+/// What a complete request head gives: the request, its route, and the generation that
+/// routed it (the request is served by that generation to the end).
+type Head = (Request, Option<usize>, Rc<Generation>);
+
+/// Reads until a whole request head is buffered. `Ok(None)`: the connection ended
+/// quietly (closed by the client, silent or idle too long, or the worker is draining).
+///
+/// `accepted` is set for a connection's first request: its head must then be complete
+/// within `header_timeout` of the accept, so a client that connects and sends nothing
+/// is closed at that deadline. Before a later request the connection may idle for
+/// `keepalive_timeout`, and its head has `header_timeout` from its first byte.
+async fn read_head<S: Stream>(
+    ctx: &Context,
+    client: &mut Conn<S>,
+    origin: &Origin<'_>,
+    scratch: &mut Scratch,
+    accepted: Option<Instant>,
+) -> Result<Option<Head>, Rejection> {
+    let (header_timeout, keepalive_timeout) = {
+        let config = &ctx.gen().shared.config;
+        (config.header_timeout, config.keepalive_timeout)
+    };
+    let mut deadline = match accepted {
+        Some(at) => Some(at + header_timeout),
+        None => (!client.buf.is_empty()).then(|| crate::clock::now() + header_timeout),
+    };
+    loop {
+        if let Some(parsed) = parse_head(ctx, client, origin, scratch)? {
+            return Ok(Some(parsed));
+        }
+        let read = if client.buf.is_empty() {
+            let idle_until = crate::clock::now() + keepalive_timeout;
+            wait_for_request(ctx, client, scratch, deadline.unwrap_or(idle_until)).await
+        } else {
+            // The head has begun: one deadline for all of it, however slowly it trickles in.
+            let at = *deadline.get_or_insert_with(|| crate::clock::now() + header_timeout);
+            client.fill_until(at).await
+        };
+        match read {
+            Ok(0) => return Ok(None),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::TimedOut && !client.buf.is_empty() => {
+                return Err(Rejection {
+                    status: 408,
+                    reason: "request head not received within header_timeout",
+                })
+            }
+            Err(_) => return Ok(None),
+        }
+    }
+}
+
+/// Takes the buffered bytes through the head's stages: parse, check, route, encode.
+/// `Ok(None)` when more bytes are needed. The head for the server ends up in
+/// `scratch.head`, the hash key (when the upstream hashes) in `scratch.key`.
+fn parse_head<S>(
+    ctx: &Context,
+    client: &Conn<S>,
+    origin: &Origin<'_>,
+    scratch: &mut Scratch,
+) -> Result<Option<Head>, Rejection> {
+    if client.buf.is_empty() {
+        return Ok(None);
+    }
+    let gen = ctx.gen();
+    let max = gen.shared.config.max_header_bytes;
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let Some(raw) = request::parse(&client.buf, &mut headers)? else {
+        return if client.buf.len() >= max {
+            Err(too_large())
+        } else {
+            Ok(None)
+        };
+    };
+    let mut checked = check(&raw)?;
+    if raw.head_len > max {
+        return Err(too_large());
+    }
+    let view = View {
+        host: checked.routing_host(),
+        target: checked.routing_path(),
+        headers: raw.headers,
+        client_ip: origin.client_ip,
+    };
+    let route = route(&gen, &view, &mut scratch.key);
+    let upgrade = checked
+        .offered_upgrade
+        .filter(|p| allows_upgrade(&gen, route, p));
+    encode::request_head(&mut scratch.head, raw.headers, &checked, origin, upgrade);
+    checked.request.upgrade = upgrade.map(str::to_string);
+    Ok(Some((checked.request, route, gen)))
+}
+
+/// The route for a request, and its hash key in `key` when its upstream hashes.
+fn route(gen: &Generation, view: &View<'_>, key: &mut Vec<u8>) -> Option<usize> {
+    let route = gen.router.find(view.host, view.target)?;
+    key.clear();
+    if let Some(template) =
+        gen.shared.upstreams[gen.shared.config.routes[route].upstream].key_template()
+    {
+        key::evaluate(template, view, key);
+    }
+    Some(route)
+}
+
+/// True when the route lets a client switch to `protocol` (the first one it offers).
+fn allows_upgrade(gen: &Generation, route: Option<usize>, protocol: &str) -> bool {
+    let first = protocol.split(',').next().unwrap_or("");
+    let first = first.trim_matches([' ', '\t']);
+    let first = first.split('/').next().unwrap_or(first);
+    route.is_some_and(|r| {
+        gen.shared.config.routes[r]
+            .upgrade
+            .iter()
+            .any(|p| p.eq_ignore_ascii_case(first))
+    })
+}
+
+fn too_large() -> Rejection {
+    Rejection {
+        status: 431,
+        reason: "request head larger than max_header_bytes",
+    }
+}
+
+/// Waits until `until` for the first bytes of a request on a connection with nothing
+/// buffered. Meanwhile the connection's buffers are back in the worker's stash: an idle
+/// connection holds none. Ends early, as `Ok(0)`, when the worker drains.
+async fn wait_for_request<S: Stream>(
+    ctx: &Context,
+    client: &mut Conn<S>,
+    scratch: &mut Scratch,
+    until: Instant,
+) -> io::Result<usize> {
+    loop {
+        if ctx.draining() {
+            return Ok(0);
+        }
+        ctx.stash.give(Buffers {
+            read: std::mem::take(&mut client.buf),
+            scratch: std::mem::take(scratch),
+        });
+        let drained = ctx.drain_signal();
+        tokio::select! {
+            ready = tokio::time::timeout_at(until, client.readable()) => {
+                ready.map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
+            }
+            _ = drained => return Ok(0),
+        }
+        let buffers = ctx.stash.take();
+        (client.buf, *scratch) = (buffers.read, buffers.scratch);
+        match client.try_fill().await {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            read => return read,
+        }
+    }
+}
+
+/// Answers a request that cannot be forwarded, then closes the connection.
+async fn reject<S: Stream>(down: &mut Downstream<'_, S>, rejection: Rejection) -> Outcome<'static> {
+    if down.send_error(rejection.status, true).await {
+        down.conclude(true, false).await;
+    }
+    let failure = Failure::downstream(rejection.status, rejection.reason, Body::Partial);
+    Outcome::unrouted(rejection.status, failure)
+}
+
+async fn not_found<S: Stream>(down: &mut Downstream<'_, S>, req: &Request) -> Outcome<'static> {
+    // The body was not read: the connection cannot be reused unless there was none.
+    let body = if req.framing == Framing::None {
+        Body::None
+    } else {
+        Body::Unread
+    };
+    let keep_alive = req.keep_alive && body.consumed();
+    let sent = down.send_error(404, !keep_alive).await;
+    let keep_alive = sent && down.conclude(!body.consumed(), keep_alive).await;
+    let failure = Failure::downstream(404, "no route matches the host and path", body);
+    Outcome {
+        keep_alive,
+        ..Outcome::unrouted(404, failure)
+    }
+}

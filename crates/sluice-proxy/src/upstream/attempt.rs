@@ -1,0 +1,320 @@
+//! One attempt at a request on one server: a pooled or new connection, the request head
+//! and body out, the response head back. Everything that can go wrong becomes a
+//! [`Failure`] that says who is to blame and whether another try may help.
+
+use crate::clock;
+use crate::downstream::Downstream;
+use crate::failure::{Body, Failure, Retry};
+use crate::http1::check::Request;
+use crate::http1::encode::Delivery;
+use crate::http1::head::{put_header, Framing};
+use crate::http1::response::{self, Asked, Response, MAX_HEADERS, MAX_RESPONSE_HEAD};
+use crate::io::body::{Transfer, TransferError};
+use crate::io::{Conn, Stream};
+use crate::state::upstream::UpstreamShared;
+use crate::upstream::pool::Pool;
+use bytes::Buf;
+use std::borrow::Cow;
+use std::io;
+use tokio::net::TcpStream;
+
+/// At most this many 1xx responses before the final one; a server sending more is broken.
+const MAX_INTERIM: usize = 8;
+
+/// A response whose head is read (and prepared for the client): the body is next.
+pub struct Answer {
+    pub upstream: Conn<TcpStream>,
+    pub resp: Response,
+    pub delivery: Delivery,
+    /// The server answered before taking the whole request body: the rest of it is
+    /// still unread on the client connection.
+    pub request_body_unread: bool,
+}
+
+/// One attempt: everything it needs besides the connections and buffers.
+pub struct Attempt<'a> {
+    pub pool: &'a Pool,
+    pub up: &'a UpstreamShared,
+    pub server: usize,
+    pub req: &'a Request,
+    /// The worker is draining: the client connection will close after this response.
+    pub draining: bool,
+    /// The largest trailer section a request body may carry.
+    pub max_trailer_bytes: usize,
+}
+
+impl Attempt<'_> {
+    /// Sends the request and reads the response head. A pooled connection that turns out
+    /// to be dead is replaced by a new one, once, when resending cannot repeat an effect.
+    pub async fn run<S: Stream>(
+        &self,
+        down: &mut Downstream<'_, S>,
+        head: &[u8],
+    ) -> Result<Answer, Failure> {
+        let addr = self.up.addr(self.server);
+        let mut pooled = self.pool.checkout(addr);
+        loop {
+            let reused = pooled.is_some();
+            let mut upstream = match pooled.take() {
+                Some(conn) => conn,
+                None => self.connect().await?,
+            };
+            let started = self.up.wants_latency().then(clock::now);
+            match self.exchange(&mut upstream, down, head).await {
+                Ok((resp, delivery, request_body_unread)) => {
+                    if let Some(started) = started {
+                        self.up.observe(self.server, started.elapsed());
+                    }
+                    return Ok(Answer {
+                        upstream,
+                        resp,
+                        delivery,
+                        request_body_unread,
+                    });
+                }
+                Err(f) if f.may_resend_fresh(reused, self.req.idempotent) => continue,
+                Err(f) => return Err(f),
+            }
+        }
+    }
+
+    /// The state of the request body before any of it was read.
+    fn body_unread(&self) -> Body {
+        if self.req.framing == Framing::None {
+            Body::None
+        } else {
+            Body::Unread
+        }
+    }
+
+    /// The state of the request body once it was all sent.
+    fn body_sent(&self) -> Body {
+        if self.req.framing == Framing::None {
+            Body::None
+        } else {
+            Body::Whole
+        }
+    }
+
+    async fn connect(&self) -> Result<Conn<TcpStream>, Failure> {
+        let addr = self.up.addr(self.server);
+        let connected =
+            tokio::time::timeout(self.up.config.connect_timeout, TcpStream::connect(addr)).await;
+        let (status, cause) = match connected {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                return Ok(Conn::new(stream));
+            }
+            Ok(Err(e)) => (502, Cow::Owned(format!("connect failed: {e}"))),
+            Err(_) => (504, Cow::Borrowed("connect timed out")),
+        };
+        Err(Failure::upstream(
+            status,
+            cause,
+            self.body_unread(),
+            Retry::NotSent,
+        ))
+    }
+
+    async fn exchange<S: Stream>(
+        &self,
+        upstream: &mut Conn<TcpStream>,
+        down: &mut Downstream<'_, S>,
+        head: &[u8],
+    ) -> Result<(Response, Delivery, bool), Failure> {
+        let whole_body = self.send_request(upstream, down, head).await?;
+        let keep_alive = self.req.keep_alive && !self.draining && whole_body;
+        let read = self.read_response_head(upstream, down, keep_alive).await;
+        // When the server answered before the whole body was sent, the rest of it is
+        // still on the client connection: it must not be read as a next request, and the
+        // request cannot go elsewhere.
+        let (mut resp, delivery) =
+            read.map_err(|f| if whole_body { f } else { f.with_body_partial() })?;
+        if !whole_body {
+            // Half a request went to this connection: it cannot carry another.
+            resp.reusable = false;
+        }
+        Ok((resp, delivery, !whole_body))
+    }
+
+    /// Sends the head and the body (answering `Expect: 100-continue` first). Returns
+    /// false when the server answered or closed before the whole body was sent.
+    async fn send_request<S: Stream>(
+        &self,
+        upstream: &mut Conn<TcpStream>,
+        down: &mut Downstream<'_, S>,
+        head: &[u8],
+    ) -> Result<bool, Failure> {
+        if self.req.expect_continue {
+            down.send_continue().await?;
+        }
+        let with_host;
+        let head = if self.req.needs_host {
+            with_host = self.head_with_host(head);
+            &with_host[..]
+        } else {
+            head
+        };
+        let t = Transfer {
+            framing: self.req.framing,
+            dechunk: false,
+            max_trailer_bytes: self.max_trailer_bytes,
+            read_timeout: down.timeout(),
+            write_timeout: self.up.config.read_timeout,
+        };
+        match send_body(down, upstream, head, t).await {
+            Ok(whole) => Ok(whole),
+            Err(TransferError::Read(e)) => {
+                let status = if e.kind() == io::ErrorKind::TimedOut {
+                    408
+                } else {
+                    400
+                };
+                let cause = format!("reading the request body from the client: {e}");
+                Err(Failure::downstream(status, cause, Body::Partial))
+            }
+            Err(TransferError::Write(e)) => {
+                let body = match self.req.framing {
+                    Framing::None => Body::None,
+                    _ => Body::Partial,
+                };
+                let cause = format!("sending the request: {e}");
+                Err(Failure::upstream(502, cause, body, Retry::StaleConnection))
+            }
+        }
+    }
+
+    /// The request head with `Host` added as the server's address: for HTTP/1.0 clients
+    /// that sent none (nginx's default `$proxy_host`). Rare, so it may allocate.
+    fn head_with_host(&self, head: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(head.len() + 32);
+        // The head ends with the blank line: the header goes just before it.
+        out.extend_from_slice(&head[..head.len() - 2]);
+        put_header(
+            &mut out,
+            b"Host",
+            self.up.addr(self.server).to_string().as_bytes(),
+        );
+        out.extend_from_slice(b"\r\n");
+        out
+    }
+
+    /// Reads response heads until the final one, relaying 1xx ones; prepares the final
+    /// one for the client.
+    async fn read_response_head<S: Stream>(
+        &self,
+        upstream: &mut Conn<TcpStream>,
+        down: &mut Downstream<'_, S>,
+        keep_alive: bool,
+    ) -> Result<(Response, Delivery), Failure> {
+        let asked = Asked {
+            is_head: self.req.is_head,
+            upgrade: self.req.upgrade.as_deref(),
+        };
+        let mut interim = 0;
+        loop {
+            if !upstream.buf.is_empty() {
+                let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                let parsed = response::parse(&upstream.buf, &mut headers);
+                match parsed.map_err(|cause| self.broken(cause))? {
+                    Some(head) if head.head_len > MAX_RESPONSE_HEAD => {
+                        return Err(self.broken("response head too large"))
+                    }
+                    Some(head) => {
+                        let resp = response::classify(&head, asked).map_err(|c| self.broken(c))?;
+                        if resp.interim {
+                            interim += 1;
+                            if interim > MAX_INTERIM {
+                                return Err(self.broken("too many 1xx responses"));
+                            }
+                            down.send_interim(&head, &resp).await?;
+                            upstream.buf.advance(resp.head_len);
+                            continue;
+                        }
+                        let delivery = down.prepare_response(&head, &resp, keep_alive);
+                        upstream.buf.advance(resp.head_len);
+                        return Ok((resp, delivery));
+                    }
+                    None if upstream.buf.len() > MAX_RESPONSE_HEAD => {
+                        return Err(self.broken("response head too large"))
+                    }
+                    None => {}
+                }
+            }
+            self.read_more(upstream).await?;
+        }
+    }
+
+    /// Reads more of the response head, turning an end, an error or a timeout into a failure.
+    async fn read_more(&self, upstream: &mut Conn<TcpStream>) -> Result<(), Failure> {
+        let nothing_yet = upstream.buf.is_empty();
+        match upstream.fill(self.up.config.read_timeout).await {
+            Ok(0) => Err(self.no_answer(
+                "server closed the connection before responding".into(),
+                nothing_yet,
+            )),
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => Err(Failure::upstream(
+                504,
+                "server did not respond in time (read_timeout)",
+                self.body_sent(),
+                Retry::MaybeProcessed,
+            )),
+            Err(e) => Err(self.no_answer(format!("reading the response: {e}").into(), nothing_yet)),
+        }
+    }
+
+    /// A response that cannot be relayed: not retried, since the server did answer.
+    fn broken(&self, cause: &'static str) -> Failure {
+        Failure::upstream(502, cause, self.body_sent(), Retry::Never)
+    }
+
+    /// The connection ended or broke before the response was complete: with nothing of
+    /// it yet, the way a stale pooled connection fails.
+    fn no_answer(&self, cause: Cow<'static, str>, nothing_yet: bool) -> Failure {
+        let retry = if nothing_yet {
+            Retry::StaleConnection
+        } else {
+            Retry::MaybeProcessed
+        };
+        Failure::upstream(502, cause, self.body_sent(), retry)
+    }
+}
+
+/// Sends the request head and body, watching the server meanwhile: a server may answer
+/// before it has read the body (413, 401) and stop reading, and waiting to finish the
+/// upload would turn its answer into a timeout. Returns false when the server answered
+/// (or closed) before the whole body was sent.
+async fn send_body<S: Stream>(
+    down: &mut Downstream<'_, S>,
+    upstream: &mut Conn<TcpStream>,
+    head: &[u8],
+    t: Transfer,
+) -> Result<bool, TransferError> {
+    if t.framing == Framing::None {
+        return down
+            .send_request_body(head, &mut upstream.stream, t)
+            .await
+            .map(|()| true);
+    }
+    let Conn { stream, buf } = upstream;
+    let (reader, mut writer) = stream.split();
+    let answered = async {
+        loop {
+            // Readiness can be stale from this connection's last exchange; only bytes
+            // (or the end of the stream) count as an answer.
+            if reader.readable().await.is_err() {
+                return;
+            }
+            match reader.try_read_buf(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                _ => return,
+            }
+        }
+    };
+    tokio::select! {
+        biased;
+        sent = down.send_request_body(head, &mut writer, t) => sent.map(|()| true),
+        () = answered => Ok(false),
+    }
+}
