@@ -28,6 +28,9 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== module graph of sluice-proxy has no cycle"
+python3 scripts/module-graph.py --top >/dev/null
+python3 scripts/module-graph.py >/dev/null
 echo "== cargo test"
 cargo test --workspace --locked
 echo "== sluice check examples/*.toml"
