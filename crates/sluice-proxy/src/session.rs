@@ -264,3 +264,128 @@ async fn not_found<S: Stream>(down: &mut Downstream<'_, S>, req: &Request) -> Ou
         ..Outcome::unrouted(404, failure)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The connection's deadlines, on tokio's paused clock: each test waits out minutes of
+    //! timeouts in no time, and checks the deadline to the millisecond.
+
+    use super::*;
+    use crate::clock;
+    use crate::io::stream::loopback_pair;
+    use crate::state::generation::Shared;
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    /// A worker context for `top` (timeouts) with one route for host `routed`, whose
+    /// upstream is never reached by these tests.
+    fn context(top: &str) -> Context {
+        let text = format!(
+            "{top}\n[[listener]]\nbind = \"127.0.0.1:0\"\n[[route]]\nhost = \"routed\"\nupstream = \"app\"\n[upstream.app]\nservers = [\"127.0.0.1:9\"]\n"
+        );
+        let config = sluice_config::parse("t.toml", &text).unwrap();
+        Context::new(Arc::new(Shared::new(config, None)), 1)
+    }
+
+    /// Reads until the proxy closes; returns what it sent and when it closed.
+    async fn until_closed(c: &mut TcpStream) -> (String, Instant) {
+        let mut got = Vec::new();
+        let _ = c.read_to_end(&mut got).await;
+        (String::from_utf8_lossy(&got).into_owned(), clock::now())
+    }
+
+    /// Reads sluice's own reply for `status` (with `Connection: close` if `close`) whole.
+    async fn read_reply<R: AsyncReadExt + Unpin>(c: &mut R, status: u16, close: bool) -> Instant {
+        let mut expected = Vec::new();
+        crate::http1::reply::error(&mut expected, status, close);
+        let mut got = vec![0u8; expected.len()];
+        c.read_exact(&mut got).await.unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&expected)
+        );
+        clock::now()
+    }
+
+    fn peer() -> SocketAddr {
+        "127.0.0.1:40000".parse().unwrap()
+    }
+
+    fn within_a_millisecond(took: Duration, expected: Duration) {
+        assert!(
+            took >= expected && took < expected + Duration::from_millis(1),
+            "took {took:?}, expected {expected:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_connection_closes_at_header_timeout_without_a_word() {
+        let ctx = context("header_timeout = \"7s\"");
+        let (mut client, server) = loopback_pair().await;
+        let started = clock::now();
+        let ((), (said, closed)) =
+            tokio::join!(serve(&ctx, server, peer()), until_closed(&mut client));
+        assert_eq!(said, "");
+        within_a_millisecond(closed - started, Duration::from_secs(7));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_trickled_first_head_gets_408_at_header_timeout_from_the_accept() {
+        let ctx = context("header_timeout = \"5s\"");
+        let (mut client, server) = loopback_pair().await;
+        let started = clock::now();
+        let (mut reader, mut writer) = client.split();
+        let trickle = async {
+            writer.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+            for i in 0..20 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let line = format!("X-Slow-{i}: 1\r\n");
+                if writer.write_all(line.as_bytes()).await.is_err() {
+                    break;
+                }
+            }
+        };
+        let answered = read_reply(&mut reader, 408, true);
+        let ((), (), at) = tokio::join!(serve(&ctx, server, peer()), trickle, answered);
+        within_a_millisecond(at - started, Duration::from_secs(5));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_keep_alive_connection_closes_at_keepalive_timeout() {
+        let ctx = context("header_timeout = \"5s\"\nkeepalive_timeout = \"45s\"");
+        let (mut client, server) = loopback_pair().await;
+        let exchange = async {
+            // Unrouted: a 404 that keeps the connection.
+            client
+                .write_all(b"GET / HTTP/1.1\r\nHost: elsewhere\r\n\r\n")
+                .await
+                .unwrap();
+            let answered = read_reply(&mut client, 404, false).await;
+            let (_, closed) = until_closed(&mut client).await;
+            closed - answered
+        };
+        let ((), idle) = tokio::join!(serve(&ctx, server, peer()), exchange);
+        within_a_millisecond(idle, Duration::from_secs(45));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_later_head_gets_header_timeout_from_its_first_byte() {
+        let ctx = context("header_timeout = \"5s\"\nkeepalive_timeout = \"45s\"");
+        let (mut client, server) = loopback_pair().await;
+        let exchange = async {
+            client
+                .write_all(b"GET / HTTP/1.1\r\nHost: elsewhere\r\n\r\n")
+                .await
+                .unwrap();
+            read_reply(&mut client, 404, false).await;
+            // Idle for 30 s (within keepalive_timeout), then half a head.
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            let first_byte = clock::now();
+            client.write_all(b"GET / HTT").await.unwrap();
+            read_reply(&mut client, 408, true).await - first_byte
+        };
+        let ((), took) = tokio::join!(serve(&ctx, server, peer()), exchange);
+        within_a_millisecond(took, Duration::from_secs(5));
+    }
+}

@@ -1,17 +1,16 @@
 //! End-to-end tests of the proxy: real sockets on 127.0.0.1, real backends (hyper, or raw
 //! TCP peers that misbehave on purpose), clients that speak HTTP/1.1 byte for byte.
+//! The slow fault-injection and soak tests are in `slow.rs`, a target of their own.
 
 mod proxy {
     pub mod harness;
 
     mod balancing;
     mod errors;
-    mod faults;
     mod framing;
     mod hashing;
     mod headers;
     mod lifecycle;
-    pub mod load;
     mod pooling;
     mod strict;
     mod websocket;

@@ -24,3 +24,12 @@ impl Stream for TcpStream {
 pub async fn readable<S: Stream>(stream: &S) -> io::Result<()> {
     std::future::poll_fn(|cx| stream.poll_read_ready(cx)).await
 }
+
+/// Two connected loopback sockets, for tests.
+#[cfg(test)]
+pub async fn loopback_pair() -> (TcpStream, TcpStream) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let near = TcpStream::connect(listener.local_addr().unwrap());
+    let (near, far) = tokio::join!(near, listener.accept());
+    (near.unwrap(), far.unwrap().0)
+}

@@ -175,16 +175,8 @@ async fn quiet(activity: &Cell<Instant>, idle: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::stream::loopback_pair as pair;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::{TcpListener, TcpStream};
-
-    /// Two connected loopback sockets.
-    async fn pair() -> (TcpStream, TcpStream) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let near = TcpStream::connect(listener.local_addr().unwrap());
-        let (near, far) = tokio::join!(near, listener.accept());
-        (near.unwrap(), far.unwrap().0)
-    }
 
     #[tokio::test]
     async fn bytes_flow_both_ways_and_half_close_is_kept() {

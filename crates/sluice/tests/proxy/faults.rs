@@ -5,60 +5,19 @@
 use super::harness::*;
 use super::load::{Load, Tally};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
-/// A `sluice backend` in its own process, so that it can be killed with SIGKILL.
-struct BackendProcess {
-    child: Child,
+/// A `sluice backend` in its own process (so that it can be killed with SIGKILL) on any
+/// free port.
+async fn backend_process(name: &str) -> SluiceProcess {
+    SluiceProcess::backend(name, loopback()).await
 }
 
-impl BackendProcess {
-    async fn start(name: &str, addr: SocketAddr) -> BackendProcess {
-        let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args([
-                "backend",
-                "--workers",
-                "1",
-                "--name",
-                name,
-                "--listen",
-                &addr.to_string(),
-            ])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let b = BackendProcess { child };
-        wait_accepting(addr).await;
-        b
-    }
-
-    fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for BackendProcess {
-    fn drop(&mut self) {
-        self.kill9();
-    }
-}
-
-async fn wait_accepting(addr: SocketAddr) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while tokio::net::TcpStream::connect(addr).await.is_err() {
-        assert!(Instant::now() < deadline, "nothing accepts on {addr}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
+/// Stops a `sluice serve` as SIGTERM does, and waits for it.
+fn stop(p: &mut SluiceProcess) {
+    p.signal("TERM");
+    let _ = p.child.wait();
 }
 
 fn report(scenario: &str, tally: &Tally, extra: &str) {
@@ -71,11 +30,11 @@ fn report(scenario: &str, tally: &Tally, extra: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_one_of_three_backends_loses_no_get() {
-    let addrs = [free_addr(), free_addr(), free_addr()];
     let mut backends = Vec::new();
-    for (i, a) in addrs.iter().enumerate() {
-        backends.push(BackendProcess::start(&format!("b{i}"), *a).await);
+    for i in 0..3 {
+        backends.push(backend_process(&format!("b{i}")).await);
     }
+    let addrs: Vec<SocketAddr> = backends.iter().map(SluiceProcess::addr).collect();
     let p = proxy(&one_upstream(&addrs, "retries = 1"));
     let load = Load::start(
         p.addr,
@@ -86,7 +45,7 @@ async fn kill_9_one_of_three_backends_loses_no_get() {
     );
     tokio::time::sleep(Duration::from_millis(800)).await;
     let killed_at = load.started.elapsed();
-    backends[1].kill9();
+    backends[1].kill();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let tally = load.stop().await;
     let last_b1 = tally
@@ -148,35 +107,10 @@ async fn a_server_that_never_answers_is_ejected() {
     );
 }
 
-/// Starts `sluice serve` as a child with `body`, logging to a pipe we read at the end.
-async fn serve_logged(name: &str, body: &str) -> (Child, SocketAddr, std::path::PathBuf) {
-    let addr = free_addr();
-    let dir = std::env::temp_dir().join(format!("sluice-faults-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(
-        &path,
-        format!("shutdown_grace = \"1s\"\n[[listener]]\nbind = \"{addr}\"\n{body}"),
-    )
-    .unwrap();
-    let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["serve", "-c"])
-        .arg(&path)
-        .env("SLUICE_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    wait_accepting(addr).await;
-    (child, addr, dir.join(format!("{name}.log")))
-}
-
-fn stop(mut child: Child) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let _ = child.wait();
+/// Starts `sluice serve` as a child with `body`, logging at info level.
+async fn serve_logged(name: &str, body: &str) -> SluiceProcess {
+    let config = format!("shutdown_grace = \"1s\"\n[[listener]]\nbind = \"127.0.0.1:0\"\n{body}");
+    SluiceProcess::serve(name, &config, "info").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -199,11 +133,12 @@ async fn servers_answering_503_or_garbage_are_ejected() {
     })
     .await;
     let good = backend("good").await;
-    let (child, addr, log) = serve_logged(
+    let mut child = serve_logged(
         "garbage.toml",
         &one_upstream(&[unavailable, garbage, good], "eject_for = \"30s\""),
     )
     .await;
+    let addr = child.addr();
     let load = Load::start(
         addr,
         4,
@@ -213,8 +148,8 @@ async fn servers_answering_503_or_garbage_are_ejected() {
     );
     tokio::time::sleep(Duration::from_millis(2000)).await;
     let tally = load.stop().await;
-    stop(child);
-    let log = std::fs::read_to_string(log).unwrap();
+    stop(&mut child);
+    let log = child.log();
     let last_failure = tally
         .failures
         .iter()
@@ -254,15 +189,12 @@ async fn servers_answering_503_or_garbage_are_ejected() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn all_servers_down_then_back() {
-    let addrs = [free_addr(), free_addr()];
-    let mut backends = [
-        BackendProcess::start("a", addrs[0]).await,
-        BackendProcess::start("b", addrs[1]).await,
-    ];
+    let mut backends = [backend_process("a").await, backend_process("b").await];
+    let addrs = [backends[0].addr(), backends[1].addr()];
     let extra = "[upstream.app.health]\npath = \"/\"\ninterval = \"200ms\"\ntimeout = \"200ms\"\nrise = 1\nfall = 1";
     let p = proxy(&one_upstream(&addrs, extra));
     assert_eq!(get(p.addr, "/").await.status, 200);
-    backends.iter_mut().for_each(BackendProcess::kill9);
+    backends.iter_mut().for_each(SluiceProcess::kill);
     // Within a check interval both are marked down; then every request is a quick 503.
     tokio::time::sleep(Duration::from_millis(600)).await;
     let mut c = Client::connect(p.addr).await;
@@ -277,9 +209,10 @@ async fn all_servers_down_then_back() {
         );
     }
     let back = Instant::now();
+    // Back on the same addresses, as a restarted server would be.
     let _revived = [
-        BackendProcess::start("a", addrs[0]).await,
-        BackendProcess::start("b", addrs[1]).await,
+        SluiceProcess::backend("a", addrs[0]).await,
+        SluiceProcess::backend("b", addrs[1]).await,
     ];
     let recovered = loop {
         if get(p.addr, "/").await.status == 200 {
@@ -341,8 +274,9 @@ async fn fifty_reloads_under_load_lose_nothing_and_leak_nothing() {
             "",
         )
     };
-    let (child, addr, log) = serve_logged("reload.toml", &body(0)).await;
-    let path = log.with_file_name("reload.toml");
+    let mut child = serve_logged("reload.toml", &body(0)).await;
+    let addr = child.addr();
+    let path = child.config.clone();
     let head = std::fs::read_to_string(&path)
         .unwrap()
         .split("[[route]]")
@@ -366,19 +300,17 @@ async fn fifty_reloads_under_load_lose_nothing_and_leak_nothing() {
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, text).unwrap();
         std::fs::rename(&tmp, &path).unwrap();
-        let _ = Command::new("kill")
-            .args(["-HUP", &child.id().to_string()])
-            .status();
+        child.signal("HUP");
         tokio::time::sleep(Duration::from_millis(60)).await;
         if i == 5 {
-            before = fds_and_rss(child.id());
+            before = fds_and_rss(child.child.id());
         }
     }
     tokio::time::sleep(Duration::from_millis(700)).await;
-    let after = fds_and_rss(child.id());
+    let after = fds_and_rss(child.child.id());
     let tally = load.stop().await;
-    stop(child);
-    let log = std::fs::read_to_string(log).unwrap();
+    stop(&mut child);
+    let log = child.log();
     report(
         "50 reloads under load (servers added and removed, one invalid)",
         &tally,
@@ -407,9 +339,9 @@ async fn fifty_reloads_under_load_lose_nothing_and_leak_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_recovered_server_ramps_up_under_slow_start() {
-    let addrs = [free_addr(), free_addr()];
-    let _a = BackendProcess::start("a", addrs[0]).await;
-    let mut b = BackendProcess::start("b", addrs[1]).await;
+    let _a = backend_process("a").await;
+    let mut b = backend_process("b").await;
+    let addrs = [_a.addr(), b.addr()];
     let extra = "slow_start = \"2s\"\n[upstream.app.health]\npath = \"/\"\ninterval = \"100ms\"\nrise = 1\nfall = 1";
     let p = proxy(&one_upstream(&addrs, extra));
     let load = Load::start(
@@ -420,9 +352,9 @@ async fn a_recovered_server_ramps_up_under_slow_start() {
         Duration::from_secs(1),
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
-    b.kill9();
+    b.kill();
     tokio::time::sleep(Duration::from_millis(700)).await;
-    let _b = BackendProcess::start("b", addrs[1]).await;
+    let _b = SluiceProcess::backend("b", addrs[1]).await;
     tokio::time::sleep(Duration::from_millis(2800)).await;
     let tally = load.stop().await;
     let back = tally

@@ -1,7 +1,6 @@
 //! Bodies of every framing stream through both ways, in bounded memory.
 
 use super::harness::*;
-use std::io::Write;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -100,106 +99,6 @@ async fn head_requests_and_expect_continue() {
     assert_eq!(interim.status, 100);
     c.send("ok").await;
     assert_eq!(c.read_reply().await.unwrap().text(), "received 2 bytes\n");
-}
-
-/// Peak resident memory of a process, from /proc.
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_gibibyte_each_way_in_bounded_memory() {
-    const GIB: u64 = 1 << 30;
-    let server = backend("a").await;
-    let dir = std::env::temp_dir().join(format!("sluice-gib-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let port = tokio::net::TcpListener::bind(loopback())
-        .await
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let config = dir.join("sluice.toml");
-    let mut f = std::fs::File::create(&config).unwrap();
-    write!(
-        f,
-        "workers = 2\n[[listener]]\nbind = \"127.0.0.1:{port}\"\n{}",
-        one_upstream(&[server], "")
-    )
-    .unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["serve", "-c"])
-        .arg(&config)
-        .env("SLUICE_LOG", "warn")
-        .spawn()
-        .unwrap();
-    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    wait_until_accepting(addr).await;
-
-    let mut c = Client::connect(addr).await;
-    c.send(&format!("GET /bytes?n={GIB} HTTP/1.1\r\nHost: a\r\n\r\n"))
-        .await;
-    assert_eq!(count_body(&mut c.stream).await, GIB);
-
-    let mut up = Client::connect(addr).await;
-    up.send(&format!(
-        "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: {GIB}\r\n\r\n"
-    ))
-    .await;
-    let block = vec![b'u'; 256 * 1024];
-    for _ in 0..GIB / block.len() as u64 {
-        up.stream.write_all(&block).await.unwrap();
-    }
-    assert_eq!(
-        up.read_reply().await.unwrap().text(),
-        format!("received {GIB} bytes\n")
-    );
-
-    let peak = peak_rss_kib(child.id());
-    let _ = child.kill();
-    let _ = child.wait();
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(peak < 48 * 1024, "sluice peaked at {peak} KiB moving 2 GiB");
-}
-
-async fn wait_until_accepting(addr: std::net::SocketAddr) {
-    for _ in 0..200 {
-        if tokio::net::TcpStream::connect(addr).await.is_ok() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("sluice did not start listening on {addr}");
-}
-
-/// Reads one response with a Content-Length body, counting the body without keeping it.
-async fn count_body(stream: &mut tokio::net::TcpStream) -> u64 {
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut head = Vec::new();
-    let (length, mut counted) = loop {
-        let n = stream.read(&mut buf).await.unwrap();
-        assert!(n > 0, "closed before the head");
-        head.extend_from_slice(&buf[..n]);
-        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
-            let text = String::from_utf8_lossy(&head[..end]).to_lowercase();
-            let length: u64 = text
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length: "))
-                .unwrap()
-                .trim()
-                .parse()
-                .unwrap();
-            break (length, (head.len() - end - 4) as u64);
-        }
-    };
-    while counted < length {
-        let n = stream.read(&mut buf).await.unwrap();
-        assert!(n > 0, "closed after {counted} of {length} bytes");
-        counted += n as u64;
-    }
-    counted
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,8 @@
-//! The test harness: backends, a proxy built from TOML, and a small raw HTTP client.
+//! The test harness: backends, a proxy built from TOML, a small raw HTTP client, and
+//! `sluice` child processes.
+
+// Shared by two test targets (`proxy` and `slow`), each of which uses part of it.
+#![allow(dead_code)]
 
 use sluice_lab::backend::{self, Options};
 use sluice_proxy::Proxy;
@@ -305,4 +309,149 @@ pub async fn backend_stats(addr: SocketAddr) -> (u64, u64) {
             .unwrap()
     };
     (field("connections="), field("requests="))
+}
+
+/// A directory of the test's own under the system temp dir, removed when dropped.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(label: &str) -> TempDir {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("sluice-{label}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    /// Writes `text` to `name` in this directory; returns its path.
+    pub fn file(&self, name: &str, text: &str) -> std::path::PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A `sluice` child process. It binds what its config or flags say (port 0 is fine: the
+/// bound addresses are read from its log), runs with `TMPDIR` in a directory of its own
+/// (so its default pid file lands there), and is killed, with its directory removed,
+/// when dropped.
+pub struct SluiceProcess {
+    pub child: std::process::Child,
+    /// The addresses it listens on, as it logged them.
+    pub addrs: Vec<SocketAddr>,
+    pub config: std::path::PathBuf,
+    log: std::path::PathBuf,
+    pub dir: TempDir,
+}
+
+impl SluiceProcess {
+    /// `sluice serve` with `config`; `log` is the SLUICE_LOG filter (the line naming the
+    /// listeners is always logged).
+    pub async fn serve(name: &str, config: &str, log: &str) -> SluiceProcess {
+        let dir = TempDir::new("serve");
+        let path = dir.file(name, config);
+        let args = ["serve".to_string(), "-c".into(), path.display().to_string()];
+        let filter = format!("{log},sluice_proxy::runtime::server=info");
+        Self::start(dir, path, &args, &filter, "sluice is serving").await
+    }
+
+    /// `sluice backend --workers 1` named `name` on `listen` (127.0.0.1:0 for any port).
+    pub async fn backend(name: &str, listen: SocketAddr) -> SluiceProcess {
+        let dir = TempDir::new("backend");
+        let args = ["backend", "--workers", "1", "--name", name, "--listen"].map(String::from);
+        let mut args = args.to_vec();
+        args.push(listen.to_string());
+        let path = dir.0.clone();
+        Self::start(
+            dir,
+            path,
+            &args,
+            "warn,sluice::commands=info",
+            "backend serving",
+        )
+        .await
+    }
+
+    async fn start(
+        dir: TempDir,
+        config: std::path::PathBuf,
+        args: &[String],
+        filter: &str,
+        ready: &str,
+    ) -> SluiceProcess {
+        let log = dir.0.join("stderr.log");
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(args)
+            .env("SLUICE_LOG", filter)
+            .env("NO_COLOR", "1")
+            .env("TMPDIR", &dir.0)
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut process = SluiceProcess {
+            child,
+            addrs: Vec::new(),
+            config,
+            log,
+            dir,
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = process.log();
+            if let Some(line) = text.lines().find(|l| l.contains(ready)) {
+                process.addrs = socket_addrs(line);
+                return process;
+            }
+            if let Ok(Some(status)) = process.child.try_wait() {
+                panic!("sluice {args:?} exited with {status} before it was ready:\n{text}");
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "sluice {args:?} never got ready:\n{text}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addrs[0]
+    }
+
+    /// Everything it has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends a signal (`"TERM"`, `"HUP"`).
+    pub fn signal(&self, signal: &str) {
+        let sent = std::process::Command::new("kill")
+            .args([format!("-{signal}"), self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -{signal} failed");
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for SluiceProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The socket addresses written in a log line, in order.
+fn socket_addrs(line: &str) -> Vec<SocketAddr> {
+    line.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == ':'))
+        .filter_map(|word| word.trim_matches(':').parse().ok())
+        .collect()
 }

@@ -169,12 +169,22 @@ struct Nginx {
 }
 
 impl Nginx {
+    /// Starts nginx on a free port. nginx cannot listen on port 0, so a port is picked
+    /// for it; should another process take that port first, nginx fails to bind and the
+    /// start is tried again on another one.
     async fn start(servers: &[SocketAddr]) -> Nginx {
-        let dir = std::env::temp_dir().join(format!(
-            "sluice-nginx-{}-{}",
-            std::process::id(),
-            servers[0].port()
-        ));
+        for _ in 0..5 {
+            if let Some(nginx) = Self::try_start(servers).await {
+                return nginx;
+            }
+        }
+        panic!("nginx did not start on any of 5 ports");
+    }
+
+    async fn try_start(servers: &[SocketAddr]) -> Option<Nginx> {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("sluice-nginx-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -202,10 +212,13 @@ impl Nginx {
             .expect("nginx is installed (scripts/test.sh installs it)");
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         // Owned at once, so that Drop stops it even if it never comes up.
-        let nginx = Nginx { addr, child, dir };
+        let mut nginx = Nginx { addr, child, dir };
         for _ in 0..200 {
             if tokio::net::TcpStream::connect(addr).await.is_ok() {
-                return nginx;
+                return Some(nginx);
+            }
+            if let Ok(Some(_)) = nginx.child.try_wait() {
+                return None;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }

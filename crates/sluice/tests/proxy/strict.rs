@@ -64,13 +64,12 @@ fn logged(log: &Log) -> String {
 
 const OK: &str = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
-/// Sends `raw` on a new connection and returns the reply and whether the proxy then
-/// closed the connection.
-async fn exchange(addr: SocketAddr, raw: &[u8]) -> (Option<Reply>, bool) {
+/// Sends `raw` on a new connection; returns the reply and the connection.
+async fn exchange(addr: SocketAddr, raw: &[u8]) -> (Option<Reply>, Client) {
     let mut c = Client::connect(addr).await;
     c.stream.write_all(raw).await.unwrap();
     let reply = c.read_reply().await.ok();
-    (reply, c.is_closed().await)
+    (reply, c)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -207,9 +206,9 @@ async fn host_and_target_are_validated() {
         "GET * HTTP/1.1\r\nHost: a\r\n\r\n",
         "GET /a#frag HTTP/1.1\r\nHost: a\r\n\r\n",
     ] {
-        let (reply, closed) = exchange(p.addr, bad.as_bytes()).await;
+        let (reply, mut c) = exchange(p.addr, bad.as_bytes()).await;
         assert_eq!(reply.map(|r| r.status), Some(400), "{bad:?}");
-        assert!(closed, "{bad:?}");
+        assert!(c.is_closed().await, "{bad:?}");
     }
     assert!(logged(&log).is_empty(), "a bad request reached the server");
     let (reply, _) = exchange(p.addr, b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n").await;
@@ -229,9 +228,9 @@ async fn http10_with_transfer_encoding_is_refused_and_closed() {
     let (server, log) = recording(OK).await;
     let p = proxy(&one_upstream(&[server], ""));
     let smuggled = "POST / HTTP/1.0\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n";
-    let (reply, closed) = exchange(p.addr, smuggled.as_bytes()).await;
+    let (reply, mut c) = exchange(p.addr, smuggled.as_bytes()).await;
     assert_eq!(reply.map(|r| r.status), Some(400));
-    assert!(closed);
+    assert!(c.is_closed().await);
     assert!(!logged(&log).contains("smuggled"));
 }
 
@@ -250,9 +249,9 @@ async fn lenient_framing_headers_are_refused() {
         ("Content-Length: 3\u{a0}", 400),
     ] {
         let raw = format!("POST / HTTP/1.1\r\nHost: a\r\n{bad}\r\n\r\n0\r\n\r\n");
-        let (reply, closed) = exchange(p.addr, raw.as_bytes()).await;
+        let (reply, mut c) = exchange(p.addr, raw.as_bytes()).await;
         assert_eq!(reply.map(|r| r.status), Some(status), "{bad:?}");
-        assert!(closed, "{bad:?}");
+        assert!(c.is_closed().await, "{bad:?}");
     }
     assert!(logged(&log).is_empty());
 }
