@@ -162,13 +162,15 @@ impl Drop for Open {
     }
 }
 
-/// Starts the drain and waits until every listening socket of this worker is closed.
+/// Closes every listening socket of this worker, then starts the drain (idle
+/// connections close): once a client sees its idle connection closed, new connections
+/// are refused.
 async fn stop_accepting(w: &Worker) {
-    w.ctx.start_draining();
     let all: Vec<SocketAddr> = w.listeners.borrow().keys().copied().collect();
     for addr in all {
         unlisten(w, addr).await;
     }
+    w.ctx.start_draining();
 }
 
 /// Lets requests in flight finish, waiting at most the grace period.

@@ -157,7 +157,6 @@ async fn a_reload_closes_only_the_tunnels_of_removed_servers() {
     );
     // Round robin put one tunnel on each server; find which is on b by asking b's stats.
     p.reload(&format!("workers = 1\n{}", one_upstream(&[a], "")));
-    tokio::time::sleep(Duration::from_millis(100)).await;
     let mut alive = 0;
     for ws in [&mut first, &mut second] {
         if echo_name(ws, "after reload").await.is_some() {
