@@ -22,6 +22,24 @@ async fn connection_refused_is_502() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_with_a_body_goes_to_another_server_when_a_connect_is_refused() {
+    // Nothing of the body was read when the connect failed, so another server can have
+    // all of it: a POST is as safe to retry here as a GET.
+    let (dead, good) = (closed_port().await, backend("good").await);
+    let p = proxy(&one_upstream(&[dead, good], "retries = 1\nmax_fails = 100"));
+    for _ in 0..4 {
+        let mut c = Client::connect(p.addr).await;
+        c.send("POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello")
+            .await;
+        let reply = c.read_reply().await.unwrap();
+        assert_eq!(
+            (reply.status, reply.text().as_str()),
+            (200, "received 5 bytes\n")
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reset_before_responding_is_502() {
     let server = raw_backend(|mut s| async move {
         read_head(&mut s).await;
