@@ -21,7 +21,10 @@ const ACK_WAIT: Duration = Duration::from_secs(10);
 
 /// A running proxy. Dropping it does not stop it: call [`Proxy::shutdown`] and [`Proxy::wait`].
 pub struct Proxy {
+    /// Phase one of a shutdown: every worker closes its listeners.
     shutdown: watch::Sender<bool>,
+    /// Phase two, once all have: idle connections close and requests in flight finish.
+    drain: watch::Sender<bool>,
     stopping: AtomicBool,
     stopped_accepting: Mutex<sync_mpsc::Receiver<()>>,
     workers: Vec<JoinHandle<io::Result<()>>>,
@@ -58,6 +61,7 @@ impl Proxy {
         }
         let shared = Arc::new(Shared::new(config, None));
         let (shutdown, stop) = watch::channel(false);
+        let (drain, draining) = watch::channel(false);
         let (current, generations) = watch::channel(shared.clone());
         checks::spawn(generations, stop.clone())?;
         let (acks, stopped_accepting) = sync_mpsc::channel();
@@ -70,6 +74,7 @@ impl Proxy {
                 shared: shared.clone(),
                 listeners,
                 shutdown: stop.clone(),
+                drain: draining.clone(),
                 reloads: rx,
                 stopped_accepting: acks.clone(),
             };
@@ -83,6 +88,7 @@ impl Proxy {
         tracing::info!(workers, listeners = ?addrs, "sluice is serving");
         Ok(Proxy {
             shutdown,
+            drain,
             stopping: AtomicBool::new(false),
             stopped_accepting: Mutex::new(stopped_accepting),
             workers: handles,
@@ -158,7 +164,9 @@ impl Proxy {
     }
 
     /// Stops accepting; requests in flight finish within the grace period. Returns once
-    /// every worker has closed its listening sockets. Calling it again does nothing.
+    /// every worker has closed its listening sockets. Only then do idle connections
+    /// close, so a client that sees its idle connection closed also finds new
+    /// connections refused. Calling it again does nothing.
     pub fn shutdown(&self) {
         if self.stopping.swap(true, Ordering::SeqCst) {
             return;
@@ -169,6 +177,7 @@ impl Proxy {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         wait_for(&acks, self.workers.len());
+        let _ = self.drain.send(true);
     }
 
     /// Waits for every worker to finish.

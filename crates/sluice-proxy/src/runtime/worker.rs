@@ -32,6 +32,8 @@ pub struct Start {
     pub shared: Arc<Shared>,
     pub listeners: Vec<std::net::TcpListener>,
     pub shutdown: watch::Receiver<bool>,
+    /// Turns true once every worker has stopped accepting: then drain.
+    pub drain: watch::Receiver<bool>,
     pub reloads: mpsc::UnboundedReceiver<Reload>,
     /// Told once the worker has stopped accepting (its listening sockets are closed).
     pub stopped_accepting: std::sync::mpsc::Sender<()>,
@@ -68,10 +70,12 @@ pub fn run(start: Start) -> std::io::Result<()> {
         listen(&w, start.listeners)?;
         tokio::task::spawn_local(reap_idle(w.ctx.clone()));
         tokio::task::spawn_local(apply_reloads(w.clone(), start.reloads));
-        let mut shutdown = start.shutdown;
+        let (mut shutdown, mut drain_now) = (start.shutdown, start.drain);
         let _ = shutdown.wait_for(|stop| *stop).await;
         stop_accepting(&w).await;
         let _ = start.stopped_accepting.send(());
+        let _ = drain_now.wait_for(|drain| *drain).await;
+        w.ctx.start_draining();
         drain(&w).await;
         Ok(())
     })
@@ -162,15 +166,12 @@ impl Drop for Open {
     }
 }
 
-/// Closes every listening socket of this worker, then starts the drain (idle
-/// connections close): once a client sees its idle connection closed, new connections
-/// are refused.
+/// Closes every listening socket of this worker.
 async fn stop_accepting(w: &Worker) {
     let all: Vec<SocketAddr> = w.listeners.borrow().keys().copied().collect();
     for addr in all {
         unlisten(w, addr).await;
     }
-    w.ctx.start_draining();
 }
 
 /// Lets requests in flight finish, waiting at most the grace period.
