@@ -20,41 +20,14 @@ RUNS=${RUNS:-3}
 CLIENTS=${CLIENTS:-5000}
 SILENT=${SILENT:-2000}
 BASELINE=${BASELINE:-}
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
-BIN=$CARGO_TARGET_DIR/release
-WORK=$(mktemp -d)
-PIDS=()
-log() { printf '[idle %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    sleep 1
-    for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
-
-need() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
-if ! need nginx || ! need haproxy; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx haproxy
-fi
+NAME=idle
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 (cd "$REPO" && cargo build --release -p sluice -p sluice-lab --example idle_clients)
 
-ulimit -n "$(ulimit -Hn)"
-NOFILE=$(ulimit -n)
 BACKEND=127.0.0.1:19601
 declare -A PORT=([sluice]=19610 [nginx]=19611 [haproxy]=19612 [sluice-base]=19613)
 BALANCERS=(nginx haproxy sluice)
 [[ -n $BASELINE ]] && BALANCERS+=(sluice-base)
-
-wait_port() {
-    for _ in $(seq 200); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
-}
 
 write_configs() {
     local name

@@ -16,39 +16,12 @@
 set -euo pipefail
 RUNS=${RUNS:-3}
 TUNNELS=${TUNNELS:-9000}
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
-BIN=$CARGO_TARGET_DIR/release
-WORK=$(mktemp -d)
-PIDS=()
-log() { printf '[tunnels %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    sleep 1
-    for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
-
-need() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
-if ! need nginx || ! need haproxy; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx haproxy
-fi
+NAME=tunnels
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 (cd "$REPO" && cargo build --release -p sluice -p sluice-lab --example ws_tunnels)
 
-ulimit -n "$(ulimit -Hn)"
-NOFILE=$(ulimit -n)
 BACKEND=127.0.0.1:19501
 declare -A PORT=([sluice]=19510 [nginx]=19511 [haproxy]=19512)
-
-wait_port() {
-    for _ in $(seq 200); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
-}
 
 write_configs() {
     cat >"$WORK/sluice.toml" <<CFG

@@ -1,0 +1,36 @@
+# bench/lib.sh: what the memory benchmarks (tunnels.sh, idle.sh) share. Sourced, not run.
+# Before sourcing, set NAME (the log prefix). Sets REPO, CARGO_TARGET_DIR, BIN, WORK,
+# PIDS and NOFILE; installs nginx and HAProxy if missing; stops every pid in PIDS and
+# removes WORK on exit.
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
+BIN=$CARGO_TARGET_DIR/release
+WORK=$(mktemp -d)
+PIDS=()
+log() { printf '[%s %s] %s\n' "$NAME" "$(date +%H:%M:%S)" "$*" >&2; }
+
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    sleep 1
+    for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+need() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
+if ! need nginx || ! need haproxy; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx haproxy
+fi
+
+ulimit -n "$(ulimit -Hn)"
+NOFILE=$(ulimit -n)
+
+# wait_port PORT: true once something accepts on 127.0.0.1:PORT (10 s at most).
+wait_port() {
+    for _ in $(seq 200); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
