@@ -5,6 +5,7 @@
 //! it alone ([`Failure::may_retry_elsewhere`], [`Failure::may_resend_fresh`]), and the
 //! record stage logs it. As in pingora, an error knows its side and its retry class.
 
+use crate::http1::head::Framing;
 use std::borrow::Cow;
 
 /// Who is to blame.
@@ -34,6 +35,24 @@ pub enum Body {
 }
 
 impl Body {
+    /// The body of a request framed by `framing`, before any of it was read.
+    pub fn unread(framing: Framing) -> Body {
+        if framing == Framing::None {
+            Body::None
+        } else {
+            Body::Unread
+        }
+    }
+
+    /// The body of a request framed by `framing`, once all of it was sent on.
+    pub fn sent(framing: Framing) -> Body {
+        if framing == Framing::None {
+            Body::None
+        } else {
+            Body::Whole
+        }
+    }
+
     /// Nothing of the body was taken: the request can go to another server.
     pub fn untouched(self) -> bool {
         matches!(self, Body::None | Body::Unread)

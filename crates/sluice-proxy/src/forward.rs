@@ -7,15 +7,15 @@ use crate::context::Context;
 use crate::downstream::Downstream;
 use crate::failure::{Body, Failure, Retry};
 use crate::http1::check::Request;
-use crate::http1::head::Framing;
 use crate::http1::response::MAX_RESPONSE_HEAD;
 use crate::io::body::{Transfer, TransferError};
-use crate::io::Stream;
+use crate::io::{Conn, Stream};
 use crate::record::Outcome;
 use crate::state::generation::Generation;
 use crate::state::health::now_ns;
 use crate::state::upstream::UpstreamShared;
 use crate::upstream::attempt::{Answer, Attempt};
+use tokio::net::TcpStream;
 
 /// Servers one request may try: the first plus at most this many retries.
 const MAX_TRIES: usize = 11;
@@ -46,7 +46,7 @@ pub async fn forward<'g, S: Stream>(
         let Some((server, _in_flight)) = up.pick(key, ctx.random(), &tried[..tries]) else {
             let (server, f) = match last {
                 Some((s, f)) => (Some(s), f),
-                None => (None, Failure::unavailable(body_of(req))),
+                None => (None, Failure::unavailable(Body::unread(req.framing))),
             };
             return scope.fail(down, req, server, f, tries).await;
         };
@@ -71,15 +71,6 @@ pub async fn forward<'g, S: Stream>(
                 last = Some((server, f));
             }
         }
-    }
-}
-
-/// The request body's state before anything of it was read.
-fn body_of(req: &Request) -> Body {
-    if req.framing == Framing::None {
-        Body::None
-    } else {
-        Body::Unread
     }
 }
 
@@ -157,11 +148,7 @@ impl<'g> Scope<'_, 'g> {
         let mut outcome = self.outcome(Some(server), resp.status, tries);
         let up = self.up;
         if resp.upgraded {
-            let route = &self.gen.shared.config.routes[self.route];
-            let state = &up.servers[server];
-            let idle = route.tunnel_idle_timeout;
-            let end = down.tunnel(&mut upstream, idle, state.retired()).await;
-            tracing::debug!(route = %route.path, upstream = %up.config.name, server = %up.addr(server), end = ?end, "tunnel closed");
+            self.tunnel(down, server, &mut upstream).await;
             return outcome;
         }
         let failed_status = up.config.failure.fail_status.contains(&resp.status);
@@ -201,6 +188,21 @@ impl<'g> Scope<'_, 'g> {
             }
         }
         outcome
+    }
+
+    /// Runs the tunnel a `101` opened, until it ends; the connection ends with it.
+    async fn tunnel<S: Stream>(
+        &self,
+        down: &mut Downstream<'_, S>,
+        server: usize,
+        upstream: &mut Conn<TcpStream>,
+    ) {
+        let (route, up) = (&self.gen.shared.config.routes[self.route], self.up);
+        let retired = up.servers[server].retired();
+        let end = down
+            .tunnel(upstream, route.tunnel_idle_timeout, retired)
+            .await;
+        tracing::debug!(route = %route.path, upstream = %up.config.name, server = %up.addr(server), end = ?end, "tunnel closed");
     }
 
     /// Answers the client with the failure's status.

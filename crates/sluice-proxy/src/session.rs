@@ -10,7 +10,6 @@ use crate::failure::{Body, Failure};
 use crate::forward::forward;
 use crate::http1::check::{check, Request};
 use crate::http1::encode::{self, Origin};
-use crate::http1::head::Framing;
 use crate::http1::request::{self, Rejection, MAX_HEADERS};
 use crate::io::{Conn, Stream};
 use crate::record::{record, Outcome};
@@ -250,11 +249,7 @@ async fn reject<S: Stream>(down: &mut Downstream<'_, S>, rejection: Rejection) -
 
 async fn not_found<S: Stream>(down: &mut Downstream<'_, S>, req: &Request) -> Outcome<'static> {
     // The body was not read: the connection cannot be reused unless there was none.
-    let body = if req.framing == Framing::None {
-        Body::None
-    } else {
-        Body::Unread
-    };
+    let body = Body::unread(req.framing);
     let keep_alive = req.keep_alive && body.consumed();
     let sent = down.send_error(404, !keep_alive).await;
     let keep_alive = sent && down.conclude(!body.consumed(), keep_alive).await;

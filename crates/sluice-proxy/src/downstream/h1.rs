@@ -40,20 +40,23 @@ impl<S: Stream> Http1<'_, S> {
         sent.map_err(|e| Failure::downstream(400, format!("client gone: {e}"), Body::Unread))
     }
 
-    /// Relays a 1xx response (an HTTP/1.0 client gets none).
-    pub async fn send_interim(
-        &mut self,
-        head: &ResponseHead<'_, '_>,
-        resp: &Response,
-    ) -> Result<(), Failure> {
+    /// Writes a 1xx response head into the output buffer; false when the client gets
+    /// none (HTTP/1.0). Synchronous, so that the parsed head (and the header array it
+    /// borrows) is never held across an await.
+    pub fn prepare_interim(&mut self, head: &ResponseHead<'_, '_>, resp: &Response) -> bool {
         if self.http10 {
-            return Ok(());
+            return false;
         }
         let plain = Delivery {
             dechunk: false,
             close: false,
         };
         encode::response_head(self.out, head, resp, plain, false);
+        true
+    }
+
+    /// Sends the 1xx head prepared by [`Http1::prepare_interim`].
+    pub async fn send_interim(&mut self) -> Result<(), Failure> {
         let sent = write_all(&mut self.conn.stream, self.out, self.timeout).await;
         sent.map_err(|e| Failure::downstream(400, format!("client gone: {e}"), Body::Partial))
     }

@@ -29,13 +29,15 @@ impl<S: Stream> Downstream<'_, S> {
         }
     }
 
-    pub async fn send_interim(
-        &mut self,
-        head: &ResponseHead<'_, '_>,
-        resp: &Response,
-    ) -> Result<(), Failure> {
+    pub fn prepare_interim(&mut self, head: &ResponseHead<'_, '_>, resp: &Response) -> bool {
         match self {
-            Downstream::Http1(h) => h.send_interim(head, resp).await,
+            Downstream::Http1(h) => h.prepare_interim(head, resp),
+        }
+    }
+
+    pub async fn send_interim(&mut self) -> Result<(), Failure> {
+        match self {
+            Downstream::Http1(h) => h.send_interim().await,
         }
     }
 

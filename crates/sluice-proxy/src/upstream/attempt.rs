@@ -21,6 +21,16 @@ use tokio::net::TcpStream;
 /// At most this many 1xx responses before the final one; a server sending more is broken.
 const MAX_INTERIM: usize = 8;
 
+/// What the buffered bytes of a response head gave.
+enum Head {
+    /// Not all of it yet.
+    Incomplete,
+    /// A 1xx head, prepared for the client when `relay` (an HTTP/1.0 client gets none).
+    Interim { relay: bool },
+    /// The final head, prepared for the client.
+    Final(Response, Delivery),
+}
+
 /// A response whose head is read (and prepared for the client): the body is next.
 pub struct Answer {
     pub upstream: Conn<TcpStream>,
@@ -78,24 +88,6 @@ impl Attempt<'_> {
         }
     }
 
-    /// The state of the request body before any of it was read.
-    fn body_unread(&self) -> Body {
-        if self.req.framing == Framing::None {
-            Body::None
-        } else {
-            Body::Unread
-        }
-    }
-
-    /// The state of the request body once it was all sent.
-    fn body_sent(&self) -> Body {
-        if self.req.framing == Framing::None {
-            Body::None
-        } else {
-            Body::Whole
-        }
-    }
-
     async fn connect(&self) -> Result<Conn<TcpStream>, Failure> {
         let addr = self.up.addr(self.server);
         let connected =
@@ -111,7 +103,7 @@ impl Attempt<'_> {
         Err(Failure::upstream(
             status,
             cause,
-            self.body_unread(),
+            Body::unread(self.req.framing),
             Retry::NotSent,
         ))
     }
@@ -207,42 +199,59 @@ impl Attempt<'_> {
         down: &mut Downstream<'_, S>,
         keep_alive: bool,
     ) -> Result<(Response, Delivery), Failure> {
+        let mut interim = 0;
+        loop {
+            match self.take_head(upstream, down, keep_alive)? {
+                Head::Final(resp, delivery) => return Ok((resp, delivery)),
+                Head::Interim { relay } => {
+                    interim += 1;
+                    if interim > MAX_INTERIM {
+                        return Err(self.broken("too many 1xx responses"));
+                    }
+                    if relay {
+                        down.send_interim().await?;
+                    }
+                }
+                Head::Incomplete => self.read_more(upstream).await?,
+            }
+        }
+    }
+
+    /// Parses the buffered response head, if it is complete, and prepares it for the
+    /// client. Synchronous on purpose: the header array (4 KiB) stays on this stack frame
+    /// and never becomes part of the request's future.
+    fn take_head<S: Stream>(
+        &self,
+        upstream: &mut Conn<TcpStream>,
+        down: &mut Downstream<'_, S>,
+        keep_alive: bool,
+    ) -> Result<Head, Failure> {
         let asked = Asked {
             is_head: self.req.is_head,
             upgrade: self.req.upgrade.as_deref(),
         };
-        let mut interim = 0;
-        loop {
-            if !upstream.buf.is_empty() {
-                let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-                let parsed = response::parse(&upstream.buf, &mut headers);
-                match parsed.map_err(|cause| self.broken(cause))? {
-                    Some(head) if head.head_len > MAX_RESPONSE_HEAD => {
-                        return Err(self.broken("response head too large"))
-                    }
-                    Some(head) => {
-                        let resp = response::classify(&head, asked).map_err(|c| self.broken(c))?;
-                        if resp.interim {
-                            interim += 1;
-                            if interim > MAX_INTERIM {
-                                return Err(self.broken("too many 1xx responses"));
-                            }
-                            down.send_interim(&head, &resp).await?;
-                            upstream.buf.advance(resp.head_len);
-                            continue;
-                        }
-                        let delivery = down.prepare_response(&head, &resp, keep_alive);
-                        upstream.buf.advance(resp.head_len);
-                        return Ok((resp, delivery));
-                    }
-                    None if upstream.buf.len() > MAX_RESPONSE_HEAD => {
-                        return Err(self.broken("response head too large"))
-                    }
-                    None => {}
-                }
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let parsed = response::parse(&upstream.buf, &mut headers);
+        let head = match parsed.map_err(|cause| self.broken(cause))? {
+            Some(head) if head.head_len > MAX_RESPONSE_HEAD => {
+                return Err(self.broken("response head too large"))
             }
-            self.read_more(upstream).await?;
-        }
+            Some(head) => head,
+            None if upstream.buf.len() > MAX_RESPONSE_HEAD => {
+                return Err(self.broken("response head too large"))
+            }
+            None => return Ok(Head::Incomplete),
+        };
+        let resp = response::classify(&head, asked).map_err(|c| self.broken(c))?;
+        let taken = if resp.interim {
+            Head::Interim {
+                relay: down.prepare_interim(&head, &resp),
+            }
+        } else {
+            Head::Final(resp, down.prepare_response(&head, &resp, keep_alive))
+        };
+        upstream.buf.advance(resp.head_len);
+        Ok(taken)
     }
 
     /// Reads more of the response head, turning an end, an error or a timeout into a failure.
@@ -257,7 +266,7 @@ impl Attempt<'_> {
             Err(e) if e.kind() == io::ErrorKind::TimedOut => Err(Failure::upstream(
                 504,
                 "server did not respond in time (read_timeout)",
-                self.body_sent(),
+                Body::sent(self.req.framing),
                 Retry::MaybeProcessed,
             )),
             Err(e) => Err(self.no_answer(format!("reading the response: {e}").into(), nothing_yet)),
@@ -266,7 +275,7 @@ impl Attempt<'_> {
 
     /// A response that cannot be relayed: not retried, since the server did answer.
     fn broken(&self, cause: &'static str) -> Failure {
-        Failure::upstream(502, cause, self.body_sent(), Retry::Never)
+        Failure::upstream(502, cause, Body::sent(self.req.framing), Retry::Never)
     }
 
     /// The connection ended or broke before the response was complete: with nothing of
@@ -277,7 +286,7 @@ impl Attempt<'_> {
         } else {
             Retry::MaybeProcessed
         };
-        Failure::upstream(502, cause, self.body_sent(), retry)
+        Failure::upstream(502, cause, Body::sent(self.req.framing), retry)
     }
 }
 
