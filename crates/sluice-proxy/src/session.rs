@@ -10,7 +10,7 @@ use crate::failure::{Body, Failure};
 use crate::forward::forward;
 use crate::http1::check::{check, Request};
 use crate::http1::encode::{self, Origin};
-use crate::http1::request::{self, Rejection, MAX_HEADERS};
+use crate::http1::request::{self, Rejection};
 use crate::io::{Conn, Stream};
 use crate::record::{record, Outcome};
 use crate::route::key::{self, View};
@@ -49,12 +49,14 @@ pub async fn serve<S: Stream>(ctx: &Context, stream: S, peer: SocketAddr) {
         client.buf.advance(req.head_len);
         let timeout = gen.shared.config.client_idle_timeout;
         let mut down = http1(&mut client, &mut scratch.out, req.http10, timeout);
-        // Boxed: the request's state machine (attempts, relays, a tunnel) is most of a
-        // connection task's size, and an idle connection should not carry it.
+        // Not boxed: a box per request cost more instructions than it saved memory (the
+        // heap fragments between request boxes and connection tasks; see
+        // docs/architecture.md). The rare refusals below are boxed, keeping their state
+        // out of every connection's task.
         let mut outcome = match route {
             Some(route) => {
                 let (head, key) = (&scratch.head, &scratch.key);
-                Box::pin(forward(ctx, &gen, &mut down, &req, route, head, key)).await
+                forward(ctx, &gen, &mut down, &req, route, head, key).await
             }
             None => Box::pin(not_found(&mut down, &req)).await,
         };
@@ -146,7 +148,7 @@ fn parse_head<S>(
     }
     let gen = ctx.gen();
     let max = gen.shared.config.max_header_bytes;
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut headers = request::header_slots();
     let Some(raw) = request::parse(&client.buf, &mut headers)? else {
         return if client.buf.len() >= max {
             Err(too_large())

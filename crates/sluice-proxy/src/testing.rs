@@ -6,7 +6,7 @@ use crate::http1::check::check;
 use crate::http1::chunked::ChunkedDecoder;
 use crate::http1::encode::{self, Delivery, Origin};
 use crate::http1::head::Framing;
-use crate::http1::request::{self, MAX_HEADERS};
+use crate::http1::request;
 use crate::http1::response::{self, Asked};
 
 /// What sluice made of a request head it accepted.
@@ -32,7 +32,7 @@ pub fn parse_request(input: &[u8]) -> Result<Option<AcceptedRequest>, (u16, &'st
         proto: "http",
     };
     let reject = |r: request::Rejection| (r.status, r.reason);
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut headers = request::header_slots();
     let Some(raw) = request::parse(input, &mut headers).map_err(reject)? else {
         return Ok(None);
     };
@@ -116,7 +116,7 @@ pub struct AcceptedResponse {
 /// Parses a response head to a plain HTTP/1.1 GET as the proxy does (`head`: the
 /// request was HEAD). `Ok(None)`: incomplete.
 pub fn parse_response(input: &[u8], head: bool) -> Result<Option<AcceptedResponse>, &'static str> {
-    let mut headers = [httparse::EMPTY_HEADER; response::MAX_HEADERS];
+    let mut headers = response::header_slots();
     let Some(parsed) = response::parse(input, &mut headers)? else {
         return Ok(None);
     };

@@ -136,6 +136,11 @@ pub fn declared_framing(
 /// only whitespace HTTP knows (RFC 9110 section 5.6.3). `str::trim` would also take
 /// Unicode spaces, which a server behind us would not.
 pub fn trim_ows(value: &[u8]) -> &[u8] {
+    let ows = |b: &u8| matches!(b, b' ' | b'\t');
+    // The common case, httparse having trimmed already: nothing to trim.
+    if !value.first().is_some_and(ows) && !value.last().is_some_and(ows) {
+        return value;
+    }
     let start = value.iter().position(|b| !matches!(b, b' ' | b'\t'));
     let end = value.iter().rposition(|b| !matches!(b, b' ' | b'\t'));
     match (start, end) {

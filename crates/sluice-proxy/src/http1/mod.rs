@@ -34,7 +34,7 @@ mod tests {
             client_ip: "10.0.0.9",
             proto: "http",
         };
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut headers = request::header_slots();
         let Some(head) = request::parse(raw, &mut headers)? else {
             return Ok(None);
         };
@@ -76,7 +76,7 @@ mod tests {
         client: ClientSide<'_>,
         out: &mut Vec<u8>,
     ) -> Result<Option<(Response, Delivery)>, &'static str> {
-        let mut headers = [httparse::EMPTY_HEADER; response::MAX_HEADERS];
+        let mut headers = response::header_slots();
         let Some(head) = response::parse(raw, &mut headers)? else {
             return Ok(None);
         };

@@ -3,7 +3,17 @@
 
 use crate::http1::head::{declared_framing, trim_ows, ConnectionTokens, Framing};
 
+use std::mem::MaybeUninit;
+
 pub const MAX_HEADERS: usize = 128;
+
+/// Room for a response's header lines, left uninitialised until parsed.
+pub type HeaderSlots<'b> = [MaybeUninit<httparse::Header<'b>>; MAX_HEADERS];
+
+/// Empty room for a response's header lines.
+pub fn header_slots<'b>() -> HeaderSlots<'b> {
+    [MaybeUninit::uninit(); MAX_HEADERS]
+}
 
 /// The largest response head accepted from a server (and the largest trailer section).
 pub const MAX_RESPONSE_HEAD: usize = 64 * 1024;
@@ -47,10 +57,12 @@ pub struct Response {
 /// more.
 pub fn parse<'h, 'b>(
     buf: &'b [u8],
-    headers: &'h mut [httparse::Header<'b>],
+    headers: &'h mut [MaybeUninit<httparse::Header<'b>>],
 ) -> Result<Option<ResponseHead<'h, 'b>>, &'static str> {
-    let mut res = httparse::Response::new(headers);
-    let head_len = match res.parse(buf) {
+    let mut res = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default()
+        .parse_response_with_uninit_headers(&mut res, buf, headers);
+    let head_len = match parsed {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(httparse::Error::TooManyHeaders) => return Err("too many response headers"),

@@ -8,7 +8,7 @@ use crate::failure::{Body, Failure, Retry};
 use crate::http1::check::Request;
 use crate::http1::encode::Delivery;
 use crate::http1::head::{put_header, Framing};
-use crate::http1::response::{self, Asked, Response, MAX_HEADERS, MAX_RESPONSE_HEAD};
+use crate::http1::response::{self, Asked, Response, MAX_RESPONSE_HEAD};
 use crate::io::body::{Transfer, TransferError};
 use crate::io::{Conn, Stream};
 use crate::state::upstream::UpstreamShared;
@@ -230,7 +230,10 @@ impl Attempt<'_> {
             is_head: self.req.is_head,
             upgrade: self.req.upgrade.as_deref(),
         };
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        if upstream.buf.is_empty() {
+            return Ok(Head::Incomplete);
+        }
+        let mut headers = response::header_slots();
         let parsed = response::parse(&upstream.buf, &mut headers);
         let head = match parsed.map_err(|cause| self.broken(cause))? {
             Some(head) if head.head_len > MAX_RESPONSE_HEAD => {
