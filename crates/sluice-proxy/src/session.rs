@@ -170,7 +170,8 @@ fn parse_head<S>(
     let upgrade = checked
         .offered_upgrade
         .filter(|p| allows_upgrade(&gen, route, p));
-    encode::request_head(&mut scratch.head, raw.headers, &checked, origin, upgrade);
+    let lines = encode::request_head(&mut scratch.head, raw.headers, &checked, origin, upgrade);
+    request::forwarded_lines_fit(lines)?;
     checked.request.upgrade = upgrade.map(str::to_string);
     Ok(Some((checked.request, route, gen)))
 }

@@ -38,13 +38,9 @@ pub fn parse_request(input: &[u8]) -> Result<Option<AcceptedRequest>, (u16, &'st
     };
     let checked = check(&raw).map_err(reject)?;
     let mut out = Vec::new();
-    encode::request_head(
-        &mut out,
-        raw.headers,
-        &checked,
-        &origin,
-        checked.offered_upgrade,
-    );
+    let upgrade = checked.offered_upgrade;
+    let lines = encode::request_head(&mut out, raw.headers, &checked, &origin, upgrade);
+    request::forwarded_lines_fit(lines).map_err(reject)?;
     Ok(Some(AcceptedRequest {
         head_len: raw.head_len,
         host: checked.routing_host().to_string(),

@@ -15,14 +15,16 @@ pub struct Origin<'a> {
 }
 
 /// The request head for the server: `upgrade` is the protocol the route lets the client
-/// switch to, if any.
+/// switch to, if any. Returns how many header lines the server will get (counting the
+/// `Host` an attempt adds to an HTTP/1.0 request without one), so that sluice can keep
+/// what it forwards within the line limit it enforces itself.
 pub fn request_head(
     out: &mut Vec<u8>,
     headers: &[httparse::Header<'_>],
     checked: &Checked<'_>,
     origin: &Origin<'_>,
     upgrade: Option<&str>,
-) {
+) -> usize {
     out.clear();
     write_request_line(out, checked.method, checked.path);
     write_headers(
@@ -33,7 +35,7 @@ pub fn request_head(
         origin,
         checked.request.framing,
         upgrade,
-    );
+    )
 }
 
 fn write_request_line(out: &mut Vec<u8>, method: &str, path: &str) {
@@ -66,12 +68,18 @@ fn write_headers(
     origin: &Origin<'_>,
     framing: Framing,
     upgrade: Option<&str>,
-) {
+) -> usize {
+    let mut lines = 0;
     for h in headers {
         if !conn.strips(h.name) && !is_ours(h.name) {
             put_header(out, h.name.as_bytes(), h.value);
+            lines += 1;
         }
     }
+    // Host (here, or added by the attempt), X-Forwarded-For, X-Real-IP, X-Forwarded-Proto,
+    // and X-Forwarded-Host, counted even when there is no host yet: the next hop, given a
+    // Host, adds it, and a chain of proxies must not grow past the limit.
+    lines += 5;
     if !host.is_empty() {
         put_header(out, b"Host", host.as_bytes());
     }
@@ -94,6 +102,7 @@ fn write_headers(
     if let Some(protocol) = upgrade {
         out.extend_from_slice(b"Connection: Upgrade\r\n");
         put_header(out, b"Upgrade", protocol.as_bytes());
+        lines += 2;
     }
     match framing {
         Framing::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
@@ -102,9 +111,11 @@ fn write_headers(
             put_decimal(out, n);
             out.extend_from_slice(b"\r\n");
         }
-        Framing::None | Framing::UntilClose => {}
+        Framing::None | Framing::UntilClose => lines -= 1,
     }
+    lines += 1;
     out.extend_from_slice(b"\r\n");
+    lines
 }
 
 /// How a response body goes to an HTTP/1 client.

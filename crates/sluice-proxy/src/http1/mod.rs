@@ -43,7 +43,8 @@ mod tests {
         let upgrade = checked.offered_upgrade.filter(|p| *p == "websocket");
         checked.request.upgrade = upgrade.map(str::to_string);
         let mut out = Vec::new();
-        encode::request_head(&mut out, head.headers, &checked, &origin, upgrade);
+        let lines = encode::request_head(&mut out, head.headers, &checked, &origin, upgrade);
+        request::forwarded_lines_fit(lines)?;
         Ok(Some((
             checked.request,
             routed,
@@ -259,6 +260,20 @@ mod tests {
         );
         let (req, _, _) = run("GET /x HTTP/1.0\r\nHost: a\r\n\r\n").unwrap().unwrap();
         assert!(!req.needs_host);
+    }
+
+    #[test]
+    fn what_sluice_forwards_stays_within_its_own_line_limit() {
+        let lines = |n: usize| -> String { (0..n).map(|i| format!("X-{i}: 1\r\n")).collect() };
+        // 100 client lines, Host among them: with the four forwarding headers, 104.
+        let raw = format!("GET / HTTP/1.1\r\nHost: a\r\n{}\r\n", lines(99));
+        assert_eq!(run(&raw).unwrap_err().status, 431);
+        let raw = format!("GET / HTTP/1.1\r\nHost: a\r\n{}\r\n", lines(95));
+        let (_, _, out) = run(&raw).unwrap().unwrap();
+        let forwarded = out.matches("\r\n").count() - 2;
+        assert_eq!(forwarded, 100, "{out}");
+        let mut again = request::header_slots();
+        assert!(request::parse(out.as_bytes(), &mut again).is_ok());
     }
 
     #[test]

@@ -18,6 +18,19 @@ pub fn reject(status: u16, reason: &'static str) -> Rejection {
     Rejection { status, reason }
 }
 
+/// Whether a head of `lines` header lines, as sluice would forward it, stays within the
+/// limit sluice enforces on what it receives: a server behind it with the same limit
+/// (HAProxy's is 101) must not refuse what sluice sends.
+pub fn forwarded_lines_fit(lines: usize) -> Result<(), Rejection> {
+    if lines > MAX_HEADERS {
+        return Err(reject(
+            431,
+            "too many header lines with the forwarding headers added",
+        ));
+    }
+    Ok(())
+}
+
 /// A complete request head as it came, borrowed from the read buffer.
 #[derive(Debug)]
 pub struct RawRequest<'h, 'b> {
