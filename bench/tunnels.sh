@@ -91,6 +91,8 @@ main() {
     local day out
     day=$(date +%Y-%m-%d)
     out=$REPO/bench/runs/$day-tunnels
+    local base=$out n=2
+    while [[ -e $out ]]; do out=$base-$n; n=$((n + 1)); done
     mkdir -p "$out"
     "$BIN/sluice" backend --listen "$BACKEND" --name echo --workers 1 2>/dev/null &
     PIDS+=($!)
