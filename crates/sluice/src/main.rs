@@ -1,6 +1,7 @@
 //! The `sluice` command: the only `main`. Parses arguments and hands each subcommand to
 //! the crate that does the work; owns no logic of its own beyond wiring and exit codes.
 
+mod bench;
 mod commands;
 mod serve;
 
@@ -50,6 +51,9 @@ enum Command {
         #[arg(long, default_value_t = 1_000_000)]
         keys: usize,
     },
+    /// Generate load and measure it: users in steps (closed model) or an arrival rate
+    /// (open model), with honest latency percentiles; see `sluice bench --help`.
+    Bench(Box<bench::BenchArgs>),
     /// Run one simulated app server.
     Backend {
         #[arg(long)]
@@ -83,6 +87,7 @@ fn main() -> ExitCode {
         Command::Check { config } => commands::check(&config),
         Command::Demo { listen } => commands::demo(listen),
         Command::HashReport { keys } => commands::hash_report(keys),
+        Command::Bench(args) => bench::bench(*args),
         Command::Backend {
             listen,
             name,

@@ -1,0 +1,352 @@
+//! One client connection and one exchange on it: write the request, read the response
+//! head with `httparse`, skip the body by its framing, count the bytes.
+//!
+//! This client does not share the proxy's HTTP code (a measuring tool that shares the
+//! proxy's parser could share its bugs); it is lenient where the proxy is strict, since
+//! its job is to count what comes back, not to guard anything.
+
+use bytes::{Buf, BytesMut};
+use std::io;
+use std::mem::MaybeUninit;
+use std::net::{IpAddr, SocketAddr};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+
+/// Why an exchange failed. Its `Display` is the error kind reports count by.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExchangeError {
+    #[error("connect: {0}")]
+    Connect(String),
+    #[error("timeout")]
+    Timeout,
+    #[error("closed before a whole response")]
+    Closed,
+    #[error("malformed response")]
+    Malformed,
+    #[error("io: {0}")]
+    Io(String),
+}
+
+/// What came back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    /// Bytes read for this response, head and body.
+    pub bytes_in: u64,
+    /// The connection can carry another request.
+    pub reusable: bool,
+}
+
+pub struct Connection {
+    stream: TcpStream,
+    buf: BytesMut,
+    /// Requests this connection has carried.
+    pub requests: u64,
+}
+
+const READ_CHUNK: usize = 16 * 1024;
+
+impl Connection {
+    /// Connects to `addr`, from `source` when given (to spread over loopback addresses).
+    pub async fn open(addr: SocketAddr, source: Option<IpAddr>) -> Result<Self, ExchangeError> {
+        let connect = async {
+            let socket = if addr.is_ipv4() {
+                TcpSocket::new_v4()?
+            } else {
+                TcpSocket::new_v6()?
+            };
+            if let Some(ip) = source {
+                socket.bind(SocketAddr::new(ip, 0))?;
+            }
+            let stream = socket.connect(addr).await?;
+            stream.set_nodelay(true)?;
+            Ok::<_, io::Error>(stream)
+        };
+        let stream = connect
+            .await
+            .map_err(|e| ExchangeError::Connect(e.kind().to_string()))?;
+        Ok(Connection {
+            stream,
+            buf: BytesMut::with_capacity(READ_CHUNK),
+            requests: 0,
+        })
+    }
+
+    /// Sends `request` and reads its whole response. `head_request`: the request was
+    /// HEAD, so the response has no body whatever it announces.
+    pub async fn exchange(
+        &mut self,
+        request: &[u8],
+        head_request: bool,
+    ) -> Result<Reply, ExchangeError> {
+        self.requests += 1;
+        self.stream.write_all(request).await.map_err(io_error)?;
+        let mut bytes_in = 0;
+        loop {
+            let (head, n) = self.read_head(&mut bytes_in).await?;
+            if (100..200).contains(&head.status) {
+                continue; // 100 Continue and the like: the real answer follows.
+            }
+            let body = if head_request || head.status == 204 || head.status == 304 {
+                Body::None
+            } else {
+                head.body
+            };
+            let _ = n;
+            let complete = self.skip_body(body, &mut bytes_in).await?;
+            return Ok(Reply {
+                status: head.status,
+                bytes_in,
+                reusable: head.keep_alive && complete,
+            });
+        }
+    }
+
+    /// Reads a response head; returns it and its length.
+    async fn read_head(&mut self, bytes_in: &mut u64) -> Result<(Head, usize), ExchangeError> {
+        loop {
+            if let Some(head) = parse_head(&self.buf)? {
+                let len = head.len;
+                self.buf.advance(len);
+                *bytes_in += len as u64;
+                return Ok((head, len));
+            }
+            if self.fill().await? == 0 {
+                return Err(ExchangeError::Closed);
+            }
+        }
+    }
+
+    async fn fill(&mut self) -> Result<usize, ExchangeError> {
+        if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
+            self.buf.reserve(READ_CHUNK);
+        }
+        self.stream.read_buf(&mut self.buf).await.map_err(io_error)
+    }
+
+    /// Reads past the body. Returns false when it ran to the end of the connection.
+    async fn skip_body(&mut self, body: Body, bytes_in: &mut u64) -> Result<bool, ExchangeError> {
+        match body {
+            Body::None => Ok(true),
+            Body::Length(mut left) => {
+                while left > 0 {
+                    if self.buf.is_empty() && self.fill().await? == 0 {
+                        return Err(ExchangeError::Closed);
+                    }
+                    let take = left.min(self.buf.len() as u64) as usize;
+                    self.buf.advance(take);
+                    *bytes_in += take as u64;
+                    left -= take as u64;
+                }
+                Ok(true)
+            }
+            Body::Chunked => {
+                let mut chunks = Chunks::default();
+                loop {
+                    let used = chunks.scan(&self.buf).ok_or(ExchangeError::Malformed)?;
+                    self.buf.advance(used);
+                    *bytes_in += used as u64;
+                    if chunks.done() {
+                        return Ok(true);
+                    }
+                    if self.fill().await? == 0 {
+                        return Err(ExchangeError::Closed);
+                    }
+                }
+            }
+            Body::UntilClose => loop {
+                *bytes_in += self.buf.len() as u64;
+                self.buf.clear();
+                if self.fill().await? == 0 {
+                    return Ok(false);
+                }
+            },
+        }
+    }
+}
+
+fn io_error(e: io::Error) -> ExchangeError {
+    match e.kind() {
+        io::ErrorKind::UnexpectedEof
+        | io::ErrorKind::ConnectionReset
+        | io::ErrorKind::BrokenPipe => ExchangeError::Closed,
+        kind => ExchangeError::Io(kind.to_string()),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Body {
+    None,
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+struct Head {
+    status: u16,
+    len: usize,
+    body: Body,
+    keep_alive: bool,
+}
+
+/// Parses a response head at the start of `buf`, if it is complete.
+fn parse_head(buf: &[u8]) -> Result<Option<Head>, ExchangeError> {
+    let mut headers = [MaybeUninit::<httparse::Header<'_>>::uninit(); 64];
+    let mut res = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut res,
+        buf,
+        &mut headers,
+    );
+    let len = match parsed {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(_) => return Err(ExchangeError::Malformed),
+    };
+    let (Some(status), Some(minor)) = (res.code, res.version) else {
+        return Err(ExchangeError::Malformed);
+    };
+    let mut body = Body::UntilClose;
+    let mut keep_alive = minor == 1;
+    for h in res.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let n = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse().ok());
+            body = Body::Length(n.ok_or(ExchangeError::Malformed)?);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            if h.value.eq_ignore_ascii_case(b"chunked") {
+                body = Body::Chunked;
+            }
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            let v = h.value.to_ascii_lowercase();
+            if v.windows(5).any(|w| w == b"close") {
+                keep_alive = false;
+            } else if v.windows(10).any(|w| w == b"keep-alive") {
+                keep_alive = true;
+            }
+        }
+    }
+    Ok(Some(Head {
+        status,
+        len,
+        body,
+        keep_alive: keep_alive && body != Body::UntilClose,
+    }))
+}
+
+/// Finds the end of a chunked body (sizes, data, trailers), leniently.
+#[derive(Default)]
+struct Chunks {
+    /// Data bytes left in the current chunk (plus its CRLF).
+    left: u64,
+    in_size_line: bool,
+    /// The size's digits are over (an extension or CR follows).
+    size_done: bool,
+    size: u64,
+    in_trailers: bool,
+    line_empty: bool,
+    finished: bool,
+    started: bool,
+}
+
+impl Chunks {
+    fn done(&self) -> bool {
+        self.finished
+    }
+
+    /// Consumes what it can of `buf`; `None` when the framing is broken.
+    fn scan(&mut self, buf: &[u8]) -> Option<usize> {
+        let mut i = 0;
+        while i < buf.len() && !self.finished {
+            if self.left > 0 {
+                let take = self.left.min((buf.len() - i) as u64) as usize;
+                i += take;
+                self.left -= take as u64;
+                continue;
+            }
+            let b = buf[i];
+            i += 1;
+            if !self.started || self.in_size_line {
+                self.started = true;
+                self.in_size_line = true;
+                match b {
+                    b'\n' => {
+                        self.in_size_line = false;
+                        if self.size == 0 {
+                            self.in_trailers = true;
+                            self.line_empty = true;
+                        } else {
+                            self.left = self.size + 2;
+                        }
+                        self.size = 0;
+                        self.size_done = false;
+                    }
+                    b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F'
+                        if !self.size_done && self.size < 1 << 56 =>
+                    {
+                        self.size = self.size * 16 + u64::from((b as char).to_digit(16)?);
+                    }
+                    _ => self.size_done = true, // an extension, or CR
+                }
+            } else if self.in_trailers {
+                match b {
+                    b'\n' if self.line_empty => self.finished = true,
+                    b'\n' => self.line_empty = true,
+                    b'\r' => {}
+                    _ => self.line_empty = false,
+                }
+            } else {
+                // After a chunk's data and CRLF: the next size line begins.
+                self.in_size_line = true;
+                i -= 1;
+            }
+        }
+        Some(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads_and_framing() {
+        let h = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (h.status, h.body, h.keep_alive),
+            (200, Body::Length(5), true)
+        );
+        let h = parse_head(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!((h.body, h.keep_alive), (Body::Chunked, false));
+        let h = parse_head(b"HTTP/1.0 200 OK\r\n\r\n").unwrap().unwrap();
+        assert_eq!((h.body, h.keep_alive), (Body::UntilClose, false));
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Le")
+            .unwrap()
+            .is_none());
+        assert!(parse_head(b"HTTP/1.1 abc\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn chunked_bodies_end_where_they_end() {
+        let body = b"5;x=1\r\nhello\r\n6\r\n world\r\n0\r\nT: 1\r\n\r\nNEXT";
+        for step in 1..body.len() {
+            let mut c = Chunks::default();
+            let mut used = 0;
+            for piece in body.chunks(step) {
+                used += c.scan(piece).unwrap();
+                if c.done() {
+                    break;
+                }
+            }
+            assert!(c.done(), "step {step}");
+            assert_eq!(used, body.len() - 4, "step {step}");
+        }
+    }
+}

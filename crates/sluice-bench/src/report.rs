@@ -1,0 +1,297 @@
+//! Results as users of JMeter and nGrinder know them: samples, mean, min, max, standard
+//! deviation (population), error %, throughput, KiB/s, plus HdrHistogram percentiles, a
+//! per-second series and peak TPS, per step and per label.
+//!
+//! The JSON field names are an interface (other tools and `sluice bench merge` read
+//! them): add fields, never rename. Each step also carries its histograms, serialized
+//! (HdrHistogram V2 + DEFLATE, base64), so results of several generators merge by their
+//! histograms, never by averaging percentiles.
+
+use crate::plan::{Length, Load};
+use crate::runner::StepRun;
+use crate::stats::{Latency, Tally};
+use base64::Engine;
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::UNIX_EPOCH;
+
+/// A whole run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Report {
+    pub tool: String,
+    /// What each request was: its label and URL.
+    pub requests: Vec<RequestInfo>,
+    /// `closed` (users) or `open` (rate).
+    pub model: String,
+    /// The run was interrupted (Ctrl-C): the last step holds what was measured until then.
+    pub interrupted: bool,
+    pub steps: Vec<StepReport>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RequestInfo {
+    pub label: String,
+    pub method: String,
+    pub url: String,
+    pub weight: u32,
+}
+
+/// One step.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StepReport {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub users: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rate: Option<f64>,
+    /// Wall time of the step, from its start until its last request completed.
+    pub duration_s: f64,
+    pub started_unix_ms: u64,
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// Requests an open-model step meant to send but could not before it ended.
+    pub missed: u64,
+    pub per_second: Vec<SecondReport>,
+    pub labels: BTreeMap<String, Summary>,
+    pub interrupted: bool,
+}
+
+/// The figures of a set of samples.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub samples: u64,
+    pub errors: u64,
+    pub error_pct: f64,
+    #[serde(flatten)]
+    pub latency: Latencies,
+    /// Samples per second from the first send to the last completion (JMeter's).
+    pub throughput_rps: f64,
+    /// The busiest whole second.
+    pub peak_tps: u64,
+    pub received_kib_s: f64,
+    pub sent_kib_s: f64,
+    pub error_kinds: BTreeMap<String, u64>,
+    /// Latency from when each request was actually sent: what a tool without
+    /// coordinated-omission correction reports. Equal to the above for users.
+    pub uncorrected: Latencies,
+    /// How late requests went out after their intended time (open model): the
+    /// generator's millisecond timer, and waits for a free in-flight slot. Zero for users.
+    pub send_lag: Latencies,
+    /// The latency histograms, serialized (HdrHistogram V2 + DEFLATE, base64; µs).
+    pub hdr: String,
+    pub hdr_uncorrected: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Latencies {
+    pub mean_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub stddev_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SecondReport {
+    pub second: u64,
+    pub requests: u64,
+    pub errors: u64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+fn ms(us: f64) -> f64 {
+    (us / 1000.0 * 1000.0).round() / 1000.0
+}
+
+impl Latencies {
+    pub fn of(l: &Latency) -> Latencies {
+        let h = &l.histogram;
+        let q = |q: f64| {
+            if h.is_empty() {
+                0.0
+            } else {
+                ms(h.value_at_quantile(q) as f64)
+            }
+        };
+        Latencies {
+            mean_ms: ms(l.moments.mean_us()),
+            min_ms: ms(l.moments.min_us as f64),
+            max_ms: ms(l.moments.max_us as f64),
+            stddev_ms: ms(l.moments.stddev_us()),
+            p50_ms: q(0.50),
+            p90_ms: q(0.90),
+            p95_ms: q(0.95),
+            p99_ms: q(0.99),
+            p999_ms: q(0.999),
+        }
+    }
+}
+
+/// A histogram as base64 of its V2 + DEFLATE serialization.
+pub fn encode_histogram(h: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = V2DeflateSerializer::new().serialize(h, &mut bytes);
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+impl Summary {
+    fn of(t: &Tally, elapsed_s: f64) -> Summary {
+        let samples = t.samples();
+        let span_s = t
+            .first_start_us
+            .map_or(0.0, |first| {
+                t.last_end_us.saturating_sub(first) as f64 / 1e6
+            })
+            .max(1e-6);
+        let whole = (elapsed_s.floor() as usize).max(1).min(t.seconds.len());
+        let per = |bytes: u64| (bytes as f64 / 1024.0 / span_s * 100.0).round() / 100.0;
+        Summary {
+            samples,
+            errors: t.errors,
+            error_pct: if samples == 0 {
+                0.0
+            } else {
+                (t.errors as f64 * 10_000.0 / samples as f64).round() / 100.0
+            },
+            latency: Latencies::of(&t.corrected),
+            throughput_rps: if samples == 0 {
+                0.0
+            } else {
+                (samples as f64 / span_s * 100.0).round() / 100.0
+            },
+            peak_tps: t.seconds[..whole]
+                .iter()
+                .map(|s| s.requests)
+                .max()
+                .unwrap_or(0),
+            received_kib_s: per(t.bytes_in),
+            sent_kib_s: per(t.bytes_out),
+            error_kinds: t.error_kinds.clone(),
+            uncorrected: Latencies::of(&t.sent),
+            send_lag: Latencies::of(&t.send_lag),
+            hdr: encode_histogram(&t.corrected.histogram),
+            hdr_uncorrected: encode_histogram(&t.sent.histogram),
+        }
+    }
+}
+
+impl StepReport {
+    pub fn of(run: &StepRun) -> StepReport {
+        let elapsed_s = run.elapsed.as_secs_f64();
+        let (users, rate) = match run.step.load {
+            Load::Users { users, .. } => (Some(users), None),
+            Load::Rate { rate, .. } => (None, Some(rate)),
+        };
+        let t = &run.recorder.total;
+        StepReport {
+            users,
+            rate,
+            duration_s: (elapsed_s * 1000.0).round() / 1000.0,
+            started_unix_ms: run
+                .started
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            summary: Summary::of(t, elapsed_s),
+            missed: run.recorder.missed,
+            per_second: t
+                .seconds
+                .iter()
+                .enumerate()
+                .map(|(i, s)| SecondReport {
+                    second: i as u64,
+                    requests: s.requests,
+                    errors: s.errors,
+                    mean_ms: ms(s.latency.moments.mean_us()),
+                    p50_ms: ms(s.latency.histogram.value_at_quantile(0.5) as f64),
+                    p99_ms: ms(s.latency.histogram.value_at_quantile(0.99) as f64),
+                    max_ms: ms(s.latency.moments.max_us as f64),
+                })
+                .collect(),
+            labels: run
+                .recorder
+                .labels
+                .iter()
+                .map(|(label, t)| (label.clone(), Summary::of(t, elapsed_s)))
+                .collect(),
+            interrupted: run.interrupted,
+        }
+    }
+}
+
+/// How a step is named in the table.
+pub fn step_name(s: &StepReport) -> String {
+    match (s.users, s.rate) {
+        (Some(u), _) => format!("{u} users"),
+        (_, Some(r)) => format!("{r} req/s"),
+        _ => "-".into(),
+    }
+}
+
+/// The terminal table: one row per step (and per label when there are several).
+pub fn table(report: &Report) -> String {
+    let mut out = String::from(
+        "step            label                 samples    err%   mean ms    min ms    max ms  stddev ms   p50 ms   p90 ms   p95 ms   p99 ms  p99.9 ms     req/s  peak TPS  recv KiB/s  sent KiB/s\n",
+    );
+    for step in &report.steps {
+        let mut rows = vec![("all".to_string(), &step.summary)];
+        if step.labels.len() > 1 {
+            rows.extend(step.labels.iter().map(|(l, s)| (l.clone(), s)));
+        }
+        for (label, s) in rows {
+            let l = &s.latency;
+            out.push_str(&format!(
+                "{:<15} {:<20} {:>8} {:>7.2} {:>9.2} {:>9.2} {:>9.2} {:>10.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>9.1} {:>9} {:>11.1} {:>11.1}\n",
+                step_name(step), truncate(&label, 20), s.samples, s.error_pct, l.mean_ms, l.min_ms, l.max_ms, l.stddev_ms,
+                l.p50_ms, l.p90_ms, l.p95_ms, l.p99_ms, l.p999_ms, s.throughput_rps, s.peak_tps, s.received_kib_s, s.sent_kib_s
+            ));
+        }
+        if step.missed > 0 {
+            out.push_str(&format!("{:<15} {} requests missed: their time came and they could not be sent before the step ended (raise --max-in-flight)\n", step_name(step), step.missed));
+        }
+        if step.rate.is_some() {
+            let u = &step.summary.uncorrected;
+            out.push_str(&format!(
+                "{:<15} uncorrected (from the actual send, as tools without coordinated-omission correction report): p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, max {:.2} ms\n",
+                step_name(step), u.p50_ms, u.p99_ms, u.p999_ms, u.max_ms
+            ));
+            let lag = &step.summary.send_lag;
+            out.push_str(&format!(
+                "{:<15} send lag (sent after the intended time; the generator's 1 ms timer is part of it): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms\n",
+                step_name(step), lag.p50_ms, lag.p99_ms, lag.max_ms
+            ));
+        }
+        for (kind, n) in &step.summary.error_kinds {
+            out.push_str(&format!("{:<15} errors: {n} x {kind}\n", step_name(step)));
+        }
+    }
+    if report.interrupted {
+        out.push_str("interrupted: the last step holds what was measured until then\n");
+    }
+    out
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let cut: String = s.chars().take(n - 1).collect();
+        format!("{cut}~")
+    }
+}
+
+/// The step's length as written: `30s` or `100 iterations`.
+pub fn length_text(length: Length) -> String {
+    match length {
+        Length::Duration(d) => format!("{}s", d.as_secs_f64()),
+        Length::Iterations(n) => format!("{n} iterations"),
+    }
+}

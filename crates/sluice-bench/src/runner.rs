@@ -1,0 +1,140 @@
+//! Running a plan's steps: for each, one thread per worker with its own event loop, a
+//! start shared by all of them, and the workers' records merged at the end.
+
+use crate::plan::{Length, Load, Plan, Step};
+use crate::progress::{Progress, Snapshot};
+use crate::stats::Recorder;
+use crate::worker::{run_rate, run_users, Worker};
+use std::io;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::watch;
+
+/// How long after its threads are started a step begins, so that all begin together.
+const START_DELAY: Duration = Duration::from_millis(20);
+
+/// One step as it ran.
+#[derive(Debug, Clone)]
+pub struct StepRun {
+    pub step: Step,
+    /// Wall-clock start, for reports.
+    pub started: SystemTime,
+    /// From the start until the last worker finished.
+    pub elapsed: Duration,
+    pub recorder: Recorder,
+    /// The run was interrupted during this step: it holds what was measured until then.
+    pub interrupted: bool,
+}
+
+/// Runs `step` of `plan`; `observe` is called about once a second with the progress so
+/// far and the time since the start. `stop` turning true interrupts it.
+pub fn run_step(
+    plan: &Arc<Plan>,
+    step: Step,
+    stop: &watch::Receiver<bool>,
+    observe: &(dyn Fn(&Snapshot, Duration) + Sync),
+) -> io::Result<StepRun> {
+    let threads = plan.threads();
+    let progress = Arc::new(Progress::default());
+    progress.reset(threads);
+    let start = std::time::Instant::now() + START_DELAY;
+    let started = SystemTime::now() + START_DELAY;
+    let done = AtomicBool::new(false);
+    let results = std::thread::scope(|s| {
+        s.spawn(|| watch_progress(&progress, &done, start, observe));
+        let workers: Vec<_> = (0..threads)
+            .map(|index| {
+                let (plan, progress, stop) = (plan.clone(), progress.clone(), stop.clone());
+                s.spawn(move || work(plan, step, index, threads, start, stop, progress))
+            })
+            .collect();
+        let results: Vec<_> = workers.into_iter().map(|w| w.join()).collect();
+        done.store(true, Ordering::Relaxed);
+        results
+    });
+    let mut recorder = Recorder::default();
+    for result in results {
+        let part = result.map_err(|_| io::Error::other("a load worker panicked"))??;
+        recorder.merge(&part);
+    }
+    Ok(StepRun {
+        step,
+        started,
+        elapsed: start.elapsed(),
+        recorder,
+        interrupted: *stop.borrow(),
+    })
+}
+
+fn watch_progress(
+    progress: &Progress,
+    done: &AtomicBool,
+    start: std::time::Instant,
+    observe: &(dyn Fn(&Snapshot, Duration) + Sync),
+) {
+    let tick = Duration::from_millis(100);
+    let mut next = start + Duration::from_secs(1);
+    while !done.load(Ordering::Relaxed) {
+        std::thread::sleep(tick);
+        if std::time::Instant::now() >= next {
+            observe(&progress.snapshot(), start.elapsed());
+            next += Duration::from_secs(1);
+        }
+    }
+}
+
+/// One worker thread's share of the step.
+fn work(
+    plan: Arc<Plan>,
+    step: Step,
+    index: usize,
+    threads: usize,
+    start: std::time::Instant,
+    stop: watch::Receiver<bool>,
+    progress: Arc<Progress>,
+) -> io::Result<Recorder> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let local = tokio::task::LocalSet::new();
+    let recorder = local.block_on(&runtime, async move {
+        let start = tokio::time::Instant::from_std(start);
+        let w = Rc::new(Worker::new(
+            plan,
+            index,
+            threads,
+            start,
+            stop,
+            progress.clone(),
+        ));
+        let publisher = tokio::task::spawn_local(publish(w.clone(), progress.clone()));
+        match (step.load, step.length) {
+            (Load::Users { users, ramp, think }, length) => {
+                run_users(w.clone(), users, ramp, think, length).await
+            }
+            (
+                Load::Rate {
+                    rate,
+                    max_in_flight,
+                },
+                Length::Duration(d),
+            ) => run_rate(w.clone(), rate, max_in_flight, d).await,
+            (Load::Rate { .. }, Length::Iterations(_)) => {}
+        }
+        publisher.abort();
+        progress.publish(index, &w.recorder.borrow().total.corrected.histogram);
+        w.recorder.take()
+    });
+    Ok(recorder)
+}
+
+/// Publishes this worker's latency histogram twice a second, for the progress line.
+async fn publish(w: Rc<Worker>, progress: Arc<Progress>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tick.tick().await;
+        progress.publish(w.index, &w.recorder.borrow().total.corrected.histogram);
+    }
+}

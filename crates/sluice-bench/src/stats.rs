@@ -1,0 +1,307 @@
+//! Recording what happened to every request, cheaply, and summing it up the way JMeter
+//! and nGrinder users read it.
+//!
+//! Each worker thread records into its own [`Recorder`] (no lock on the request path);
+//! a step's recorders are merged at its end. Latencies go into HdrHistograms (the
+//! official `hdrhistogram` crate) in microseconds, 1 µs to 1 hour at 3 significant
+//! digits; mean, standard deviation, min and max are kept exactly beside them, since
+//! JMeter reports those from the raw samples.
+
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The largest latency recorded, in µs (an hour); longer ones count as an hour.
+const MAX_US: u64 = 3_600_000_000;
+
+/// Exact moments of a sample (µs): for mean and standard deviation without rounding.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Moments {
+    pub count: u64,
+    pub sum: f64,
+    pub sum_squares: f64,
+    pub min_us: u64,
+    pub max_us: u64,
+}
+
+impl Moments {
+    fn add(&mut self, us: u64) {
+        if self.count == 0 || us < self.min_us {
+            self.min_us = us;
+        }
+        self.max_us = self.max_us.max(us);
+        self.count += 1;
+        let v = us as f64;
+        self.sum += v;
+        self.sum_squares += v * v;
+    }
+
+    fn merge(&mut self, other: &Moments) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 || other.min_us < self.min_us {
+            self.min_us = other.min_us;
+        }
+        self.max_us = self.max_us.max(other.max_us);
+        self.count += other.count;
+        self.sum += other.sum;
+        self.sum_squares += other.sum_squares;
+    }
+
+    pub fn mean_us(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum / self.count as f64
+        }
+    }
+
+    /// Population standard deviation (as JMeter reports it).
+    pub fn stddev_us(&self) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let mean = self.mean_us();
+        (self.sum_squares / self.count as f64 - mean * mean)
+            .max(0.0)
+            .sqrt()
+    }
+}
+
+/// Latency of one kind (as experienced, or as sent).
+#[derive(Debug, Clone)]
+pub struct Latency {
+    pub histogram: Histogram<u64>,
+    pub moments: Moments,
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency {
+            histogram: Histogram::new_with_bounds(1, MAX_US, 3).expect("valid bounds"),
+            moments: Moments::default(),
+        }
+    }
+}
+
+impl Latency {
+    pub fn record(&mut self, latency: Duration) {
+        let us = (latency.as_micros() as u64).clamp(1, MAX_US);
+        self.histogram.saturating_record(us);
+        self.moments.add(us);
+    }
+
+    pub fn merge(&mut self, other: &Latency) {
+        // Same bounds on both sides: adding cannot fail.
+        let _ = self.histogram.add(&other.histogram);
+        self.moments.merge(&other.moments);
+    }
+}
+
+/// One second of a step.
+#[derive(Debug, Clone, Default)]
+pub struct Second {
+    pub requests: u64,
+    pub errors: u64,
+    pub latency: Latency,
+}
+
+/// Everything recorded about one label (one kind of request) in a step.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    /// From each request's intended send time: the latency a user arriving then would
+    /// have seen. For users in a closed loop, the same as `sent`.
+    pub corrected: Latency,
+    /// From the moment the request was actually written.
+    pub sent: Latency,
+    /// How late each request went out after its intended time: the generator's own
+    /// scheduling (its timer has millisecond resolution) plus any wait for a free slot.
+    pub send_lag: Latency,
+    pub errors: u64,
+    /// Failures by kind (`status 503`, `connect: connection refused`, `timeout`, ...).
+    pub error_kinds: BTreeMap<String, u64>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Per second of the step, by completion time.
+    pub seconds: Vec<Second>,
+    /// First send and last completion, in µs from the step's start.
+    pub first_start_us: Option<u64>,
+    pub last_end_us: u64,
+}
+
+/// The outcome of one request, as the engines report it.
+pub struct Sample<'a> {
+    pub label: &'a str,
+    /// µs from the step's start: when it was meant to go, went, and completed.
+    pub intended_us: u64,
+    pub sent_us: u64,
+    pub ended_us: u64,
+    pub error: Option<String>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+impl Tally {
+    fn record(&mut self, s: &Sample<'_>) {
+        let corrected = Duration::from_micros(s.ended_us.saturating_sub(s.intended_us));
+        let sent = Duration::from_micros(s.ended_us.saturating_sub(s.sent_us));
+        self.corrected.record(corrected);
+        self.sent.record(sent);
+        self.send_lag.record(Duration::from_micros(
+            s.sent_us.saturating_sub(s.intended_us),
+        ));
+        self.bytes_in += s.bytes_in;
+        self.bytes_out += s.bytes_out;
+        let second = (s.ended_us / 1_000_000) as usize;
+        if self.seconds.len() <= second {
+            self.seconds.resize_with(second + 1, Second::default);
+        }
+        let slot = &mut self.seconds[second];
+        slot.requests += 1;
+        slot.latency.record(corrected);
+        if let Some(kind) = &s.error {
+            self.errors += 1;
+            slot.errors += 1;
+            *self.error_kinds.entry(kind.clone()).or_default() += 1;
+        }
+        self.first_start_us = Some(
+            self.first_start_us
+                .map_or(s.intended_us, |f| f.min(s.intended_us)),
+        );
+        self.last_end_us = self.last_end_us.max(s.ended_us);
+    }
+
+    pub fn merge(&mut self, other: &Tally) {
+        self.corrected.merge(&other.corrected);
+        self.sent.merge(&other.sent);
+        self.send_lag.merge(&other.send_lag);
+        self.errors += other.errors;
+        for (kind, n) in &other.error_kinds {
+            *self.error_kinds.entry(kind.clone()).or_default() += n;
+        }
+        self.bytes_in += other.bytes_in;
+        self.bytes_out += other.bytes_out;
+        if self.seconds.len() < other.seconds.len() {
+            self.seconds
+                .resize_with(other.seconds.len(), Second::default);
+        }
+        for (mine, theirs) in self.seconds.iter_mut().zip(&other.seconds) {
+            mine.requests += theirs.requests;
+            mine.errors += theirs.errors;
+            mine.latency.merge(&theirs.latency);
+        }
+        self.first_start_us = match (self.first_start_us, other.first_start_us) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_end_us = self.last_end_us.max(other.last_end_us);
+    }
+
+    pub fn samples(&self) -> u64 {
+        self.corrected.moments.count
+    }
+}
+
+/// A worker's record of one step: a tally per label, and the whole.
+#[derive(Debug, Clone, Default)]
+pub struct Recorder {
+    pub total: Tally,
+    pub labels: BTreeMap<String, Tally>,
+    /// Requests an open-model step meant to send but could not before it ended.
+    pub missed: u64,
+}
+
+impl Recorder {
+    pub fn record(&mut self, s: &Sample<'_>) {
+        self.total.record(s);
+        if let Some(t) = self.labels.get_mut(s.label) {
+            t.record(s);
+        } else {
+            let mut t = Tally::default();
+            t.record(s);
+            self.labels.insert(s.label.to_string(), t);
+        }
+    }
+
+    pub fn merge(&mut self, other: &Recorder) {
+        self.total.merge(&other.total);
+        for (label, t) in &other.labels {
+            self.labels.entry(label.clone()).or_default().merge(t);
+        }
+        self.missed += other.missed;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(
+        label: &str,
+        intended: u64,
+        sent: u64,
+        ended: u64,
+        error: Option<&str>,
+    ) -> Sample<'static> {
+        Sample {
+            label: Box::leak(label.to_string().into_boxed_str()),
+            intended_us: intended,
+            sent_us: sent,
+            ended_us: ended,
+            error: error.map(String::from),
+            bytes_in: 10,
+            bytes_out: 5,
+        }
+    }
+
+    #[test]
+    fn moments_are_exact_and_population_based() {
+        let mut l = Latency::default();
+        for ms in [2u64, 4, 4, 4, 5, 5, 7, 9] {
+            l.record(Duration::from_millis(ms));
+        }
+        // The textbook population example: mean 5, standard deviation 2.
+        assert_eq!(l.moments.mean_us(), 5000.0);
+        assert!((l.moments.stddev_us() - 2000.0).abs() < 1e-6);
+        assert_eq!((l.moments.min_us, l.moments.max_us), (2000, 9000));
+        assert_eq!(l.histogram.len(), 8);
+    }
+
+    #[test]
+    fn recorders_merge_per_label_and_per_second() {
+        let mut a = Recorder::default();
+        a.record(&sample("GET /", 0, 0, 1_000, None));
+        a.record(&sample(
+            "GET /",
+            100,
+            500_000,
+            1_500_000,
+            Some("status 503"),
+        ));
+        let mut b = Recorder::default();
+        b.record(&sample("POST /x", 0, 0, 2_000, None));
+        b.missed = 3;
+        a.merge(&b);
+        assert_eq!(a.total.samples(), 3);
+        assert_eq!(a.total.errors, 1);
+        assert_eq!(a.total.error_kinds["status 503"], 1);
+        assert_eq!(a.labels["GET /"].samples(), 2);
+        assert_eq!(a.labels["POST /x"].samples(), 1);
+        assert_eq!(a.missed, 3);
+        assert_eq!(a.total.seconds.len(), 2);
+        assert_eq!(
+            (a.total.seconds[0].requests, a.total.seconds[1].requests),
+            (2, 1)
+        );
+        assert_eq!(a.total.seconds[1].errors, 1);
+        // Corrected from the intended time, "sent" from the actual one.
+        assert_eq!(a.labels["GET /"].corrected.moments.max_us, 1_499_900);
+        assert_eq!(a.labels["GET /"].sent.moments.max_us, 1_000_000);
+        assert_eq!((a.total.bytes_in, a.total.bytes_out), (30, 15));
+        assert_eq!(
+            (a.total.first_start_us, a.total.last_end_us),
+            (Some(0), 1_500_000)
+        );
+    }
+}

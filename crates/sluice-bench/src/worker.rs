@@ -1,0 +1,368 @@
+//! One worker thread's share of a step: its own single-threaded event loop, its users
+//! (closed model) or its share of the arrival schedule (open model), and its own
+//! [`Recorder`]. Nothing on the request path takes a lock or allocates per request.
+
+use crate::conn::{Connection, ExchangeError, Reply};
+use crate::plan::{Length, Plan};
+use crate::progress::Progress;
+use crate::stats::{Recorder, Sample};
+use std::cell::{Cell, RefCell};
+use std::net::IpAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+
+/// What a worker thread needs for one step.
+pub struct Worker {
+    pub plan: Arc<Plan>,
+    /// Each request of the plan, encoded once.
+    encoded: Vec<Vec<u8>>,
+    heads: Vec<bool>,
+    pub index: usize,
+    pub threads: usize,
+    /// The step's start, shared by all threads.
+    pub start: Instant,
+    stop: watch::Receiver<bool>,
+    progress: Arc<Progress>,
+    pub recorder: RefCell<Recorder>,
+    next_source: Cell<usize>,
+}
+
+impl Worker {
+    pub fn new(
+        plan: Arc<Plan>,
+        index: usize,
+        threads: usize,
+        start: Instant,
+        stop: watch::Receiver<bool>,
+        progress: Arc<Progress>,
+    ) -> Self {
+        Worker {
+            encoded: plan
+                .requests
+                .iter()
+                .map(|w| w.request.encode(plan.keep_alive))
+                .collect(),
+            heads: plan
+                .requests
+                .iter()
+                .map(|w| w.request.method == "HEAD")
+                .collect(),
+            plan,
+            index,
+            threads,
+            start,
+            stop,
+            progress,
+            recorder: RefCell::new(Recorder::default()),
+            next_source: Cell::new(index),
+        }
+    }
+
+    pub fn stopped(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// Completes when the run is interrupted.
+    pub async fn interrupted(&self) {
+        let mut stop = self.stop.clone();
+        let _ = stop.wait_for(|s| *s).await;
+    }
+
+    fn micros(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.start).as_micros() as u64
+    }
+
+    fn source(&self) -> Option<IpAddr> {
+        let sources = &self.plan.source_addrs;
+        if sources.is_empty() {
+            return None;
+        }
+        let i = self.next_source.get();
+        self.next_source.set(i + 1);
+        Some(sources[i % sources.len()])
+    }
+
+    /// Sends request number `pick` of the plan's mix on `slot` (opening a connection if
+    /// it holds none), and records it with its latency counted from `intended`. An
+    /// interrupted run abandons the request: it has no outcome to record.
+    pub async fn request(&self, slot: &mut Option<Connection>, pick: u64, intended: Instant) {
+        let i = self.plan_index(pick);
+        let sent = Instant::now();
+        let exchange = tokio::time::timeout(self.plan.timeout, self.exchange(slot, i));
+        let result = tokio::select! {
+            r = exchange => r,
+            () = self.interrupted() => return,
+        };
+        let ended = Instant::now();
+        let (error, bytes_in) = match result {
+            Ok(Ok(reply)) => (status_error(reply.status), reply.bytes_in),
+            Ok(Err(e)) => (Some(e.to_string()), 0),
+            Err(_) => {
+                *slot = None;
+                (Some("timeout".to_string()), 0)
+            }
+        };
+        self.progress.count(error.is_some());
+        self.recorder.borrow_mut().record(&Sample {
+            label: &self.plan.requests[i].request.label,
+            intended_us: self.micros(intended),
+            sent_us: self.micros(sent),
+            ended_us: self.micros(ended),
+            error,
+            bytes_in,
+            bytes_out: self.encoded[i].len() as u64,
+        });
+    }
+
+    fn plan_index(&self, pick: u64) -> usize {
+        if self.plan.requests.len() == 1 {
+            return 0;
+        }
+        let chosen = self.plan.pick(pick);
+        self.plan
+            .requests
+            .iter()
+            .position(|w| std::ptr::eq(&w.request, chosen))
+            .unwrap_or(0)
+    }
+
+    /// One exchange; a kept-alive connection the server closed meanwhile is replaced by
+    /// a new one and the request sent again, once (it never reached the application).
+    async fn exchange(
+        &self,
+        slot: &mut Option<Connection>,
+        i: usize,
+    ) -> Result<Reply, ExchangeError> {
+        for _ in 0..2 {
+            let reused = slot.is_some();
+            let conn = match slot {
+                Some(conn) => conn,
+                None => slot.insert(
+                    Connection::open(self.plan.requests[i].request.target.addr, self.source())
+                        .await?,
+                ),
+            };
+            match conn.exchange(&self.encoded[i], self.heads[i]).await {
+                Ok(reply) => {
+                    if !reply.reusable || !self.plan.keep_alive {
+                        *slot = None;
+                    }
+                    return Ok(reply);
+                }
+                Err(ExchangeError::Closed) if reused => *slot = None,
+                Err(e) => {
+                    *slot = None;
+                    return Err(e);
+                }
+            }
+        }
+        Err(ExchangeError::Closed)
+    }
+
+    /// Waits until `at`, or returns false at once if the run is interrupted first.
+    async fn sleep_until(&self, at: Instant) -> bool {
+        tokio::select! {
+            () = tokio::time::sleep_until(at) => true,
+            () = self.interrupted() => false,
+        }
+    }
+}
+
+/// A status JMeter counts as a failure: anything but 2xx and 3xx.
+fn status_error(status: u16) -> Option<String> {
+    (!(200..400).contains(&status)).then(|| format!("status {status}"))
+}
+
+/// The closed model: this thread's users, each in a loop until the step ends.
+pub async fn run_users(
+    w: Rc<Worker>,
+    users: usize,
+    ramp: Duration,
+    think: Duration,
+    length: Length,
+) {
+    let deadline = match length {
+        Length::Duration(d) => Some(w.start + d),
+        Length::Iterations(_) => None,
+    };
+    let tasks: Vec<_> = (w.index..users)
+        .step_by(w.threads)
+        .map(|u| {
+            let w = w.clone();
+            let offset = ramp.mul_f64(u as f64 / users as f64);
+            let user = UserPlan {
+                u,
+                users,
+                offset,
+                think,
+                length,
+                deadline,
+            };
+            tokio::task::spawn_local(async move { user.run(&w).await })
+        })
+        .collect();
+    for task in tasks {
+        let _ = task.await;
+    }
+}
+
+/// One virtual user of the closed model.
+struct UserPlan {
+    u: usize,
+    users: usize,
+    offset: Duration,
+    think: Duration,
+    length: Length,
+    deadline: Option<Instant>,
+}
+
+impl UserPlan {
+    async fn run(&self, w: &Worker) {
+        let UserPlan {
+            u,
+            users,
+            offset,
+            think,
+            length,
+            deadline,
+        } = *self;
+        if !w.sleep_until(w.start + offset).await {
+            return;
+        }
+        w.progress.active(1);
+        let mut slot = None;
+        let mut n: u64 = 0;
+        loop {
+            let over = match length {
+                Length::Iterations(k) => n >= k,
+                Length::Duration(_) => deadline.is_some_and(|d| Instant::now() >= d),
+            };
+            if over || w.stopped() {
+                break;
+            }
+            w.request(&mut slot, n * users as u64 + u as u64, Instant::now())
+                .await;
+            n += 1;
+            if !think.is_zero() {
+                let wake = Instant::now() + think;
+                let wake = deadline.map_or(wake, |d| wake.min(d));
+                if !w.sleep_until(wake).await {
+                    break;
+                }
+            }
+        }
+        w.progress.active(-1);
+    }
+}
+
+/// The open model: this thread's share of the arrival schedule, request `k` of the
+/// whole step being meant for `start + k / rate`; thread `i` of `n` sends `k = i, i+n,
+/// ...`. At most `max_in_flight / n` of them wait for answers at once; the next goes as
+/// soon as one is answered, late, its latency counted from when it was meant to go.
+/// Requests whose time came and that could not go before the step ended are missed.
+pub async fn run_rate(w: Rc<Worker>, rate: f64, max_in_flight: usize, duration: Duration) {
+    let threads = w.threads as u64;
+    let cap = max_in_flight.div_ceil(w.threads).max(1);
+    let planned = planned_requests(rate, duration, w.index as u64, threads);
+    let end = w.start + duration;
+    let idle: Rc<RefCell<Vec<Connection>>> = Rc::default();
+    let in_flight = Rc::new(Cell::new(0usize));
+    let freed = Rc::new(Notify::new());
+    let mut sent = 0;
+    while sent < planned && !w.stopped() {
+        let k = sent * threads + w.index as u64;
+        let intended = w.start + Duration::from_secs_f64(k as f64 / rate);
+        if !wait_for_slot(&w, &in_flight, cap, &freed, end).await {
+            break;
+        }
+        if intended > Instant::now() && !w.sleep_until(intended).await {
+            break;
+        }
+        in_flight.set(in_flight.get() + 1);
+        w.progress.active(1);
+        let (w2, idle, in_flight, freed) =
+            (w.clone(), idle.clone(), in_flight.clone(), freed.clone());
+        tokio::task::spawn_local(async move {
+            let mut slot = idle.borrow_mut().pop();
+            w2.request(&mut slot, k, intended).await;
+            if let Some(conn) = slot {
+                idle.borrow_mut().push(conn);
+            }
+            in_flight.set(in_flight.get() - 1);
+            w2.progress.active(-1);
+            freed.notify_one();
+        });
+        sent += 1;
+    }
+    if !w.stopped() {
+        w.recorder.borrow_mut().missed += planned - sent;
+    }
+    while in_flight.get() > 0 && !w.stopped() {
+        tokio::select! {
+            () = freed.notified() => {}
+            () = w.interrupted() => break,
+        }
+    }
+}
+
+/// Waits until fewer than `cap` requests are in flight; false if the step ended
+/// (`end`) or the run was interrupted first.
+async fn wait_for_slot(
+    w: &Worker,
+    in_flight: &Cell<usize>,
+    cap: usize,
+    freed: &Notify,
+    end: Instant,
+) -> bool {
+    while in_flight.get() >= cap {
+        tokio::select! {
+            () = freed.notified() => {}
+            () = tokio::time::sleep_until(end) => return false,
+            () = w.interrupted() => return false,
+        }
+    }
+    Instant::now() < end || in_flight.get() < cap
+}
+
+/// How many of a step's requests thread `index` of `threads` is to send: those `k` with
+/// `k % threads == index` whose time `k / rate` falls within `duration`.
+pub fn planned_requests(rate: f64, duration: Duration, index: u64, threads: u64) -> u64 {
+    let total = (rate * duration.as_secs_f64()).ceil() as u64;
+    if total <= index {
+        return 0;
+    }
+    (total - index).div_ceil(threads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schedule_is_split_without_gaps_or_overlap() {
+        for (rate, secs, threads) in [
+            (1000.0, 2.0, 2),
+            (333.0, 1.5, 3),
+            (10.0, 0.25, 4),
+            (7.0, 1.0, 8),
+        ] {
+            let d = Duration::from_secs_f64(secs);
+            let sum: u64 = (0..threads)
+                .map(|i| planned_requests(rate, d, i, threads))
+                .sum();
+            assert_eq!(sum, (rate * secs).ceil() as u64, "{rate} {secs} {threads}");
+        }
+    }
+
+    #[test]
+    fn statuses_that_count_as_errors() {
+        assert_eq!(status_error(200), None);
+        assert_eq!(status_error(304), None);
+        assert_eq!(status_error(404).as_deref(), Some("status 404"));
+        assert_eq!(status_error(503).as_deref(), Some("status 503"));
+        assert_eq!(status_error(101).as_deref(), Some("status 101"));
+    }
+}

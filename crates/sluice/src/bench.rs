@@ -1,0 +1,291 @@
+//! `sluice bench`: the command line of the load generator (the work is `sluice-bench`'s).
+
+use anyhow::{anyhow, Context};
+use clap::Args;
+use sluice_bench::report::{table, Report, StepReport};
+use sluice_bench::threshold::{failures, Threshold};
+use sluice_bench::{Length, Load, Plan, RequestSpec, Snapshot, Step, Target, Weighted};
+use std::io::{IsTerminal, Write};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Exit code when the command line cannot be used.
+const BAD_INPUT: u8 = 2;
+/// Exit code when a `--fail-if` threshold was met.
+const THRESHOLD_FAILED: u8 = 3;
+/// Exit code after an interruption (Ctrl-C); the results measured so far are written.
+const INTERRUPTED: u8 = 130;
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// The URLs to load (http://host:port/path); several are sent in turn, or by weight
+    /// when written URL@WEIGHT.
+    #[arg(required = true)]
+    urls: Vec<String>,
+    /// Closed model: users per step, e.g. 100,200,400 (JMeter threads, nGrinder vusers).
+    #[arg(long, value_delimiter = ',', conflicts_with = "rate")]
+    users: Vec<usize>,
+    /// Open model: requests per second per step, e.g. 500,1000,2000.
+    #[arg(long, value_delimiter = ',')]
+    rate: Vec<f64>,
+    /// How long each step lasts, e.g. 30s or 2m.
+    #[arg(long, short = 'd')]
+    duration: Option<String>,
+    /// Requests per user instead of a duration (closed model; JMeter's loop count).
+    #[arg(long, conflicts_with = "duration")]
+    iterations: Option<u64>,
+    /// Start a step's users evenly over this time.
+    #[arg(long, default_value = "0s")]
+    ramp: String,
+    /// Pause between a user's requests.
+    #[arg(long, default_value = "0s")]
+    think: String,
+    /// Open a connection per request (reproduces a TIME_WAIT pile-up).
+    #[arg(long)]
+    no_keepalive: bool,
+    /// Open model: at most this many requests waiting for an answer; later ones go out
+    /// late and their latency still counts from when they were meant to go.
+    #[arg(long, default_value_t = 10_000)]
+    max_in_flight: usize,
+    /// The request method.
+    #[arg(short = 'X', long, default_value = "GET")]
+    method: String,
+    /// A request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header")]
+    headers: Vec<String>,
+    /// The request body: text, or @FILE.
+    #[arg(long)]
+    body: Option<String>,
+    /// A request taking longer fails as `timeout`.
+    #[arg(long, default_value = "30s")]
+    timeout: String,
+    /// Worker threads; 0 = one per core.
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Source addresses to spread connections over, e.g. 127.0.0.2,127.0.0.3.
+    #[arg(long, value_delimiter = ',')]
+    source_addrs: Vec<IpAddr>,
+    /// Write the results as JSON to FILE.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Fail (exit 3) when any step meets this, e.g. 'p99>250ms', 'errors>1%',
+    /// 'throughput<1000' (repeatable).
+    #[arg(long = "fail-if")]
+    fail_if: Vec<String>,
+    /// No live progress line.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let (plan, thresholds) = match plan(&args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("sluice bench: {e:#}");
+            return Ok(ExitCode::from(BAD_INPUT));
+        }
+    };
+    let stop = interrupt_on_signal()?;
+    let quiet = args.quiet;
+    let steps = plan.steps.len();
+    let observe = move |step: usize, s: &Snapshot, elapsed: Duration| {
+        if !quiet {
+            progress_line(step, steps, s, elapsed);
+        }
+    };
+    let mut finished = |step: &StepReport| {
+        if !quiet {
+            end_progress_line(step);
+        }
+    };
+    let report = sluice_bench::run(plan, &stop, &observe, &mut finished)?;
+    print!("{}", table(&report));
+    if let Some(path) = &args.json {
+        write_json(path, &report)?;
+    }
+    if report.interrupted {
+        return Ok(ExitCode::from(INTERRUPTED));
+    }
+    let failed = failures(&report, &thresholds);
+    for f in &failed {
+        eprintln!("sluice bench: threshold met: {f}");
+    }
+    Ok(if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(THRESHOLD_FAILED)
+    })
+}
+
+fn write_json(path: &PathBuf, report: &Report) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(report)?;
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// The plan the arguments describe, or what is wrong with them.
+fn plan(args: &BenchArgs) -> anyhow::Result<(Plan, Vec<Threshold>)> {
+    let loads = loads(args)?;
+    let length = match (&args.duration, args.iterations) {
+        (Some(d), _) => Length::Duration(duration("--duration", d)?),
+        (None, Some(n)) if n > 0 => Length::Iterations(n),
+        (None, Some(_)) => return Err(anyhow!("--iterations must be at least 1")),
+        (None, None) => {
+            return Err(anyhow!(
+                "give each step a --duration (e.g. 30s) or, with --users, --iterations"
+            ))
+        }
+    };
+    if matches!(length, Length::Iterations(_)) && !args.rate.is_empty() {
+        return Err(anyhow!(
+            "--iterations is for --users; give --rate steps a --duration"
+        ));
+    }
+    let body = match &args.body {
+        Some(b) if b.starts_with('@') => {
+            std::fs::read(&b[1..]).with_context(|| format!("--body {b}"))?
+        }
+        Some(b) => b.clone().into_bytes(),
+        None => Vec::new(),
+    };
+    let requests = args
+        .urls
+        .iter()
+        .map(|u| weighted(u, &args.method, &args.headers, &body))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let thresholds = args
+        .fail_if
+        .iter()
+        .map(|t| Threshold::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let plan = Plan {
+        steps: loads
+            .into_iter()
+            .map(|load| Step { load, length })
+            .collect(),
+        requests,
+        keep_alive: !args.no_keepalive,
+        timeout: duration("--timeout", &args.timeout)?,
+        threads: args.threads,
+        source_addrs: args.source_addrs.clone(),
+    };
+    Ok((plan, thresholds))
+}
+
+fn loads(args: &BenchArgs) -> anyhow::Result<Vec<Load>> {
+    let (ramp, think) = (
+        duration("--ramp", &args.ramp)?,
+        duration("--think", &args.think)?,
+    );
+    if !args.users.is_empty() {
+        if args.users.contains(&0) {
+            return Err(anyhow!("--users: every step needs at least one user"));
+        }
+        return Ok(args
+            .users
+            .iter()
+            .map(|&users| Load::Users { users, ramp, think })
+            .collect());
+    }
+    if !args.rate.is_empty() {
+        if args.rate.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+            return Err(anyhow!(
+                "--rate: every step needs a rate above 0 requests per second"
+            ));
+        }
+        if args.max_in_flight == 0 {
+            return Err(anyhow!("--max-in-flight must be at least 1"));
+        }
+        let max_in_flight = args.max_in_flight;
+        return Ok(args
+            .rate
+            .iter()
+            .map(|&rate| Load::Rate {
+                rate,
+                max_in_flight,
+            })
+            .collect());
+    }
+    Err(anyhow!("give --users (closed model, e.g. --users 100,200) or --rate (open model, e.g. --rate 500,1000)"))
+}
+
+/// `URL` or `URL@WEIGHT`.
+fn weighted(text: &str, method: &str, headers: &[String], body: &[u8]) -> anyhow::Result<Weighted> {
+    let (url, weight) = match text.rsplit_once('@') {
+        Some((url, w)) if !w.contains('/') => {
+            let w: u32 = w
+                .parse()
+                .map_err(|_| anyhow!("`{text}`: the weight after @ is not a whole number"))?;
+            (url, w)
+        }
+        _ => (text, 1),
+    };
+    let target = Target::parse(url)?;
+    let request = RequestSpec::new(method, target, headers, body.to_vec())?;
+    Ok(Weighted { request, weight })
+}
+
+fn duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
+    sluice_config::parse_duration(text)
+        .ok_or_else(|| anyhow!("{flag} {text}: not a duration (write e.g. 500ms, 30s, 2m)"))
+}
+
+/// A watch that turns true at the first SIGINT or SIGTERM; a second one exits at once.
+fn interrupt_on_signal() -> anyhow::Result<tokio::sync::watch::Receiver<bool>> {
+    let signals = crate::serve::signals()?;
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    std::thread::spawn(move || {
+        let mut stopping = false;
+        while let Ok(signal) = signals.recv() {
+            if signal != crate::serve::Signal::Stop {
+                continue;
+            }
+            if stopping {
+                std::process::exit(i32::from(INTERRUPTED));
+            }
+            stopping = true;
+            eprintln!(
+                "\nsluice bench: interrupted; writing what was measured (again to quit at once)"
+            );
+            let _ = tx.send(true);
+        }
+    });
+    Ok(rx)
+}
+
+fn progress_line(step: usize, steps: usize, s: &Snapshot, elapsed: Duration) {
+    let secs = elapsed.as_secs_f64().max(1e-3);
+    let line = format!(
+        "step {}/{steps} | {:>5.0}s | {:>8} req | {:>9.0} req/s | p99 {:>8.2} ms | errors {} | active {}",
+        step + 1,
+        secs,
+        s.requests,
+        s.requests as f64 / secs,
+        s.p99.as_secs_f64() * 1000.0,
+        s.errors,
+        s.active
+    );
+    let mut err = std::io::stderr();
+    if err.is_terminal() {
+        let _ = write!(err, "\r{line}\x1b[K");
+    } else if elapsed.as_secs().is_multiple_of(5) {
+        let _ = writeln!(err, "{line}");
+    }
+}
+
+fn end_progress_line(step: &StepReport) {
+    let mut err = std::io::stderr();
+    if err.is_terminal() {
+        let _ = write!(err, "\r\x1b[K");
+    }
+    let _ = writeln!(
+        err,
+        "step done: {} samples, {:.1} req/s, p99 {:.2} ms, errors {:.2}%",
+        step.summary.samples,
+        step.summary.throughput_rps,
+        step.summary.latency.p99_ms,
+        step.summary.error_pct
+    );
+}
