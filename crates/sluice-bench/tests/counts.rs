@@ -2,67 +2,11 @@
 //! backend (which counts the requests it answers) and raw servers that misbehave on
 //! purpose.
 
-use sluice_bench::report::Report;
-use sluice_bench::{Length, Load, Plan, RequestSpec, Step, Target, Weighted};
-use sluice_lab::backend::{self, Options};
-use std::net::SocketAddr;
+mod common;
+
+use common::{answered, backend_addr, plan, run, stats_field};
+use sluice_bench::{Length, Load, Step};
 use std::time::Duration;
-
-fn backend_addr(name: &str) -> SocketAddr {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let options = Options {
-        name: name.into(),
-        delay: Duration::ZERO,
-        stomp: false,
-    };
-    let addr = runtime
-        .block_on(backend::spawn("127.0.0.1:0".parse().unwrap(), options))
-        .unwrap();
-    // The backend runs on this runtime's thread for the rest of the test process.
-    std::mem::forget(runtime);
-    addr
-}
-
-/// The requests a lab backend has answered (its own count, minus this question).
-fn answered(addr: SocketAddr) -> u64 {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /__stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let n: u64 = text
-        .split_whitespace()
-        .find_map(|kv| kv.strip_prefix("requests="))
-        .unwrap()
-        .parse()
-        .unwrap();
-    n - 1
-}
-
-pub fn plan(url: &str, steps: Vec<Step>, keep_alive: bool) -> Plan {
-    let target = Target::parse(url).unwrap();
-    Plan {
-        steps,
-        requests: vec![Weighted {
-            request: RequestSpec::new("GET", target, &[], vec![]).unwrap(),
-            weight: 1,
-        }],
-        keep_alive,
-        timeout: Duration::from_secs(5),
-        threads: 2,
-        source_addrs: vec![],
-    }
-}
-
-pub fn run(plan: Plan) -> Report {
-    let (_tx, stop) = tokio::sync::watch::channel(false);
-    sluice_bench::run(plan, &stop, &|_, _, _| {}, &mut |_| {}).unwrap()
-}
 
 #[test]
 fn closed_model_samples_are_what_the_backend_answered() {
@@ -107,20 +51,6 @@ fn closed_model_without_keepalive_opens_a_connection_per_request() {
     let conns = stats_field(addr, "connections=");
     // 60 connections for the requests, two for the stats questions.
     assert_eq!(conns, 62, "one connection per request");
-}
-
-fn stats_field(addr: SocketAddr, key: &str) -> u64 {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /__stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text.split_whitespace()
-        .find_map(|kv| kv.strip_prefix(key))
-        .unwrap()
-        .parse()
-        .unwrap()
 }
 
 #[test]
