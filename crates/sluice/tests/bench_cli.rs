@@ -1,0 +1,228 @@
+//! `sluice bench` as a user runs it: the binary, real backends on 127.0.0.1, bad input,
+//! thresholds, and an interrupted run that still writes what it measured.
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn sluice() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    c.env("SLUICE_LOG", "warn");
+    c
+}
+
+/// A lab backend in this process, on its own runtime thread.
+fn backend() -> SocketAddr {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let options = sluice_lab::backend::Options {
+        name: "a".into(),
+        delay: Duration::ZERO,
+        stomp: false,
+    };
+    let addr = runtime
+        .block_on(sluice_lab::backend::spawn(
+            "127.0.0.1:0".parse().unwrap(),
+            options,
+        ))
+        .unwrap();
+    std::mem::forget(runtime);
+    addr
+}
+
+/// A directory of the test's own, removed when dropped.
+struct Dir(std::path::PathBuf);
+
+impl Dir {
+    fn new(label: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("sluice-bench-{label}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_exit_code_2() {
+    for (args, expected) in [
+        (
+            vec!["ftp://a/", "--users", "1", "-d", "1s"],
+            "not an http:// URL",
+        ),
+        (vec!["http://127.0.0.1:1/", "-d", "1s"], "give --users"),
+        (vec!["http://127.0.0.1:1/", "--users", "1"], "--duration"),
+        (
+            vec!["http://127.0.0.1:1/", "--users", "1", "-d", "soon"],
+            "--duration soon: not a duration",
+        ),
+        (
+            vec!["http://127.0.0.1:1/", "--rate", "0", "-d", "1s"],
+            "above 0",
+        ),
+        (
+            vec!["http://127.0.0.1:1/", "--rate", "5", "--iterations", "3"],
+            "--iterations is for --users",
+        ),
+        (
+            vec![
+                "http://127.0.0.1:1/",
+                "--users",
+                "1",
+                "-d",
+                "1s",
+                "--fail-if",
+                "p99=3",
+            ],
+            "--fail-if 'p99=3'",
+        ),
+        (
+            vec![
+                "http://127.0.0.1:1/",
+                "--users",
+                "1",
+                "-d",
+                "1s",
+                "-H",
+                "NoColon",
+            ],
+            "bad header",
+        ),
+        (
+            vec!["http://127.0.0.1:1/@x", "--users", "1", "-d", "1s"],
+            "not a whole number",
+        ),
+    ] {
+        let out = sluice().arg("bench").args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+#[test]
+fn an_unreachable_target_is_counted_as_errors_not_a_crash() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let dir = Dir::new("refused");
+    let json = dir.0.join("r.json");
+    let out = sluice()
+        .args([
+            "bench",
+            &format!("http://{closed}/"),
+            "--users",
+            "2",
+            "--iterations",
+            "5",
+            "-q",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let step = &report["steps"][0];
+    assert_eq!(step["samples"], 10);
+    assert_eq!(step["errors"], 10);
+    assert_eq!(step["error_pct"], 100.0);
+    let kinds = step["error_kinds"].as_object().unwrap();
+    assert!(kinds.keys().any(|k| k.contains("connect")), "{kinds:?}");
+}
+
+#[test]
+fn thresholds_fail_the_run_with_exit_code_3_and_name_themselves() {
+    let addr = backend();
+    let out = sluice()
+        .args([
+            "bench",
+            &format!("http://{addr}/"),
+            "--users",
+            "2",
+            "--iterations",
+            "20",
+            "-q",
+        ])
+        .args(["--fail-if", "throughput<1000000", "--fail-if", "errors>1%"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("threshold met: 2 users: throughput<1000000"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("errors>1%"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("2 users") && stdout.contains("samples"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn an_interrupted_run_writes_what_it_measured() {
+    let addr = backend();
+    let dir = Dir::new("interrupt");
+    let json = dir.0.join("partial.json");
+    let mut child = sluice()
+        .args([
+            "bench",
+            &format!("http://{addr}/"),
+            "--rate",
+            "200",
+            "-d",
+            "60s",
+            "-q",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let interrupted_at = Instant::now();
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = child.wait().unwrap();
+    assert!(
+        interrupted_at.elapsed() < Duration::from_secs(5),
+        "slow to stop"
+    );
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{stdout}");
+    assert!(stdout.contains("interrupted"), "{stdout}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["interrupted"], true);
+    let samples = report["steps"][0]["samples"].as_u64().unwrap();
+    assert!(
+        (200..=400).contains(&samples),
+        "{samples} samples in about 1.5 s at 200/s"
+    );
+}
