@@ -15,6 +15,8 @@
 //! behind the same bug here. The CLI (`sluice bench`) is a thin layer over [`run`].
 
 pub mod conn;
+pub mod hdrlog;
+pub mod merge;
 pub mod plan;
 pub mod progress;
 pub mod report;

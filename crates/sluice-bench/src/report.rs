@@ -71,6 +71,10 @@ pub struct Summary {
     pub peak_tps: u64,
     pub received_kib_s: f64,
     pub sent_kib_s: f64,
+    pub received_bytes: u64,
+    pub sent_bytes: u64,
+    /// From the first send to the last completion (what throughput divides by).
+    pub span_s: f64,
     pub error_kinds: BTreeMap<String, u64>,
     /// Latency from when each request was actually sent: what a tool without
     /// coordinated-omission correction reports. Equal to the above for users.
@@ -81,6 +85,7 @@ pub struct Summary {
     /// The latency histograms, serialized (HdrHistogram V2 + DEFLATE, base64; µs).
     pub hdr: String,
     pub hdr_uncorrected: String,
+    pub hdr_send_lag: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -105,6 +110,8 @@ pub struct SecondReport {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+    /// This second's latency histogram, serialized like the step's.
+    pub hdr: String,
 }
 
 fn ms(us: f64) -> f64 {
@@ -175,11 +182,19 @@ impl Summary {
                 .unwrap_or(0),
             received_kib_s: per(t.bytes_in),
             sent_kib_s: per(t.bytes_out),
+            received_bytes: t.bytes_in,
+            sent_bytes: t.bytes_out,
+            span_s: if samples == 0 {
+                0.0
+            } else {
+                (span_s * 1e6).round() / 1e6
+            },
             error_kinds: t.error_kinds.clone(),
             uncorrected: Latencies::of(&t.sent),
             send_lag: Latencies::of(&t.send_lag),
             hdr: encode_histogram(&t.corrected.histogram),
             hdr_uncorrected: encode_histogram(&t.sent.histogram),
+            hdr_send_lag: encode_histogram(&t.send_lag.histogram),
         }
     }
 }
@@ -214,6 +229,7 @@ impl StepReport {
                     p50_ms: ms(s.latency.histogram.value_at_quantile(0.5) as f64),
                     p99_ms: ms(s.latency.histogram.value_at_quantile(0.99) as f64),
                     max_ms: ms(s.latency.moments.max_us as f64),
+                    hdr: encode_histogram(&s.latency.histogram),
                 })
                 .collect(),
             labels: run

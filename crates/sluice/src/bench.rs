@@ -1,7 +1,7 @@
 //! `sluice bench`: the command line of the load generator (the work is `sluice-bench`'s).
 
 use anyhow::{anyhow, Context};
-use clap::Args;
+use clap::{Args, Subcommand};
 use sluice_bench::report::{table, Report, StepReport};
 use sluice_bench::threshold::{failures, Threshold};
 use sluice_bench::{Length, Load, Plan, RequestSpec, Snapshot, Step, Target, Weighted};
@@ -19,7 +19,10 @@ const THRESHOLD_FAILED: u8 = 3;
 const INTERRUPTED: u8 = 130;
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    command: Option<BenchCommand>,
     /// The URLs to load (http://host:port/path); several are sent in turn, or by weight
     /// when written URL@WEIGHT.
     #[arg(required = true)]
@@ -70,6 +73,9 @@ pub struct BenchArgs {
     /// Write the results as JSON to FILE.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Write an HdrHistogram interval log (V2) to FILE: each second of each step.
+    #[arg(long)]
+    hdr_log: Option<PathBuf>,
     /// Fail (exit 3) when any step meets this, e.g. 'p99>250ms', 'errors>1%',
     /// 'throughput<1000' (repeatable).
     #[arg(long = "fail-if")]
@@ -79,7 +85,24 @@ pub struct BenchArgs {
     quiet: bool,
 }
 
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Merge the JSON results of generators that ran together (anywhere) into one, by
+    /// adding their histograms: percentiles of the whole, never averaged.
+    Merge {
+        /// The results, from `sluice bench --json`.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Write the merged results as JSON to FILE.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+}
+
 pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    if let Some(BenchCommand::Merge { files, json }) = &args.command {
+        return merge(files, json.as_ref());
+    }
     let (plan, thresholds) = match plan(&args) {
         Ok(p) => p,
         Err(e) => {
@@ -105,6 +128,12 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.json {
         write_json(path, &report)?;
     }
+    if let Some(path) = &args.hdr_log {
+        let mut file =
+            std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
+        sluice_bench::hdrlog::write(&report, &mut file)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     if report.interrupted {
         return Ok(ExitCode::from(INTERRUPTED));
     }
@@ -117,6 +146,43 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(THRESHOLD_FAILED)
     })
+}
+
+fn merge(files: &[PathBuf], json: Option<&PathBuf>) -> anyhow::Result<ExitCode> {
+    let mut reports = Vec::new();
+    for f in files {
+        let text = match std::fs::read_to_string(f) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("sluice bench merge: {}: {e}", f.display());
+                return Ok(ExitCode::from(BAD_INPUT));
+            }
+        };
+        match serde_json::from_str::<Report>(&text) {
+            Ok(r) => reports.push(r),
+            Err(e) => {
+                eprintln!(
+                    "sluice bench merge: {}:{}:{}: not a sluice bench result: {e}",
+                    f.display(),
+                    e.line(),
+                    e.column()
+                );
+                return Ok(ExitCode::from(BAD_INPUT));
+            }
+        }
+    }
+    let merged = match sluice_bench::merge::merge(&reports) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("sluice bench merge: {e}");
+            return Ok(ExitCode::from(BAD_INPUT));
+        }
+    };
+    print!("{}", table(&merged));
+    if let Some(path) = json {
+        write_json(path, &merged)?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn write_json(path: &PathBuf, report: &Report) -> anyhow::Result<()> {

@@ -226,3 +226,83 @@ fn an_interrupted_run_writes_what_it_measured() {
         "{samples} samples in about 1.5 s at 200/s"
     );
 }
+
+/// The requests a lab backend has answered (its own count, minus this question).
+fn answered(addr: SocketAddr) -> u64 {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /__stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let n: u64 = text
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("requests="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    n - 1
+}
+
+#[test]
+fn generators_that_ran_together_merge_into_one_result() {
+    let addr = backend();
+    let dir = Dir::new("merge");
+    let url = format!("http://{addr}/");
+    let runs: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|name| {
+            sluice()
+                .args(["bench", &url, "--rate", "300", "-d", "1s", "-q"])
+                .arg("--json")
+                .arg(dir.0.join(format!("{name}.json")))
+                .arg("--hdr-log")
+                .arg(dir.0.join(format!("{name}.hlog")))
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut run in runs {
+        assert!(run.wait().unwrap().success());
+    }
+    let merged = dir.0.join("merged.json");
+    let out = sluice()
+        .args(["bench", "merge"])
+        .arg(dir.0.join("a.json"))
+        .arg(dir.0.join("b.json"))
+        .arg("--json")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    let step = &report["steps"][0];
+    assert_eq!(step["samples"].as_u64().unwrap(), answered(addr));
+    assert_eq!(step["samples"], 600);
+    assert_eq!(step["rate"], 600.0);
+    let log = std::fs::read_to_string(dir.0.join("a.hlog")).unwrap();
+    assert!(
+        log.contains("#[StartTime:") && log.contains("Tag=step-1"),
+        "{log}"
+    );
+    // Results of different plans, or not results at all, are refused.
+    let bad = dir.0.join("bad.json");
+    std::fs::write(&bad, "{\"steps\": 3}").unwrap();
+    let out = sluice()
+        .args(["bench", "merge"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("bad.json:1:") && stderr.contains("not a sluice bench result"),
+        "{stderr}"
+    );
+}

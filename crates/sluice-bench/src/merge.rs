@@ -1,0 +1,304 @@
+//! Results of several generators, started anywhere (ssh, a Kubernetes indexed Job), made
+//! into one: their histograms are added, so the percentiles of the whole are exact,
+//! never averages of percentiles. Step `i` of every report is merged with step `i` of
+//! the others; seconds are aligned by wall-clock start.
+
+use crate::plan::{Length, Load, Step};
+use crate::report::{Latencies, Report, SecondReport, StepReport, Summary};
+use crate::runner::StepRun;
+use crate::stats::{Latency, Moments, Recorder, Second, Tally};
+use base64::Engine;
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+use std::time::{Duration, UNIX_EPOCH};
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MergeError {
+    #[error("nothing to merge")]
+    Nothing,
+    #[error("report {index} has {got} steps, the first has {expected}: only runs of the same plan merge")]
+    Steps {
+        index: usize,
+        got: usize,
+        expected: usize,
+    },
+    #[error("report {index}, step {step}: a histogram does not decode ({why})")]
+    Histogram {
+        index: usize,
+        step: usize,
+        why: String,
+    },
+}
+
+/// One report of all of `reports`, step by step.
+pub fn merge(reports: &[Report]) -> Result<Report, MergeError> {
+    let first = reports.first().ok_or(MergeError::Nothing)?;
+    for (index, r) in reports.iter().enumerate() {
+        if r.steps.len() != first.steps.len() {
+            return Err(MergeError::Steps {
+                index,
+                got: r.steps.len(),
+                expected: first.steps.len(),
+            });
+        }
+    }
+    let steps = (0..first.steps.len())
+        .map(|i| merge_step(reports, i))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Report {
+        tool: first.tool.clone(),
+        requests: first.requests.clone(),
+        model: first.model.clone(),
+        interrupted: reports.iter().any(|r| r.interrupted),
+        steps,
+    })
+}
+
+fn merge_step(reports: &[Report], i: usize) -> Result<StepReport, MergeError> {
+    let steps: Vec<&StepReport> = reports.iter().map(|r| &r.steps[i]).collect();
+    let start_ms = steps.iter().map(|s| s.started_unix_ms).min().unwrap_or(0);
+    let end_ms = steps
+        .iter()
+        .map(|s| s.started_unix_ms + (s.duration_s * 1000.0) as u64)
+        .max()
+        .unwrap_or(start_ms);
+    let mut recorder = Recorder::default();
+    for (index, s) in steps.iter().enumerate() {
+        let bad = |why: String| MergeError::Histogram {
+            index,
+            step: i,
+            why,
+        };
+        let offset_us = (s.started_unix_ms - start_ms) * 1000;
+        let mut part = Recorder {
+            total: tally(&s.summary, &s.per_second, offset_us).map_err(bad)?,
+            missed: s.missed,
+            ..Recorder::default()
+        };
+        for (label, summary) in &s.labels {
+            let t = tally(summary, &[], offset_us).map_err(bad)?;
+            part.labels.insert(label.clone(), t);
+        }
+        recorder.merge(&part);
+    }
+    let load = match (steps[0].users, steps[0].rate) {
+        (Some(_), _) => Load::Users {
+            users: steps.iter().filter_map(|s| s.users).sum(),
+            ramp: Duration::ZERO,
+            think: Duration::ZERO,
+        },
+        _ => Load::Rate {
+            rate: steps.iter().filter_map(|s| s.rate).sum(),
+            max_in_flight: 0,
+        },
+    };
+    let elapsed = Duration::from_millis(end_ms - start_ms);
+    let run = StepRun {
+        step: Step {
+            load,
+            length: Length::Duration(elapsed),
+        },
+        started: UNIX_EPOCH + Duration::from_millis(start_ms),
+        elapsed,
+        recorder,
+        interrupted: steps.iter().any(|s| s.interrupted),
+    };
+    Ok(StepReport::of(&run))
+}
+
+/// What a report says of a set of samples, back as a tally, its times shifted by
+/// `offset_us` (its start's distance from the earliest start).
+fn tally(s: &Summary, seconds: &[SecondReport], offset_us: u64) -> Result<Tally, String> {
+    let latency = |hdr: &str, l: &Latencies| -> Result<Latency, String> {
+        Ok(Latency {
+            histogram: decode(hdr)?,
+            moments: moments(s.samples, l),
+        })
+    };
+    let skip = (offset_us / 1_000_000) as usize;
+    let mut per_second: Vec<Second> = (0..skip).map(|_| Second::default()).collect();
+    for sec in seconds {
+        let histogram = decode(&sec.hdr)?;
+        let moments = Moments {
+            count: sec.requests,
+            sum: sec.mean_ms * 1000.0 * sec.requests as f64,
+            sum_squares: 0.0,
+            min_us: histogram.min(),
+            max_us: (sec.max_ms * 1000.0).round() as u64,
+        };
+        per_second.push(Second {
+            requests: sec.requests,
+            errors: sec.errors,
+            latency: Latency { histogram, moments },
+        });
+    }
+    Ok(Tally {
+        corrected: latency(&s.hdr, &s.latency)?,
+        sent: latency(&s.hdr_uncorrected, &s.uncorrected)?,
+        send_lag: latency(&s.hdr_send_lag, &s.send_lag)?,
+        errors: s.errors,
+        error_kinds: s.error_kinds.clone(),
+        bytes_in: s.received_bytes,
+        bytes_out: s.sent_bytes,
+        seconds: per_second,
+        first_start_us: (s.samples > 0).then_some(offset_us),
+        last_end_us: offset_us + (s.span_s * 1e6).round() as u64,
+    })
+}
+
+/// The exact moments behind a reported mean and standard deviation.
+fn moments(count: u64, l: &Latencies) -> Moments {
+    let (mean, sd) = (l.mean_ms * 1000.0, l.stddev_ms * 1000.0);
+    Moments {
+        count,
+        sum: mean * count as f64,
+        sum_squares: (sd * sd + mean * mean) * count as f64,
+        min_us: (l.min_ms * 1000.0).round() as u64,
+        max_us: (l.max_ms * 1000.0).round() as u64,
+    }
+}
+
+/// A histogram from its base64 V2 (+ DEFLATE) form, widened to the recorder's bounds.
+pub(crate) fn decode(text: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| e.to_string())?;
+    let mut h: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| format!("{e:?}"))?;
+    // Merged histograms must share the recorder's bounds.
+    let mut wide = Latency::default().histogram;
+    wide.add(&h).map_err(|e| format!("{e:?}"))?;
+    std::mem::swap(&mut h, &mut wide);
+    Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::RequestInfo;
+    use crate::stats::Sample;
+
+    /// A one-step report of `samples` (sent at µs, latency µs, error), started at
+    /// `start_ms`.
+    fn report(samples: &[(u64, u64, bool)], start_ms: u64, rate: f64) -> Report {
+        let mut recorder = Recorder::default();
+        for &(at, latency, error) in samples {
+            recorder.record(&Sample {
+                label: if latency % 3 == 0 { "GET /a" } else { "GET /b" },
+                intended_us: at,
+                sent_us: at + 7,
+                ended_us: at + latency,
+                error: error.then(|| "status 503".to_string()),
+                bytes_in: 100,
+                bytes_out: 40,
+            });
+        }
+        let run = StepRun {
+            step: Step {
+                load: Load::Rate {
+                    rate,
+                    max_in_flight: 10,
+                },
+                length: Length::Duration(Duration::from_secs(3)),
+            },
+            started: UNIX_EPOCH + Duration::from_millis(start_ms),
+            elapsed: Duration::from_millis(3_000),
+            recorder,
+            interrupted: false,
+        };
+        Report {
+            tool: "t".into(),
+            requests: vec![RequestInfo {
+                label: "GET /a".into(),
+                method: "GET".into(),
+                url: "http://t/a".into(),
+                weight: 1,
+            }],
+            model: "open".into(),
+            interrupted: false,
+            steps: vec![StepReport::of(&run)],
+        }
+    }
+
+    fn through_json(r: &Report) -> Report {
+        serde_json::from_str(&serde_json::to_string(r).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn merged_percentiles_are_those_of_all_samples() {
+        let a: Vec<(u64, u64, bool)> = (1..=200)
+            .map(|i| (i * 10_000, i * 137 % 5000 + 100, i % 50 == 0))
+            .collect();
+        let b: Vec<(u64, u64, bool)> = (1..=100)
+            .map(|i| (i * 25_000, i * 911 % 90_000 + 3000, false))
+            .collect();
+        let all: Vec<(u64, u64, bool)> = a.iter().chain(&b).copied().collect();
+        let merged = merge(&[
+            through_json(&report(&a, 1_000, 100.0)),
+            through_json(&report(&b, 1_000, 50.0)),
+        ])
+        .unwrap();
+        let whole = report(&all, 1_000, 150.0);
+        let (m, w) = (&merged.steps[0].summary, &whole.steps[0].summary);
+        assert_eq!(
+            (m.samples, m.errors, m.received_bytes),
+            (w.samples, w.errors, w.received_bytes)
+        );
+        for (got, want) in [
+            (m.latency.p50_ms, w.latency.p50_ms),
+            (m.latency.p90_ms, w.latency.p90_ms),
+            (m.latency.p99_ms, w.latency.p99_ms),
+            (m.latency.p999_ms, w.latency.p999_ms),
+            (m.latency.max_ms, w.latency.max_ms),
+            (m.latency.min_ms, w.latency.min_ms),
+            (m.uncorrected.p99_ms, w.uncorrected.p99_ms),
+        ] {
+            assert_eq!(got, want);
+        }
+        assert!((m.latency.mean_ms - w.latency.mean_ms).abs() < 0.002);
+        assert!((m.latency.stddev_ms - w.latency.stddev_ms).abs() < 0.002);
+        assert_eq!(merged.steps[0].rate, Some(150.0));
+        assert_eq!(
+            merged.steps[0].labels["GET /a"].samples,
+            whole.steps[0].labels["GET /a"].samples
+        );
+        let seconds = |r: &StepReport| {
+            r.per_second
+                .iter()
+                .map(|s| (s.requests, s.p99_ms))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(seconds(&merged.steps[0]), seconds(&whole.steps[0]));
+    }
+
+    #[test]
+    fn seconds_align_by_wall_clock() {
+        let a = report(&[(0, 500, false)], 10_000, 1.0);
+        let b = report(&[(0, 500, false)], 12_000, 1.0);
+        let merged = merge(&[a, b]).unwrap();
+        let per: Vec<u64> = merged.steps[0]
+            .per_second
+            .iter()
+            .map(|s| s.requests)
+            .collect();
+        assert_eq!(per, vec![1, 0, 1]);
+        assert_eq!(merged.steps[0].started_unix_ms, 10_000);
+    }
+
+    #[test]
+    fn only_runs_of_one_plan_merge() {
+        let mut two = report(&[(0, 500, false)], 0, 1.0);
+        two.steps.push(two.steps[0].clone());
+        let one = report(&[(0, 500, false)], 0, 1.0);
+        assert!(matches!(
+            merge(&[one, two]),
+            Err(MergeError::Steps {
+                index: 1,
+                got: 2,
+                expected: 1
+            })
+        ));
+        assert_eq!(merge(&[]), Err(MergeError::Nothing));
+    }
+}
