@@ -17,6 +17,7 @@
 pub mod conn;
 pub mod hdrlog;
 pub mod merge;
+mod pacer;
 pub mod plan;
 pub mod progress;
 pub mod report;

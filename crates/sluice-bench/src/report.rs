@@ -80,7 +80,8 @@ pub struct Summary {
     /// coordinated-omission correction reports. Equal to the above for users.
     pub uncorrected: Latencies,
     /// How late requests went out after their intended time (open model): the
-    /// generator's millisecond timer, and waits for a free in-flight slot. Zero for users.
+    /// generator's own timing (tens of µs, see `pacer.rs`) and waits for a free
+    /// in-flight slot. Zero for users.
     pub send_lag: Latencies,
     /// The latency histograms, serialized (HdrHistogram V2 + DEFLATE, base64; µs).
     pub hdr: String,
@@ -281,7 +282,7 @@ pub fn table(report: &Report) -> String {
             ));
             let lag = &step.summary.send_lag;
             out.push_str(&format!(
-                "{:<15} send lag (sent after the intended time; the generator's 1 ms timer is part of it): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms\n",
+                "{:<15} send lag (how late requests went out after their intended time): p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms\n",
                 step_name(step), lag.p50_ms, lag.p99_ms, lag.max_ms
             ));
         }

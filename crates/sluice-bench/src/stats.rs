@@ -116,7 +116,7 @@ pub struct Tally {
     /// From the moment the request was actually written.
     pub sent: Latency,
     /// How late each request went out after its intended time: the generator's own
-    /// scheduling (its timer has millisecond resolution) plus any wait for a free slot.
+    /// scheduling plus any wait for a free slot.
     pub send_lag: Latency,
     pub errors: u64,
     /// Failures by kind (`status 503`, `connect: connection refused`, `timeout`, ...).

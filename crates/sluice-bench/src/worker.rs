@@ -3,6 +3,7 @@
 //! [`Recorder`]. Nothing on the request path takes a lock or allocates per request.
 
 use crate::conn::{Connection, ExchangeError, Reply};
+use crate::pacer::Pacer;
 use crate::plan::{Length, Plan};
 use crate::progress::Progress;
 use crate::stats::{Recorder, Sample};
@@ -162,6 +163,18 @@ impl Worker {
         Err(ExchangeError::Closed)
     }
 
+    /// Waits until `at` on the pacer (tokio's millisecond timer without one), or
+    /// returns false at once if the run is interrupted first.
+    async fn wait_until(&self, pacer: Option<&Pacer>, at: Instant) -> bool {
+        let Some(pacer) = pacer else {
+            return self.sleep_until(at).await;
+        };
+        tokio::select! {
+            waited = pacer.wait_until(at) => waited.is_ok() || self.sleep_until(at).await,
+            () = self.interrupted() => false,
+        }
+    }
+
     /// Waits until `at`, or returns false at once if the run is interrupted first.
     async fn sleep_until(&self, at: Instant) -> bool {
         tokio::select! {
@@ -271,6 +284,7 @@ pub async fn run_rate(w: Rc<Worker>, rate: f64, max_in_flight: usize, duration: 
     let idle: Rc<RefCell<Vec<Connection>>> = Rc::default();
     let in_flight = Rc::new(Cell::new(0usize));
     let freed = Rc::new(Notify::new());
+    let pacer = Pacer::new().ok();
     let mut sent = 0;
     while sent < planned && !w.stopped() {
         let k = sent * threads + w.index as u64;
@@ -278,7 +292,7 @@ pub async fn run_rate(w: Rc<Worker>, rate: f64, max_in_flight: usize, duration: 
         if !wait_for_slot(&w, &in_flight, cap, &freed, end).await {
             break;
         }
-        if intended > Instant::now() && !w.sleep_until(intended).await {
+        if intended > Instant::now() && !w.wait_until(pacer.as_ref(), intended).await {
             break;
         }
         in_flight.set(in_flight.get() + 1);

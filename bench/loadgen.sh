@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# bench/loadgen.sh: `sluice bench` against wrk, h2load, oha and k6 on the same target,
+# in one run, on this machine.
+#
+# The target is nginx answering `return 200 "ok\n"` (one worker, pinned to CPU 1), so
+# that the generator, not the server, is what runs out; every generator runs pinned to
+# CPU 0 with one thread. For each tool and round:
+#   1. saturation: 64 connections for DUR seconds: requests/s, p50, p99 (as the tool
+#      reports them), and the tool's CPU time (user+sys) per request;
+#   2. light load: 4 connections, so that no generator is saturated: requests/s, p50
+#      and p99 (at saturation, latency is mostly queueing inside the generator, and each
+#      tool stamps its start and end at a different point of its own loop);
+#   3. fixed rate: RATE requests/s for DUR seconds, for the tools that can hold a rate
+#      (not wrk): the CPU time per request, the rate achieved, p50 and p99.
+# Rounds rotate the tools' order; the summary gives medians and ratios to wrk (CPU and
+# throughput at saturation) or to h2load (CPU at the fixed rate).
+#
+# Usage: [RUNS=3] [DUR=8] [RATE=20000] bench/loadgen.sh
+# Installs what is missing: nginx, wrk, h2load (apt-get), oha (cargo install), k6 (go
+# install go.k6.io/k6). Results: bench/runs/<date>-loadgen/. Loopback only.
+
+set -euo pipefail
+RUNS=${RUNS:-3}
+DUR=${DUR:-8}
+RATE=${RATE:-20000}
+CONNS=64
+NAME=loadgen
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
+BIN=$CARGO_TARGET_DIR/release
+WORK=$(mktemp -d)
+PIDS=()
+export PATH=$PATH:$HOME/.cargo/bin:$HOME/go/bin
+log() { printf '[%s %s] %s\n' "$NAME" "$(date +%H:%M:%S)" "$*" >&2; }
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    sleep 0.5
+    rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+install_tools() {
+    local apt=()
+    command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || apt+=(nginx)
+    command -v wrk >/dev/null || apt+=(wrk)
+    command -v h2load >/dev/null || apt+=(nghttp2-client)
+    command -v taskset >/dev/null || apt+=(util-linux)
+    if (( ${#apt[@]} )); then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt[@]}"
+    fi
+    command -v oha >/dev/null || cargo install --locked oha
+    command -v k6 >/dev/null || go install go.k6.io/k6@latest
+    (cd "$REPO" && cargo build --release -p sluice)
+}
+
+start_target() {
+    PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    mkdir -p "$WORK/nginx"
+    cat >"$WORK/nginx/nginx.conf" <<CFG
+worker_processes 1;
+worker_cpu_affinity 10;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_requests 10000000;
+    client_body_temp_path $WORK/nginx/body; proxy_temp_path $WORK/nginx/proxy;
+    fastcgi_temp_path $WORK/nginx/fcgi; uwsgi_temp_path $WORK/nginx/uwsgi; scgi_temp_path $WORK/nginx/scgi;
+    server { listen 127.0.0.1:$PORT; location / { return 200 "ok\n"; } }
+}
+CFG
+    taskset -c 1 nginx -c "$WORK/nginx/nginx.conf" -g 'daemon off;' >"$WORK/nginx.log" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    log "nginx did not start"; exit 1
+}
+
+write_k6_scripts() {
+    cat >"$WORK/k6-vus.js" <<'JS'
+import http from 'k6/http';
+export const options = {
+  discardResponseBodies: true,
+  summaryTrendStats: ['avg', 'p(50)', 'p(99)', 'count'],
+  scenarios: { s: { executor: 'constant-vus', vus: Number(__ENV.CONNS), duration: __ENV.DUR + 's' } },
+};
+export default function () { http.get(__ENV.URL); }
+JS
+    cat >"$WORK/k6-rate.js" <<'JS'
+import http from 'k6/http';
+export const options = {
+  discardResponseBodies: true,
+  summaryTrendStats: ['avg', 'p(50)', 'p(99)', 'count'],
+  scenarios: { s: { executor: 'constant-arrival-rate', rate: Number(__ENV.RATE), timeUnit: '1s',
+    duration: __ENV.DUR + 's', preAllocatedVUs: Number(__ENV.CONNS), maxVUs: 1000 } },
+};
+export default function () { http.get(__ENV.URL); }
+JS
+}
+
+# command TOOL MODE OUTFILE: prints the command line for a tool (MODE saturation|rate).
+command_for() {
+    local tool=$1 mode=$2 out=$3 url="http://127.0.0.1:$PORT/"
+    case $tool:$mode in
+        sluice:saturation) echo "$BIN/sluice bench $url --users $CONNS -d ${DUR}s --threads 1 -q --json $out" ;;
+        sluice:light) echo "$BIN/sluice bench $url --users 4 -d ${DUR}s --threads 1 -q --json $out" ;;
+        wrk:light) echo "wrk -t1 -c4 -d${DUR}s --latency $url" ;;
+        h2load:light) echo "h2load --h1 -c 4 -t 1 -D $DUR $url" ;;
+        oha:light) echo "oha -c 4 -z ${DUR}s --no-tui --output-format json $url" ;;
+        k6:light) echo "k6 run -q --no-color --summary-export $out -e URL=$url -e CONNS=4 -e DUR=$DUR $WORK/k6-vus.js" ;;
+        sluice:rate) echo "$BIN/sluice bench $url --rate $RATE -d ${DUR}s --threads 1 --max-in-flight $CONNS -q --json $out" ;;
+        wrk:saturation) echo "wrk -t1 -c$CONNS -d${DUR}s --latency $url" ;;
+        h2load:saturation) echo "h2load --h1 -c $CONNS -t 1 -D $DUR $url" ;;
+        h2load:rate) echo "h2load --h1 -c $CONNS -t 1 -D $DUR --rps $(( RATE / CONNS )) $url" ;;
+        oha:saturation) echo "oha -c $CONNS -z ${DUR}s --no-tui --output-format json $url" ;;
+        oha:rate) echo "oha -c $CONNS -z ${DUR}s -q $RATE --no-tui --output-format json $url" ;;
+        k6:saturation) echo "k6 run -q --no-color --summary-export $out -e URL=$url -e CONNS=$CONNS -e DUR=$DUR $WORK/k6-vus.js" ;;
+        k6:rate) echo "k6 run -q --no-color --summary-export $out -e URL=$url -e CONNS=$CONNS -e DUR=$DUR -e RATE=$RATE $WORK/k6-rate.js" ;;
+        *) return 1 ;;
+    esac
+}
+
+# measure TOOL MODE ROUND: runs it pinned to CPU 0 under /usr/bin/time, records a line.
+measure() {
+    local tool=$1 mode=$2 round=$3 base="$OUT/raw/r$3-$1-$2" cmd
+    cmd=$(command_for "$tool" "$mode" "$base.json") || return 0
+    log "round $round: $tool $mode"
+    echo "# $cmd" >"$base.txt"
+    timeout $(( DUR + 60 )) /usr/bin/time -f "cpu %U %S" -o "$base.cpu" taskset -c 0 $cmd >>"$base.txt" 2>&1 || log "$tool $mode exited $?"
+    python3 "$WORK/parse.py" "$tool" "$mode" "$round" "$base" >>"$OUT/results.jsonl"
+    sleep 1
+}
+
+write_parser() {
+    cat >"$WORK/parse.py" <<'PY'
+"""parse.py TOOL MODE ROUND BASE: one JSON line of what the tool reported, and its CPU."""
+import json, re, sys
+
+tool, mode, rnd, base = sys.argv[1:5]
+text = open(base + ".txt").read()
+user, sys_ = map(float, re.search(r"cpu ([\d.]+) ([\d.]+)", open(base + ".cpu").read()).groups())
+rec = {"tool": tool, "mode": mode, "round": int(rnd), "cpu_s": user + sys_}
+
+def dur_ms(v):
+    m = re.fullmatch(r"([\d.]+)(us|ms|s)", v)
+    return float(m.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)]
+
+if tool == "sluice":
+    step = json.load(open(base + ".json"))["steps"][0]
+    rec.update(requests=step["samples"], rps=step["throughput_rps"], p50_ms=step["p50_ms"], p99_ms=step["p99_ms"], errors=step["errors"])
+elif tool == "wrk":
+    rec.update(rps=float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)),
+               requests=int(re.search(r"(\d+) requests in", text).group(1)),
+               p50_ms=dur_ms(re.search(r"^\s+50%\s+(\S+)", text, re.M).group(1)),
+               p99_ms=dur_ms(re.search(r"^\s+99%\s+(\S+)", text, re.M).group(1)),
+               errors=int(re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text).group(1)) if "Non-2xx" in text else 0)
+elif tool == "h2load":
+    m = re.search(r"requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed", text)
+    rec.update(requests=int(m.group(3)), errors=int(m.group(4)),
+               rps=float(re.search(r"finished in [\d.]+s, ([\d.]+) req/s", text).group(1)),
+               mean_ms=dur_ms(re.search(r"time for request:\s+\S+\s+\S+\s+(\S+)", text).group(1)),
+               p50_ms=None, p99_ms=None)
+elif tool == "oha":
+    start = text.index("{")
+    d = json.loads(text[start:])
+    s, p = d["summary"], d["latencyPercentiles"]
+    codes = d.get("statusCodeDistribution", {})
+    rec.update(rps=s["requestsPerSec"], p50_ms=p["p50"] * 1000, p99_ms=p["p99"] * 1000,
+               requests=sum(codes.values()), errors=sum(v for k, v in codes.items() if not k.startswith("2")))
+elif tool == "k6":
+    m = json.load(open(base + ".json"))["metrics"]
+    d, reqs = m["http_req_duration"], m["http_reqs"]
+    rec.update(requests=int(reqs["count"]), rps=reqs["rate"], p50_ms=d["p(50)"], p99_ms=d["p(99)"],
+               errors=int(m.get("http_req_failed", {}).get("passes", 0)))
+rec["cpu_us_per_req"] = rec["cpu_s"] * 1e6 / rec["requests"] if rec.get("requests") else None
+print(json.dumps(rec))
+PY
+}
+
+summarise() {
+    python3 - "$OUT/results.jsonl" "$RUNS" "$DUR" "$RATE" "$(git -C "$REPO" rev-parse --short HEAD)" <<'PY'
+import json, statistics, sys
+path, runs, dur, rate, commit = sys.argv[1:6]
+rows = [json.loads(l) for l in open(path)]
+tools = ["sluice", "wrk", "h2load", "oha", "k6"]
+def med(tool, mode, key):
+    v = [r[key] for r in rows if r["tool"] == tool and r["mode"] == mode and r.get(key) is not None]
+    return statistics.median(v) if v else None
+f = lambda v, fmt: fmt.format(v) if v is not None else "n/a"
+print(f"# Load generators on one core, medians of {runs} rounds (sluice {commit})\n")
+print(f"command: `RUNS={runs} DUR={dur} RATE={rate} bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator on CPU 0, one thread, 64 connections.\n")
+print("## Saturation (64 connections): the highest rate one core reaches\n")
+print("| tool | req/s | ×wrk | p50 (ms) | p99 (ms) | CPU µs per request | ×wrk | errors |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
+w_rps, w_cpu = med("wrk", "saturation", "rps"), med("wrk", "saturation", "cpu_us_per_req")
+for t in tools:
+    rps, cpu = med(t, "saturation", "rps"), med(t, "saturation", "cpu_us_per_req")
+    p50 = med(t, "saturation", "p50_ms")
+    p50 = p50 if p50 is not None else med(t, "saturation", "mean_ms")
+    note = "" if med(t, "saturation", "p50_ms") is not None else " (mean; h2load has no percentiles)"
+    print(f"| {t} | {f(rps, '{:,.0f}')} | {f(rps and w_rps and rps / w_rps, '{:.2f}×')} | {f(p50, '{:.3f}')}{note} | {f(med(t, 'saturation', 'p99_ms'), '{:.3f}')} "
+          f"| {f(cpu, '{:.2f}')} | {f(cpu and w_cpu and cpu / w_cpu, '{:.2f}×')} | {f(med(t, 'saturation', 'errors'), '{:.0f}')} |")
+print("\n## Light load (4 connections): the same load for every tool\n")
+print("| tool | req/s | ×wrk | p50 (ms) | ×wrk | p99 (ms) | ×wrk |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+w = {k: med("wrk", "light", k) for k in ("rps", "p50_ms", "p99_ms")}
+for t in tools:
+    v = {k: med(t, "light", k) for k in ("rps", "p50_ms", "p99_ms")}
+    if v["p50_ms"] is None:
+        v["p50_ms"] = med(t, "light", "mean_ms")
+    r = lambda k: v[k] and w[k] and v[k] / w[k]
+    print(f"| {t} | {f(v['rps'], '{:,.0f}')} | {f(r('rps'), '{:.2f}×')} | {f(v['p50_ms'], '{:.3f}')}{'' if med(t, 'light', 'p50_ms') is not None else ' (mean)'} | {f(r('p50_ms'), '{:.2f}×')} "
+          f"| {f(v['p99_ms'], '{:.3f}')} | {f(r('p99_ms'), '{:.2f}×')} |")
+print(f"\n## Fixed rate ({rate} req/s): what holding a rate costs\n")
+print("| tool | achieved req/s | p50 (ms) | p99 (ms) | CPU µs per request | ×h2load |")
+print("|---|---:|---:|---:|---:|---:|")
+h_cpu = med("h2load", "rate", "cpu_us_per_req")
+for t in tools:
+    if t == "wrk":
+        print("| wrk | n/a (no fixed rate) | | | | |")
+        continue
+    cpu = med(t, "rate", "cpu_us_per_req")
+    print(f"| {t} | {f(med(t, 'rate', 'rps'), '{:,.0f}')} | {f(med(t, 'rate', 'p50_ms'), '{:.3f}')} | {f(med(t, 'rate', 'p99_ms'), '{:.3f}')} "
+          f"| {f(cpu, '{:.2f}')} | {f(cpu and h_cpu and cpu / h_cpu, '{:.2f}×')} |")
+PY
+}
+
+main() {
+    install_tools
+    OUT=$REPO/bench/runs/$(date +%Y-%m-%d)-loadgen
+    local base=$OUT n=2
+    while [[ -e $OUT ]]; do OUT=$base-$n; n=$((n + 1)); done
+    mkdir -p "$OUT/raw"
+    : >"$OUT/results.jsonl"
+    start_target
+    write_k6_scripts
+    write_parser
+    local tools=(sluice wrk h2load oha k6) round i k=5
+    for (( round = 1; round <= RUNS; round++ )); do
+        for (( i = 0; i < k; i++ )); do
+            local t=${tools[(i + round - 1) % k]}
+            measure "$t" saturation "$round"
+            measure "$t" light "$round"
+            measure "$t" rate "$round"
+        done
+    done
+    summarise | tee "$OUT/summary.md"
+}
+
+main "$@"
