@@ -11,6 +11,7 @@ use std::mem::MaybeUninit;
 use std::net::{IpAddr, SocketAddr};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
+use tokio::time::Instant;
 
 /// Why an exchange failed. Its `Display` is the error kind reports count by.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -35,6 +36,10 @@ pub struct Reply {
     pub bytes_in: u64,
     /// The connection can carry another request.
     pub reusable: bool,
+    /// Just before the request was written, and once its last byte was read: the
+    /// sample's span, with none of the generator's own bookkeeping in it.
+    pub written: Instant,
+    pub completed: Instant,
 }
 
 pub struct Connection {
@@ -80,6 +85,7 @@ impl Connection {
         head_request: bool,
     ) -> Result<Reply, ExchangeError> {
         self.requests += 1;
+        let written = Instant::now();
         self.stream.write_all(request).await.map_err(io_error)?;
         let mut bytes_in = 0;
         loop {
@@ -98,6 +104,8 @@ impl Connection {
                 status: head.status,
                 bytes_in,
                 reusable: head.keep_alive && complete,
+                written,
+                completed: Instant::now(),
             });
         }
     }

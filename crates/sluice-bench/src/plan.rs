@@ -54,6 +54,9 @@ pub struct Plan {
     pub timeout: Duration,
     /// Worker threads (each with its own event loop); 0 = one per core.
     pub threads: usize,
+    /// The open model wakes at most once per this interval and sends every request
+    /// that is due: finer is more punctual and costs more CPU (a wake-up per request).
+    pub pace: Duration,
     /// Source addresses to spread connections over (ephemeral ports run out at about
     /// 28,000 connections per source address and target).
     pub source_addrs: Vec<IpAddr>,

@@ -266,7 +266,7 @@ pub fn table(report: &Report) -> String {
         for (label, s) in rows {
             let l = &s.latency;
             out.push_str(&format!(
-                "{:<15} {:<20} {:>8} {:>7.2} {:>9.2} {:>9.2} {:>9.2} {:>10.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>9.1} {:>9} {:>11.1} {:>11.1}\n",
+                "{:<15} {:<20} {:>8} {:>7.2} {:>9.3} {:>9.3} {:>9.3} {:>10.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>9.1} {:>9} {:>11.1} {:>11.1}\n",
                 step_name(step), truncate(&label, 20), s.samples, s.error_pct, l.mean_ms, l.min_ms, l.max_ms, l.stddev_ms,
                 l.p50_ms, l.p90_ms, l.p95_ms, l.p99_ms, l.p999_ms, s.throughput_rps, s.peak_tps, s.received_kib_s, s.sent_kib_s
             ));

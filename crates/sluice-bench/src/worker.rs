@@ -91,21 +91,32 @@ impl Worker {
     /// interrupted run abandons the request: it has no outcome to record.
     pub async fn request(&self, slot: &mut Option<Connection>, pick: u64, intended: Instant) {
         let i = self.plan_index(pick);
-        let sent = Instant::now();
+        let before = Instant::now();
         let exchange = tokio::time::timeout(self.plan.timeout, self.exchange(slot, i));
         let result = tokio::select! {
             r = exchange => r,
             () = self.interrupted() => return,
         };
-        let ended = Instant::now();
-        let (error, bytes_in) = match result {
-            Ok(Ok(reply)) => (status_error(reply.status), reply.bytes_in),
-            Ok(Err(e)) => (Some(e.to_string()), 0),
+        // A sample spans from its write (or its connect, for a new connection) to its
+        // last byte; a failure, from the start of the attempt to when it was seen.
+        let (error, bytes_in, sent, ended) = match result {
+            Ok(Ok((reply, opened))) => {
+                let sent = opened.unwrap_or(reply.written);
+                (
+                    status_error(reply.status),
+                    reply.bytes_in,
+                    sent,
+                    reply.completed,
+                )
+            }
+            Ok(Err(e)) => (Some(e.to_string()), 0, before, Instant::now()),
             Err(_) => {
                 *slot = None;
-                (Some("timeout".to_string()), 0)
+                (Some("timeout".to_string()), 0, before, Instant::now())
             }
         };
+        // In the closed model a request is meant to go when it goes.
+        let intended = intended.min(sent);
         self.progress.count(error.is_some());
         self.recorder.borrow_mut().record(&Sample {
             label: &self.plan.requests[i].request.label,
@@ -132,26 +143,29 @@ impl Worker {
 
     /// One exchange; a kept-alive connection the server closed meanwhile is replaced by
     /// a new one and the request sent again, once (it never reached the application).
+    /// Returns the reply and, when a connection was opened for it, when that began.
     async fn exchange(
         &self,
         slot: &mut Option<Connection>,
         i: usize,
-    ) -> Result<Reply, ExchangeError> {
+    ) -> Result<(Reply, Option<Instant>), ExchangeError> {
         for _ in 0..2 {
             let reused = slot.is_some();
+            let mut opened = None;
             let conn = match slot {
                 Some(conn) => conn,
-                None => slot.insert(
-                    Connection::open(self.plan.requests[i].request.target.addr, self.source())
-                        .await?,
-                ),
+                None => {
+                    opened = Some(Instant::now());
+                    let addr = self.plan.requests[i].request.target.addr;
+                    slot.insert(Connection::open(addr, self.source()).await?)
+                }
             };
             match conn.exchange(&self.encoded[i], self.heads[i]).await {
                 Ok(reply) => {
                     if !reply.reusable || !self.plan.keep_alive {
                         *slot = None;
                     }
-                    return Ok(reply);
+                    return Ok((reply, opened));
                 }
                 Err(ExchangeError::Closed) if reused => *slot = None,
                 Err(e) => {
@@ -285,6 +299,7 @@ pub async fn run_rate(w: Rc<Worker>, rate: f64, max_in_flight: usize, duration: 
     let in_flight = Rc::new(Cell::new(0usize));
     let freed = Rc::new(Notify::new());
     let pacer = Pacer::new().ok();
+    let mut woke = w.start;
     let mut sent = 0;
     while sent < planned && !w.stopped() {
         let k = sent * threads + w.index as u64;
@@ -292,8 +307,13 @@ pub async fn run_rate(w: Rc<Worker>, rate: f64, max_in_flight: usize, duration: 
         if !wait_for_slot(&w, &in_flight, cap, &freed, end).await {
             break;
         }
-        if intended > Instant::now() && !w.wait_until(pacer.as_ref(), intended).await {
-            break;
+        // A request that is due goes at once; one to come waits, but never wakes the
+        // thread sooner than `pace` after its last wake-up.
+        if intended > Instant::now() {
+            woke = intended.max(woke + w.plan.pace);
+            if !w.wait_until(pacer.as_ref(), woke).await {
+                break;
+            }
         }
         in_flight.set(in_flight.get() + 1);
         w.progress.active(1);

@@ -67,6 +67,11 @@ pub struct BenchArgs {
     /// Worker threads; 0 = one per core.
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// Open model: wake at most once per this interval and send what is due. Finer is
+    /// more punctual and costs more CPU (a wake-up per request); the lateness it allows
+    /// counts in the latency and shows as the send lag.
+    #[arg(long, default_value = "100us")]
+    pace: String,
     /// Source addresses to spread connections over, e.g. 127.0.0.2,127.0.0.3.
     #[arg(long, value_delimiter = ',')]
     source_addrs: Vec<IpAddr>,
@@ -234,6 +239,7 @@ fn plan(args: &BenchArgs) -> anyhow::Result<(Plan, Vec<Threshold>)> {
         requests,
         keep_alive: !args.no_keepalive,
         timeout: duration("--timeout", &args.timeout)?,
+        pace: micros("--pace", &args.pace)?,
         threads: args.threads,
         source_addrs: args.source_addrs.clone(),
     };
@@ -291,6 +297,17 @@ fn weighted(text: &str, method: &str, headers: &[String], body: &[u8]) -> anyhow
     let target = Target::parse(url)?;
     let request = RequestSpec::new(method, target, headers, body.to_vec())?;
     Ok(Weighted { request, weight })
+}
+
+/// A duration that may also be written in microseconds (`100us`).
+fn micros(flag: &str, text: &str) -> anyhow::Result<Duration> {
+    match text.strip_suffix("us") {
+        Some(n) => n
+            .parse()
+            .map(Duration::from_micros)
+            .map_err(|_| anyhow!("{flag} {text}: not a duration (write e.g. 100us or 1ms)")),
+        None => duration(flag, text),
+    }
 }
 
 fn duration(flag: &str, text: &str) -> anyhow::Result<Duration> {

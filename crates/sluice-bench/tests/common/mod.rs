@@ -53,6 +53,7 @@ pub fn plan(url: &str, steps: Vec<Step>, keep_alive: bool) -> Plan {
         }],
         keep_alive,
         timeout: Duration::from_secs(5),
+        pace: Duration::from_micros(100),
         threads: 2,
         source_addrs: vec![],
     }
