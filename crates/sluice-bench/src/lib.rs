@@ -22,6 +22,7 @@ pub mod plan;
 pub mod progress;
 pub mod report;
 pub mod runner;
+pub mod scenario;
 pub mod stats;
 pub mod target;
 pub mod threshold;

@@ -20,7 +20,9 @@ pub use model::{
     Balance, Config, FailurePolicy, HashMethod, HealthCheck, HostMatch, KeyPart, KeyTemplate,
     Listener, RetryPolicy, Route, Server, Upstream, Variable,
 };
-pub use reader::parse_duration;
+pub use reader::{parse_duration, Reader};
+/// The TOML library the [`Reader`] walks documents of.
+pub use toml_edit;
 
 use std::path::Path;
 

@@ -1,20 +1,38 @@
 //! Reading typed values out of a parsed TOML document while collecting every problem.
 //!
 //! Each accessor returns `None` after recording an error, so validation can go on and
-//! report everything wrong with a file in one pass.
+//! report everything wrong with a file in one pass. Public so that other TOML files of
+//! sluice (load-test scenarios) report their problems the same way.
 
 use crate::error::ConfigError;
 use std::ops::Range;
 use std::time::Duration;
 use toml_edit::{Item, TableLike, Value};
 
-pub(crate) struct Reader<'a> {
+pub struct Reader<'a> {
     pub file: &'a str,
     pub text: &'a str,
     pub errors: Vec<ConfigError>,
 }
 
 impl<'a> Reader<'a> {
+    /// Parses `text` as TOML: the document, or its syntax error as `file:line:col`.
+    pub fn parse_document(
+        file: &str,
+        text: &str,
+    ) -> Result<toml_edit::ImDocument<String>, ConfigError> {
+        toml_edit::ImDocument::parse(text.to_string()).map_err(|e| {
+            let message = format!("invalid TOML: {}", e.message().trim());
+            ConfigError::at(
+                file,
+                text,
+                e.span(),
+                message,
+                "fix the syntax at this position",
+            )
+        })
+    }
+
     pub fn new(file: &'a str, text: &'a str) -> Self {
         Reader {
             file,
