@@ -51,6 +51,9 @@ pub struct Connection {
 
 const READ_CHUNK: usize = 16 * 1024;
 
+/// The most of a body kept for checks.
+const MAX_CAPTURE: usize = 1 << 20;
+
 impl Connection {
     /// Connects to `addr`, from `source` when given (to spread over loopback addresses).
     pub async fn open(addr: SocketAddr, source: Option<IpAddr>) -> Result<Self, ExchangeError> {
@@ -78,11 +81,13 @@ impl Connection {
     }
 
     /// Sends `request` and reads its whole response. `head_request`: the request was
-    /// HEAD, so the response has no body whatever it announces.
+    /// HEAD, so the response has no body whatever it announces. With `capture`, the body
+    /// (its payload, up to 1 MiB) is kept there, for checks.
     pub async fn exchange(
         &mut self,
         request: &[u8],
         head_request: bool,
+        mut capture: Option<&mut Vec<u8>>,
     ) -> Result<Reply, ExchangeError> {
         self.requests += 1;
         let written = Instant::now();
@@ -99,7 +104,10 @@ impl Connection {
                 head.body
             };
             let _ = n;
-            let complete = self.skip_body(body, &mut bytes_in).await?;
+            if let Some(c) = capture.as_deref_mut() {
+                c.clear();
+            }
+            let complete = self.skip_body(body, &mut bytes_in, capture).await?;
             return Ok(Reply {
                 status: head.status,
                 bytes_in,
@@ -132,8 +140,20 @@ impl Connection {
         self.stream.read_buf(&mut self.buf).await.map_err(io_error)
     }
 
-    /// Reads past the body. Returns false when it ran to the end of the connection.
-    async fn skip_body(&mut self, body: Body, bytes_in: &mut u64) -> Result<bool, ExchangeError> {
+    /// Reads past the body (keeping its payload in `capture`). Returns false when it ran
+    /// to the end of the connection.
+    async fn skip_body(
+        &mut self,
+        body: Body,
+        bytes_in: &mut u64,
+        mut capture: Option<&mut Vec<u8>>,
+    ) -> Result<bool, ExchangeError> {
+        let mut keep = |data: &[u8]| {
+            if let Some(c) = capture.as_deref_mut() {
+                let room = MAX_CAPTURE.saturating_sub(c.len());
+                c.extend_from_slice(&data[..data.len().min(room)]);
+            }
+        };
         match body {
             Body::None => Ok(true),
             Body::Length(mut left) => {
@@ -142,6 +162,7 @@ impl Connection {
                         return Err(ExchangeError::Closed);
                     }
                     let take = left.min(self.buf.len() as u64) as usize;
+                    keep(&self.buf[..take]);
                     self.buf.advance(take);
                     *bytes_in += take as u64;
                     left -= take as u64;
@@ -151,7 +172,9 @@ impl Connection {
             Body::Chunked => {
                 let mut chunks = Chunks::default();
                 loop {
-                    let used = chunks.scan(&self.buf).ok_or(ExchangeError::Malformed)?;
+                    let used = chunks
+                        .scan(&self.buf, &mut keep)
+                        .ok_or(ExchangeError::Malformed)?;
                     self.buf.advance(used);
                     *bytes_in += used as u64;
                     if chunks.done() {
@@ -164,6 +187,7 @@ impl Connection {
             }
             Body::UntilClose => loop {
                 *bytes_in += self.buf.len() as u64;
+                keep(&self.buf);
                 self.buf.clear();
                 if self.fill().await? == 0 {
                     return Ok(false);
@@ -263,12 +287,16 @@ impl Chunks {
         self.finished
     }
 
-    /// Consumes what it can of `buf`; `None` when the framing is broken.
-    fn scan(&mut self, buf: &[u8]) -> Option<usize> {
+    /// Consumes what it can of `buf`, handing chunk payload to `on_data`; `None` when
+    /// the framing is broken.
+    fn scan(&mut self, buf: &[u8], mut on_data: impl FnMut(&[u8])) -> Option<usize> {
         let mut i = 0;
         while i < buf.len() && !self.finished {
             if self.left > 0 {
                 let take = self.left.min((buf.len() - i) as u64) as usize;
+                // The chunk's last two bytes are its CRLF, not payload.
+                let payload = (take as u64).min(self.left.saturating_sub(2)) as usize;
+                on_data(&buf[i..i + payload]);
                 i += take;
                 self.left -= take as u64;
                 continue;
@@ -347,14 +375,16 @@ mod tests {
         for step in 1..body.len() {
             let mut c = Chunks::default();
             let mut used = 0;
+            let mut payload = Vec::new();
             for piece in body.chunks(step) {
-                used += c.scan(piece).unwrap();
+                used += c.scan(piece, |d| payload.extend_from_slice(d)).unwrap();
                 if c.done() {
                     break;
                 }
             }
             assert!(c.done(), "step {step}");
             assert_eq!(used, body.len() - 4, "step {step}");
+            assert_eq!(payload, b"hello world", "step {step}");
         }
     }
 }

@@ -87,14 +87,29 @@ impl Worker {
     }
 
     /// Sends request number `pick` of the plan's mix on `slot` (opening a connection if
-    /// it holds none), and records it with its latency counted from `intended`. An
-    /// interrupted run abandons the request: it has no outcome to record.
+    /// it holds none), and records it with its latency counted from `intended`.
     pub async fn request(&self, slot: &mut Option<Connection>, pick: u64, intended: Instant) {
         let i = self.plan_index(pick);
+        let request = &self.plan.requests[i].request;
+        let out = Outgoing {
+            addr: request.target.addr,
+            bytes: &self.encoded[i],
+            head: self.heads[i],
+            label: &request.label,
+            check: Check::default(),
+        };
+        self.send(slot, &out, intended).await;
+    }
+
+    /// Sends `out` on `slot` (opening a connection if it holds none) and records the
+    /// sample, its latency counted from `intended`. An interrupted run abandons the
+    /// request: it has no outcome to record.
+    pub async fn send(&self, slot: &mut Option<Connection>, out: &Outgoing<'_>, intended: Instant) {
         let before = Instant::now();
-        let exchange = tokio::time::timeout(self.plan.timeout, self.exchange(slot, i));
+        let mut body = out.check.body.map(|_| Vec::new());
+        let exchange = self.exchange(slot, out, body.as_mut());
         let result = tokio::select! {
-            r = exchange => r,
+            r = tokio::time::timeout(self.plan.timeout, exchange) => r,
             () = self.interrupted() => return,
         };
         // A sample spans from its write (or its connect, for a new connection) to its
@@ -102,12 +117,8 @@ impl Worker {
         let (error, bytes_in, sent, ended) = match result {
             Ok(Ok((reply, opened))) => {
                 let sent = opened.unwrap_or(reply.written);
-                (
-                    status_error(reply.status),
-                    reply.bytes_in,
-                    sent,
-                    reply.completed,
-                )
+                let error = out.check.verdict(reply.status, body.as_deref());
+                (error, reply.bytes_in, sent, reply.completed)
             }
             Ok(Err(e)) => (Some(e.to_string()), 0, before, Instant::now()),
             Err(_) => {
@@ -119,13 +130,13 @@ impl Worker {
         let intended = intended.min(sent);
         self.progress.count(error.is_some());
         self.recorder.borrow_mut().record(&Sample {
-            label: &self.plan.requests[i].request.label,
+            label: out.label,
             intended_us: self.micros(intended),
             sent_us: self.micros(sent),
             ended_us: self.micros(ended),
             error,
             bytes_in,
-            bytes_out: self.encoded[i].len() as u64,
+            bytes_out: out.bytes.len() as u64,
         });
     }
 
@@ -147,7 +158,8 @@ impl Worker {
     async fn exchange(
         &self,
         slot: &mut Option<Connection>,
-        i: usize,
+        out: &Outgoing<'_>,
+        mut body: Option<&mut Vec<u8>>,
     ) -> Result<(Reply, Option<Instant>), ExchangeError> {
         for _ in 0..2 {
             let reused = slot.is_some();
@@ -156,11 +168,13 @@ impl Worker {
                 Some(conn) => conn,
                 None => {
                     opened = Some(Instant::now());
-                    let addr = self.plan.requests[i].request.target.addr;
-                    slot.insert(Connection::open(addr, self.source()).await?)
+                    slot.insert(Connection::open(out.addr, self.source()).await?)
                 }
             };
-            match conn.exchange(&self.encoded[i], self.heads[i]).await {
+            match conn
+                .exchange(out.bytes, out.head, body.as_deref_mut())
+                .await
+            {
                 Ok(reply) => {
                     if !reply.reusable || !self.plan.keep_alive {
                         *slot = None;
@@ -195,6 +209,44 @@ impl Worker {
             () = tokio::time::sleep_until(at) => true,
             () = self.interrupted() => false,
         }
+    }
+}
+
+/// A request about to go: where, its bytes, and what its sample is.
+pub struct Outgoing<'a> {
+    pub addr: std::net::SocketAddr,
+    pub bytes: &'a [u8],
+    /// A HEAD request (its response has no body).
+    pub head: bool,
+    pub label: &'a str,
+    pub check: Check<'a>,
+}
+
+/// What a response must be to count as a success.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Check<'a> {
+    /// Statuses that pass; empty: any 2xx or 3xx (as JMeter).
+    pub statuses: &'a [u16],
+    /// Text the body must contain.
+    pub body: Option<&'a str>,
+}
+
+impl Check<'_> {
+    /// The error kind a response with `status` and `body` counts as, if any.
+    pub fn verdict(&self, status: u16, body: Option<&[u8]>) -> Option<String> {
+        if self.statuses.is_empty() {
+            if let Some(e) = status_error(status) {
+                return Some(e);
+            }
+        } else if !self.statuses.contains(&status) {
+            return Some(format!("check: status {status}"));
+        }
+        let needle = self.body?;
+        let found = body.is_some_and(|b| {
+            b.windows(needle.len().max(1))
+                .any(|w| w == needle.as_bytes())
+        });
+        (!found).then(|| format!("check: body lacks {needle:?}"))
     }
 }
 
@@ -389,6 +441,27 @@ mod tests {
                 .sum();
             assert_eq!(sum, (rate * secs).ceil() as u64, "{rate} {secs} {threads}");
         }
+    }
+
+    #[test]
+    fn checks() {
+        let any = Check::default();
+        assert_eq!(any.verdict(204, None), None);
+        assert_eq!(any.verdict(500, None).as_deref(), Some("status 500"));
+        let statuses = [200, 404];
+        let c = Check {
+            statuses: &statuses,
+            body: Some("ok"),
+        };
+        assert_eq!(c.verdict(404, Some(b"is ok")), None);
+        assert_eq!(
+            c.verdict(201, Some(b"ok")).as_deref(),
+            Some("check: status 201")
+        );
+        assert_eq!(
+            c.verdict(200, Some(b"nope")).as_deref(),
+            Some("check: body lacks \"ok\"")
+        );
     }
 
     #[test]
