@@ -28,6 +28,26 @@ pub enum ExchangeError {
     Io(String),
 }
 
+/// A TCP connection to `addr`, from `source` when given, without Nagle's delay.
+pub async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> Result<TcpStream, ExchangeError> {
+    let connect = async {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        if let Some(ip) = source {
+            socket.bind(SocketAddr::new(ip, 0))?;
+        }
+        let stream = socket.connect(addr).await?;
+        stream.set_nodelay(true)?;
+        Ok::<_, io::Error>(stream)
+    };
+    connect
+        .await
+        .map_err(|e| ExchangeError::Connect(e.kind().to_string()))
+}
+
 /// What came back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reply {
@@ -57,22 +77,7 @@ const MAX_CAPTURE: usize = 1 << 20;
 impl Connection {
     /// Connects to `addr`, from `source` when given (to spread over loopback addresses).
     pub async fn open(addr: SocketAddr, source: Option<IpAddr>) -> Result<Self, ExchangeError> {
-        let connect = async {
-            let socket = if addr.is_ipv4() {
-                TcpSocket::new_v4()?
-            } else {
-                TcpSocket::new_v6()?
-            };
-            if let Some(ip) = source {
-                socket.bind(SocketAddr::new(ip, 0))?;
-            }
-            let stream = socket.connect(addr).await?;
-            stream.set_nodelay(true)?;
-            Ok::<_, io::Error>(stream)
-        };
-        let stream = connect
-            .await
-            .map_err(|e| ExchangeError::Connect(e.kind().to_string()))?;
+        let stream = connect(addr, source).await?;
         Ok(Connection {
             stream,
             buf: BytesMut::with_capacity(READ_CHUNK),

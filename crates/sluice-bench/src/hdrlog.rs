@@ -73,6 +73,7 @@ mod tests {
                 started: std::time::UNIX_EPOCH + std::time::Duration::from_millis(start),
                 elapsed: std::time::Duration::from_secs(2),
                 recorder,
+                delivery: None,
                 interrupted: false,
             };
             let step = crate::report::StepReport::of(&run);

@@ -15,6 +15,7 @@
 //! behind the same bug here. The CLI (`sluice bench`) is a thin layer over [`run`].
 
 pub mod conn;
+pub mod delivery;
 pub mod hdrlog;
 pub mod merge;
 mod pacer;
@@ -24,8 +25,11 @@ pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod stats;
+pub mod stomp;
 pub mod target;
 pub mod threshold;
+mod virtual_user;
+mod websocket;
 mod worker;
 
 pub use plan::{Length, Load, Plan, Step, Weighted};
@@ -65,18 +69,34 @@ pub fn run(
     };
     Ok(Report {
         tool: format!("sluice bench {}", env!("CARGO_PKG_VERSION")),
-        requests: plan
-            .requests
-            .iter()
-            .map(|w| RequestInfo {
-                label: w.request.label.clone(),
-                method: w.request.method.clone(),
-                url: w.request.target.url.clone(),
-                weight: w.weight,
-            })
-            .collect(),
+        requests: request_infos(&plan),
         model: model.into(),
         interrupted: *stop.borrow(),
         steps,
     })
+}
+
+/// What each request of the plan is; for a scenario, each of its steps (the method
+/// says what the step does: `GET`, `WS`, `WS_SEND`, `STOMP SEND`, ...).
+fn request_infos(plan: &Plan) -> Vec<RequestInfo> {
+    if let Some(scenario) = &plan.scenario {
+        return scenario
+            .all_steps()
+            .map(|step| RequestInfo {
+                label: step.name.clone(),
+                method: step.action.kind(),
+                url: scenario.target.url.clone(),
+                weight: step.repeat,
+            })
+            .collect();
+    }
+    plan.requests
+        .iter()
+        .map(|w| RequestInfo {
+            label: w.request.label.clone(),
+            method: w.request.method.clone(),
+            url: w.request.target.url.clone(),
+            weight: w.weight,
+        })
+        .collect()
 }

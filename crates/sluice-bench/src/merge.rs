@@ -3,6 +3,7 @@
 //! never averages of percentiles. Step `i` of every report is merged with step `i` of
 //! the others; seconds are aligned by wall-clock start.
 
+use crate::delivery::DeliverySummary;
 use crate::plan::{Length, Load, Step};
 use crate::report::{Latencies, Report, SecondReport, StepReport, Summary};
 use crate::runner::StepRun;
@@ -101,9 +102,36 @@ fn merge_step(reports: &[Report], i: usize) -> Result<StepReport, MergeError> {
         started: UNIX_EPOCH + Duration::from_millis(start_ms),
         elapsed,
         recorder,
+        delivery: delivery(&steps).map_err(|why| MergeError::Histogram {
+            index: 0,
+            step: i,
+            why,
+        })?,
         interrupted: steps.iter().any(|s| s.interrupted),
     };
     Ok(StepReport::of(&run))
+}
+
+/// The steps' STOMP deliveries added up, if they have any.
+fn delivery(steps: &[&StepReport]) -> Result<Option<DeliverySummary>, String> {
+    let mut total: Option<DeliverySummary> = None;
+    for d in steps.iter().filter_map(|s| s.delivery.as_ref()) {
+        let part = DeliverySummary {
+            messages: d.messages,
+            expected: d.expected,
+            delivered: d.delivered,
+            unexpected: d.unexpected,
+            lost: d.lost,
+            latency: Latency {
+                histogram: decode(&d.hdr)?,
+                moments: moments(d.delivered, &d.latency),
+            },
+        };
+        total
+            .get_or_insert_with(DeliverySummary::default)
+            .merge(&part);
+    }
+    Ok(total)
 }
 
 /// What a report says of a set of samples, back as a tally, its times shifted by
@@ -205,6 +233,7 @@ mod tests {
             started: UNIX_EPOCH + Duration::from_millis(start_ms),
             elapsed: Duration::from_millis(3_000),
             recorder,
+            delivery: None,
             interrupted: false,
         };
         Report {

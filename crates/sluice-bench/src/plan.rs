@@ -1,7 +1,9 @@
 //! A load test as data: its steps, what each sends, and the limits it runs under.
 
+use crate::scenario::Scenario;
 use crate::target::RequestSpec;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The load of one step.
@@ -60,6 +62,8 @@ pub struct Plan {
     /// Source addresses to spread connections over (ephemeral ports run out at about
     /// 28,000 connections per source address and target).
     pub source_addrs: Vec<IpAddr>,
+    /// What each user does, when it is a scenario rather than `requests` (then empty).
+    pub scenario: Option<Arc<Scenario>>,
 }
 
 impl Plan {

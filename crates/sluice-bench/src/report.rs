@@ -7,6 +7,7 @@
 //! (HdrHistogram V2 + DEFLATE, base64), so results of several generators merge by their
 //! histograms, never by averaging percentiles.
 
+use crate::delivery::DeliverySummary;
 use crate::plan::{Length, Load};
 use crate::runner::StepRun;
 use crate::stats::{Latency, Tally};
@@ -54,7 +55,53 @@ pub struct StepReport {
     pub missed: u64,
     pub per_second: Vec<SecondReport>,
     pub labels: BTreeMap<String, Summary>,
+    /// STOMP message delivery, for a scenario that speaks STOMP.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub delivery: Option<DeliveryReport>,
     pub interrupted: bool,
+}
+
+/// STOMP messages of a step: each SEND is expected at every user subscribed to its
+/// destination; each copy arrived (with its latency from the SEND) or was lost.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DeliveryReport {
+    /// SENDs written.
+    pub messages: u64,
+    /// Copies due: each SEND times the subscribers of its destination then.
+    pub expected: u64,
+    pub delivered: u64,
+    /// Copies due that had not arrived when the step ended.
+    pub lost: u64,
+    pub lost_pct: f64,
+    /// Copies that arrived where none was due (a subscription not yet confirmed by its
+    /// receipt, or a duplicate).
+    pub unexpected: u64,
+    /// From just before the SEND was written to each copy's arrival.
+    #[serde(flatten)]
+    pub latency: Latencies,
+    /// Delivered copies per second over the step.
+    pub delivered_per_s: f64,
+    pub hdr: String,
+}
+
+impl DeliveryReport {
+    pub fn of(d: &DeliverySummary, elapsed_s: f64) -> DeliveryReport {
+        DeliveryReport {
+            messages: d.messages,
+            expected: d.expected,
+            delivered: d.delivered,
+            lost: d.lost,
+            lost_pct: if d.expected == 0 {
+                0.0
+            } else {
+                (d.lost as f64 * 10_000.0 / d.expected as f64).round() / 100.0
+            },
+            unexpected: d.unexpected,
+            latency: Latencies::of(&d.latency),
+            delivered_per_s: (d.delivered as f64 / elapsed_s.max(1e-6) * 100.0).round() / 100.0,
+            hdr: encode_histogram(&d.latency.histogram),
+        }
+    }
 }
 
 /// The figures of a set of samples.
@@ -239,6 +286,10 @@ impl StepReport {
                 .iter()
                 .map(|(label, t)| (label.clone(), Summary::of(t, elapsed_s)))
                 .collect(),
+            delivery: run
+                .delivery
+                .as_ref()
+                .map(|d| DeliveryReport::of(d, elapsed_s)),
             interrupted: run.interrupted,
         }
     }
@@ -284,6 +335,13 @@ pub fn table(report: &Report) -> String {
             out.push_str(&format!(
                 "{:<15} send lag (how late requests went out after their intended time): p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms\n",
                 step_name(step), lag.p50_ms, lag.p99_ms, lag.max_ms
+            ));
+        }
+        if let Some(d) = &step.delivery {
+            out.push_str(&format!(
+                "{:<15} STOMP delivery: {} messages, {} copies due, {} delivered, {} lost ({:.2}%), {} unexpected; latency p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms\n",
+                step_name(step), d.messages, d.expected, d.delivered, d.lost, d.lost_pct, d.unexpected,
+                d.latency.p50_ms, d.latency.p99_ms, d.latency.max_ms
             ));
         }
         for (kind, n) in &step.summary.error_kinds {

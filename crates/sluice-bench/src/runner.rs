@@ -1,9 +1,11 @@
 //! Running a plan's steps: for each, one thread per worker with its own event loop, a
 //! start shared by all of them, and the workers' records merged at the end.
 
+use crate::delivery::{Deliveries, DeliverySummary};
 use crate::plan::{Length, Load, Plan, Step};
 use crate::progress::{Progress, Snapshot};
 use crate::stats::Recorder;
+use crate::virtual_user::run_scenario;
 use crate::worker::{run_rate, run_users, Worker};
 use std::io;
 use std::rc::Rc;
@@ -24,6 +26,8 @@ pub struct StepRun {
     /// From the start until the last worker finished.
     pub elapsed: Duration,
     pub recorder: Recorder,
+    /// STOMP message deliveries, for a scenario that speaks STOMP.
+    pub delivery: Option<DeliverySummary>,
     /// The run was interrupted during this step: it holds what was measured until then.
     pub interrupted: bool,
 }
@@ -42,12 +46,18 @@ pub fn run_step(
     let start = std::time::Instant::now() + START_DELAY;
     let started = SystemTime::now() + START_DELAY;
     let done = AtomicBool::new(false);
+    let deliveries = Arc::new(Deliveries::default());
     let results = std::thread::scope(|s| {
         s.spawn(|| watch_progress(&progress, &done, start, observe));
         let workers: Vec<_> = (0..threads)
             .map(|index| {
-                let (plan, progress, stop) = (plan.clone(), progress.clone(), stop.clone());
-                s.spawn(move || work(plan, step, index, threads, start, stop, progress))
+                let shared = Shared {
+                    plan: plan.clone(),
+                    stop: stop.clone(),
+                    progress: progress.clone(),
+                    deliveries: deliveries.clone(),
+                };
+                s.spawn(move || work(shared, step, index, threads, start))
             })
             .collect();
         let results: Vec<_> = workers.into_iter().map(|w| w.join()).collect();
@@ -64,6 +74,11 @@ pub fn run_step(
         started,
         elapsed: start.elapsed(),
         recorder,
+        delivery: plan
+            .scenario
+            .as_ref()
+            .filter(|s| s.uses_stomp())
+            .map(|_| deliveries.finish()),
         interrupted: *stop.borrow(),
     })
 }
@@ -85,33 +100,45 @@ fn watch_progress(
     }
 }
 
+/// What every worker thread of a step shares.
+struct Shared {
+    plan: Arc<Plan>,
+    stop: watch::Receiver<bool>,
+    progress: Arc<Progress>,
+    deliveries: Arc<Deliveries>,
+}
+
 /// One worker thread's share of the step.
 fn work(
-    plan: Arc<Plan>,
+    shared: Shared,
     step: Step,
     index: usize,
     threads: usize,
     start: std::time::Instant,
-    stop: watch::Receiver<bool>,
-    progress: Arc<Progress>,
 ) -> io::Result<Recorder> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let local = tokio::task::LocalSet::new();
+    let progress = shared.progress.clone();
     let recorder = local.block_on(&runtime, async move {
         let start = tokio::time::Instant::from_std(start);
+        let scenario = shared.plan.scenario.clone();
         let w = Rc::new(Worker::new(
-            plan,
+            shared.plan,
             index,
             threads,
             start,
-            stop,
+            shared.stop,
             progress.clone(),
+            shared.deliveries,
         ));
         let publisher = tokio::task::spawn_local(publish(w.clone(), progress.clone()));
-        match (step.load, step.length) {
-            (Load::Users { users, ramp, think }, length) => {
+        match (step.load, step.length, scenario) {
+            (Load::Users { users, ramp, .. }, length, Some(scenario)) => {
+                run_scenario(w.clone(), scenario, users, ramp, length).await
+            }
+            (Load::Users { users, ramp, think }, length, None) => {
                 run_users(w.clone(), users, ramp, think, length).await
             }
             (
@@ -120,8 +147,9 @@ fn work(
                     max_in_flight,
                 },
                 Length::Duration(d),
+                _,
             ) => run_rate(w.clone(), rate, max_in_flight, d).await,
-            (Load::Rate { .. }, Length::Iterations(_)) => {}
+            (Load::Rate { .. }, Length::Iterations(_), _) => {}
         }
         publisher.abort();
         progress.publish(index, &w.recorder.borrow().total.corrected.histogram);

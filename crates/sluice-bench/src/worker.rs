@@ -3,6 +3,7 @@
 //! [`Recorder`]. Nothing on the request path takes a lock or allocates per request.
 
 use crate::conn::{Connection, ExchangeError, Reply};
+use crate::delivery::Deliveries;
 use crate::pacer::Pacer;
 use crate::plan::{Length, Plan};
 use crate::progress::Progress;
@@ -26,9 +27,11 @@ pub struct Worker {
     /// The step's start, shared by all threads.
     pub start: Instant,
     stop: watch::Receiver<bool>,
-    progress: Arc<Progress>,
+    pub progress: Arc<Progress>,
     pub recorder: RefCell<Recorder>,
     next_source: Cell<usize>,
+    /// STOMP deliveries of the step, shared by all its threads.
+    pub deliveries: Arc<Deliveries>,
 }
 
 impl Worker {
@@ -39,6 +42,7 @@ impl Worker {
         start: Instant,
         stop: watch::Receiver<bool>,
         progress: Arc<Progress>,
+        deliveries: Arc<Deliveries>,
     ) -> Self {
         Worker {
             encoded: plan
@@ -59,6 +63,7 @@ impl Worker {
             progress,
             recorder: RefCell::new(Recorder::default()),
             next_source: Cell::new(index),
+            deliveries,
         }
     }
 
@@ -76,7 +81,7 @@ impl Worker {
         at.saturating_duration_since(self.start).as_micros() as u64
     }
 
-    fn source(&self) -> Option<IpAddr> {
+    pub fn source(&self) -> Option<IpAddr> {
         let sources = &self.plan.source_addrs;
         if sources.is_empty() {
             return None;
@@ -97,6 +102,7 @@ impl Worker {
             head: self.heads[i],
             label: &request.label,
             check: Check::default(),
+            timeout: self.plan.timeout,
         };
         self.send(slot, &out, intended).await;
     }
@@ -109,7 +115,7 @@ impl Worker {
         let mut body = out.check.body.map(|_| Vec::new());
         let exchange = self.exchange(slot, out, body.as_mut());
         let result = tokio::select! {
-            r = tokio::time::timeout(self.plan.timeout, exchange) => r,
+            r = tokio::time::timeout(out.timeout, exchange) => r,
             () = self.interrupted() => return,
         };
         // A sample spans from its write (or its connect, for a new connection) to its
@@ -137,6 +143,23 @@ impl Worker {
             error,
             bytes_in,
             bytes_out: out.bytes.len() as u64,
+        });
+    }
+
+    /// Records a sample of a step other than an HTTP request (WebSocket, STOMP): from
+    /// `began` to `ended`, no coordinated omission to correct (a user does one thing
+    /// after another).
+    pub fn record(&self, label: &str, span: (Instant, Instant), outcome: StepOutcome) {
+        let (began, ended) = span;
+        self.progress.count(outcome.error.is_some());
+        self.recorder.borrow_mut().record(&Sample {
+            label,
+            intended_us: self.micros(began),
+            sent_us: self.micros(began),
+            ended_us: self.micros(ended),
+            error: outcome.error,
+            bytes_in: outcome.bytes_in,
+            bytes_out: outcome.bytes_out,
         });
     }
 
@@ -204,12 +227,20 @@ impl Worker {
     }
 
     /// Waits until `at`, or returns false at once if the run is interrupted first.
-    async fn sleep_until(&self, at: Instant) -> bool {
+    pub async fn sleep_until(&self, at: Instant) -> bool {
         tokio::select! {
             () = tokio::time::sleep_until(at) => true,
             () = self.interrupted() => false,
         }
     }
+}
+
+/// How a step other than an HTTP request went.
+#[derive(Debug, Default)]
+pub struct StepOutcome {
+    pub error: Option<String>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
 }
 
 /// A request about to go: where, its bytes, and what its sample is.
@@ -220,6 +251,8 @@ pub struct Outgoing<'a> {
     pub head: bool,
     pub label: &'a str,
     pub check: Check<'a>,
+    /// A request taking longer fails as `timeout`.
+    pub timeout: Duration,
 }
 
 /// What a response must be to count as a success.

@@ -12,7 +12,7 @@
 //! | `/headers` | the request line and headers as the backend received them |
 //! | `/status/NNN` | an empty response with that status |
 //! | `/delay?ms=N` | answers after N ms |
-//! | `/__stats` | `connections=N requests=M` seen by this backend |
+//! | `/__stats` | `connections=N requests=M stomp_messages=K` seen by this backend (K: STOMP MESSAGE frames its broker sent) |
 //! | any path, WebSocket handshake | `/echo` echoes; others speak STOMP with `--stomp`, else echo |
 
 use bytes::Bytes;
@@ -108,7 +108,11 @@ async fn handle(
                 stats.connections.load(Ordering::Relaxed),
                 stats.requests.load(Ordering::Relaxed),
             );
-            text(StatusCode::OK, format!("connections={c} requests={r}\n"))
+            let m = stats.broker.messages_out();
+            text(
+                StatusCode::OK,
+                format!("connections={c} requests={r} stomp_messages={m}\n"),
+            )
         }
         "/delay" => {
             tokio::time::sleep(Duration::from_millis(number(&query, "ms"))).await;

@@ -143,6 +143,11 @@ pub struct Broker {
 }
 
 impl Broker {
+    /// MESSAGE frames sent to subscribers so far.
+    pub fn messages_out(&self) -> u64 {
+        self.messages.load(Ordering::Relaxed)
+    }
+
     fn subscribe(
         &self,
         destination: &str,

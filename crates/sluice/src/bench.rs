@@ -3,6 +3,7 @@
 use anyhow::{anyhow, Context};
 use clap::{Args, Subcommand};
 use sluice_bench::report::{table, Report, StepReport};
+use sluice_bench::scenario::Scenario;
 use sluice_bench::threshold::{failures, Threshold};
 use sluice_bench::{Length, Load, Plan, RequestSpec, Snapshot, Step, Target, Weighted};
 use std::io::{IsTerminal, Write};
@@ -25,8 +26,12 @@ pub struct BenchArgs {
     command: Option<BenchCommand>,
     /// The URLs to load (http://host:port/path); several are sent in turn, or by weight
     /// when written URL@WEIGHT.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "scenario")]
     urls: Vec<String>,
+    /// What each user does, as a TOML scenario file (HTTP, WebSocket and STOMP steps);
+    /// --users, --duration, --iterations and --ramp given here override the file's.
+    #[arg(long, conflicts_with_all = ["rate", "think", "method", "headers", "body"])]
+    scenario: Option<PathBuf>,
     /// Closed model: users per step, e.g. 100,200,400 (JMeter threads, nGrinder vusers).
     #[arg(long, value_delimiter = ',', conflicts_with = "rate")]
     users: Vec<usize>,
@@ -40,11 +45,11 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "duration")]
     iterations: Option<u64>,
     /// Start a step's users evenly over this time.
-    #[arg(long, default_value = "0s")]
-    ramp: String,
+    #[arg(long)]
+    ramp: Option<String>,
     /// Pause between a user's requests.
-    #[arg(long, default_value = "0s")]
-    think: String,
+    #[arg(long)]
+    think: Option<String>,
     /// Open a connection per request (reproduces a TIME_WAIT pile-up).
     #[arg(long)]
     no_keepalive: bool,
@@ -198,6 +203,77 @@ fn write_json(path: &PathBuf, report: &Report) -> anyhow::Result<()> {
 
 /// The plan the arguments describe, or what is wrong with them.
 fn plan(args: &BenchArgs) -> anyhow::Result<(Plan, Vec<Threshold>)> {
+    let thresholds = args
+        .fail_if
+        .iter()
+        .map(|t| Threshold::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut plan = Plan {
+        steps: Vec::new(),
+        requests: Vec::new(),
+        keep_alive: !args.no_keepalive,
+        timeout: duration("--timeout", &args.timeout)?,
+        pace: micros("--pace", &args.pace)?,
+        threads: args.threads,
+        source_addrs: args.source_addrs.clone(),
+        scenario: None,
+    };
+    match &args.scenario {
+        Some(path) => scenario_plan(args, path, &mut plan)?,
+        None => request_plan(args, &mut plan)?,
+    }
+    Ok((plan, thresholds))
+}
+
+/// A scenario's steps, with what the command line overrides.
+fn scenario_plan(args: &BenchArgs, path: &std::path::Path, plan: &mut Plan) -> anyhow::Result<()> {
+    if !args.urls.is_empty() {
+        return Err(anyhow!(
+            "give URLs or --scenario, not both (the scenario's `target` says where requests go)"
+        ));
+    }
+    let scenario = Scenario::load(path).map_err(|e| anyhow!("{e}"))?;
+    let users = if args.users.is_empty() {
+        scenario.users.clone()
+    } else {
+        args.users.clone()
+    };
+    if users.contains(&0) {
+        return Err(anyhow!("--users: every step needs at least one user"));
+    }
+    let length = match (
+        &args.duration,
+        args.iterations,
+        scenario.duration,
+        scenario.iterations,
+    ) {
+        (Some(d), _, _, _) => Length::Duration(duration("--duration", d)?),
+        (None, Some(0), _, _) => return Err(anyhow!("--iterations must be at least 1")),
+        (None, Some(n), _, _) => Length::Iterations(n),
+        (None, None, Some(d), _) => Length::Duration(d),
+        (None, None, None, n) => Length::Iterations(n.unwrap_or(1).max(1)),
+    };
+    let ramp = match &args.ramp {
+        Some(r) => duration("--ramp", r)?,
+        None => scenario.ramp,
+    };
+    plan.steps = users
+        .into_iter()
+        .map(|users| Step {
+            load: Load::Users {
+                users,
+                ramp,
+                think: Duration::ZERO,
+            },
+            length,
+        })
+        .collect();
+    plan.scenario = Some(std::sync::Arc::new(scenario));
+    Ok(())
+}
+
+/// Requests to URLs, in users or rate steps.
+fn request_plan(args: &BenchArgs, plan: &mut Plan) -> anyhow::Result<()> {
     let loads = loads(args)?;
     let length = match (&args.duration, args.iterations) {
         (Some(d), _) => Length::Duration(duration("--duration", d)?),
@@ -226,30 +302,18 @@ fn plan(args: &BenchArgs) -> anyhow::Result<(Plan, Vec<Threshold>)> {
         .iter()
         .map(|u| weighted(u, &args.method, &args.headers, &body))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let thresholds = args
-        .fail_if
-        .iter()
-        .map(|t| Threshold::parse(t))
-        .collect::<Result<Vec<_>, _>>()?;
-    let plan = Plan {
-        steps: loads
-            .into_iter()
-            .map(|load| Step { load, length })
-            .collect(),
-        requests,
-        keep_alive: !args.no_keepalive,
-        timeout: duration("--timeout", &args.timeout)?,
-        pace: micros("--pace", &args.pace)?,
-        threads: args.threads,
-        source_addrs: args.source_addrs.clone(),
-    };
-    Ok((plan, thresholds))
+    plan.steps = loads
+        .into_iter()
+        .map(|load| Step { load, length })
+        .collect();
+    plan.requests = requests;
+    Ok(())
 }
 
 fn loads(args: &BenchArgs) -> anyhow::Result<Vec<Load>> {
     let (ramp, think) = (
-        duration("--ramp", &args.ramp)?,
-        duration("--think", &args.think)?,
+        duration("--ramp", args.ramp.as_deref().unwrap_or("0s"))?,
+        duration("--think", args.think.as_deref().unwrap_or("0s"))?,
     );
     if !args.users.is_empty() {
         if args.users.contains(&0) {

@@ -8,6 +8,15 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 pub fn backend_addr(name: &str) -> SocketAddr {
+    spawn_backend(name, false)
+}
+
+/// A lab backend whose WebSocket clients speak STOMP to its own broker.
+pub fn stomp_backend_addr(name: &str) -> SocketAddr {
+    spawn_backend(name, true)
+}
+
+fn spawn_backend(name: &str, stomp: bool) -> SocketAddr {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -16,7 +25,7 @@ pub fn backend_addr(name: &str) -> SocketAddr {
     let options = Options {
         name: name.into(),
         delay: Duration::ZERO,
-        stomp: false,
+        stomp,
     };
     let addr = runtime
         .block_on(backend::spawn("127.0.0.1:0".parse().unwrap(), options))
@@ -56,6 +65,7 @@ pub fn plan(url: &str, steps: Vec<Step>, keep_alive: bool) -> Plan {
         pace: Duration::from_micros(100),
         threads: 2,
         source_addrs: vec![],
+        scenario: None,
     }
 }
 

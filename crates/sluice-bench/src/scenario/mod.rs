@@ -3,22 +3,38 @@
 //! ```toml
 //! target = "http://127.0.0.1:8080"   # where the steps' paths go
 //! users = [50, 100]                   # steps of users (the closed model)
-//! duration = "30s"                    # each step's length (or iterations = N runs)
+//! duration = "30s"                    # each step's length (or iterations = N loops)
 //! ramp = "5s"
 //! rooms = 31                          # {room} is the user's index modulo this
 //!
-//! [[step]]
+//! [[setup]]                           # once per user, before the loop
+//! ws = "/chat"                        # opens the user's WebSocket
+//! [[setup]]
+//! stomp = "CONNECT"
+//! [[setup]]
+//! stomp = "SUBSCRIBE /topic/room.{room}"   # waits for the broker's RECEIPT
+//!
+//! [[step]]                            # the loop
 //! name = "home"                       # the label its samples are reported under
 //! http = "GET /?room={room}"          # METHOD PATH; {user} and {room} are replaced
 //! expect_status = 200                 # or a list; anything else is an error
 //! expect_body = "Welcome"             # the body must contain this
 //! think = "100ms"                     # pause after the step
+//! [[step]]
+//! stomp = "SEND /topic/room.{room}"
+//! body = "hello from {user}"
+//!
+//! [[teardown]]                        # once per user, at the end
+//! stomp = "DISCONNECT"
 //! ```
 //!
 //! Every problem is reported at once, each with `file:line:col` and a hint, the way
 //! config errors are.
 
+mod steps;
+
 use crate::target::{Target, TargetError};
+
 use sluice_config::toml_edit::{Item, TableLike, Value};
 use sluice_config::{ConfigError, Errors, Reader};
 use std::time::Duration;
@@ -30,17 +46,10 @@ const TOP_KEYS: &[&str] = &[
     "iterations",
     "ramp",
     "rooms",
+    "delivery_wait",
+    "setup",
     "step",
-];
-const STEP_KEYS: &[&str] = &[
-    "name",
-    "http",
-    "headers",
-    "body",
-    "expect_status",
-    "expect_body",
-    "think",
-    "repeat",
+    "teardown",
 ];
 
 /// Text with `{user}` and `{room}` in it.
@@ -94,6 +103,7 @@ impl Template {
 /// What a step does.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
+    /// An HTTP request on the user's keep-alive connection.
     Http {
         method: String,
         path: Template,
@@ -102,6 +112,68 @@ pub enum Action {
         /// Statuses that pass; empty: any 2xx or 3xx.
         expect_status: Vec<u16>,
         expect_body: Option<String>,
+    },
+    /// Opens the user's WebSocket (one per user) at this path.
+    WsOpen {
+        path: Template,
+        headers: Vec<(String, Template)>,
+    },
+    /// Sends a text message.
+    WsSend(Template),
+    /// Waits for a text message containing this.
+    WsExpect(Template),
+    WsClose,
+    /// A STOMP frame on the user's WebSocket.
+    Stomp(Stomp),
+}
+
+impl Action {
+    /// What the step does, in a word or two: `GET`, `WS`, `STOMP SEND`, ...
+    pub fn kind(&self) -> String {
+        match self {
+            Action::Http { method, .. } => method.clone(),
+            Action::WsOpen { .. } => "WS".into(),
+            Action::WsSend(_) => "WS_SEND".into(),
+            Action::WsExpect(_) => "WS_EXPECT".into(),
+            Action::WsClose => "WS_CLOSE".into(),
+            Action::Stomp(s) => format!(
+                "STOMP {}",
+                match s {
+                    Stomp::Connect { .. } => "CONNECT",
+                    Stomp::Subscribe { .. } => "SUBSCRIBE",
+                    Stomp::Unsubscribe { .. } => "UNSUBSCRIBE",
+                    Stomp::Send { .. } => "SEND",
+                    Stomp::Disconnect { .. } => "DISCONNECT",
+                }
+            ),
+        }
+    }
+}
+
+/// A STOMP step. SUBSCRIBE and DISCONNECT ask for a receipt by default and wait for it,
+/// so that a subscription counts only once the broker has it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stomp {
+    Connect {
+        headers: Vec<(String, Template)>,
+    },
+    Subscribe {
+        destination: Template,
+        headers: Vec<(String, Template)>,
+        receipt: bool,
+    },
+    Unsubscribe {
+        destination: Template,
+    },
+    /// Its body carries a marker, so that each subscriber's copy is matched to it:
+    /// delivery latency and lost messages.
+    Send {
+        destination: Template,
+        headers: Vec<(String, Template)>,
+        body: Template,
+    },
+    Disconnect {
+        receipt: bool,
     },
 }
 
@@ -112,6 +184,9 @@ pub struct ScenarioStep {
     pub think: Duration,
     /// How many times in a row the step runs.
     pub repeat: u32,
+    /// How long the step may wait (for a response, a message, a receipt); the run's
+    /// `--timeout` when not given.
+    pub timeout: Option<Duration>,
 }
 
 /// A whole scenario.
@@ -123,7 +198,28 @@ pub struct Scenario {
     pub iterations: Option<u64>,
     pub ramp: Duration,
     pub rooms: usize,
+    /// After its last step, how long a user keeps listening for STOMP messages still
+    /// due to it before its teardown (messages not arrived by then are lost).
+    pub delivery_wait: Duration,
+    /// Steps each user runs once, before its loop.
+    pub setup: Vec<ScenarioStep>,
+    /// The loop: run until the step's duration is over, or `iterations` times.
     pub steps: Vec<ScenarioStep>,
+    /// Steps each user runs once at the end, even after the duration is over.
+    pub teardown: Vec<ScenarioStep>,
+}
+
+impl Scenario {
+    /// Every step, setup to teardown.
+    pub fn all_steps(&self) -> impl Iterator<Item = &ScenarioStep> {
+        self.setup.iter().chain(&self.steps).chain(&self.teardown)
+    }
+
+    /// True when a step speaks STOMP (the report then has a delivery section).
+    pub fn uses_stomp(&self) -> bool {
+        self.all_steps()
+            .any(|s| matches!(s.action, Action::Stomp(_)))
+    }
 }
 
 impl Scenario {
@@ -149,7 +245,10 @@ impl Scenario {
         }
         let ramp = r.duration(root, "ramp").unwrap_or_default();
         let rooms = r.integer(root, "rooms", 1 << 20).unwrap_or(1).max(1) as usize;
-        let steps = steps(&mut r, root);
+        let delivery_wait = r.duration(root, "delivery_wait");
+        let setup = section(&mut r, root, "setup", false);
+        let steps = section(&mut r, root, "step", true);
+        let teardown = section(&mut r, root, "teardown", false);
         if !r.errors.is_empty() {
             r.errors.sort_by_key(|e| (e.line, e.col));
             return Err(Errors(r.errors));
@@ -161,7 +260,10 @@ impl Scenario {
             iterations,
             ramp,
             rooms,
+            delivery_wait: delivery_wait.unwrap_or(Duration::from_secs(2)),
+            setup,
             steps,
+            teardown,
         })
     }
 
@@ -246,136 +348,31 @@ fn users(r: &mut Reader, root: &dyn TableLike) -> Vec<usize> {
     users
 }
 
-fn steps(r: &mut Reader, root: &dyn TableLike) -> Vec<ScenarioStep> {
-    let Some(item) = root.get("step") else {
-        r.error(
-            None,
-            "a scenario needs at least one [[step]]",
-            "add [[step]] tables, e.g. http = \"GET /\"",
-        );
+/// The `[[name]]` tables; `required`: at least one.
+fn section(r: &mut Reader, root: &dyn TableLike, name: &str, required: bool) -> Vec<ScenarioStep> {
+    let Some(item) = root.get(name) else {
+        if required {
+            r.error(
+                None,
+                format!("a scenario needs at least one [[{name}]]"),
+                format!("add [[{name}]] tables, e.g. http = \"GET /\""),
+            );
+        }
         return Vec::new();
     };
     let Some(tables) = item.as_array_of_tables() else {
         r.error(
             item.span(),
-            "`step` must be an array of tables",
-            "write each step as [[step]]",
+            format!("`{name}` must be an array of tables"),
+            format!("write each as [[{name}]]"),
         );
         return Vec::new();
     };
     tables
         .iter()
         .enumerate()
-        .filter_map(|(i, t)| step(r, t, i))
+        .filter_map(|(i, t)| steps::step(r, t, name, i))
         .collect()
-}
-
-fn step(r: &mut Reader, t: &dyn TableLike, index: usize) -> Option<ScenarioStep> {
-    r.only_keys(t, STEP_KEYS, "a [[step]]");
-    // Every key is checked, whatever else is wrong with the step.
-    let think = r.duration(t, "think").unwrap_or_default();
-    let repeat = r.integer(t, "repeat", 1_000_000).unwrap_or(1).max(1) as u32;
-    let headers = headers(r, t);
-    let body = r.string(t, "body").map_or(String::new(), |(b, _)| b);
-    let expect_status = statuses(r, t);
-    let expect_body = r.string(t, "expect_body").map(|(b, _)| b);
-    let name = r.string(t, "name").map(|(n, _)| n);
-    let (method, path, http) = http(r, t)?;
-    Some(ScenarioStep {
-        name: name.unwrap_or_else(|| format!("{} {}", index + 1, http)),
-        action: Action::Http {
-            method,
-            path: Template::parse(&path),
-            headers,
-            body: Template::parse(&body),
-            expect_status,
-            expect_body,
-        },
-        think,
-        repeat,
-    })
-}
-
-/// `http = "METHOD PATH"`: the method, the path, and the text as written.
-fn http(r: &mut Reader, t: &dyn TableLike) -> Option<(String, String, String)> {
-    let Some((http, span)) = r.string(t, "http") else {
-        if t.get("http").is_none() {
-            let span = t
-                .iter()
-                .next()
-                .and_then(|(k, _)| t.key(k))
-                .and_then(|k| k.span());
-            r.error(
-                span,
-                "a [[step]] needs what it does",
-                "e.g. http = \"GET /\"",
-            );
-        }
-        return None;
-    };
-    let parts = http
-        .split_once(' ')
-        .filter(|(m, p)| !m.is_empty() && p.trim().starts_with('/'));
-    let Some((method, path)) = parts else {
-        r.error(
-            span,
-            format!("`http` = \"{http}\" is not METHOD PATH"),
-            "e.g. http = \"POST /login\"",
-        );
-        return None;
-    };
-    Some((method.to_string(), path.trim().to_string(), http.clone()))
-}
-
-fn headers(r: &mut Reader, t: &dyn TableLike) -> Vec<(String, Template)> {
-    let Some(item) = t.get("headers") else {
-        return Vec::new();
-    };
-    let Some(array) = item.as_array() else {
-        r.error(
-            item.span(),
-            "`headers` must be a list of \"Name: value\"",
-            "e.g. headers = [\"Accept: application/json\"]",
-        );
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for v in array.iter() {
-        match v.as_str().and_then(|h| h.split_once(':')) {
-            Some((name, value)) if !name.trim().is_empty() && !name.contains(' ') => {
-                out.push((name.trim().to_string(), Template::parse(value.trim())));
-            }
-            _ => r.error(
-                v.span(),
-                "a header must be \"Name: value\"",
-                "e.g. \"Content-Type: application/json\"",
-            ),
-        }
-    }
-    out
-}
-
-fn statuses(r: &mut Reader, t: &dyn TableLike) -> Vec<u16> {
-    let Some(item) = t.get("expect_status") else {
-        return Vec::new();
-    };
-    let values: Vec<&Value> = match item.as_value() {
-        Some(Value::Array(a)) => a.iter().collect(),
-        Some(v) => vec![v],
-        None => Vec::new(),
-    };
-    let mut out = Vec::new();
-    for v in values {
-        match v.as_integer() {
-            Some(n) if (100..=599).contains(&n) => out.push(n as u16),
-            _ => r.error(
-                v.span(),
-                "`expect_status` takes HTTP statuses, 100 to 599",
-                "e.g. expect_status = [200, 204]",
-            ),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -404,13 +401,43 @@ mod tests {
             (s.steps[1].name.as_str(), s.steps[1].repeat),
             ("2 POST /up", 3)
         );
-        let Action::Http { expect_status, .. } = &s.steps[0].action;
+        let Action::Http { expect_status, .. } = &s.steps[0].action else {
+            panic!("not http: {:?}", s.steps[0].action);
+        };
         assert_eq!(expect_status, &vec![200]);
+        assert!(!s.uses_stomp());
+    }
+
+    #[test]
+    fn websocket_and_stomp_steps_read() {
+        let text = "target = \"http://127.0.0.1:8080\"\nusers = 4\niterations = 2\nrooms = 2\n\n[[setup]]\nws = \"/chat\"\n[[setup]]\nstomp = \"CONNECT\"\nheaders = [\"login: guest\"]\n[[setup]]\nstomp = \"SUBSCRIBE /topic/room.{room}\"\n\n[[step]]\nstomp = \"SEND /topic/room.{room}\"\nbody = \"hi from {user}\"\n[[step]]\nws_send = \"ping\"\n[[step]]\nws_expect = \"pong\"\ntimeout = \"1s\"\n\n[[teardown]]\nstomp = \"DISCONNECT\"\nreceipt = false\n[[teardown]]\nws_close = true\n";
+        let s = Scenario::parse("chat.toml", text).unwrap();
+        assert_eq!((s.setup.len(), s.steps.len(), s.teardown.len()), (3, 3, 2));
+        assert!(s.uses_stomp());
+        let Action::Stomp(Stomp::Subscribe {
+            destination,
+            receipt,
+            ..
+        }) = &s.setup[2].action
+        else {
+            panic!("{:?}", s.setup[2].action);
+        };
+        assert_eq!(
+            (destination.render(3, 1).as_str(), *receipt),
+            ("/topic/room.1", true)
+        );
+        assert_eq!(s.steps[2].timeout, Some(Duration::from_secs(1)));
+        assert_eq!(
+            s.teardown[0].action,
+            Action::Stomp(Stomp::Disconnect { receipt: false })
+        );
+        assert_eq!(s.teardown[1].action, Action::WsClose);
+        assert_eq!(s.delivery_wait, Duration::from_secs(2));
     }
 
     #[test]
     fn every_problem_is_reported_with_its_position() {
-        let text = "target = \"http://127.0.0.1:8080/x\"\nusers = [0]\nduration = \"soon\"\n\n[[step]]\nhtp = \"GET /\"\n\n[[step]]\nhttp = \"GET nowhere\"\nexpect_status = 99\n";
+        let text = "target = \"http://127.0.0.1:8080/x\"\nusers = [0]\nduration = \"soon\"\n\n[[step]]\nhtp = \"GET /\"\n\n[[step]]\nhttp = \"GET nowhere\"\nexpect_status = 99\n\n[[step]]\nws = \"/a\"\nhttp = \"GET /\"\n\n[[teardown]]\nstomp = \"PUBLISH /x\"\n";
         let errors = Scenario::parse("bad.toml", text).unwrap_err().to_string();
         for expected in [
             "bad.toml:1:10: `target` is a base URL",
@@ -419,6 +446,8 @@ mod tests {
             "bad.toml:6:1: unknown key `htp` in a [[step]] (did you mean `http`?)",
             "bad.toml:9:8: `http` = \"GET nowhere\" is not METHOD PATH",
             "bad.toml:10:17: `expect_status` takes HTTP statuses",
+            "bad.toml:13:1: a [[step]] does one thing: http, ws",
+            "bad.toml:17:9: `stomp` = \"PUBLISH /x\" is not a STOMP step",
         ] {
             assert!(
                 errors.contains(expected),

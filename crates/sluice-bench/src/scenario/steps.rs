@@ -1,0 +1,252 @@
+//! Reading one `[[setup]]`, `[[step]]` or `[[teardown]]` table: which action it is (one
+//! of `http`, `ws`, `ws_send`, `ws_expect`, `ws_close`, `stomp`) and its options.
+
+use super::{Action, ScenarioStep, Stomp, Template};
+use sluice_config::toml_edit::{TableLike, Value};
+use sluice_config::Reader;
+use std::ops::Range;
+
+type Span = Range<usize>;
+
+/// The keys that say what a step does; a step has exactly one.
+const ACTIONS: &[&str] = &["http", "ws", "ws_send", "ws_expect", "ws_close", "stomp"];
+
+pub(super) const STEP_KEYS: &[&str] = &[
+    "name",
+    "http",
+    "ws",
+    "ws_send",
+    "ws_expect",
+    "ws_close",
+    "stomp",
+    "headers",
+    "body",
+    "expect_status",
+    "expect_body",
+    "receipt",
+    "timeout",
+    "think",
+    "repeat",
+];
+
+pub(super) fn step(
+    r: &mut Reader,
+    t: &dyn TableLike,
+    section: &str,
+    index: usize,
+) -> Option<ScenarioStep> {
+    r.only_keys(t, STEP_KEYS, &format!("a [[{section}]]"));
+    // Every key is checked, whatever else is wrong with the step.
+    let think = r.duration(t, "think").unwrap_or_default();
+    let repeat = r.integer(t, "repeat", 1_000_000).unwrap_or(1).max(1) as u32;
+    let timeout = r.timeout(t, "timeout");
+    let name = r.string(t, "name").map(|(n, _)| n);
+    let (key, text, span) = action_key(r, t, section)?;
+    let action = action(r, t, key, &text, span)?;
+    Some(ScenarioStep {
+        name: name.unwrap_or_else(|| format!("{} {}", index + 1, text)),
+        action,
+        think,
+        repeat,
+        timeout,
+    })
+}
+
+/// The one action key of the step, its text (`true` for `ws_close`) and where it is.
+fn action_key<'k>(
+    r: &mut Reader,
+    t: &dyn TableLike,
+    section: &str,
+) -> Option<(&'k str, String, Option<Span>)> {
+    let present: Vec<&str> = ACTIONS
+        .iter()
+        .copied()
+        .filter(|k| t.get(k).is_some())
+        .collect();
+    let first_key_span = || {
+        t.iter()
+            .next()
+            .and_then(|(k, _)| t.key(k))
+            .and_then(|k| k.span())
+    };
+    match present.as_slice() {
+        [] => {
+            r.error(
+                first_key_span(),
+                format!("a [[{section}]] needs what it does"),
+                "one of http = \"GET /\", ws = \"/chat\", ws_send, ws_expect, ws_close = true, stomp = \"CONNECT\"",
+            );
+            None
+        }
+        [key] if *key == "ws_close" => {
+            let yes = r.boolean(t, key)?;
+            let span = t.get(key).and_then(|i| i.span());
+            if !yes {
+                r.error(span, "`ws_close` can only be true", "write ws_close = true");
+                return None;
+            }
+            Some((key, "ws_close".into(), span))
+        }
+        [key] => {
+            let (text, span) = r.string(t, key)?;
+            Some((key, text, span))
+        }
+        [_, second, ..] => {
+            let span = t.key(second).and_then(|k| k.span());
+            r.error(
+                span,
+                format!("a [[{section}]] does one thing: {}", present.join(", ")),
+                "split it into one step per action",
+            );
+            None
+        }
+    }
+}
+
+fn action(
+    r: &mut Reader,
+    t: &dyn TableLike,
+    key: &str,
+    text: &str,
+    span: Option<Span>,
+) -> Option<Action> {
+    let headers = headers(r, t);
+    let body = r.string(t, "body").map_or(String::new(), |(b, _)| b);
+    let body = Template::parse(&body);
+    let expect_status = statuses(r, t);
+    let expect_body = r.string(t, "expect_body").map(|(b, _)| b);
+    let receipt = r.boolean(t, "receipt").unwrap_or(true);
+    Some(match key {
+        "http" => {
+            let (method, path) = method_path(r, text, span)?;
+            Action::Http {
+                method,
+                path: Template::parse(&path),
+                headers,
+                body,
+                expect_status,
+                expect_body,
+            }
+        }
+        "ws" => {
+            if !text.starts_with('/') {
+                r.error(span, "`ws` is the path to open", "e.g. ws = \"/chat\"");
+                return None;
+            }
+            Action::WsOpen {
+                path: Template::parse(text),
+                headers,
+            }
+        }
+        "ws_send" => Action::WsSend(Template::parse(text)),
+        "ws_expect" => Action::WsExpect(Template::parse(text)),
+        "ws_close" => Action::WsClose,
+        _ => Action::Stomp(stomp(r, text, span, headers, body, receipt)?),
+    })
+}
+
+/// `stomp = "CONNECT" | "SUBSCRIBE dest" | "UNSUBSCRIBE dest" | "SEND dest" | "DISCONNECT"`.
+fn stomp(
+    r: &mut Reader,
+    text: &str,
+    span: Option<Span>,
+    headers: Vec<(String, Template)>,
+    body: Template,
+    receipt: bool,
+) -> Option<Stomp> {
+    let (command, destination) = match text.split_once(' ') {
+        Some((c, d)) => (c, Some(Template::parse(d.trim()))),
+        None => (text, None),
+    };
+    let stomp = match (command, destination) {
+        ("CONNECT" | "STOMP", None) => Stomp::Connect { headers },
+        ("SUBSCRIBE", Some(destination)) => Stomp::Subscribe {
+            destination,
+            headers,
+            receipt,
+        },
+        ("UNSUBSCRIBE", Some(destination)) => Stomp::Unsubscribe { destination },
+        ("SEND", Some(destination)) => Stomp::Send {
+            destination,
+            headers,
+            body,
+        },
+        ("DISCONNECT", None) => Stomp::Disconnect { receipt },
+        _ => {
+            r.error(
+                span,
+                format!("`stomp` = \"{text}\" is not a STOMP step"),
+                "CONNECT, SUBSCRIBE /dest, UNSUBSCRIBE /dest, SEND /dest or DISCONNECT",
+            );
+            return None;
+        }
+    };
+    Some(stomp)
+}
+
+/// `http = "METHOD PATH"`.
+fn method_path(r: &mut Reader, http: &str, span: Option<Span>) -> Option<(String, String)> {
+    let parts = http
+        .split_once(' ')
+        .filter(|(m, p)| !m.is_empty() && p.trim().starts_with('/'));
+    let Some((method, path)) = parts else {
+        r.error(
+            span,
+            format!("`http` = \"{http}\" is not METHOD PATH"),
+            "e.g. http = \"POST /login\"",
+        );
+        return None;
+    };
+    Some((method.to_string(), path.trim().to_string()))
+}
+
+fn headers(r: &mut Reader, t: &dyn TableLike) -> Vec<(String, Template)> {
+    let Some(item) = t.get("headers") else {
+        return Vec::new();
+    };
+    let Some(array) = item.as_array() else {
+        r.error(
+            item.span(),
+            "`headers` must be a list of \"Name: value\"",
+            "e.g. headers = [\"Accept: application/json\"]",
+        );
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for v in array.iter() {
+        match v.as_str().and_then(|h| h.split_once(':')) {
+            Some((name, value)) if !name.trim().is_empty() && !name.contains(' ') => {
+                out.push((name.trim().to_string(), Template::parse(value.trim())));
+            }
+            _ => r.error(
+                v.span(),
+                "a header must be \"Name: value\"",
+                "e.g. \"Content-Type: application/json\"",
+            ),
+        }
+    }
+    out
+}
+
+fn statuses(r: &mut Reader, t: &dyn TableLike) -> Vec<u16> {
+    let Some(item) = t.get("expect_status") else {
+        return Vec::new();
+    };
+    let values: Vec<&Value> = match item.as_value() {
+        Some(Value::Array(a)) => a.iter().collect(),
+        Some(v) => vec![v],
+        None => Vec::new(),
+    };
+    let mut out = Vec::new();
+    for v in values {
+        match v.as_integer() {
+            Some(n) if (100..=599).contains(&n) => out.push(n as u16),
+            _ => r.error(
+                v.span(),
+                "`expect_status` takes HTTP statuses, 100 to 599",
+                "e.g. expect_status = [200, 204]",
+            ),
+        }
+    }
+    out
+}

@@ -1,0 +1,456 @@
+//! A scenario's virtual users (the closed model): each runs its setup steps once, loops
+//! over the steps until the load step's duration is over (or `iterations` times),
+//! listens a while for the STOMP messages still due to it, and runs its teardown.
+//! HTTP steps share one keep-alive connection per user; WebSocket and STOMP steps, the
+//! user's one WebSocket. Every step's outcome is a sample under the step's name.
+
+use crate::conn::{connect, Connection};
+use crate::plan::Length;
+use crate::scenario::{Action, Scenario, ScenarioStep, Stomp, Template};
+use crate::stomp;
+use crate::websocket::{Incoming, WsConn};
+use crate::worker::{Check, Outgoing, StepOutcome, Worker};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How often a user that finished its loop looks whether its messages have all come.
+const DELIVERY_POLL: Duration = Duration::from_millis(20);
+
+/// This thread's users of a scenario step: users `index, index + threads, ...`.
+pub async fn run_scenario(
+    w: Rc<Worker>,
+    scenario: Arc<Scenario>,
+    users: usize,
+    ramp: Duration,
+    length: Length,
+) {
+    let deadline = match length {
+        Length::Duration(d) => Some(w.start + d),
+        Length::Iterations(_) => None,
+    };
+    let tasks: Vec<_> = (w.index..users)
+        .step_by(w.threads)
+        .map(|u| {
+            let offset = ramp.mul_f64(u as f64 / users as f64);
+            let user = VirtualUser {
+                w: w.clone(),
+                room: u % scenario.rooms,
+                user: u as u32,
+                scenario: scenario.clone(),
+                http: None,
+                ws: None,
+                sent: 0,
+                frames: 0,
+                subscriptions: Vec::new(),
+            };
+            tokio::task::spawn_local(user.run(offset, length, deadline))
+        })
+        .collect();
+    for task in tasks {
+        let _ = task.await;
+    }
+}
+
+struct VirtualUser {
+    w: Rc<Worker>,
+    scenario: Arc<Scenario>,
+    user: u32,
+    room: usize,
+    http: Option<Connection>,
+    ws: Option<WsConn>,
+    /// STOMP SENDs so far: each one's number in its marker.
+    sent: u32,
+    /// Frames that needed an id (subscriptions, receipts).
+    frames: u32,
+    /// Destination -> subscription id.
+    subscriptions: Vec<(String, String)>,
+}
+
+impl VirtualUser {
+    async fn run(mut self, offset: Duration, length: Length, deadline: Option<Instant>) {
+        let w = self.w.clone();
+        if !w.sleep_until(w.start + offset).await {
+            return;
+        }
+        w.progress.active(1);
+        let scenario = self.scenario.clone();
+        let mut looped = self.steps(&scenario.setup, deadline).await;
+        let mut n = 0;
+        while looped {
+            let over = match length {
+                Length::Iterations(k) => n >= k,
+                Length::Duration(_) => deadline.is_some_and(|d| Instant::now() >= d),
+            };
+            if over || w.stopped() {
+                break;
+            }
+            looped = self.steps(&scenario.steps, deadline).await;
+            n += 1;
+        }
+        if scenario.uses_stomp() {
+            self.await_deliveries().await;
+        }
+        if !w.stopped() {
+            self.steps(&scenario.teardown, None).await;
+        }
+        w.deliveries.leave(self.user);
+        w.progress.active(-1);
+    }
+
+    /// Runs `steps` in order; false when the deadline passed or the run was
+    /// interrupted before the last.
+    async fn steps(&mut self, steps: &[ScenarioStep], deadline: Option<Instant>) -> bool {
+        let w = self.w.clone();
+        for step in steps {
+            for _ in 0..step.repeat {
+                if w.stopped() || deadline.is_some_and(|d| Instant::now() >= d) {
+                    return false;
+                }
+                self.step(step).await;
+                if !step.think.is_zero() {
+                    let wake = Instant::now() + step.think;
+                    if !w.sleep_until(deadline.map_or(wake, |d| wake.min(d))).await {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    async fn step(&mut self, step: &ScenarioStep) {
+        let w = self.w.clone();
+        let timeout = step.timeout.unwrap_or(w.plan.timeout);
+        if let Action::Http { .. } = step.action {
+            return self.http(step, timeout).await;
+        }
+        let began = Instant::now();
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(timeout, self.socket_step(&step.action)) => {
+                r.unwrap_or_else(|_| StepOutcome { error: Some("timeout".into()), ..Default::default() })
+            }
+            () = w.interrupted() => return,
+        };
+        w.record(&step.name, (began, Instant::now()), outcome);
+    }
+
+    fn render(&self, t: &Template) -> String {
+        t.render(self.user as usize, self.room)
+    }
+
+    fn render_headers(&self, headers: &[(String, Template)]) -> Vec<(String, String)> {
+        headers
+            .iter()
+            .map(|(n, v)| (n.clone(), self.render(v)))
+            .collect()
+    }
+
+    async fn http(&mut self, step: &ScenarioStep, timeout: Duration) {
+        let Action::Http {
+            method,
+            path,
+            headers,
+            body,
+            expect_status,
+            expect_body,
+        } = &step.action
+        else {
+            return;
+        };
+        let bytes = self.encode_http(method, path, headers, body);
+        let out = Outgoing {
+            addr: self.scenario.target.addr,
+            bytes: &bytes,
+            head: method == "HEAD",
+            label: &step.name,
+            check: Check {
+                statuses: expect_status,
+                body: expect_body.as_deref(),
+            },
+            timeout,
+        };
+        let w = self.w.clone();
+        w.send(&mut self.http, &out, Instant::now()).await;
+    }
+
+    fn encode_http(
+        &self,
+        method: &str,
+        path: &Template,
+        headers: &[(String, Template)],
+        body: &Template,
+    ) -> Vec<u8> {
+        let body = self.render(body);
+        let mut out = format!("{method} {} HTTP/1.1\r\n", self.render(path));
+        let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+        if !has("host") {
+            out.push_str(&format!("Host: {}\r\n", self.scenario.target.authority));
+        }
+        for (name, value) in self.render_headers(headers) {
+            out.push_str(&format!("{name}: {value}\r\n"));
+        }
+        if !body.is_empty() && !has("content-length") {
+            out.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        if !self.w.plan.keep_alive && !has("connection") {
+            out.push_str("Connection: close\r\n");
+        }
+        out.push_str("\r\n");
+        out.push_str(&body);
+        out.into_bytes()
+    }
+
+    /// A WebSocket or STOMP step.
+    async fn socket_step(&mut self, action: &Action) -> StepOutcome {
+        let result = match action {
+            Action::WsOpen { path, headers } => self.open(path, headers).await.map(|()| 0),
+            Action::WsSend(text) => {
+                let text = self.render(text);
+                match self.ws() {
+                    Ok(ws) => ws.send(text).await,
+                    Err(e) => Err(e),
+                }
+            }
+            Action::WsExpect(text) => self.expect(text).await,
+            Action::WsClose => self.close().await,
+            Action::Stomp(s) => self.stomp(s).await,
+            Action::Http { .. } => Ok(0),
+        };
+        let bytes_in = self
+            .ws
+            .as_ref()
+            .map_or(0, |ws| ws.inbox.bytes_in.replace(0));
+        match result {
+            Ok(bytes_out) => StepOutcome {
+                error: None,
+                bytes_in,
+                bytes_out,
+            },
+            Err(e) => StepOutcome {
+                error: Some(e),
+                bytes_in,
+                bytes_out: 0,
+            },
+        }
+    }
+
+    fn ws(&mut self) -> Result<&mut WsConn, String> {
+        self.ws
+            .as_mut()
+            .ok_or_else(|| "no websocket open (a ws step comes first)".to_string())
+    }
+
+    async fn open(
+        &mut self,
+        path: &Template,
+        headers: &[(String, Template)],
+    ) -> Result<(), String> {
+        self.ws = None;
+        let target = &self.scenario.target;
+        let stream = connect(target.addr, self.w.source())
+            .await
+            .map_err(|e| e.to_string())?;
+        let headers = self.render_headers(headers);
+        let path = self.render(path);
+        let deliveries = self.w.deliveries.clone();
+        let ws = WsConn::open(
+            stream,
+            &target.authority,
+            &path,
+            &headers,
+            self.user,
+            deliveries,
+        )
+        .await?;
+        self.ws = Some(ws);
+        Ok(())
+    }
+
+    /// Waits for a message containing `text`, dropping others (as JMeter's WebSocket
+    /// read sampler does).
+    async fn expect(&mut self, text: &Template) -> Result<u64, String> {
+        let needle = self.render(text);
+        let ws = self.ws()?;
+        ws.inbox
+            .wait_for(|item| {
+                let text = match item {
+                    Incoming::Text(t) => t,
+                    Incoming::Frame(f) => &f.body,
+                };
+                text.contains(&needle).then_some(Ok(0))
+            })
+            .await
+    }
+
+    async fn close(&mut self) -> Result<u64, String> {
+        let result = self.ws()?.close().await;
+        self.ws = None;
+        result.map(|()| 0)
+    }
+
+    /// The next id for a subscription or a receipt, unique within this user.
+    fn next_id(&mut self, prefix: &str) -> String {
+        self.frames += 1;
+        format!("{prefix}-{}-{}", self.user, self.frames)
+    }
+
+    async fn stomp(&mut self, step: &Stomp) -> Result<u64, String> {
+        match step {
+            Stomp::Connect { headers } => self.stomp_connect(headers).await,
+            Stomp::Subscribe {
+                destination,
+                headers,
+                receipt,
+            } => self.subscribe(destination, headers, *receipt).await,
+            Stomp::Unsubscribe { destination } => self.unsubscribe(destination).await,
+            Stomp::Send {
+                destination,
+                headers,
+                body,
+            } => self.stomp_send(destination, headers, body).await,
+            Stomp::Disconnect { receipt } => self.disconnect(*receipt).await,
+        }
+    }
+
+    async fn stomp_connect(&mut self, headers: &[(String, Template)]) -> Result<u64, String> {
+        let host = self.scenario.target.authority.clone();
+        let extra = self.render_headers(headers);
+        let mut all = vec![
+            ("accept-version", "1.2"),
+            ("host", host.as_str()),
+            ("heart-beat", "0,0"),
+        ];
+        all.extend(extra.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        let frame = stomp::encode("CONNECT", &all, "");
+        let ws = self.ws()?;
+        ws.inbox.stomp.set(true);
+        let n = ws.send(frame).await?;
+        ws.inbox
+            .wait_for(|item| answer(item, "CONNECTED", None))
+            .await?;
+        Ok(n)
+    }
+
+    async fn subscribe(
+        &mut self,
+        destination: &Template,
+        headers: &[(String, Template)],
+        receipt: bool,
+    ) -> Result<u64, String> {
+        let destination = self.render(destination);
+        let id = self.next_id("sub");
+        let receipt_id = self.next_id("receipt");
+        let extra = self.render_headers(headers);
+        let mut all = vec![("destination", destination.as_str()), ("id", id.as_str())];
+        if receipt {
+            all.push(("receipt", receipt_id.as_str()));
+        }
+        all.extend(extra.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        let frame = stomp::encode("SUBSCRIBE", &all, "");
+        let ws = self.ws()?;
+        let n = ws.send(frame).await?;
+        if receipt {
+            let want = Some(receipt_id.as_str());
+            ws.inbox
+                .wait_for(|item| answer(item, "RECEIPT", want))
+                .await?;
+        }
+        self.w.deliveries.subscribed(&destination, self.user);
+        self.subscriptions.push((destination, id));
+        Ok(n)
+    }
+
+    async fn unsubscribe(&mut self, destination: &Template) -> Result<u64, String> {
+        let destination = self.render(destination);
+        let i = self
+            .subscriptions
+            .iter()
+            .position(|(d, _)| *d == destination)
+            .ok_or_else(|| format!("not subscribed to {destination}"))?;
+        let (destination, id) = self.subscriptions.swap_remove(i);
+        self.w.deliveries.unsubscribed(&destination, self.user);
+        let frame = stomp::encode("UNSUBSCRIBE", &[("id", id.as_str())], "");
+        self.ws()?.send(frame).await
+    }
+
+    async fn stomp_send(
+        &mut self,
+        destination: &Template,
+        headers: &[(String, Template)],
+        body: &Template,
+    ) -> Result<u64, String> {
+        let destination = self.render(destination);
+        let seq = self.sent;
+        self.sent += 1;
+        let body = format!("{} {}", self.render(body), stomp::marker(self.user, seq));
+        let extra = self.render_headers(headers);
+        let mut all = vec![
+            ("destination", destination.as_str()),
+            ("content-type", "text/plain"),
+        ];
+        all.extend(extra.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        let frame = stomp::encode("SEND", &all, &body);
+        let deliveries = self.w.deliveries.clone();
+        deliveries.sending(&destination, self.user, seq, std::time::Instant::now());
+        let sent = match self.ws() {
+            Ok(ws) => ws.send(frame).await,
+            Err(e) => Err(e),
+        };
+        if sent.is_err() {
+            deliveries.not_sent(self.user, seq);
+        }
+        sent
+    }
+
+    async fn disconnect(&mut self, receipt: bool) -> Result<u64, String> {
+        self.w.deliveries.leave(self.user);
+        self.subscriptions.clear();
+        let receipt_id = self.next_id("receipt");
+        let headers: &[(&str, &str)] = if receipt {
+            &[("receipt", receipt_id.as_str())]
+        } else {
+            &[]
+        };
+        let frame = stomp::encode("DISCONNECT", headers, "");
+        let ws = self.ws()?;
+        let n = ws.send(frame).await?;
+        if receipt {
+            let want = Some(receipt_id.as_str());
+            ws.inbox
+                .wait_for(|item| answer(item, "RECEIPT", want))
+                .await?;
+        }
+        Ok(n)
+    }
+
+    /// After its loop, a user stays subscribed until every message sent to its
+    /// destinations so far has reached it, or `delivery_wait` passed (the rest is lost).
+    async fn await_deliveries(&self) {
+        let until = Instant::now() + self.scenario.delivery_wait;
+        while !self.w.deliveries.leave_if_done(self.user) {
+            let now = Instant::now();
+            if now >= until || !self.w.sleep_until(now + DELIVERY_POLL).await {
+                break;
+            }
+        }
+    }
+}
+
+/// Whether `item` is the frame a STOMP step waits for (`command`, with `receipt-id`
+/// `receipt` when given): `Some(Ok)` if so, `Some(Err)` for an ERROR frame or garbage,
+/// `None` to drop it and keep waiting.
+fn answer(item: &Incoming, command: &str, receipt: Option<&str>) -> Option<Result<(), String>> {
+    match item {
+        Incoming::Frame(f) if f.command == command => {
+            (receipt.is_none() || f.header("receipt-id") == receipt).then_some(Ok(()))
+        }
+        Incoming::Frame(f) if f.command == "ERROR" => Some(Err(format!(
+            "STOMP ERROR: {}",
+            f.header("message").unwrap_or(f.body.trim())
+        ))),
+        Incoming::Frame(_) => None,
+        Incoming::Text(t) => Some(Err(t.clone())),
+    }
+}
