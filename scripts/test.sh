@@ -2,13 +2,15 @@
 # The whole test suite, as CI runs it: formatting, lints, every test, and validation of
 # every example config. Works on a fresh Debian machine with Rust: it installs the few
 # system tools the tests use itself (curl; nginx, which a test compares ketama hashing with;
-# python3 with h11, the differential test's reference parser).
+# python3 with h11, the differential test's reference parser; chromium, headless, which
+# opens the `sluice bench --html` report in a test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v curl >/dev/null || need_apt+=(curl)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
+command -v chromium >/dev/null || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "== installing ${need_apt[*]}"
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

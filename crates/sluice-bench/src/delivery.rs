@@ -1,7 +1,9 @@
 //! Message delivery of a STOMP scenario: every SEND is expected at every user then
-//! subscribed to its destination (as far as this generator knows, after the broker's
-//! RECEIPT), and each copy that arrives is matched to it by its marker. What has not
-//! arrived when the step ends is lost. Latency runs from just before the SEND was
+//! subscribed to its destination (as far as this generator knows: once the broker's
+//! RECEIPT came back), and each copy that arrives is matched to it by its marker. What
+//! has not arrived when the step ends is lost. A user whose SUBSCRIBE is written but
+//! not yet confirmed may or may not get a copy: if it does, the copy counts as due and
+//! delivered; if not, it is not lost. Latency runs from just before the SEND was
 //! written to the copy's arrival.
 //!
 //! One tracker per step, shared by the worker threads (a subscriber and the sender
@@ -20,8 +22,8 @@ pub struct Deliveries {
 
 #[derive(Default)]
 struct Inner {
-    /// Destination -> the users subscribed to it.
-    subscribers: HashMap<String, Vec<u32>>,
+    /// Destination -> the users subscribed to it, and whether the broker confirmed it.
+    subscribers: HashMap<String, Vec<(u32, bool)>>,
     /// (sender, number) -> when it went and who has yet to receive it.
     pending: HashMap<(u32, u32), Pending>,
     /// User -> how many copies it has yet to receive.
@@ -32,6 +34,8 @@ struct Inner {
 struct Pending {
     sent: Instant,
     waiting: Vec<u32>,
+    /// Users whose subscription was not confirmed yet when it was sent.
+    maybe: Vec<u32>,
 }
 
 /// What the deliveries of a step came to.
@@ -42,8 +46,9 @@ pub struct DeliverySummary {
     /// Copies expected: each SEND times its destination's subscribers.
     pub expected: u64,
     pub delivered: u64,
-    /// Copies that arrived at a user not expecting them (subscribed before its receipt
-    /// came back, or a second copy).
+    /// Copies that arrived at a user not expecting them: a second copy, or one whose
+    /// SEND crossed the user's SUBSCRIBE (written after the SEND's subscribers were
+    /// taken, read by the broker before the SEND).
     pub unexpected: u64,
     pub latency: Latency,
     /// Copies expected and not arrived (filled in by [`Deliveries::finish`]).
@@ -68,39 +73,51 @@ impl Deliveries {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn subscribed(&self, destination: &str, user: u32) {
+    /// `user` wrote a SUBSCRIBE to `destination`; `confirmed`: the broker's receipt
+    /// came back (or none was asked for).
+    pub fn subscribed(&self, destination: &str, user: u32, confirmed: bool) {
         let mut inner = self.lock();
         let subs = inner
             .subscribers
             .entry(destination.to_string())
             .or_default();
-        if !subs.contains(&user) {
-            subs.push(user);
+        match subs.iter_mut().find(|(u, _)| *u == user) {
+            Some(entry) => entry.1 |= confirmed,
+            None => subs.push((user, confirmed)),
         }
     }
 
     pub fn unsubscribed(&self, destination: &str, user: u32) {
         if let Some(subs) = self.lock().subscribers.get_mut(destination) {
-            subs.retain(|u| *u != user);
+            subs.retain(|(u, _)| *u != user);
         }
     }
 
     /// A SEND by `sender`, number `seq`, is about to be written to `destination`.
     pub fn sending(&self, destination: &str, sender: u32, seq: u32, at: Instant) {
         let mut inner = self.lock();
-        let waiting = inner
-            .subscribers
-            .get(destination)
-            .cloned()
-            .unwrap_or_default();
+        let subs = inner.subscribers.get(destination);
+        let pick = |confirmed: bool| -> Vec<u32> {
+            subs.into_iter()
+                .flatten()
+                .filter(|(_, c)| *c == confirmed)
+                .map(|(u, _)| *u)
+                .collect()
+        };
+        let (waiting, maybe) = (pick(true), pick(false));
         for u in &waiting {
             *inner.due.entry(*u).or_default() += 1;
         }
         inner.summary.messages += 1;
         inner.summary.expected += waiting.len() as u64;
-        inner
-            .pending
-            .insert((sender, seq), Pending { sent: at, waiting });
+        inner.pending.insert(
+            (sender, seq),
+            Pending {
+                sent: at,
+                waiting,
+                maybe,
+            },
+        );
     }
 
     /// The SEND could not be written: nobody is to expect it.
@@ -118,20 +135,27 @@ impl Deliveries {
     /// A copy of (sender, seq) reached `user`.
     pub fn arrived(&self, sender: u32, seq: u32, user: u32, at: Instant) {
         let mut inner = self.lock();
+        let inner = &mut *inner;
         let Some(p) = inner.pending.get_mut(&(sender, seq)) else {
             inner.summary.unexpected += 1;
             return;
         };
-        let Some(i) = p.waiting.iter().position(|u| *u == user) else {
+        if let Some(i) = p.waiting.iter().position(|u| *u == user) {
+            p.waiting.swap_remove(i);
+            if let Some(n) = inner.due.get_mut(&user) {
+                *n = n.saturating_sub(1);
+            }
+        } else if let Some(i) = p.maybe.iter().position(|u| *u == user) {
+            p.maybe.swap_remove(i);
+            inner.summary.expected += 1;
+        } else {
             inner.summary.unexpected += 1;
             return;
-        };
-        p.waiting.swap_remove(i);
+        }
         let sent = p.sent;
-        if p.waiting.is_empty() {
+        if p.waiting.is_empty() && p.maybe.is_empty() {
             inner.pending.remove(&(sender, seq));
         }
-        inner.undue(user);
         inner.summary.delivered += 1;
         inner
             .summary
@@ -174,7 +198,7 @@ impl Inner {
 
     fn forget(&mut self, user: u32) {
         for subs in self.subscribers.values_mut() {
-            subs.retain(|u| *u != user);
+            subs.retain(|(u, _)| *u != user);
         }
     }
 }
@@ -189,9 +213,9 @@ mod tests {
         let d = Deliveries::default();
         let t0 = Instant::now();
         for u in [1, 2, 3] {
-            d.subscribed("/room.0", u);
+            d.subscribed("/room.0", u, true);
         }
-        d.subscribed("/room.1", 4);
+        d.subscribed("/room.1", 4, true);
         d.sending("/room.0", 1, 0, t0);
         d.sending("/room.1", 4, 0, t0);
         d.arrived(1, 0, 1, t0 + Duration::from_millis(2));
@@ -203,11 +227,20 @@ mod tests {
         d.arrived(2, 0, 2, t0 + Duration::from_millis(1));
         d.sending("/room.0", 2, 1, t0);
         d.not_sent(2, 1);
+        // User 5's subscription is not confirmed yet: its copy counts if it comes,
+        // and is not lost if it does not.
+        d.subscribed("/room.1", 5, false);
+        d.sending("/room.1", 4, 1, t0);
+        d.sending("/room.1", 4, 2, t0);
+        d.arrived(4, 1, 5, t0 + Duration::from_millis(1));
+        d.arrived(4, 1, 4, t0 + Duration::from_millis(1));
+        d.arrived(4, 2, 4, t0 + Duration::from_millis(1));
         let s = d.finish();
         // room.0's first message: 3 copies, 2 arrived; room.1's: 1 copy, none
-        // arrived; the second room.0 message went to users 2 and 3 (1 had left).
-        assert_eq!((s.messages, s.expected), (3, 6));
-        assert_eq!((s.delivered, s.lost, s.unexpected), (3, 3, 1));
+        // arrived; the second room.0 message went to users 2 and 3 (1 had left); two
+        // more to room.1, one of them reaching user 5 too.
+        assert_eq!((s.messages, s.expected), (5, 9));
+        assert_eq!((s.delivered, s.lost, s.unexpected), (6, 3, 1));
         assert_eq!(s.latency.moments.max_us, 4000);
     }
 }

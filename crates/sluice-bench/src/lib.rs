@@ -17,6 +17,7 @@
 pub mod conn;
 pub mod delivery;
 pub mod hdrlog;
+pub mod html;
 pub mod merge;
 mod pacer;
 pub mod plan;

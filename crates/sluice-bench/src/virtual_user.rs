@@ -349,6 +349,11 @@ impl VirtualUser {
         }
         all.extend(extra.iter().map(|(n, v)| (n.as_str(), v.as_str())));
         let frame = stomp::encode("SUBSCRIBE", &all, "");
+        let deliveries = self.w.deliveries.clone();
+        let user = self.user;
+        self.subscriptions.push((destination.clone(), id));
+        // From now on copies may come; they are due once the receipt is back.
+        deliveries.subscribed(&destination, user, !receipt);
         let ws = self.ws()?;
         let n = ws.send(frame).await?;
         if receipt {
@@ -356,9 +361,8 @@ impl VirtualUser {
             ws.inbox
                 .wait_for(|item| answer(item, "RECEIPT", want))
                 .await?;
+            deliveries.subscribed(&destination, user, true);
         }
-        self.w.deliveries.subscribed(&destination, self.user);
-        self.subscriptions.push((destination, id));
         Ok(n)
     }
 

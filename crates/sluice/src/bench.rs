@@ -29,7 +29,8 @@ pub struct BenchArgs {
     #[arg(required_unless_present = "scenario")]
     urls: Vec<String>,
     /// What each user does, as a TOML scenario file (HTTP, WebSocket and STOMP steps);
-    /// --users, --duration, --iterations and --ramp given here override the file's.
+    /// a URL (http://host:port), --users, --duration, --iterations and --ramp given
+    /// here override the file's target and load.
     #[arg(long, conflicts_with_all = ["rate", "think", "method", "headers", "body"])]
     scenario: Option<PathBuf>,
     /// Closed model: users per step, e.g. 100,200,400 (JMeter threads, nGrinder vusers).
@@ -83,6 +84,10 @@ pub struct BenchArgs {
     /// Write the results as JSON to FILE.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Write a self-contained HTML report to FILE: per step, TPS and latency
+    /// percentiles over time, and the summary tables.
+    #[arg(long)]
+    html: Option<PathBuf>,
     /// Write an HdrHistogram interval log (V2) to FILE: each second of each step.
     #[arg(long)]
     hdr_log: Option<PathBuf>,
@@ -106,12 +111,15 @@ enum BenchCommand {
         /// Write the merged results as JSON to FILE.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Write the merged results as a self-contained HTML report to FILE.
+        #[arg(long)]
+        html: Option<PathBuf>,
     },
 }
 
 pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    if let Some(BenchCommand::Merge { files, json }) = &args.command {
-        return merge(files, json.as_ref());
+    if let Some(BenchCommand::Merge { files, json, html }) = &args.command {
+        return merge(files, json.as_ref(), html.as_ref());
     }
     let (plan, thresholds) = match plan(&args) {
         Ok(p) => p,
@@ -138,6 +146,10 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.json {
         write_json(path, &report)?;
     }
+    if let Some(path) = &args.html {
+        std::fs::write(path, sluice_bench::html::render(&report))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     if let Some(path) = &args.hdr_log {
         let mut file =
             std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
@@ -158,7 +170,11 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn merge(files: &[PathBuf], json: Option<&PathBuf>) -> anyhow::Result<ExitCode> {
+fn merge(
+    files: &[PathBuf],
+    json: Option<&PathBuf>,
+    html: Option<&PathBuf>,
+) -> anyhow::Result<ExitCode> {
     let mut reports = Vec::new();
     for f in files {
         let text = match std::fs::read_to_string(f) {
@@ -191,6 +207,10 @@ fn merge(files: &[PathBuf], json: Option<&PathBuf>) -> anyhow::Result<ExitCode> 
     print!("{}", table(&merged));
     if let Some(path) = json {
         write_json(path, &merged)?;
+    }
+    if let Some(path) = html {
+        std::fs::write(path, sluice_bench::html::render(&merged))
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -227,12 +247,21 @@ fn plan(args: &BenchArgs) -> anyhow::Result<(Plan, Vec<Threshold>)> {
 
 /// A scenario's steps, with what the command line overrides.
 fn scenario_plan(args: &BenchArgs, path: &std::path::Path, plan: &mut Plan) -> anyhow::Result<()> {
-    if !args.urls.is_empty() {
+    if args.urls.len() > 1 {
         return Err(anyhow!(
-            "give URLs or --scenario, not both (the scenario's `target` says where requests go)"
+            "with --scenario, give at most one URL: the target in place of the file's (its paths are in the steps)"
         ));
     }
-    let scenario = Scenario::load(path).map_err(|e| anyhow!("{e}"))?;
+    let mut scenario = Scenario::load(path).map_err(|e| anyhow!("{e}"))?;
+    if let Some(url) = args.urls.first() {
+        let target = Target::parse(url)?;
+        if target.path != "/" {
+            return Err(anyhow!(
+                "`{url}`: with --scenario the URL is the target alone, without a path (the steps have the paths)"
+            ));
+        }
+        scenario.target = target;
+    }
     let users = if args.users.is_empty() {
         scenario.users.clone()
     } else {

@@ -1,0 +1,255 @@
+//! `sluice bench --scenario` as a user runs it: the shipped example scenarios, seed
+//! 003's STOMP chat through a real sluice in front of three chat servers (round robin
+//! splits the rooms and loses messages; hashing on the room loses none), and a bad
+//! scenario file.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+fn sluice() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    c.env("SLUICE_LOG", "warn");
+    c
+}
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/bench")
+        .join(name)
+}
+
+/// Lab backends in this process, on their own runtime thread.
+fn backends(names: &[&str], stomp: bool) -> Vec<SocketAddr> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addrs = names
+        .iter()
+        .map(|name| {
+            let options = sluice_lab::backend::Options {
+                name: name.to_string(),
+                delay: Duration::ZERO,
+                stomp,
+            };
+            let any = "127.0.0.1:0".parse().unwrap();
+            runtime
+                .block_on(sluice_lab::backend::spawn(any, options))
+                .unwrap()
+        })
+        .collect();
+    std::mem::forget(runtime);
+    addrs
+}
+
+/// sluice in this process in front of `servers`, balanced as `balance` says.
+fn proxy(servers: &[SocketAddr], balance: &str) -> sluice_proxy::Proxy {
+    let list: Vec<String> = servers.iter().map(|s| format!("\"{s}\"")).collect();
+    let text = format!(
+        "[[listener]]\nbind = \"127.0.0.1:0\"\n[[route]]\nupstream = \"chat\"\n[upstream.chat]\nservers = [{}]\n{balance}\n",
+        list.join(", ")
+    );
+    let config = sluice_config::parse("test.toml", &text).unwrap();
+    sluice_proxy::Proxy::start(config).expect("proxy starts")
+}
+
+/// The STOMP MESSAGE frames a lab backend's broker has sent.
+fn stomp_messages(addr: SocketAddr) -> u64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /__stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.split_whitespace()
+        .find_map(|kv| kv.strip_prefix("stomp_messages="))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+struct Run {
+    output: Output,
+    report: serde_json::Value,
+}
+
+fn bench(args: &[&str], label: &str) -> Run {
+    let json = std::env::temp_dir().join(format!(
+        "sluice-scenario-{label}-{}.json",
+        std::process::id()
+    ));
+    let output = sluice()
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .arg("-q")
+        .output()
+        .unwrap();
+    let text = std::fs::read(&json).unwrap_or_else(|e| {
+        panic!(
+            "no JSON ({e}); stderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let _ = std::fs::remove_file(&json);
+    Run {
+        output,
+        report: serde_json::from_slice(&text).unwrap(),
+    }
+}
+
+/// Seed 003 through sluice: 62 users in 31 rooms, each entering its room and saying
+/// two things. Returns the delivery section.
+fn chat_through(balance: &str, label: &str) -> serde_json::Value {
+    let servers = backends(&["s1", "s2", "s3"], true);
+    let p = proxy(&servers, balance);
+    let target = format!("http://{}", p.local_addrs()[0]);
+    let scenario = example("stomp-chat.toml");
+    let args = [
+        "bench",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        &target,
+        "--users",
+        "62",
+        "--iterations",
+        "2",
+        "--ramp",
+        "0s",
+    ];
+    let run = bench(&args, label);
+    assert!(run.output.status.success(), "{:?}", run.output);
+    let step = &run.report["steps"][0];
+    for name in ["open", "connect", "subscribe", "disconnect"] {
+        assert_eq!(step["labels"][name]["samples"], 62, "{name}");
+        assert_eq!(step["labels"][name]["errors"], 0, "{name}: {step}");
+    }
+    // Each user enters once and says two things.
+    assert_eq!(step["labels"]["say"]["samples"], 124);
+    let d = step["delivery"].clone();
+    assert_eq!(d["messages"], 186);
+    let n = |k: &str| d[k].as_u64().unwrap();
+    assert_eq!(n("delivered") + n("lost"), n("expected"), "{d}");
+    // Every MESSAGE frame the three brokers sent was received and accounted for.
+    let sent_by_brokers: u64 = servers.iter().map(|s| stomp_messages(*s)).sum();
+    assert_eq!(n("delivered") + n("unexpected"), sent_by_brokers, "{d}");
+    p.shutdown();
+    d
+}
+
+#[test]
+fn seed_003_hashing_on_the_room_delivers_every_message_round_robin_loses_them() {
+    let hashed = chat_through("balance = \"hash\"\nhash_key = \"$arg_room\"", "hash");
+    let round_robin = chat_through("balance = \"round_robin\"", "rr");
+    println!("hash: {hashed}\nround robin: {round_robin}");
+    // Every room on one server: each message reaches every user of its room then
+    // subscribed (each "say" comes a second after everyone entered: both users).
+    assert!(
+        hashed["expected"].as_u64().unwrap() >= 124 * 2 + 62,
+        "{hashed}"
+    );
+    assert_eq!(
+        (hashed["lost"].as_u64(), hashed["unexpected"].as_u64()),
+        (Some(0), Some(0))
+    );
+    // Round robin puts the 2 users of a room on different servers (62 users over 3
+    // servers in turn): each hears only itself.
+    let lost = round_robin["lost"].as_u64().unwrap();
+    assert!(lost > 0, "{round_robin}");
+    assert!(
+        round_robin["lost_pct"].as_f64().unwrap() > 10.0,
+        "{round_robin}"
+    );
+}
+
+#[test]
+fn the_http_flow_example_runs_as_a_jmeter_test_plan_would() {
+    let server = backends(&["shop"], false)[0];
+    let scenario = example("http-flow.toml");
+    let target = format!("http://{server}");
+    let args = [
+        "bench",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        &target,
+        "--users",
+        "3",
+        "--iterations",
+        "1",
+        "--ramp",
+        "0s",
+    ];
+    let run = bench(&args, "flow");
+    assert!(run.output.status.success(), "{:?}", run.output);
+    let step = &run.report["steps"][0];
+    for name in [
+        "login",
+        "home",
+        "products",
+        "product",
+        "add to cart",
+        "logout",
+    ] {
+        assert_eq!(step["labels"][name]["samples"], 3, "{name}: {step}");
+        assert_eq!(step["labels"][name]["errors"], 0, "{name}");
+    }
+    assert!(step.get("delivery").is_none());
+    let steps: Vec<&str> = run.report["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "login",
+            "home",
+            "products",
+            "product",
+            "add to cart",
+            "logout"
+        ]
+    );
+}
+
+#[test]
+fn a_bad_scenario_file_is_refused_with_its_positions_and_exit_code_2() {
+    let path =
+        std::env::temp_dir().join(format!("sluice-bad-scenario-{}.toml", std::process::id()));
+    std::fs::write(
+        &path,
+        "target = \"http://127.0.0.1:1\"\nusers = 2\nduration = \"10 parsecs\"\n\n[[step]]\nhttp = \"GET /\"\nexpect_stauts = 200\n",
+    )
+    .unwrap();
+    let output = sluice()
+        .args(["bench", "--scenario"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let file = path.display().to_string();
+    for expected in [
+        format!("{file}:3:12: `duration` is not a duration"),
+        format!(
+            "{file}:7:1: unknown key `expect_stauts` in a [[step]] (did you mean `expect_status`?)"
+        ),
+    ] {
+        assert!(
+            stderr.contains(&expected),
+            "missing {expected:?} in {stderr}"
+        );
+    }
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let missing = sluice()
+        .args(["bench", "--scenario", "/no/such/scenario.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read the scenario"));
+}
