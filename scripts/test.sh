@@ -2,8 +2,9 @@
 # The whole test suite, as CI runs it: formatting, lints, every test, and validation of
 # every example config. Works on a fresh Debian machine with Rust: it installs the few
 # system tools the tests use itself (curl; nginx, which a test compares ketama hashing with;
-# python3 with h11, the differential test's reference parser; chromium, headless, which
-# opens the `sluice bench --html` report in a test).
+# python3 with h11, the differential test's reference parser, and PyYAML, which reads the
+# example Kubernetes manifest; chromium, headless, which opens the `sluice bench --html`
+# report in a test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,11 +18,14 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
 fi
-# The differential test compares sluice's HTTP/1.1 parser with Python's h11.
-if ! python3 -c 'import h11' 2>/dev/null; then
-    echo "== installing h11 (pip)"
-    python3 -m pip install --quiet h11 || python3 -m pip install --quiet --break-system-packages h11
-fi
+# The differential test compares sluice's HTTP/1.1 parser with Python's h11; the
+# example Kubernetes manifest is read with PyYAML.
+for module in h11:h11 yaml:pyyaml; do
+    if ! python3 -c "import ${module%%:*}" 2>/dev/null; then
+        echo "== installing ${module#*:} (pip)"
+        python3 -m pip install --quiet "${module#*:}" || python3 -m pip install --quiet --break-system-packages "${module#*:}"
+    fi
+done
 for component in rustfmt clippy; do
     cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1 || rustup component add "$component"
 done

@@ -138,6 +138,14 @@ impl Connection {
         }
     }
 
+    /// Gives the read buffer back while the user thinks (nothing is buffered between a
+    /// response and the next request): 10,000 thinking users then hold no 16 KiB each.
+    pub fn idle(&mut self) {
+        if self.buf.is_empty() {
+            self.buf = BytesMut::new();
+        }
+    }
+
     async fn fill(&mut self) -> Result<usize, ExchangeError> {
         if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
             self.buf.reserve(READ_CHUNK);

@@ -74,6 +74,7 @@ mod tests {
                 elapsed: std::time::Duration::from_secs(2),
                 recorder,
                 delivery: None,
+                memory: None,
                 interrupted: false,
             };
             let step = crate::report::StepReport::of(&run);

@@ -163,6 +163,7 @@ mod tests {
                 delivered_per_s: 4.0,
                 hdr: "HDRBASE64".into(),
             }),
+            generator: None,
             interrupted: false,
         };
         Report {

@@ -107,6 +107,7 @@ fn merge_step(reports: &[Report], i: usize) -> Result<StepReport, MergeError> {
             step: i,
             why,
         })?,
+        memory: None,
         interrupted: steps.iter().any(|s| s.interrupted),
     };
     Ok(StepReport::of(&run))
@@ -234,6 +235,7 @@ mod tests {
             elapsed: Duration::from_millis(3_000),
             recorder,
             delivery: None,
+            memory: None,
             interrupted: false,
         };
         Report {

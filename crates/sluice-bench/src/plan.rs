@@ -67,6 +67,57 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The most connections a step of this plan can hold open at once.
+    pub fn max_connections(&self) -> usize {
+        let per_user = match &self.scenario {
+            Some(s) if s.uses_websocket() => 2,
+            _ => 1,
+        };
+        self.steps
+            .iter()
+            .map(|s| match s.load {
+                Load::Users { users, .. } => users * per_user,
+                Load::Rate { max_in_flight, .. } => max_in_flight,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Where every connection goes.
+    fn addrs(&self) -> Vec<std::net::SocketAddr> {
+        match &self.scenario {
+            Some(s) => vec![s.target.addr],
+            None => self
+                .requests
+                .iter()
+                .map(|w| w.request.target.addr)
+                .collect(),
+        }
+    }
+
+    /// For a loopback target and more connections than half the ephemeral ports
+    /// (`ports`: how many the system hands out per source address), spreads them over
+    /// 127.0.0.1, 127.0.0.2, ... (up to 64) unless source addresses were given; says
+    /// what it did.
+    pub fn spread_sources(&mut self, ports: usize) -> Option<String> {
+        let loopback = self.addrs().iter().all(|a| match a.ip() {
+            IpAddr::V4(ip) => ip.is_loopback(),
+            IpAddr::V6(_) => false,
+        });
+        let conns = self.max_connections();
+        let per_source = (ports / 2).max(1);
+        if !self.source_addrs.is_empty() || !loopback || conns <= per_source {
+            return None;
+        }
+        let n = conns.div_ceil(per_source).min(64) as u8;
+        self.source_addrs = (1..=n)
+            .map(|i| IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, i)))
+            .collect();
+        Some(format!(
+            "{conns} connections to a loopback target: spread over source addresses 127.0.0.1 to 127.0.0.{n} ({ports} ephemeral ports each; --source-addrs to choose)"
+        ))
+    }
+
     pub fn threads(&self) -> usize {
         match self.threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -91,5 +142,67 @@ impl Plan {
             }
         }
         &self.requests[0].request
+    }
+}
+
+/// How many ephemeral ports the system hands out per source address (Linux's
+/// `ip_local_port_range`; its default where that cannot be read).
+pub fn ephemeral_ports() -> usize {
+    let range =
+        std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
+    let mut bounds = range
+        .split_whitespace()
+        .filter_map(|n| n.parse::<usize>().ok());
+    match (bounds.next(), bounds.next()) {
+        (Some(low), Some(high)) if high >= low => high - low + 1,
+        _ => 28_232,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::Target;
+
+    fn plan(url: &str, users: usize) -> Plan {
+        let target = Target::parse(url).unwrap();
+        Plan {
+            steps: vec![Step {
+                load: Load::Users {
+                    users,
+                    ramp: Duration::ZERO,
+                    think: Duration::ZERO,
+                },
+                length: Length::Iterations(1),
+            }],
+            requests: vec![Weighted {
+                request: RequestSpec::new("GET", target, &[], vec![]).unwrap(),
+                weight: 1,
+            }],
+            keep_alive: true,
+            timeout: Duration::from_secs(1),
+            threads: 1,
+            pace: Duration::ZERO,
+            source_addrs: vec![],
+            scenario: None,
+        }
+    }
+
+    #[test]
+    fn loopback_connections_beyond_the_ports_spread_over_source_addresses() {
+        let mut few = plan("http://127.0.0.1:8080/", 1000);
+        assert_eq!(few.spread_sources(28_232), None);
+        let mut many = plan("http://127.0.0.1:8080/", 40_000);
+        assert!(many.spread_sources(28_232).is_some());
+        let expected: Vec<IpAddr> = (1..=3)
+            .map(|i| format!("127.0.0.{i}").parse().unwrap())
+            .collect();
+        assert_eq!(many.source_addrs, expected);
+        let mut given = plan("http://127.0.0.1:8080/", 40_000);
+        given.source_addrs = vec!["127.0.0.9".parse().unwrap()];
+        assert_eq!(given.spread_sources(28_232), None);
+        let mut remote = plan("http://[::1]:8080/", 40_000);
+        assert_eq!(remote.spread_sources(28_232), None);
+        assert!(ephemeral_ports() > 1000);
     }
 }

@@ -58,7 +58,23 @@ pub struct StepReport {
     /// STOMP message delivery, for a scenario that speaks STOMP.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub delivery: Option<DeliveryReport>,
+    /// What the step cost the generator itself (absent from merged results).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub generator: Option<GeneratorReport>,
     pub interrupted: bool,
+}
+
+/// The generator's own memory over a step.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GeneratorReport {
+    /// Resident memory before the step, KiB.
+    pub rss_before_kib: u64,
+    /// Its peak during the step (sampled every 100 ms), KiB.
+    pub rss_peak_kib: u64,
+    /// For users: the growth over the step divided by its users (an idle user's cost,
+    /// when the users mostly think).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub kib_per_user: Option<f64>,
 }
 
 /// STOMP messages of a step: each SEND is expected at every user subscribed to its
@@ -290,6 +306,12 @@ impl StepReport {
                 .delivery
                 .as_ref()
                 .map(|d| DeliveryReport::of(d, elapsed_s)),
+            generator: run.memory.map(|(before, peak)| GeneratorReport {
+                rss_before_kib: before,
+                rss_peak_kib: peak,
+                kib_per_user: users
+                    .map(|u| ((peak - before) as f64 / u as f64 * 100.0).round() / 100.0),
+            }),
             interrupted: run.interrupted,
         }
     }
@@ -342,6 +364,16 @@ pub fn table(report: &Report) -> String {
                 "{:<15} STOMP delivery: {} messages, {} copies due, {} delivered, {} lost ({:.2}%), {} unexpected; latency p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms\n",
                 step_name(step), d.messages, d.expected, d.delivered, d.lost, d.lost_pct, d.unexpected,
                 d.latency.p50_ms, d.latency.p99_ms, d.latency.max_ms
+            ));
+        }
+        if let Some(g) = &step.generator {
+            let per_user = g
+                .kib_per_user
+                .map_or(String::new(), |k| format!(", {k:.1} KiB more per user"));
+            out.push_str(&format!(
+                "{:<15} generator memory: {:.1} MiB resident at peak{per_user}\n",
+                step_name(step),
+                g.rss_peak_kib as f64 / 1024.0
             ));
         }
         for (kind, n) in &step.summary.error_kinds {

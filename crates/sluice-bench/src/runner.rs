@@ -28,6 +28,9 @@ pub struct StepRun {
     pub recorder: Recorder,
     /// STOMP message deliveries, for a scenario that speaks STOMP.
     pub delivery: Option<DeliverySummary>,
+    /// The generator's resident memory (KiB) before the step and at its peak during
+    /// it (sampled every 100 ms); none for merged results.
+    pub memory: Option<(u64, u64)>,
     /// The run was interrupted during this step: it holds what was measured until then.
     pub interrupted: bool,
 }
@@ -46,9 +49,10 @@ pub fn run_step(
     let start = std::time::Instant::now() + START_DELAY;
     let started = SystemTime::now() + START_DELAY;
     let done = AtomicBool::new(false);
+    let rss_before = rss_kib();
     let deliveries = Arc::new(Deliveries::default());
-    let results = std::thread::scope(|s| {
-        s.spawn(|| watch_progress(&progress, &done, start, observe));
+    let (results, elapsed, rss_peak) = std::thread::scope(|s| {
+        let watcher = s.spawn(|| watch_progress(&progress, &done, start, observe));
         let workers: Vec<_> = (0..threads)
             .map(|index| {
                 let shared = Shared {
@@ -61,8 +65,10 @@ pub fn run_step(
             })
             .collect();
         let results: Vec<_> = workers.into_iter().map(|w| w.join()).collect();
+        // Before waiting for the watcher, which sleeps in 100 ms ticks.
+        let elapsed = start.elapsed();
         done.store(true, Ordering::Relaxed);
-        results
+        (results, elapsed, watcher.join().unwrap_or(0))
     });
     let mut recorder = Recorder::default();
     for result in results {
@@ -72,15 +78,26 @@ pub fn run_step(
     Ok(StepRun {
         step,
         started,
-        elapsed: start.elapsed(),
+        elapsed,
         recorder,
         delivery: plan
             .scenario
             .as_ref()
             .filter(|s| s.uses_stomp())
             .map(|_| deliveries.finish()),
+        memory: Some((rss_before, rss_peak.max(rss_before))),
         interrupted: *stop.borrow(),
     })
+}
+
+/// This process's resident memory, KiB (0 where /proc cannot tell).
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }
 
 fn watch_progress(
@@ -88,16 +105,19 @@ fn watch_progress(
     done: &AtomicBool,
     start: std::time::Instant,
     observe: &(dyn Fn(&Snapshot, Duration) + Sync),
-) {
+) -> u64 {
     let tick = Duration::from_millis(100);
     let mut next = start + Duration::from_secs(1);
+    let mut peak = 0;
     while !done.load(Ordering::Relaxed) {
         std::thread::sleep(tick);
+        peak = peak.max(rss_kib());
         if std::time::Instant::now() >= next {
             observe(&progress.snapshot(), start.elapsed());
             next += Duration::from_secs(1);
         }
     }
+    peak
 }
 
 /// What every worker thread of a step shares.

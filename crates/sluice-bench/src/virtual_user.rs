@@ -110,6 +110,9 @@ impl VirtualUser {
                 }
                 self.step(step).await;
                 if !step.think.is_zero() {
+                    if let Some(conn) = self.http.as_mut() {
+                        conn.idle();
+                    }
                     let wake = Instant::now() + step.think;
                     if !w.sleep_until(deadline.map_or(wake, |d| wake.min(d))).await {
                         return false;

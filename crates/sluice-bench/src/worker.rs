@@ -359,6 +359,9 @@ impl UserPlan {
                 .await;
             n += 1;
             if !think.is_zero() {
+                if let Some(conn) = slot.as_mut() {
+                    conn.idle();
+                }
                 let wake = Instant::now() + think;
                 let wake = deadline.map_or(wake, |d| wake.min(d));
                 if !w.sleep_until(wake).await {

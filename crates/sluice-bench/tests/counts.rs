@@ -86,3 +86,65 @@ fn open_model_sends_exactly_its_schedule() {
         );
     }
 }
+
+/// Runs `steps` against a fresh backend, reading the backend's own count as each step
+/// ends; returns each step's report and the requests the backend answered during it.
+fn per_step_counts(name: &str, steps: Vec<Step>) -> Vec<(sluice_bench::report::StepReport, u64)> {
+    let addr = backend_addr(name);
+    let (_tx, stop) = tokio::sync::watch::channel(false);
+    let mut seen = Vec::new();
+    let mut last = answered(addr);
+    let mut finished = |step: &sluice_bench::report::StepReport| {
+        // `answered` leaves its own question out; the previous one counts here.
+        let now = answered(addr);
+        seen.push((step.clone(), now - last - 1));
+        last = now;
+    };
+    let plan = plan(&format!("http://{addr}/"), steps, true);
+    sluice_bench::run(plan, &stop, &|_, _, _| {}, &mut finished).unwrap();
+    seen
+}
+
+#[test]
+fn each_steps_throughput_is_the_backends_own_count_over_that_step_within_2_percent() {
+    let users = |users| Step {
+        load: Load::Users {
+            users,
+            ramp: Duration::ZERO,
+            think: Duration::from_millis(2),
+        },
+        length: Length::Duration(Duration::from_millis(1500)),
+    };
+    let rate = |rate| Step {
+        load: Load::Rate {
+            rate,
+            max_in_flight: 100,
+        },
+        length: Length::Duration(Duration::from_millis(1500)),
+    };
+    let closed = per_step_counts("steps-closed", vec![users(2), users(6)]);
+    let open = per_step_counts("steps-open", vec![rate(300.0), rate(900.0)]);
+    for (step, backend) in closed.iter().chain(&open) {
+        let s = &step.summary;
+        assert_eq!(
+            s.samples, *backend,
+            "every sample of the step, and only those"
+        );
+        let backend_rate = *backend as f64 / step.duration_s;
+        let off = (s.throughput_rps - backend_rate).abs() / backend_rate;
+        assert!(
+            off < 0.02,
+            "{} req/s reported, backend {backend_rate:.1} over {} s",
+            s.throughput_rps,
+            step.duration_s
+        );
+    }
+    // The steps differ: more users, higher rate, more throughput.
+    assert!(
+        closed[1].1 > closed[0].1 * 2,
+        "{} vs {}",
+        closed[1].1,
+        closed[0].1
+    );
+    assert!(open[1].1 == 3 * open[0].1, "{} vs {}", open[1].1, open[0].1);
+}

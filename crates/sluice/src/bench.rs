@@ -242,6 +242,10 @@ fn plan(args: &BenchArgs) -> anyhow::Result<(Plan, Vec<Threshold>)> {
         Some(path) => scenario_plan(args, path, &mut plan)?,
         None => request_plan(args, &mut plan)?,
     }
+    if let Some(note) = plan.spread_sources(sluice_bench::plan::ephemeral_ports()) {
+        eprintln!("sluice bench: {note}");
+    }
+    enough_files(plan.max_connections())?;
     Ok((plan, thresholds))
 }
 
@@ -390,6 +394,19 @@ fn weighted(text: &str, method: &str, headers: &[String], body: &[u8]) -> anyhow
     let target = Target::parse(url)?;
     let request = RequestSpec::new(method, target, headers, body.to_vec())?;
     Ok(Weighted { request, weight })
+}
+
+/// Lifts the open-file limit to the hard limit and checks that every connection fits.
+fn enough_files(connections: usize) -> anyhow::Result<()> {
+    let limit = rlimit::increase_nofile_limit(u64::MAX).unwrap_or(1024);
+    // Some room for the process's own files (stdio, the event loops, the JSON).
+    let needed = connections as u64 + 64;
+    if needed > limit {
+        return Err(anyhow!(
+            "{connections} connections need {needed} open files, and this process may open {limit}: raise the hard limit (ulimit -Hn, or LimitNOFILE in systemd) or use fewer users"
+        ));
+    }
+    Ok(())
 }
 
 /// A duration that may also be written in microseconds (`100us`).

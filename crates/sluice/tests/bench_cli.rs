@@ -59,6 +59,10 @@ fn bad_input_gets_a_clear_error_and_exit_code_2() {
             "not an http:// URL",
         ),
         (vec!["http://127.0.0.1:1/", "-d", "1s"], "give --users"),
+        (
+            vec!["http://127.0.0.1:1/", "--users", "1000000", "-d", "1s"],
+            "open files",
+        ),
         (vec!["http://127.0.0.1:1/", "--users", "1"], "--duration"),
         (
             vec!["http://127.0.0.1:1/", "--users", "1", "-d", "soon"],

@@ -215,6 +215,12 @@ impl Scenario {
         self.setup.iter().chain(&self.steps).chain(&self.teardown)
     }
 
+    /// True when a step opens a WebSocket (a second connection per user).
+    pub fn uses_websocket(&self) -> bool {
+        self.all_steps()
+            .any(|s| matches!(s.action, Action::WsOpen { .. }))
+    }
+
     /// True when a step speaks STOMP (the report then has a delivery section).
     pub fn uses_stomp(&self) -> bool {
         self.all_steps()
