@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # bench/loadgen.sh: `sluice bench` against wrk, h2load, oha and k6 on the same target,
-# in one run, on this machine.
+# in one run, on this machine; and against its own closed loop with hyper's HTTP/1
+# client in place of its codec (`hyper`: crates/sluice-bench/examples/hyper_loop.rs),
+# the measurement behind the choice of client.
 #
 # The target is nginx answering `return 200 "ok\n"` (one worker, pinned to CPU 1), so
 # that the generator, not the server, is what runs out; every generator runs pinned to
@@ -50,7 +52,7 @@ install_tools() {
     fi
     command -v oha >/dev/null || cargo install --locked oha
     command -v k6 >/dev/null || go install go.k6.io/k6@latest
-    (cd "$REPO" && cargo build --release -p sluice)
+    (cd "$REPO" && cargo build --release -p sluice && cargo build --release -p sluice-bench --example hyper_loop)
 }
 
 start_target() {
@@ -107,6 +109,8 @@ command_for() {
     case $tool:$mode in
         sluice:saturation) echo "$BIN/sluice bench $url --users $CONNS -d ${DUR}s --threads 1 -q --json $out" ;;
         sluice:light) echo "$BIN/sluice bench $url --users 4 -d ${DUR}s --threads 1 -q --json $out" ;;
+        hyper:saturation) echo "$BIN/examples/hyper_loop $url $CONNS $DUR" ;;
+        hyper:light) echo "$BIN/examples/hyper_loop $url 4 $DUR" ;;
         wrk:light) echo "wrk -t1 -c4 -d${DUR}s --latency $url" ;;
         h2load:light) echo "h2load --h1 -c 4 -t 1 -D $DUR $url" ;;
         oha:light) echo "oha -c 4 -z ${DUR}s --no-tui --output-format json $url" ;;
@@ -151,6 +155,8 @@ def dur_ms(v):
 if tool == "sluice":
     step = json.load(open(base + ".json"))["steps"][0]
     rec.update(requests=step["samples"], rps=step["throughput_rps"], p50_ms=step["p50_ms"], p99_ms=step["p99_ms"], errors=step["errors"])
+elif tool == "hyper":
+    rec.update(json.loads(text.strip().splitlines()[-1]))
 elif tool == "wrk":
     rec.update(rps=float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)),
                requests=int(re.search(r"(\d+) requests in", text).group(1)),
@@ -185,7 +191,7 @@ summarise() {
 import json, statistics, sys
 path, runs, dur, rate, commit = sys.argv[1:6]
 rows = [json.loads(l) for l in open(path)]
-tools = ["sluice", "wrk", "h2load", "oha", "k6"]
+tools = ["sluice", "hyper", "wrk", "h2load", "oha", "k6"]
 def med(tool, mode, key):
     v = [r[key] for r in rows if r["tool"] == tool and r["mode"] == mode and r.get(key) is not None]
     return statistics.median(v) if v else None
@@ -219,8 +225,8 @@ print("| tool | achieved req/s | p50 (ms) | p99 (ms) | CPU µs per request | ×h
 print("|---|---:|---:|---:|---:|---:|")
 h_cpu = med("h2load", "rate", "cpu_us_per_req")
 for t in tools:
-    if t == "wrk":
-        print("| wrk | n/a (no fixed rate) | | | | |")
+    if t in ("wrk", "hyper"):
+        print(f"| {t} | n/a (no fixed rate) | | | | |")
         continue
     cpu = med(t, "rate", "cpu_us_per_req")
     print(f"| {t} | {f(med(t, 'rate', 'rps'), '{:,.0f}')} | {f(med(t, 'rate', 'p50_ms'), '{:.3f}')} | {f(med(t, 'rate', 'p99_ms'), '{:.3f}')} "
@@ -238,7 +244,7 @@ main() {
     start_target
     write_k6_scripts
     write_parser
-    local tools=(sluice wrk h2load oha k6) round i k=5
+    local tools=(sluice hyper wrk h2load oha k6) round i k=6
     for (( round = 1; round <= RUNS; round++ )); do
         for (( i = 0; i < k; i++ )); do
             local t=${tools[(i + round - 1) % k]}
