@@ -23,6 +23,15 @@ pub enum MergeError {
         got: usize,
         expected: usize,
     },
+    #[error("report {index}, step {step} is {got}, the first report's is {expected}: only runs of the same plan merge")]
+    Kind {
+        index: usize,
+        step: usize,
+        got: String,
+        expected: String,
+    },
+    #[error("report {index} is the same run as report {other} (same start and samples): give each generator's file once")]
+    Twice { index: usize, other: usize },
     #[error("report {index}, step {step}: a histogram does not decode ({why})")]
     Histogram {
         index: usize,
@@ -35,12 +44,10 @@ pub enum MergeError {
 pub fn merge(reports: &[Report]) -> Result<Report, MergeError> {
     let first = reports.first().ok_or(MergeError::Nothing)?;
     for (index, r) in reports.iter().enumerate() {
-        if r.steps.len() != first.steps.len() {
-            return Err(MergeError::Steps {
-                index,
-                got: r.steps.len(),
-                expected: first.steps.len(),
-            });
+        same_plan(first, r, index)?;
+        let twin = reports[..index].iter().position(|o| same_run(o, r));
+        if let Some(other) = twin {
+            return Err(MergeError::Twice { index, other });
         }
     }
     let steps = (0..first.steps.len())
@@ -52,6 +59,39 @@ pub fn merge(reports: &[Report]) -> Result<Report, MergeError> {
         model: first.model.clone(),
         interrupted: reports.iter().any(|r| r.interrupted),
         steps,
+    })
+}
+
+/// Report `index` ran the plan `first` ran: as many steps, each of the same kind.
+fn same_plan(first: &Report, r: &Report, index: usize) -> Result<(), MergeError> {
+    if r.steps.len() != first.steps.len() {
+        return Err(MergeError::Steps {
+            index,
+            got: r.steps.len(),
+            expected: first.steps.len(),
+        });
+    }
+    let kind = |s: &StepReport| if s.users.is_some() { "users" } else { "rate" };
+    for (step, (a, b)) in first.steps.iter().zip(&r.steps).enumerate() {
+        if kind(a) != kind(b) {
+            return Err(MergeError::Kind {
+                index,
+                step,
+                got: kind(b).into(),
+                expected: kind(a).into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The same file given twice: every step started at the same millisecond with the same
+/// samples and the same histogram.
+fn same_run(a: &Report, b: &Report) -> bool {
+    a.steps.iter().zip(&b.steps).all(|(x, y)| {
+        x.started_unix_ms == y.started_unix_ms
+            && x.summary.samples == y.summary.samples
+            && x.summary.hdr == y.summary.hdr
     })
 }
 
@@ -315,6 +355,27 @@ mod tests {
             .collect();
         assert_eq!(per, vec![1, 0, 1]);
         assert_eq!(merged.steps[0].started_unix_ms, 10_000);
+    }
+
+    #[test]
+    fn a_file_given_twice_or_a_different_kind_of_step_is_refused() {
+        let a = through_json(&report(&[(0, 1000, false)], 1_000, 10.0));
+        let b = through_json(&report(&[(0, 2000, false)], 1_500, 10.0));
+        assert_eq!(
+            merge(&[a.clone(), b.clone(), a.clone()]),
+            Err(MergeError::Twice { index: 2, other: 0 })
+        );
+        let mut users = b.clone();
+        users.steps[0].rate = None;
+        users.steps[0].users = Some(4);
+        assert!(matches!(
+            merge(&[a, users]),
+            Err(MergeError::Kind {
+                index: 1,
+                step: 0,
+                ..
+            })
+        ));
     }
 
     #[test]
