@@ -72,7 +72,8 @@ pub struct GeneratorReport {
     /// Its peak during the step (sampled every 100 ms), KiB.
     pub rss_peak_kib: u64,
     /// For users: the growth over the step divided by its users (an idle user's cost,
-    /// when the users mostly think).
+    /// when the users mostly think). It includes the step's fixed costs (threads, event
+    /// loops, the allocator's arenas): telling with thousands of users only.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub kib_per_user: Option<f64>,
 }
@@ -367,9 +368,14 @@ pub fn table(report: &Report) -> String {
             ));
         }
         if let Some(g) = &step.generator {
-            let per_user = g
-                .kib_per_user
-                .map_or(String::new(), |k| format!(", {k:.1} KiB more per user"));
+            // Per user only with enough users to outweigh the step's fixed costs
+            // (threads, event loops, the allocator's arenas).
+            let per_user = match (g.kib_per_user, step.users) {
+                (Some(k), Some(users)) if users >= 1000 => {
+                    format!(", {k:.1} KiB more per user")
+                }
+                _ => String::new(),
+            };
             out.push_str(&format!(
                 "{:<15} generator memory: {:.1} MiB resident at peak{per_user}\n",
                 step_name(step),
