@@ -28,6 +28,9 @@ const BUFFER: usize = 4096;
 
 type Socket = WebSocketStream<TcpStream>;
 
+/// The error of a wait that found the connection closed.
+pub const CLOSED: &str = "websocket closed";
+
 /// What arrived and was not a marked STOMP message.
 #[derive(Debug)]
 pub enum Incoming {
@@ -72,7 +75,7 @@ impl Inbox {
                         return done;
                     }
                 }
-                None if self.closed.get() => return Err("websocket closed".into()),
+                None if self.closed.get() => return Err(CLOSED.into()),
                 None => self.arrived.notified().await,
             }
         }
