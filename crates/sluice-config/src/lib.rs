@@ -6,6 +6,7 @@
 //! problems are reported at once. It must never panic on input, never touch the network or
 //! resolve names, and never start anything: it only reads and checks.
 
+mod admin;
 mod balance;
 mod error;
 mod key;
@@ -15,10 +16,11 @@ mod resilience;
 mod servers;
 mod validate;
 
+pub use admin::DEFAULT_BIND as DEFAULT_ADMIN_BIND;
 pub use error::{ConfigError, Errors};
 pub use model::{
-    Balance, Config, FailurePolicy, HashMethod, HealthCheck, HostMatch, KeyPart, KeyTemplate,
-    Listener, RetryPolicy, Route, Server, Upstream, Variable,
+    Admin, Balance, Config, FailurePolicy, HashMethod, HealthCheck, HostMatch, KeyPart,
+    KeyTemplate, Listener, RetryPolicy, Route, Server, Upstream, Variable,
 };
 pub use reader::{parse_duration, Reader};
 /// The TOML library the [`Reader`] walks documents of.

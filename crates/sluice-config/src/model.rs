@@ -25,6 +25,16 @@ pub struct Config {
     pub listeners: Vec<Listener>,
     pub routes: Vec<Route>,
     pub upstreams: Vec<Upstream>,
+    /// The admin listener (metrics, JSON API, dashboard), when `[admin]` is given.
+    pub admin: Option<Admin>,
+}
+
+/// Where the admin listener binds, and the bearer token it asks for (required off
+/// loopback).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Admin {
+    pub bind: SocketAddr,
+    pub token: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

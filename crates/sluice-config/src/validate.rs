@@ -23,6 +23,7 @@ const TOP_KEYS: &[&str] = &[
     "listener",
     "route",
     "upstream",
+    "admin",
 ];
 const LISTENER_KEYS: &[&str] = &["bind"];
 const ROUTE_KEYS: &[&str] = &["host", "path", "upstream", "upgrade", "tunnel_idle_timeout"];
@@ -85,9 +86,10 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
             .duration(root, "shutdown_grace")
             .unwrap_or(Duration::from_secs(30)),
         pid_file: r.string(root, "pid_file").map(|(p, _)| p.into()),
-        listeners,
         routes: routes(&mut r, root, &upstreams),
+        admin: crate::admin::admin(&mut r, root, &listeners),
         upstreams,
+        listeners,
     };
     if config.max_header_bytes < 1024 {
         let span = root.get("max_header_bytes").and_then(Item::span);

@@ -347,3 +347,41 @@ expect = "9xx"
     }
     assert_eq!(got.len(), expected.len(), "{got:#?}");
 }
+
+#[test]
+fn the_admin_listener_is_loopback_unless_it_has_a_token() {
+    let with = |admin: &str| format!("{GOOD}\n[admin]\n{admin}\n");
+    let c = parse("a.toml", &with("")).unwrap();
+    let admin = c.admin.expect("[admin] given");
+    assert_eq!(admin.bind, "127.0.0.1:9901".parse().unwrap());
+    assert_eq!(admin.token, None);
+    assert_eq!(parse("a.toml", GOOD).unwrap().admin, None);
+    let token = "0123456789abcdef0123";
+    let open = parse(
+        "a.toml",
+        &with(&format!("bind = \"0.0.0.0:9901\"\ntoken = \"{token}\"")),
+    )
+    .unwrap();
+    assert_eq!(open.admin.unwrap().token.as_deref(), Some(token));
+    let bind_line = GOOD.matches('\n').count() + 3;
+    let refused = errors(&with("bind = \"0.0.0.0:9901\""));
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].starts_with(&format!("bad.toml:{}:8: the admin listener on 0.0.0.0:9901 is reachable from the network and has no `token`", bind_line)),
+        "{refused:?}"
+    );
+    let short = errors(&with("bind = \"[::]:9901\"\ntoken = \"short\""));
+    assert!(
+        short
+            .iter()
+            .any(|e| e.contains("`token` must be at least 16")),
+        "{short:?}"
+    );
+    let shared = errors(&with("bind = \"127.0.0.1:8080\""));
+    assert!(shared[0].contains("is also a [[listener]]"), "{shared:?}");
+    let unknown = errors(&with("bnid = \"127.0.0.1:9901\""));
+    assert!(
+        unknown[0].contains("unknown key `bnid` in [admin]"),
+        "{unknown:?}"
+    );
+}
