@@ -4,13 +4,14 @@
 # system tools the tests use itself (curl; nginx, which a test compares ketama hashing with;
 # python3 with h11, the differential test's reference parser, and PyYAML, which reads the
 # example Kubernetes manifest; chromium, headless, which opens the `sluice bench --html`
-# report in a test).
+# report in a test; prometheus, for promtool, which checks the /metrics output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v curl >/dev/null || need_apt+=(curl)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
+command -v promtool >/dev/null || need_apt+=(prometheus)
 command -v chromium >/dev/null || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "== installing ${need_apt[*]}"

@@ -10,6 +10,7 @@ use crate::http1::check::Request;
 use crate::http1::response::MAX_RESPONSE_HEAD;
 use crate::io::body::{Transfer, TransferError};
 use crate::io::{Conn, Stream};
+use crate::metrics::EjectCause;
 use crate::record::Outcome;
 use crate::state::generation::Generation;
 use crate::state::health::now_ns;
@@ -52,6 +53,7 @@ pub async fn forward<'g, S: Stream>(
         };
         tried[tries] = server;
         tries += 1;
+        let started = crate::clock::now();
         let attempt = Attempt {
             pool: &ctx.pool,
             up,
@@ -61,17 +63,33 @@ pub async fn forward<'g, S: Stream>(
             max_trailer_bytes: gen.shared.config.max_header_bytes,
         };
         match attempt.run(down, head).await {
-            Ok(answer) => return scope.deliver(down, server, answer, tries).await,
+            Ok(answer) => return scope.deliver(down, server, answer, tries, started).await,
             Err(f) => {
+                let stats = up.servers[server].stats.local();
+                stats.response(f.status);
+                stats.total.observe(started.elapsed());
                 scope.blame(server, &f);
-                if !may_retry(up, req, &f, tries, || gen.report(u)) {
-                    return scope.fail(down, req, Some(server), f, tries).await;
+                match may_retry(up, req, &f, tries, || gen.report(u)) {
+                    Retrying::Yes => stats.retries.add(1),
+                    Retrying::BudgetEmpty => {
+                        stats.budget_exhausted.add(1);
+                        return scope.fail(down, req, Some(server), f, tries).await;
+                    }
+                    Retrying::No => return scope.fail(down, req, Some(server), f, tries).await,
                 }
                 tracing::info!(upstream = %up.config.name, server = %up.addr(server), cause = %f.cause, "retrying on another server");
                 last = Some((server, f));
             }
         }
     }
+}
+
+/// Whether a failed request goes to another server.
+enum Retrying {
+    Yes,
+    No,
+    /// It could have, but the retry budget had no token left.
+    BudgetEmpty,
 }
 
 /// Whether a failed request may go to another server: the failure allows it (see
@@ -83,13 +101,18 @@ fn may_retry(
     f: &Failure,
     tries: usize,
     report: impl FnOnce(),
-) -> bool {
+) -> Retrying {
     let allowed = f.may_retry_elsewhere(req.idempotent, up.config.retry.non_idempotent)
         && tries <= up.config.retry.retries as usize
         && tries < MAX_TRIES;
-    allowed && {
-        report();
-        up.withdraw()
+    if !allowed {
+        return Retrying::No;
+    }
+    report();
+    if up.withdraw() {
+        Retrying::Yes
+    } else {
+        Retrying::BudgetEmpty
     }
 }
 
@@ -112,13 +135,17 @@ impl<'g> Scope<'_, 'g> {
             .health
             .failed(&up.config.failure, now_ns())
         {
+            let cause = eject_cause(f) as usize;
+            up.servers[server].stats.local().ejections[cause].add(1);
             let route = &self.gen.shared.config.routes[self.route].path;
             tracing::warn!(route = %route, upstream = %up.config.name, server = %up.addr(server), cause = %f.cause, eject_for = ?eject, "server ejected after repeated failures");
         }
     }
 
-    /// The outcome so far, on `server` with the status the client got.
+    /// The outcome so far, on `server` with the status the client got (counted for the
+    /// route: this is called once per request).
     fn outcome(&self, server: Option<usize>, status: u16, tries: usize) -> Outcome<'g> {
+        self.gen.shared.routes[self.route].response(status);
         Outcome {
             client: None,
             route: Some(&self.gen.shared.config.routes[self.route].path),
@@ -138,6 +165,7 @@ impl<'g> Scope<'_, 'g> {
         server: usize,
         answer: Answer,
         tries: usize,
+        started: tokio::time::Instant,
     ) -> Outcome<'g> {
         let Answer {
             mut upstream,
@@ -147,8 +175,13 @@ impl<'g> Scope<'_, 'g> {
         } = answer;
         let mut outcome = self.outcome(Some(server), resp.status, tries);
         let up = self.up;
+        let stats = up.servers[server].stats.local();
+        stats.response(resp.status);
+        stats.first_byte.observe(started.elapsed());
         if resp.upgraded {
+            stats.tunnels_opened.add(1);
             self.tunnel(down, server, &mut upstream).await;
+            stats.tunnels_closed.add(1);
             return outcome;
         }
         let failed_status = up.config.failure.fail_status.contains(&resp.status);
@@ -187,6 +220,7 @@ impl<'g> Scope<'_, 'g> {
                 tracing::debug!(cause = %e, "client stopped reading the response");
             }
         }
+        stats.total.observe(started.elapsed());
         outcome
     }
 
@@ -221,5 +255,15 @@ impl<'g> Scope<'_, 'g> {
         outcome.keep_alive = sent && down.conclude(!consumed, keep_alive).await;
         outcome.failure = Some(f);
         outcome
+    }
+}
+
+/// What an ejection is counted as, from the failure that caused it.
+fn eject_cause(f: &Failure) -> EjectCause {
+    match (f.retry, f.status) {
+        (Retry::NotSent, _) => EjectCause::Connect,
+        (_, 504) => EjectCause::Timeout,
+        _ if f.body == Body::Whole && f.cause.starts_with("status ") => EjectCause::Status,
+        _ => EjectCause::Error,
     }
 }

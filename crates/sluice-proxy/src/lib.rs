@@ -40,6 +40,7 @@ mod failure;
 mod forward;
 mod http1;
 mod io;
+pub mod metrics;
 mod record;
 mod route;
 mod runtime;
@@ -48,6 +49,7 @@ mod state;
 mod upstream;
 
 pub use runtime::server::{Proxy, ReloadSummary};
+pub use runtime::view::{ListenerView, RouteView, ServerView, Snapshot, UpstreamView, View};
 
 #[doc(hidden)]
 pub mod testing;

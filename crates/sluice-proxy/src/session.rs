@@ -6,12 +6,13 @@ use crate::context::Context;
 use crate::downstream::buffers::{Buffers, Scratch};
 use crate::downstream::h1::Http1;
 use crate::downstream::Downstream;
-use crate::failure::{Body, Failure};
+use crate::failure::{Body, Failure, Side};
 use crate::forward::forward;
 use crate::http1::check::{check, Request};
 use crate::http1::encode::{self, Origin};
 use crate::http1::request::{self, Rejection};
 use crate::io::{Conn, Stream};
+use crate::metrics::ListenerStats;
 use crate::record::{record, Outcome};
 use crate::route::key::{self, View};
 use crate::state::generation::Generation;
@@ -23,7 +24,13 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Serves `stream` until the client closes, an error ends it, or the worker drains.
-pub async fn serve<S: Stream>(ctx: &Context, stream: S, peer: SocketAddr) {
+pub async fn serve<S: Stream>(
+    ctx: &Context,
+    stream: S,
+    peer: SocketAddr,
+    listener: &ListenerStats,
+) {
+    let _open = Counted::open(listener);
     let accepted = crate::clock::now();
     let client_ip = peer.ip().to_string();
     let origin = Origin {
@@ -43,6 +50,7 @@ pub async fn serve<S: Stream>(ctx: &Context, stream: S, peer: SocketAddr) {
                 let mut down = http1(&mut client, &mut scratch.out, false, timeout);
                 let mut outcome = Box::pin(reject(&mut down, rejection)).await;
                 outcome.client = Some(peer);
+                count(listener, &outcome);
                 return record(&outcome);
             }
         };
@@ -61,10 +69,38 @@ pub async fn serve<S: Stream>(ctx: &Context, stream: S, peer: SocketAddr) {
             None => Box::pin(not_found(&mut down, &req)).await,
         };
         outcome.client = Some(peer);
+        count(listener, &outcome);
         record(&outcome);
         if !outcome.keep_alive || ctx.draining() {
             return;
         }
+    }
+}
+
+/// Counts a request on its listener, and what sluice answered itself by status.
+fn count(listener: &ListenerStats, outcome: &Outcome<'_>) {
+    let slot = listener.local();
+    slot.requests.add(1);
+    if let Some(f) = &outcome.failure {
+        if f.side != Side::Upstream {
+            slot.reject(outcome.status);
+        }
+    }
+}
+
+/// A connection counted open on its listener for as long as it lives.
+struct Counted<'a>(&'a ListenerStats);
+
+impl<'a> Counted<'a> {
+    fn open(listener: &'a ListenerStats) -> Self {
+        listener.local().accepted.add(1);
+        Counted(listener)
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.local().closed.add(1);
     }
 }
 
@@ -320,10 +356,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_silent_connection_closes_at_header_timeout_without_a_word() {
         let ctx = context("header_timeout = \"7s\"");
+        let listener = ListenerStats::default();
         let (mut client, server) = loopback_pair().await;
         let started = clock::now();
-        let ((), (said, closed)) =
-            tokio::join!(serve(&ctx, server, peer()), until_closed(&mut client));
+        let ((), (said, closed)) = tokio::join!(
+            serve(&ctx, server, peer(), &listener),
+            until_closed(&mut client)
+        );
         assert_eq!(said, "");
         within_a_millisecond(closed - started, Duration::from_secs(7));
     }
@@ -331,6 +370,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_trickled_first_head_gets_408_at_header_timeout_from_the_accept() {
         let ctx = context("header_timeout = \"5s\"");
+        let listener = ListenerStats::default();
         let (mut client, server) = loopback_pair().await;
         let started = clock::now();
         let (mut reader, mut writer) = client.split();
@@ -345,13 +385,14 @@ mod tests {
             }
         };
         let answered = read_reply(&mut reader, 408, true);
-        let ((), (), at) = tokio::join!(serve(&ctx, server, peer()), trickle, answered);
+        let ((), (), at) = tokio::join!(serve(&ctx, server, peer(), &listener), trickle, answered);
         within_a_millisecond(at - started, Duration::from_secs(5));
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_idle_keep_alive_connection_closes_at_keepalive_timeout() {
         let ctx = context("header_timeout = \"5s\"\nkeepalive_timeout = \"45s\"");
+        let listener = ListenerStats::default();
         let (mut client, server) = loopback_pair().await;
         let exchange = async {
             // Unrouted: a 404 that keeps the connection.
@@ -363,13 +404,14 @@ mod tests {
             let (_, closed) = until_closed(&mut client).await;
             closed - answered
         };
-        let ((), idle) = tokio::join!(serve(&ctx, server, peer()), exchange);
+        let ((), idle) = tokio::join!(serve(&ctx, server, peer(), &listener), exchange);
         within_a_millisecond(idle, Duration::from_secs(45));
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_later_head_gets_header_timeout_from_its_first_byte() {
         let ctx = context("header_timeout = \"5s\"\nkeepalive_timeout = \"45s\"");
+        let listener = ListenerStats::default();
         let (mut client, server) = loopback_pair().await;
         let exchange = async {
             client
@@ -383,7 +425,7 @@ mod tests {
             client.write_all(b"GET / HTT").await.unwrap();
             read_reply(&mut client, 408, true).await - first_byte
         };
-        let ((), took) = tokio::join!(serve(&ctx, server, peer()), exchange);
+        let ((), took) = tokio::join!(serve(&ctx, server, peer(), &listener), exchange);
         within_a_millisecond(took, Duration::from_secs(5));
     }
 }

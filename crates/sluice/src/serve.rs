@@ -41,7 +41,15 @@ pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
     };
     let pid_file = pid_file(path, config.pid_file.as_deref());
     let signals = signals()?;
+    let admin_config = config.admin.clone();
     let proxy = Proxy::start(config).context("starting the listeners")?;
+    let info = sluice_admin::Info {
+        config_file: Some(path.to_path_buf()),
+    };
+    let _admin = match &admin_config {
+        Some(admin) => Some(sluice_admin::start(admin, proxy.view(), info)?),
+        None => None,
+    };
     std::fs::write(&pid_file, format!("{}\n", std::process::id()))
         .with_context(|| format!("writing the pid file {}", pid_file.display()))?;
     tracing::info!(pid_file = %pid_file.display(), "reload with SIGHUP or `sluice reload -c {}`", path.display());
@@ -167,6 +175,7 @@ fn apply(proxy: &Proxy, path: &Path) {
             for e in &errors.0 {
                 tracing::error!(error = %e, "reload rejected: the config has errors; still serving the previous one");
             }
+            proxy.stats().reloaded(false);
             return;
         }
     };

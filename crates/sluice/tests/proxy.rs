@@ -11,6 +11,7 @@ mod proxy {
     mod hashing;
     mod headers;
     mod lifecycle;
+    mod metrics;
     mod pooling;
     mod strict;
     mod websocket;

@@ -5,4 +5,5 @@
 pub mod checks;
 pub mod listen;
 pub mod server;
+pub mod view;
 pub mod worker;

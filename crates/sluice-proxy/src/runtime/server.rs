@@ -1,8 +1,10 @@
 //! Starting, reloading and stopping the proxy: bind every listener, start one worker
 //! thread per core (or as configured), hand them new configurations, stop them gracefully.
 
+use crate::metrics::ProxyStats;
 use crate::runtime::checks;
 use crate::runtime::listen;
+use crate::runtime::view::View;
 use crate::runtime::worker::{self, Reload, Start};
 use crate::state::generation::Shared;
 use sluice_config::Config;
@@ -31,7 +33,8 @@ pub struct Proxy {
     reloads: Vec<mpsc::UnboundedSender<Reload>>,
     current: watch::Sender<Arc<Shared>>,
     /// Listen address as configured -> as bound (port 0 resolved).
-    listening: Mutex<Vec<(SocketAddr, SocketAddr)>>,
+    listening: Arc<Mutex<Vec<(SocketAddr, SocketAddr)>>>,
+    stats: Arc<ProxyStats>,
 }
 
 /// What a reload changed.
@@ -60,6 +63,7 @@ impl Proxy {
                 .for_each(|(listener, list)| list.push(listener));
         }
         let shared = Arc::new(Shared::new(config, None));
+        let stats = Arc::new(ProxyStats::default());
         let (shutdown, stop) = watch::channel(false);
         let (drain, draining) = watch::channel(false);
         let (current, generations) = watch::channel(shared.clone());
@@ -77,6 +81,7 @@ impl Proxy {
                 drain: draining.clone(),
                 reloads: rx,
                 stopped_accepting: acks.clone(),
+                stats: stats.clone(),
             };
             handles.push(
                 std::thread::Builder::new()
@@ -94,8 +99,24 @@ impl Proxy {
             workers: handles,
             reloads,
             current,
-            listening: Mutex::new(listening),
+            listening: Arc::new(Mutex::new(listening)),
+            stats,
         })
+    }
+
+    /// A handle for observers (the admin listener): snapshots of state and counters.
+    pub fn view(&self) -> View {
+        View {
+            current: self.current.subscribe(),
+            stats: self.stats.clone(),
+            listening: self.listening.clone(),
+            workers: self.workers.len(),
+        }
+    }
+
+    /// The proxy's counters beside its servers' and routes' (listeners, reloads).
+    pub fn stats(&self) -> &Arc<ProxyStats> {
+        &self.stats
     }
 
     /// The bound address of each listener, in config order (port 0 resolved).
@@ -114,6 +135,12 @@ impl Proxy {
     /// Returns once every worker serves new requests with `config` and listeners that
     /// left it are closed.
     pub fn reload(&self, config: Config) -> io::Result<ReloadSummary> {
+        let result = self.apply(config);
+        self.stats.reloaded(result.is_ok());
+        result
+    }
+
+    fn apply(&self, config: Config) -> io::Result<ReloadSummary> {
         let mut listening = self.listening.lock().unwrap_or_else(|p| p.into_inner());
         let workers = self.reloads.len();
         if worker_count(&config) != workers {

@@ -3,6 +3,7 @@
 //! workers is the per-upstream state in `Shared` (balancers, in-flight counts, health).
 
 use crate::context::Context;
+use crate::metrics::{ListenerStats, ProxyStats};
 use crate::session;
 use crate::state::generation::Shared;
 use std::cell::{Cell, RefCell};
@@ -37,6 +38,7 @@ pub struct Start {
     pub reloads: mpsc::UnboundedReceiver<Reload>,
     /// Told once the worker has stopped accepting (its listening sockets are closed).
     pub stopped_accepting: std::sync::mpsc::Sender<()>,
+    pub stats: Arc<ProxyStats>,
 }
 
 /// An accepting listener: its stop signal and its task.
@@ -47,6 +49,7 @@ struct Listening {
 
 struct Worker {
     ctx: Rc<Context>,
+    stats: Arc<ProxyStats>,
     listeners: RefCell<HashMap<SocketAddr, Listening>>,
     connections: Cell<usize>,
     all_closed: Notify,
@@ -58,11 +61,13 @@ pub fn run(start: Start) -> std::io::Result<()> {
         .enable_all()
         .build()?;
     let local = tokio::task::LocalSet::new();
+    crate::metrics::set_worker(start.index);
     local.block_on(&runtime, async move {
         let seed = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(start.index as u64 + 1)
             ^ u64::from(std::process::id());
         let w = Rc::new(Worker {
             ctx: Rc::new(Context::new(start.shared, seed)),
+            stats: start.stats,
             listeners: RefCell::new(HashMap::new()),
             connections: Cell::new(0),
             all_closed: Notify::new(),
@@ -87,7 +92,8 @@ fn listen(w: &Rc<Worker>, listeners: Vec<std::net::TcpListener>) -> std::io::Res
         let listener = TcpListener::from_std(listener)?;
         let addr = listener.local_addr()?;
         let stop = Rc::new(Notify::new());
-        let task = tokio::task::spawn_local(accept_loop(w.clone(), listener, stop.clone()));
+        let stats = w.stats.listener(addr);
+        let task = tokio::task::spawn_local(accept_loop(w.clone(), listener, stats, stop.clone()));
         w.listeners
             .borrow_mut()
             .insert(addr, Listening { stop, task });
@@ -117,7 +123,12 @@ async fn apply_reloads(w: Rc<Worker>, mut reloads: mpsc::UnboundedReceiver<Reloa
     }
 }
 
-async fn accept_loop(w: Rc<Worker>, listener: TcpListener, stop: Rc<Notify>) {
+async fn accept_loop(
+    w: Rc<Worker>,
+    listener: TcpListener,
+    stats: Arc<ListenerStats>,
+    stop: Rc<Notify>,
+) {
     loop {
         // Also checked here: a drain that began while we slept after an error is not missed.
         if w.ctx.draining() {
@@ -132,8 +143,9 @@ async fn accept_loop(w: Rc<Worker>, listener: TcpListener, stop: Rc<Notify>) {
             Ok((stream, peer)) => {
                 let _ = stream.set_nodelay(true);
                 let open = Open::new(w.clone());
+                let stats = stats.clone();
                 tokio::task::spawn_local(async move {
-                    session::serve(&open.0.ctx, stream, peer).await;
+                    session::serve(&open.0.ctx, stream, peer, &stats).await;
                 });
             }
             Err(e) => {

@@ -6,9 +6,10 @@
 //! the state of every server it still lists. Requests in flight finish on the generation
 //! they started with.
 
+use crate::metrics::RouteStats;
 use crate::route::router::Router;
 use crate::state::upstream::{ServerState, UpstreamShared};
-use sluice_config::Config;
+use sluice_config::{Config, Route};
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -17,6 +18,9 @@ use std::sync::Arc;
 pub struct Shared {
     pub config: Arc<Config>,
     pub upstreams: Vec<Arc<UpstreamShared>>,
+    /// Each route's counters (by index of `config.routes`), carried over a reload for a
+    /// route with the same host and path.
+    pub routes: Vec<Arc<RouteStats>>,
     /// Every server address any upstream lists (pools keep connections only to these).
     pub addresses: HashSet<SocketAddr>,
 }
@@ -39,9 +43,22 @@ impl Shared {
             .iter()
             .flat_map(|u| u.servers.iter().map(|s| s.addr))
             .collect();
+        let routes = config
+            .routes
+            .iter()
+            .map(|r| {
+                let old = previous.and_then(|p| {
+                    let same = |o: &&Route| o.host == r.host && o.path == r.path;
+                    let i = p.config.routes.iter().position(|o| same(&o))?;
+                    p.routes.get(i).cloned()
+                });
+                old.unwrap_or_default()
+            })
+            .collect();
         let next = Shared {
             config: Arc::new(config),
             upstreams,
+            routes,
             addresses,
         };
         if let Some(previous) = previous {

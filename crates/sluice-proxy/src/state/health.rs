@@ -128,6 +128,11 @@ impl Health {
         was != up
     }
 
+    /// When a passive ejection ends, in [`now_ns`] time: 0 or past when not ejected.
+    pub fn ejected_until_ns(&self) -> u64 {
+        self.ejected_until_ns.load(Ordering::Relaxed)
+    }
+
     pub fn checked_up(&self) -> bool {
         self.checked_up.load(Ordering::Relaxed)
     }

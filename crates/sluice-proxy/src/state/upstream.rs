@@ -29,6 +29,8 @@ pub struct ServerState {
     /// Set when a reload takes the server out of its upstream: its tunnels close.
     retired: AtomicBool,
     retire: Notify,
+    /// Its counters and histograms; they survive reloads with the server.
+    pub stats: crate::metrics::ServerStats,
 }
 
 impl ServerState {
@@ -39,7 +41,13 @@ impl ServerState {
             health: Health::default(),
             retired: AtomicBool::new(false),
             retire: Notify::new(),
+            stats: Default::default(),
         })
+    }
+
+    /// Requests (and tunnels) on this server now, all workers together.
+    pub fn in_flight(&self) -> u32 {
+        self.active.load(Ordering::Relaxed)
     }
 
     /// Marks the server as gone from the config and wakes its tunnels.

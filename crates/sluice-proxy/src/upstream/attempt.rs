@@ -90,10 +90,14 @@ impl Attempt<'_> {
 
     async fn connect(&self) -> Result<Conn<TcpStream>, Failure> {
         let addr = self.up.addr(self.server);
+        let started = clock::now();
         let connected =
             tokio::time::timeout(self.up.config.connect_timeout, TcpStream::connect(addr)).await;
         let (status, cause) = match connected {
             Ok(Ok(stream)) => {
+                let stats = self.up.servers[self.server].stats.local();
+                stats.connect.observe(started.elapsed());
+                stats.connections_opened.add(1);
                 let _ = stream.set_nodelay(true);
                 return Ok(Conn::new(stream));
             }

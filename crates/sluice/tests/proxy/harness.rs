@@ -60,6 +60,11 @@ impl TestProxy {
         }
     }
 
+    /// A handle for observers (the admin listener).
+    pub fn view(&self) -> sluice_proxy::View {
+        self.proxy.as_ref().unwrap().view()
+    }
+
     /// Reloads with a new `body`, as [`proxy`] takes it (same listener).
     pub fn reload(&self, body: &str) -> sluice_proxy::ReloadSummary {
         let text =

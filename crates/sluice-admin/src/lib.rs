@@ -1,0 +1,202 @@
+//! sluice's admin listener: `/metrics` (OpenMetrics text, for Prometheus) and the JSON
+//! admin API (`/api/status`, `/api/upstreams`), on an address of its own.
+//!
+//! This crate owns the admin HTTP server and what it answers. It reads the proxy only
+//! through [`sluice_proxy::View`] snapshots, on a thread of its own, so a scrape never
+//! runs on a worker and never takes a lock a request takes. It must never share a port
+//! with proxied traffic (the config refuses that), and off loopback it answers nobody
+//! without the configured bearer token.
+
+mod api;
+mod exposition;
+mod process;
+
+pub use api::Info;
+pub use exposition::{render as render_metrics, CONTENT_TYPE as METRICS_CONTENT_TYPE};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use sluice_proxy::View;
+use std::convert::Infallible;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// A running admin listener; it stops when this is dropped.
+pub struct Admin {
+    pub addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Admin {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What each request is answered from.
+struct State {
+    view: View,
+    info: Info,
+    token: Option<String>,
+}
+
+/// Binds `config.bind` (an error names the address) and serves on a thread of its own.
+pub fn start(config: &sluice_config::Admin, view: View, info: Info) -> io::Result<Admin> {
+    let listener = std::net::TcpListener::bind(config.bind)
+        .map_err(|e| io::Error::new(e.kind(), format!("admin listener on {}: {e}", config.bind)))?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+    let state = Arc::new(State {
+        view,
+        info,
+        token: config.token.clone(),
+    });
+    let (stop, stopped) = watch::channel(false);
+    let thread = std::thread::Builder::new()
+        .name("sluice-admin".into())
+        .spawn(move || serve(listener, state, stopped))?;
+    tracing::info!(%addr, "admin listener serving /metrics and /api");
+    Ok(Admin {
+        addr,
+        stop,
+        thread: Some(thread),
+    })
+}
+
+fn serve(listener: std::net::TcpListener, state: Arc<State>, mut stop: watch::Receiver<bool>) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return tracing::error!(cause = %e, "admin listener could not start"),
+    };
+    runtime.block_on(async move {
+        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+            return;
+        };
+        loop {
+            let (stream, _) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(_) => continue,
+                },
+                _ = stop.wait_for(|s| *s) => return,
+            };
+            let state = state.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| answer(req, state.clone()));
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+}
+
+type Reply = Response<Full<Bytes>>;
+
+async fn answer(req: Request<Incoming>, state: Arc<State>) -> Result<Reply, Infallible> {
+    if !authorized(&req, state.token.as_deref()) {
+        let mut reply = json(
+            StatusCode::UNAUTHORIZED,
+            &serde_json::json!({"error": "a bearer token is required"}),
+        );
+        reply
+            .headers_mut()
+            .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return Ok(reply);
+    }
+    if req.method() != Method::GET {
+        let error = serde_json::json!({"error": "only GET is answered here"});
+        return Ok(json(StatusCode::METHOD_NOT_ALLOWED, &error));
+    }
+    let view = &state.view;
+    Ok(match req.uri().path() {
+        "/metrics" => metrics(&req, view),
+        "/api/status" => json(StatusCode::OK, &api::status(&view.snapshot(), &state.info)),
+        "/api/upstreams" => json(StatusCode::OK, &api::upstreams(&view.snapshot())),
+        path => json(
+            StatusCode::NOT_FOUND,
+            &serde_json::json!({"error": format!("no such endpoint: {path}"), "endpoints": ["/metrics", "/api/status", "/api/upstreams"]}),
+        ),
+    })
+}
+
+/// OpenMetrics for a client that asks for it (Prometheus does), the classic text
+/// format otherwise.
+fn metrics(req: &Request<Incoming>, view: &View) -> Reply {
+    let om = exposition::render(view);
+    let wants_om = req
+        .headers()
+        .get(hyper::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/openmetrics-text"));
+    if wants_om {
+        text(om, exposition::CONTENT_TYPE)
+    } else {
+        text(exposition::classic(&om), exposition::CLASSIC_CONTENT_TYPE)
+    }
+}
+
+/// Whether the request carries the token (always, when there is none to carry).
+fn authorized(req: &Request<Incoming>, token: Option<&str>) -> bool {
+    let Some(token) = token else {
+        return true;
+    };
+    let given = req
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    constant_time_eq(given.as_bytes(), token.as_bytes())
+}
+
+/// Compares without stopping at the first difference, so the time taken does not tell
+/// how much of a guessed token was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for (i, x) in a.iter().enumerate() {
+        diff |= usize::from(x ^ b.get(i % b.len().max(1)).copied().unwrap_or(0));
+    }
+    diff == 0
+}
+
+fn text(body: String, content_type: &'static str) -> Reply {
+    let mut reply = Response::new(Full::new(Bytes::from(body)));
+    reply
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    reply
+}
+
+fn json(status: StatusCode, value: &serde_json::Value) -> Reply {
+    let body = serde_json::to_string_pretty(value).unwrap_or_default();
+    let mut reply = text(body, "application/json");
+    *reply.status_mut() = status;
+    reply
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_time_eq;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"0123456789abcdef", b"0123456789abcdef"));
+        assert!(!constant_time_eq(b"0123456789abcdeX", b"0123456789abcdef"));
+        assert!(!constant_time_eq(b"0123456789abcdef0", b"0123456789abcdef"));
+        assert!(!constant_time_eq(b"", b"0123456789abcdef"));
+    }
+}

@@ -1,0 +1,181 @@
+//! A running proxy seen from outside the data path (the admin listener): what it serves
+//! and every counter, copied out as plain data. Taking a snapshot sums the workers'
+//! counter slots and takes no lock a request takes.
+
+use crate::metrics::{ListenerTotals, ProxyStats, ServerTotals};
+use crate::state::generation::Shared;
+use crate::state::health::now_ns;
+use sluice_config::Balance;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+use tokio::sync::watch;
+
+/// A handle on a running proxy for observers; cheap to clone, usable from any thread.
+#[derive(Clone)]
+pub struct View {
+    pub(crate) current: watch::Receiver<Arc<Shared>>,
+    pub(crate) stats: Arc<ProxyStats>,
+    pub(crate) listening: Arc<Mutex<Vec<(SocketAddr, SocketAddr)>>>,
+    pub(crate) workers: usize,
+}
+
+/// Everything an observer reads, at one moment.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub started: SystemTime,
+    pub workers: usize,
+    /// 1 at start, one more per applied reload.
+    pub generation: u64,
+    pub reloads: u64,
+    pub reload_failures: u64,
+    pub last_reload: Option<SystemTime>,
+    pub listeners: Vec<ListenerView>,
+    pub routes: Vec<RouteView>,
+    pub upstreams: Vec<UpstreamView>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ListenerView {
+    /// As configured.
+    pub bind: SocketAddr,
+    /// As bound (port 0 resolved).
+    pub bound: SocketAddr,
+    pub totals: ListenerTotals,
+}
+
+#[derive(Debug, Clone)]
+pub struct RouteView {
+    /// `host` + `path`, as a label: `example.com/api/` or `/api/` for any host.
+    pub name: String,
+    pub upstream: String,
+    /// Requests by the status the client got, 1xx to 5xx.
+    pub responses: [u64; 5],
+}
+
+#[derive(Debug, Clone)]
+pub struct UpstreamView {
+    pub name: String,
+    pub balance: String,
+    pub servers: Vec<ServerView>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerView {
+    pub addr: SocketAddr,
+    pub weight: u32,
+    pub backup: bool,
+    pub in_flight: u32,
+    /// Active health checks' verdict (true without checks).
+    pub checked_up: bool,
+    /// How much longer a passive ejection lasts, if the server is ejected now.
+    pub ejected_for: Option<Duration>,
+    pub totals: ServerTotals,
+}
+
+impl ServerView {
+    /// Whether requests may go to it now.
+    pub fn up(&self) -> bool {
+        self.checked_up && self.ejected_for.is_none()
+    }
+}
+
+impl View {
+    pub fn snapshot(&self) -> Snapshot {
+        let shared = self.current.borrow().clone();
+        let stats = &self.stats;
+        let last = stats.last_reload_unix_ms();
+        Snapshot {
+            started: stats.started,
+            workers: self.workers,
+            generation: stats.generation.get(),
+            reloads: stats.reloads.get(),
+            reload_failures: stats.reload_failures.get(),
+            last_reload: (last > 0).then(|| SystemTime::UNIX_EPOCH + Duration::from_millis(last)),
+            listeners: self.listeners(),
+            routes: routes(&shared),
+            upstreams: upstreams(&shared),
+        }
+    }
+
+    fn listeners(&self) -> Vec<ListenerView> {
+        let listening = self
+            .listening
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let stats = self.stats.listeners();
+        listening
+            .into_iter()
+            .map(|(bind, bound)| ListenerView {
+                bind,
+                bound,
+                totals: stats
+                    .iter()
+                    .find(|(a, _)| *a == bound)
+                    .map(|(_, s)| s.totals())
+                    .unwrap_or_default(),
+            })
+            .collect()
+    }
+}
+
+fn routes(shared: &Shared) -> Vec<RouteView> {
+    let config = &shared.config;
+    config
+        .routes
+        .iter()
+        .zip(&shared.routes)
+        .map(|(r, stats)| {
+            let host = match &r.host {
+                None => String::new(),
+                Some(sluice_config::HostMatch::Exact(h)) => h.clone(),
+                Some(sluice_config::HostMatch::Suffix(s)) => format!("*{s}"),
+            };
+            RouteView {
+                name: format!("{host}{}", r.path),
+                upstream: config.upstreams[r.upstream].name.clone(),
+                responses: stats.totals(),
+            }
+        })
+        .collect()
+}
+
+fn balance_name(b: &Balance) -> &'static str {
+    match b {
+        Balance::RoundRobin => "round_robin",
+        Balance::LeastConn => "least_conn",
+        Balance::RandomTwo => "random_two",
+        Balance::PeakEwma { .. } => "peak_ewma",
+        Balance::Hash { .. } => "hash",
+    }
+}
+
+fn upstreams(shared: &Shared) -> Vec<UpstreamView> {
+    let now = now_ns();
+    shared
+        .upstreams
+        .iter()
+        .map(|u| UpstreamView {
+            name: u.config.name.clone(),
+            balance: balance_name(&u.config.balance).into(),
+            servers: u
+                .servers
+                .iter()
+                .zip(&u.config.servers)
+                .map(|(state, config)| {
+                    let until = state.health.ejected_until_ns();
+                    ServerView {
+                        addr: state.addr,
+                        weight: config.weight,
+                        backup: config.backup,
+                        in_flight: state.in_flight(),
+                        checked_up: state.health.checked_up(),
+                        ejected_for: (until > now).then(|| Duration::from_nanos(until - now)),
+                        totals: state.stats.totals(),
+                    }
+                })
+                .collect(),
+        })
+        .collect()
+}

@@ -1,0 +1,308 @@
+//! The admin listener's `/metrics` and JSON API against known traffic: exact counters
+//! and histogram counts, counters that survive reloads, a killed server seen down, the
+//! token, and Prometheus' own checker on the output.
+
+use super::harness::*;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// An admin listener on 127.0.0.1:0 for `p`.
+fn admin(p: &TestProxy, token: Option<&str>) -> sluice_admin::Admin {
+    let config = sluice_config::Admin {
+        bind: loopback(),
+        token: token.map(String::from),
+    };
+    sluice_admin::start(&config, p.view(), sluice_admin::Info::default()).unwrap()
+}
+
+async fn scrape(admin: SocketAddr) -> String {
+    let reply = get(admin, "/metrics").await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    reply.text()
+}
+
+/// The value of the sample named `name` whose labels include all of `labels`; 0 when
+/// there is none.
+fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter(|(series, _)| {
+            let (n, rest) = series.split_once('{').unwrap_or((series, ""));
+            n == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")))
+        })
+        .map(|(_, v)| v.parse::<f64>().unwrap())
+        .sum()
+}
+
+async fn send(addr: SocketAddr, requests: usize, host: &str) {
+    let mut client = Client::connect(addr).await;
+    for _ in 0..requests {
+        client
+            .send(&format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n"))
+            .await;
+        client.read_reply().await.expect("a reply");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counters_are_exact_after_known_traffic() {
+    let (a, b) = (backend("a").await, backend("b").await);
+    let config = format!(
+        "workers = 2\n[[route]]\nhost = \"app.test\"\nupstream = \"app\"\n[upstream.app]\nservers = [\"{a}\", \"{b}\"]\n"
+    );
+    let p = proxy(&config);
+    let admin = admin(&p, None);
+    // 4 connections of 25 requests each, and 3 requests no route takes.
+    let clients: Vec<_> = (0..4).map(|_| send(p.addr, 25, "app.test")).collect();
+    futures_util::future::join_all(clients).await;
+    send(p.addr, 3, "other.test").await;
+    let text = scrape(admin.addr).await;
+    let app = [("upstream", "app")];
+    assert_eq!(
+        value(
+            &text,
+            "sluice_upstream_requests_total",
+            &[("upstream", "app"), ("code", "2xx")]
+        ),
+        100.0
+    );
+    for server in [a, b] {
+        let s = server.to_string();
+        let labels = [("upstream", "app"), ("server", s.as_str())];
+        // Round robin: half each.
+        assert_eq!(
+            value(&text, "sluice_upstream_requests_total", &labels),
+            50.0,
+            "{s}"
+        );
+        assert_eq!(
+            value(
+                &text,
+                "sluice_upstream_request_duration_seconds_count",
+                &labels
+            ),
+            50.0
+        );
+        assert_eq!(
+            value(
+                &text,
+                "sluice_upstream_first_byte_duration_seconds_count",
+                &labels
+            ),
+            50.0
+        );
+        let inf = [labels[0], labels[1], ("le", "+Inf")];
+        assert_eq!(
+            value(
+                &text,
+                "sluice_upstream_request_duration_seconds_bucket",
+                &inf
+            ),
+            50.0
+        );
+        let opened = value(&text, "sluice_upstream_connections_opened_total", &labels);
+        assert!(
+            (1.0..=8.0).contains(&opened),
+            "pooled connections reused: {opened}"
+        );
+        assert_eq!(
+            value(
+                &text,
+                "sluice_upstream_connect_duration_seconds_count",
+                &labels
+            ),
+            opened
+        );
+        assert_eq!(value(&text, "sluice_upstream_up", &labels), 1.0);
+    }
+    assert_eq!(
+        value(&text, "sluice_upstream_requests_in_flight", &app),
+        0.0
+    );
+    assert_eq!(
+        value(
+            &text,
+            "sluice_route_requests_total",
+            &[("route", "app.test/"), ("code", "2xx")]
+        ),
+        100.0
+    );
+    let listener = [("listener", "127.0.0.1:0")];
+    assert_eq!(
+        value(&text, "sluice_listener_requests_total", &listener),
+        103.0
+    );
+    assert_eq!(
+        value(
+            &text,
+            "sluice_listener_connections_accepted_total",
+            &listener
+        ),
+        5.0
+    );
+    assert_eq!(
+        value(
+            &text,
+            "sluice_listener_rejects_total",
+            &[("listener", "127.0.0.1:0"), ("status", "404")]
+        ),
+        3.0
+    );
+    assert_eq!(value(&text, "sluice_config_generation", &[]), 1.0);
+    assert!(value(&text, "process_resident_memory_bytes", &[]) > 1e6);
+    let status: serde_json::Value =
+        serde_json::from_slice(&get(admin.addr, "/api/status").await.body).unwrap();
+    assert_eq!(
+        (status["generation"].as_u64(), status["workers"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let ups: serde_json::Value =
+        serde_json::from_slice(&get(admin.addr, "/api/upstreams").await.body).unwrap();
+    assert_eq!(ups["upstreams"][0]["servers"][0]["requests"]["2xx"], 50);
+    assert_eq!(ups["upstreams"][0]["servers"][1]["health"], "up");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counters_never_go_backwards_across_twenty_reloads() {
+    let (a, b) = (backend("a").await, backend("b").await);
+    let upstream = |servers: &str| {
+        format!("[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [{servers}]\n")
+    };
+    let p = proxy(&upstream(&format!("\"{a}\", \"{b}\"")));
+    let admin = admin(&p, None);
+    let a_label = a.to_string();
+    let labels = [("upstream", "app"), ("server", a_label.as_str())];
+    let (mut last, mut sent) = (0.0, 0);
+    for round in 0..20 {
+        send(p.addr, 10, "test").await;
+        sent += 10;
+        // Every other reload changes the upstream (b goes and comes back): a stays, and
+        // keeps its counters.
+        let servers = if round % 2 == 0 {
+            format!("\"{a}\"")
+        } else {
+            format!("\"{a}\", \"{b}\"")
+        };
+        p.reload(&upstream(&servers));
+        let text = scrape(admin.addr).await;
+        let now = value(&text, "sluice_upstream_requests_total", &labels);
+        assert!(now >= last, "round {round}: {now} after {last}");
+        last = now;
+        assert_eq!(
+            value(&text, "sluice_config_generation", &[]),
+            f64::from(round + 2)
+        );
+        assert_eq!(
+            value(&text, "sluice_reloads_total", &[("result", "applied")]),
+            f64::from(round + 1)
+        );
+        assert_eq!(
+            value(&text, "sluice_route_requests_total", &[("code", "2xx")]),
+            f64::from(sent)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_server_is_seen_ejected_with_its_cause() {
+    let a = backend("a").await;
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let config = format!(
+        "[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{a}\", \"{dead}\"]\nmax_fails = 1\neject_for = \"30s\"\n"
+    );
+    let p = proxy(&config);
+    let admin = admin(&p, None);
+    send(p.addr, 6, "test").await;
+    let text = scrape(admin.addr).await;
+    let d = dead.to_string();
+    let labels = [("upstream", "app"), ("server", d.as_str())];
+    assert_eq!(value(&text, "sluice_upstream_up", &labels), 0.0);
+    assert_eq!(value(&text, "sluice_upstream_ejected", &labels), 1.0);
+    let connect = [labels[0], labels[1], ("cause", "connect")];
+    assert_eq!(
+        value(&text, "sluice_upstream_ejections_total", &connect),
+        1.0
+    );
+    assert_eq!(value(&text, "sluice_upstream_retries_total", &labels), 1.0);
+    assert_eq!(
+        value(&text, "sluice_route_requests_total", &[("code", "2xx")]),
+        6.0
+    );
+    let ups: serde_json::Value =
+        serde_json::from_slice(&get(admin.addr, "/api/upstreams").await.body).unwrap();
+    let server = &ups["upstreams"][0]["servers"][1];
+    assert_eq!(server["health"], "ejected");
+    assert!(server["ejected_for_s"].as_f64().unwrap() > 20.0, "{server}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_token_nothing_is_answered_without_it() {
+    let p = proxy(&one_upstream(&[backend("a").await], ""));
+    let token = "0123456789abcdef0123";
+    let admin = admin(&p, Some(token));
+    for auth in [
+        "",
+        "Authorization: Bearer wrong\r\n",
+        "Authorization: 0123456789abcdef0123\r\n",
+    ] {
+        let mut c = Client::connect(admin.addr).await;
+        c.send(&format!("GET /metrics HTTP/1.1\r\nHost: a\r\n{auth}\r\n"))
+            .await;
+        let reply = c.read_reply().await.unwrap();
+        assert_eq!(reply.status, 401, "{auth:?}");
+        assert_eq!(reply.header("www-authenticate"), Some("Bearer"));
+    }
+    let mut c = Client::connect(admin.addr).await;
+    c.send(&format!(
+        "GET /metrics HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer {token}\r\n\r\n"
+    ))
+    .await;
+    assert_eq!(c.read_reply().await.unwrap().status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promtool_accepts_the_metrics() {
+    let p = proxy(&one_upstream(&[backend("a").await], ""));
+    let admin = admin(&p, None);
+    send(p.addr, 5, "test").await;
+    let text = scrape(admin.addr).await;
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package; scripts/test.sh installs it)");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::task::spawn_blocking(move || child.wait_with_output()),
+    )
+    .await
+    .expect("promtool ends")
+    .unwrap()
+    .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "promtool check metrics:\n{said}\n{text}"
+    );
+    assert!(!said.contains("error"), "{said}");
+}
