@@ -5,10 +5,16 @@ use serde_json::{json, Value};
 use sluice_proxy::{ServerView, Snapshot};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// What the admin listener knows besides the proxy: where its config came from.
-#[derive(Debug, Clone, Default)]
+/// Reloads the config the way SIGHUP does; `Ok` says what changed, `Err` why the old
+/// config was kept.
+pub type Reload = std::sync::Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
+
+/// What the admin listener knows besides the proxy: where its config came from, and
+/// how to reload it.
+#[derive(Clone, Default)]
 pub struct Info {
     pub config_file: Option<std::path::PathBuf>,
+    pub reload: Option<Reload>,
 }
 
 fn unix(t: SystemTime) -> f64 {
@@ -66,9 +72,13 @@ fn server(v: &ServerView) -> Value {
         "addr": v.addr.to_string(),
         "weight": v.weight,
         "backup": v.backup,
-        "health": if v.up() { "up" } else if v.ejected_for.is_some() { "ejected" } else { "down" },
+        "health": if !v.up() && v.ejected_for.is_some() { "ejected" } else if !v.up() { "down" } else if v.drained { "drained" } else { "up" },
         "checked_up": v.checked_up,
         "ejected_for_s": v.ejected_for.map(|d| d.as_secs_f64()),
+        "drained": v.drained,
+        "last_errors": v.last_errors.iter().map(|e| json!({
+            "at_unix": unix(e.at), "route": e.route, "status": e.status, "cause": e.cause,
+        })).collect::<Vec<_>>(),
         "in_flight": v.in_flight,
         "requests": responses,
         "connections_opened": t.connections_opened,

@@ -11,7 +11,7 @@ mod api;
 mod exposition;
 mod process;
 
-pub use api::Info;
+pub use api::{Info, Reload};
 pub use exposition::{render as render_metrics, CONTENT_TYPE as METRICS_CONTENT_TYPE};
 
 use bytes::Bytes;
@@ -117,8 +117,11 @@ async fn answer(req: Request<Incoming>, state: Arc<State>) -> Result<Reply, Infa
             .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return Ok(reply);
     }
+    if req.method() == Method::POST {
+        return Ok(act(req.uri().path(), &state));
+    }
     if req.method() != Method::GET {
-        let error = serde_json::json!({"error": "only GET is answered here"});
+        let error = serde_json::json!({"error": "only GET and POST are answered here"});
         return Ok(json(StatusCode::METHOD_NOT_ALLOWED, &error));
     }
     let view = &state.view;
@@ -126,11 +129,61 @@ async fn answer(req: Request<Incoming>, state: Arc<State>) -> Result<Reply, Infa
         "/metrics" => metrics(&req, view),
         "/api/status" => json(StatusCode::OK, &api::status(&view.snapshot(), &state.info)),
         "/api/upstreams" => json(StatusCode::OK, &api::upstreams(&view.snapshot())),
-        path => json(
-            StatusCode::NOT_FOUND,
-            &serde_json::json!({"error": format!("no such endpoint: {path}"), "endpoints": ["/metrics", "/api/status", "/api/upstreams"]}),
-        ),
+        path => not_found(path),
     })
+}
+
+/// `POST /api/reload`, `POST /api/upstreams/NAME/servers/ADDR/drain` (or `undrain`).
+fn act(path: &str, state: &State) -> Reply {
+    if path == "/api/reload" {
+        let Some(reload) = &state.info.reload else {
+            let error = serde_json::json!({"error": "this sluice has no config file to reload"});
+            return json(StatusCode::CONFLICT, &error);
+        };
+        return match reload() {
+            Ok(changed) => json(
+                StatusCode::OK,
+                &serde_json::json!({"reloaded": true, "changed": changed}),
+            ),
+            Err(why) => json(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &serde_json::json!({"reloaded": false, "error": why}),
+            ),
+        };
+    }
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (upstream, server, verb) = match parts.as_slice() {
+        ["api", "upstreams", u, "servers", s, verb] => (*u, *s, *verb),
+        _ => return not_found(path),
+    };
+    let drained = match verb {
+        "drain" => true,
+        "undrain" => false,
+        _ => return not_found(path),
+    };
+    let Ok(addr) = server.parse() else {
+        let error =
+            serde_json::json!({"error": format!("{server:?} is not a server address (IP:port)")});
+        return json(StatusCode::BAD_REQUEST, &error);
+    };
+    match state.view.drain(upstream, addr, drained) {
+        Ok(()) => json(
+            StatusCode::OK,
+            &serde_json::json!({"upstream": upstream, "server": server, "drained": drained}),
+        ),
+        Err(why) => json(StatusCode::NOT_FOUND, &serde_json::json!({"error": why})),
+    }
+}
+
+fn not_found(path: &str) -> Reply {
+    json(
+        StatusCode::NOT_FOUND,
+        &serde_json::json!({
+            "error": format!("no such endpoint: {path}"),
+            "endpoints": ["GET /metrics", "GET /api/status", "GET /api/upstreams", "POST /api/reload",
+                          "POST /api/upstreams/NAME/servers/IP:PORT/drain", "POST /api/upstreams/NAME/servers/IP:PORT/undrain"],
+        }),
+    )
 }
 
 /// OpenMetrics for a client that asks for it (Prometheus does), the classic text

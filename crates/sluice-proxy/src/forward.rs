@@ -14,7 +14,7 @@ use crate::metrics::EjectCause;
 use crate::record::Outcome;
 use crate::state::generation::Generation;
 use crate::state::health::now_ns;
-use crate::state::upstream::UpstreamShared;
+use crate::state::upstream::{ServerError, UpstreamShared};
 use crate::upstream::attempt::{Answer, Attempt};
 use tokio::net::TcpStream;
 
@@ -131,6 +131,13 @@ impl<'g> Scope<'_, 'g> {
             return;
         }
         let up = self.up;
+        let route = &self.gen.shared.config.routes[self.route];
+        up.servers[server].remember(ServerError {
+            at: std::time::SystemTime::now(),
+            route: route.path.clone(),
+            status: f.status,
+            cause: f.cause.to_string(),
+        });
         if let Some(eject) = up.servers[server]
             .health
             .failed(&up.config.failure, now_ns())

@@ -50,6 +50,7 @@ mod upstream;
 
 pub use runtime::server::{Proxy, ReloadSummary};
 pub use runtime::view::{ListenerView, RouteView, ServerView, Snapshot, UpstreamView, View};
+pub use state::upstream::ServerError;
 
 #[doc(hidden)]
 pub mod testing;

@@ -1,6 +1,7 @@
 //! The `sluice` command: the only `main`. Parses arguments and hands each subcommand to
 //! the crate that does the work; owns no logic of its own beyond wiring and exit codes.
 
+mod admin_client;
 mod bench;
 mod commands;
 mod serve;
@@ -26,9 +27,16 @@ enum Command {
         #[arg(short, long, default_value = "sluice.toml")]
         config: PathBuf,
     },
-    /// Validate a config and make the running `sluice serve` of that config load it
-    /// (it receives SIGHUP; an invalid config is refused here and changes nothing).
+    /// Validate a config and make the running `sluice serve` of that config load it:
+    /// through its admin API when the config has [admin] (waiting for its answer; exit 1
+    /// when it refused), else by SIGHUP. An invalid config is refused here.
     Reload {
+        #[arg(short, long, default_value = "sluice.toml")]
+        config: PathBuf,
+    },
+    /// The running sluice's servers, health, counters and last errors, as a table (from
+    /// its admin API: the config needs an [admin] listener).
+    Status {
         #[arg(short, long, default_value = "sluice.toml")]
         config: PathBuf,
     },
@@ -85,6 +93,7 @@ fn main() -> ExitCode {
         Command::Serve { config } => serve::serve(&config),
         Command::Reload { config } => serve::reload(&config),
         Command::Check { config } => commands::check(&config),
+        Command::Status { config } => serve::status(&config),
         Command::Demo { listen } => commands::demo(listen),
         Command::HashReport { keys } => commands::hash_report(keys),
         Command::Bench(args) => bench::bench(*args),

@@ -1,16 +1,24 @@
 //! `sluice serve` and `sluice reload`: running the proxy under signals, and changing its
 //! config without a restart.
 //!
-//! A running `sluice serve` reloads its config file on SIGHUP. `sluice reload -c FILE`
-//! validates FILE first, then sends SIGHUP to the process whose id is in the pid file:
-//! `pid_file` from the config, or by default `$TMPDIR/sluice-<hash of the config's full
-//! path>.pid`, so `serve` and `reload` given the same file find each other.
+//! A running `sluice serve` reloads its config file on SIGHUP, or when its admin API is
+//! asked (`POST /api/reload`), and then answers with what changed or why the old config
+//! was kept. `sluice reload -c FILE` validates FILE first; with an `[admin]` listener it
+//! asks the API and waits for that answer (exit 1 when the reload was refused);
+//! without one it sends SIGHUP to the process whose id is in the pid file: `pid_file`
+//! from the config, or by default `$TMPDIR/sluice-<hash of the config's full path>.pid`,
+//! so `serve` and `reload` given the same file find each other.
 
 use anyhow::{anyhow, Context};
 use sluice_proxy::Proxy;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Callers of the admin API waiting for the result of the next reload.
+type Waiting = Arc<Mutex<Vec<Sender<Result<String, String>>>>>;
 
 /// Exit code for a config that does not validate.
 pub const BAD_CONFIG: u8 = 2;
@@ -40,11 +48,13 @@ pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(BAD_CONFIG));
     };
     let pid_file = pid_file(path, config.pid_file.as_deref());
-    let signals = signals()?;
+    let (signal, signals) = signal_channel()?;
     let admin_config = config.admin.clone();
     let proxy = Proxy::start(config).context("starting the listeners")?;
+    let waiting = Waiting::default();
     let info = sluice_admin::Info {
         config_file: Some(path.to_path_buf()),
+        reload: Some(reload_on_request(signal, waiting.clone())),
     };
     let _admin = match &admin_config {
         Some(admin) => Some(sluice_admin::start(admin, proxy.view(), info)?),
@@ -53,7 +63,7 @@ pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
     std::fs::write(&pid_file, format!("{}\n", std::process::id()))
         .with_context(|| format!("writing the pid file {}", pid_file.display()))?;
     tracing::info!(pid_file = %pid_file.display(), "reload with SIGHUP or `sluice reload -c {}`", path.display());
-    run_until_stopped(&proxy, signals, Some(path));
+    run_until_stopped(&proxy, signals, Some((path, &waiting)));
     let waited = proxy.wait();
     let _ = std::fs::remove_file(&pid_file);
     waited?;
@@ -68,6 +78,9 @@ pub fn reload(path: &Path) -> anyhow::Result<ExitCode> {
     ) else {
         return Ok(ExitCode::from(BAD_CONFIG));
     };
+    if let Some(admin) = &config.admin {
+        return crate::admin_client::reload(admin);
+    }
     let pid_file = pid_file(path, config.pid_file.as_deref());
     let text = std::fs::read_to_string(&pid_file).with_context(|| {
         format!(
@@ -100,6 +113,20 @@ pub fn reload(path: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `sluice status -c FILE`: the running sluice's view, through its admin API.
+pub fn status(path: &Path) -> anyhow::Result<ExitCode> {
+    let Some(config) = load_or_report(path, "") else {
+        return Ok(ExitCode::from(BAD_CONFIG));
+    };
+    let Some(admin) = &config.admin else {
+        return Err(anyhow!(
+            "{} has no [admin] listener; add [admin] (bind = \"127.0.0.1:9901\") and restart sluice",
+            path.display()
+        ));
+    };
+    crate::admin_client::status(admin)
+}
+
 /// The pid file for the config at `config_path`: the configured one, or a name derived
 /// from the config's full path.
 fn pid_file(config_path: &Path, configured: Option<&Path>) -> PathBuf {
@@ -117,6 +144,30 @@ fn pid_file(config_path: &Path, configured: Option<&Path>) -> PathBuf {
 /// SIGTERM, SIGINT and SIGHUP, delivered over a channel by a thread of their own. The
 /// handlers are installed before this returns, so no early signal is lost.
 pub fn signals() -> anyhow::Result<Receiver<Signal>> {
+    signal_channel().map(|(_, rx)| rx)
+}
+
+/// How the admin API reloads: it asks the main loop as SIGHUP does, and waits for the
+/// answer of that reload.
+fn reload_on_request(signal: Sender<Signal>, waiting: Waiting) -> sluice_admin::Reload {
+    let signal = Mutex::new(signal);
+    Arc::new(move || {
+        let (tx, rx) = std::sync::mpsc::channel();
+        waiting.lock().unwrap_or_else(|p| p.into_inner()).push(tx);
+        let sent = signal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(Signal::Reload);
+        if sent.is_err() {
+            return Err("sluice is stopping".into());
+        }
+        rx.recv_timeout(Duration::from_secs(60))
+            .map_err(|_| "no answer from the reload within 60 s".to_string())?
+    })
+}
+
+/// The signals' channel, and a sender into it for requests that act like a signal.
+fn signal_channel() -> anyhow::Result<(Sender<Signal>, Receiver<Signal>)> {
     use tokio::signal::unix::{signal, SignalKind};
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -129,6 +180,7 @@ pub fn signals() -> anyhow::Result<Receiver<Signal>> {
         ))
     })?;
     let (tx, rx) = std::sync::mpsc::channel();
+    let sender = tx.clone();
     std::thread::spawn(move || {
         runtime.block_on(async move {
             loop {
@@ -143,15 +195,26 @@ pub fn signals() -> anyhow::Result<Receiver<Signal>> {
             }
         })
     });
-    Ok(rx)
+    Ok((sender, rx))
 }
 
 /// Serves until a stop signal, reloading `config` on SIGHUP, then starts the drain; a
 /// second stop signal exits at once.
-pub fn run_until_stopped(proxy: &Proxy, signals: Receiver<Signal>, config: Option<&Path>) {
+pub fn run_until_stopped(
+    proxy: &Proxy,
+    signals: Receiver<Signal>,
+    config: Option<(&Path, &Waiting)>,
+) {
     while let Ok(Signal::Reload) = signals.recv() {
         match config {
-            Some(path) => apply(proxy, path),
+            Some((path, waiting)) => {
+                let result = apply(proxy, path);
+                let callers =
+                    std::mem::take(&mut *waiting.lock().unwrap_or_else(|p| p.into_inner()));
+                for caller in callers {
+                    let _ = caller.send(result.clone());
+                }
+            }
             None => tracing::warn!("SIGHUP ignored: this sluice has no config file to reload"),
         }
     }
@@ -167,8 +230,9 @@ pub fn run_until_stopped(proxy: &Proxy, signals: Receiver<Signal>, config: Optio
     });
 }
 
-/// Reloads from `path`, or logs why not and keeps the running config.
-fn apply(proxy: &Proxy, path: &Path) {
+/// Reloads from `path`, or logs why not and keeps the running config. Returns what
+/// changed, or why nothing did.
+fn apply(proxy: &Proxy, path: &Path) -> Result<String, String> {
     let config = match sluice_config::load(path) {
         Ok(config) => config,
         Err(errors) => {
@@ -176,11 +240,19 @@ fn apply(proxy: &Proxy, path: &Path) {
                 tracing::error!(error = %e, "reload rejected: the config has errors; still serving the previous one");
             }
             proxy.stats().reloaded(false);
-            return;
+            return Err(errors.to_string());
         }
     };
     match proxy.reload(config) {
-        Ok(summary) => tracing::info!(?summary, "reloaded"),
-        Err(e) => tracing::error!(cause = %e, "reload failed; still serving the previous config"),
+        Ok(summary) => {
+            tracing::info!("reloaded {}: {summary}", path.display());
+            Ok(summary.to_string())
+        }
+        Err(e) => {
+            tracing::error!(cause = %e, "reload failed; still serving the previous config");
+            Err(format!(
+                "reload failed: {e}; still serving the previous config"
+            ))
+        }
     }
 }

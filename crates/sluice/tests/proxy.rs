@@ -5,6 +5,8 @@
 mod proxy {
     pub mod harness;
 
+    mod admin_cli;
+
     mod balancing;
     mod errors;
     mod framing;

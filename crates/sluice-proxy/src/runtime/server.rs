@@ -46,6 +46,27 @@ pub struct ReloadSummary {
     pub servers_removed: usize,
 }
 
+impl std::fmt::Display for ReloadSummary {
+    /// What changed, in words: `1 listener added, 2 servers removed`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = [
+            (self.listeners_added, "listener", "added"),
+            (self.listeners_removed, "listener", "removed"),
+            (self.servers_added, "server", "added"),
+            (self.servers_removed, "server", "removed"),
+        ]
+        .into_iter()
+        .filter(|(n, _, _)| *n > 0)
+        .map(|(n, what, how)| format!("{n} {what}{} {how}", if n == 1 { "" } else { "s" }))
+        .collect();
+        if parts.is_empty() {
+            f.write_str("no listener or server added or removed")
+        } else {
+            f.write_str(&parts.join(", "))
+        }
+    }
+}
+
 impl Proxy {
     /// Binds every listener and starts the workers. Fails (starting nothing) if any
     /// address cannot be bound.

@@ -5,6 +5,7 @@
 use crate::metrics::{ListenerTotals, ProxyStats, ServerTotals};
 use crate::state::generation::Shared;
 use crate::state::health::now_ns;
+use crate::state::upstream::ServerError;
 use sluice_config::Balance;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -70,17 +71,41 @@ pub struct ServerView {
     pub checked_up: bool,
     /// How much longer a passive ejection lasts, if the server is ejected now.
     pub ejected_for: Option<Duration>,
+    /// Drained by the operator: no new requests.
+    pub drained: bool,
     pub totals: ServerTotals,
+    /// Its last failures, oldest first.
+    pub last_errors: Vec<ServerError>,
 }
 
 impl ServerView {
-    /// Whether requests may go to it now.
+    /// Whether requests may go to it now (a drained server may still be up).
     pub fn up(&self) -> bool {
         self.checked_up && self.ejected_for.is_none()
     }
 }
 
 impl View {
+    /// Drains (`true`) or undrains the server at `addr` of upstream `upstream`: a
+    /// drained server gets no new requests while those in flight finish, and stays
+    /// drained across reloads while its upstream keeps it. Errors name what is unknown.
+    pub fn drain(&self, upstream: &str, addr: SocketAddr, drained: bool) -> Result<(), String> {
+        let shared = self.current.borrow().clone();
+        let up = shared
+            .upstreams
+            .iter()
+            .find(|u| u.config.name == upstream)
+            .ok_or_else(|| format!("no upstream named {upstream:?}"))?;
+        let server = up
+            .servers
+            .iter()
+            .find(|s| s.addr == addr)
+            .ok_or_else(|| format!("upstream {upstream:?} has no server {addr}"))?;
+        server.set_drained(drained);
+        tracing::info!(upstream, server = %addr, drained, "{}", if drained { "server drained: no new requests" } else { "server undrained" });
+        Ok(())
+    }
+
     pub fn snapshot(&self) -> Snapshot {
         let shared = self.current.borrow().clone();
         let stats = &self.stats;
@@ -172,7 +197,9 @@ fn upstreams(shared: &Shared) -> Vec<UpstreamView> {
                         in_flight: state.in_flight(),
                         checked_up: state.health.checked_up(),
                         ejected_for: (until > now).then(|| Duration::from_nanos(until - now)),
+                        drained: state.drained(),
                         totals: state.stats.totals(),
+                        last_errors: state.last_errors(),
                     }
                 })
                 .collect(),

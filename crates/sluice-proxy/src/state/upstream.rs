@@ -12,9 +12,11 @@ use sluice_balance::{
     RandomTwo, Server, SmoothWeighted,
 };
 use sluice_config::{Balance, HashMethod, KeyTemplate, Upstream};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 use tokio::sync::Notify;
 
 /// Weights are scaled by this so slow start can hand out fractions of a weight of 1.
@@ -31,7 +33,23 @@ pub struct ServerState {
     retire: Notify,
     /// Its counters and histograms; they survive reloads with the server.
     pub stats: crate::metrics::ServerStats,
+    /// Drained by the operator: no new requests (in-flight ones finish).
+    drained: AtomicBool,
+    /// Its last failures, newest last, for the admin API.
+    errors: Mutex<VecDeque<ServerError>>,
 }
+
+/// A failure blamed on a server, as the admin API shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerError {
+    pub at: SystemTime,
+    pub route: String,
+    pub status: u16,
+    pub cause: String,
+}
+
+/// Failures kept per server.
+const KEPT_ERRORS: usize = 20;
 
 impl ServerState {
     pub fn new(addr: SocketAddr) -> Arc<Self> {
@@ -42,7 +60,33 @@ impl ServerState {
             retired: AtomicBool::new(false),
             retire: Notify::new(),
             stats: Default::default(),
+            drained: AtomicBool::new(false),
+            errors: Mutex::new(VecDeque::new()),
         })
+    }
+
+    /// Stops (true) or resumes (false) sending new requests to the server.
+    pub fn set_drained(&self, drained: bool) {
+        self.drained.store(drained, Ordering::Relaxed);
+    }
+
+    pub fn drained(&self) -> bool {
+        self.drained.load(Ordering::Relaxed)
+    }
+
+    /// Keeps a failure blamed on the server (a rare path: a lock is fine here).
+    pub fn remember(&self, error: ServerError) {
+        let mut errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
+        if errors.len() == KEPT_ERRORS {
+            errors.pop_front();
+        }
+        errors.push_back(error);
+    }
+
+    /// Its last failures, oldest first.
+    pub fn last_errors(&self) -> Vec<ServerError> {
+        let errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
+        errors.iter().cloned().collect()
     }
 
     /// Requests (and tunnels) on this server now, all workers together.
@@ -163,6 +207,7 @@ impl UpstreamShared {
         let usable = |i: usize| {
             let health = &self.servers[i].health;
             !tried.contains(&i)
+                && !self.servers[i].drained()
                 && if ignore_ejection {
                     health.checked_up()
                 } else {

@@ -306,3 +306,117 @@ async fn promtool_accepts_the_metrics() {
     );
     assert!(!said.contains("error"), "{said}");
 }
+
+async fn post(admin: SocketAddr, path: &str) -> Reply {
+    let mut c = Client::connect(admin).await;
+    c.send(&format!(
+        "POST {path} HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"
+    ))
+    .await;
+    c.read_reply().await.unwrap()
+}
+
+fn served(text: &str, server: SocketAddr) -> f64 {
+    let s = server.to_string();
+    value(
+        text,
+        "sluice_upstream_requests_total",
+        &[("server", s.as_str())],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drained_server_gets_no_new_requests_and_none_fails() {
+    let (a, b) = (backend("a").await, backend("b").await);
+    let upstream = |servers: &str| {
+        format!("[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [{servers}]\n")
+    };
+    let p = proxy(&upstream(&format!("\"{a}\", \"{b}\"")));
+    let admin = admin(&p, None);
+    // Load from 4 clients while the drain happens; every request must succeed.
+    let load: Vec<_> = (0..4).map(|_| send(p.addr, 200, "test")).collect();
+    let drain = async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        post(admin.addr, &format!("/api/upstreams/app/servers/{a}/drain")).await
+    };
+    let (_, reply) = tokio::join!(futures_util::future::join_all(load), drain);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let before = scrape(admin.addr).await;
+    assert_eq!(
+        value(&before, "sluice_route_requests_total", &[("code", "2xx")]),
+        800.0
+    );
+    assert_eq!(
+        value(&before, "sluice_route_requests_total", &[("code", "5xx")]),
+        0.0
+    );
+    // From now on, b alone; and a stays drained across a reload that keeps it.
+    p.reload(&upstream(&format!("\"{a}\", \"{b}\", \"127.0.0.1:9\"")));
+    p.reload(&upstream(&format!("\"{a}\", \"{b}\"")));
+    send(p.addr, 50, "test").await;
+    let after = scrape(admin.addr).await;
+    assert_eq!(served(&after, a), served(&before, a));
+    assert_eq!(served(&after, b), served(&before, b) + 50.0);
+    let ups: serde_json::Value =
+        serde_json::from_slice(&get(admin.addr, "/api/upstreams").await.body).unwrap();
+    assert_eq!(ups["upstreams"][0]["servers"][0]["drained"], true);
+    assert_eq!(ups["upstreams"][0]["servers"][0]["health"], "drained");
+    let undrain = post(
+        admin.addr,
+        &format!("/api/upstreams/app/servers/{a}/undrain"),
+    )
+    .await;
+    assert_eq!(undrain.status, 200);
+    send(p.addr, 10, "test").await;
+    assert!(served(&scrape(admin.addr).await, a) > served(&after, a));
+    let unknown = post(admin.addr, "/api/upstreams/app/servers/127.0.0.1:1/drain").await;
+    assert_eq!(unknown.status, 404);
+    assert!(
+        unknown.text().contains("has no server 127.0.0.1:1"),
+        "{}",
+        unknown.text()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_server_shows_its_last_errors() {
+    let a = backend("a").await;
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let config = format!("[[route]]\npath = \"/shop/\"\nupstream = \"app\"\n[upstream.app]\nservers = [\"{a}\", \"{dead}\"]\n");
+    let p = proxy(&config);
+    let admin = admin(&p, None);
+    let mut client = Client::connect(p.addr).await;
+    for _ in 0..4 {
+        client
+            .send("GET /shop/cart HTTP/1.1\r\nHost: test\r\n\r\n")
+            .await;
+        assert_eq!(client.read_reply().await.unwrap().status, 200);
+    }
+    let ups: serde_json::Value =
+        serde_json::from_slice(&get(admin.addr, "/api/upstreams").await.body).unwrap();
+    let errors = ups["upstreams"][0]["servers"][1]["last_errors"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(!errors.is_empty());
+    let last = errors.last().unwrap();
+    assert_eq!(
+        (last["route"].as_str(), last["status"].as_u64()),
+        (Some("/shop/"), Some(502))
+    );
+    assert!(
+        last["cause"]
+            .as_str()
+            .unwrap()
+            .starts_with("connect failed"),
+        "{last}"
+    );
+    assert!(last["at_unix"].as_f64().unwrap() > 1.7e9);
+    assert!(ups["upstreams"][0]["servers"][0]["last_errors"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
