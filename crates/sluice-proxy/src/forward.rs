@@ -204,8 +204,9 @@ impl<'g> Scope<'_, 'g> {
         };
         match down.relay_response(&mut upstream, t).await {
             Ok(()) => {
-                if !failed_status {
-                    up.servers[server].health.succeeded();
+                if !failed_status && up.servers[server].health.succeeded() {
+                    let route = &self.gen.shared.config.routes[self.route].path;
+                    tracing::info!(route = %route, upstream = %up.config.name, server = %up.addr(server), "server back after its ejection: a request succeeded");
                 }
                 if resp.reusable {
                     let config = &up.config;

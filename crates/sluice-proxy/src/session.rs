@@ -54,6 +54,10 @@ pub async fn serve<S: Stream>(
                 return record(&outcome);
             }
         };
+        // Named in the log line of a 404 (read before the head leaves the buffer).
+        let unrouted = route
+            .is_none()
+            .then(|| host_and_path(&client.buf[..req.head_len]));
         client.buf.advance(req.head_len);
         let timeout = gen.shared.config.client_idle_timeout;
         let mut down = http1(&mut client, &mut scratch.out, req.http10, timeout);
@@ -66,7 +70,7 @@ pub async fn serve<S: Stream>(
                 let (head, key) = (&scratch.head, &scratch.key);
                 forward(ctx, &gen, &mut down, &req, route, head, key).await
             }
-            None => Box::pin(not_found(&mut down, &req)).await,
+            None => Box::pin(not_found(&mut down, &req, unrouted.unwrap_or_default())).await,
         };
         outcome.client = Some(peer);
         count(listener, &outcome);
@@ -286,13 +290,33 @@ async fn reject<S: Stream>(down: &mut Downstream<'_, S>, rejection: Rejection) -
     Outcome::unrouted(rejection.status, failure)
 }
 
-async fn not_found<S: Stream>(down: &mut Downstream<'_, S>, req: &Request) -> Outcome<'static> {
+/// `host HOST, path PATH` of a request head, for a log line (the head is valid).
+fn host_and_path(head: &[u8]) -> String {
+    let text = String::from_utf8_lossy(head);
+    let mut lines = text.split("\r\n");
+    let target = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .unwrap_or("-");
+    let host = lines
+        .filter_map(|l| l.split_once(':'))
+        .find(|(name, _)| name.eq_ignore_ascii_case("host"))
+        .map_or("-", |(_, v)| v.trim());
+    let path = target.split('?').next().unwrap_or(target);
+    format!("host {host}, path {path}")
+}
+
+async fn not_found<S: Stream>(
+    down: &mut Downstream<'_, S>,
+    req: &Request,
+    what: String,
+) -> Outcome<'static> {
     // The body was not read: the connection cannot be reused unless there was none.
     let body = Body::unread(req.framing);
     let keep_alive = req.keep_alive && body.consumed();
     let sent = down.send_error(404, !keep_alive).await;
     let keep_alive = sent && down.conclude(!body.consumed(), keep_alive).await;
-    let failure = Failure::downstream(404, "no route matches the host and path", body);
+    let failure = Failure::downstream(404, format!("no route matches {what}"), body);
     Outcome {
         keep_alive,
         ..Outcome::unrouted(404, failure)

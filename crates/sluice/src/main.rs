@@ -85,9 +85,14 @@ enum Command {
 fn main() -> ExitCode {
     let filter =
         tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| "info".into());
+    // Colour only for a person at a terminal, and never when NO_COLOR is set
+    // (https://no-color.org): log files and pipes get plain text.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .init();
     let result = match Cli::parse().command {
         Command::Serve { config } => serve::serve(&config),

@@ -106,17 +106,20 @@ impl Health {
     }
 
     /// Counts a success: the next ejection starts again from the shortest time.
-    pub fn succeeded(&self) {
+    /// Records a success. True when it ends an ejection: the server is back.
+    pub fn succeeded(&self) -> bool {
         // A load first: the common case writes nothing to this shared cache line.
         if !self.troubled.load(Ordering::Relaxed) || !self.troubled.swap(false, Ordering::Relaxed) {
-            return;
+            return false;
         }
+        let was_ejected = self.ejected_until_ns.swap(0, Ordering::Relaxed) != 0;
         // Only the back-off: failures within the window still count, so a server failing
         // one request in two is ejected all the same.
         self.failures
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .ejections = 0;
+        was_ejected
     }
 
     /// Records an active check's verdict. True when it changed the state.

@@ -62,3 +62,81 @@ async fn reload_waits_for_the_answer_and_status_shows_the_servers() {
         );
     }
 }
+
+/// Waits until `log` has a line containing `text` (10 s at most); returns the log.
+async fn wait_for_log(log: &std::path::Path, text: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let now = std::fs::read_to_string(log).unwrap_or_default();
+        if now.contains(text) {
+            return now;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {text:?} in the log:\n{now}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_a_person_can_read() {
+    let a = backend("a").await;
+    let later = free_port();
+    let listen = free_port();
+    let dir = TempDir::new("logs");
+    let config = |servers: &str| {
+        format!("[[listener]]\nbind = \"{listen}\"\n[[route]]\nhost = \"app.test\"\nupstream = \"app\"\n[upstream.app]\nservers = [{servers}]\nmax_fails = 1\neject_for = \"1s\"\n")
+    };
+    let path = dir.file("sluice.toml", &config(&format!("\"{a}\", \"{later}\"")));
+    let log = dir.0.join("stderr.log");
+    // Not a terminal, and no NO_COLOR: plain text all the same.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["serve", "-c"])
+        .arg(&path)
+        .env_remove("NO_COLOR")
+        .env("SLUICE_LOG", "info")
+        .env("TMPDIR", &dir.0)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for_log(&log, "sluice is serving").await;
+    let mut c = Client::connect(listen).await;
+    c.send("GET /nothing?x=1 HTTP/1.1\r\nHost: other.test\r\n\r\n")
+        .await;
+    assert_eq!(c.read_reply().await.unwrap().status, 404);
+    wait_for_log(&log, "no route matches host other.test, path /nothing").await;
+    // The second server is down: the first request to it ejects it.
+    for _ in 0..2 {
+        let mut c = Client::connect(listen).await;
+        c.send("GET / HTTP/1.1\r\nHost: app.test\r\n\r\n").await;
+        assert_eq!(c.read_reply().await.unwrap().status, 200);
+    }
+    wait_for_log(&log, "server ejected after repeated failures").await;
+    // It comes up; once its ejection is over, a request succeeds there: logged too.
+    let _up = SluiceProcess::backend("later", later).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    for _ in 0..4 {
+        let mut c = Client::connect(listen).await;
+        c.send("GET / HTTP/1.1\r\nHost: app.test\r\n\r\n").await;
+        assert_eq!(c.read_reply().await.unwrap().status, 200);
+    }
+    wait_for_log(&log, "server back after its ejection").await;
+    std::fs::write(&path, config(&format!("\"{a}\""))).unwrap();
+    let reload = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(reload.success());
+    let text = wait_for_log(&log, "1 server removed").await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        text.contains(&format!("reloaded {}: 1 server removed", path.display())),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\x1b'),
+        "colour codes in a log file:\n{text}"
+    );
+}
