@@ -4,7 +4,8 @@
 # system tools the tests use itself (curl; nginx, which a test compares ketama hashing with;
 # python3 with h11, the differential test's reference parser, and PyYAML, which reads the
 # example Kubernetes manifest; chromium, headless, which opens the `sluice bench --html`
-# report in a test; prometheus, for promtool, which checks the /metrics output).
+# report in a test; prometheus, for promtool, which checks the /metrics output; goaccess,
+# which reads the access log).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,7 @@ need_apt=()
 command -v curl >/dev/null || need_apt+=(curl)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
 command -v promtool >/dev/null || need_apt+=(prometheus)
+command -v goaccess >/dev/null || need_apt+=(goaccess)
 command -v chromium >/dev/null || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "== installing ${need_apt[*]}"

@@ -273,7 +273,8 @@ fn servers(enc: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), Error> {
     let counter = MetricType::Counter;
     let gauge = MetricType::Gauge;
     family(enc, "sluice_upstream_requests", "Attempts on a server by the status class they ended with (a failure without a response: 502 or 504)", counter, rows)?;
-    let simple: [PerServer; 8] = [
+    let simple: [PerServer; 9] = [
+        ("sluice_upstream_idle_connections", "Idle pooled connections to the server's address (upstreams listing the same address share them)", gauge, |v| v.idle_pooled),
         (
             "sluice_upstream_requests_in_flight",
             "Requests and tunnels on the server now",

@@ -19,8 +19,8 @@ mod validate;
 pub use admin::DEFAULT_BIND as DEFAULT_ADMIN_BIND;
 pub use error::{ConfigError, Errors};
 pub use model::{
-    Admin, Balance, Config, FailurePolicy, HashMethod, HealthCheck, HostMatch, KeyPart,
-    KeyTemplate, Listener, RetryPolicy, Route, Server, Upstream, Variable,
+    AccessLog, Admin, Balance, Config, FailurePolicy, HashMethod, HealthCheck, HostMatch, KeyPart,
+    KeyTemplate, Listener, LogFormat, LogTarget, RetryPolicy, Route, Server, Upstream, Variable,
 };
 pub use reader::{parse_duration, Reader};
 /// The TOML library the [`Reader`] walks documents of.

@@ -27,6 +27,29 @@ pub struct Config {
     pub upstreams: Vec<Upstream>,
     /// The admin listener (metrics, JSON API, dashboard), when `[admin]` is given.
     pub admin: Option<Admin>,
+    /// Where finished requests are logged, one line each, if anywhere.
+    pub access_log: Option<AccessLog>,
+}
+
+/// The access log: where it goes and how its lines are written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessLog {
+    pub target: LogTarget,
+    pub format: LogFormat,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogTarget {
+    Stdout,
+    File(std::path::PathBuf),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// nginx's `combined`, then `key=value` fields (upstream, times, tries, route).
+    Combined,
+    /// One JSON object per line.
+    Json,
 }
 
 /// Where the admin listener binds, and the bearer token it asks for (required off

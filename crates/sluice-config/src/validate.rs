@@ -1,7 +1,7 @@
 //! From a parsed TOML document to a [`Config`], checking everything on the way.
 
 use crate::error::{ConfigError, Errors};
-use crate::model::{Config, HostMatch, Listener, Route, Upstream};
+use crate::model::{AccessLog, Config, HostMatch, Listener, LogFormat, LogTarget, Route, Upstream};
 use crate::reader::Reader;
 use crate::resilience;
 use crate::servers::socket_addr;
@@ -24,6 +24,8 @@ const TOP_KEYS: &[&str] = &[
     "route",
     "upstream",
     "admin",
+    "access_log",
+    "access_log_format",
 ];
 const LISTENER_KEYS: &[&str] = &["bind"];
 const ROUTE_KEYS: &[&str] = &["host", "path", "upstream", "upgrade", "tunnel_idle_timeout"];
@@ -88,6 +90,7 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
         pid_file: r.string(root, "pid_file").map(|(p, _)| p.into()),
         routes: routes(&mut r, root, &upstreams),
         admin: crate::admin::admin(&mut r, root, &listeners),
+        access_log: access_log(&mut r, root),
         upstreams,
         listeners,
     };
@@ -105,6 +108,46 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
         r.errors.sort_by_key(|e| (e.line, e.col));
         Err(Errors(r.errors))
     }
+}
+
+/// `access_log = "stdout" | "/path"` and `access_log_format = "combined" | "json"`.
+fn access_log(r: &mut Reader, root: &dyn TableLike) -> Option<AccessLog> {
+    let format = match r.string(root, "access_log_format") {
+        None => LogFormat::Combined,
+        Some((f, _)) if f == "combined" => LogFormat::Combined,
+        Some((f, _)) if f == "json" => LogFormat::Json,
+        Some((f, span)) => {
+            r.error(
+                span,
+                format!("`access_log_format` = \"{f}\" is not a log format"),
+                "use \"combined\" (nginx's, which log analysers read) or \"json\"",
+            );
+            LogFormat::Combined
+        }
+    };
+    let Some((target, span)) = r.string(root, "access_log") else {
+        if let Some(item) = root.get("access_log_format") {
+            r.error(
+                item.span(),
+                "`access_log_format` without `access_log`",
+                "add access_log = \"stdout\" or a file path",
+            );
+        }
+        return None;
+    };
+    let target = match target.as_str() {
+        "stdout" => LogTarget::Stdout,
+        "" => {
+            r.error(
+                span,
+                "`access_log` is empty",
+                "write \"stdout\" or a file path",
+            );
+            return None;
+        }
+        path => LogTarget::File(path.into()),
+    };
+    Some(AccessLog { target, format })
 }
 
 /// The tables under `key`, written either as `[[key]]` or as an inline array of tables.

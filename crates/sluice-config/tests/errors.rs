@@ -385,3 +385,36 @@ fn the_admin_listener_is_loopback_unless_it_has_a_token() {
         "{unknown:?}"
     );
 }
+
+#[test]
+fn access_log_keys() {
+    use sluice_config::{LogFormat, LogTarget};
+    let c = parse(
+        "a.toml",
+        &format!(
+            "access_log = \"/var/log/sluice/access.log\"\naccess_log_format = \"json\"\n{GOOD}"
+        ),
+    )
+    .unwrap();
+    let log = c.access_log.unwrap();
+    assert_eq!(
+        log.target,
+        LogTarget::File("/var/log/sluice/access.log".into())
+    );
+    assert_eq!(log.format, LogFormat::Json);
+    let c = parse("a.toml", &format!("access_log = \"stdout\"\n{GOOD}")).unwrap();
+    assert_eq!(c.access_log.unwrap().format, LogFormat::Combined);
+    assert_eq!(parse("a.toml", GOOD).unwrap().access_log, None);
+    let e = errors(&format!(
+        "access_log = \"stdout\"\naccess_log_format = \"apache\"\n{GOOD}"
+    ));
+    assert!(
+        e[0].starts_with("bad.toml:2:21: `access_log_format` = \"apache\" is not a log format"),
+        "{e:?}"
+    );
+    let e = errors(&format!("access_log_format = \"json\"\n{GOOD}"));
+    assert!(
+        e[0].contains("`access_log_format` without `access_log`"),
+        "{e:?}"
+    );
+}

@@ -2,7 +2,9 @@
 //! generation, the pool of server connections, the buffer stash, randomness, and whether
 //! the worker is draining. The worker owns it; every connection borrows it.
 
+use crate::access_log::{Entry, FLUSH_AT};
 use crate::downstream::buffers::Stash;
+use crate::metrics::ProxyStats;
 use crate::state::generation::{Generation, Shared};
 use crate::upstream::pool::Pool;
 use std::cell::{Cell, RefCell};
@@ -16,17 +18,26 @@ pub struct Context {
     /// Buffers of connections that are busy now and then idle.
     pub stash: Stash,
     rng: Cell<u64>,
+    /// Access log lines not written yet (see `access_log`).
+    log: RefCell<Vec<u8>>,
     draining: Cell<bool>,
     drain: Notify,
 }
 
 impl Context {
+    #[cfg(test)]
     pub fn new(shared: Arc<Shared>, seed: u64) -> Self {
+        Self::with_stats(shared, seed, Arc::default())
+    }
+
+    /// A worker's context, its pools shown in `stats`.
+    pub fn with_stats(shared: Arc<Shared>, seed: u64, stats: Arc<ProxyStats>) -> Self {
         Context {
             generation: RefCell::new(Rc::new(Generation::new(shared))),
-            pool: Pool::default(),
+            pool: Pool::new(stats),
             stash: Stash::default(),
             rng: Cell::new(seed | 1),
+            log: RefCell::new(Vec::new()),
             draining: Cell::new(false),
             drain: Notify::new(),
         }
@@ -40,6 +51,30 @@ impl Context {
     /// Makes `shared` the generation new requests start with.
     pub fn apply(&self, shared: Arc<Shared>) {
         *self.generation.borrow_mut() = Rc::new(Generation::new(shared));
+    }
+
+    /// Appends a line to the access log of `gen` (written out in batches).
+    pub fn log(&self, gen: &Generation, entry: &Entry<'_>) {
+        let Some(log) = &gen.shared.access_log else {
+            return;
+        };
+        let mut buf = self.log.borrow_mut();
+        entry.write(log.config.format, &mut buf);
+        if buf.len() >= FLUSH_AT {
+            log.write(&mut buf);
+        }
+    }
+
+    /// Writes out the access log lines buffered so far.
+    pub fn flush_log(&self) {
+        let mut buf = self.log.borrow_mut();
+        if buf.is_empty() {
+            return;
+        }
+        match &self.gen().shared.access_log {
+            Some(log) => log.write(&mut buf),
+            None => buf.clear(),
+        }
     }
 
     pub fn draining(&self) -> bool {

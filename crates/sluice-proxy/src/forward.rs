@@ -67,7 +67,8 @@ pub async fn forward<'g, S: Stream>(
             Err(f) => {
                 let stats = up.servers[server].stats.local();
                 stats.response(f.status);
-                stats.total.observe(started.elapsed());
+                let took = started.elapsed();
+                stats.total.observe(took);
                 scope.blame(server, &f);
                 match may_retry(up, req, &f, tries, || gen.report(u)) {
                     Retrying::Yes => stats.retries.add(1),
@@ -162,6 +163,8 @@ impl<'g> Scope<'_, 'g> {
             tries,
             failure: None,
             keep_alive: false,
+            bytes_sent: 0,
+            upstream_time: None,
         }
     }
 
@@ -203,7 +206,8 @@ impl<'g> Scope<'_, 'g> {
             write_timeout: down.timeout(),
         };
         match down.relay_response(&mut upstream, t).await {
-            Ok(()) => {
+            Ok(sent) => {
+                outcome.bytes_sent = sent;
                 if !failed_status && up.servers[server].health.succeeded() {
                     let route = &self.gen.shared.config.routes[self.route].path;
                     tracing::info!(route = %route, upstream = %up.config.name, server = %up.addr(server), "server back after its ejection: a request succeeded");
@@ -228,7 +232,9 @@ impl<'g> Scope<'_, 'g> {
                 tracing::debug!(cause = %e, "client stopped reading the response");
             }
         }
-        stats.total.observe(started.elapsed());
+        let took = started.elapsed();
+        stats.total.observe(took);
+        outcome.upstream_time = Some(took);
         outcome
     }
 

@@ -33,6 +33,7 @@
 //! `record`, `failure`} -> `io` -> `http1`; `context` and `clock` are leaves the stages
 //! share. `docs/architecture.md` has the graph, checked by `scripts/module-graph.py`.
 
+mod access_log;
 mod clock;
 mod context;
 mod downstream;

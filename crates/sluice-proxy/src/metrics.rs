@@ -73,7 +73,15 @@ impl Counter {
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
+
+    /// For a gauge kept per slot: only the slot's own worker writes it.
+    pub fn set(&self, v: u64) {
+        self.0.store(v, Ordering::Relaxed);
+    }
 }
+
+/// Idle pooled connections to one server address: each worker's count in its slot.
+pub type PoolGauge = Sharded<Counter>;
 
 /// Upper bounds of the latency buckets, seconds (Prometheus' defaults, widened at the
 /// low end: a proxied request on a LAN takes well under a millisecond).
@@ -314,6 +322,7 @@ impl RouteStats {
 /// address), configuration generations and reloads.
 pub struct ProxyStats {
     listeners: Mutex<Vec<(SocketAddr, Arc<ListenerStats>)>>,
+    pools: Mutex<Vec<(SocketAddr, Arc<PoolGauge>)>>,
     /// The configuration generation: 1 at start, one more per applied reload.
     pub generation: Counter,
     pub reloads: Counter,
@@ -327,6 +336,7 @@ impl Default for ProxyStats {
     fn default() -> Self {
         let stats = ProxyStats {
             listeners: Mutex::default(),
+            pools: Mutex::default(),
             generation: Counter::default(),
             reloads: Counter::default(),
             reload_failures: Counter::default(),
@@ -349,6 +359,26 @@ impl ProxyStats {
         let stats = Arc::new(ListenerStats::default());
         all.push((addr, stats.clone()));
         stats
+    }
+
+    /// The idle-connection gauge of the pools to `addr` (a worker asks when it first
+    /// pools a connection there, never per request).
+    pub fn pool(&self, addr: SocketAddr) -> Arc<PoolGauge> {
+        let mut all = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, gauge)) = all.iter().find(|(a, _)| *a == addr) {
+            return gauge.clone();
+        }
+        let gauge = Arc::new(PoolGauge::default());
+        all.push((addr, gauge.clone()));
+        gauge
+    }
+
+    /// Idle pooled connections to `addr`, all workers together.
+    pub fn idle(&self, addr: SocketAddr) -> u64 {
+        let all = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        all.iter()
+            .find(|(a, _)| *a == addr)
+            .map_or(0, |(_, g)| g.all().map(Counter::get).sum())
     }
 
     /// Every listener's counters, by bound address.

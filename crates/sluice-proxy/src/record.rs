@@ -25,6 +25,10 @@ pub struct Outcome<'a> {
     pub failure: Option<Failure>,
     /// The client connection can carry another request.
     pub keep_alive: bool,
+    /// Bytes of a relayed response sent to the client (0 for sluice's own replies).
+    pub bytes_sent: u64,
+    /// The last attempt's time, from its start to the response's end or the failure.
+    pub upstream_time: Option<std::time::Duration>,
 }
 
 impl Outcome<'_> {
@@ -39,6 +43,8 @@ impl Outcome<'_> {
             tries: 0,
             failure: Some(failure),
             keep_alive: false,
+            bytes_sent: 0,
+            upstream_time: None,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! pipelining), take each through parse, check, route and encode, hand it to `forward`,
 //! and decide whether the connection goes on.
 
+use crate::access_log::{self, Entry};
 use crate::context::Context;
 use crate::downstream::buffers::{Buffers, Scratch};
 use crate::downstream::h1::Http1;
@@ -20,7 +21,7 @@ use bytes::Buf;
 use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 /// Serves `stream` until the client closes, an error ends it, or the worker drains.
@@ -46,14 +47,23 @@ pub async fn serve<S: Stream>(
             Ok(Some(parsed)) => parsed,
             Ok(None) => return,
             Err(rejection) => {
+                let started = (crate::clock::now(), SystemTime::now());
                 let timeout = ctx.gen().shared.config.client_idle_timeout;
                 let mut down = http1(&mut client, &mut scratch.out, false, timeout);
                 let mut outcome = Box::pin(reject(&mut down, rejection)).await;
                 outcome.client = Some(peer);
                 count(listener, &outcome);
+                log(ctx, &ctx.gen(), &outcome, started, ("-", "-", "-"));
                 return record(&outcome);
             }
         };
+        // The access log's view of the head, copied before the head leaves the buffer.
+        let started = (crate::clock::now(), SystemTime::now());
+        let logged = gen
+            .shared
+            .access_log
+            .is_some()
+            .then(|| access_log::capture(&client.buf[..req.head_len], &mut scratch.log));
         // Named in the log line of a 404 (read before the head leaves the buffer).
         let unrouted = route
             .is_none()
@@ -74,11 +84,52 @@ pub async fn serve<S: Stream>(
         };
         outcome.client = Some(peer);
         count(listener, &outcome);
+        if let Some((request_end, referer_end)) = logged {
+            let text = &scratch.log;
+            let fields = (
+                &text[..request_end],
+                &text[request_end..referer_end],
+                &text[referer_end..],
+            );
+            log(ctx, &gen, &outcome, started, fields);
+        }
         record(&outcome);
         if !outcome.keep_alive || ctx.draining() {
             return;
         }
     }
+}
+
+/// Writes the request's access log line, when there is an access log. `fields`: the
+/// request line, Referer and User-Agent.
+fn log(
+    ctx: &Context,
+    gen: &Generation,
+    outcome: &Outcome<'_>,
+    started: (Instant, SystemTime),
+    fields: (&str, &str, &str),
+) {
+    if gen.shared.access_log.is_none() {
+        return;
+    }
+    let (request, referer, user_agent) = fields;
+    ctx.log(
+        gen,
+        &Entry {
+            client: outcome.client,
+            at: started.1,
+            request,
+            referer,
+            user_agent,
+            status: outcome.status,
+            bytes_sent: outcome.bytes_sent,
+            request_time: started.0.elapsed(),
+            upstream: outcome.server,
+            upstream_time: outcome.upstream_time,
+            tries: outcome.tries,
+            route: outcome.route,
+        },
+    );
 }
 
 /// Counts a request on its listener, and what sluice answered itself by status.

@@ -30,6 +30,8 @@ pub enum Signal {
     Stop,
     /// SIGHUP: reload the config.
     Reload,
+    /// SIGUSR1: reopen the access log (logrotate moved it).
+    Reopen,
 }
 
 /// The config at `path`, or `None` after printing every error (and `then`, if any).
@@ -141,7 +143,7 @@ fn pid_file(config_path: &Path, configured: Option<&Path>) -> PathBuf {
     std::env::temp_dir().join(format!("sluice-{hash:016x}.pid"))
 }
 
-/// SIGTERM, SIGINT and SIGHUP, delivered over a channel by a thread of their own. The
+/// SIGTERM, SIGINT, SIGHUP and SIGUSR1, delivered over a channel by a thread of their own. The
 /// handlers are installed before this returns, so no early signal is lost.
 pub fn signals() -> anyhow::Result<Receiver<Signal>> {
     signal_channel().map(|(_, rx)| rx)
@@ -172,11 +174,12 @@ fn signal_channel() -> anyhow::Result<(Sender<Signal>, Receiver<Signal>)> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let (mut term, mut int, mut hup) = runtime.block_on(async {
+    let (mut term, mut int, mut hup, mut usr1) = runtime.block_on(async {
         Ok::<_, std::io::Error>((
             signal(SignalKind::terminate())?,
             signal(SignalKind::interrupt())?,
             signal(SignalKind::hangup())?,
+            signal(SignalKind::user_defined1())?,
         ))
     })?;
     let (tx, rx) = std::sync::mpsc::channel();
@@ -188,6 +191,7 @@ fn signal_channel() -> anyhow::Result<(Sender<Signal>, Receiver<Signal>)> {
                     _ = term.recv() => Signal::Stop,
                     _ = int.recv() => Signal::Stop,
                     _ = hup.recv() => Signal::Reload,
+                    _ = usr1.recv() => Signal::Reopen,
                 };
                 if tx.send(signal).is_err() {
                     return;
@@ -205,7 +209,20 @@ pub fn run_until_stopped(
     signals: Receiver<Signal>,
     config: Option<(&Path, &Waiting)>,
 ) {
-    while let Ok(Signal::Reload) = signals.recv() {
+    loop {
+        match signals.recv() {
+            Ok(Signal::Reload) => {}
+            Ok(Signal::Reopen) => {
+                match proxy.reopen_logs() {
+                    Ok(()) => tracing::info!("access log reopened"),
+                    Err(e) => {
+                        tracing::error!(cause = %e, "access log not reopened; still writing to the old file")
+                    }
+                }
+                continue;
+            }
+            Ok(Signal::Stop) | Err(_) => break,
+        }
         match config {
             Some((path, waiting)) => {
                 let result = apply(proxy, path);

@@ -5,6 +5,7 @@
 mod proxy {
     pub mod harness;
 
+    mod access_log;
     mod admin_cli;
 
     mod balancing;

@@ -19,6 +19,8 @@ pub struct Scratch {
     pub key: Vec<u8>,
     /// Bytes on their way out (response heads, body chunks, error replies).
     pub out: Vec<u8>,
+    /// The request line, Referer and User-Agent, for the access log (when there is one).
+    pub log: String,
 }
 
 /// What a busy client connection needs besides its socket.
@@ -51,11 +53,21 @@ impl Stash {
     /// Keeps `buffers` for the next connection that needs them, if there is room and
     /// they are not oversized; frees them otherwise.
     pub fn give(&self, mut buffers: Buffers) {
-        let Scratch { head, key, out } = &mut buffers.scratch;
-        let oversized = [head.capacity(), key.capacity(), out.capacity()]
-            .into_iter()
-            .chain([buffers.read.capacity()])
-            .any(|c| c > MAX_KEPT_CAPACITY);
+        let Scratch {
+            head,
+            key,
+            out,
+            log,
+        } = &mut buffers.scratch;
+        let oversized = [
+            head.capacity(),
+            key.capacity(),
+            out.capacity(),
+            log.capacity(),
+        ]
+        .into_iter()
+        .chain([buffers.read.capacity()])
+        .any(|c| c > MAX_KEPT_CAPACITY);
         let mut spare = self.spare.borrow_mut();
         // A buffer without capacity was never allocated (or was handed on): nothing to keep.
         if oversized || buffers.read.capacity() == 0 || spare.len() >= MAX_SPARE {
@@ -64,6 +76,7 @@ impl Stash {
         head.clear();
         key.clear();
         out.clear();
+        log.clear();
         buffers.read.clear();
         spare.push(buffers);
     }

@@ -83,15 +83,15 @@ impl<S: Stream> Http1<'_, S> {
     ) -> Result<(), TransferError> {
         self.out.clear();
         self.out.extend_from_slice(head);
-        relay(self.conn, to, self.out, t).await
+        relay(self.conn, to, self.out, t).await.map(|_| ())
     }
 
-    /// Sends the prepared head and the body read from `from`.
+    /// Sends the prepared head and the body read from `from`; returns the bytes sent.
     pub async fn relay_response(
         &mut self,
         from: &mut Conn<TcpStream>,
         t: Transfer,
-    ) -> Result<(), TransferError> {
+    ) -> Result<u64, TransferError> {
         relay(from, &mut self.conn.stream, self.out, t).await
     }
 

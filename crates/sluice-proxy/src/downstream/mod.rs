@@ -67,7 +67,7 @@ impl<S: Stream> Downstream<'_, S> {
         &mut self,
         from: &mut Conn<TcpStream>,
         t: Transfer,
-    ) -> Result<(), TransferError> {
+    ) -> Result<u64, TransferError> {
         match self {
             Downstream::Http1(h) => h.relay_response(from, t).await,
         }

@@ -37,13 +37,14 @@ pub struct Transfer {
 ///
 /// Body bytes already buffered go out in the same write as the head, so a small message
 /// costs one write. Bytes in `src.buf` past the end of the body stay there for the next
-/// message.
+/// message. Returns the bytes written (head included).
 pub async fn relay<S: Stream, W: AsyncWrite + Unpin>(
     src: &mut Conn<S>,
     dst: &mut W,
     out: &mut Vec<u8>,
     t: Transfer,
-) -> Result<(), TransferError> {
+) -> Result<u64, TransferError> {
+    let mut sent = 0;
     let mut decoder = ChunkedDecoder::new(t.max_trailer_bytes);
     let mut remaining = match t.framing {
         Framing::Length(n) => n,
@@ -70,13 +71,14 @@ pub async fn relay<S: Stream, W: AsyncWrite + Unpin>(
             write_all(dst, out, t.write_timeout)
                 .await
                 .map_err(TransferError::Write)?;
+            sent += out.len() as u64;
             out.clear();
         }
         if done {
-            return Ok(());
+            return Ok(sent);
         }
         match src.fill(t.read_timeout).await {
-            Ok(0) if t.framing == Framing::UntilClose => return Ok(()),
+            Ok(0) if t.framing == Framing::UntilClose => return Ok(sent),
             Ok(0) => return Err(TransferError::Read(io::ErrorKind::UnexpectedEof.into())),
             Ok(_) => {}
             Err(e) => return Err(TransferError::Read(e)),

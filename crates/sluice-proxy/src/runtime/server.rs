@@ -83,7 +83,7 @@ impl Proxy {
                 .zip(per_worker.iter_mut())
                 .for_each(|(listener, list)| list.push(listener));
         }
-        let shared = Arc::new(Shared::new(config, None));
+        let shared = Arc::new(Shared::open(config, None)?);
         let stats = Arc::new(ProxyStats::default());
         let (shutdown, stop) = watch::channel(false);
         let (drain, draining) = watch::channel(false);
@@ -135,6 +135,14 @@ impl Proxy {
         }
     }
 
+    /// Opens the access log file again (after logrotate moved it: SIGUSR1).
+    pub fn reopen_logs(&self) -> io::Result<()> {
+        match &self.current.borrow().access_log {
+            Some(log) => log.reopen(),
+            None => Ok(()),
+        }
+    }
+
     /// The proxy's counters beside its servers' and routes' (listeners, reloads).
     pub fn stats(&self) -> &Arc<ProxyStats> {
         &self.stats
@@ -182,7 +190,7 @@ impl Proxy {
             .map(|(_, a)| *a)
             .collect();
         let previous = self.current.borrow().clone();
-        let shared = Arc::new(Shared::new(config, Some(&previous)));
+        let shared = Arc::new(Shared::open(config, Some(&previous))?);
         let summary = summarise(&previous, &shared, added.len(), closed.len());
         let mut sockets: Vec<Vec<TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
         listening.retain(|(c, _)| wanted.contains(c));

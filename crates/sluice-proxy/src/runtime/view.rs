@@ -67,6 +67,8 @@ pub struct ServerView {
     pub weight: u32,
     pub backup: bool,
     pub in_flight: u32,
+    /// Idle pooled connections to its address (all upstreams listing it share them).
+    pub idle_pooled: u64,
     /// Active health checks' verdict (true without checks).
     pub checked_up: bool,
     /// How much longer a passive ejection lasts, if the server is ejected now.
@@ -119,7 +121,7 @@ impl View {
             last_reload: (last > 0).then(|| SystemTime::UNIX_EPOCH + Duration::from_millis(last)),
             listeners: self.listeners(),
             routes: routes(&shared),
-            upstreams: upstreams(&shared),
+            upstreams: upstreams(&shared, stats),
         }
     }
 
@@ -176,7 +178,7 @@ fn balance_name(b: &Balance) -> &'static str {
     }
 }
 
-fn upstreams(shared: &Shared) -> Vec<UpstreamView> {
+fn upstreams(shared: &Shared, stats: &ProxyStats) -> Vec<UpstreamView> {
     let now = now_ns();
     shared
         .upstreams
@@ -195,6 +197,7 @@ fn upstreams(shared: &Shared) -> Vec<UpstreamView> {
                         weight: config.weight,
                         backup: config.backup,
                         in_flight: state.in_flight(),
+                        idle_pooled: stats.idle(state.addr),
                         checked_up: state.health.checked_up(),
                         ejected_for: (until > now).then(|| Duration::from_nanos(until - now)),
                         drained: state.drained(),

@@ -66,7 +66,7 @@ pub fn run(start: Start) -> std::io::Result<()> {
         let seed = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(start.index as u64 + 1)
             ^ u64::from(std::process::id());
         let w = Rc::new(Worker {
-            ctx: Rc::new(Context::new(start.shared, seed)),
+            ctx: Rc::new(Context::with_stats(start.shared, seed, start.stats.clone())),
             stats: start.stats,
             listeners: RefCell::new(HashMap::new()),
             connections: Cell::new(0),
@@ -82,6 +82,7 @@ pub fn run(start: Start) -> std::io::Result<()> {
         let _ = drain_now.wait_for(|drain| *drain).await;
         w.ctx.start_draining();
         drain(&w).await;
+        w.ctx.flush_log();
         Ok(())
     })
 }
@@ -206,12 +207,15 @@ async fn drain(w: &Worker) {
     }
 }
 
-/// Closes idle pooled connections that expired or whose server left the config.
+/// Closes idle pooled connections that expired or whose server left the config, and
+/// writes out the access log lines buffered.
 async fn reap_idle(ctx: Rc<Context>) {
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tick.tick().await;
         let gen = ctx.gen();
         ctx.pool.reap(|addr| gen.shared.addresses.contains(addr));
+        // At most half a second between a request and its log line.
+        ctx.flush_log();
     }
 }

@@ -6,6 +6,7 @@
 //! the state of every server it still lists. Requests in flight finish on the generation
 //! they started with.
 
+use crate::access_log::AccessLog;
 use crate::metrics::RouteStats;
 use crate::route::router::Router;
 use crate::state::upstream::{ServerState, UpstreamShared};
@@ -23,10 +24,41 @@ pub struct Shared {
     pub routes: Vec<Arc<RouteStats>>,
     /// Every server address any upstream lists (pools keep connections only to these).
     pub addresses: HashSet<SocketAddr>,
+    /// Where finished requests are logged, when `access_log` is set.
+    pub access_log: Option<Arc<AccessLog>>,
 }
 
 impl Shared {
+    /// The state for `config`, carried over from `previous` where it stays. The access
+    /// log is `previous`'s when its settings did not change; [`Shared::open`] opens a
+    /// new one.
+    #[cfg(test)]
     pub fn new(config: Config, previous: Option<&Shared>) -> Self {
+        let log = previous
+            .and_then(|p| p.access_log.clone())
+            .filter(|log| Some(&log.config) == config.access_log.as_ref());
+        Self::with_log(config, previous, log)
+    }
+
+    /// Like [`Shared::new`], opening the access log when it is new or changed (an error
+    /// names the file, and nothing changes).
+    pub fn open(config: Config, previous: Option<&Shared>) -> std::io::Result<Self> {
+        let kept = previous
+            .and_then(|p| p.access_log.clone())
+            .filter(|log| Some(&log.config) == config.access_log.as_ref());
+        let log = match (kept, &config.access_log) {
+            (Some(log), _) => Some(log),
+            (None, Some(settings)) => Some(Arc::new(AccessLog::open(settings)?)),
+            (None, None) => None,
+        };
+        Ok(Self::with_log(config, previous, log))
+    }
+
+    fn with_log(
+        config: Config,
+        previous: Option<&Shared>,
+        access_log: Option<Arc<AccessLog>>,
+    ) -> Self {
         let upstreams: Vec<Arc<UpstreamShared>> = config
             .upstreams
             .iter()
@@ -60,6 +92,7 @@ impl Shared {
             upstreams,
             routes,
             addresses,
+            access_log,
         };
         if let Some(previous) = previous {
             previous.retire_missing(&next);

@@ -6,10 +6,12 @@
 
 use crate::clock;
 use crate::io::Conn;
+use crate::metrics::{PoolGauge, ProxyStats};
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -18,9 +20,22 @@ struct Idle {
     expires: Instant,
 }
 
-#[derive(Default)]
 pub struct Pool {
-    idle: RefCell<HashMap<SocketAddr, VecDeque<Idle>, BuildHasherDefault<AddrHasher>>>,
+    idle: RefCell<HashMap<SocketAddr, Idles, BuildHasherDefault<AddrHasher>>>,
+    stats: Arc<ProxyStats>,
+}
+
+/// A worker's idle connections to one address, and the gauge that shows their count.
+struct Idles {
+    list: VecDeque<Idle>,
+    gauge: Arc<PoolGauge>,
+}
+
+impl Idles {
+    /// Shows the count in this worker's slot of the gauge.
+    fn show(&self) {
+        self.gauge.local().set(self.list.len() as u64);
+    }
 }
 
 /// A fast hasher for the few socket addresses a worker pools: looked up twice per
@@ -42,17 +57,27 @@ impl Hasher for AddrHasher {
 }
 
 impl Pool {
+    pub fn new(stats: Arc<ProxyStats>) -> Self {
+        Pool {
+            idle: RefCell::default(),
+            stats,
+        }
+    }
+
     /// The most recently used idle connection to `addr` that is still usable.
     pub fn checkout(&self, addr: SocketAddr) -> Option<Conn> {
         let mut idle = self.idle.borrow_mut();
-        let list = idle.get_mut(&addr)?;
+        let idles = idle.get_mut(&addr)?;
         let now = clock::now();
-        while let Some(entry) = list.pop_back() {
+        let mut found = None;
+        while let Some(entry) = idles.list.pop_back() {
             if entry.expires > now && entry.conn.is_reusable() {
-                return Some(entry.conn);
+                found = Some(entry.conn);
+                break;
             }
         }
-        None
+        idles.show();
+        found
     }
 
     /// Keeps `conn` for reuse if fewer than `keep` are idle for `addr`.
@@ -61,12 +86,16 @@ impl Pool {
             return;
         }
         let mut idle = self.idle.borrow_mut();
-        let list = idle.entry(addr).or_default();
-        if list.len() < keep {
-            list.push_back(Idle {
+        let idles = idle.entry(addr).or_insert_with(|| Idles {
+            list: VecDeque::new(),
+            gauge: self.stats.pool(addr),
+        });
+        if idles.list.len() < keep {
+            idles.list.push_back(Idle {
                 conn,
                 expires: clock::now() + idle_timeout,
             });
+            idles.show();
         }
     }
 
@@ -74,9 +103,13 @@ impl Pool {
     pub fn reap(&self, keep: impl Fn(&SocketAddr) -> bool) {
         let now = clock::now();
         let mut idle = self.idle.borrow_mut();
-        idle.retain(|addr, list| {
-            list.retain(|e| e.expires > now);
-            keep(addr) && !list.is_empty()
+        idle.retain(|addr, idles| {
+            idles.list.retain(|e| e.expires > now);
+            if !keep(addr) {
+                idles.list.clear();
+            }
+            idles.show();
+            !idles.list.is_empty()
         });
     }
 }

@@ -118,6 +118,11 @@ async fn counters_are_exact_after_known_traffic() {
             opened
         );
         assert_eq!(value(&text, "sluice_upstream_up", &labels), 1.0);
+        // Every connection opened went back to the pool and waits there.
+        assert_eq!(
+            value(&text, "sluice_upstream_idle_connections", &labels),
+            opened
+        );
     }
     assert_eq!(
         value(&text, "sluice_upstream_requests_in_flight", &app),
