@@ -13,8 +13,12 @@
 # (and any position effect) is spread over all three instead of landing on one.
 # The report shows the median over the rounds, and each figure as a ratio to nginx.
 #
-# Usage:  [RUNS=3] [DUR=5] [RATE=5000] [H2_CLIENTS=40] [BASELINE=bin] bench/compare.sh [--build]
+# Usage:  [RUNS=3] [DUR=5] [RATE=5000] [H2_CLIENTS=40] [BASELINE=bin] [ACCESS_LOG=1] bench/compare.sh [--build]
 #   --build   rebuild target/release/sluice first (it is built anyway if missing).
+#   ACCESS_LOG=1  every balancer writes an access log (sluice's combined format;
+#             nginx's combined, buffered as sluice's is: buffer=32k flush=1s; HAProxy's
+#             httplog to stdout); `sluice-base`, when given, writes none, so the same
+#             binary as BASELINE measures what the log costs.
 #   BASELINE  another sluice binary (an older build) measured as `sluice-base` in the
 #             same rounds, for before/after figures of a change.
 #
@@ -36,12 +40,13 @@ WRK_CONNS=64
 WORKERS=2                  # worker processes/threads of every balancer
 BALANCERS=(sluice nginx haproxy)
 BASELINE=${BASELINE:-}
+ACCESS_LOG=${ACCESS_LOG:-}
 [[ -n $BASELINE ]] && BALANCERS+=(sluice-base)
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
 SLUICE_BIN=$CARGO_TARGET_DIR/release/sluice
-COMMAND_LINE="RUNS=$RUNS DUR=$DUR RATE=$RATE H2_CLIENTS=$H2_CLIENTS${BASELINE:+ BASELINE=$BASELINE} $0${*:+ $*}"
+COMMAND_LINE="RUNS=$RUNS DUR=$DUR RATE=$RATE H2_CLIENTS=$H2_CLIENTS${BASELINE:+ BASELINE=$BASELINE}${ACCESS_LOG:+ ACCESS_LOG=$ACCESS_LOG} $0${*:+ $*}"
 
 BUILD=0
 for arg in "$@"; do
@@ -191,9 +196,13 @@ EOF
 # the ports can be chosen freshly and nothing touches /etc.
 
 write_sluice_config() {
-    local name=${1:-sluice}
+    local name=${1:-sluice} log=""
+    if [[ -n $ACCESS_LOG && $name == sluice ]]; then
+        log="access_log = \"$WORK/sluice-access.log\""
+    fi
     cat >"$WORK/$name.toml" <<EOF
 workers = $WORKERS
+$log
 
 [[listener]]
 bind = "127.0.0.1:${PORT_OF[$name]}"
@@ -227,7 +236,7 @@ events {
 }
 
 http {
-    access_log off;
+    $(if [[ -n $ACCESS_LOG ]]; then echo "access_log $WORK/nginx/logs/access.log combined buffer=32k flush=1s;"; else echo "access_log off;"; fi)
     client_body_temp_path $WORK/nginx/client_body;
     proxy_temp_path       $WORK/nginx/proxy;
     fastcgi_temp_path     $WORK/nginx/fastcgi;
@@ -262,9 +271,11 @@ global
     nbthread $WORKERS
     maxconn $MAXCONN
     pidfile $WORK/haproxy.pid
+$( [[ -n $ACCESS_LOG ]] && echo "    log stdout format raw local0" )
 
 defaults
     mode http
+$( [[ -n $ACCESS_LOG ]] && printf '    log global\n    option httplog\n' )
     option http-keep-alive
     http-reuse always
     maxconn $MAXCONN
@@ -648,6 +659,20 @@ main() {
         echo "Raw output of every run: \`raw/\`; generated configs: \`configs/\`; server logs: \`servers/\`;"
         echo "parsed numbers per run: \`results.jsonl\`."
     } >"$WORK/results.md"
+    if [[ -n $ACCESS_LOG ]]; then
+        # Proof that each balancer did log: lines written over the whole run.
+        {
+            echo
+            echo "Access log lines written over the whole run (ACCESS_LOG=1):"
+            echo "- sluice: $(wc -l <"$WORK/sluice-access.log" 2>/dev/null || echo 0)"
+            echo "- nginx: $(wc -l <"$WORK/nginx/logs/access.log" 2>/dev/null || echo 0)"
+            echo "- haproxy: $(grep -c ' HTTP/1.1"' "$OUT/servers/haproxy.log" 2>/dev/null || echo 0)"
+        } >>"$WORK/results.md"
+        # HAProxy logged to its stdout, the server log kept with the results: keep only
+        # what else it said (the access lines run to a hundred megabytes).
+        grep -v ' HTTP/1.1"' "$OUT/servers/haproxy.log" >"$WORK/haproxy-other.log" || true
+        mv "$WORK/haproxy-other.log" "$OUT/servers/haproxy.log"
+    fi
     cat "$WORK/results.md" >>"$OUT/summary.md"
 
     # Anything the balancers or backends complained about is worth a look.

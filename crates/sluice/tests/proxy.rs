@@ -11,6 +11,7 @@ mod proxy {
     mod balancing;
     mod errors;
     mod framing;
+    mod grafana;
     mod hashing;
     mod headers;
     mod lifecycle;
