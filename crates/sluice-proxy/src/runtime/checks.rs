@@ -120,6 +120,16 @@ async fn check_loop(upstream: String, server: Arc<ServerState>, check: HealthChe
                 (good, bad) = (0, bad + 1);
                 if up && bad >= check.fall && server.health.set_checked(false, now) {
                     tracing::warn!(upstream = %upstream, server = %server.addr, cause = %cause, "server down: health checks fail");
+                    // Shown with its request failures, so one look says why it is down.
+                    server.remember(crate::state::upstream::ServerError {
+                        at: std::time::SystemTime::now(),
+                        route: format!("health check {}", check.path),
+                        status: cause
+                            .strip_prefix("status ")
+                            .and_then(|s| s.parse().ok())
+                            .unwrap_or(0),
+                        cause: format!("server down: {cause}"),
+                    });
                 }
             }
         }

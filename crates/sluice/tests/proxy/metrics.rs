@@ -425,3 +425,54 @@ async fn a_failing_server_shows_its_last_errors() {
         .unwrap()
         .is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_server_is_down_within_one_check_interval() {
+    let a = backend("a").await;
+    let mut b = SluiceProcess::backend("b", loopback()).await;
+    let b_addr = b.addrs[0];
+    let config = format!(
+        "[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{a}\", \"{b_addr}\"]\n[upstream.app.health]\npath = \"/\"\ninterval = \"200ms\"\ntimeout = \"100ms\"\nfall = 1\nrise = 1\n"
+    );
+    let p = proxy(&config);
+    let admin = admin(&p, None);
+    let b_label = b_addr.to_string();
+    let labels = [("upstream", "app"), ("server", b_label.as_str())];
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        value(&scrape(admin.addr).await, "sluice_upstream_up", &labels),
+        1.0
+    );
+    b.kill();
+    let killed = std::time::Instant::now();
+    // Within one interval (200 ms) and its timeout, the next check finds it down.
+    loop {
+        let text = scrape(admin.addr).await;
+        if value(&text, "sluice_upstream_up", &labels) == 0.0 {
+            break;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_millis(400),
+            "still up after {:?}",
+            killed.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let ups: serde_json::Value =
+        serde_json::from_slice(&get(admin.addr, "/api/upstreams").await.body).unwrap();
+    assert_eq!(ups["upstreams"][0]["servers"][1]["health"], "down");
+    assert_eq!(ups["upstreams"][0]["servers"][1]["checked_up"], false);
+    let last = &ups["upstreams"][0]["servers"][1]["last_errors"][0];
+    assert_eq!(last["route"], "health check /");
+    assert!(
+        last["cause"].as_str().unwrap().starts_with("server down: "),
+        "{last}"
+    );
+    // No request fails meanwhile: the down server gets none.
+    send(p.addr, 10, "test").await;
+    let text = scrape(admin.addr).await;
+    assert_eq!(
+        value(&text, "sluice_route_requests_total", &[("code", "2xx")]),
+        10.0
+    );
+}
