@@ -2,6 +2,7 @@
 //! and counters.
 
 use serde_json::{json, Value};
+use sluice_proxy::metrics::{HistogramTotal, BUCKETS};
 use sluice_proxy::{ServerView, Snapshot};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -44,8 +45,11 @@ pub fn status(s: &Snapshot, info: &Info) -> Value {
     })
 }
 
-/// `GET /api/upstreams`.
+/// `GET /api/upstreams`. `at_unix` is when the counters were read: a client that polls
+/// divides the difference of two answers' counters by the difference of their `at_unix`
+/// (the dashboard does), which neither network delays nor a throttled browser tab skew.
 pub fn upstreams(s: &Snapshot) -> Value {
+    let at = unix(SystemTime::now());
     let list: Vec<Value> = s
         .upstreams
         .iter()
@@ -57,7 +61,18 @@ pub fn upstreams(s: &Snapshot) -> Value {
             })
         })
         .collect();
-    json!({ "upstreams": list })
+    json!({ "at_unix": at, "upstreams": list })
+}
+
+/// A latency histogram (a server's `sluice_upstream_request_duration_seconds`: from an
+/// attempt's start to the response's last byte or the failure) as counts per bucket,
+/// not cumulative as Prometheus' are: `counts[i]` observations took at most
+/// `bounds_s[i]` seconds and more than `bounds_s[i - 1]`, and the one count more than
+/// there are bounds is of those above the last. Counts only grow, so the difference of
+/// two polls is the histogram of the requests in between, from which a client estimates
+/// percentiles over that interval (the dashboard: p50 and p99 of each second).
+fn latency(h: &HistogramTotal) -> Value {
+    json!({"bounds_s": BUCKETS, "counts": h.buckets, "sum_s": h.sum_seconds})
 }
 
 fn server(v: &ServerView) -> Value {
@@ -86,5 +101,36 @@ fn server(v: &ServerView) -> Value {
         "retry_budget_exhausted": t.budget_exhausted,
         "tunnels_open": t.tunnels_open,
         "ejections": t.ejections.iter().sum::<u64>(),
+        "latency": latency(&t.total),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::latency;
+    use sluice_proxy::metrics::HistogramTotal;
+
+    /// The dashboard reads `counts` per bucket, not cumulated, one more than `bounds_s`.
+    #[test]
+    fn latency_is_counts_per_bucket_and_one_above_the_last_bound() {
+        let mut h = HistogramTotal::default();
+        h.buckets[0] = 3;
+        h.buckets[1] = 5;
+        h.buckets[14] = 1;
+        h.sum_seconds = 11.5;
+        let v = latency(&h);
+        let bounds = v["bounds_s"].as_array().unwrap();
+        let counts = v["counts"].as_array().unwrap();
+        assert_eq!(counts.len(), bounds.len() + 1);
+        assert_eq!(
+            (bounds[0].as_f64(), bounds[13].as_f64()),
+            (Some(0.0005), Some(10.0))
+        );
+        assert_eq!((counts[0].as_u64(), counts[1].as_u64()), (Some(3), Some(5)));
+        assert_eq!(
+            (counts[2].as_u64(), counts[14].as_u64()),
+            (Some(0), Some(1))
+        );
+        assert_eq!(v["sum_s"].as_f64(), Some(11.5));
+    }
 }

@@ -1,13 +1,16 @@
-//! sluice's admin listener: `/metrics` (OpenMetrics text, for Prometheus) and the JSON
-//! admin API (`/api/status`, `/api/upstreams`), on an address of its own.
+//! sluice's admin listener: `/metrics` (OpenMetrics text, for Prometheus), the JSON
+//! admin API (`/api/status`, `/api/upstreams`) and a live dashboard on it (`/`), on an
+//! address of its own.
 //!
 //! This crate owns the admin HTTP server and what it answers. It reads the proxy only
 //! through [`sluice_proxy::View`] snapshots, on a thread of its own, so a scrape never
 //! runs on a worker and never takes a lock a request takes. It must never share a port
 //! with proxied traffic (the config refuses that), and off loopback it answers nobody
-//! without the configured bearer token.
+//! without the configured bearer token, except for the dashboard's static files, which
+//! hold no data (the data they show comes from the API, behind the token).
 
 mod api;
+mod dashboard;
 mod exposition;
 mod process;
 
@@ -65,7 +68,7 @@ pub fn start(config: &sluice_config::Admin, view: View, info: Info) -> io::Resul
     let thread = std::thread::Builder::new()
         .name("sluice-admin".into())
         .spawn(move || serve(listener, state, stopped))?;
-    tracing::info!(%addr, "admin listener serving /metrics and /api");
+    tracing::info!(%addr, "admin listener serving /metrics, /api and the dashboard at /");
     Ok(Admin {
         addr,
         stop,
@@ -107,6 +110,17 @@ fn serve(listener: std::net::TcpListener, state: Arc<State>, mut stop: watch::Re
 type Reply = Response<Full<Bytes>>;
 
 async fn answer(req: Request<Incoming>, state: Arc<State>) -> Result<Reply, Infallible> {
+    if req.method() == Method::GET {
+        if let Some(asset) = dashboard::asset(req.uri().path()) {
+            return Ok(dashboard::reply(asset));
+        }
+    }
+    if let Some(why) = foreign(&req, state.token.is_some()) {
+        return Ok(json(
+            StatusCode::FORBIDDEN,
+            &serde_json::json!({ "error": why }),
+        ));
+    }
     if !authorized(&req, state.token.as_deref()) {
         let mut reply = json(
             StatusCode::UNAUTHORIZED,
@@ -180,7 +194,7 @@ fn not_found(path: &str) -> Reply {
         StatusCode::NOT_FOUND,
         &serde_json::json!({
             "error": format!("no such endpoint: {path}"),
-            "endpoints": ["GET /metrics", "GET /api/status", "GET /api/upstreams", "POST /api/reload",
+            "endpoints": ["GET / (the dashboard)", "GET /metrics", "GET /api/status", "GET /api/upstreams", "POST /api/reload",
                           "POST /api/upstreams/NAME/servers/IP:PORT/drain", "POST /api/upstreams/NAME/servers/IP:PORT/undrain"],
         }),
     )
@@ -200,6 +214,44 @@ fn metrics(req: &Request<Incoming>, view: &View) -> Reply {
     } else {
         text(exposition::classic(&om), exposition::CLASSIC_CONTENT_TYPE)
     }
+}
+
+/// Why a request may come from a web page rather than the operator, if it may: a
+/// browser can reach a loopback admin listener from any site, so (without a token, which
+/// a page cannot know) the `Host` must be an address or `localhost` (a DNS name
+/// resolving to 127.0.0.1 is DNS rebinding), and a POST must not come from another
+/// origin (a page's form posting to it).
+fn foreign(req: &Request<Incoming>, has_token: bool) -> Option<String> {
+    let header = |name| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    };
+    let host = header(hyper::header::HOST);
+    if !has_token && !host.is_empty() && !is_local_host(host) {
+        return Some(format!(
+            "Host {host:?} is not this listener's address: use http://IP:PORT/ (or set a token)"
+        ));
+    }
+    let origin = header(hyper::header::ORIGIN);
+    let same = origin.strip_prefix("http://").is_some_and(|o| o == host);
+    if req.method() == Method::POST && !origin.is_empty() && !same {
+        return Some(format!(
+            "a POST from {origin} (another site) is refused: run curl or sluice reload"
+        ));
+    }
+    None
+}
+
+/// An IP address, or a name without a dot (`localhost`, a machine's own name), with or
+/// without a port: no name a site on the Internet can point at 127.0.0.1.
+fn is_local_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    name.parse::<std::net::IpAddr>().is_ok() || !name.contains('.')
 }
 
 /// Whether the request carries the token (always, when there is none to carry).

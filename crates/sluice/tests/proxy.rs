@@ -9,6 +9,7 @@ mod proxy {
     mod admin_cli;
 
     mod balancing;
+    mod dashboard;
     mod errors;
     mod framing;
     mod grafana;

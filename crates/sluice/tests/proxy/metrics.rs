@@ -476,3 +476,32 @@ async fn a_killed_server_is_down_within_one_check_interval() {
         10.0
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_web_page_cannot_use_a_loopback_admin_listener() {
+    let p = proxy(&one_upstream(&[backend("a").await], ""));
+    let admin = admin(&p, None);
+    let ask = |head: String| async move {
+        let mut c = Client::connect(admin.addr).await;
+        c.send(&head).await;
+        c.read_reply().await.unwrap()
+    };
+    // DNS rebinding: a name of the attacker's that resolves to 127.0.0.1.
+    let rebound =
+        ask("GET /api/upstreams HTTP/1.1\r\nHost: evil.example:9901\r\n\r\n".into()).await;
+    assert_eq!(rebound.status, 403, "{}", rebound.text());
+    // A form on another site posting to it.
+    let csrf = format!("POST /api/reload HTTP/1.1\r\nHost: {}\r\nOrigin: http://evil.example\r\nContent-Length: 0\r\n\r\n", admin.addr);
+    assert_eq!(ask(csrf).await.status, 403);
+    // The operator's tools: curl sends no Origin; the dashboard's own origin is fine.
+    let curl = format!("GET /api/status HTTP/1.1\r\nHost: {}\r\n\r\n", admin.addr);
+    assert_eq!(ask(curl).await.status, 200);
+    let same = format!("POST /api/upstreams/app/servers/127.0.0.1:1/drain HTTP/1.1\r\nHost: {0}\r\nOrigin: http://{0}\r\nContent-Length: 0\r\n\r\n", admin.addr);
+    assert_eq!(
+        ask(same).await.status,
+        404,
+        "not refused as foreign: the server is unknown"
+    );
+    let localhost = "GET /api/status HTTP/1.1\r\nHost: localhost:9901\r\n\r\n".to_string();
+    assert_eq!(ask(localhost).await.status, 200);
+}
