@@ -57,13 +57,12 @@ pub async fn serve<S: Stream>(
                 return record(&outcome);
             }
         };
-        // The access log's view of the head, copied before the head leaves the buffer.
-        let started = (crate::clock::now(), SystemTime::now());
-        let logged = gen
-            .shared
-            .access_log
-            .is_some()
-            .then(|| access_log::capture(&client.buf[..req.head_len], &mut scratch.log));
+        // The access log's view of the head, copied before the head leaves the buffer
+        // (and its clocks read only when there is a log).
+        let logged = gen.shared.access_log.is_some().then(|| {
+            let fields = access_log::capture(&client.buf[..req.head_len], &mut scratch.log);
+            (fields, (crate::clock::now(), SystemTime::now()))
+        });
         // Named in the log line of a 404 (read before the head leaves the buffer).
         let unrouted = route
             .is_none()
@@ -84,7 +83,7 @@ pub async fn serve<S: Stream>(
         };
         outcome.client = Some(peer);
         count(listener, &outcome);
-        if let Some((request_end, referer_end)) = logged {
+        if let Some(((request_end, referer_end), started)) = logged {
             let text = &scratch.log;
             let fields = (
                 &text[..request_end],
