@@ -14,13 +14,26 @@ pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     for path in paths {
         match sluice_config::load(path) {
-            Ok(c) => println!(
-                "{}: ok ({} listeners, {} routes, {} upstreams)",
-                path.display(),
-                c.listeners.len(),
-                c.routes.len(),
-                c.upstreams.len()
-            ),
+            Ok(c) => {
+                let admin = c
+                    .admin
+                    .as_ref()
+                    .map_or(String::new(), |a| format!(", admin on {}", a.bind));
+                let log = match c.access_log.as_ref().map(|l| &l.target) {
+                    Some(sluice_config::LogTarget::Stdout) => ", access log to stdout".into(),
+                    Some(sluice_config::LogTarget::File(f)) => {
+                        format!(", access log {}", f.display())
+                    }
+                    None => String::new(),
+                };
+                println!(
+                    "{}: ok ({} listeners, {} routes, {} upstreams{admin}{log})",
+                    path.display(),
+                    c.listeners.len(),
+                    c.routes.len(),
+                    c.upstreams.len()
+                )
+            }
             Err(errors) => {
                 failed = true;
                 eprintln!("{errors}");
