@@ -151,10 +151,10 @@ fn seed_003_hashing_on_the_room_delivers_every_message_round_robin_loses_them() 
         hashed["expected"].as_u64().unwrap() >= 124 * 2 + 62,
         "{hashed}"
     );
-    assert_eq!(
-        (hashed["lost"].as_u64(), hashed["unexpected"].as_u64()),
-        (Some(0), Some(0))
-    );
+    // Nothing lost. (A copy may be "unexpected" when a SEND crosses another user's
+    // SUBSCRIBE on its way to the broker: it arrived, and chat_through checked that
+    // every copy the brokers sent is accounted for.)
+    assert_eq!(hashed["lost"], 0, "{hashed}");
     // Round robin puts the 2 users of a room on different servers (62 users over 3
     // servers in turn): each hears only itself.
     let lost = round_robin["lost"].as_u64().unwrap();
