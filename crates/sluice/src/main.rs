@@ -4,6 +4,7 @@
 mod admin_client;
 mod bench;
 mod commands;
+mod plan;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -52,6 +53,10 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
     },
+    /// Capacity from traffic (seed 004's arithmetic): average and peak rate, and the
+    /// users in the system at the peak (Little's law), with the `sluice bench` runs
+    /// that check a target holds them.
+    Plan(plan::PlanArgs),
     /// Measure the balancing algorithms: consistent hashing (balance, keys moved, lookup
     /// cost, bounded loads) and a simulated slow server under each balancer.
     HashReport {
@@ -101,6 +106,7 @@ fn main() -> ExitCode {
         Command::Status { config } => serve::status(&config),
         Command::Demo { listen } => commands::demo(listen),
         Command::HashReport { keys } => commands::hash_report(keys),
+        Command::Plan(args) => plan::plan(&args),
         Command::Bench(args) => bench::bench(*args),
         Command::Backend {
             listen,

@@ -1,0 +1,139 @@
+//! `sluice plan`: capacity from traffic, as seed 004 worked it out by hand. Daily
+//! active users times requests per user over the active hours gives the average rate;
+//! the peak factor gives the peak; Little's law gives the users in the system at the
+//! peak (rate times the time each spends per request, response plus think time). Each
+//! step is printed with its numbers, then the `sluice bench` runs that check the target.
+
+use anyhow::anyhow;
+use clap::Args;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// Daily active users.
+    #[arg(long)]
+    dau: f64,
+    /// Requests each user makes a day.
+    #[arg(long)]
+    requests_per_user: f64,
+    /// Hours of the day the traffic falls in.
+    #[arg(long, default_value_t = 24.0)]
+    active_hours: f64,
+    /// Peak rate over the average.
+    #[arg(long, default_value_t = 3.0)]
+    peak_factor: f64,
+    /// Response time to hold at the peak, e.g. 250ms.
+    #[arg(long)]
+    response_time: String,
+    /// Pause of a user between requests, e.g. 1s.
+    #[arg(long, default_value = "0s")]
+    think: String,
+    /// The target the printed `sluice bench` commands aim at.
+    #[arg(long, default_value = "http://127.0.0.1:8080/")]
+    target: String,
+}
+
+/// The plan's figures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Capacity {
+    pub requests_per_day: f64,
+    pub average_rps: f64,
+    pub peak_rps: f64,
+    /// Users in the system at the peak (Little's law), unrounded.
+    pub users: f64,
+}
+
+/// Seed 004's arithmetic.
+pub fn capacity(dau: f64, per_user: f64, hours: f64, peak: f64, per_request: Duration) -> Capacity {
+    let requests_per_day = dau * per_user;
+    let average_rps = requests_per_day / (hours * 3600.0);
+    let peak_rps = average_rps * peak;
+    Capacity {
+        requests_per_day,
+        average_rps,
+        peak_rps,
+        users: peak_rps * per_request.as_secs_f64(),
+    }
+}
+
+pub fn plan(args: &PlanArgs) -> anyhow::Result<ExitCode> {
+    let response = duration("--response-time", &args.response_time)?;
+    let think = duration("--think", &args.think)?;
+    for (name, v) in [
+        ("--dau", args.dau),
+        ("--requests-per-user", args.requests_per_user),
+        ("--peak-factor", args.peak_factor),
+    ] {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(anyhow!("{name} must be above 0"));
+        }
+    }
+    if !(args.active_hours > 0.0 && args.active_hours <= 24.0) {
+        return Err(anyhow!("--active-hours must be above 0 and at most 24"));
+    }
+    let c = capacity(
+        args.dau,
+        args.requests_per_user,
+        args.active_hours,
+        args.peak_factor,
+        response + think,
+    );
+    print!("{}", report(args, &c, response, think));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(args: &PlanArgs, c: &Capacity, response: Duration, think: Duration) -> String {
+    let users = c.users.ceil() as u64;
+    let (avg, peak) = (c.average_rps.round() as u64, c.peak_rps.ceil() as u64);
+    let ms = |d: Duration| format!("{} ms", d.as_millis());
+    let think_s = format!("{}ms", think.as_millis());
+    format!(
+        "requests a day      {} users x {} requests = {:.0}\n\
+         average rate        {:.0} / ({} h x 3600 s) = {:.1} req/s\n\
+         peak rate           {:.1} req/s x {} (peak factor) = {:.1} req/s\n\
+         users in the system {:.1} req/s x ({} response + {} think) = {:.1}: {users} users (Little's law)\n\
+         \n\
+         Check it: the peak rate, its response time held (open model), then as many users\n\
+         as the plan says (closed model), their throughput at least the peak rate:\n\
+         \x20 sluice bench {t} --rate {avg},{peak} -d 60s --fail-if 'p99>{rt}ms' --fail-if 'errors>1%'\n\
+         \x20 sluice bench {t} --users {users} --think {think_s} -d 60s --fail-if 'throughput<{peak}'\n",
+        args.dau,
+        args.requests_per_user,
+        c.requests_per_day,
+        c.requests_per_day,
+        args.active_hours,
+        c.average_rps,
+        c.average_rps,
+        args.peak_factor,
+        c.peak_rps,
+        c.peak_rps,
+        ms(response),
+        ms(think),
+        c.users,
+        t = args.target,
+        rt = response.as_millis(),
+    )
+}
+
+fn duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
+    sluice_config::parse_duration(text)
+        .ok_or_else(|| anyhow!("{flag} {text}: not a duration (write e.g. 250ms or 1s)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_004s_numbers() {
+        // 50,000 DAU x 300 requests / 6 h = 694 req/s on average, x3 = 2,083 at the
+        // peak (the seed rounded the average down first: 2,082); at 250 ms each, 521
+        // users are in the system.
+        let c = capacity(50_000.0, 300.0, 6.0, 3.0, Duration::from_millis(250));
+        assert_eq!(c.requests_per_day, 15_000_000.0);
+        assert!((c.average_rps - 694.44).abs() < 0.01, "{c:?}");
+        assert!((c.peak_rps - 2083.33).abs() < 0.01, "{c:?}");
+        assert!((c.users - 520.83).abs() < 0.01, "{c:?}");
+    }
+}
