@@ -12,7 +12,12 @@
 //! | `/headers` | the request line and headers as the backend received them |
 //! | `/status/NNN` | an empty response with that status |
 //! | `/delay?ms=N` | answers after N ms |
-//! | `/__stats` | `connections=N requests=M stomp_messages=K` seen by this backend (K: STOMP MESSAGE frames its broker sent) |
+//! | `/__stats` | `connections=N requests=M stomp_messages=K` seen by this backend (K: STOMP MESSAGE frames its broker sent), then its worker pool: `pool_threads= pool_busy= pool_waiting= queue_wait_ms= rejected=` |
+//!
+//! A simulated app tier ([`Simulated`]): CPU work per request, and a worker pool of
+//! `threads` with `queue` places to wait (Tomcat's maxThreads and acceptCount): a request
+//! beyond both gets `503` at once. `/__stats` reports the pool's use and the time spent
+//! waiting for it, the evidence the lab reads.
 //! | any path, WebSocket handshake | `/echo` echoes; others speak STOMP with `--stomp`, else echo |
 
 use bytes::Bytes;
@@ -39,19 +44,61 @@ pub struct Options {
     pub stomp: bool,
 }
 
+/// What a simulated app tier does per request besides answering.
+#[derive(Clone, Debug, Default)]
+pub struct Simulated {
+    /// CPU work per request: a fixed amount of computation, calibrated at start to take
+    /// this long on an idle core (so a throttled or busy tier takes longer, as an app
+    /// would).
+    pub cpu: Duration,
+    /// Worker threads: requests beyond them wait for one. 0: no pool.
+    pub threads: usize,
+    /// Requests that may wait for a thread; beyond, `503` at once.
+    pub queue: usize,
+}
+
 #[derive(Default)]
 struct Stats {
     broker: Arc<crate::stomp::Broker>,
     connections: AtomicU64,
     requests: AtomicU64,
+    pool: Pool,
+}
+
+/// The simulated worker pool and its evidence.
+#[derive(Default)]
+struct Pool {
+    threads: usize,
+    queue: usize,
+    permits: Option<tokio::sync::Semaphore>,
+    busy: AtomicU64,
+    waiting: AtomicU64,
+    wait_us: AtomicU64,
+    rejected: AtomicU64,
+    /// Iterations of the CPU work per request.
+    work: u64,
 }
 
 type Reply = Response<BoxBody<Bytes, Infallible>>;
 
 /// Serves HTTP/1.1 on `listener` forever.
 pub async fn serve(listener: TcpListener, options: Options) {
+    serve_simulated(listener, options, Simulated::default()).await
+}
+
+/// Serves as [`serve`] does, with `sim`'s CPU work and worker pool on every request.
+pub async fn serve_simulated(listener: TcpListener, options: Options, sim: Simulated) {
     let options = Arc::new(options);
-    let stats = Arc::new(Stats::default());
+    let stats = Arc::new(Stats {
+        pool: Pool {
+            threads: sim.threads,
+            queue: sim.queue,
+            permits: (sim.threads > 0).then(|| tokio::sync::Semaphore::new(sim.threads)),
+            work: crate::cpu::iterations_for(sim.cpu),
+            ..Pool::default()
+        },
+        ..Stats::default()
+    });
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -94,26 +141,25 @@ async fn handle(
         );
         return Ok(with_name(reply, &options.name));
     }
+    let path = req.uri().path().to_string();
+    if path == "/__stats" {
+        return Ok(with_name(stats_reply(&stats), &options.name));
+    }
+    let Some(_thread) = stats.pool.enter().await else {
+        return Ok(with_name(
+            text(StatusCode::SERVICE_UNAVAILABLE, "queue full\n".into()),
+            &options.name,
+        ));
+    };
+    crate::cpu::burn(stats.pool.work);
     if !options.delay.is_zero() {
         tokio::time::sleep(options.delay).await;
     }
-    let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
     let reply = match path.as_str() {
         "/bytes" => streamed(number(&query, "n")),
         "/upload" => upload(req).await,
         "/headers" => text(StatusCode::OK, headers(&req)),
-        "/__stats" => {
-            let (c, r) = (
-                stats.connections.load(Ordering::Relaxed),
-                stats.requests.load(Ordering::Relaxed),
-            );
-            let m = stats.broker.messages_out();
-            text(
-                StatusCode::OK,
-                format!("connections={c} requests={r} stomp_messages={m}\n"),
-            )
-        }
         "/delay" => {
             tokio::time::sleep(Duration::from_millis(number(&query, "ms"))).await;
             text(StatusCode::OK, format!("{}\n", options.name))
@@ -129,6 +175,64 @@ async fn handle(
         _ => text(StatusCode::OK, format!("{}\n", options.name)),
     };
     Ok(with_name(reply, &options.name))
+}
+
+fn stats_reply(stats: &Stats) -> Reply {
+    let (c, r) = (
+        stats.connections.load(Ordering::Relaxed),
+        stats.requests.load(Ordering::Relaxed),
+    );
+    let m = stats.broker.messages_out();
+    let p = &stats.pool;
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    text(
+        StatusCode::OK,
+        format!(
+            "connections={c} requests={r} stomp_messages={m} pool_threads={} pool_busy={} pool_waiting={} queue_wait_ms={} rejected={}\n",
+            p.threads,
+            load(&p.busy),
+            load(&p.waiting),
+            load(&p.wait_us) / 1000,
+            load(&p.rejected)
+        ),
+    )
+}
+
+impl Pool {
+    /// A worker thread for one request: at once, after a wait in the queue, or `None`
+    /// when the queue is full. Held until dropped.
+    async fn enter(&self) -> Option<Busy<'_>> {
+        let Some(permits) = &self.permits else {
+            return Some(Busy(self, None));
+        };
+        if let Ok(permit) = permits.try_acquire() {
+            self.busy.fetch_add(1, Ordering::Relaxed);
+            return Some(Busy(self, Some(permit)));
+        }
+        if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.queue as u64 {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            self.rejected.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let waited = std::time::Instant::now();
+        let permit = permits.acquire().await.ok();
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        self.wait_us
+            .fetch_add(waited.elapsed().as_micros() as u64, Ordering::Relaxed);
+        self.busy.fetch_add(1, Ordering::Relaxed);
+        Some(Busy(self, permit))
+    }
+}
+
+/// A request holding a worker thread.
+struct Busy<'a>(&'a Pool, Option<tokio::sync::SemaphorePermit<'a>>);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        if self.1.is_some() {
+            self.0.busy.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
 }
 
 fn with_name(mut reply: Reply, name: &str) -> Reply {

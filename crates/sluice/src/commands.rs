@@ -59,12 +59,24 @@ pub fn hash_report(keys: usize) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The simulated tier of `sluice backend`'s flags.
+pub fn simulated(cpu: &str, threads: usize, queue: usize) -> anyhow::Result<backend::Simulated> {
+    let cpu = sluice_config::parse_duration(cpu)
+        .ok_or_else(|| anyhow!("--cpu {cpu}: give a number and a unit, e.g. 2ms"))?;
+    Ok(backend::Simulated {
+        cpu,
+        threads,
+        queue,
+    })
+}
+
 pub fn backend(
     listen: SocketAddr,
     name: String,
     delay: &str,
     workers: usize,
     stomp: bool,
+    sim: backend::Simulated,
 ) -> anyhow::Result<ExitCode> {
     let delay = parse_delay(delay)?;
     let mut builder = tokio::runtime::Builder::new_multi_thread();
@@ -78,7 +90,7 @@ pub fn backend(
             .with_context(|| format!("binding {listen}"))?;
         tracing::info!(listen = %listener.local_addr()?, name, "backend serving");
         tokio::select! {
-            _ = backend::serve(listener, backend::Options { name, delay, stomp }) => {}
+            _ = backend::serve_simulated(listener, backend::Options { name, delay, stomp }, sim) => {}
             _ = tokio::signal::ctrl_c() => {}
         }
         Ok(ExitCode::SUCCESS)

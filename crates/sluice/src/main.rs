@@ -84,6 +84,17 @@ enum Command {
         /// this instance only, like Spring's simple broker.
         #[arg(long)]
         stomp: bool,
+        /// CPU work per request, e.g. 2ms (a fixed amount, calibrated on an idle core:
+        /// less CPU makes it take longer).
+        #[arg(long, default_value = "0ms")]
+        cpu: String,
+        /// Worker threads (Tomcat's maxThreads): requests beyond them wait; 0: no limit.
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+        /// Requests that may wait for a worker thread (Tomcat's acceptCount); beyond,
+        /// 503 at once.
+        #[arg(long, default_value_t = 100)]
+        queue: usize,
     },
 }
 
@@ -114,7 +125,13 @@ fn main() -> ExitCode {
             delay,
             workers,
             stomp,
-        } => commands::backend(listen, name, &delay, workers, stomp),
+            cpu,
+            threads,
+            queue,
+        } => {
+            let sim = commands::simulated(&cpu, threads, queue);
+            sim.and_then(|sim| commands::backend(listen, name, &delay, workers, stomp, sim))
+        }
     };
     match result {
         Ok(code) => code,
