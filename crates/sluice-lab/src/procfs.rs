@@ -3,19 +3,108 @@
 
 /// Resident memory, KiB, of `pid` and all its descendants (nginx has a master and workers).
 pub fn tree_rss_kib(pid: u32) -> u64 {
-    let mut total = rss_kib(pid);
+    tree(pid).into_iter().map(rss_kib).sum()
+}
+
+/// `pid` and every process descending from it.
+pub fn tree(pid: u32) -> Vec<u32> {
+    let mut all = vec![pid];
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return total;
+        return all;
     };
     for entry in entries.flatten() {
         let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
         if child != pid && descends_from(child, pid) {
-            total += rss_kib(child);
+            all.push(child);
         }
     }
-    total
+    all
+}
+
+/// CPU time (user + system) of `pid` and its descendants, seconds (Linux's USER_HZ is
+/// 100: 10 ms resolution).
+pub fn tree_cpu_seconds(pid: u32) -> f64 {
+    tree(pid).into_iter().map(cpu_seconds).sum()
+}
+
+/// CPU time (user + system) of one process, seconds (0 if it is gone).
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(") ")
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    // utime and stime are fields 14 and 15 of the line; 12 and 13 after the name.
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
+/// Open file descriptors of one process (0 if it is gone or not ours to read).
+pub fn open_fds(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64)
+}
+
+/// TCP sockets of this machine with `port` at either end, by state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpStates {
+    pub established: u64,
+    pub time_wait: u64,
+    pub close_wait: u64,
+    /// Every other state (handshakes, closing, listening).
+    pub other: u64,
+}
+
+pub fn tcp_states(port: u16) -> TcpStates {
+    let mut states = TcpStates::default();
+    let hex = format!(":{port:04X}");
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 4 || !(f[1].ends_with(&hex) || f[2].ends_with(&hex)) {
+                continue;
+            }
+            match f[3] {
+                "01" => states.established += 1,
+                "06" => states.time_wait += 1,
+                "08" => states.close_wait += 1,
+                _ => states.other += 1,
+            }
+        }
+    }
+    states
+}
+
+/// Connections dropped because a listen queue was full, machine-wide (TcpExt
+/// ListenOverflows): the sign of an accept queue a tier did not empty in time. `None`
+/// where the kernel does not report it.
+pub fn listen_overflows() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/net/netstat").ok()?;
+    let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (names, values) = (lines.next()?, lines.next()?);
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == "ListenOverflows")
+        .and_then(|(_, v)| v.parse().ok())
+}
+
+/// CPU pressure (PSI): the share of the last 10 s in which some runnable task waited
+/// for a CPU, 0 to 100; `None` where the kernel does not report it.
+pub fn cpu_pressure() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/pressure/cpu").ok()?;
+    text.lines()
+        .find(|l| l.starts_with("some "))?
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("avg10="))?
+        .parse()
+        .ok()
 }
 
 fn descends_from(mut pid: u32, ancestor: u32) -> bool {
@@ -71,7 +160,50 @@ mod tests {
         assert!(!super::descends_from(me, child.id()));
         assert!(super::tree_rss_kib(me) > 0);
         assert_eq!(super::rss_kib(u32::MAX), 0);
+        assert!(super::tree(me).contains(&child.id()));
+        assert!(super::open_fds(me) >= 3);
         let _ = child.kill();
         let _ = child.wait();
+    }
+
+    #[test]
+    fn a_busy_child_s_cpu_counts_in_its_parent_s_tree() {
+        let me = std::process::id();
+        let before = super::tree_cpu_seconds(me);
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        let busy = super::cpu_seconds(child.id());
+        let tree = super::tree_cpu_seconds(me) - before;
+        let _ = child.kill();
+        let _ = child.wait();
+        // 0.6 s of a busy loop: most of it on a CPU, even on a shared machine.
+        assert!(busy >= 0.2, "{busy}");
+        assert!(tree >= busy, "{tree} < {busy}");
+    }
+
+    #[test]
+    fn closed_connections_are_seen_in_time_wait() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut accepted = Vec::new();
+        for _ in 0..5 {
+            let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            accepted.push(listener.accept().unwrap().0);
+            // The client closes first: its side goes to TIME_WAIT.
+            drop(client);
+        }
+        let open = super::tcp_states(port);
+        assert!(open.close_wait >= 5, "{open:?}");
+        drop(accepted);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let closed = super::tcp_states(port);
+        assert!(closed.time_wait >= 5, "{closed:?}");
+        assert!(super::listen_overflows().is_some(), "Linux reports it");
+        if let Some(p) = super::cpu_pressure() {
+            assert!((0.0..=100.0).contains(&p));
+        }
     }
 }
