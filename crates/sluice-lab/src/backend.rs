@@ -14,9 +14,11 @@
 //! | `/delay?ms=N` | answers after N ms |
 //! | `/__stats` | `connections=N requests=M stomp_messages=K` seen by this backend (K: STOMP MESSAGE frames its broker sent), then its worker pool: `pool_threads= pool_busy= pool_waiting= queue_wait_ms= rejected=` |
 //!
-//! A simulated app tier ([`Simulated`]): CPU work per request, and a worker pool of
-//! `threads` with `queue` places to wait (Tomcat's maxThreads and acceptCount): a request
-//! beyond both gets `503` at once. `/__stats` reports the pool's use and the time spent
+//! A simulated app tier ([`Simulated`]): CPU work per request, a worker pool of
+//! `threads` with `queue` places to wait (Tomcat's maxThreads and acceptCount: a request
+//! beyond both gets `503` at once), a response size, injected errors, and a cap on
+//! connections served at once (beyond it they wait unaccepted, as past nginx's
+//! `worker_connections`). `/__stats` reports the pool's use and the time spent
 //! waiting for it, the evidence the lab reads.
 //! | any path, WebSocket handshake | `/echo` echoes; others speak STOMP with `--stomp`, else echo |
 
@@ -55,6 +57,15 @@ pub struct Simulated {
     pub threads: usize,
     /// Requests that may wait for a thread; beyond, `503` at once.
     pub queue: usize,
+    /// Body bytes of an answer at `/` (and any path without a meaning of its own);
+    /// 0: the name.
+    pub size: u64,
+    /// The share of such requests answered `500` (spread evenly: exactly this share
+    /// of every run of requests).
+    pub errors: f64,
+    /// Connections served at once (nginx's `worker_connections`); beyond, they wait in
+    /// the listen queue, unaccepted. 0: no cap.
+    pub max_conns: usize,
 }
 
 #[derive(Default)]
@@ -63,6 +74,26 @@ struct Stats {
     connections: AtomicU64,
     requests: AtomicU64,
     pool: Pool,
+    size: u64,
+    errors: f64,
+    /// Requests that could have been errors so far, and those that were.
+    answered: AtomicU64,
+    injected: AtomicU64,
+}
+
+impl Stats {
+    /// Whether this request is one of the injected errors.
+    fn inject_error(&self) -> bool {
+        if self.errors <= 0.0 {
+            return false;
+        }
+        let n = self.answered.fetch_add(1, Ordering::Relaxed) as f64;
+        let error = ((n + 1.0) * self.errors).floor() > (n * self.errors).floor();
+        if error {
+            self.injected.fetch_add(1, Ordering::Relaxed);
+        }
+        error
+    }
 }
 
 /// The simulated worker pool and its evidence.
@@ -97,9 +128,17 @@ pub async fn serve_simulated(listener: TcpListener, options: Options, sim: Simul
             work: crate::cpu::iterations_for(sim.cpu),
             ..Pool::default()
         },
+        size: sim.size,
+        errors: sim.errors,
         ..Stats::default()
     });
+    let cap = (sim.max_conns > 0).then(|| Arc::new(tokio::sync::Semaphore::new(sim.max_conns)));
     loop {
+        // At the cap, stop accepting: new connections wait in the kernel's listen queue.
+        let slot = match &cap {
+            Some(cap) => cap.clone().acquire_owned().await.ok(),
+            None => None,
+        };
         let Ok((stream, _)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
@@ -108,6 +147,7 @@ pub async fn serve_simulated(listener: TcpListener, options: Options, sim: Simul
         stats.connections.fetch_add(1, Ordering::Relaxed);
         let (options, stats) = (options.clone(), stats.clone());
         tokio::spawn(async move {
+            let _slot = slot;
             let service =
                 hyper::service::service_fn(move |req| handle(req, options.clone(), stats.clone()));
             let _ = hyper::server::conn::http1::Builder::new()
@@ -172,6 +212,8 @@ async fn handle(
                 .unwrap_or(StatusCode::BAD_REQUEST);
             text(code, String::new())
         }
+        _ if stats.inject_error() => text(StatusCode::INTERNAL_SERVER_ERROR, "injected\n".into()),
+        _ if stats.size > 0 => streamed(stats.size),
         _ => text(StatusCode::OK, format!("{}\n", options.name)),
     };
     Ok(with_name(reply, &options.name))
@@ -188,12 +230,13 @@ fn stats_reply(stats: &Stats) -> Reply {
     text(
         StatusCode::OK,
         format!(
-            "connections={c} requests={r} stomp_messages={m} pool_threads={} pool_busy={} pool_waiting={} queue_wait_ms={} rejected={}\n",
+            "connections={c} requests={r} stomp_messages={m} pool_threads={} pool_busy={} pool_waiting={} queue_wait_ms={} rejected={} injected_errors={}\n",
             p.threads,
             load(&p.busy),
             load(&p.waiting),
             load(&p.wait_us) / 1000,
-            load(&p.rejected)
+            load(&p.rejected),
+            load(&stats.injected)
         ),
     )
 }

@@ -67,6 +67,7 @@ pub fn simulated(cpu: &str, threads: usize, queue: usize) -> anyhow::Result<back
         cpu,
         threads,
         queue,
+        ..backend::Simulated::default()
     })
 }
 

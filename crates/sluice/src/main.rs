@@ -95,6 +95,16 @@ enum Command {
         /// 503 at once.
         #[arg(long, default_value_t = 100)]
         queue: usize,
+        /// Body bytes of each answer (0: the backend's name).
+        #[arg(long, default_value_t = 0)]
+        size: u64,
+        /// The share of requests answered 500, e.g. 0.01.
+        #[arg(long, default_value_t = 0.0)]
+        errors: f64,
+        /// Connections served at once (nginx's worker_connections); beyond, they wait
+        /// unaccepted. 0: no cap.
+        #[arg(long, default_value_t = 0)]
+        max_conns: usize,
     },
 }
 
@@ -128,8 +138,23 @@ fn main() -> ExitCode {
             cpu,
             threads,
             queue,
+            size,
+            errors,
+            max_conns,
         } => {
-            let sim = commands::simulated(&cpu, threads, queue);
+            let sim = commands::simulated(&cpu, threads, queue).and_then(|sim| {
+                if !(0.0..=1.0).contains(&errors) {
+                    return Err(anyhow::anyhow!(
+                        "--errors {errors}: a share from 0 to 1, e.g. 0.01"
+                    ));
+                }
+                Ok(sluice_lab::backend::Simulated {
+                    size,
+                    errors,
+                    max_conns,
+                    ..sim
+                })
+            });
             sim.and_then(|sim| commands::backend(listen, name, &delay, workers, stomp, sim))
         }
     };
