@@ -16,7 +16,7 @@
 //!
 //! A simulated app tier ([`Simulated`]): CPU work per request, a worker pool of
 //! `threads` with `queue` places to wait (Tomcat's maxThreads and acceptCount: a request
-//! beyond both gets `503` at once), a response size, injected errors, and a cap on
+//! beyond both gets `503` at once), a response size, injected errors, stalls, and a cap on
 //! connections served at once (beyond it they wait unaccepted, as past nginx's
 //! `worker_connections`). `/__stats` reports the pool's use and the time spent
 //! waiting for it, the evidence the lab reads.
@@ -66,6 +66,10 @@ pub struct Simulated {
     /// Connections served at once (nginx's `worker_connections`); beyond, they wait in
     /// the listen queue, unaccepted. 0: no cap.
     pub max_conns: usize,
+    /// Every this many requests, one stalls for `stall` (a garbage-collection pause, a
+    /// lock): 0, none.
+    pub stall_every: u64,
+    pub stall: Duration,
 }
 
 #[derive(Default)]
@@ -76,12 +80,24 @@ struct Stats {
     pool: Pool,
     size: u64,
     errors: f64,
+    stall_every: u64,
+    stall: Duration,
+    stalled: AtomicU64,
     /// Requests that could have been errors so far, and those that were.
     answered: AtomicU64,
     injected: AtomicU64,
 }
 
 impl Stats {
+    /// Whether request number `n` (counted from 0) stalls.
+    fn stalls(&self, n: u64) -> bool {
+        let stalls = self.stall_every > 0 && n % self.stall_every == self.stall_every - 1;
+        if stalls {
+            self.stalled.fetch_add(1, Ordering::Relaxed);
+        }
+        stalls
+    }
+
     /// Whether this request is one of the injected errors.
     fn inject_error(&self) -> bool {
         if self.errors <= 0.0 {
@@ -130,6 +146,8 @@ pub async fn serve_simulated(listener: TcpListener, options: Options, sim: Simul
         },
         size: sim.size,
         errors: sim.errors,
+        stall_every: sim.stall_every,
+        stall: sim.stall,
         ..Stats::default()
     });
     let cap = (sim.max_conns > 0).then(|| Arc::new(tokio::sync::Semaphore::new(sim.max_conns)));
@@ -171,7 +189,7 @@ async fn handle(
     options: Arc<Options>,
     stats: Arc<Stats>,
 ) -> Result<Reply, Infallible> {
-    stats.requests.fetch_add(1, Ordering::Relaxed);
+    let seq = stats.requests.fetch_add(1, Ordering::Relaxed);
     if crate::websocket::is_handshake(&req) {
         let reply = crate::websocket::accept(
             req,
@@ -192,8 +210,14 @@ async fn handle(
         ));
     };
     crate::cpu::burn(stats.pool.work);
-    if !options.delay.is_zero() {
-        tokio::time::sleep(options.delay).await;
+    let stall = if stats.stalls(seq) {
+        stats.stall
+    } else {
+        Duration::ZERO
+    };
+    let pause = options.delay + stall;
+    if !pause.is_zero() {
+        tokio::time::sleep(pause).await;
     }
     let query = req.uri().query().unwrap_or("").to_string();
     let reply = match path.as_str() {
@@ -230,13 +254,14 @@ fn stats_reply(stats: &Stats) -> Reply {
     text(
         StatusCode::OK,
         format!(
-            "connections={c} requests={r} stomp_messages={m} pool_threads={} pool_busy={} pool_waiting={} queue_wait_ms={} rejected={} injected_errors={}\n",
+            "connections={c} requests={r} stomp_messages={m} pool_threads={} pool_busy={} pool_waiting={} queue_wait_ms={} rejected={} injected_errors={} stalls={}\n",
             p.threads,
             load(&p.busy),
             load(&p.waiting),
             load(&p.wait_us) / 1000,
             load(&p.rejected),
-            load(&stats.injected)
+            load(&stats.injected),
+            load(&stats.stalled)
         ),
     )
 }

@@ -176,3 +176,25 @@ fn past_the_connection_cap_a_client_waits_unaccepted() {
         .unwrap()
         .starts_with("HTTP/1.1 200"));
 }
+
+#[test]
+fn every_nth_request_stalls() {
+    let sim = Simulated {
+        stall_every: 4,
+        stall: Duration::from_millis(300),
+        ..Simulated::default()
+    };
+    let addr = start(Duration::ZERO, sim);
+    let took: Vec<Duration> = (0..8)
+        .map(|_| {
+            let t = Instant::now();
+            assert_eq!(get(addr, "/").0, 200);
+            t.elapsed()
+        })
+        .collect();
+    let slow: Vec<usize> = (0..8)
+        .filter(|i| took[*i] >= Duration::from_millis(300))
+        .collect();
+    assert_eq!(slow, [3, 7], "{took:?}");
+    assert_eq!(stat(addr, "stalls"), 2);
+}

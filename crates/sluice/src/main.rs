@@ -105,6 +105,13 @@ enum Command {
         /// unaccepted. 0: no cap.
         #[arg(long, default_value_t = 0)]
         max_conns: usize,
+        /// Every this many requests the backend receives, one stalls for --stall (a GC
+        /// pause); 0: none.
+        #[arg(long, default_value_t = 0)]
+        stall_every: u64,
+        /// How long a stall lasts, e.g. 1s.
+        #[arg(long, default_value = "1s")]
+        stall: String,
     },
 }
 
@@ -141,6 +148,8 @@ fn main() -> ExitCode {
             size,
             errors,
             max_conns,
+            stall_every,
+            stall,
         } => {
             let sim = commands::simulated(&cpu, threads, queue).and_then(|sim| {
                 if !(0.0..=1.0).contains(&errors) {
@@ -148,10 +157,14 @@ fn main() -> ExitCode {
                         "--errors {errors}: a share from 0 to 1, e.g. 0.01"
                     ));
                 }
+                let stall = sluice_config::parse_duration(&stall)
+                    .ok_or_else(|| anyhow::anyhow!("--stall {stall}: a duration, e.g. 1s"))?;
                 Ok(sluice_lab::backend::Simulated {
                     size,
                     errors,
                     max_conns,
+                    stall_every,
+                    stall,
                     ..sim
                 })
             });
