@@ -26,14 +26,10 @@ pub async fn run_scenario(
     ramp: Duration,
     length: Length,
 ) {
-    let deadline = match length {
-        Length::Duration(d) => Some(w.start + d),
-        Length::Iterations(_) => None,
-    };
-    let tasks: Vec<_> = (w.index..users)
-        .step_by(w.threads)
-        .map(|u| {
-            let offset = ramp.mul_f64(u as f64 / users as f64);
+    let deadline = w.deadline(length);
+    let tasks: Vec<_> = w
+        .my_users(users, ramp)
+        .map(|(u, offset)| {
             let user = VirtualUser {
                 w: w.clone(),
                 room: u % scenario.rooms,

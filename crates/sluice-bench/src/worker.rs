@@ -67,6 +67,26 @@ impl Worker {
         }
     }
 
+    /// When a step of `length` ends: its start plus its duration; none for iterations.
+    pub fn deadline(&self, length: Length) -> Option<Instant> {
+        match length {
+            Length::Duration(d) => Some(self.start + d),
+            Length::Iterations(_) => None,
+        }
+    }
+
+    /// This thread's users of a step of `users` (`index, index + threads, ...`), each
+    /// with when it starts: evenly over `ramp`.
+    pub fn my_users(
+        &self,
+        users: usize,
+        ramp: Duration,
+    ) -> impl Iterator<Item = (usize, Duration)> {
+        (self.index..users)
+            .step_by(self.threads)
+            .map(move |u| (u, ramp.mul_f64(u as f64 / users as f64)))
+    }
+
     pub fn stopped(&self) -> bool {
         *self.stop.borrow()
     }
@@ -296,15 +316,11 @@ pub async fn run_users(
     think: Duration,
     length: Length,
 ) {
-    let deadline = match length {
-        Length::Duration(d) => Some(w.start + d),
-        Length::Iterations(_) => None,
-    };
-    let tasks: Vec<_> = (w.index..users)
-        .step_by(w.threads)
-        .map(|u| {
+    let deadline = w.deadline(length);
+    let tasks: Vec<_> = w
+        .my_users(users, ramp)
+        .map(|(u, offset)| {
             let w = w.clone();
-            let offset = ramp.mul_f64(u as f64 / users as f64);
             let user = UserPlan {
                 u,
                 users,

@@ -8,6 +8,7 @@
 //!
 //! Formatting takes no lock and allocates nothing once the buffers have grown.
 
+use crate::record::Shown;
 use sluice_config::{AccessLog as Config, LogFormat, LogTarget};
 use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
@@ -235,17 +236,6 @@ fn json_escaped(out: &mut Vec<u8>, text: &str) {
                 let mut utf8 = [0; 4];
                 out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
             }
-        }
-    }
-}
-
-struct Shown<T>(Option<T>);
-
-impl<T: std::fmt::Display> std::fmt::Display for Shown<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.0 {
-            Some(v) => v.fmt(f),
-            None => f.write_str("-"),
         }
     }
 }

@@ -78,7 +78,7 @@ pub fn record(outcome: &Outcome<'_>) {
 }
 
 /// A value, or `-` when there is none (as access logs write it).
-struct Shown<T>(Option<T>);
+pub(crate) struct Shown<T>(pub Option<T>);
 
 impl<T: std::fmt::Display> std::fmt::Display for Shown<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
