@@ -1,37 +1,17 @@
 //! `sluice bench` as a user runs it: the binary, real backends on 127.0.0.1, bad input,
 //! thresholds, and an interrupted run that still writes what it measured.
 
+mod support;
+
 use std::io::Read;
-use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::{answered, backend};
 
 fn sluice() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
     c.env("SLUICE_LOG", "warn");
     c
-}
-
-/// A lab backend in this process, on its own runtime thread.
-fn backend() -> SocketAddr {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let options = sluice_lab::backend::Options {
-        name: "a".into(),
-        delay: Duration::ZERO,
-        stomp: false,
-    };
-    let addr = runtime
-        .block_on(sluice_lab::backend::spawn(
-            "127.0.0.1:0".parse().unwrap(),
-            options,
-        ))
-        .unwrap();
-    std::mem::forget(runtime);
-    addr
 }
 
 /// A directory of the test's own, removed when dropped.
@@ -229,23 +209,6 @@ fn an_interrupted_run_writes_what_it_measured() {
         (200..=400).contains(&samples),
         "{samples} samples in about 1.5 s at 200/s"
     );
-}
-
-/// The requests a lab backend has answered (its own count, minus this question).
-fn answered(addr: SocketAddr) -> u64 {
-    use std::io::Write;
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /__stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let n: u64 = text
-        .split_whitespace()
-        .find_map(|kv| kv.strip_prefix("requests="))
-        .unwrap()
-        .parse()
-        .unwrap();
-    n - 1
 }
 
 #[test]

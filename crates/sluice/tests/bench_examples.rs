@@ -8,12 +8,14 @@
 //!
 //! The YAML is read by Python's PyYAML (no YAML crate in the workspace).
 
+mod support;
+
 use serde_json::Value;
 use std::io::Read;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use support::backend;
 
 const MANIFEST: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -109,28 +111,6 @@ fn now_s() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs()
-}
-
-/// A lab backend in this process, on its own runtime thread.
-fn backend() -> SocketAddr {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let options = sluice_lab::backend::Options {
-        name: "a".into(),
-        delay: Duration::ZERO,
-        stomp: false,
-    };
-    let addr = runtime
-        .block_on(sluice_lab::backend::spawn(
-            "127.0.0.1:0".parse().unwrap(),
-            options,
-        ))
-        .unwrap();
-    std::mem::forget(runtime);
-    addr
 }
 
 /// A directory of the test's own, removed when dropped.

@@ -3,10 +3,12 @@
 //! splits the rooms and loses messages; hashing on the room loses none), and a bad
 //! scenario file.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::Duration;
+use support::{backends, stat};
 
 fn sluice() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
@@ -20,31 +22,6 @@ fn example(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Lab backends in this process, on their own runtime thread.
-fn backends(names: &[&str], stomp: bool) -> Vec<SocketAddr> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let addrs = names
-        .iter()
-        .map(|name| {
-            let options = sluice_lab::backend::Options {
-                name: name.to_string(),
-                delay: Duration::ZERO,
-                stomp,
-            };
-            let any = "127.0.0.1:0".parse().unwrap();
-            runtime
-                .block_on(sluice_lab::backend::spawn(any, options))
-                .unwrap()
-        })
-        .collect();
-    std::mem::forget(runtime);
-    addrs
-}
-
 /// sluice in this process in front of `servers`, balanced as `balance` says.
 fn proxy(servers: &[SocketAddr], balance: &str) -> sluice_proxy::Proxy {
     let list: Vec<String> = servers.iter().map(|s| format!("\"{s}\"")).collect();
@@ -54,21 +31,6 @@ fn proxy(servers: &[SocketAddr], balance: &str) -> sluice_proxy::Proxy {
     );
     let config = sluice_config::parse("test.toml", &text).unwrap();
     sluice_proxy::Proxy::start(config).expect("proxy starts")
-}
-
-/// The STOMP MESSAGE frames a lab backend's broker has sent.
-fn stomp_messages(addr: SocketAddr) -> u64 {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /__stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text.split_whitespace()
-        .find_map(|kv| kv.strip_prefix("stomp_messages="))
-        .unwrap()
-        .parse()
-        .unwrap()
 }
 
 struct Run {
@@ -134,7 +96,7 @@ fn chat_through(balance: &str, label: &str) -> serde_json::Value {
     let n = |k: &str| d[k].as_u64().unwrap();
     assert_eq!(n("delivered") + n("lost"), n("expected"), "{d}");
     // Every MESSAGE frame the three brokers sent was received and accounted for.
-    let sent_by_brokers: u64 = servers.iter().map(|s| stomp_messages(*s)).sum();
+    let sent_by_brokers: u64 = servers.iter().map(|s| stat(*s, "stomp_messages")).sum();
     assert_eq!(n("delivered") + n("unexpected"), sent_by_brokers, "{d}");
     p.shutdown();
     d

@@ -1,0 +1,57 @@
+//! What the command-line tests of `sluice bench` share: lab backends in this process,
+//! and their own counts.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Lab backends named `names` in this process, on a runtime thread of their own (it
+/// runs for the rest of the test process); `stomp`: their WebSockets speak STOMP.
+pub fn backends(names: &[&str], stomp: bool) -> Vec<SocketAddr> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addrs = names
+        .iter()
+        .map(|name| {
+            let options = sluice_lab::backend::Options {
+                name: name.to_string(),
+                delay: Duration::ZERO,
+                stomp,
+            };
+            let any = "127.0.0.1:0".parse().unwrap();
+            runtime
+                .block_on(sluice_lab::backend::spawn(any, options))
+                .unwrap()
+        })
+        .collect();
+    std::mem::forget(runtime);
+    addrs
+}
+
+/// One lab backend named `a`.
+pub fn backend() -> SocketAddr {
+    backends(&["a"], false)[0]
+}
+
+/// A field of a lab backend's `/__stats` (this question counts in `requests`).
+pub fn stat(addr: SocketAddr, key: &str) -> u64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /__stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key} in {text}"))
+        .parse()
+        .unwrap()
+}
+
+/// The requests a lab backend has answered (its own count, minus this question).
+pub fn answered(addr: SocketAddr) -> u64 {
+    stat(addr, "requests") - 1
+}
