@@ -102,18 +102,20 @@ fn table(status: &Value, upstreams: &Value) -> String {
                 .map_or(String::from("-"), |e| {
                     format!("{} {}", e["status"], e["cause"].as_str().unwrap_or(""))
                 });
+            // JSON values ignore width in formatting: make them strings first.
+            let n = |v: &Value| v.to_string();
             out.push_str(&format!(
                 "{:<16} {:<23} {:<9} {:>6} {:>10} {:>6} {:>8} {:>8} {:>8} {:>10}  {}\n",
                 u["name"].as_str().unwrap_or("?"),
                 s["addr"].as_str().unwrap_or("?"),
                 s["health"].as_str().unwrap_or("?"),
-                s["weight"],
-                s["in_flight"],
-                s["requests"]["2xx"],
-                s["requests"]["4xx"],
-                s["requests"]["5xx"],
-                s["retries"],
-                s["ejections"],
+                n(&s["weight"]),
+                n(&s["in_flight"]),
+                n(&s["requests"]["2xx"]),
+                n(&s["requests"]["4xx"]),
+                n(&s["requests"]["5xx"]),
+                n(&s["retries"]),
+                n(&s["ejections"]),
                 last
             ));
         }

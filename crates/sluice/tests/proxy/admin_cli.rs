@@ -61,6 +61,11 @@ async fn reload_waits_for_the_answer_and_status_shows_the_servers() {
             "{table}"
         );
     }
+    // Numbers fill their columns: the weight (1) ends where its header ends.
+    let header = table.lines().find(|l| l.starts_with("upstream")).unwrap();
+    let row = table.lines().find(|l| l.contains(&a.to_string())).unwrap();
+    let weight_end = header.find("weight").unwrap() + "weight".len();
+    assert_eq!(&row[weight_end - 1..weight_end], "1", "{table}");
 }
 
 /// Waits until `log` has a line containing `text` (10 s at most); returns the log.
