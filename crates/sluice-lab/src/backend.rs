@@ -6,21 +6,55 @@
 //!
 //! | path | answer |
 //! |---|---|
-//! | `/` (any other path) | `NAME\n` |
+//! | `/` (any other path, e.g. `/query`) | `NAME\n` |
 //! | `/bytes?n=N` | N bytes of body, generated while streaming (nothing held in memory) |
 //! | `/upload` | reads the whole request body and answers `received N bytes` |
 //! | `/headers` | the request line and headers as the backend received them |
 //! | `/status/NNN` | an empty response with that status |
 //! | `/delay?ms=N` | answers after N ms |
-//! | `/__stats` | `connections=N requests=M stomp_messages=K` seen by this backend (K: STOMP MESSAGE frames its broker sent), then its worker pool: `pool_threads= pool_busy= pool_waiting= queue_wait_ms= rejected=` |
+//! | `/__stats` | one line of space-separated `key=value` counters, below |
+//! | any path, WebSocket handshake | `/echo` echoes; others speak STOMP with `--stomp`, else echo |
 //!
 //! A simulated app tier ([`Simulated`]): CPU work per request, a worker pool of
 //! `threads` with `queue` places to wait (Tomcat's maxThreads and acceptCount: a request
 //! beyond both gets `503` at once), a response size, injected errors, stalls, and a cap on
 //! connections served at once (beyond it they wait unaccepted, as past nginx's
-//! `worker_connections`). `/__stats` reports the pool's use and the time spent
-//! waiting for it, the evidence the lab reads.
-//! | any path, WebSocket handshake | `/echo` echoes; others speak STOMP with `--stomp`, else echo |
+//! `worker_connections`). With a database ([`Simulated::db`], another backend), each
+//! request also runs queries through a connection pool ([`crate::db_pool`]) while it
+//! holds its worker thread, after its CPU work: `503` when it waited too long for a
+//! connection, `502` when a query failed. `/__stats` reports the pools' use and the time
+//! spent waiting for them, the evidence the lab reads.
+//!
+//! The `/__stats` keys (cumulative counters unless marked *now*):
+//!
+//! | key | meaning |
+//! |---|---|
+//! | `connections` | connections accepted |
+//! | `requests` | requests received (`/__stats` ones too) |
+//! | `stomp_messages` | STOMP MESSAGE frames this backend's broker sent |
+//! | `pool_threads` | worker threads (0: no pool) |
+//! | `pool_busy` | *now*: threads held by requests |
+//! | `pool_waiting` | *now*: requests waiting for a thread |
+//! | `queue_wait_ms` | total time requests waited for a thread |
+//! | `rejected` | requests refused with `503`, the queue full |
+//! | `injected_errors` | requests answered `500` by `errors` |
+//! | `stalls` | requests that stalled |
+//! | `pool_busy_ms` | thread-ms held, added as each request releases its thread: utilisation over an interval is Δ`pool_busy_ms` / (Δt in ms × `pool_threads`) |
+//! | `pool_entered` | requests that got a thread |
+//! | `queue_waits` | requests that had to wait for their thread |
+//! | `db_pool_size` | connections the database pool may hold (0: no database) |
+//! | `db_pool_busy` | *now*: connections held by requests |
+//! | `db_pool_waiting` | *now*: requests waiting for a connection |
+//! | `db_pool_busy_ms` | connection-ms held, added as each request releases its connection |
+//! | `db_wait_ms` | total time requests waited for a connection (timed-out ones too) |
+//! | `db_waits` | requests that had to wait for a connection |
+//! | `db_queries` | queries attempted |
+//! | `db_errors` | queries that failed (each answers its request `502`) |
+//! | `db_timeouts` | requests that waited past `db_timeout` (answered `503`) |
+//! | `conns_open` | *now*: HTTP connections being served (this `/__stats` one too; an upgraded WebSocket leaves the count, as it leaves `max_conns`) |
+//! | `max_conns` | the cap on `conns_open` (0: none) |
+//!
+//! The `pool_*` and `queue_*` counters stay 0 without a worker pool (`threads` 0).
 
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
@@ -33,8 +67,10 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
+
+use crate::db_pool::{DbError, DbPool};
 
 /// How a backend behaves.
 #[derive(Clone, Debug)]
@@ -47,7 +83,7 @@ pub struct Options {
 }
 
 /// What a simulated app tier does per request besides answering.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Simulated {
     /// CPU work per request: a fixed amount of computation, calibrated at start to take
     /// this long on an idle core (so a throttled or busy tier takes longer, as an app
@@ -70,6 +106,40 @@ pub struct Simulated {
     /// lock): 0, none.
     pub stall_every: u64,
     pub stall: Duration,
+    /// The database: another backend, whose own threads, CPU work and delay are the
+    /// database's concurrency, CPU per query and I/O time per query. Each request runs
+    /// `db_queries` `GET /query` on a connection of a pool of `db_pool`. None: no
+    /// database.
+    pub db: Option<SocketAddr>,
+    /// Connections to the database (HikariCP's maximumPoolSize); requests beyond wait for
+    /// one. At least 1.
+    pub db_pool: usize,
+    /// Queries per request, one after another on the same connection.
+    pub db_queries: u32,
+    /// How long a request waits for a connection before it is answered `503` (Hikari's
+    /// connectionTimeout); also bounds opening one.
+    pub db_timeout: Duration,
+}
+
+impl Default for Simulated {
+    /// Nothing simulated: no work, no pool, no database (but the database settings a
+    /// caller who only sets `db` expects: 10 connections, 1 query, 5 s).
+    fn default() -> Self {
+        Simulated {
+            cpu: Duration::ZERO,
+            threads: 0,
+            queue: 0,
+            size: 0,
+            errors: 0.0,
+            max_conns: 0,
+            stall_every: 0,
+            stall: Duration::ZERO,
+            db: None,
+            db_pool: 10,
+            db_queries: 1,
+            db_timeout: Duration::from_secs(5),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -86,9 +156,36 @@ struct Stats {
     /// Requests that could have been errors so far, and those that were.
     answered: AtomicU64,
     injected: AtomicU64,
+    db: Option<DbPool>,
+    db_queries: u32,
+    /// HTTP connections being served now, and the cap on them (0: none).
+    conns_open: AtomicU64,
+    max_conns: usize,
 }
 
 impl Stats {
+    fn new(sim: &Simulated) -> Self {
+        Stats {
+            pool: Pool {
+                threads: sim.threads,
+                queue: sim.queue,
+                permits: (sim.threads > 0).then(|| tokio::sync::Semaphore::new(sim.threads)),
+                work: crate::cpu::iterations_for(sim.cpu),
+                ..Pool::default()
+            },
+            size: sim.size,
+            errors: sim.errors,
+            stall_every: sim.stall_every,
+            stall: sim.stall,
+            db: sim
+                .db
+                .map(|addr| DbPool::new(addr, sim.db_pool, sim.db_timeout)),
+            db_queries: sim.db_queries,
+            max_conns: sim.max_conns,
+            ..Stats::default()
+        }
+    }
+
     /// Whether request number `n` (counted from 0) stalls.
     fn stalls(&self, n: u64) -> bool {
         let stalls = self.stall_every > 0 && n % self.stall_every == self.stall_every - 1;
@@ -122,6 +219,11 @@ struct Pool {
     waiting: AtomicU64,
     wait_us: AtomicU64,
     rejected: AtomicU64,
+    /// Thread-microseconds held by requests that released their thread.
+    busy_us: AtomicU64,
+    /// Requests that got a thread, and those of them that waited for it.
+    entered: AtomicU64,
+    waits: AtomicU64,
     /// Iterations of the CPU work per request.
     work: u64,
 }
@@ -136,20 +238,7 @@ pub async fn serve(listener: TcpListener, options: Options) {
 /// Serves as [`serve`] does, with `sim`'s CPU work and worker pool on every request.
 pub async fn serve_simulated(listener: TcpListener, options: Options, sim: Simulated) {
     let options = Arc::new(options);
-    let stats = Arc::new(Stats {
-        pool: Pool {
-            threads: sim.threads,
-            queue: sim.queue,
-            permits: (sim.threads > 0).then(|| tokio::sync::Semaphore::new(sim.threads)),
-            work: crate::cpu::iterations_for(sim.cpu),
-            ..Pool::default()
-        },
-        size: sim.size,
-        errors: sim.errors,
-        stall_every: sim.stall_every,
-        stall: sim.stall,
-        ..Stats::default()
-    });
+    let stats = Arc::new(Stats::new(&sim));
     let cap = (sim.max_conns > 0).then(|| Arc::new(tokio::sync::Semaphore::new(sim.max_conns)));
     loop {
         // At the cap, stop accepting: new connections wait in the kernel's listen queue.
@@ -163,15 +252,20 @@ pub async fn serve_simulated(listener: TcpListener, options: Options, sim: Simul
         };
         let _ = stream.set_nodelay(true);
         stats.connections.fetch_add(1, Ordering::Relaxed);
+        stats.conns_open.fetch_add(1, Ordering::Relaxed);
         let (options, stats) = (options.clone(), stats.clone());
         tokio::spawn(async move {
-            let _slot = slot;
+            let open = stats.clone();
             let service =
                 hyper::service::service_fn(move |req| handle(req, options.clone(), stats.clone()));
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
                 .with_upgrades()
                 .await;
+            // Before the slot is freed: a connection accepted in its place must not see
+            // this one still counted.
+            open.conns_open.fetch_sub(1, Ordering::Relaxed);
+            drop(slot);
         });
     }
 }
@@ -199,17 +293,40 @@ async fn handle(
         );
         return Ok(with_name(reply, &options.name));
     }
-    let path = req.uri().path().to_string();
-    if path == "/__stats" {
+    if req.uri().path() == "/__stats" {
         return Ok(with_name(stats_reply(&stats), &options.name));
     }
-    let Some(_thread) = stats.pool.enter().await else {
-        return Ok(with_name(
-            text(StatusCode::SERVICE_UNAVAILABLE, "queue full\n".into()),
-            &options.name,
-        ));
+    let reply = match stats.pool.enter().await {
+        None => text(StatusCode::SERVICE_UNAVAILABLE, "queue full\n".into()),
+        // The thread is held until the answer is made, whatever the work waits on.
+        Some(_thread) => match work(&options, &stats, seq).await {
+            Some(failed) => failed,
+            None => answer(req, &options, &stats).await,
+        },
     };
+    Ok(with_name(reply, &options.name))
+}
+
+/// What a request does on its worker thread before it answers: the CPU work, then the
+/// database queries (the thread blocks on them, as a Tomcat thread on JDBC, waiting for
+/// a connection too), then the delay and any stall. `Some`: the answer of a request the
+/// database failed.
+async fn work(options: &Options, stats: &Stats, seq: u64) -> Option<Reply> {
     crate::cpu::burn(stats.pool.work);
+    if let Some(db) = &stats.db {
+        match db.transaction(stats.db_queries).await {
+            Ok(()) => {}
+            Err(DbError::Timeout) => {
+                return Some(text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "db pool timeout\n".into(),
+                ))
+            }
+            Err(DbError::Failed(why)) => {
+                return Some(text(StatusCode::BAD_GATEWAY, format!("db error: {why}\n")))
+            }
+        }
+    }
     let stall = if stats.stalls(seq) {
         stats.stall
     } else {
@@ -219,8 +336,14 @@ async fn handle(
     if !pause.is_zero() {
         tokio::time::sleep(pause).await;
     }
+    None
+}
+
+/// The answer the path asks for.
+async fn answer(req: Request<Incoming>, options: &Options, stats: &Stats) -> Reply {
+    let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
-    let reply = match path.as_str() {
+    match path.as_str() {
         "/bytes" => streamed(number(&query, "n")),
         "/upload" => upload(req).await,
         "/headers" => text(StatusCode::OK, headers(&req)),
@@ -239,29 +362,27 @@ async fn handle(
         _ if stats.inject_error() => text(StatusCode::INTERNAL_SERVER_ERROR, "injected\n".into()),
         _ if stats.size > 0 => streamed(stats.size),
         _ => text(StatusCode::OK, format!("{}\n", options.name)),
-    };
-    Ok(with_name(reply, &options.name))
+    }
 }
 
+/// The one line of `/__stats` (the keys are in the module's table). Keys are only ever
+/// appended, so readers of older lines keep working.
 fn stats_reply(stats: &Stats) -> Reply {
-    let (c, r) = (
-        stats.connections.load(Ordering::Relaxed),
-        stats.requests.load(Ordering::Relaxed),
-    );
-    let m = stats.broker.messages_out();
-    let p = &stats.pool;
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     text(
         StatusCode::OK,
         format!(
-            "connections={c} requests={r} stomp_messages={m} pool_threads={} pool_busy={} pool_waiting={} queue_wait_ms={} rejected={} injected_errors={} stalls={}\n",
-            p.threads,
-            load(&p.busy),
-            load(&p.waiting),
-            load(&p.wait_us) / 1000,
-            load(&p.rejected),
+            "connections={} requests={} stomp_messages={} {} injected_errors={} stalls={} {} {} conns_open={} max_conns={}\n",
+            load(&stats.connections),
+            load(&stats.requests),
+            stats.broker.messages_out(),
+            stats.pool.gauges(),
             load(&stats.injected),
-            load(&stats.stalled)
+            load(&stats.stalled),
+            stats.pool.counters(),
+            crate::db_pool::stats(stats.db.as_ref()),
+            load(&stats.conns_open),
+            stats.max_conns,
         ),
     )
 }
@@ -271,34 +392,78 @@ impl Pool {
     /// when the queue is full. Held until dropped.
     async fn enter(&self) -> Option<Busy<'_>> {
         let Some(permits) = &self.permits else {
-            return Some(Busy(self, None));
+            return Some(Busy::new(self, None));
         };
         if let Ok(permit) = permits.try_acquire() {
-            self.busy.fetch_add(1, Ordering::Relaxed);
-            return Some(Busy(self, Some(permit)));
+            return Some(Busy::new(self, Some(permit)));
         }
         if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.queue as u64 {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
             self.rejected.fetch_add(1, Ordering::Relaxed);
             return None;
         }
+        self.waits.fetch_add(1, Ordering::Relaxed);
         let waited = std::time::Instant::now();
         let permit = permits.acquire().await.ok();
         self.waiting.fetch_sub(1, Ordering::Relaxed);
         self.wait_us
             .fetch_add(waited.elapsed().as_micros() as u64, Ordering::Relaxed);
-        self.busy.fetch_add(1, Ordering::Relaxed);
-        Some(Busy(self, permit))
+        Some(Busy::new(self, permit))
+    }
+
+    /// The fields of `/__stats` that came first, in their order.
+    fn gauges(&self) -> String {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        format!(
+            "pool_threads={} pool_busy={} pool_waiting={} queue_wait_ms={} rejected={}",
+            self.threads,
+            load(&self.busy),
+            load(&self.waiting),
+            load(&self.wait_us) / 1000,
+            load(&self.rejected),
+        )
+    }
+
+    /// The cumulative fields added later, from which a reader derives utilisation.
+    fn counters(&self) -> String {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        format!(
+            "pool_busy_ms={} pool_entered={} queue_waits={}",
+            load(&self.busy_us) / 1000,
+            load(&self.entered),
+            load(&self.waits),
+        )
     }
 }
 
-/// A request holding a worker thread.
-struct Busy<'a>(&'a Pool, Option<tokio::sync::SemaphorePermit<'a>>);
+/// A request holding a worker thread (no permit: there is no pool, nothing is counted).
+struct Busy<'a> {
+    pool: &'a Pool,
+    permit: Option<tokio::sync::SemaphorePermit<'a>>,
+    since: Instant,
+}
+
+impl<'a> Busy<'a> {
+    fn new(pool: &'a Pool, permit: Option<tokio::sync::SemaphorePermit<'a>>) -> Self {
+        if permit.is_some() {
+            pool.busy.fetch_add(1, Ordering::Relaxed);
+            pool.entered.fetch_add(1, Ordering::Relaxed);
+        }
+        Busy {
+            pool,
+            permit,
+            since: Instant::now(),
+        }
+    }
+}
 
 impl Drop for Busy<'_> {
     fn drop(&mut self) {
-        if self.1.is_some() {
-            self.0.busy.fetch_sub(1, Ordering::Relaxed);
+        if self.permit.is_some() {
+            // Added at release, so a reader's Δ over an interval counts whole requests.
+            let held = self.since.elapsed().as_micros() as u64;
+            self.pool.busy_us.fetch_add(held, Ordering::Relaxed);
+            self.pool.busy.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }

@@ -73,19 +73,32 @@ impl CpuBudget {
         self.write("cgroup.procs", pid)
     }
 
+    /// The file a process writes its own pid to in order to join the budget: a tier
+    /// started as `sh -c 'echo $$ > FILE; exec TIER'` is inside it before its first
+    /// instruction, so the children it forks at once (nginx's workers) are too.
+    pub fn procs_file(&self) -> PathBuf {
+        self.dir.join("cgroup.procs")
+    }
+
     /// The kernel's throttling counters now.
     pub fn throttling(&self) -> Throttling {
-        let stat = std::fs::read_to_string(self.dir.join("cpu.stat")).unwrap_or_default();
-        let field = |name: &str| {
-            stat.lines()
-                .find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        Throttling {
-            periods: field("nr_periods"),
-            throttled: field("nr_throttled"),
-            throttled_s: field("throttled_time") as f64 / 1e9,
-        }
+        throttling_at(&self.dir)
+    }
+}
+
+/// The throttling counters of the cgroup directory `dir` (zero where unreadable): for a
+/// sampler that holds the path and not the budget.
+pub fn throttling_at(dir: &Path) -> Throttling {
+    let stat = std::fs::read_to_string(dir.join("cpu.stat")).unwrap_or_default();
+    let field = |name: &str| {
+        stat.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Throttling {
+        periods: field("nr_periods"),
+        throttled: field("nr_throttled"),
+        throttled_s: field("throttled_time") as f64 / 1e9,
     }
 }
 

@@ -58,6 +58,9 @@ pub struct TcpStates {
     pub close_wait: u64,
     /// Every other state (handshakes, closing, listening).
     pub other: u64,
+    /// Connections waiting in the listen queue of `port` to be accepted (the listening
+    /// socket's receive queue): a server that stopped accepting, or a cap.
+    pub accept_queue: u64,
 }
 
 pub fn tcp_states(port: u16) -> TcpStates {
@@ -74,6 +77,13 @@ pub fn tcp_states(port: u16) -> TcpStates {
                 "01" => states.established += 1,
                 "06" => states.time_wait += 1,
                 "08" => states.close_wait += 1,
+                "0A" if f[1].ends_with(&hex) => {
+                    states.other += 1;
+                    states.accept_queue += f[4]
+                        .split_once(':')
+                        .and_then(|(_, rx)| u64::from_str_radix(rx, 16).ok())
+                        .unwrap_or(0);
+                }
                 _ => states.other += 1,
             }
         }
@@ -103,6 +113,19 @@ pub fn cpu_pressure() -> Option<f64> {
         .find(|l| l.starts_with("some "))?
         .split_whitespace()
         .find_map(|kv| kv.strip_prefix("avg10="))?
+        .parse()
+        .ok()
+}
+
+/// Total time (µs) since boot in which some runnable task waited for a CPU (PSI's
+/// `some` total): its growth over an interval, divided by the interval, is the share of
+/// it the machine's CPUs were contended.
+pub fn cpu_pressure_total_us() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/pressure/cpu").ok()?;
+    text.lines()
+        .find(|l| l.starts_with("some "))?
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("total="))?
         .parse()
         .ok()
 }
@@ -194,6 +217,18 @@ mod tests {
             accepted.push(listener.accept().unwrap().0);
             // The client closes first: its side goes to TIME_WAIT.
             drop(client);
+        }
+        let waiting: Vec<_> = (0..3)
+            .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+            .collect();
+        let queued = super::tcp_states(port);
+        assert_eq!(queued.accept_queue, 3, "{queued:?}");
+        drop(waiting);
+        while let Ok((s, _)) = {
+            listener.set_nonblocking(true).unwrap();
+            listener.accept()
+        } {
+            drop(s);
         }
         let open = super::tcp_states(port);
         assert!(open.close_wait >= 5, "{open:?}");

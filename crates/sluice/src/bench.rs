@@ -128,7 +128,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(BAD_INPUT));
         }
     };
-    let stop = interrupt_on_signal()?;
+    let stop = interrupt_on_signal("sluice bench")?;
     let quiet = args.quiet;
     let steps = plan.steps.len();
     let observe = move |step: usize, s: &Snapshot, elapsed: Duration| {
@@ -426,7 +426,9 @@ fn duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
 }
 
 /// A watch that turns true at the first SIGINT or SIGTERM; a second one exits at once.
-fn interrupt_on_signal() -> anyhow::Result<tokio::sync::watch::Receiver<bool>> {
+pub fn interrupt_on_signal(
+    tool: &'static str,
+) -> anyhow::Result<tokio::sync::watch::Receiver<bool>> {
     let signals = crate::serve::signals()?;
     let (tx, rx) = tokio::sync::watch::channel(false);
     std::thread::spawn(move || {
@@ -439,9 +441,7 @@ fn interrupt_on_signal() -> anyhow::Result<tokio::sync::watch::Receiver<bool>> {
                 std::process::exit(i32::from(INTERRUPTED));
             }
             stopping = true;
-            eprintln!(
-                "\nsluice bench: interrupted; writing what was measured (again to quit at once)"
-            );
+            eprintln!("\n{tool}: interrupted; writing what was measured (again to quit at once)");
             let _ = tx.send(true);
         }
     });

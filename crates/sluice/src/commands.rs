@@ -71,6 +71,37 @@ pub fn simulated(cpu: &str, threads: usize, queue: usize) -> anyhow::Result<back
     })
 }
 
+/// `sim` with the database of `sluice backend`'s --db flags (none without --db, the
+/// others then unused).
+pub fn database(
+    sim: backend::Simulated,
+    db: Option<SocketAddr>,
+    pool: usize,
+    queries: u32,
+    timeout: &str,
+) -> anyhow::Result<backend::Simulated> {
+    let timeout = sluice_config::parse_duration(timeout)
+        .ok_or_else(|| anyhow!("--db-timeout {timeout}: a duration, e.g. 5s or 250ms"))?;
+    if db.is_some() && pool == 0 {
+        // A pool of no connections could only time out every request.
+        return Err(anyhow!(
+            "--db-pool 0: the pool to --db needs at least one connection"
+        ));
+    }
+    if db.is_some() && queries == 0 {
+        return Err(anyhow!(
+            "--db-queries 0: give at least 1 query per request, or leave out --db"
+        ));
+    }
+    Ok(backend::Simulated {
+        db,
+        db_pool: pool,
+        db_queries: queries,
+        db_timeout: timeout,
+        ..sim
+    })
+}
+
 pub fn backend(
     listen: SocketAddr,
     name: String,

@@ -4,6 +4,7 @@
 mod admin_client;
 mod bench;
 mod commands;
+mod lab;
 mod plan;
 mod serve;
 
@@ -57,6 +58,10 @@ enum Command {
     /// users in the system at the peak (Little's law), with the `sluice bench` runs
     /// that check a target holds them.
     Plan(plan::PlanArgs),
+    /// Run an experiment (simulated app servers and database behind a balancer, users
+    /// in steps), sample every tier, and name the saturated one with its evidence;
+    /// with no arguments, the scale-out experiment (about two minutes).
+    Lab(Box<lab::LabArgs>),
     /// Measure the balancing algorithms: consistent hashing (balance, keys moved, lookup
     /// cost, bounded loads) and a simulated slow server under each balancer.
     HashReport {
@@ -112,6 +117,22 @@ enum Command {
         /// How long a stall lasts, e.g. 1s.
         #[arg(long, default_value = "1s")]
         stall: String,
+        /// A database: another `sluice backend`, e.g. 127.0.0.1:9000, whose --threads,
+        /// --cpu and --delay are its concurrency, CPU and I/O time per query. Each request
+        /// runs --db-queries GET /query on a pooled connection, after its CPU work and
+        /// holding its worker thread; 502 when a query fails.
+        #[arg(long)]
+        db: Option<SocketAddr>,
+        /// Connections to --db (HikariCP's maximumPoolSize): requests beyond wait for one.
+        #[arg(long, default_value_t = 10)]
+        db_pool: usize,
+        /// Queries per request, one after another on the same connection.
+        #[arg(long, default_value_t = 1)]
+        db_queries: u32,
+        /// How long a request waits for a --db connection before it gets 503 (HikariCP's
+        /// connectionTimeout), e.g. 250ms.
+        #[arg(long, default_value = "5s")]
+        db_timeout: String,
     },
 }
 
@@ -135,6 +156,7 @@ fn main() -> ExitCode {
         Command::Demo { listen } => commands::demo(listen),
         Command::HashReport { keys } => commands::hash_report(keys),
         Command::Plan(args) => plan::plan(&args),
+        Command::Lab(args) => lab::lab(*args),
         Command::Bench(args) => bench::bench(*args),
         Command::Backend {
             listen,
@@ -150,6 +172,10 @@ fn main() -> ExitCode {
             max_conns,
             stall_every,
             stall,
+            db,
+            db_pool,
+            db_queries,
+            db_timeout,
         } => {
             let sim = commands::simulated(&cpu, threads, queue).and_then(|sim| {
                 if !(0.0..=1.0).contains(&errors) {
@@ -168,6 +194,8 @@ fn main() -> ExitCode {
                     ..sim
                 })
             });
+            let sim =
+                sim.and_then(|sim| commands::database(sim, db, db_pool, db_queries, &db_timeout));
             sim.and_then(|sim| commands::backend(listen, name, &delay, workers, stomp, sim))
         }
     };

@@ -1,0 +1,491 @@
+//! Naming the saturated tier of one step, with its numbers.
+//!
+//! The rules (the README's "How the lab judges" says the same in prose):
+//!
+//! - **Utilisation against the tier's own budget** (the USE method): a process's CPU is
+//!   judged against its quota, its worker threads or the machine's cores, whichever is
+//!   least; a pool against its size (thread-milliseconds held over the pool's
+//!   thread-milliseconds). A resource is saturated when it is at least 85% used (CPU) or
+//!   90% used with requests waiting for it (pools), or, for a connection cap, when the
+//!   cap was reached in most seconds with connections left waiting in the accept queue.
+//! - **Valid steps only**: the generator itself must stay under 85% of its CPU, and
+//!   Little's law must hold between the users configured and those actually in the
+//!   system (throughput × (response time + think time)) within 20%; otherwise the step
+//!   measured the generator and says so.
+//! - **Which one**: a saturated CPU first (the highest utilisation; a pool that fills
+//!   because its tier's CPU is full is a symptom), else the deepest saturated pool (a
+//!   database pool fills app threads behind it, never the reverse). Nothing saturated:
+//!   the verdict says so and names no tier.
+
+use crate::sample::{ProcReading, Reading};
+use serde::Serialize;
+
+/// What the judge knows of a process besides its readings.
+#[derive(Debug, Clone)]
+pub struct ProcInfo {
+    pub name: String,
+    pub tier: String,
+    pub budget_cores: f64,
+    pub budget: String,
+}
+
+/// A step's own figures, from the load generator.
+#[derive(Debug, Clone, Copy)]
+pub struct Load {
+    pub users: usize,
+    pub think_s: f64,
+    pub tps: f64,
+    pub mean_ms: f64,
+    pub requests: u64,
+    pub errors: u64,
+    /// Cores the generator's threads can use.
+    pub generator_cores: f64,
+}
+
+/// One resource of one tier over a step.
+#[derive(Debug, Clone, Serialize)]
+pub struct Resource {
+    pub tier: String,
+    /// `cpu`, `threads`, `db_pool`, `connections`, `keepalive`.
+    pub resource: String,
+    /// In words, with its size: "the database's CPU (0.3 cores, cgroup v1 cpu quota)".
+    pub label: String,
+    pub utilisation: f64,
+    pub saturated: bool,
+    pub evidence: Vec<String>,
+    /// How the lab would enlarge it for the proof; `None`: it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enlarge: Option<String>,
+}
+
+/// The saturated tier of a step, a configuration or a run.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Verdict {
+    /// A tier name (`lb`, `app`, `db`, a real tier's name, `loadgen`); `null` when no
+    /// tier was saturated or the evidence does not decide.
+    pub tier: Option<String>,
+    pub resource: Option<String>,
+    pub summary: String,
+    pub evidence: Vec<String>,
+}
+
+/// Per tier, the figures of the scaling table.
+#[derive(Debug, Clone, Serialize)]
+pub struct TierFigures {
+    pub tier: String,
+    pub processes: usize,
+    /// CPU used, cores (all processes of the tier).
+    pub cpu_cores: f64,
+    /// The highest utilisation of one process against its budget.
+    pub cpu_util: f64,
+    pub budget: String,
+    pub throttled_pct: f64,
+    pub rss_kib: u64,
+    pub fds: u64,
+    pub time_wait: u64,
+    pub established: u64,
+    pub accept_queue_max: u64,
+}
+
+/// A whole step judged.
+#[derive(Debug, Clone, Serialize)]
+pub struct Judged {
+    pub valid: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid_reason: Option<String>,
+    /// Little's law: throughput × (response time + think time).
+    pub users_in_system: f64,
+    pub generator_cpu_util: f64,
+    /// The machine's CPU pressure (PSI some) over the step, percent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_pressure_pct: Option<f64>,
+    pub listen_overflows: u64,
+    pub tiers: Vec<TierFigures>,
+    pub resources: Vec<Resource>,
+    pub findings: Vec<String>,
+    pub verdict: Verdict,
+}
+
+/// What happened between two readings, per process.
+struct Delta<'a> {
+    info: &'a ProcInfo,
+    a: &'a ProcReading,
+    b: &'a ProcReading,
+    seconds: f64,
+}
+
+impl Delta<'_> {
+    fn counter(&self, key: &str) -> f64 {
+        let get = |r: &ProcReading| r.counters.get(key).copied().unwrap_or(0.0);
+        (get(self.b) - get(self.a)).max(0.0)
+    }
+    fn gauge(&self, key: &str) -> Option<f64> {
+        self.b.counters.get(key).copied()
+    }
+    fn cpu_util(&self) -> f64 {
+        (self.b.cpu_s - self.a.cpu_s) / (self.seconds * self.info.budget_cores)
+    }
+    fn throttled_pct(&self) -> f64 {
+        let periods = self
+            .b
+            .throttling
+            .periods
+            .saturating_sub(self.a.throttling.periods);
+        let throttled = self
+            .b
+            .throttling
+            .throttled
+            .saturating_sub(self.a.throttling.throttled);
+        pct(throttled as f64, periods as f64)
+    }
+}
+
+fn pct(part: f64, whole: f64) -> f64 {
+    if whole <= 0.0 {
+        0.0
+    } else {
+        (part / whole * 1000.0).round() / 10.0
+    }
+}
+
+/// Judges a step from the readings taken over it (the first and last bound it).
+pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
+    let (first, last) = (&readings[0], &readings[readings.len() - 1]);
+    let seconds = (last.t - first.t).max(1e-3);
+    let deltas: Vec<Delta> = procs
+        .iter()
+        .enumerate()
+        .map(|(i, info)| Delta {
+            info,
+            a: &first.procs[i],
+            b: &last.procs[i],
+            seconds,
+        })
+        .collect();
+    let mut resources = Vec::new();
+    for d in &deltas {
+        resources.extend(cpu(d));
+        resources.extend(pool(d, "threads", "pool", load));
+        resources.extend(pool(d, "db_pool", "db_pool", load));
+        resources.extend(cap(d, procs, readings));
+    }
+    let findings = findings(&deltas, &mut resources);
+    let generator_cpu_util =
+        (last.generator_cpu_s - first.generator_cpu_s) / (seconds * load.generator_cores);
+    let users_in_system = load.tps * (load.mean_ms / 1000.0 + load.think_s);
+    let invalid_reason = validity(load, generator_cpu_util, users_in_system);
+    let verdict = match &invalid_reason {
+        Some(why) => Verdict {
+            tier: Some("loadgen".into()),
+            resource: None,
+            summary: format!("invalid step: {why}"),
+            evidence: vec![why.clone()],
+        },
+        None => choose(&resources),
+    };
+    Judged {
+        valid: invalid_reason.is_none(),
+        invalid_reason,
+        users_in_system: (users_in_system * 10.0).round() / 10.0,
+        generator_cpu_util: round2(generator_cpu_util),
+        cpu_pressure_pct: match (first.pressure_us, last.pressure_us) {
+            (Some(a), Some(b)) => Some(pct(b.saturating_sub(a) as f64 / 1e6, seconds)),
+            _ => None,
+        },
+        listen_overflows: last.listen_overflows.saturating_sub(first.listen_overflows),
+        tiers: tiers(&deltas, readings),
+        resources,
+        findings,
+        verdict,
+    }
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// A generator at its CPU, or users not in the system, make a step measure the
+/// generator rather than the tiers.
+fn validity(load: Load, generator_util: f64, users_in_system: f64) -> Option<String> {
+    if generator_util >= 0.85 {
+        return Some(format!(
+            "the load generator used {:.0}% of its {} core{}: it, not a tier, limited the step",
+            generator_util * 100.0,
+            load.generator_cores,
+            if load.generator_cores == 1.0 { "" } else { "s" }
+        ));
+    }
+    let n = load.users as f64;
+    if load.requests > 0 && (users_in_system - n).abs() / n > 0.2 {
+        return Some(format!(
+            "Little's law: {:.0} req/s × ({:.1} ms + {:.0} ms think) = {:.1} users in the system, not the {} configured",
+            load.tps,
+            load.mean_ms,
+            load.think_s * 1000.0,
+            users_in_system,
+            load.users
+        ));
+    }
+    None
+}
+
+fn tier_word(tier: &str) -> &str {
+    match tier {
+        "lb" => "the balancer",
+        "app" => "the app server",
+        "db" => "the database",
+        other => other,
+    }
+}
+
+fn cpu(d: &Delta) -> Option<Resource> {
+    let u = d.cpu_util();
+    let throttled = d.throttled_pct();
+    let used = u * d.info.budget_cores;
+    let mut evidence = vec![format!(
+        "{} used {:.2} of its {} cores ({}): {:.0}%",
+        d.info.name,
+        used,
+        d.info.budget_cores,
+        d.info.budget,
+        u * 100.0
+    )];
+    if throttled > 0.0 {
+        evidence.push(format!(
+            "{} was throttled in {throttled}% of its quota periods",
+            d.info.name
+        ));
+    }
+    Some(Resource {
+        tier: d.info.tier.clone(),
+        resource: "cpu".into(),
+        label: format!(
+            "{}'s CPU ({} cores, {})",
+            tier_word(&d.info.tier),
+            d.info.budget_cores,
+            d.info.budget
+        ),
+        utilisation: round2(u),
+        saturated: u >= 0.85,
+        evidence,
+        enlarge: d.info.budget.starts_with("cgroup").then(|| {
+            format!(
+                "CPU budget {} -> {} cores",
+                d.info.budget_cores,
+                round2(d.info.budget_cores * 1.5)
+            )
+        }),
+    })
+}
+
+/// A pool whose counters start with `prefix` (`pool_*`: worker threads; `db_pool_*`).
+fn pool(d: &Delta, resource: &str, prefix: &str, load: Load) -> Option<Resource> {
+    let (size_key, busy_key) = if prefix == "pool" {
+        ("pool_threads", "pool_busy_ms")
+    } else {
+        ("db_pool_size", "db_pool_busy_ms")
+    };
+    let size = d.gauge(size_key).filter(|s| *s > 0.0)?;
+    let (waits_key, wait_key, entered_key) = if prefix == "pool" {
+        ("queue_waits", "queue_wait_ms", "pool_entered")
+    } else {
+        ("db_waits", "db_wait_ms", "db_queries")
+    };
+    let u = d.counter(busy_key) / (d.seconds * 1000.0 * size);
+    let (waits, wait_ms, served) = (
+        d.counter(waits_key),
+        d.counter(wait_key),
+        d.counter(entered_key),
+    );
+    let mean_wait = if served > 0.0 { wait_ms / served } else { 0.0 };
+    let what = if prefix == "pool" {
+        "threads"
+    } else {
+        "database connections"
+    };
+    let mut evidence = vec![format!(
+        "{}'s {size} {what} were {:.0}% busy",
+        d.info.name,
+        u * 100.0
+    )];
+    if waits > 0.0 {
+        evidence.push(format!(
+            "{waits:.0} requests waited for one, {mean_wait:.1} ms on average ({:.0}% of the response time)",
+            pct(mean_wait, load.mean_ms)
+        ));
+    }
+    let label = if prefix == "pool" {
+        format!("{}'s thread pool ({size} threads)", tier_word(&d.info.tier))
+    } else {
+        format!("the database pool ({size} connections per app server)")
+    };
+    Some(Resource {
+        tier: d.info.tier.clone(),
+        resource: resource.into(),
+        label,
+        utilisation: round2(u),
+        saturated: u >= 0.9 && waits > 0.0,
+        evidence,
+        enlarge: Some(format!("{resource} {size} -> {}", (size * 1.5).ceil())),
+    })
+}
+
+/// A connection cap (`max_conns`): reached in most seconds with connections queued.
+fn cap(d: &Delta, procs: &[ProcInfo], readings: &[Reading]) -> Option<Resource> {
+    let cap = d.gauge("max_conns").filter(|c| *c > 0.0)?;
+    let i = procs.iter().position(|p| p.name == d.info.name)?;
+    let open: Vec<f64> = readings
+        .iter()
+        .filter_map(|r| r.procs[i].counters.get("conns_open").copied())
+        .collect();
+    let at_cap = open.iter().filter(|o| **o >= cap).count();
+    let share = at_cap as f64 / open.len().max(1) as f64;
+    let queued = readings
+        .iter()
+        .map(|r| r.procs[i].tcp.accept_queue)
+        .max()
+        .unwrap_or(0);
+    let mean_open = open.iter().sum::<f64>() / open.len().max(1) as f64;
+    Some(Resource {
+        tier: d.info.tier.clone(),
+        resource: "connections".into(),
+        label: format!("{}'s connection cap ({cap} connections)", tier_word(&d.info.tier)),
+        utilisation: round2(mean_open / cap),
+        saturated: share >= 0.8 && queued > 0,
+        evidence: vec![format!(
+            "{} held its cap of {cap} connections in {:.0}% of the seconds sampled, with up to {queued} more waiting unaccepted in its listen queue",
+            d.info.name,
+            share * 100.0
+        )],
+        enlarge: Some(format!("connections {cap} -> {}", (cap * 1.5).ceil())),
+    })
+}
+
+/// Findings that come with any verdict: a balancer opening a connection per request.
+/// When that balancer's CPU is the saturated resource, the cause is named instead.
+fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<String> {
+    let apps: Vec<&Delta> = deltas.iter().filter(|d| d.info.tier == "app").collect();
+    let opened: f64 = apps.iter().map(|d| d.counter("connections")).sum();
+    let requests: f64 = apps.iter().map(|d| d.counter("requests")).sum();
+    let time_wait: u64 = apps.iter().map(|d| d.b.tcp.time_wait).sum();
+    if requests < 1.0 || opened / requests < 0.5 {
+        return Vec::new();
+    }
+    let finding = format!(
+        "upstream keep-alive is off: {:.2} new connections to the app servers per request; {time_wait} sockets in TIME_WAIT",
+        opened / requests
+    );
+    if let Some(lb) = resources
+        .iter_mut()
+        .find(|r| r.tier == "lb" && r.resource == "cpu" && r.saturated)
+    {
+        lb.resource = "keepalive".into();
+        lb.label = "the balancer's upstream keep-alive (off)".into();
+        lb.evidence.push(finding.clone());
+        lb.enlarge = Some("upstream keep-alive on".into());
+    }
+    vec![finding]
+}
+
+/// Saturated CPU first, by utilisation; else the deepest saturated pool or cap.
+fn choose(resources: &[Resource]) -> Verdict {
+    let depth = |r: &Resource| match (r.tier.as_str(), r.resource.as_str()) {
+        ("db", _) => 4,
+        (_, "db_pool") => 3,
+        (_, "threads") => 2,
+        (_, "connections") => 1,
+        _ => 0,
+    };
+    let hard = resources
+        .iter()
+        .filter(|r| r.saturated && matches!(r.resource.as_str(), "cpu" | "keepalive"))
+        .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
+    let soft = || {
+        resources.iter().filter(|r| r.saturated).max_by(|a, b| {
+            depth(a)
+                .cmp(&depth(b))
+                .then(a.utilisation.total_cmp(&b.utilisation))
+        })
+    };
+    match hard.or_else(soft) {
+        Some(r) => Verdict {
+            tier: Some(r.tier.clone()),
+            resource: Some(r.resource.clone()),
+            summary: format!("{} was saturated", r.label),
+            evidence: r.evidence.clone(),
+        },
+        None => {
+            let top = resources
+                .iter()
+                .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
+            Verdict {
+                tier: None,
+                resource: None,
+                summary: match top {
+                    Some(r) => format!(
+                        "no tier was saturated (the busiest: {}, {:.0}%): more users would load them further",
+                        r.label,
+                        r.utilisation * 100.0
+                    ),
+                    None => "no tier was sampled".into(),
+                },
+                evidence: top.map(|r| r.evidence.clone()).unwrap_or_default(),
+            }
+        }
+    }
+}
+
+/// The runner-up to `named`: the most used resource of another kind or tier.
+pub fn runner_up<'r>(resources: &'r [Resource], named: &Verdict) -> Option<&'r Resource> {
+    resources
+        .iter()
+        .filter(|r| {
+            Some(&r.tier) != named.tier.as_ref() || Some(&r.resource) != named.resource.as_ref()
+        })
+        .filter(|r| r.enlarge.is_some())
+        .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
+}
+
+fn tiers(deltas: &[Delta], readings: &[Reading]) -> Vec<TierFigures> {
+    let mut names: Vec<&str> = deltas.iter().map(|d| d.info.tier.as_str()).collect();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|tier| {
+            let ds: Vec<&Delta> = deltas.iter().filter(|d| d.info.tier == tier).collect();
+            let idx: Vec<usize> = deltas
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| d.info.tier == tier)
+                .map(|(i, _)| i)
+                .collect();
+            let worst = ds
+                .iter()
+                .max_by(|a, b| a.cpu_util().total_cmp(&b.cpu_util()))
+                .expect("a tier has a process");
+            TierFigures {
+                tier: tier.into(),
+                processes: ds.len(),
+                cpu_cores: round2(
+                    ds.iter().map(|d| d.b.cpu_s - d.a.cpu_s).sum::<f64>() / worst.seconds,
+                ),
+                cpu_util: round2(worst.cpu_util()),
+                budget: format!("{} cores, {}", worst.info.budget_cores, worst.info.budget),
+                throttled_pct: worst.throttled_pct(),
+                rss_kib: ds.iter().map(|d| d.b.rss_kib).sum(),
+                fds: ds.iter().map(|d| d.b.fds).sum(),
+                time_wait: ds.iter().map(|d| d.b.tcp.time_wait).sum(),
+                established: ds.iter().map(|d| d.b.tcp.established).sum(),
+                accept_queue_max: readings
+                    .iter()
+                    .map(|r| {
+                        idx.iter()
+                            .map(|i| r.procs[*i].tcp.accept_queue)
+                            .sum::<u64>()
+                    })
+                    .max()
+                    .unwrap_or(0),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,124 @@
+//! The balancer's config, generated for one configuration of an experiment: sluice's
+//! TOML, nginx's nginx.conf or HAProxy's haproxy.cfg, each with the same servers,
+//! algorithm, worker count and upstream keep-alive, so the same experiment compares
+//! what a user runs today with sluice.
+//!
+//! Every path the generated configs name is under the run's own directory: nothing reads
+//! or writes /etc, and no system nginx or HAProxy is disturbed.
+
+use crate::spec::{Lb, LbKind};
+use std::net::SocketAddr;
+use std::path::Path;
+
+/// Where the balancer listens and what it balances over.
+pub struct Layout<'a> {
+    pub listen: SocketAddr,
+    /// sluice's admin listener (its /metrics), the lab's window into the balancer.
+    pub admin: SocketAddr,
+    pub servers: &'a [SocketAddr],
+    pub dir: &'a Path,
+}
+
+/// The config file's name and text.
+pub fn render(lb: &Lb, at: &Layout) -> (&'static str, String) {
+    match lb.run {
+        LbKind::Sluice => ("sluice.toml", sluice(lb, at)),
+        LbKind::Nginx => ("nginx.conf", nginx(lb, at)),
+        LbKind::Haproxy => ("haproxy.cfg", haproxy(lb, at)),
+    }
+}
+
+fn sluice(lb: &Lb, at: &Layout) -> String {
+    let servers: Vec<String> = at.servers.iter().map(|s| format!("\"{s}\"")).collect();
+    // keepalive = 0 turns pooling off: a connection per request, as nginx's default.
+    format!(
+        "workers = {}\n\n[admin]\nbind = \"{}\"\n\n[[listener]]\nbind = \"{}\"\n\n[[route]]\npath = \"/\"\nupstream = \"app\"\n\n[upstream.app]\nbalance = \"{}\"\nservers = [{}]\nkeepalive = {}\n",
+        lb.workers,
+        at.admin,
+        at.listen,
+        lb.balance,
+        servers.join(", "),
+        if lb.keepalive { 128 } else { 0 }
+    )
+}
+
+fn nginx(lb: &Lb, at: &Layout) -> String {
+    let dir = at.dir.display();
+    let method = match lb.balance.as_str() {
+        "least_conn" => "least_conn;\n        ",
+        "random_two" => "random two least_conn;\n        ",
+        _ => "",
+    };
+    let servers: String = at
+        .servers
+        .iter()
+        .map(|s| format!("server {s};\n        "))
+        .collect();
+    // Without `keepalive` nginx speaks HTTP/1.0 upstream and closes each connection:
+    // its default, and the field notes' TIME_WAIT pile-up.
+    let (pool, proxy) = if lb.keepalive {
+        (
+            "keepalive 128;\n        keepalive_requests 1000000;",
+            "proxy_http_version 1.1;\n            proxy_set_header Connection \"\";",
+        )
+    } else {
+        ("", "")
+    };
+    format!(
+        "worker_processes {w};\npid {dir}/nginx.pid;\nerror_log {dir}/error.log warn;\nevents {{ worker_connections 10240; }}\nhttp {{\n    access_log off;\n    client_body_temp_path {dir}/client_body;\n    proxy_temp_path {dir}/proxy;\n    fastcgi_temp_path {dir}/fastcgi;\n    uwsgi_temp_path {dir}/uwsgi;\n    scgi_temp_path {dir}/scgi;\n    keepalive_requests 1000000;\n    upstream app {{\n        {method}{servers}{pool}\n    }}\n    server {{\n        listen {listen};\n        location / {{\n            proxy_pass http://app;\n            {proxy}\n        }}\n    }}\n}}\n",
+        w = lb.workers,
+        listen = at.listen,
+    )
+}
+
+fn haproxy(lb: &Lb, at: &Layout) -> String {
+    let balance = match lb.balance.as_str() {
+        "least_conn" => "leastconn",
+        "random_two" => "random(2)",
+        _ => "roundrobin",
+    };
+    let servers: String = at
+        .servers
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("    server app{} {s}\n", i + 1))
+        .collect();
+    // http-server-close: a new server connection per request, the same as keepalive off.
+    let reuse = if lb.keepalive {
+        "option http-keep-alive\n    http-reuse always"
+    } else {
+        "option http-server-close"
+    };
+    format!(
+        "global\n    nbthread {}\n    maxconn 20000\n    pidfile {}/haproxy.pid\n\ndefaults\n    mode http\n    {reuse}\n    maxconn 20000\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n    timeout http-keep-alive 30s\n\nfrontend fe\n    bind {}\n    default_backend app\n\nbackend app\n    balance {balance}\n{servers}",
+        lb.workers,
+        at.dir.display(),
+        at.listen,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_balancer_gets_the_same_servers_and_keep_alive_choice() {
+        let servers: Vec<SocketAddr> = vec!["127.0.0.1:9001".parse().unwrap()];
+        let at = Layout {
+            listen: "127.0.0.1:8000".parse().unwrap(),
+            admin: "127.0.0.1:8001".parse().unwrap(),
+            servers: &servers,
+            dir: Path::new("/tmp/x"),
+        };
+        let mut lb = Lb::default();
+        let (_, s) = render(&lb, &at);
+        assert!(s.contains("servers = [\"127.0.0.1:9001\"]") && s.contains("keepalive = 128"));
+        lb.keepalive = false;
+        lb.run = LbKind::Nginx;
+        let (_, n) = render(&lb, &at);
+        assert!(n.contains("server 127.0.0.1:9001;") && !n.contains("keepalive 128"));
+        lb.run = LbKind::Haproxy;
+        let (_, h) = render(&lb, &at);
+        assert!(h.contains("server app1 127.0.0.1:9001") && h.contains("http-server-close"));
+    }
+}

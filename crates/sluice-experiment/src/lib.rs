@@ -1,0 +1,18 @@
+//! `sluice lab`: runs an experiment (app servers behind a balancer, a shared database,
+//! users in steps), samples every tier each second, and names the saturated tier with
+//! the numbers that prove it, then proves it by re-running with that resource enlarged.
+//!
+//! This crate owns experiments (`spec`), starting tiers (`topology`, `lb_config`),
+//! sampling them (`sample`, `prom`), judging (`judge`) and reporting (`report`). It
+//! must never be imported by the data path, and it never generates load itself:
+//! `sluice-bench` does, so the lab measures with the same generator users run.
+
+pub mod builtin;
+pub mod judge;
+pub mod lb_config;
+pub mod prom;
+pub mod report;
+pub mod run;
+pub mod sample;
+pub mod spec;
+pub mod topology;

@@ -1,0 +1,401 @@
+//! The lab's results: per configuration (servers) its steps, each judged, the
+//! configuration's verdict, the scale-out gains, the proof, and one verdict in plain
+//! words. Serialized as the `--json` report, printed as the terminal table.
+//!
+//! The JSON's `verdict` objects (`{"tier": NAME, "evidence": [...]}`), at the top and in
+//! each configuration, are an interface: add fields, never rename.
+
+use crate::judge::{Judged, Resource, Verdict};
+use crate::spec::Experiment;
+use serde::Serialize;
+use sluice_bench::report::StepReport;
+use std::fmt::Write;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LabReport {
+    pub tool: String,
+    pub experiment: Experiment,
+    pub started_unix_ms: u64,
+    /// Why a budget could not be applied, and other limits of this run.
+    pub warnings: Vec<String>,
+    pub interrupted: bool,
+    pub configurations: Vec<Configuration>,
+    /// Peak throughput from each number of servers to the next.
+    pub scale_out: Vec<Gain>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proof: Option<Proof>,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Configuration {
+    pub servers: usize,
+    pub steps: Vec<StepResult>,
+    /// The highest throughput of a valid step.
+    pub peak_tps: f64,
+    /// The verdict of its last valid step (the most users).
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepResult {
+    pub servers: usize,
+    pub users: usize,
+    pub tps: f64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub error_pct: f64,
+    pub requests: u64,
+    #[serde(flatten)]
+    pub judged: Judged,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Gain {
+    pub from: usize,
+    pub to: usize,
+    pub tps_from: f64,
+    pub tps_to: f64,
+    pub gain_pct: f64,
+}
+
+/// The counterfactual: the plateau step again with one resource enlarged.
+#[derive(Debug, Clone, Serialize)]
+pub struct Proof {
+    pub servers: usize,
+    pub users: usize,
+    pub tps: f64,
+    pub rows: Vec<ProofRow>,
+    /// The named resource's enlargement raised throughput by 15% or more, and the
+    /// runner-up's by less than 10%.
+    pub confirmed: bool,
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProofRow {
+    pub tier: String,
+    pub resource: String,
+    /// `named` or `runner-up`.
+    pub role: String,
+    pub change: String,
+    pub tps: f64,
+    pub gain_pct: f64,
+    /// What the re-run named.
+    pub verdict: Verdict,
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+impl StepResult {
+    pub fn of(servers: usize, users: usize, s: &StepReport, judged: Judged) -> StepResult {
+        let l = &s.summary.latency;
+        StepResult {
+            servers,
+            users,
+            tps: round1(s.summary.throughput_rps),
+            mean_ms: l.mean_ms,
+            p50_ms: l.p50_ms,
+            p99_ms: l.p99_ms,
+            error_pct: s.summary.error_pct,
+            requests: s.summary.samples,
+            judged,
+        }
+    }
+}
+
+impl Configuration {
+    pub fn of(servers: usize, steps: Vec<StepResult>) -> Configuration {
+        let valid = || steps.iter().filter(|s| s.judged.valid);
+        let last_valid = steps.iter().rev().find(|s| s.judged.valid);
+        let peak_tps = valid().map(|s| s.tps).fold(0.0, f64::max);
+        let verdict = match last_valid.or(steps.last()) {
+            Some(s) => s.judged.verdict.clone(),
+            None => Verdict::default(),
+        };
+        Configuration {
+            servers,
+            steps,
+            peak_tps,
+            verdict,
+        }
+    }
+}
+
+impl ProofRow {
+    pub fn of(r: &Resource, named: bool, before: f64, again: &StepResult) -> ProofRow {
+        ProofRow {
+            tier: r.tier.clone(),
+            resource: r.resource.clone(),
+            role: if named { "named" } else { "runner-up" }.into(),
+            change: r.enlarge.clone().unwrap_or_default(),
+            tps: again.tps,
+            gain_pct: round1((again.tps / before.max(1e-9) - 1.0) * 100.0),
+            verdict: again.judged.verdict.clone(),
+        }
+    }
+}
+
+impl Proof {
+    pub fn of(servers: usize, users: usize, tps: f64, rows: Vec<ProofRow>) -> Proof {
+        let named = rows.iter().find(|r| r.role == "named");
+        let runner = rows.iter().find(|r| r.role == "runner-up");
+        let confirmed =
+            named.is_some_and(|n| n.gain_pct >= 15.0) && runner.is_none_or(|r| r.gain_pct < 10.0);
+        let mut summary = match named {
+            Some(n) => format!("{} ({}): {:+.0}% TPS", n.change, n.tier, n.gain_pct),
+            None => "the named resource cannot be enlarged here".into(),
+        };
+        if let Some(r) = runner {
+            let _ = write!(
+                summary,
+                "; runner-up, {} ({}): {:+.0}% TPS",
+                r.change, r.tier, r.gain_pct
+            );
+        }
+        summary.push_str(if confirmed {
+            ": confirmed"
+        } else {
+            ": not confirmed"
+        });
+        Proof {
+            servers,
+            users,
+            tps,
+            rows,
+            confirmed,
+            summary,
+        }
+    }
+}
+
+impl LabReport {
+    pub fn new(
+        e: &Experiment,
+        configurations: Vec<Configuration>,
+        warnings: Vec<String>,
+        interrupted: bool,
+    ) -> LabReport {
+        let scale_out = configurations
+            .windows(2)
+            .map(|w| Gain {
+                from: w[0].servers,
+                to: w[1].servers,
+                tps_from: w[0].peak_tps,
+                tps_to: w[1].peak_tps,
+                gain_pct: round1((w[1].peak_tps / w[0].peak_tps.max(1e-9) - 1.0) * 100.0),
+            })
+            .collect();
+        LabReport {
+            tool: format!("sluice lab {}", env!("CARGO_PKG_VERSION")),
+            experiment: e.clone(),
+            started_unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            warnings,
+            interrupted,
+            configurations,
+            scale_out,
+            proof: None,
+            verdict: Verdict::default(),
+        }
+    }
+
+    /// The run's verdict in plain words: where adding a server stopped helping, the
+    /// tier saturated there; else the last configuration's.
+    pub fn conclude(&mut self) {
+        let Some(last) = self.configurations.last() else {
+            self.verdict.summary = "nothing was measured".into();
+            return;
+        };
+        let flat = self.scale_out.iter().find(|g| g.gain_pct < 10.0);
+        let at = flat
+            .and_then(|g| self.configurations.iter().find(|c| c.servers == g.to))
+            .unwrap_or(last);
+        let mut v = at.verdict.clone();
+        let cause = match &v.tier {
+            Some(_) => format!("{}: {}; {}", v.summary, v.evidence.join("; "), advice(&v)),
+            None => v.summary.clone(),
+        };
+        v.summary = match flat {
+            Some(g) => format!(
+                "the {} server added {:.0}% TPS ({:.0} -> {:.0} req/s): {cause}",
+                ordinal(g.to),
+                g.gain_pct,
+                g.tps_from,
+                g.tps_to
+            ),
+            None if self.scale_out.is_empty() => {
+                format!("with {} server{}: {cause}", at.servers, plural(at.servers))
+            }
+            None => format!(
+                "throughput grew with every server added ({}); with {}: {cause}",
+                self.scale_out
+                    .iter()
+                    .map(|g| format!("{:+.0}%", g.gain_pct))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                at.servers
+            ),
+        };
+        if let Some(p) = &self.proof {
+            v.evidence.push(format!("proof: {}", p.summary));
+        }
+        self.verdict = v;
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// What to do about a saturated resource.
+fn advice(v: &Verdict) -> &'static str {
+    match (v.tier.as_deref(), v.resource.as_deref()) {
+        (Some("loadgen"), _) => "give the load generator more CPU or another machine",
+        (Some("db"), _) => "add database capacity, or send it fewer queries",
+        (Some("lb"), Some("keepalive")) => "turn upstream keep-alive on",
+        (Some("lb"), _) => "give the balancer more CPU or workers",
+        (_, Some("db_pool")) => "add pool or database capacity",
+        (_, Some("threads")) => "raise the thread pool if the CPU has room, or add servers",
+        (_, Some("connections")) => "raise the connection cap",
+        (_, Some("cpu")) => "add app servers or CPU",
+        _ => "",
+    }
+}
+
+/// One line per step, as it finishes.
+pub fn step_line(s: &StepResult) -> String {
+    let named = match (&s.judged.verdict.tier, s.judged.valid) {
+        (_, false) => format!(
+            "INVALID: {}",
+            s.judged.invalid_reason.as_deref().unwrap_or("")
+        ),
+        (Some(t), true) => format!("{t}: {}", s.judged.verdict.summary),
+        (None, true) => s.judged.verdict.summary.clone(),
+    };
+    format!(
+        "{:>7} {:>6} {:>8.1} {:>8.1} {:>8.1} {:>5.1} {}  {named}",
+        s.servers,
+        s.users,
+        s.tps,
+        s.mean_ms,
+        s.p99_ms,
+        s.error_pct,
+        tier_columns(s)
+    )
+}
+
+/// Each tier's CPU against its budget, and its fullest pool.
+fn tier_columns(s: &StepResult) -> String {
+    let mut out = String::new();
+    for t in &s.judged.tiers {
+        let pool = s
+            .judged
+            .resources
+            .iter()
+            .filter(|r| r.tier == t.tier && r.resource != "cpu")
+            .map(|r| r.utilisation)
+            .fold(None, |m: Option<f64>, u| Some(m.map_or(u, |m| m.max(u))));
+        let pool = pool.map_or(String::new(), |p| format!("/{:.0}", p * 100.0));
+        let cell = format!("{}{}", (t.cpu_util * 100.0).round(), pool);
+        let _ = write!(out, " {:>4} {:<8}", t.tier, cell);
+    }
+    out
+}
+
+/// The whole report as text: the table of steps, then [`summary`].
+pub fn table(r: &LabReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", header());
+    for c in &r.configurations {
+        for s in &c.steps {
+            let _ = writeln!(out, "{}", step_line(s));
+        }
+    }
+    out.push_str(&summary(r));
+    out
+}
+
+/// What follows the steps: each configuration's verdict, the scale-out gains, the
+/// proof, the warnings and the verdict.
+pub fn summary(r: &LabReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\nPer configuration (its step with the most users):");
+    for c in &r.configurations {
+        let _ = writeln!(
+            out,
+            "  {} server{}: peak {:.0} req/s; {}",
+            c.servers,
+            plural(c.servers),
+            c.peak_tps,
+            c.verdict.summary
+        );
+        for e in &c.verdict.evidence {
+            let _ = writeln!(out, "      {e}");
+        }
+    }
+    if !r.scale_out.is_empty() {
+        let gains: Vec<String> = r
+            .scale_out
+            .iter()
+            .map(|g| format!("{} -> {}: {:+.0}%", g.from, g.to, g.gain_pct))
+            .collect();
+        let _ = writeln!(out, "\nScale-out: {}", gains.join(", "));
+    }
+    if let Some(p) = &r.proof {
+        let _ = writeln!(
+            out,
+            "\nProof ({} servers, {} users, {:.0} req/s):",
+            p.servers, p.users, p.tps
+        );
+        for row in &p.rows {
+            let _ = writeln!(
+                out,
+                "  {:<9} {:<40} {:>8.0} req/s {:>+6.0}%",
+                row.role, row.change, row.tps, row.gain_pct
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  {}",
+            if p.confirmed {
+                "confirmed"
+            } else {
+                "not confirmed: the evidence does not settle it"
+            }
+        );
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "\nwarning: {w}");
+    }
+    let tier = r.verdict.tier.as_deref().unwrap_or("none");
+    let _ = writeln!(out, "\nVerdict ({tier}): {}", r.verdict.summary);
+    out
+}
+
+/// The table's header: tier columns are CPU% of budget / fullest pool %.
+pub fn header() -> String {
+    format!(
+        "{:>7} {:>6} {:>8} {:>8} {:>8} {:>5}  tiers: CPU% of budget/fullest pool%  saturated",
+        "servers", "users", "req/s", "mean ms", "p99 ms", "err%"
+    )
+}

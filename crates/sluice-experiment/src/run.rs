@@ -1,0 +1,223 @@
+//! Running an experiment: for each number of app servers, start the tiers, load them
+//! with users in steps (`sluice-bench`, in this process), sample every tier over each
+//! step, judge the step; then prove the last verdict by re-running its step with the
+//! named resource enlarged, and with the runner-up enlarged instead.
+
+use crate::judge::{self, Load, ProcInfo, Resource};
+use crate::report::{self, Configuration, LabReport, Proof, ProofRow, StepResult};
+use crate::sample::Sampler;
+use crate::spec::Experiment;
+use crate::topology::{Launch, Topology};
+use anyhow::anyhow;
+use sluice_bench::{Length, Plan, RequestSpec, Step, Target, Weighted};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Threads of the load generator: one event loop is plenty at the rates the lab's
+/// budgets allow, and leaves the other core to the tiers. Its CPU is checked each step.
+const GENERATOR_THREADS: usize = 1;
+
+pub struct Options {
+    /// The sluice binary, which runs the simulated tiers and the sluice balancer.
+    pub sluice: PathBuf,
+    /// Where configs and tier logs go.
+    pub dir: PathBuf,
+    /// Called with a line of progress (a step done, a proof run).
+    pub progress: Box<dyn Fn(&str) + Sync>,
+}
+
+/// Runs `e`; `stop` turning true ends it early with what was measured.
+pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> anyhow::Result<LabReport> {
+    let mut configurations = Vec::new();
+    let mut warnings = Vec::new();
+    for &servers in &e.servers {
+        if *stop.borrow() {
+            break;
+        }
+        let dir = o.dir.join(format!("{servers}-servers"));
+        let topology = Topology::start(
+            e,
+            servers,
+            &Launch {
+                sluice: &o.sluice,
+                dir: &dir,
+            },
+        )?;
+        warnings.extend(topology.warnings.iter().cloned());
+        let sampler = Sampler::start(&topology);
+        let mut steps = Vec::new();
+        for &users in &e.users {
+            if *stop.borrow() {
+                break;
+            }
+            let step = measure(e, &topology, &sampler, servers, users, stop)?;
+            (o.progress)(&report::step_line(&step));
+            steps.push(step);
+        }
+        configurations.push(Configuration::of(servers, steps));
+    }
+    warnings.dedup();
+    let mut report = LabReport::new(e, configurations, warnings, *stop.borrow());
+    if e.prove && !*stop.borrow() {
+        report.proof = prove(e, &report, o, stop)?;
+    }
+    report.conclude();
+    Ok(report)
+}
+
+/// One step: warm up, then measure while sampling, then judge.
+fn measure(
+    e: &Experiment,
+    t: &Topology,
+    sampler: &Sampler,
+    servers: usize,
+    users: usize,
+    stop: &watch::Receiver<bool>,
+) -> anyhow::Result<StepResult> {
+    if !e.warmup.is_zero() {
+        load(t.target, users, e.think, e.warmup, stop)?;
+    }
+    let first = sampler.now();
+    let bench = load(t.target, users, e.think, e.duration, stop)?;
+    let last = sampler.now();
+    let readings = sampler.between(first.t, last.t);
+    let s = &bench.summary;
+    let judged = judge::judge(
+        &proc_infos(t),
+        &readings,
+        Load {
+            users,
+            think_s: e.think.as_secs_f64(),
+            tps: s.throughput_rps,
+            mean_ms: s.latency.mean_ms,
+            requests: s.samples,
+            errors: s.errors,
+            generator_cores: GENERATOR_THREADS as f64,
+        },
+    );
+    Ok(StepResult::of(servers, users, &bench, judged))
+}
+
+fn proc_infos(t: &Topology) -> Vec<ProcInfo> {
+    t.procs
+        .iter()
+        .map(|p| ProcInfo {
+            name: p.name.clone(),
+            tier: p.tier.clone(),
+            budget_cores: p.budget.cores,
+            budget: p.budget.method.clone(),
+        })
+        .collect()
+}
+
+/// `users` users against `target` for `length`: one step of the load generator.
+fn load(
+    target: SocketAddr,
+    users: usize,
+    think: Duration,
+    length: Duration,
+    stop: &watch::Receiver<bool>,
+) -> anyhow::Result<sluice_bench::report::StepReport> {
+    let url = format!("http://{target}/");
+    let target = Target::parse(&url).map_err(|e| anyhow!("{url}: {e}"))?;
+    let request = RequestSpec::new("GET", target, &[], Vec::new()).map_err(|e| anyhow!("{e}"))?;
+    let plan = Plan {
+        steps: vec![Step {
+            load: sluice_bench::Load::Users {
+                users,
+                ramp: Duration::ZERO,
+                think,
+            },
+            length: Length::Duration(length),
+        }],
+        requests: vec![Weighted { request, weight: 1 }],
+        keep_alive: true,
+        timeout: Duration::from_secs(10),
+        threads: GENERATOR_THREADS,
+        pace: Duration::from_micros(100),
+        source_addrs: Vec::new(),
+        scenario: None,
+    };
+    let report = sluice_bench::run(plan, stop, &|_, _, _| {}, &mut |_| {})?;
+    report
+        .steps
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow!("the step was interrupted before it started"))
+}
+
+/// The experiment with `r` made 1.5 times larger (or, for keep-alive, turned on).
+pub fn enlarged(e: &Experiment, r: &Resource) -> Option<Experiment> {
+    let mut e = e.clone();
+    let grow = |n: usize| (n as f64 * 1.5).ceil() as usize;
+    match (r.tier.as_str(), r.resource.as_str()) {
+        ("lb", "cpu") => e.lb.cpu = Some(e.lb.cpu? * 1.5),
+        ("lb", "keepalive") => e.lb.keepalive = true,
+        ("app", "cpu") => e.app.cpu = Some(e.app.cpu? * 1.5),
+        ("app", "threads") => e.app.threads = grow(e.app.threads),
+        ("app", "db_pool") => e.app.db_pool = grow(e.app.db_pool),
+        ("app", "connections") => e.app.max_conns = grow(e.app.max_conns),
+        ("db", "cpu") => {
+            let db = e.db.as_mut()?;
+            db.cpu = Some(db.cpu? * 1.5);
+        }
+        ("db", "threads") => {
+            let db = e.db.as_mut()?;
+            db.threads = grow(db.threads);
+        }
+        _ => return None,
+    }
+    Some(e)
+}
+
+/// Re-runs the last configuration's top valid step with the named resource enlarged,
+/// then with the runner-up enlarged instead.
+fn prove(
+    e: &Experiment,
+    report: &LabReport,
+    o: &Options,
+    stop: &watch::Receiver<bool>,
+) -> anyhow::Result<Option<Proof>> {
+    let Some(config) = report.configurations.last() else {
+        return Ok(None);
+    };
+    let Some(step) = config.steps.iter().rev().find(|s| s.judged.valid) else {
+        return Ok(None);
+    };
+    let named = &step.judged.verdict;
+    let Some(resource) = step.judged.resources.iter().find(|r| {
+        Some(&r.tier) == named.tier.as_ref() && Some(&r.resource) == named.resource.as_ref()
+    }) else {
+        return Ok(None);
+    };
+    let mut rows = Vec::new();
+    let candidates = [
+        Some(resource),
+        judge::runner_up(&step.judged.resources, named),
+    ];
+    for (i, r) in candidates.into_iter().flatten().enumerate() {
+        let Some(changed) = enlarged(e, r) else {
+            continue;
+        };
+        let dir = o.dir.join(format!("proof-{i}"));
+        let t = Topology::start(
+            &changed,
+            step.servers,
+            &Launch {
+                sluice: &o.sluice,
+                dir: &dir,
+            },
+        )?;
+        let sampler = Sampler::start(&t);
+        let again = measure(&changed, &t, &sampler, step.servers, step.users, stop)?;
+        (o.progress)(&format!(
+            "proof: {} -> {:.0} req/s",
+            r.enlarge.as_deref().unwrap_or(""),
+            again.tps
+        ));
+        rows.push(ProofRow::of(r, i == 0, step.tps, &again));
+    }
+    Ok(Some(Proof::of(step.servers, step.users, step.tps, rows)))
+}

@@ -1,0 +1,226 @@
+//! Sampling every tier once a second while a step runs: each process's CPU (its whole
+//! process tree), CPU throttling of its budget, memory, open files, its listening port's
+//! sockets by state and accept queue, and the tier's own counters (a simulated tier's
+//! `/__stats`, sluice's `/metrics`); and the machine's CPU pressure (PSI), listen-queue
+//! overflows and the load generator's own CPU.
+//!
+//! Readings are cumulative counters as the kernel and the tiers give them; what a step
+//! did is the difference between two readings (`judge.rs`). Every read is cheap (a few
+//! files, one loopback HTTP request per tier), so sampling does not load what it measures.
+
+use crate::topology::Topology;
+use sluice_lab::cpu_budget::Throttling;
+use sluice_lab::procfs::{self, TcpStates};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One process at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct ProcReading {
+    pub cpu_s: f64,
+    pub rss_kib: u64,
+    pub fds: u64,
+    pub throttling: Throttling,
+    /// Sockets with its listening port at either end.
+    pub tcp: TcpStates,
+    /// Its own counters: `/__stats` keys, or each `/metrics` family summed over labels.
+    pub counters: BTreeMap<String, f64>,
+}
+
+/// Every tier at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    /// Seconds since the sampler started.
+    pub t: f64,
+    /// In the order of the topology's processes.
+    pub procs: Vec<ProcReading>,
+    /// The load generator: this process.
+    pub generator_cpu_s: f64,
+    pub listen_overflows: u64,
+    pub pressure_us: Option<u64>,
+}
+
+/// What the sampler reads: the processes' pids, budgets and counter URLs.
+#[derive(Clone)]
+struct Source {
+    pid: u32,
+    port: u16,
+    stats: Option<String>,
+    cgroup: Option<std::path::PathBuf>,
+}
+
+/// A thread reading every tier each second until dropped.
+pub struct Sampler {
+    readings: Arc<Mutex<Vec<Reading>>>,
+    sources: Arc<Vec<Source>>,
+    started: Instant,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Sampler {
+    pub fn start(topology: &Topology) -> Sampler {
+        let sources: Arc<Vec<Source>> = Arc::new(
+            topology
+                .procs
+                .iter()
+                .map(|p| Source {
+                    pid: p.pid,
+                    port: p.addr.port(),
+                    stats: p.stats.clone(),
+                    cgroup: p.cgroup.as_ref().map(|c| c.procs_file()),
+                })
+                .collect(),
+        );
+        let readings = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let started = Instant::now();
+        let thread = {
+            let (sources, readings, stop) = (sources.clone(), readings.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut next = Instant::now();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let r = read(&sources, started);
+                    readings.lock().expect("not poisoned").push(r);
+                    next += Duration::from_secs(1);
+                    while Instant::now() < next && !stop.load(std::sync::atomic::Ordering::Relaxed)
+                    {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+            })
+        };
+        Sampler {
+            readings,
+            sources,
+            started,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// A reading now (at a step's start or end), kept with the others.
+    pub fn now(&self) -> Reading {
+        let r = read(&self.sources, self.started);
+        self.readings.lock().expect("not poisoned").push(r.clone());
+        r
+    }
+
+    /// Every reading taken from `from` to `to` (seconds since the start), in time order.
+    pub fn between(&self, from: f64, to: f64) -> Vec<Reading> {
+        let mut all: Vec<Reading> = self
+            .readings
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .filter(|r| r.t >= from && r.t <= to)
+            .cloned()
+            .collect();
+        all.sort_by(|a, b| a.t.total_cmp(&b.t));
+        all
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn read(sources: &[Source], started: Instant) -> Reading {
+    let procs = sources.iter().map(read_proc).collect();
+    Reading {
+        t: started.elapsed().as_secs_f64(),
+        procs,
+        generator_cpu_s: procfs::cpu_seconds(std::process::id()),
+        listen_overflows: procfs::listen_overflows().unwrap_or(0),
+        pressure_us: procfs::cpu_pressure_total_us(),
+    }
+}
+
+fn read_proc(s: &Source) -> ProcReading {
+    let tree = procfs::tree(s.pid);
+    ProcReading {
+        cpu_s: tree.iter().map(|p| procfs::cpu_seconds(*p)).sum(),
+        rss_kib: tree.iter().map(|p| procfs::rss_kib(*p)).sum(),
+        fds: tree.iter().map(|p| procfs::open_fds(*p)).sum(),
+        throttling: s
+            .cgroup
+            .as_ref()
+            .and_then(|f| f.parent())
+            .map(sluice_lab::cpu_budget::throttling_at)
+            .unwrap_or_default(),
+        tcp: procfs::tcp_states(s.port),
+        counters: s.stats.as_deref().map(counters).unwrap_or_default(),
+    }
+}
+
+/// A tier's counters from `url`: `key=value` words (`/__stats`) or Prometheus text.
+pub fn counters(url: &str) -> BTreeMap<String, f64> {
+    let Some(body) = http_get(url) else {
+        return BTreeMap::new();
+    };
+    if url.ends_with("/__stats") {
+        return body
+            .split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
+            .collect();
+    }
+    let mut out = BTreeMap::new();
+    for s in crate::prom::parse(&body) {
+        *out.entry(s.name).or_insert(0.0) += s.value;
+    }
+    out
+}
+
+/// The body of a plain-HTTP GET of `url` (loopback tiers, exporters), within 1 s.
+pub fn http_get(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("http://")?;
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let path = if path.is_empty() { "/" } else { path };
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(host)
+        .ok()?
+        .next()?;
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+    s.set_write_timeout(Some(Duration::from_secs(1))).ok()?;
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/plain\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
+        return None;
+    }
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return Some(unchunk(body));
+    }
+    Some(body.to_string())
+}
+
+/// A chunked body's data.
+fn unchunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
+    }
+    out
+}

@@ -1,0 +1,361 @@
+//! Starting and stopping the tiers of one configuration: the simulated database, the
+//! simulated app servers and the balancer, each a process of its own on loopback, each
+//! in its own CPU budget when the experiment gives one.
+//!
+//! A budget is a cgroup (v1 `cpu` controller quota) the process joins before its first
+//! instruction (`sh -c 'echo $$ > cgroup.procs; exec ...'`), so the children it forks at
+//! once (nginx's workers) are inside too. Without root there is no budget: the tier runs
+//! on the machine's cores and the report says so.
+
+use crate::lb_config::{self, Layout};
+use crate::spec::{Experiment, LbKind};
+use anyhow::{anyhow, Context};
+use sluice_lab::cpu_budget::CpuBudget;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The CPU a process may use, and who set it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Budget {
+    pub cores: f64,
+    /// `cgroup v1 cpu quota`, `N worker threads`, or `the machine's N cores`.
+    pub method: String,
+}
+
+/// One running process of a tier.
+pub struct Proc {
+    /// `lb`, `app-1`, `db`.
+    pub name: String,
+    /// `lb`, `app`, `db`: the tier it belongs to.
+    pub tier: String,
+    pub pid: u32,
+    pub addr: SocketAddr,
+    pub budget: Budget,
+    pub cgroup: Option<CpuBudget>,
+    /// Where its counters are read: a simulated tier's `/__stats`, sluice's `/metrics`.
+    pub stats: Option<String>,
+    child: Child,
+}
+
+/// The tiers of one configuration, stopped when dropped.
+pub struct Topology {
+    pub procs: Vec<Proc>,
+    /// Where the users send their requests: the balancer.
+    pub target: SocketAddr,
+    /// Why some tier has no budget it was given (not root, no cgroup v1).
+    pub warnings: Vec<String>,
+}
+
+/// How to start the tiers.
+pub struct Launch<'a> {
+    pub sluice: &'a Path,
+    pub dir: &'a Path,
+}
+
+impl Topology {
+    /// Starts the database (if any), `servers` app servers and the balancer, and waits
+    /// until each accepts connections.
+    pub fn start(e: &Experiment, servers: usize, how: &Launch) -> anyhow::Result<Topology> {
+        std::fs::create_dir_all(how.dir)?;
+        let mut t = Topology {
+            procs: Vec::new(),
+            target: free_addr()?,
+            warnings: Vec::new(),
+        };
+        let db = match &e.db {
+            Some(db) => {
+                let addr = free_addr()?;
+                let args = backend_args(addr, "db", db.work, db.threads, 100_000, db.delay);
+                t.spawn("db", "db", addr, db.cpu, how, how.sluice, &args)?;
+                Some(addr)
+            }
+            None => None,
+        };
+        let mut apps = Vec::new();
+        for i in 1..=servers {
+            let addr = free_addr()?;
+            let name = format!("app-{i}");
+            let args = app_args(e, addr, &name, db);
+            t.spawn(&name, "app", addr, e.app.cpu, how, how.sluice, &args)?;
+            apps.push(addr);
+        }
+        t.start_lb(e, &apps, how)?;
+        for p in &mut t.procs {
+            wait_ready(p, how.dir)?;
+        }
+        Ok(t)
+    }
+
+    fn start_lb(
+        &mut self,
+        e: &Experiment,
+        apps: &[SocketAddr],
+        how: &Launch,
+    ) -> anyhow::Result<()> {
+        let dir = how.dir.join("lb");
+        std::fs::create_dir_all(&dir)?;
+        let admin = free_addr()?;
+        let layout = Layout {
+            listen: self.target,
+            admin,
+            servers: apps,
+            dir: &dir,
+        };
+        let (file, text) = lb_config::render(&e.lb, &layout);
+        let path = dir.join(file);
+        std::fs::write(&path, text)?;
+        let p = path.display().to_string();
+        let d = format!("{}/", dir.display());
+        let (program, args): (PathBuf, Vec<String>) = match e.lb.run {
+            LbKind::Sluice => (how.sluice.into(), vec!["serve".into(), "-c".into(), p]),
+            LbKind::Nginx => (
+                find_program("nginx")?,
+                [
+                    "-p",
+                    &d,
+                    "-e",
+                    &format!("{d}error.log"),
+                    "-c",
+                    &p,
+                    "-g",
+                    "daemon off;",
+                ]
+                .map(String::from)
+                .to_vec(),
+            ),
+            LbKind::Haproxy => (find_program("haproxy")?, vec!["-f".into(), p, "-db".into()]),
+        };
+        let target = self.target;
+        self.spawn("lb", "lb", target, e.lb.cpu, how, &program, &args)?;
+        let lb = self.procs.last_mut().expect("just started");
+        if e.lb.run == LbKind::Sluice {
+            lb.stats = Some(format!("http://{admin}/metrics"));
+        }
+        lb.budget = thread_budget(lb.budget.clone(), e.lb.workers);
+        Ok(())
+    }
+
+    /// Starts one process, inside a budget of `cpu` cores when given and possible.
+    #[allow(clippy::too_many_arguments)]
+    fn spawn(
+        &mut self,
+        name: &str,
+        tier: &str,
+        addr: SocketAddr,
+        cpu: Option<f64>,
+        how: &Launch,
+        program: &Path,
+        args: &[String],
+    ) -> anyhow::Result<()> {
+        let cgroup = match cpu.map(|c| CpuBudget::create(name, c)) {
+            Some(Ok(b)) => Some(b),
+            Some(Err(e)) => {
+                self.warnings.push(format!(
+                    "{name}: no CPU budget, it runs on the machine's cores ({e})"
+                ));
+                None
+            }
+            None => None,
+        };
+        let log = std::fs::File::create(how.dir.join(format!("{name}.log")))?;
+        let mut cmd = match &cgroup {
+            Some(b) => {
+                let mut c = Command::new("sh");
+                c.arg("-c")
+                    .arg(format!(
+                        "echo $$ > '{}' && exec \"$@\"",
+                        b.procs_file().display()
+                    ))
+                    .arg("sh")
+                    .arg(program);
+                c
+            }
+            None => Command::new(program),
+        };
+        cmd.args(args)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("starting {name}: {}", program.display()))?;
+        let budget = match &cgroup {
+            Some(b) => Budget {
+                cores: b.cpus,
+                method: "cgroup v1 cpu quota".into(),
+            },
+            None => machine_budget(),
+        };
+        let stats = (tier != "lb").then(|| format!("http://{addr}/__stats"));
+        self.procs.push(Proc {
+            name: name.into(),
+            tier: tier.into(),
+            pid: child.id(),
+            addr,
+            budget,
+            cgroup,
+            stats,
+            child,
+        });
+        Ok(())
+    }
+
+    /// The processes of one tier.
+    pub fn tier<'a>(&'a self, tier: &'a str) -> impl Iterator<Item = &'a Proc> + 'a {
+        self.procs.iter().filter(move |p| p.tier == tier)
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        // The balancer first, so no request is sent to a server already gone.
+        for p in self.procs.iter_mut().rev() {
+            stop(p);
+        }
+    }
+}
+
+/// SIGTERM to the process and its children, then SIGKILL to what is left after 3 s.
+fn stop(p: &mut Proc) {
+    let tree = sluice_lab::procfs::tree(p.pid);
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(p.pid.to_string())
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if matches!(p.child.try_wait(), Ok(Some(_))) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for pid in tree {
+        if std::fs::metadata(format!("/proc/{pid}")).is_ok() {
+            let _ = Command::new("kill")
+                .arg("-KILL")
+                .arg(pid.to_string())
+                .status();
+        }
+    }
+    let _ = p.child.kill();
+    let _ = p.child.wait();
+}
+
+fn backend_args(
+    addr: SocketAddr,
+    name: &str,
+    work: Duration,
+    threads: usize,
+    queue: usize,
+    delay: Duration,
+) -> Vec<String> {
+    vec![
+        "backend".into(),
+        "--listen".into(),
+        addr.to_string(),
+        "--name".into(),
+        name.into(),
+        "--cpu".into(),
+        millis(work),
+        "--threads".into(),
+        threads.to_string(),
+        "--queue".into(),
+        queue.to_string(),
+        "--delay".into(),
+        millis(delay),
+    ]
+}
+
+/// A duration as the command line's flags take it, to the microsecond.
+fn millis(d: Duration) -> String {
+    format!("{}ms", d.as_micros() as f64 / 1000.0)
+}
+
+fn app_args(e: &Experiment, addr: SocketAddr, name: &str, db: Option<SocketAddr>) -> Vec<String> {
+    let a = &e.app;
+    let mut args = backend_args(addr, name, a.work, a.threads, a.queue, a.delay);
+    args.extend(["--max-conns".into(), a.max_conns.to_string()]);
+    if let Some(db) = db {
+        args.extend([
+            "--db".into(),
+            db.to_string(),
+            "--db-pool".into(),
+            a.db_pool.to_string(),
+            "--db-queries".into(),
+            a.db_queries.to_string(),
+        ]);
+    }
+    args
+}
+
+/// The machine's cores: the budget of a process nobody limited.
+pub fn machine_budget() -> Budget {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Budget {
+        cores: cores as f64,
+        method: format!("the machine's {cores} cores"),
+    }
+}
+
+/// A process with `threads` busy threads can use at most that many cores.
+pub fn thread_budget(b: Budget, threads: usize) -> Budget {
+    if (threads as f64) < b.cores {
+        Budget {
+            cores: threads as f64,
+            method: format!(
+                "{threads} worker thread{}",
+                if threads == 1 { "" } else { "s" }
+            ),
+        }
+    } else {
+        b
+    }
+}
+
+/// A loopback address no one listens on now.
+fn free_addr() -> anyhow::Result<SocketAddr> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?)
+}
+
+fn find_program(name: &str) -> anyhow::Result<PathBuf> {
+    for dir in ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"] {
+        let p = Path::new(dir).join(name);
+        if p.exists() {
+            return Ok(p);
+        }
+    }
+    Err(anyhow!(
+        "--lb {name}: {name} is not installed (on Debian: apt-get install {name})"
+    ))
+}
+
+/// Waits until `p` accepts connections (10 s), or says why it did not.
+fn wait_ready(p: &mut Proc, dir: &Path) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if TcpStream::connect_timeout(&p.addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        let log = dir.join(format!("{}.log", p.name));
+        let tail = || std::fs::read_to_string(&log).unwrap_or_default();
+        if let Ok(Some(status)) = p.child.try_wait() {
+            return Err(anyhow!(
+                "{} exited ({status}) before it listened:\n{}",
+                p.name,
+                tail()
+            ));
+        }
+        if Instant::now() > deadline {
+            return Err(anyhow!(
+                "{} did not listen on {} within 10 s:\n{}",
+                p.name,
+                p.addr,
+                tail()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

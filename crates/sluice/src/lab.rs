@@ -1,0 +1,177 @@
+//! `sluice lab`: the command line of the lab (the work is `sluice-experiment`'s).
+
+use anyhow::{anyhow, Context};
+use clap::Args;
+use sluice_experiment::spec::{Experiment, LbKind};
+use sluice_experiment::{builtin, report, run};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit code when the experiment or the command line cannot be used.
+const BAD_INPUT: u8 = 2;
+
+#[derive(Args, Debug)]
+pub struct LabArgs {
+    /// The experiment: a TOML file, or a built-in's name (see --list). Default: the
+    /// scale-out experiment (1, 2, 3 app servers sharing a database).
+    #[arg(short, long)]
+    experiment: Option<String>,
+    /// List the built-in experiments and exit.
+    #[arg(long)]
+    list: bool,
+    /// Print a built-in experiment's TOML (a file to start from) and exit.
+    #[arg(long, value_name = "NAME")]
+    print: Option<String>,
+    /// The balancer in front of the app servers: sluice, nginx or haproxy (configs
+    /// generated with the same servers, algorithm, workers and keep-alive).
+    #[arg(long)]
+    lb: Option<String>,
+    /// App servers per configuration, e.g. 1,2,3 (overrides the experiment's).
+    #[arg(long, value_delimiter = ',')]
+    servers: Vec<usize>,
+    /// Users per step, e.g. 10,20,40 (overrides the experiment's).
+    #[arg(long, value_delimiter = ',')]
+    users: Vec<usize>,
+    /// Measured time of each step, e.g. 8s (overrides the experiment's).
+    #[arg(long, short = 'd')]
+    duration: Option<String>,
+    /// Load before each step's measurement, not counted, e.g. 2s.
+    #[arg(long)]
+    warmup: Option<String>,
+    /// Skip the proof (re-running the plateau with the named resource enlarged).
+    #[arg(long)]
+    no_prove: bool,
+    /// Write the report as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write everything to this directory: report.json, report.txt, and each tier's
+    /// config and log.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+pub fn lab(args: LabArgs) -> anyhow::Result<ExitCode> {
+    if args.list {
+        for (name, text) in builtin::ALL {
+            let about = builtin::get(name).map(|e| e.about).unwrap_or_default();
+            let _ = text;
+            println!("{name:<16} {about}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(name) = &args.print {
+        let text = builtin::text(name)
+            .ok_or_else(|| anyhow!("no built-in experiment `{name}` (see sluice lab --list)"))?;
+        print!("{text}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let e = match experiment(&args) {
+        Ok(e) => e,
+        Err(message) => {
+            eprintln!("{message}");
+            return Ok(ExitCode::from(BAD_INPUT));
+        }
+    };
+    let stop = crate::bench::interrupt_on_signal("sluice lab")?;
+    let dir = match &args.out {
+        Some(out) => out.join("tiers"),
+        None => std::env::temp_dir().join(format!("sluice-lab-{}", std::process::id())),
+    };
+    eprintln!("{}", intro(&e));
+    println!("{}", report::header());
+    let options = run::Options {
+        sluice: std::env::current_exe().context("finding the sluice binary")?,
+        dir: dir.clone(),
+        progress: Box::new(|line| {
+            println!("{line}");
+            let _ = std::io::stdout().flush();
+        }),
+    };
+    let result = run::run(&e, &options, &stop);
+    if args.out.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let report = result?;
+    let text = report::table(&report);
+    print!("{}", report::summary(&report));
+    write_files(&args, &report, &text)?;
+    Ok(if report.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn write_files(args: &LabArgs, report: &report::LabReport, text: &str) -> anyhow::Result<()> {
+    let json = serde_json::to_string_pretty(report)?;
+    if let Some(path) = &args.json {
+        std::fs::write(path, &json).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(out) = &args.out {
+        std::fs::create_dir_all(out)?;
+        std::fs::write(out.join("report.json"), &json)?;
+        std::fs::write(out.join("report.txt"), text)?;
+        eprintln!("sluice lab: report in {}", out.display());
+    }
+    Ok(())
+}
+
+/// The experiment the flags describe, or the message saying why there is none.
+fn experiment(args: &LabArgs) -> Result<Experiment, String> {
+    let name = args.experiment.as_deref().unwrap_or(builtin::DEFAULT);
+    let path = std::path::Path::new(name);
+    let mut e = if path.exists() || name.ends_with(".toml") {
+        Experiment::load(path).map_err(|e| e.to_string())?
+    } else {
+        builtin::get(name).ok_or_else(|| {
+            format!(
+                "sluice lab: no experiment file or built-in named `{name}` (see sluice lab --list)"
+            )
+        })?
+    };
+    if let Some(lb) = &args.lb {
+        e.lb.run = LbKind::parse(lb)
+            .ok_or_else(|| format!("sluice lab: --lb {lb}: one of sluice, nginx, haproxy"))?;
+    }
+    if !args.servers.is_empty() {
+        e.servers = args.servers.clone();
+    }
+    if !args.users.is_empty() {
+        e.users = args.users.clone();
+    }
+    let duration = |flag: &str, text: &str| {
+        sluice_config::parse_duration(text)
+            .ok_or_else(|| format!("sluice lab: {flag} {text}: not a duration (write e.g. 8s)"))
+    };
+    if let Some(d) = &args.duration {
+        e.duration = duration("--duration", d)?;
+    }
+    if let Some(d) = &args.warmup {
+        e.warmup = duration("--warmup", d)?;
+    }
+    if args.no_prove {
+        e.prove = false;
+    }
+    if e.servers.contains(&0) || e.users.contains(&0) {
+        return Err("sluice lab: --servers and --users take numbers above 0".into());
+    }
+    Ok(e)
+}
+
+/// What is about to run, and for about how long.
+fn intro(e: &Experiment) -> String {
+    let step = (e.duration + e.warmup).as_secs_f64();
+    let proofs = if e.prove { 2.0 * step } else { 0.0 };
+    let total = e.step_count() as f64 * step + proofs + 2.0 * e.servers.len() as f64;
+    format!(
+        "sluice lab: {} ({}), {} in front; servers {:?} x users {:?}, {} per step: about {:.0} s",
+        e.name,
+        e.about,
+        e.lb.run.name(),
+        e.servers,
+        e.users,
+        sluice_experiment::spec::text(e.duration),
+        total
+    )
+}
