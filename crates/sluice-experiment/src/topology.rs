@@ -67,8 +67,10 @@ impl Topology {
         let db = match &e.db {
             Some(db) => {
                 let addr = free_addr()?;
-                let args = backend_args(addr, "db", db.work, db.threads, 100_000, db.delay);
+                let mut args = backend_args(addr, "db", db.work, db.threads, 100_000, db.delay);
+                let stats = stats_port(&mut args)?;
                 t.spawn("db", "db", addr, db.cpu, how, how.sluice, &args)?;
+                t.procs.last_mut().expect("just started").stats = Some(stats);
                 Some(addr)
             }
             None => None,
@@ -77,8 +79,10 @@ impl Topology {
         for i in 1..=servers {
             let addr = free_addr()?;
             let name = format!("app-{i}");
-            let args = app_args(e, addr, &name, db);
+            let mut args = app_args(e, addr, &name, db);
+            let stats = stats_port(&mut args)?;
             t.spawn(&name, "app", addr, e.app.cpu, how, how.sluice, &args)?;
+            t.procs.last_mut().expect("just started").stats = Some(stats);
             apps.push(addr);
         }
         t.start_lb(e, &apps, how)?;
@@ -189,7 +193,6 @@ impl Topology {
             },
             None => machine_budget(),
         };
-        let stats = (tier != "lb").then(|| format!("http://{addr}/__stats"));
         self.procs.push(Proc {
             name: name.into(),
             tier: tier.into(),
@@ -197,7 +200,7 @@ impl Topology {
             addr,
             budget,
             cgroup,
-            stats,
+            stats: None,
             child,
         });
         Ok(())
@@ -267,6 +270,14 @@ fn backend_args(
         "--delay".into(),
         millis(delay),
     ]
+}
+
+/// Adds `--stats-listen` on a port of its own to a simulated tier's arguments: its
+/// counters stay readable when its connection cap or its pool is full. The URL to read.
+fn stats_port(args: &mut Vec<String>) -> anyhow::Result<String> {
+    let addr = free_addr()?;
+    args.extend(["--stats-listen".into(), addr.to_string()]);
+    Ok(format!("http://{addr}/__stats"))
 }
 
 /// A duration as the command line's flags take it, to the microsecond.

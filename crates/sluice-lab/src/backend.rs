@@ -237,8 +237,24 @@ pub async fn serve(listener: TcpListener, options: Options) {
 
 /// Serves as [`serve`] does, with `sim`'s CPU work and worker pool on every request.
 pub async fn serve_simulated(listener: TcpListener, options: Options, sim: Simulated) {
+    serve_with_stats(listener, None, options, sim).await
+}
+
+/// Serves as [`serve_simulated`] does, and `/__stats` (at any path) on `stats_listener`
+/// too: outside the connection cap and the worker pool, so a sampler still reads the
+/// counters of a server that has stopped accepting (as a Tomcat's JMX port answers when
+/// its connector is full).
+pub async fn serve_with_stats(
+    listener: TcpListener,
+    stats_listener: Option<TcpListener>,
+    options: Options,
+    sim: Simulated,
+) {
     let options = Arc::new(options);
     let stats = Arc::new(Stats::new(&sim));
+    if let Some(l) = stats_listener {
+        tokio::spawn(serve_stats(l, stats.clone()));
+    }
     let cap = (sim.max_conns > 0).then(|| Arc::new(tokio::sync::Semaphore::new(sim.max_conns)));
     loop {
         // At the cap, stop accepting: new connections wait in the kernel's listen queue.
@@ -266,6 +282,26 @@ pub async fn serve_simulated(listener: TcpListener, options: Options, sim: Simul
             // this one still counted.
             open.conns_open.fetch_sub(1, Ordering::Relaxed);
             drop(slot);
+        });
+    }
+}
+
+/// Answers every request on `listener` with the counters of `/__stats`.
+async fn serve_stats(listener: TcpListener, stats: Arc<Stats>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let stats = stats.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |_req: Request<Incoming>| {
+                let reply = stats_reply(&stats);
+                async move { Ok::<_, Infallible>(reply) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
         });
     }
 }

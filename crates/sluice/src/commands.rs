@@ -102,8 +102,9 @@ pub fn database(
     })
 }
 
+/// Runs `sluice backend` on `listen` (and its counters on `stats`, when given).
 pub fn backend(
-    listen: SocketAddr,
+    (listen, stats): (SocketAddr, Option<SocketAddr>),
     name: String,
     delay: &str,
     workers: usize,
@@ -120,9 +121,18 @@ pub fn backend(
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding {listen}"))?;
+        let stats = match stats {
+            Some(addr) => Some(
+                tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("binding --stats-listen {addr}"))?,
+            ),
+            None => None,
+        };
         tracing::info!(listen = %listener.local_addr()?, name, "backend serving");
+        let options = backend::Options { name, delay, stomp };
         tokio::select! {
-            _ = backend::serve_simulated(listener, backend::Options { name, delay, stomp }, sim) => {}
+            _ = backend::serve_with_stats(listener, stats, options, sim) => {}
             _ = tokio::signal::ctrl_c() => {}
         }
         Ok(ExitCode::SUCCESS)

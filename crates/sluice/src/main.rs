@@ -133,6 +133,10 @@ enum Command {
         /// connectionTimeout), e.g. 250ms.
         #[arg(long, default_value = "5s")]
         db_timeout: String,
+        /// Also answer /__stats on this address, outside the connection cap and the
+        /// worker pool (what `sluice lab` samples).
+        #[arg(long)]
+        stats_listen: Option<SocketAddr>,
     },
 }
 
@@ -176,6 +180,7 @@ fn main() -> ExitCode {
             db_pool,
             db_queries,
             db_timeout,
+            stats_listen,
         } => {
             let sim = commands::simulated(&cpu, threads, queue).and_then(|sim| {
                 if !(0.0..=1.0).contains(&errors) {
@@ -196,7 +201,9 @@ fn main() -> ExitCode {
             });
             let sim =
                 sim.and_then(|sim| commands::database(sim, db, db_pool, db_queries, &db_timeout));
-            sim.and_then(|sim| commands::backend(listen, name, &delay, workers, stomp, sim))
+            sim.and_then(|sim| {
+                commands::backend((listen, stats_listen), name, &delay, workers, stomp, sim)
+            })
         }
     };
     match result {

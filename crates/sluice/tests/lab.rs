@@ -1,0 +1,193 @@
+//! `sluice lab` names the one constrained tier: for each bottleneck of the field notes
+//! (balancer CPU, app CPU, app thread pool, database pool, database CPU, connection
+//! cap, upstream keep-alive off) a built-in experiment constrains only that resource,
+//! and the verdict names exactly it; another constraint, another verdict. Real
+//! processes: sluice (or nginx) in front, simulated app servers and database, each in
+//! its own CPU budget (cgroup v1: these tests need root, as CI has).
+//!
+//! Each run is a few seconds (one configuration, one short step). They run one at a
+//! time, since each measures CPU on the same two cores.
+
+use serde_json::Value;
+use std::process::Command;
+use std::sync::Mutex;
+
+/// One lab run at a time: they share the machine's CPU.
+static MACHINE: Mutex<()> = Mutex::new(());
+
+/// Runs `sluice lab` with `args` and returns its JSON report.
+fn lab(args: &[&str]) -> Value {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!(
+        "sluice-lab-test-{}-{}",
+        std::process::id(),
+        args.join("_").replace('/', "")
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("lab")
+        .args(args)
+        .args(["--warmup", "1s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("{stdout}");
+    report
+}
+
+/// The verdict of the report's last configuration: its tier and resource.
+fn named(report: &Value) -> (String, String) {
+    let v = &report["configurations"].as_array().unwrap().last().unwrap()["verdict"];
+    let text = |k: &str| v[k].as_str().unwrap_or("none").to_string();
+    assert!(!v["evidence"].as_array().unwrap().is_empty(), "{v}");
+    (text("tier"), text("resource"))
+}
+
+fn short(experiment: &str, users: &str) -> Value {
+    lab(&[
+        "-e",
+        experiment,
+        "--servers",
+        "2",
+        "--users",
+        users,
+        "-d",
+        "2s",
+        "--no-prove",
+    ])
+}
+
+#[test]
+fn each_constrained_resource_is_the_one_named() {
+    let cases = [
+        ("000-lb-cpu", "20", ("lb", "cpu")),
+        ("001-least-conn", "20", ("app", "cpu")),
+        ("scale-out", "20", ("db", "cpu")),
+        ("004-threads", "40", ("app", "threads")),
+        ("004-db-pool", "40", ("app", "db_pool")),
+        ("004-conn-cap", "40", ("app", "connections")),
+    ];
+    let mut wrong = Vec::new();
+    for (experiment, users, expected) in cases {
+        let got = named(&short(experiment, users));
+        if (got.0.as_str(), got.1.as_str()) != expected {
+            wrong.push(format!(
+                "{experiment}: named {got:?}, expected {expected:?}"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn keep_alive_off_is_named_and_the_proof_turns_it_on() {
+    let report = lab(&["-e", "002-keepalive", "--users", "20", "-d", "2s"]);
+    assert_eq!(named(&report), ("lb".into(), "keepalive".into()));
+    let step = &report["configurations"][0]["steps"][0];
+    let finding = step["findings"][0].as_str().unwrap();
+    assert!(finding.contains("upstream keep-alive is off"), "{finding}");
+    let app = step["tiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tier"] == "app")
+        .unwrap();
+    assert!(app["time_wait"].as_u64().unwrap() > 100, "{app}");
+    let proof = &report["proof"];
+    let row = &proof["rows"][0];
+    assert_eq!(row["change"], "upstream keep-alive on", "{proof}");
+    // A connection per request costs the balancer several times what a pooled one
+    // does: turning the pool on must raise throughput well beyond noise.
+    assert!(row["gain_pct"].as_f64().unwrap() > 20.0, "{proof}");
+    assert_ne!(row["verdict"]["resource"], "keepalive", "{proof}");
+}
+
+#[test]
+fn nginx_in_front_is_named_when_its_cpu_is_the_limit() {
+    if !std::path::Path::new("/usr/sbin/nginx").exists() {
+        panic!("nginx is not installed: scripts/test.sh installs it");
+    }
+    let report = lab(&[
+        "-e",
+        "000-lb-cpu",
+        "--lb",
+        "nginx",
+        "--servers",
+        "2",
+        "--users",
+        "20",
+        "-d",
+        "2s",
+        "--no-prove",
+    ]);
+    assert_eq!(report["experiment"]["lb"]["run"], "nginx");
+    assert_eq!(named(&report), ("lb".into(), "cpu".into()));
+}
+
+#[test]
+fn the_default_run_says_which_server_added_nothing_and_why() {
+    // The default experiment, shortened to one step per configuration. One server is
+    // limited by its own CPU; two hit the database's budget, so the third adds nothing.
+    let report = lab(&[
+        "--servers",
+        "1,2,3",
+        "--users",
+        "20",
+        "-d",
+        "2s",
+        "--no-prove",
+    ]);
+    let configs = report["configurations"].as_array().unwrap();
+    assert_eq!(configs.len(), 3);
+    assert_eq!(
+        configs[0]["verdict"]["tier"], "app",
+        "{}",
+        configs[0]["verdict"]
+    );
+    assert_eq!(
+        configs[2]["verdict"]["tier"], "db",
+        "{}",
+        configs[2]["verdict"]
+    );
+    let verdict = &report["verdict"];
+    assert_eq!(verdict["tier"], "db", "{verdict}");
+    let summary = verdict["summary"].as_str().unwrap();
+    assert!(summary.contains("server added"), "{summary}");
+    // Little's law holds in a valid step: users in the system within 20% of those set.
+    for c in configs {
+        let step = &c["steps"][0];
+        assert_eq!(step["valid"], true, "{step}");
+        let n = step["users_in_system"].as_f64().unwrap();
+        assert!((16.0..=24.0).contains(&n), "{n}");
+    }
+}
+
+#[test]
+fn a_bad_experiment_file_is_refused_with_its_place() {
+    let dir = std::env::temp_dir().join(format!("sluice-lab-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bad.toml");
+    std::fs::write(&file, "servers = [1, 2]\n[app]\nthreds = 4\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["lab", "-e"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("bad.toml:3:1: unknown key `threds`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("did you mean `threads`?"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
