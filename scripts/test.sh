@@ -5,7 +5,8 @@
 # python3 with h11, the differential test's reference parser, and PyYAML, which reads the
 # example Kubernetes manifest; chromium, headless, which opens the `sluice bench --html`
 # report in a test; prometheus, for promtool, which checks the /metrics output; goaccess,
-# which reads the access log).
+# which reads the access log; prometheus-node-exporter, which `sluice lab` reads as a
+# remote tier in a test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,7 @@ command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
 command -v promtool >/dev/null || need_apt+=(prometheus)
 command -v goaccess >/dev/null || need_apt+=(goaccess)
 command -v chromium >/dev/null || need_apt+=(chromium)
+command -v prometheus-node-exporter >/dev/null || need_apt+=(prometheus-node-exporter)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "== installing ${need_apt[*]}"
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

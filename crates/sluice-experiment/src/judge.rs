@@ -56,6 +56,9 @@ pub struct Resource {
     /// How the lab would enlarge it for the proof; `None`: it cannot.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enlarge: Option<String>,
+    /// A whole machine's resource (node_exporter's), not one process's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub machine: bool,
 }
 
 /// The saturated tier of a step, a configuration or a run.
@@ -122,7 +125,12 @@ impl Delta<'_> {
     fn gauge(&self, key: &str) -> Option<f64> {
         self.b.counters.get(key).copied()
     }
+    /// CPU used over the budget; 0 when the budget is unknown (an exporter without a
+    /// CPU count).
     fn cpu_util(&self) -> f64 {
+        if self.info.budget_cores <= 0.0 {
+            return 0.0;
+        }
         (self.b.cpu_s - self.a.cpu_s) / (self.seconds * self.info.budget_cores)
     }
     fn throttled_pct(&self) -> f64 {
@@ -168,6 +176,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         resources.extend(pool(d, "threads", "pool", load));
         resources.extend(pool(d, "db_pool", "db_pool", load));
         resources.extend(cap(d, procs, readings));
+        resources.extend(exported_pools(d, procs, readings));
     }
     let mut findings = findings(&deltas, &mut resources);
     let tiers = tiers(&deltas, readings);
@@ -251,6 +260,9 @@ fn tier_word(tier: &str) -> &str {
 }
 
 fn cpu(d: &Delta) -> Option<Resource> {
+    if d.info.budget_cores <= 0.0 || (d.a.cpu_s == 0.0 && d.b.cpu_s == 0.0) {
+        return None; // an exporter without CPU figures
+    }
     let u = d.cpu_util();
     let throttled = d.throttled_pct();
     let used = u * d.info.budget_cores;
@@ -287,6 +299,7 @@ fn cpu(d: &Delta) -> Option<Resource> {
                 round2(d.info.budget_cores * 1.5)
             )
         }),
+        machine: d.info.budget.contains("node_exporter"),
     })
 }
 
@@ -342,6 +355,7 @@ fn pool(d: &Delta, resource: &str, prefix: &str, load: Load) -> Option<Resource>
         saturated: u >= 0.8 && waits >= 0.05 * served,
         evidence,
         enlarge: Some(format!("{resource} {size} -> {}", (size * 1.5).ceil())),
+        machine: false,
     })
 }
 
@@ -373,7 +387,93 @@ fn cap(d: &Delta, procs: &[ProcInfo], readings: &[Reading]) -> Option<Resource> 
             share * 100.0
         )],
         enlarge: Some(format!("connections {cap} -> {}", (cap * 1.5).ceil())),
+        machine: false,
     })
+}
+
+/// Pools that exporters report as gauges, sampled each second: (resource, busy, size,
+/// waiting). Micrometer's names (Spring Boot's `/actuator/prometheus`) and the JMX
+/// exporter's usual Tomcat rule.
+const EXPORTED_POOLS: &[(&str, &str, &str, Option<&str>)] = &[
+    (
+        "threads",
+        "tomcat_threads_busy_threads",
+        "tomcat_threads_config_max_threads",
+        None,
+    ),
+    (
+        "threads",
+        "tomcat_threadpool_currentthreadsbusy",
+        "tomcat_threadpool_maxthreads",
+        None,
+    ),
+    (
+        "db_pool",
+        "hikaricp_connections_active",
+        "hikaricp_connections_max",
+        Some("hikaricp_connections_pending"),
+    ),
+];
+
+/// A pool read from gauges: utilisation is the mean of busy over the size; saturated
+/// when at least 80% used with requests pending in half the samples (or, without a
+/// pending gauge, 95% used).
+fn exported_pools(d: &Delta, procs: &[ProcInfo], readings: &[Reading]) -> Vec<Resource> {
+    let Some(i) = procs.iter().position(|p| p.name == d.info.name) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (resource, busy, size, pending) in EXPORTED_POOLS {
+        let series = |k: &str| -> Vec<f64> {
+            readings
+                .iter()
+                .filter_map(|r| r.procs[i].counters.get(k).copied())
+                .collect()
+        };
+        let (b, s) = (series(busy), series(size));
+        let Some(max) = s.iter().copied().reduce(f64::max).filter(|m| *m > 0.0) else {
+            continue;
+        };
+        let u = b.iter().sum::<f64>() / b.len().max(1) as f64 / max;
+        let waiting = pending.map(series);
+        let share = waiting
+            .as_ref()
+            .map(|w| w.iter().filter(|v| **v > 0.0).count() as f64 / w.len().max(1) as f64);
+        let saturated = match share {
+            Some(share) => u >= 0.8 && share >= 0.5,
+            None => u >= 0.95,
+        };
+        let mut evidence = vec![format!(
+            "{}: {busy} averaged {:.0}% of {size} ({max})",
+            d.info.name,
+            u * 100.0
+        )];
+        if let (Some(p), Some(share)) = (pending, share) {
+            evidence.push(format!(
+                "{p} above 0 in {:.0}% of the seconds sampled",
+                share * 100.0
+            ));
+        }
+        out.push(Resource {
+            tier: d.info.tier.clone(),
+            resource: (*resource).into(),
+            label: format!(
+                "{}'s {} ({max})",
+                d.info.tier,
+                if *resource == "threads" {
+                    "thread pool"
+                } else {
+                    "database pool"
+                }
+            ),
+            utilisation: round2(u),
+            saturated,
+            evidence,
+            enlarge: None,
+            machine: false,
+        });
+    }
+    out
 }
 
 /// Findings that come with any verdict: a balancer opening a connection per request.
@@ -411,10 +511,16 @@ fn choose(resources: &[Resource]) -> Verdict {
         (_, "connections") => 1,
         _ => 0,
     };
+    // A whole machine's CPU (node_exporter) is full when a process on it is: the
+    // process, when one is saturated too, is the more useful name.
     let hard = resources
         .iter()
         .filter(|r| r.saturated && matches!(r.resource.as_str(), "cpu" | "keepalive"))
-        .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
+        .max_by(|a, b| {
+            (!a.machine, a.utilisation)
+                .partial_cmp(&(!b.machine, b.utilisation))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
     let soft = || {
         resources.iter().filter(|r| r.saturated).max_by(|a, b| {
             depth(a)
@@ -423,12 +529,23 @@ fn choose(resources: &[Resource]) -> Verdict {
         })
     };
     match hard.or_else(soft) {
-        Some(r) => Verdict {
-            tier: Some(r.tier.clone()),
-            resource: Some(r.resource.clone()),
-            summary: format!("{} was saturated", r.label),
-            evidence: r.evidence.clone(),
-        },
+        Some(r) => {
+            let mut evidence = r.evidence.clone();
+            let others: Vec<String> = resources
+                .iter()
+                .filter(|o| o.saturated && !std::ptr::eq(*o, r))
+                .map(|o| format!("{} ({:.0}%)", o.label, o.utilisation * 100.0))
+                .collect();
+            if !others.is_empty() {
+                evidence.push(format!("also saturated: {}", others.join(", ")));
+            }
+            Verdict {
+                tier: Some(r.tier.clone()),
+                resource: Some(r.resource.clone()),
+                summary: format!("{} was saturated", r.label),
+                evidence,
+            }
+        }
         None => {
             let top = resources
                 .iter()

@@ -11,6 +11,7 @@ pub mod builtin;
 pub mod judge;
 pub mod lb_config;
 pub mod prom;
+pub mod real;
 pub mod report;
 pub mod run;
 pub mod sample;

@@ -14,7 +14,12 @@ use std::fmt::Write;
 #[derive(Debug, Clone, Serialize)]
 pub struct LabReport {
     pub tool: String,
-    pub experiment: Experiment,
+    /// The experiment run; absent when a running deployment was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<Experiment>,
+    /// The deployment measured (`--target`, `--tier`), when not an experiment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<DeploymentInfo>,
     pub started_unix_ms: u64,
     /// Why a budget could not be applied, and other limits of this run.
     pub warnings: Vec<String>,
@@ -25,6 +30,25 @@ pub struct LabReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proof: Option<Proof>,
     pub verdict: Verdict,
+}
+
+/// A deployment the lab measured without starting it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeploymentInfo {
+    pub target: String,
+    pub tiers: Vec<TierInfo>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TierInfo {
+    pub name: String,
+    pub tier: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    pub budget_cores: f64,
+    pub budget: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -192,16 +216,53 @@ impl LabReport {
                 gain_pct: round1((w[1].peak_tps / w[0].peak_tps.max(1e-9) - 1.0) * 100.0),
             })
             .collect();
+        let mut r = LabReport::new_empty(interrupted);
+        r.experiment = Some(e.clone());
+        r.warnings = warnings;
+        r.configurations = configurations;
+        r.scale_out = scale_out;
+        r
+    }
+
+    /// The report of a measured deployment: one configuration, its steps.
+    pub fn deployment(
+        d: &crate::run::Deployment,
+        c: Configuration,
+        interrupted: bool,
+    ) -> LabReport {
+        let tiers = d
+            .tiers
+            .iter()
+            .map(|w| TierInfo {
+                name: w.name.clone(),
+                tier: w.tier.clone(),
+                pid: w.pid,
+                url: w.stats.clone(),
+                budget_cores: w.budget.cores,
+                budget: w.budget.method.clone(),
+            })
+            .collect();
+        let mut r = LabReport::new_empty(interrupted);
+        r.deployment = Some(DeploymentInfo {
+            target: d.target.clone(),
+            tiers,
+        });
+        r.configurations = vec![c];
+        r
+    }
+
+    fn new_empty(interrupted: bool) -> LabReport {
         LabReport {
             tool: format!("sluice lab {}", env!("CARGO_PKG_VERSION")),
-            experiment: e.clone(),
+            experiment: None,
+            deployment: None,
             started_unix_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
-            warnings,
+            warnings: Vec::new(),
             interrupted,
-            configurations,
-            scale_out,
+            configurations: Vec::new(),
+            scale_out: Vec::new(),
             proof: None,
             verdict: Verdict::default(),
         }

@@ -4,13 +4,13 @@
 //! named resource enlarged, and with the runner-up enlarged instead.
 
 use crate::judge::{self, Load, ProcInfo, Resource};
+use crate::real::Watched;
 use crate::report::{self, Configuration, LabReport, Proof, ProofRow, StepResult};
 use crate::sample::Sampler;
 use crate::spec::Experiment;
 use crate::topology::{Launch, Topology};
 use anyhow::anyhow;
 use sluice_bench::{Length, Plan, RequestSpec, Step, Target, Weighted};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -46,13 +46,15 @@ pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> anyhow:
             },
         )?;
         warnings.extend(topology.warnings.iter().cloned());
-        let sampler = Sampler::start(&topology);
+        let sampler = Sampler::start(&topology.watched());
         let mut steps = Vec::new();
         for &users in &e.users {
             if *stop.borrow() {
                 break;
             }
-            let step = measure(e, &topology, &sampler, servers, users, stop)?;
+            let target = format!("http://{}/", topology.target);
+            let spec = StepSpec::of(e, servers, users);
+            let step = measure(&target, &topology.watched(), &sampler, spec, stop)?;
             (o.progress)(&report::step_line(&step));
             steps.push(step);
         }
@@ -67,41 +69,62 @@ pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> anyhow:
     Ok(report)
 }
 
+/// One step's load: its users, and how long to warm up and to measure.
+#[derive(Debug, Clone, Copy)]
+pub struct StepSpec {
+    pub servers: usize,
+    pub users: usize,
+    pub think: Duration,
+    pub warmup: Duration,
+    pub duration: Duration,
+}
+
+impl StepSpec {
+    fn of(e: &Experiment, servers: usize, users: usize) -> StepSpec {
+        StepSpec {
+            servers,
+            users,
+            think: e.think,
+            warmup: e.warmup,
+            duration: e.duration,
+        }
+    }
+}
+
 /// One step: warm up, then measure while sampling, then judge.
 fn measure(
-    e: &Experiment,
-    t: &Topology,
+    target: &str,
+    watched: &[Watched],
     sampler: &Sampler,
-    servers: usize,
-    users: usize,
+    s: StepSpec,
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<StepResult> {
-    if !e.warmup.is_zero() {
-        load(t.target, users, e.think, e.warmup, stop)?;
+    if !s.warmup.is_zero() {
+        load(target, s.users, s.think, s.warmup, stop)?;
     }
     let first = sampler.now();
-    let bench = load(t.target, users, e.think, e.duration, stop)?;
+    let bench = load(target, s.users, s.think, s.duration, stop)?;
     let last = sampler.now();
     let readings = sampler.between(first.t, last.t);
-    let s = &bench.summary;
+    let sum = &bench.summary;
     let judged = judge::judge(
-        &proc_infos(t),
+        &proc_infos(watched),
         &readings,
         Load {
-            users,
-            think_s: e.think.as_secs_f64(),
-            tps: s.throughput_rps,
-            mean_ms: s.latency.mean_ms,
-            requests: s.samples,
-            errors: s.errors,
+            users: s.users,
+            think_s: s.think.as_secs_f64(),
+            tps: sum.throughput_rps,
+            mean_ms: sum.latency.mean_ms,
+            requests: sum.samples,
+            errors: sum.errors,
             generator_cores: GENERATOR_THREADS as f64,
         },
     );
-    Ok(StepResult::of(servers, users, &bench, judged))
+    Ok(StepResult::of(s.servers, s.users, &bench, judged))
 }
 
-fn proc_infos(t: &Topology) -> Vec<ProcInfo> {
-    t.procs
+fn proc_infos(watched: &[Watched]) -> Vec<ProcInfo> {
+    watched
         .iter()
         .map(|p| ProcInfo {
             name: p.name.clone(),
@@ -114,14 +137,13 @@ fn proc_infos(t: &Topology) -> Vec<ProcInfo> {
 
 /// `users` users against `target` for `length`: one step of the load generator.
 fn load(
-    target: SocketAddr,
+    url: &str,
     users: usize,
     think: Duration,
     length: Duration,
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<sluice_bench::report::StepReport> {
-    let url = format!("http://{target}/");
-    let target = Target::parse(&url).map_err(|e| anyhow!("{url}: {e}"))?;
+    let target = Target::parse(url).map_err(|e| anyhow!("{url}: {e}"))?;
     let request = RequestSpec::new("GET", target, &[], Vec::new()).map_err(|e| anyhow!("{e}"))?;
     let plan = Plan {
         steps: vec![Step {
@@ -210,8 +232,10 @@ fn prove(
                 dir: &dir,
             },
         )?;
-        let sampler = Sampler::start(&t);
-        let again = measure(&changed, &t, &sampler, step.servers, step.users, stop)?;
+        let sampler = Sampler::start(&t.watched());
+        let target = format!("http://{}/", t.target);
+        let spec = StepSpec::of(&changed, step.servers, step.users);
+        let again = measure(&target, &t.watched(), &sampler, spec, stop)?;
         (o.progress)(&format!(
             "proof: {} -> {:.0} req/s",
             r.enlarge.as_deref().unwrap_or(""),
@@ -220,4 +244,66 @@ fn prove(
         rows.push(ProofRow::of(r, i == 0, step.tps, &again));
     }
     Ok(Some(Proof::of(step.servers, step.users, step.tps, rows)))
+}
+
+/// A deployment the lab did not start: its URL and its tiers.
+pub struct Deployment {
+    pub target: String,
+    pub tiers: Vec<Watched>,
+    pub users: Vec<usize>,
+    pub think: Duration,
+    pub warmup: Duration,
+    pub duration: Duration,
+}
+
+/// Measures a running deployment: users in steps against `d.target`, every tier
+/// sampled, each step judged; no proof (the lab cannot resize what it did not start).
+pub fn run_deployment(
+    d: &mut Deployment,
+    o: &Options,
+    stop: &watch::Receiver<bool>,
+) -> anyhow::Result<LabReport> {
+    fill_exporter_budgets(&mut d.tiers)?;
+    let sampler = Sampler::start(&d.tiers);
+    let servers = d.tiers.iter().filter(|w| w.tier == "app").count().max(1);
+    let mut steps = Vec::new();
+    for &users in &d.users {
+        if *stop.borrow() {
+            break;
+        }
+        let spec = StepSpec {
+            servers,
+            users,
+            think: d.think,
+            warmup: d.warmup,
+            duration: d.duration,
+        };
+        let step = measure(&d.target, &d.tiers, &sampler, spec, stop)?;
+        (o.progress)(&report::step_line(&step));
+        steps.push(step);
+    }
+    let mut report = LabReport::deployment(d, Configuration::of(servers, steps), *stop.borrow());
+    report.conclude();
+    Ok(report)
+}
+
+/// An exporter's tier is judged against its machine's CPU count (node_exporter's).
+fn fill_exporter_budgets(tiers: &mut [Watched]) -> anyhow::Result<()> {
+    for w in tiers.iter_mut().filter(|w| w.pid.is_none()) {
+        let url = w.stats.clone().unwrap_or_default();
+        let counters = crate::sample::counters(&url);
+        if counters.is_empty() {
+            return Err(anyhow!(
+                "--tier {}={url}: no Prometheus metrics there",
+                w.tier
+            ));
+        }
+        if let Some(n) = counters.get(crate::sample::NODE_CPUS) {
+            w.budget = crate::topology::Budget {
+                cores: *n,
+                method: format!("the machine's {n} CPUs (node_exporter)"),
+            };
+        }
+    }
+    Ok(())
 }

@@ -8,7 +8,7 @@
 //! did is the difference between two readings (`judge.rs`). Every read is cheap (a few
 //! files, one loopback HTTP request per tier), so sampling does not load what it measures.
 
-use crate::topology::Topology;
+use crate::real::Watched;
 use sluice_lab::cpu_budget::Throttling;
 use sluice_lab::procfs::{self, TcpStates};
 use std::collections::BTreeMap;
@@ -43,38 +43,18 @@ pub struct Reading {
     pub pressure_us: Option<u64>,
 }
 
-/// What the sampler reads: the processes' pids, budgets and counter URLs.
-#[derive(Clone)]
-struct Source {
-    pid: u32,
-    port: u16,
-    stats: Option<String>,
-    cgroup: Option<std::path::PathBuf>,
-}
-
 /// A thread reading every tier each second until dropped.
 pub struct Sampler {
     readings: Arc<Mutex<Vec<Reading>>>,
-    sources: Arc<Vec<Source>>,
+    sources: Arc<Vec<Watched>>,
     started: Instant,
     stop: Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Sampler {
-    pub fn start(topology: &Topology) -> Sampler {
-        let sources: Arc<Vec<Source>> = Arc::new(
-            topology
-                .procs
-                .iter()
-                .map(|p| Source {
-                    pid: p.pid,
-                    port: p.addr.port(),
-                    stats: p.stats.clone(),
-                    cgroup: p.cgroup.as_ref().map(|c| c.procs_file()),
-                })
-                .collect(),
-        );
+    pub fn start(watched: &[Watched]) -> Sampler {
+        let sources = Arc::new(watched.to_vec());
         let readings = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let started = Instant::now();
@@ -133,7 +113,7 @@ impl Drop for Sampler {
     }
 }
 
-fn read(sources: &[Source], started: Instant) -> Reading {
+fn read(sources: &[Watched], started: Instant) -> Reading {
     let procs = sources.iter().map(read_proc).collect();
     Reading {
         t: started.elapsed().as_secs_f64(),
@@ -144,22 +124,42 @@ fn read(sources: &[Source], started: Instant) -> Reading {
     }
 }
 
-fn read_proc(s: &Source) -> ProcReading {
-    let tree = procfs::tree(s.pid);
-    ProcReading {
-        cpu_s: tree.iter().map(|p| procfs::cpu_seconds(*p)).sum(),
-        rss_kib: tree.iter().map(|p| procfs::rss_kib(*p)).sum(),
-        fds: tree.iter().map(|p| procfs::open_fds(*p)).sum(),
-        throttling: s
+fn read_proc(w: &Watched) -> ProcReading {
+    let counters = w.stats.as_deref().map(counters).unwrap_or_default();
+    let mut r = ProcReading {
+        throttling: w
             .cgroup
-            .as_ref()
-            .and_then(|f| f.parent())
+            .as_deref()
             .map(sluice_lab::cpu_budget::throttling_at)
             .unwrap_or_default(),
-        tcp: procfs::tcp_states(s.port),
-        counters: s.stats.as_deref().map(counters).unwrap_or_default(),
+        tcp: w.port.map(procfs::tcp_states).unwrap_or_default(),
+        ..ProcReading::default()
+    };
+    match w.pid {
+        Some(pid) => {
+            let tree = procfs::tree(pid);
+            r.cpu_s = tree.iter().map(|p| procfs::cpu_seconds(*p)).sum();
+            r.rss_kib = tree.iter().map(|p| procfs::rss_kib(*p)).sum();
+            r.fds = tree.iter().map(|p| procfs::open_fds(*p)).sum();
+        }
+        // A remote tier: its machine's busy CPU (node_exporter), else its process's.
+        None => {
+            let get = |k: &str| counters.get(k).copied();
+            r.cpu_s = get(NODE_BUSY)
+                .or(get("process_cpu_seconds_total"))
+                .unwrap_or(0.0);
+            r.rss_kib = get("process_resident_memory_bytes").map_or(0, |b| (b / 1024.0) as u64);
+            r.fds = get("process_open_fds").map_or(0, |n| n as u64);
+        }
     }
+    r.counters = counters;
+    r
 }
+
+/// node_exporter's CPU seconds not idle, summed over CPUs (a derived counter).
+pub const NODE_BUSY: &str = "node_cpu_busy_seconds";
+/// node_exporter's CPU count (a derived gauge).
+pub const NODE_CPUS: &str = "node_cpus";
 
 /// A tier's counters from `url`: `key=value` words (`/__stats`) or Prometheus text.
 pub fn counters(url: &str) -> BTreeMap<String, f64> {
@@ -173,9 +173,21 @@ pub fn counters(url: &str) -> BTreeMap<String, f64> {
             .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
             .collect();
     }
+    let samples = crate::prom::parse(&body);
     let mut out = BTreeMap::new();
-    for s in crate::prom::parse(&body) {
-        *out.entry(s.name).or_insert(0.0) += s.value;
+    let mut cpus = std::collections::BTreeSet::new();
+    for s in &samples {
+        if s.name == "node_cpu_seconds_total" {
+            let mode = s.labels.get("mode").map_or("", |m| m.as_str());
+            if !matches!(mode, "idle" | "iowait" | "steal") {
+                *out.entry(NODE_BUSY.to_string()).or_insert(0.0) += s.value;
+            }
+            cpus.extend(s.labels.get("cpu").cloned());
+        }
+        *out.entry(s.name.clone()).or_insert(0.0) += s.value;
+    }
+    if !cpus.is_empty() {
+        out.insert(NODE_CPUS.to_string(), cpus.len() as f64);
     }
     out
 }

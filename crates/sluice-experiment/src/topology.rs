@@ -59,6 +59,12 @@ impl Topology {
     /// until each accepts connections.
     pub fn start(e: &Experiment, servers: usize, how: &Launch) -> anyhow::Result<Topology> {
         std::fs::create_dir_all(how.dir)?;
+        // Absolute: nginx reads its paths against its prefix, not our directory.
+        let dir = how.dir.canonicalize()?;
+        let how = &Launch {
+            sluice: how.sluice,
+            dir: &dir,
+        };
         let mut t = Topology {
             procs: Vec::new(),
             target: free_addr()?,
@@ -206,6 +212,25 @@ impl Topology {
         Ok(())
     }
 
+    /// What the sampler watches: each process, its port, counters and budget.
+    pub fn watched(&self) -> Vec<crate::real::Watched> {
+        self.procs
+            .iter()
+            .map(|p| crate::real::Watched {
+                name: p.name.clone(),
+                tier: p.tier.clone(),
+                pid: Some(p.pid),
+                port: Some(p.addr.port()),
+                stats: p.stats.clone(),
+                cgroup: p
+                    .cgroup
+                    .as_ref()
+                    .and_then(|c| c.procs_file().parent().map(Into::into)),
+                budget: p.budget.clone(),
+            })
+            .collect()
+    }
+
     /// The processes of one tier.
     pub fn tier<'a>(&'a self, tier: &'a str) -> impl Iterator<Item = &'a Proc> + 'a {
         self.procs.iter().filter(move |p| p.tier == tier)
@@ -224,10 +249,7 @@ impl Drop for Topology {
 /// SIGTERM to the process and its children, then SIGKILL to what is left after 3 s.
 fn stop(p: &mut Proc) {
     let tree = sluice_lab::procfs::tree(p.pid);
-    let _ = Command::new("kill")
-        .arg("-TERM")
-        .arg(p.pid.to_string())
-        .status();
+    signal("-TERM", p.pid);
     let deadline = Instant::now() + Duration::from_secs(3);
     while Instant::now() < deadline {
         if matches!(p.child.try_wait(), Ok(Some(_))) {
@@ -237,14 +259,20 @@ fn stop(p: &mut Proc) {
     }
     for pid in tree {
         if std::fs::metadata(format!("/proc/{pid}")).is_ok() {
-            let _ = Command::new("kill")
-                .arg("-KILL")
-                .arg(pid.to_string())
-                .status();
+            signal("-KILL", pid);
         }
     }
     let _ = p.child.kill();
     let _ = p.child.wait();
+}
+
+/// Sends `sig` to `pid` with kill(1) (quietly: the process may be gone already).
+fn signal(sig: &str, pid: u32) {
+    let _ = Command::new("kill")
+        .arg(sig)
+        .arg(pid.to_string())
+        .stderr(Stdio::null())
+        .status();
 }
 
 fn backend_args(

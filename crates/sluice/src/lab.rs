@@ -42,6 +42,18 @@ pub struct LabArgs {
     /// Skip the proof (re-running the plateau with the named resource enlarged).
     #[arg(long)]
     no_prove: bool,
+    /// Measure a running deployment instead of an experiment: the URL its users reach
+    /// (with --tier for each tier, --users, --duration).
+    #[arg(long, conflicts_with_all = ["experiment", "lb", "servers"])]
+    target: Option<String>,
+    /// A tier of the deployment: NAME=PID[,PID...] for local processes, or
+    /// NAME=http://HOST:PORT/metrics for a Prometheus exporter (node_exporter, the JMX
+    /// exporter, sluice's /metrics). Repeatable.
+    #[arg(long, requires = "target")]
+    tier: Vec<String>,
+    /// Pause of each user between requests (closed model).
+    #[arg(long)]
+    think: Option<String>,
     /// Write the report as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -66,6 +78,9 @@ pub fn lab(args: LabArgs) -> anyhow::Result<ExitCode> {
         print!("{text}");
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(target) = &args.target {
+        return deployment(&args, target);
+    }
     let e = match experiment(&args) {
         Ok(e) => e,
         Err(message) => {
@@ -80,14 +95,7 @@ pub fn lab(args: LabArgs) -> anyhow::Result<ExitCode> {
     };
     eprintln!("{}", intro(&e));
     println!("{}", report::header());
-    let options = run::Options {
-        sluice: std::env::current_exe().context("finding the sluice binary")?,
-        dir: dir.clone(),
-        progress: Box::new(|line| {
-            println!("{line}");
-            let _ = std::io::stdout().flush();
-        }),
-    };
+    let options = progress_options(dir.clone())?;
     let result = run::run(&e, &options, &stop);
     if args.out.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
@@ -100,6 +108,72 @@ pub fn lab(args: LabArgs) -> anyhow::Result<ExitCode> {
         ExitCode::from(130)
     } else {
         ExitCode::SUCCESS
+    })
+}
+
+/// `--target URL --tier ...`: measure a deployment the lab did not start.
+fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
+    let refuse = |message: String| {
+        eprintln!("sluice lab: {message}");
+        Ok(ExitCode::from(BAD_INPUT))
+    };
+    if args.tier.is_empty() {
+        return refuse("--target needs at least one --tier NAME=PID or NAME=URL".into());
+    }
+    if args.users.is_empty() || args.users.contains(&0) {
+        return refuse("--target needs --users, e.g. --users 50,100,200".into());
+    }
+    let mut tiers = Vec::new();
+    for spec in &args.tier {
+        match sluice_experiment::real::parse_tier(spec) {
+            Ok(t) => tiers.extend(t),
+            Err(e) => return refuse(format!("{e:#}")),
+        }
+    }
+    let time = |flag: &str, text: Option<&String>, default: &str| {
+        let text = text.map_or(default, |t| t.as_str());
+        sluice_config::parse_duration(text)
+            .ok_or_else(|| format!("{flag} {text}: not a duration (write e.g. 10s)"))
+    };
+    let (duration, warmup, think) = match (
+        time("--duration", args.duration.as_ref(), "10s"),
+        time("--warmup", args.warmup.as_ref(), "2s"),
+        time("--think", args.think.as_ref(), "0ms"),
+    ) {
+        (Ok(d), Ok(w), Ok(t)) => (d, w, t),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return refuse(e),
+    };
+    let mut d = run::Deployment {
+        target: target.to_string(),
+        tiers,
+        users: args.users.clone(),
+        think,
+        warmup,
+        duration,
+    };
+    let stop = crate::bench::interrupt_on_signal("sluice lab")?;
+    println!("{}", report::header());
+    let options = progress_options(std::env::temp_dir())?;
+    let report = run::run_deployment(&mut d, &options, &stop)?;
+    let text = report::table(&report);
+    print!("{}", report::summary(&report));
+    write_files(args, &report, &text)?;
+    Ok(if report.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Progress lines on stdout, as each step ends.
+fn progress_options(dir: PathBuf) -> anyhow::Result<run::Options> {
+    Ok(run::Options {
+        sluice: std::env::current_exe().context("finding the sluice binary")?,
+        dir,
+        progress: Box::new(|line| {
+            println!("{line}");
+            let _ = std::io::stdout().flush();
+        }),
     })
 }
 

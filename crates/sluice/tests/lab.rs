@@ -191,3 +191,133 @@ fn a_bad_experiment_file_is_refused_with_its_place() {
     assert!(stderr.contains("did you mean `threads`?"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until `port` accepts connections.
+fn wait_listening(port: u16) {
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("nothing listens on {port}");
+}
+
+/// Kills its process when dropped.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(program: &str, args: &[&str]) -> Running {
+    Running(
+        Command::new(program)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{program}: {e} (scripts/test.sh installs it)")),
+    )
+}
+
+#[test]
+fn a_deployment_it_did_not_start_is_measured_by_pid_and_through_node_exporter() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let sluice = env!("CARGO_BIN_EXE_sluice");
+    // The app server: a process in a CPU budget the test sets, as an operator would.
+    let app_port = free_port();
+    let app = start(
+        sluice,
+        &[
+            "backend",
+            "--listen",
+            &format!("127.0.0.1:{app_port}"),
+            "--cpu",
+            "2ms",
+        ],
+    );
+    let budget = sluice_lab::cpu_budget::CpuBudget::create("deployment-app", 0.2)
+        .expect("root and cgroup v1");
+    budget.add(app.0.id()).unwrap();
+    wait_listening(app_port);
+    // The balancer: sluice, from a config file.
+    let dir = std::env::temp_dir().join(format!("sluice-lab-deploy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let lb_port = free_port();
+    let config = dir.join("sluice.toml");
+    std::fs::write(
+        &config,
+        format!("[[listener]]\nbind = \"127.0.0.1:{lb_port}\"\n[[route]]\npath = \"/\"\nupstream = \"app\"\n[upstream.app]\nservers = [\"127.0.0.1:{app_port}\"]\n"),
+    )
+    .unwrap();
+    let lb = start(sluice, &["serve", "-c", config.to_str().unwrap()]);
+    wait_listening(lb_port);
+    // The machine, through the real node_exporter.
+    let node_port = free_port();
+    let _node = start(
+        "prometheus-node-exporter",
+        &[
+            &format!("--web.listen-address=127.0.0.1:{node_port}"),
+            "--collector.disable-defaults",
+            "--collector.cpu",
+            "--collector.netstat",
+            "--collector.sockstat",
+            "--collector.pressure",
+        ],
+    );
+    wait_listening(node_port);
+    let json = dir.join("report.json");
+    let out = Command::new(sluice)
+        .args(["lab", "--target", &format!("http://127.0.0.1:{lb_port}/")])
+        .args(["--tier", &format!("lb={}", lb.0.id())])
+        .args(["--tier", &format!("app={}", app.0.id())])
+        .args([
+            "--tier",
+            &format!("machine=http://127.0.0.1:{node_port}/metrics"),
+        ])
+        .args(["--users", "10", "-d", "2s", "--warmup", "1s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let tiers = report["deployment"]["tiers"].as_array().unwrap();
+    let app_tier = tiers.iter().find(|t| t["tier"] == "app").unwrap();
+    assert_eq!(app_tier["budget"], "cgroup v1 cpu quota", "{app_tier}");
+    assert!((app_tier["budget_cores"].as_f64().unwrap() - 0.2).abs() < 1e-9);
+    let machine = tiers.iter().find(|t| t["tier"] == "machine").unwrap();
+    let cores = std::thread::available_parallelism().unwrap().get() as f64;
+    assert_eq!(machine["budget_cores"].as_f64(), Some(cores), "{machine}");
+    // The app's quota is the limit: the verdict names the user's tier "app".
+    assert_eq!(report["verdict"]["tier"], "app", "{stdout}");
+    let step = &report["configurations"][0]["steps"][0];
+    let machine_cpu = step["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["tier"] == "machine")
+        .unwrap();
+    assert!(
+        machine_cpu["utilisation"].as_f64().unwrap() > 0.0,
+        "{machine_cpu}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

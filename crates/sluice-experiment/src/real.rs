@@ -1,0 +1,203 @@
+//! Tiers the lab did not start: local processes by pid, remote ones through the
+//! Prometheus exporters that already run beside them (node_exporter for a machine, the
+//! JMX exporter's Tomcat and HikariCP metrics, sluice's own `/metrics`). No agent of
+//! our own: exporters are the agents.
+//!
+//! `--tier app=1234,1235 --tier db=http://db.internal:9100/metrics`: a tier is a name
+//! and a list of pids or URLs. A local process's CPU budget is found the way the kernel
+//! applies it: its cgroup's CPU quota (v1 `cpu.cfs_quota_us`, v2 `cpu.max`, the
+//! tightest along its path), else its CPU affinity, else the machine's cores.
+
+use crate::topology::Budget;
+use anyhow::{anyhow, bail};
+use std::path::{Path, PathBuf};
+
+/// One thing the sampler watches: a local process or an exporter's URL.
+#[derive(Debug, Clone)]
+pub struct Watched {
+    pub name: String,
+    pub tier: String,
+    pub pid: Option<u32>,
+    /// A port whose sockets are counted (the tier's listening port, when known).
+    pub port: Option<u16>,
+    /// Where its counters are read.
+    pub stats: Option<String>,
+    /// Its cgroup directory of the CPU controller, for throttling counters.
+    pub cgroup: Option<PathBuf>,
+    pub budget: Budget,
+}
+
+/// Parses `--tier NAME=PID,PID` / `--tier NAME=URL`, each element a pid or an
+/// `http://` URL of Prometheus text.
+pub fn parse_tier(spec: &str) -> anyhow::Result<Vec<Watched>> {
+    let (tier, list) = spec.split_once('=').ok_or_else(|| {
+        anyhow!("--tier {spec}: write NAME=PID[,PID...] or NAME=http://HOST:PORT/metrics")
+    })?;
+    if tier.is_empty() || list.is_empty() {
+        bail!("--tier {spec}: a name and at least one pid or URL");
+    }
+    let items: Vec<&str> = list.split(',').collect();
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let name = if items.len() == 1 {
+            tier.to_string()
+        } else {
+            format!("{tier}-{}", i + 1)
+        };
+        out.push(watched(tier, name, item.trim())?);
+    }
+    Ok(out)
+}
+
+fn watched(tier: &str, name: String, item: &str) -> anyhow::Result<Watched> {
+    if item.starts_with("http://") {
+        return Ok(Watched {
+            name,
+            tier: tier.into(),
+            pid: None,
+            port: None,
+            stats: Some(item.into()),
+            cgroup: None,
+            // Filled from the exporter's CPU count at the first reading.
+            budget: Budget {
+                cores: 0.0,
+                method: "the exporter's CPU count".into(),
+            },
+        });
+    }
+    if item.starts_with("https://") {
+        bail!("--tier {tier}={item}: HTTPS exporters are not read yet; use an http:// endpoint");
+    }
+    let pid: u32 = item
+        .parse()
+        .map_err(|_| anyhow!("--tier {tier}={item}: not a pid or an http:// URL"))?;
+    if !Path::new(&format!("/proc/{pid}")).exists() {
+        bail!("--tier {tier}={pid}: no such process");
+    }
+    let (budget, cgroup) = process_budget(pid);
+    Ok(Watched {
+        name,
+        tier: tier.into(),
+        pid: Some(pid),
+        port: None,
+        stats: None,
+        cgroup,
+        budget,
+    })
+}
+
+/// The CPU a process may use: its cgroup quota, else its affinity, else the machine.
+pub fn process_budget(pid: u32) -> (Budget, Option<PathBuf>) {
+    if let Some((cores, dir, how)) = cgroup_quota(pid) {
+        return (Budget { cores, method: how }, Some(dir));
+    }
+    let machine = crate::topology::machine_budget();
+    match affinity(pid) {
+        Some(n) if (n as f64) < machine.cores => (
+            Budget {
+                cores: n as f64,
+                method: format!("CPU affinity: {n} cores"),
+            },
+            None,
+        ),
+        _ => (machine, None),
+    }
+}
+
+/// The tightest CPU quota along the process's cgroup path, with the directory that
+/// has it and how it was found.
+fn cgroup_quota(pid: u32) -> Option<(f64, PathBuf, String)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    for line in text.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        let v1 = controllers.split(',').any(|c| c == "cpu");
+        let root = if v1 {
+            Path::new("/sys/fs/cgroup/cpu")
+        } else if controllers.is_empty() {
+            Path::new("/sys/fs/cgroup")
+        } else {
+            continue;
+        };
+        let mut dir = root.join(path.trim_start_matches('/'));
+        let mut best: Option<(f64, PathBuf)> = None;
+        while dir.starts_with(root) {
+            if let Some(q) = quota_at(&dir, v1) {
+                if best.as_ref().is_none_or(|(b, _)| q < *b) {
+                    best = Some((q, dir.clone()));
+                }
+            }
+            if !dir.pop() {
+                break;
+            }
+        }
+        if let Some((q, d)) = best {
+            let how = if v1 {
+                "cgroup v1 cpu quota"
+            } else {
+                "cgroup v2 cpu.max"
+            };
+            return Some((q, d, how.into()));
+        }
+    }
+    None
+}
+
+/// The quota at one cgroup directory, in cores; `None` when unlimited or unreadable.
+fn quota_at(dir: &Path, v1: bool) -> Option<f64> {
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+    let (quota, period) = if v1 {
+        (
+            read("cpu.cfs_quota_us")?.trim().parse::<i64>().ok()?,
+            read("cpu.cfs_period_us")?.trim().parse::<i64>().ok()?,
+        )
+    } else {
+        let max = read("cpu.max")?;
+        let mut f = max.split_whitespace();
+        (
+            f.next()?.parse::<i64>().ok()?,
+            f.next()?.parse::<i64>().ok()?,
+        )
+    };
+    (quota > 0 && period > 0).then(|| quota as f64 / period as f64)
+}
+
+/// CPUs the process may run on (`Cpus_allowed_list`, e.g. `0-1,4`).
+fn affinity(pid: u32) -> Option<usize> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+        .trim();
+    let mut n = 0;
+    for part in list.split(',') {
+        n += match part.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().ok()? - a.parse::<usize>().ok()? + 1,
+            None => 1,
+        };
+    }
+    Some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiers_are_read_from_the_command_line() {
+        let me = std::process::id();
+        let t = parse_tier(&format!("app={me},{me}")).unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].name.as_str(), t[1].name.as_str()), ("app-1", "app-2"));
+        assert!(t[0].budget.cores > 0.0);
+        let db = parse_tier("db=http://127.0.0.1:9100/metrics").unwrap();
+        assert_eq!(
+            db[0].stats.as_deref(),
+            Some("http://127.0.0.1:9100/metrics")
+        );
+        assert!(parse_tier("app").is_err());
+        assert!(parse_tier("app=notapid").is_err());
+        assert!(parse_tier(&format!("app={}", u32::MAX)).is_err());
+        assert_eq!(affinity(me).map(|n| n > 0), Some(true));
+    }
+}
