@@ -26,13 +26,22 @@ const ON_ERROR_JS: &str = "window.onerror = function (message) {\
 
 /// The whole page for `report`.
 pub fn render(report: &Report) -> String {
-    let data = data_json(report);
+    page("sluice bench report", &data_json(report), PAGE_CSS, PAGE_JS)
+}
+
+/// A self-contained page titled `title`: `data` (JSON, embedded safely as `#data`),
+/// uPlot, then the page's own style and script, which build it from the data. Shared
+/// with `sluice lab`'s report, so both pages draw with the same vendored charts.
+pub fn page(title: &str, data: &str, css: &str, js: &str) -> String {
+    let data = script_safe(data);
     let mut page = String::with_capacity(UPLOT_JS.len() + data.len() + 16 * 1024);
     page.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     page.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    page.push_str("<title>sluice bench report</title>\n");
+    page.push_str("<title>");
+    page.push_str(&title.replace('&', "&amp;").replace('<', "&lt;"));
+    page.push_str("</title>\n");
     push_element(&mut page, "<style>", UPLOT_CSS, "</style>");
-    push_element(&mut page, "<style>", PAGE_CSS, "</style>");
+    push_element(&mut page, "<style>", css, "</style>");
     page.push_str("</head>\n<body>\n<main id=\"report\"></main>\n");
     push_element(
         &mut page,
@@ -42,7 +51,7 @@ pub fn render(report: &Report) -> String {
     );
     push_element(&mut page, "<script>", ON_ERROR_JS, "</script>");
     push_element(&mut page, "<script>", UPLOT_JS, "</script>");
-    push_element(&mut page, "<script>", PAGE_JS, "</script>");
+    push_element(&mut page, "<script>", js, "</script>");
     page.push_str("</body>\n</html>\n");
     page
 }
@@ -62,7 +71,7 @@ fn data_json(report: &Report) -> String {
     // it to, the page says so (the script fails on `null` and sets `data-error`).
     let mut value = serde_json::to_value(report).unwrap_or_default();
     strip_histograms(&mut value);
-    script_safe(&value.to_string())
+    value.to_string()
 }
 
 fn strip_histograms(value: &mut Value) {

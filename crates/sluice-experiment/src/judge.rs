@@ -533,7 +533,7 @@ fn choose(resources: &[Resource]) -> Verdict {
             let mut evidence = r.evidence.clone();
             let others: Vec<String> = resources
                 .iter()
-                .filter(|o| o.saturated && !std::ptr::eq(*o, r))
+                .filter(|o| o.saturated && (o.tier != r.tier || o.resource != r.resource))
                 .map(|o| format!("{} ({:.0}%)", o.label, o.utilisation * 100.0))
                 .collect();
             if !others.is_empty() {

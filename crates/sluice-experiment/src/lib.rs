@@ -3,11 +3,13 @@
 //! the numbers that prove it, then proves it by re-running with that resource enlarged.
 //!
 //! This crate owns experiments (`spec`), starting tiers (`topology`, `lb_config`),
-//! sampling them (`sample`, `prom`), judging (`judge`) and reporting (`report`). It
+//! sampling them (`sample`, `prom`, `real` for tiers it did not start), judging
+//! (`judge`) and reporting (`report`, `html`). It
 //! must never be imported by the data path, and it never generates load itself:
 //! `sluice-bench` does, so the lab measures with the same generator users run.
 
 pub mod builtin;
+pub mod html;
 pub mod judge;
 pub mod lb_config;
 pub mod prom;

@@ -57,6 +57,9 @@ pub struct LabArgs {
     /// Write the report as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Write the report as one HTML page (charts included, no network) to this file.
+    #[arg(long)]
+    html: Option<PathBuf>,
     /// Write everything to this directory: report.json, report.txt, and each tier's
     /// config and log.
     #[arg(long)]
@@ -182,9 +185,14 @@ fn write_files(args: &LabArgs, report: &report::LabReport, text: &str) -> anyhow
     if let Some(path) = &args.json {
         std::fs::write(path, &json).with_context(|| format!("writing {}", path.display()))?;
     }
+    let page = sluice_experiment::html::render(report);
+    if let Some(path) = &args.html {
+        std::fs::write(path, &page).with_context(|| format!("writing {}", path.display()))?;
+    }
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out)?;
         std::fs::write(out.join("report.json"), &json)?;
+        std::fs::write(out.join("report.html"), &page)?;
         std::fs::write(out.join("report.txt"), text)?;
         eprintln!("sluice lab: report in {}", out.display());
     }

@@ -321,3 +321,87 @@ fn a_deployment_it_did_not_start_is_measured_by_pid_and_through_node_exporter() 
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The DOM headless Chromium builds from `page` once its scripts ran (60 s at most).
+fn browser_dom(page: &std::path::Path) -> String {
+    let profile = page.with_extension("profile");
+    let out = Command::new("timeout")
+        .arg("60")
+        .arg(if std::path::Path::new("/usr/bin/chromium").exists() {
+            "/usr/bin/chromium"
+        } else {
+            "chromium"
+        })
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
+        .args([
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("file://{}", page.display()))
+        .stderr(std::process::Stdio::null())
+        .output()
+        .expect("chromium (scripts/test.sh installs it)");
+    assert!(out.status.success(), "chromium: {}", out.status);
+    let _ = std::fs::remove_dir_all(&profile);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_html_report_draws_its_charts_and_keeps_user_text_as_text() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let sluice = env!("CARGO_BIN_EXE_sluice");
+    let app_port = free_port();
+    let app = start(
+        sluice,
+        &["backend", "--listen", &format!("127.0.0.1:{app_port}")],
+    );
+    wait_listening(app_port);
+    let dir = std::env::temp_dir().join(format!("sluice-lab-html-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (page, json) = (dir.join("report.html"), dir.join("report.json"));
+    // A tier named with markup: the page must show it as text.
+    let hostile = format!("<b>bold</b>={}", app.0.id());
+    let out = Command::new(sluice)
+        .args([
+            "lab",
+            "--target",
+            &format!("http://127.0.0.1:{app_port}/"),
+            "--tier",
+            &hostile,
+        ])
+        .args(["--users", "2,4", "-d", "1s", "--warmup", "0s", "--html"])
+        .arg(&page)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let dom = browser_dom(&page);
+    let body = &dom[dom.find("<body").unwrap()..];
+    let body_tag = &body[..body.find('>').unwrap()];
+    assert!(!body_tag.contains("data-error"), "{body_tag}");
+    // Two scaling charts and one utilisation chart (no pool in this deployment).
+    assert!(body_tag.contains("data-rendered=\"3\""), "{body_tag}");
+    assert_eq!(dom.matches("<canvas").count(), 3);
+    assert_eq!(dom.matches("<tr id=\"step-").count(), 2);
+    assert!(dom.contains("id=\"verdict\""), "the verdict is on the page");
+    assert!(report["verdict"]["evidence"].is_array());
+    assert!(
+        dom.contains("&lt;b&gt;bold&lt;/b&gt;"),
+        "the tier name is shown as text"
+    );
+    assert!(!dom.contains("<b>bold</b>"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

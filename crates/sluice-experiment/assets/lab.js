@@ -1,0 +1,193 @@
+// The `sluice lab --html` page: builds everything from the report's JSON (#data,
+// embedded by src/html.rs). Every string goes in with textContent, never innerHTML.
+// When all is drawn, the body's data-rendered attribute counts the charts (what the
+// browser test waits for); an error sets data-error instead (window.onerror).
+(function () {
+  "use strict";
+
+  var data = JSON.parse(document.getElementById("data").textContent);
+  var root = document.getElementById("report");
+  var charts = 0;
+  var COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"];
+
+  function el(tag, className, text) {
+    var e = document.createElement(tag);
+    if (className) { e.className = className; }
+    if (text !== undefined && text !== null) { e.textContent = String(text); }
+    return e;
+  }
+
+  function add(parent, tag, className, text) {
+    return parent.appendChild(el(tag, className, text));
+  }
+
+  function fixed(n, digits) {
+    return n === null || n === undefined ? "-" : Number(n).toFixed(digits);
+  }
+
+  function verdictBox(parent, v, id) {
+    var box = add(parent, "div", "verdict");
+    box.id = id;
+    box.dataset.tier = v.tier === null ? "" : v.tier;
+    add(box, "span", "tier", (v.tier === null ? "no tier" : v.tier) + ": ");
+    add(box, "span", "summary", v.summary);
+    var list = add(box, "ul");
+    (v.evidence || []).forEach(function (e) { add(list, "li", "", e); });
+  }
+
+  function header() {
+    var e = data.experiment;
+    add(root, "h1", "", e ? "sluice lab: " + e.name : "sluice lab: " + data.deployment.target);
+    if (e) {
+      add(root, "p", "about", e.about + " (" + e.lb.run + " in front)");
+    } else {
+      var tiers = data.deployment.tiers.map(function (t) {
+        return t.name + " (" + (t.pid ? "pid " + t.pid : t.url) + ", " + t.budget + ")";
+      });
+      add(root, "p", "about", "tiers: " + tiers.join("; "));
+    }
+    verdictBox(root, data.verdict, "verdict");
+    (data.warnings || []).forEach(function (w) { add(root, "p", "warning", "warning: " + w); });
+  }
+
+  function chart(parent, title, xs, series, xLabel) {
+    var box = add(parent, "div", "chart");
+    // Whole numbers on x (users, steps), and y from zero: a plateau must look flat,
+    // not zoomed into noise.
+    var whole = function (u, vals) {
+      return vals.map(function (v) { return Number.isInteger(v) ? String(v) : ""; });
+    };
+    var opts = {
+      title: title, width: 470, height: 260,
+      scales: {
+        x: { time: false },
+        y: { range: function (u, min, max) { return [0, max > 0 ? max * 1.1 : 1]; } }
+      },
+      axes: [{ label: xLabel, values: whole }, {}],
+      series: [{ label: xLabel }].concat(series.map(function (s, i) {
+        return { label: s.label, stroke: COLORS[i % COLORS.length], width: 2,
+                 points: { show: true, size: 6 } };
+      }))
+    };
+    new uPlot(opts, [xs].concat(series.map(function (s) { return s.values; })), box);
+    charts += 1;
+  }
+
+  // Throughput and p99 against users, one line per number of servers.
+  function scaling(parent) {
+    var users = [];
+    data.configurations.forEach(function (c) {
+      c.steps.forEach(function (s) { if (users.indexOf(s.users) < 0) { users.push(s.users); } });
+    });
+    users.sort(function (a, b) { return a - b; });
+    function series(key) {
+      return data.configurations.map(function (c) {
+        return {
+          label: c.servers + " server" + (c.servers === 1 ? "" : "s"),
+          values: users.map(function (u) {
+            var s = c.steps.filter(function (x) { return x.users === u; })[0];
+            return s ? s[key] : null;
+          })
+        };
+      });
+    }
+    chart(parent, "Throughput (req/s) by users", users, series("tps"), "users");
+    chart(parent, "p99 latency (ms) by users", users, series("p99_ms"), "users");
+  }
+
+  function allSteps() {
+    var out = [];
+    data.configurations.forEach(function (c) { c.steps.forEach(function (s) { out.push(s); }); });
+    return out;
+  }
+
+  // Each tier's CPU against its budget, and its fullest pool, per step.
+  function utilisation(parent) {
+    var steps = allSteps();
+    var tiers = [];
+    steps.forEach(function (s) {
+      s.tiers.forEach(function (t) { if (tiers.indexOf(t.tier) < 0) { tiers.push(t.tier); } });
+    });
+    var xs = steps.map(function (_, i) { return i + 1; });
+    function pct(s, tier, pool) {
+      var rs = s.resources.filter(function (r) {
+        return r.tier === tier && (pool ? r.resource !== "cpu" : r.resource === "cpu" || r.resource === "keepalive");
+      });
+      if (!rs.length) { return null; }
+      return Math.max.apply(null, rs.map(function (r) { return r.utilisation * 100; }));
+    }
+    var cpu = tiers.map(function (t) {
+      return { label: t, values: steps.map(function (s) { return pct(s, t, false); }) };
+    });
+    var pools = tiers.map(function (t) {
+      return { label: t, values: steps.map(function (s) { return pct(s, t, true); }) };
+    }).filter(function (s) { return s.values.some(function (v) { return v !== null; }); });
+    chart(parent, "CPU % of each tier's budget, per step", xs, cpu, "step");
+    if (pools.length) { chart(parent, "Fullest pool or cap %, per step", xs, pools, "step"); }
+  }
+
+  function stepsTable(parent) {
+    var table = add(parent, "table");
+    table.id = "steps";
+    var head = add(add(table, "thead"), "tr");
+    ["step", "servers", "users", "req/s", "mean ms", "p99 ms", "err %", "in system", "saturated"]
+      .forEach(function (h, i) { add(head, "th", i === 8 ? "text" : "", h); });
+    var body = add(table, "tbody");
+    allSteps().forEach(function (s, i) {
+      var row = add(body, "tr");
+      row.id = "step-" + i;
+      [i + 1, s.servers, s.users, fixed(s.tps, 1), fixed(s.mean_ms, 1), fixed(s.p99_ms, 1),
+       fixed(s.error_pct, 2), fixed(s.users_in_system, 1)].forEach(function (v) { add(row, "td", "", v); });
+      var v = s.verdict;
+      var cell = add(row, "td", s.valid ? "text" : "text invalid",
+        s.valid ? (v.tier === null ? "" : v.tier + ": ") + v.summary : "invalid: " + s.invalid_reason);
+      cell.dataset.tier = v.tier === null ? "" : v.tier;
+    });
+  }
+
+  function configurations(parent) {
+    data.configurations.forEach(function (c, i) {
+      var box = add(parent, "div", "config");
+      add(box, "h3", "", c.servers + " server" + (c.servers === 1 ? "" : "s") + ": peak " + fixed(c.peak_tps, 0) + " req/s");
+      verdictBox(box, c.verdict, "config-" + i);
+    });
+    if (data.scale_out.length) {
+      add(parent, "p", "", "Scale-out: " + data.scale_out.map(function (g) {
+        return g.from + " -> " + g.to + ": " + (g.gain_pct >= 0 ? "+" : "") + fixed(g.gain_pct, 0) + "%";
+      }).join(", "));
+    }
+  }
+
+  function proof(parent) {
+    var p = data.proof;
+    if (!p) { return; }
+    add(parent, "h2", "", "Proof: " + p.servers + " servers, " + p.users + " users, " + fixed(p.tps, 0) + " req/s");
+    var table = add(parent, "table");
+    table.id = "proof";
+    var head = add(add(table, "thead"), "tr");
+    ["", "change", "req/s", "gain", "then saturated"].forEach(function (h) { add(head, "th", "text", h); });
+    var body = add(table, "tbody");
+    p.rows.forEach(function (r) {
+      var row = add(body, "tr");
+      [r.role, r.change].forEach(function (v) { add(row, "td", "text", v); });
+      add(row, "td", "", fixed(r.tps, 0));
+      add(row, "td", "", (r.gain_pct >= 0 ? "+" : "") + fixed(r.gain_pct, 0) + "%");
+      add(row, "td", "text", r.verdict.summary);
+    });
+    add(parent, "p", "", p.confirmed ? "Confirmed." : "Not confirmed: the evidence does not settle it.");
+  }
+
+  header();
+  add(root, "h2", "", "Scaling");
+  var curves = add(root, "div", "charts");
+  scaling(curves);
+  add(root, "h2", "", "Utilisation of each tier");
+  var use = add(root, "div", "charts");
+  utilisation(use);
+  add(root, "h2", "", "Steps");
+  stepsTable(root);
+  add(root, "h2", "", "Per configuration");
+  configurations(root);
+  proof(root);
+  document.body.dataset.rendered = String(charts);
+})();
