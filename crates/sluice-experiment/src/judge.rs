@@ -230,9 +230,9 @@ fn round2(x: f64) -> f64 {
 fn validity(load: Load, generator_util: f64, users_in_system: f64) -> Option<String> {
     if generator_util >= 0.85 {
         return Some(format!(
-            "the load generator used {:.0}% of its {} core{}: it, not a tier, limited the step",
+            "the load generator used {:.0}% of the {} core{} it can use: it, not a tier, limited the step",
             generator_util * 100.0,
-            load.generator_cores,
+            round2(load.generator_cores),
             if load.generator_cores == 1.0 { "" } else { "s" }
         ));
     }

@@ -117,10 +117,17 @@ fn measure(
             mean_ms: sum.latency.mean_ms,
             requests: sum.samples,
             errors: sum.errors,
-            generator_cores: GENERATOR_THREADS as f64,
+            generator_cores: generator_cores(),
         },
     );
     Ok(StepResult::of(s.servers, s.users, &bench, judged))
+}
+
+/// The CPU the load generator (this process) can use: its threads, or less when its
+/// own cgroup quota or affinity says so.
+fn generator_cores() -> f64 {
+    let (budget, _) = crate::real::process_budget(std::process::id());
+    budget.cores.min(GENERATOR_THREADS as f64)
 }
 
 fn proc_infos(watched: &[Watched]) -> Vec<ProcInfo> {

@@ -405,3 +405,52 @@ fn the_html_report_draws_its_charts_and_keeps_user_text_as_text() {
     assert!(!dom.contains("<b>bold</b>"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_generator_short_of_cpu_makes_the_step_invalid_instead_of_blaming_a_tier() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let sluice = env!("CARGO_BIN_EXE_sluice");
+    let app_port = free_port();
+    let app = start(
+        sluice,
+        &["backend", "--listen", &format!("127.0.0.1:{app_port}")],
+    );
+    wait_listening(app_port);
+    // The lab itself (the generator) in a budget far below what the backend can serve.
+    let budget =
+        sluice_lab::cpu_budget::CpuBudget::create("generator", 0.05).expect("root and cgroup v1");
+    let dir = std::env::temp_dir().join(format!("sluice-lab-gen-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("report.json");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ > '{}' && exec \"$@\"",
+            budget.procs_file().display()
+        ))
+        .arg("sh")
+        .arg(sluice)
+        .args([
+            "lab",
+            "--target",
+            &format!("http://127.0.0.1:{app_port}/"),
+            "--tier",
+            &format!("app={}", app.0.id()),
+        ])
+        .args(["--users", "20", "-d", "2s", "--warmup", "0s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let step = &report["configurations"][0]["steps"][0];
+    assert_eq!(step["valid"], false, "{step}");
+    let why = step["invalid_reason"].as_str().unwrap();
+    assert!(why.contains("load generator"), "{why}");
+    assert_eq!(report["verdict"]["tier"], "loadgen");
+    let _ = std::fs::remove_dir_all(&dir);
+}
