@@ -90,7 +90,7 @@ fn haproxy(lb: &Lb, at: &Layout) -> String {
         "option http-server-close"
     };
     format!(
-        "global\n    nbthread {}\n    maxconn 20000\n    pidfile {}/haproxy.pid\n\ndefaults\n    mode http\n    {reuse}\n    maxconn 20000\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n    timeout http-keep-alive 30s\n\nfrontend fe\n    bind {}\n    default_backend app\n\nbackend app\n    balance {balance}\n{servers}",
+        "global\n    nbthread {}\n    maxconn 4096\n    pidfile {}/haproxy.pid\n\ndefaults\n    mode http\n    {reuse}\n    maxconn 4096\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n    timeout http-keep-alive 30s\n\nfrontend fe\n    bind {}\n    default_backend app\n\nbackend app\n    balance {balance}\n{servers}",
         lb.workers,
         at.dir.display(),
         at.listen,

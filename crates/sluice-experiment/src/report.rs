@@ -376,7 +376,7 @@ fn tier_columns(s: &StepResult) -> String {
             .judged
             .resources
             .iter()
-            .filter(|r| r.tier == t.tier && r.resource != "cpu")
+            .filter(|r| r.tier == t.tier && !matches!(r.resource.as_str(), "cpu" | "keepalive"))
             .map(|r| r.utilisation)
             .fold(None, |m: Option<f64>, u| Some(m.map_or(u, |m| m.max(u))));
         let pool = pool.map_or(String::new(), |p| format!("/{:.0}", p * 100.0));

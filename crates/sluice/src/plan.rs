@@ -97,7 +97,12 @@ fn report(args: &PlanArgs, c: &Capacity, response: Duration, think: Duration) ->
          Check it: the peak rate, its response time held (open model), then as many users\n\
          as the plan says (closed model), their throughput at least the peak rate:\n\
          \x20 sluice bench {t} --rate {avg},{peak} -d 60s --fail-if 'p99>{rt}ms' --fail-if 'errors>1%'\n\
-         \x20 sluice bench {t} --users {users} --think {think_s} -d 60s --fail-if 'throughput<{peak}'\n",
+         \x20 sluice bench {t} --users {users} --think {think_s} -d 60s --fail-if 'throughput<{peak}'\n\
+         \n\
+         Then which tier gives first: users in steps up to half again the plan, every tier\n\
+         sampled (your balancer's and app servers' pids; add --tier db=http://DB_HOST:9100/metrics\n\
+         for a database machine with node_exporter):\n\
+         \x20 sluice lab --target {t} --tier lb=LB_PID --tier app=APP_PID,APP_PID --users {steps} --think {think_s} -d 60s\n",
         args.dau,
         args.requests_per_user,
         c.requests_per_day,
@@ -113,7 +118,22 @@ fn report(args: &PlanArgs, c: &Capacity, response: Duration, think: Duration) ->
         c.users,
         t = args.target,
         rt = response.as_millis(),
+        steps = lab_steps(users),
     )
+}
+
+/// Users for the lab's steps: a quarter, half, all and half again of the plan's.
+fn lab_steps(users: u64) -> String {
+    let mut steps: Vec<u64> = [1, 2, 4, 6]
+        .iter()
+        .map(|k| (users * k).div_ceil(4).max(1))
+        .collect();
+    steps.dedup();
+    steps
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
