@@ -20,6 +20,10 @@ pub const ALL: &[(&str, &str)] = &[
         include_str!("../experiments/002-keepalive.toml"),
     ),
     (
+        "003-stomp-chat",
+        include_str!("../experiments/003-stomp-chat.toml"),
+    ),
+    (
         "004-db-pool",
         include_str!("../experiments/004-db-pool.toml"),
     ),

@@ -40,6 +40,11 @@ pub struct Load {
     pub errors: u64,
     /// Cores the generator's threads can use.
     pub generator_cores: f64,
+    /// Whether Little's law can be checked (a GET loop; not a scenario, whose users
+    /// think inside their steps).
+    pub littles_law: bool,
+    /// STOMP message copies lost, percent, for a scenario that sends them.
+    pub lost_pct: Option<f64>,
 }
 
 /// One resource of one tier over a step.
@@ -204,6 +209,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         },
         None => choose(&resources),
     };
+    let verdict = lost_messages(load, verdict, &mut findings);
     Judged {
         valid: invalid_reason.is_none(),
         invalid_reason,
@@ -219,6 +225,11 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         findings,
         verdict,
     }
+}
+
+/// "0.25 cores", "1 core".
+fn cores(n: f64) -> String {
+    format!("{} core{}", round2(n), if n == 1.0 { "" } else { "s" })
 }
 
 fn round2(x: f64) -> f64 {
@@ -237,7 +248,7 @@ fn validity(load: Load, generator_util: f64, users_in_system: f64) -> Option<Str
         ));
     }
     let n = load.users as f64;
-    if load.requests > 0 && (users_in_system - n).abs() / n > 0.2 {
+    if load.littles_law && load.requests > 0 && (users_in_system - n).abs() / n > 0.2 {
         return Some(format!(
             "Little's law: {:.0} req/s × ({:.1} ms + {:.0} ms think) = {:.1} users in the system, not the {} configured",
             load.tps,
@@ -267,10 +278,10 @@ fn cpu(d: &Delta) -> Option<Resource> {
     let throttled = d.throttled_pct();
     let used = u * d.info.budget_cores;
     let mut evidence = vec![format!(
-        "{} used {:.2} of its {} cores ({}): {:.0}%",
+        "{} used {:.2} of its {} ({}): {:.0}%",
         d.info.name,
         used,
-        d.info.budget_cores,
+        cores(d.info.budget_cores),
         d.info.budget,
         u * 100.0
     )];
@@ -284,9 +295,9 @@ fn cpu(d: &Delta) -> Option<Resource> {
         tier: d.info.tier.clone(),
         resource: "cpu".into(),
         label: format!(
-            "{}'s CPU ({} cores, {})",
+            "{}'s CPU ({}, {})",
             tier_word(&d.info.tier),
-            d.info.budget_cores,
+            cores(d.info.budget_cores),
             d.info.budget
         ),
         utilisation: round2(u),
@@ -502,6 +513,28 @@ fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<String> {
     vec![finding]
 }
 
+/// Messages lost between users of one room: the balancer sent them to different
+/// servers, whose brokers do not share subscriptions. A finding with any verdict, and
+/// the verdict itself when no tier was saturated.
+fn lost_messages(load: Load, verdict: Verdict, findings: &mut Vec<String>) -> Verdict {
+    let Some(lost) = load.lost_pct.filter(|l| *l > 1.0) else {
+        return verdict;
+    };
+    let finding = format!(
+        "{lost}% of STOMP message copies were lost: users of one room reached different servers, whose brokers do not share subscriptions; hash on the room (balance = \"hash\", hash_key = \"$arg_room\")"
+    );
+    findings.push(finding.clone());
+    if verdict.tier.is_some() {
+        return verdict;
+    }
+    Verdict {
+        tier: Some("lb".into()),
+        resource: Some("balance".into()),
+        summary: format!("the balancer split rooms over servers: {lost}% of messages lost"),
+        evidence: vec![finding],
+    }
+}
+
 /// Saturated CPU first, by utilisation; else the deepest saturated pool or cap.
 fn choose(resources: &[Resource]) -> Verdict {
     let depth = |r: &Resource| match (r.tier.as_str(), r.resource.as_str()) {
@@ -602,7 +635,7 @@ fn tiers(deltas: &[Delta], readings: &[Reading]) -> Vec<TierFigures> {
                     ds.iter().map(|d| d.b.cpu_s - d.a.cpu_s).sum::<f64>() / worst.seconds,
                 ),
                 cpu_util: round2(worst.cpu_util()),
-                budget: format!("{} cores, {}", worst.info.budget_cores, worst.info.budget),
+                budget: format!("{}, {}", cores(worst.info.budget_cores), worst.info.budget),
                 throttled_pct: worst.throttled_pct(),
                 rss_kib: ds.iter().map(|d| d.b.rss_kib).sum(),
                 fds: ds.iter().map(|d| d.b.fds).sum(),

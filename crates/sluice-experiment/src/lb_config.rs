@@ -30,9 +30,13 @@ pub fn render(lb: &Lb, at: &Layout) -> (&'static str, String) {
 
 fn sluice(lb: &Lb, at: &Layout) -> String {
     let servers: Vec<String> = at.servers.iter().map(|s| format!("\"{s}\"")).collect();
+    let key = match &lb.hash_key {
+        Some(k) if lb.balance == "hash" => format!("hash_key = \"{k}\"\n"),
+        _ => String::new(),
+    };
     // keepalive = 0 turns pooling off: a connection per request, as nginx's default.
     format!(
-        "workers = {}\n\n[admin]\nbind = \"{}\"\n\n[[listener]]\nbind = \"{}\"\n\n[[route]]\npath = \"/\"\nupstream = \"app\"\n\n[upstream.app]\nbalance = \"{}\"\nservers = [{}]\nkeepalive = {}\n",
+        "workers = {}\n\n[admin]\nbind = \"{}\"\n\n[[listener]]\nbind = \"{}\"\n\n[[route]]\npath = \"/\"\nupstream = \"app\"\n\n[upstream.app]\nbalance = \"{}\"\n{key}servers = [{}]\nkeepalive = {}\n",
         lb.workers,
         at.admin,
         at.listen,
@@ -44,10 +48,11 @@ fn sluice(lb: &Lb, at: &Layout) -> String {
 
 fn nginx(lb: &Lb, at: &Layout) -> String {
     let dir = at.dir.display();
-    let method = match lb.balance.as_str() {
-        "least_conn" => "least_conn;\n        ",
-        "random_two" => "random two least_conn;\n        ",
-        _ => "",
+    let method = match (lb.balance.as_str(), &lb.hash_key) {
+        ("least_conn", _) => "least_conn;\n        ".to_string(),
+        ("random_two", _) => "random two least_conn;\n        ".to_string(),
+        ("hash", Some(key)) => format!("hash {key} consistent;\n        "),
+        _ => String::new(),
     };
     let servers: String = at
         .servers
@@ -59,23 +64,36 @@ fn nginx(lb: &Lb, at: &Layout) -> String {
     let (pool, proxy) = if lb.keepalive {
         (
             "keepalive 128;\n        keepalive_requests 1000000;",
-            "proxy_http_version 1.1;\n            proxy_set_header Connection \"\";",
+            "proxy_http_version 1.1;\n            proxy_set_header Upgrade $http_upgrade;\n            proxy_set_header Connection $connection_upgrade;",
         )
     } else {
         ("", "")
     };
     format!(
-        "worker_processes {w};\npid {dir}/nginx.pid;\nerror_log {dir}/error.log warn;\nevents {{ worker_connections 10240; }}\nhttp {{\n    access_log off;\n    client_body_temp_path {dir}/client_body;\n    proxy_temp_path {dir}/proxy;\n    fastcgi_temp_path {dir}/fastcgi;\n    uwsgi_temp_path {dir}/uwsgi;\n    scgi_temp_path {dir}/scgi;\n    keepalive_requests 1000000;\n    upstream app {{\n        {method}{servers}{pool}\n    }}\n    server {{\n        listen {listen};\n        location / {{\n            proxy_pass http://app;\n            {proxy}\n        }}\n    }}\n}}\n",
+        "worker_processes {w};\npid {dir}/nginx.pid;\nerror_log {dir}/error.log warn;\nevents {{ worker_connections 10240; }}\nhttp {{\n    access_log off;\n    client_body_temp_path {dir}/client_body;\n    proxy_temp_path {dir}/proxy;\n    fastcgi_temp_path {dir}/fastcgi;\n    uwsgi_temp_path {dir}/uwsgi;\n    scgi_temp_path {dir}/scgi;\n    keepalive_requests 1000000;\n    map $http_upgrade $connection_upgrade {{ default upgrade; '' ''; }}\n    upstream app {{\n        {method}{servers}{pool}\n    }}\n    server {{\n        listen {listen};\n        location / {{\n            proxy_pass http://app;\n            {proxy}\n        }}\n    }}\n}}\n",
         w = lb.workers,
         listen = at.listen,
     )
 }
 
 fn haproxy(lb: &Lb, at: &Layout) -> String {
-    let balance = match lb.balance.as_str() {
-        "least_conn" => "leastconn",
-        "random_two" => "random(2)",
-        _ => "roundrobin",
+    let balance = match (lb.balance.as_str(), lb.hash_key.as_deref()) {
+        ("least_conn", _) => "leastconn".to_string(),
+        ("random_two", _) => "random(2)".to_string(),
+        ("hash", Some("$remote_addr")) => "source\n    hash-type consistent".to_string(),
+        ("hash", Some(k)) if k.starts_with("$arg_") => {
+            format!(
+                "url_param {}\n    hash-type consistent",
+                &k["$arg_".len()..]
+            )
+        }
+        ("hash", Some(k)) if k.starts_with("$http_") => {
+            format!(
+                "hdr({})\n    hash-type consistent",
+                k["$http_".len()..].replace('_', "-")
+            )
+        }
+        _ => "roundrobin".to_string(),
     };
     let servers: String = at
         .servers
@@ -90,7 +108,7 @@ fn haproxy(lb: &Lb, at: &Layout) -> String {
         "option http-server-close"
     };
     format!(
-        "global\n    nbthread {}\n    maxconn 4096\n    pidfile {}/haproxy.pid\n\ndefaults\n    mode http\n    {reuse}\n    maxconn 4096\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n    timeout http-keep-alive 30s\n\nfrontend fe\n    bind {}\n    default_backend app\n\nbackend app\n    balance {balance}\n{servers}",
+        "global\n    nbthread {}\n    maxconn 4096\n    pidfile {}/haproxy.pid\n\ndefaults\n    mode http\n    {reuse}\n    maxconn 4096\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n    timeout http-keep-alive 30s\n    timeout tunnel 1h\n\nfrontend fe\n    bind {}\n    default_backend app\n\nbackend app\n    balance {balance}\n{servers}",
         lb.workers,
         at.dir.display(),
         at.listen,

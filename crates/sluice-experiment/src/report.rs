@@ -54,6 +54,9 @@ pub struct TierInfo {
 #[derive(Debug, Clone, Serialize)]
 pub struct Configuration {
     pub servers: usize,
+    /// The experiment's variant (balancer settings) it ran with, if it has variants.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
     pub steps: Vec<StepResult>,
     /// The highest throughput of a valid step.
     pub peak_tps: f64,
@@ -71,8 +74,23 @@ pub struct StepResult {
     pub p99_ms: f64,
     pub error_pct: f64,
     pub requests: u64,
+    /// STOMP messages, for a scenario that sends them: copies due, delivered, lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
     #[serde(flatten)]
     pub judged: Judged,
+}
+
+/// A step's STOMP delivery, from the load generator's matching of every copy.
+#[derive(Debug, Clone, Serialize)]
+pub struct Delivery {
+    pub messages: u64,
+    pub expected: u64,
+    pub delivered: u64,
+    pub lost: u64,
+    pub lost_pct: f64,
+    pub mean_ms: f64,
+    pub p99_ms: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -126,13 +144,22 @@ impl StepResult {
             p99_ms: l.p99_ms,
             error_pct: s.summary.error_pct,
             requests: s.summary.samples,
+            delivery: s.delivery.as_ref().map(|d| Delivery {
+                messages: d.messages,
+                expected: d.expected,
+                delivered: d.delivered,
+                lost: d.lost,
+                lost_pct: d.lost_pct,
+                mean_ms: d.latency.mean_ms,
+                p99_ms: d.latency.p99_ms,
+            }),
             judged,
         }
     }
 }
 
 impl Configuration {
-    pub fn of(servers: usize, steps: Vec<StepResult>) -> Configuration {
+    pub fn of(servers: usize, variant: Option<String>, steps: Vec<StepResult>) -> Configuration {
         let valid = || steps.iter().filter(|s| s.judged.valid);
         let last_valid = steps.iter().rev().find(|s| s.judged.valid);
         let peak_tps = valid().map(|s| s.tps).fold(0.0, f64::max);
@@ -142,6 +169,7 @@ impl Configuration {
         };
         Configuration {
             servers,
+            variant,
             steps,
             peak_tps,
             verdict,
@@ -208,6 +236,7 @@ impl LabReport {
     ) -> LabReport {
         let scale_out = configurations
             .windows(2)
+            .filter(|w| w[0].variant == w[1].variant)
             .map(|w| Gain {
                 from: w[0].servers,
                 to: w[1].servers,
@@ -275,6 +304,10 @@ impl LabReport {
             self.verdict.summary = "nothing was measured".into();
             return;
         };
+        if self.configurations.iter().any(|c| c.variant.is_some()) {
+            self.verdict = self.compare_variants();
+            return;
+        }
         let flat = self.scale_out.iter().find(|g| g.gain_pct < 10.0);
         let at = flat
             .and_then(|g| self.configurations.iter().find(|c| c.servers == g.to))
@@ -312,6 +345,38 @@ impl LabReport {
     }
 }
 
+impl LabReport {
+    /// An experiment of variants: what each configuration came to, side by side; the
+    /// tier is the first one any of them named.
+    fn compare_variants(&self) -> Verdict {
+        let parts: Vec<String> = self
+            .configurations
+            .iter()
+            .map(|c| {
+                let name = c.variant.as_deref().unwrap_or("");
+                format!(
+                    "{name}, {} server{}: {}",
+                    c.servers,
+                    plural(c.servers),
+                    c.verdict.summary
+                )
+            })
+            .collect();
+        let named = self
+            .configurations
+            .iter()
+            .find(|c| c.verdict.tier.is_some());
+        Verdict {
+            tier: named.and_then(|c| c.verdict.tier.clone()),
+            resource: named.and_then(|c| c.verdict.resource.clone()),
+            summary: parts.join("; "),
+            evidence: named
+                .map(|c| c.verdict.evidence.clone())
+                .unwrap_or_default(),
+        }
+    }
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
@@ -337,6 +402,7 @@ fn advice(v: &Verdict) -> &'static str {
         (Some("loadgen"), _) => "give the load generator more CPU or another machine",
         (Some("db"), _) => "add database capacity, or send it fewer queries",
         (Some("lb"), Some("keepalive")) => "turn upstream keep-alive on",
+        (Some("lb"), Some("balance")) => "hash on the room, so each room stays on one server",
         (Some("lb"), _) => "give the balancer more CPU or workers",
         (_, Some("db_pool")) => "add pool or database capacity",
         (_, Some("threads")) => "raise the thread pool if the CPU has room, or add servers",
@@ -355,6 +421,10 @@ pub fn step_line(s: &StepResult) -> String {
         ),
         (Some(t), true) => format!("{t}: {}", s.judged.verdict.summary),
         (None, true) => s.judged.verdict.summary.clone(),
+    };
+    let named = match &s.delivery {
+        Some(d) => format!("{}% of messages lost; {named}", d.lost_pct),
+        None => named,
     };
     format!(
         "{:>7} {:>6} {:>8.1} {:>8.1} {:>8.1} {:>5.1} {}  {named}",
@@ -407,9 +477,12 @@ pub fn summary(r: &LabReport) -> String {
     for c in &r.configurations {
         let _ = writeln!(
             out,
-            "  {} server{}: peak {:.0} req/s; {}",
+            "  {} server{}{}: peak {:.0} req/s; {}",
             c.servers,
             plural(c.servers),
+            c.variant
+                .as_ref()
+                .map_or(String::new(), |v| format!(" ({v})")),
             c.peak_tps,
             c.verdict.summary
         );

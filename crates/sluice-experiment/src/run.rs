@@ -7,9 +7,10 @@ use crate::judge::{self, Load, ProcInfo, Resource};
 use crate::real::Watched;
 use crate::report::{self, Configuration, LabReport, Proof, ProofRow, StepResult};
 use crate::sample::Sampler;
-use crate::spec::Experiment;
+use crate::spec::{Experiment, ScenarioFile};
 use crate::topology::{Launch, Topology};
 use anyhow::anyhow;
+use sluice_bench::scenario::Scenario;
 use sluice_bench::{Length, Plan, RequestSpec, Step, Target, Weighted};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -32,33 +33,26 @@ pub struct Options {
 pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> anyhow::Result<LabReport> {
     let mut configurations = Vec::new();
     let mut warnings = Vec::new();
-    for &servers in &e.servers {
-        if *stop.borrow() {
-            break;
+    for (i, (variant, lb)) in e.balancers().into_iter().enumerate() {
+        let mut ev = e.clone();
+        ev.lb = lb;
+        if let Some(name) = &variant {
+            (o.progress)(&format!("-- {name}"));
         }
-        let dir = o.dir.join(format!("{servers}-servers"));
-        let topology = Topology::start(
-            e,
-            servers,
-            &Launch {
-                sluice: &o.sluice,
-                dir: &dir,
-            },
-        )?;
-        warnings.extend(topology.warnings.iter().cloned());
-        let sampler = Sampler::start(&topology.watched());
-        let mut steps = Vec::new();
-        for &users in &e.users {
+        for &servers in &e.servers {
             if *stop.borrow() {
                 break;
             }
-            let target = format!("http://{}/", topology.target);
-            let spec = StepSpec::of(e, servers, users);
-            let step = measure(&target, &topology.watched(), &sampler, spec, stop)?;
-            (o.progress)(&report::step_line(&step));
-            steps.push(step);
+            let dir = o.dir.join(format!("{servers}-servers-{i}"));
+            let launch = Launch {
+                sluice: &o.sluice,
+                dir: &dir,
+            };
+            let topology = Topology::start(&ev, servers, &launch)?;
+            warnings.extend(topology.warnings.iter().cloned());
+            let steps = steps(&ev, &topology, servers, o, stop)?;
+            configurations.push(Configuration::of(servers, variant.clone(), steps));
         }
-        configurations.push(Configuration::of(servers, steps));
     }
     warnings.dedup();
     let mut report = LabReport::new(e, configurations, warnings, *stop.borrow());
@@ -69,24 +63,55 @@ pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> anyhow:
     Ok(report)
 }
 
+/// Every users step of one configuration.
+fn steps(
+    e: &Experiment,
+    topology: &Topology,
+    servers: usize,
+    o: &Options,
+    stop: &watch::Receiver<bool>,
+) -> anyhow::Result<Vec<StepResult>> {
+    let sampler = Sampler::start(&topology.watched());
+    let mut steps = Vec::new();
+    for &users in &e.users {
+        if *stop.borrow() {
+            break;
+        }
+        let target = format!("http://{}/", topology.target);
+        let spec = StepSpec::of(e, servers, users);
+        let step = measure(&target, &topology.watched(), &sampler, spec, stop)?;
+        (o.progress)(&report::step_line(&step));
+        steps.push(step);
+    }
+    Ok(steps)
+}
+
 /// One step's load: its users, and how long to warm up and to measure.
 #[derive(Debug, Clone, Copy)]
-pub struct StepSpec {
+pub struct StepSpec<'a> {
     pub servers: usize,
     pub users: usize,
     pub think: Duration,
     pub warmup: Duration,
     pub duration: Duration,
+    /// What each user does, when not a GET loop.
+    pub scenario: Option<&'a ScenarioFile>,
 }
 
-impl StepSpec {
-    fn of(e: &Experiment, servers: usize, users: usize) -> StepSpec {
+impl<'a> StepSpec<'a> {
+    fn of(e: &'a Experiment, servers: usize, users: usize) -> StepSpec<'a> {
         StepSpec {
             servers,
             users,
             think: e.think,
-            warmup: e.warmup,
+            // A scenario's users warm up in their own setup steps.
+            warmup: if e.scenario.is_some() {
+                Duration::ZERO
+            } else {
+                e.warmup
+            },
             duration: e.duration,
+            scenario: e.scenario.as_ref(),
         }
     }
 }
@@ -100,10 +125,10 @@ fn measure(
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<StepResult> {
     if !s.warmup.is_zero() {
-        load(target, s.users, s.think, s.warmup, stop)?;
+        load(target, &s, s.warmup, stop)?;
     }
     let first = sampler.now();
-    let bench = load(target, s.users, s.think, s.duration, stop)?;
+    let bench = load(target, &s, s.duration, stop)?;
     let last = sampler.now();
     let readings = sampler.between(first.t, last.t);
     let sum = &bench.summary;
@@ -113,6 +138,10 @@ fn measure(
         Load {
             users: s.users,
             think_s: s.think.as_secs_f64(),
+            // A scenario's users think inside their steps: Little's law needs the
+            // time each spends per request, which only a GET loop gives.
+            littles_law: s.scenario.is_none(),
+            lost_pct: bench.delivery.as_ref().map(|d| d.lost_pct),
             tps: sum.throughput_rps,
             mean_ms: sum.latency.mean_ms,
             requests: sum.samples,
@@ -145,12 +174,20 @@ fn proc_infos(watched: &[Watched]) -> Vec<ProcInfo> {
 /// `users` users against `target` for `length`: one step of the load generator.
 fn load(
     url: &str,
-    users: usize,
-    think: Duration,
+    s: &StepSpec,
     length: Duration,
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<sluice_bench::report::StepReport> {
+    let (users, think) = (s.users, s.think);
     let target = Target::parse(url).map_err(|e| anyhow!("{url}: {e}"))?;
+    let scenario = match s.scenario {
+        Some(f) => {
+            let mut scenario = Scenario::parse(&f.name, &f.text).map_err(|e| anyhow!("{e}"))?;
+            scenario.target = target.clone();
+            Some(std::sync::Arc::new(scenario))
+        }
+        None => None,
+    };
     let request = RequestSpec::new("GET", target, &[], Vec::new()).map_err(|e| anyhow!("{e}"))?;
     let plan = Plan {
         steps: vec![Step {
@@ -161,13 +198,17 @@ fn load(
             },
             length: Length::Duration(length),
         }],
-        requests: vec![Weighted { request, weight: 1 }],
+        requests: if scenario.is_some() {
+            Vec::new()
+        } else {
+            vec![Weighted { request, weight: 1 }]
+        },
         keep_alive: true,
         timeout: Duration::from_secs(10),
         threads: GENERATOR_THREADS,
         pace: Duration::from_micros(100),
         source_addrs: Vec::new(),
-        scenario: None,
+        scenario,
     };
     let report = sluice_bench::run(plan, stop, &|_, _, _| {}, &mut |_| {})?;
     report
@@ -284,12 +325,14 @@ pub fn run_deployment(
             think: d.think,
             warmup: d.warmup,
             duration: d.duration,
+            scenario: None,
         };
         let step = measure(&d.target, &d.tiers, &sampler, spec, stop)?;
         (o.progress)(&report::step_line(&step));
         steps.push(step);
     }
-    let mut report = LabReport::deployment(d, Configuration::of(servers, steps), *stop.borrow());
+    let config = Configuration::of(servers, None, steps);
+    let mut report = LabReport::deployment(d, config, *stop.borrow());
     report.conclude();
     Ok(report)
 }

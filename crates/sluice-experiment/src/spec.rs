@@ -91,6 +91,9 @@ pub struct Lb {
     pub cpu: Option<f64>,
     pub workers: usize,
     pub balance: String,
+    /// The key of `balance = "hash"`: `$arg_room`, `$cookie_NAME`, `$remote_addr`...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hash_key: Option<String>,
     pub keepalive: bool,
 }
 
@@ -106,6 +109,9 @@ pub struct App {
     pub delay: Duration,
     pub db_pool: usize,
     pub db_queries: u32,
+    /// WebSocket clients speak STOMP to an in-memory broker per server (Spring's simple
+    /// broker): a room split over servers loses messages.
+    pub stomp: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -134,6 +140,29 @@ pub struct Experiment {
     pub lb: Lb,
     pub app: App,
     pub db: Option<Db>,
+    /// What each user does, when not a GET loop: a `sluice bench` scenario (its name
+    /// and file), whose target becomes the balancer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<ScenarioFile>,
+    /// Balancer settings compared side by side: each configuration runs once per
+    /// variant (none: once, with `lb` as it is).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<Variant>,
+}
+
+/// A scenario the experiment's users run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ScenarioFile {
+    pub name: String,
+    #[serde(skip)]
+    pub text: String,
+}
+
+/// A named change to the balancer: `[[variant]] name = "hash" lb = { balance = "hash" }`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Variant {
+    pub name: String,
+    pub lb: Lb,
 }
 
 impl Default for Lb {
@@ -143,6 +172,7 @@ impl Default for Lb {
             cpu: None,
             workers: 1,
             balance: "round_robin".into(),
+            hash_key: None,
             keepalive: true,
         }
     }
@@ -159,6 +189,7 @@ impl Default for App {
             delay: Duration::ZERO,
             db_pool: 10,
             db_queries: 1,
+            stomp: false,
         }
     }
 }
@@ -176,8 +207,9 @@ impl Default for Db {
 
 const TOP_KEYS: &[&str] = &[
     "name", "about", "servers", "users", "duration", "warmup", "think", "prove", "lb", "app", "db",
+    "scenario", "variant",
 ];
-const LB_KEYS: &[&str] = &["run", "cpu", "workers", "balance", "keepalive"];
+const LB_KEYS: &[&str] = &["run", "cpu", "workers", "balance", "hash_key", "keepalive"];
 const APP_KEYS: &[&str] = &[
     "cpu",
     "work",
@@ -187,9 +219,21 @@ const APP_KEYS: &[&str] = &[
     "delay",
     "db_pool",
     "db_queries",
+    "stomp",
 ];
 const DB_KEYS: &[&str] = &["cpu", "work", "threads", "delay"];
-const BALANCES: &[&str] = &["round_robin", "least_conn", "random_two", "peak_ewma"];
+const BALANCES: &[&str] = &[
+    "round_robin",
+    "least_conn",
+    "random_two",
+    "peak_ewma",
+    "hash",
+];
+/// The scenarios an experiment can name instead of a file.
+const SCENARIOS: &[(&str, &str)] = &[(
+    "stomp-chat",
+    include_str!("../../../examples/bench/stomp-chat.toml"),
+)];
 
 impl Experiment {
     /// Reads an experiment file; every problem at once, each at its `file:line:col`.
@@ -212,10 +256,14 @@ impl Experiment {
             lb: Lb::default(),
             app: App::default(),
             db: None,
+            scenario: None,
+            variants: Vec::new(),
         };
         if let Some(t) = section(&mut r, top, "lb", LB_KEYS) {
-            e.lb = read_lb(&mut r, t);
+            e.lb = read_lb(&mut r, t, &Lb::default());
         }
+        e.scenario = scenario(&mut r, top, file);
+        e.variants = variants(&mut r, top, &e.lb);
         if let Some(t) = section(&mut r, top, "app", APP_KEYS) {
             e.app = read_app(&mut r, t);
         }
@@ -244,7 +292,18 @@ impl Experiment {
 
     /// Steps of the whole run, for the time estimate printed at the start.
     pub fn step_count(&self) -> usize {
-        self.servers.len() * self.users.len()
+        self.servers.len() * self.users.len() * self.variants.len().max(1)
+    }
+
+    /// The configurations' balancers: each variant's, or `lb` alone.
+    pub fn balancers(&self) -> Vec<(Option<String>, Lb)> {
+        if self.variants.is_empty() {
+            return vec![(None, self.lb.clone())];
+        }
+        self.variants
+            .iter()
+            .map(|v| (Some(v.name.clone()), v.lb.clone()))
+            .collect()
     }
 }
 
@@ -311,8 +370,9 @@ fn cores(r: &mut Reader, t: &dyn TableLike, key: &str) -> Option<f64> {
     None
 }
 
-fn read_lb(r: &mut Reader, t: &dyn TableLike) -> Lb {
-    let d = Lb::default();
+/// `[lb]`, or a variant's `lb = {...}` over the experiment's `base`.
+fn read_lb(r: &mut Reader, t: &dyn TableLike, base: &Lb) -> Lb {
+    let d = base.clone();
     let run = match r.string(t, "run") {
         Some((s, span)) => LbKind::parse(&s).unwrap_or_else(|| {
             r.error(
@@ -333,15 +393,85 @@ fn read_lb(r: &mut Reader, t: &dyn TableLike) -> Lb {
         }
         None => d.balance,
     };
+    let hash_key = r.string(t, "hash_key").map(|s| s.0).or(d.hash_key);
+    if balance == "hash" && hash_key.is_none() {
+        let span = t.get("balance").and_then(|v| v.span());
+        r.error(
+            span,
+            "balance = \"hash\" needs a `hash_key`",
+            "add hash_key = \"$arg_room\"",
+        );
+    }
     Lb {
         run,
-        cpu: cores(r, t, "cpu"),
+        cpu: cores(r, t, "cpu").or(d.cpu),
         workers: r
             .integer(t, "workers", 64)
             .map_or(d.workers, |n| n.max(1) as usize),
         balance,
+        hash_key,
         keepalive: r.boolean(t, "keepalive").unwrap_or(d.keepalive),
     }
+}
+
+/// `scenario = "stomp-chat"` (built in) or a file, relative to the experiment's.
+fn scenario(r: &mut Reader, top: &dyn TableLike, file: &str) -> Option<ScenarioFile> {
+    let (name, span) = r.string(top, "scenario")?;
+    if let Some((_, text)) = SCENARIOS.iter().find(|(n, _)| *n == name) {
+        return Some(ScenarioFile {
+            name,
+            text: (*text).into(),
+        });
+    }
+    let path = std::path::Path::new(file)
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join(&name);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Some(ScenarioFile {
+            name: path.display().to_string(),
+            text,
+        }),
+        Err(e) => {
+            r.error(
+                span,
+                format!("cannot read the scenario {}: {e}", path.display()),
+                "give a sluice bench scenario file, relative to this one, or \"stomp-chat\"",
+            );
+            None
+        }
+    }
+}
+
+/// `[[variant]]` tables: a name and `lb = { ... }` over the experiment's `[lb]`.
+fn variants(r: &mut Reader, top: &dyn TableLike, base: &Lb) -> Vec<Variant> {
+    let Some(item) = top.get("variant") else {
+        return Vec::new();
+    };
+    let Some(tables) = item.as_array_of_tables() else {
+        r.error(
+            item.span(),
+            "`variant` must be a list of tables",
+            "write each as [[variant]]",
+        );
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for t in tables.iter() {
+        r.only_keys(t, &["name", "lb"], "[[variant]]");
+        let name = r
+            .string(t, "name")
+            .map_or_else(|| format!("variant {}", out.len() + 1), |s| s.0);
+        let lb = match t.get("lb").and_then(|i| i.as_table_like()) {
+            Some(lb) => {
+                r.only_keys(lb, LB_KEYS, "a variant's lb");
+                read_lb(r, lb, base)
+            }
+            None => base.clone(),
+        };
+        out.push(Variant { name, lb });
+    }
+    out
 }
 
 fn read_app(r: &mut Reader, t: &dyn TableLike) -> App {
@@ -358,6 +488,7 @@ fn read_app(r: &mut Reader, t: &dyn TableLike) -> App {
         delay: r.duration(t, "delay").unwrap_or(d.delay),
         db_pool: int(r, "db_pool", d.db_pool).max(1),
         db_queries: int(r, "db_queries", d.db_queries as usize) as u32,
+        stomp: r.boolean(t, "stomp").unwrap_or(d.stomp),
     }
 }
 
@@ -389,6 +520,34 @@ mod tests {
         assert_eq!(e.app.work, Duration::from_millis(2));
         assert_eq!(e.db.as_ref().unwrap().threads, 2);
         assert_eq!(e.lb.run, LbKind::Sluice);
+    }
+
+    #[test]
+    fn variants_change_the_balancer_over_the_experiment_s_own() {
+        let text = "scenario = \"stomp-chat\"\n[lb]\nworkers = 2\n[[variant]]\nname = \"rr\"\n[[variant]]\nname = \"hash\"\nlb = { balance = \"hash\", hash_key = \"$arg_room\" }\n";
+        let e = Experiment::parse("x.toml", text).unwrap();
+        let b = e.balancers();
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].0.as_deref(), Some("rr"));
+        assert_eq!(
+            (b[0].1.balance.as_str(), b[0].1.workers),
+            ("round_robin", 2)
+        );
+        assert_eq!(b[1].1.hash_key.as_deref(), Some("$arg_room"));
+        assert_eq!(
+            b[1].1.workers, 2,
+            "what a variant leaves out is the experiment's"
+        );
+        assert!(e.scenario.unwrap().text.contains("SUBSCRIBE"));
+        let bad =
+            "scenario = \"nope.toml\"\n[[variant]]\nlb = { balance = \"hash\", wieght = 1 }\n";
+        let errors = Experiment::parse("x.toml", bad).unwrap_err().to_string();
+        assert!(
+            errors.contains("x.toml:1:12: cannot read the scenario"),
+            "{errors}"
+        );
+        assert!(errors.contains("needs a `hash_key`"), "{errors}");
+        assert!(errors.contains("unknown key `wieght`"), "{errors}");
     }
 
     #[test]

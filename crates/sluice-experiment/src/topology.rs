@@ -317,6 +317,9 @@ fn app_args(e: &Experiment, addr: SocketAddr, name: &str, db: Option<SocketAddr>
     let a = &e.app;
     let mut args = backend_args(addr, name, a.work, a.threads, a.queue, a.delay);
     args.extend(["--max-conns".into(), a.max_conns.to_string()]);
+    if a.stomp {
+        args.push("--stomp".into());
+    }
     if let Some(db) = db {
         args.extend([
             "--db".into(),

@@ -454,3 +454,25 @@ fn a_generator_short_of_cpu_makes_the_step_invalid_instead_of_blaming_a_tier() {
     assert_eq!(report["verdict"]["tier"], "loadgen");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_stomp_chat_loses_messages_under_round_robin_and_none_when_hashed_on_the_room() {
+    let report = lab(&["-e", "003-stomp-chat", "--users", "90", "-d", "3s"]);
+    let configs = report["configurations"].as_array().unwrap();
+    assert_eq!(configs.len(), 2, "one configuration per variant");
+    let lost = |c: &Value| c["steps"][0]["delivery"]["lost_pct"].as_f64().unwrap();
+    let (rr, hash) = (&configs[0], &configs[1]);
+    assert_eq!(rr["variant"], "round robin");
+    assert_eq!(hash["variant"], "hash on the room");
+    // 90 users in 31 rooms over 3 servers: about three users a room, which round
+    // robin spreads over the servers; a copy due on another server is lost.
+    assert!(lost(rr) > 1.0, "{}", rr["steps"][0]["delivery"]);
+    assert_eq!(lost(hash), 0.0, "{}", hash["steps"][0]["delivery"]);
+    assert!(hash["steps"][0]["delivery"]["delivered"].as_u64().unwrap() > 0);
+    assert_eq!(rr["verdict"]["resource"], "balance", "{}", rr["verdict"]);
+    assert_ne!(
+        hash["verdict"]["resource"], "balance",
+        "{}",
+        hash["verdict"]
+    );
+}
