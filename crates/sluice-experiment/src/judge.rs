@@ -182,6 +182,12 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         resources.extend(pool(d, "db_pool", "db_pool", load));
         resources.extend(cap(d, procs, readings));
         resources.extend(exported_pools(d, procs, readings));
+        if let Some(r) = resources
+            .iter_mut()
+            .find(|r| r.tier == d.info.tier && r.resource == "cpu")
+        {
+            r.evidence.extend(balancer_metrics(d, readings, procs));
+        }
     }
     let mut findings = findings(&deltas, &mut resources);
     let tiers = tiers(&deltas, readings);
@@ -487,6 +493,33 @@ fn exported_pools(d: &Delta, procs: &[ProcInfo], readings: &[Reading]) -> Vec<Re
     out
 }
 
+/// What sluice's `/metrics` says of a step, as evidence beside its CPU: requests to
+/// the servers, connections reused from the pool, requests in flight, failures.
+fn balancer_metrics(d: &Delta, readings: &[Reading], procs: &[ProcInfo]) -> Vec<String> {
+    let requests = d.counter("sluice_upstream_requests_total");
+    if requests < 1.0 {
+        return Vec::new();
+    }
+    let opened = d.counter("sluice_upstream_connections_opened_total");
+    let failed = d.counter(crate::sample::LB_FAILED);
+    let i = procs.iter().position(|p| p.name == d.info.name);
+    let in_flight: Vec<f64> = readings
+        .iter()
+        .filter_map(|r| {
+            r.procs[i?]
+                .counters
+                .get("sluice_upstream_requests_in_flight")
+                .copied()
+        })
+        .collect();
+    let mean = in_flight.iter().sum::<f64>() / in_flight.len().max(1) as f64;
+    vec![format!(
+        "{} (its /metrics): {requests:.0} requests to the servers, {:.0}% on reused connections, {mean:.1} in flight on average, {failed:.0} failed",
+        d.info.name,
+        pct((requests - opened).max(0.0), requests)
+    )]
+}
+
 /// Findings that come with any verdict: a balancer opening a connection per request.
 /// When that balancer's CPU is the saturated resource, the cause is named instead.
 fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<String> {
@@ -653,4 +686,75 @@ fn tiers(deltas: &[Delta], readings: &[Reading]) -> Vec<TierFigures> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::{exposition_counters, ProcReading, Reading};
+
+    /// A reading of one process at `t` whose exporter said `text`.
+    fn reading(t: f64, cpu_s: f64, text: &str) -> Reading {
+        Reading {
+            t,
+            procs: vec![ProcReading {
+                cpu_s,
+                counters: exposition_counters(text),
+                ..ProcReading::default()
+            }],
+            ..Reading::default()
+        }
+    }
+
+    #[test]
+    fn a_spring_boot_app_waiting_on_hikari_is_named_for_its_database_pool() {
+        // Micrometer's names, as Spring Boot's /actuator/prometheus writes them.
+        let full = "# TYPE hikaricp_connections_active gauge\nhikaricp_connections_active{pool=\"HikariPool-1\"} 10.0\nhikaricp_connections_max{pool=\"HikariPool-1\"} 10.0\nhikaricp_connections_pending{pool=\"HikariPool-1\"} 7.0\ntomcat_threads_busy_threads{name=\"http-nio-8080\"} 40.0\ntomcat_threads_config_max_threads{name=\"http-nio-8080\"} 200.0\n";
+        let readings: Vec<Reading> = (0..5)
+            .map(|i| reading(i as f64, 0.2 * i as f64, full))
+            .collect();
+        let procs = [ProcInfo {
+            name: "app".into(),
+            tier: "app".into(),
+            budget_cores: 2.0,
+            budget: "the machine's 2 cores".into(),
+        }];
+        let load = Load {
+            users: 50,
+            think_s: 0.0,
+            tps: 500.0,
+            mean_ms: 100.0,
+            requests: 2000,
+            errors: 0,
+            generator_cores: 1.0,
+            littles_law: true,
+            lost_pct: None,
+        };
+        let j = judge(&procs, &readings, load);
+        assert_eq!(j.verdict.tier.as_deref(), Some("app"), "{:?}", j.verdict);
+        assert_eq!(
+            j.verdict.resource.as_deref(),
+            Some("db_pool"),
+            "{:?}",
+            j.verdict
+        );
+        let threads = j
+            .resources
+            .iter()
+            .find(|r| r.resource == "threads")
+            .unwrap();
+        assert_eq!((threads.utilisation, threads.saturated), (0.2, false));
+        // The CPU, 10% of its budget, is not what limits it.
+        let cpu = j.resources.iter().find(|r| r.resource == "cpu").unwrap();
+        assert!(!cpu.saturated && cpu.utilisation < 0.2, "{cpu:?}");
+        // An idle pool names nothing.
+        let idle = full.replace("} 7.0", "} 0.0").replace(
+            "active{pool=\"HikariPool-1\"} 10.0",
+            "active{pool=\"HikariPool-1\"} 2.0",
+        );
+        let readings: Vec<Reading> = (0..5)
+            .map(|i| reading(i as f64, 0.2 * i as f64, &idle))
+            .collect();
+        assert_eq!(judge(&procs, &readings, load).verdict.tier, None);
+    }
 }

@@ -158,6 +158,8 @@ fn read_proc(w: &Watched) -> ProcReading {
 
 /// node_exporter's CPU seconds not idle, summed over CPUs (a derived counter).
 pub const NODE_BUSY: &str = "node_cpu_busy_seconds";
+/// sluice's attempts on its servers that ended 5xx or without a response (derived).
+pub const LB_FAILED: &str = "sluice_upstream_failed";
 /// node_exporter's CPU count (a derived gauge).
 pub const NODE_CPUS: &str = "node_cpus";
 
@@ -173,10 +175,22 @@ pub fn counters(url: &str) -> BTreeMap<String, f64> {
             .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
             .collect();
     }
-    let samples = crate::prom::parse(&body);
+    exposition_counters(&body)
+}
+
+/// Each family of a Prometheus exposition summed over its labels, plus the derived
+/// counters the judge reads (node_exporter's busy CPU and CPU count, sluice's failed
+/// attempts).
+pub fn exposition_counters(body: &str) -> BTreeMap<String, f64> {
+    let samples = crate::prom::parse(body);
     let mut out = BTreeMap::new();
     let mut cpus = std::collections::BTreeSet::new();
     for s in &samples {
+        if s.name == "sluice_upstream_requests_total"
+            && s.labels.get("code").is_some_and(|c| c == "5xx")
+        {
+            *out.entry(LB_FAILED.to_string()).or_insert(0.0) += s.value;
+        }
         if s.name == "node_cpu_seconds_total" {
             let mode = s.labels.get("mode").map_or("", |m| m.as_str());
             if !matches!(mode, "idle" | "iowait" | "steal") {
