@@ -206,6 +206,11 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
             ));
         }
     }
+    let pressure = match (first.pressure_us, last.pressure_us) {
+        (Some(a), Some(b)) => Some(pct(b.saturating_sub(a) as f64 / 1e6, seconds)),
+        _ => None,
+    };
+    findings.extend(starved(pressure, &resources));
     let verdict = match &invalid_reason {
         Some(why) => Verdict {
             tier: Some("loadgen".into()),
@@ -221,10 +226,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         invalid_reason,
         users_in_system: (users_in_system * 10.0).round() / 10.0,
         generator_cpu_util: round2(generator_cpu_util),
-        cpu_pressure_pct: match (first.pressure_us, last.pressure_us) {
-            (Some(a), Some(b)) => Some(pct(b.saturating_sub(a) as f64 / 1e6, seconds)),
-            _ => None,
-        },
+        cpu_pressure_pct: pressure,
         listen_overflows: last.listen_overflows.saturating_sub(first.listen_overflows),
         tiers,
         resources,
@@ -544,6 +546,25 @@ fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<String> {
         lb.enlarge = Some("upstream keep-alive on".into());
     }
     vec![finding]
+}
+
+/// Tasks waited for a CPU in a fifth of the step or more (PSI) while no process was
+/// at its CPU budget: the tiers' CPUs are taken by others on the machine (seed 000's
+/// first architecture: nginx starved by its neighbours). PSI is machine-wide here
+/// (cgroup v1 has none per group), so it is a finding, never a verdict.
+fn starved(pressure: Option<f64>, resources: &[Resource]) -> Option<String> {
+    let p = pressure.filter(|p| *p >= 20.0)?;
+    let busiest = resources
+        .iter()
+        .filter(|r| r.resource == "cpu")
+        .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))?;
+    (busiest.utilisation < 0.7).then(|| {
+        format!(
+            "the machine's CPUs were contended in {p}% of the step (PSI) while no tier used 70% of its budget (the busiest: {}, {:.0}%): other processes on this machine take the CPU",
+            busiest.label,
+            busiest.utilisation * 100.0
+        )
+    })
 }
 
 /// Messages lost between users of one room: the balancer sent them to different

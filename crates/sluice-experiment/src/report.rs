@@ -62,6 +62,8 @@ pub struct Configuration {
     pub peak_tps: f64,
     /// The verdict of its last valid step (the most users).
     pub verdict: Verdict,
+    /// That step's findings (keep-alive off, messages lost, CPU taken by others).
+    pub findings: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -163,9 +165,9 @@ impl Configuration {
         let valid = || steps.iter().filter(|s| s.judged.valid);
         let last_valid = steps.iter().rev().find(|s| s.judged.valid);
         let peak_tps = valid().map(|s| s.tps).fold(0.0, f64::max);
-        let verdict = match last_valid.or(steps.last()) {
-            Some(s) => s.judged.verdict.clone(),
-            None => Verdict::default(),
+        let (verdict, findings) = match last_valid.or(steps.last()) {
+            Some(s) => (s.judged.verdict.clone(), s.judged.findings.clone()),
+            None => (Verdict::default(), Vec::new()),
         };
         Configuration {
             servers,
@@ -173,6 +175,7 @@ impl Configuration {
             steps,
             peak_tps,
             verdict,
+            findings,
         }
     }
 }
@@ -488,6 +491,13 @@ pub fn summary(r: &LabReport) -> String {
         );
         for e in &c.verdict.evidence {
             let _ = writeln!(out, "      {e}");
+        }
+        for f in c
+            .findings
+            .iter()
+            .filter(|f| !c.verdict.evidence.contains(f))
+        {
+            let _ = writeln!(out, "      finding: {f}");
         }
     }
     if !r.scale_out.is_empty() {

@@ -476,3 +476,52 @@ fn a_stomp_chat_loses_messages_under_round_robin_and_none_when_hashed_on_the_roo
         hash["verdict"]
     );
 }
+
+#[test]
+fn cpu_taken_by_other_processes_is_reported_as_such() {
+    // More busy loops than cores, each ending by itself after 20 s (bash's own clock,
+    // no child to outlive it) and killed when the run is done: the tiers' CPUs are
+    // taken by processes outside the experiment.
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let hogs: Vec<Running> = (0..=cores)
+        .map(|_| start("bash", &["-c", "while [ $SECONDS -lt 20 ]; do :; done"]))
+        .collect();
+    let dir = std::env::temp_dir().join(format!("sluice-lab-starved-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "lab",
+            "-e",
+            "004-threads",
+            "--servers",
+            "1",
+            "--users",
+            "10",
+            "-d",
+            "3s",
+        ])
+        .args(["--warmup", "1s", "--no-prove", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    drop(hogs);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let step = &report["configurations"][0]["steps"][0];
+    let pressure = step["cpu_pressure_pct"]
+        .as_f64()
+        .expect("PSI (Linux 4.20+)");
+    assert!(pressure >= 20.0, "{pressure}");
+    let findings = step["findings"].to_string();
+    assert!(
+        findings.contains("other processes on this machine take the CPU"),
+        "{findings}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
