@@ -175,20 +175,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
             seconds,
         })
         .collect();
-    let mut resources = Vec::new();
-    for d in &deltas {
-        resources.extend(cpu(d));
-        resources.extend(pool(d, "threads", "pool", load));
-        resources.extend(pool(d, "db_pool", "db_pool", load));
-        resources.extend(cap(d, procs, readings));
-        resources.extend(exported_pools(d, procs, readings));
-        if let Some(r) = resources
-            .iter_mut()
-            .find(|r| r.tier == d.info.tier && r.resource == "cpu")
-        {
-            r.evidence.extend(balancer_metrics(d, readings, procs));
-        }
-    }
+    let mut resources = resources(&deltas, procs, readings, load);
     let mut findings = findings(&deltas, &mut resources);
     let tiers = tiers(&deltas, readings);
     let generator_cpu_util =
@@ -200,11 +187,11 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     // not an invalid step.
     let held = tiers.iter().any(|t| t.accept_queue_max > 0) || load.errors > 0;
     if held && generator_cpu_util < 0.85 {
-        if let Some(why) = invalid_reason.take() {
-            findings.push(format!(
+        findings.extend(invalid_reason.take().map(|why| {
+            format!(
                 "{why}: the others waited on requests a tier had not answered when the step ended"
-            ));
-        }
+            )
+        }));
     }
     let pressure = match (first.pressure_us, last.pressure_us) {
         (Some(a), Some(b)) => Some(pct(b.saturating_sub(a) as f64 / 1e6, seconds)),
@@ -233,6 +220,30 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         findings,
         verdict,
     }
+}
+
+/// Every resource of every process, with the balancer's own metrics beside its CPU.
+fn resources(
+    deltas: &[Delta],
+    procs: &[ProcInfo],
+    readings: &[Reading],
+    load: Load,
+) -> Vec<Resource> {
+    let mut resources = Vec::new();
+    for d in deltas {
+        resources.extend(cpu(d));
+        resources.extend(pool(d, "threads", "pool", load));
+        resources.extend(pool(d, "db_pool", "db_pool", load));
+        resources.extend(cap(d, procs, readings));
+        resources.extend(exported_pools(d, procs, readings));
+        if let Some(r) = resources
+            .iter_mut()
+            .find(|r| r.tier == d.info.tier && r.resource == "cpu")
+        {
+            r.evidence.extend(balancer_metrics(d, readings, procs));
+        }
+    }
+    resources
 }
 
 /// "0.25 cores", "1 core".
@@ -616,23 +627,17 @@ fn choose(resources: &[Resource]) -> Verdict {
         })
     };
     match hard.or_else(soft) {
-        Some(r) => {
-            let mut evidence = r.evidence.clone();
-            let others: Vec<String> = resources
+        Some(r) => Verdict {
+            tier: Some(r.tier.clone()),
+            resource: Some(r.resource.clone()),
+            summary: format!("{} was saturated", r.label),
+            evidence: r
+                .evidence
                 .iter()
-                .filter(|o| o.saturated && (o.tier != r.tier || o.resource != r.resource))
-                .map(|o| format!("{} ({:.0}%)", o.label, o.utilisation * 100.0))
-                .collect();
-            if !others.is_empty() {
-                evidence.push(format!("also saturated: {}", others.join(", ")));
-            }
-            Verdict {
-                tier: Some(r.tier.clone()),
-                resource: Some(r.resource.clone()),
-                summary: format!("{} was saturated", r.label),
-                evidence,
-            }
-        }
+                .cloned()
+                .chain(also_saturated(resources, r))
+                .collect(),
+        },
         None => {
             let top = resources
                 .iter()
@@ -652,6 +657,17 @@ fn choose(resources: &[Resource]) -> Verdict {
             }
         }
     }
+}
+
+/// The other saturated resources (not `named`'s kind on another process), so a reader
+/// sees what was close.
+fn also_saturated(resources: &[Resource], named: &Resource) -> Option<String> {
+    let others: Vec<String> = resources
+        .iter()
+        .filter(|o| o.saturated && (o.tier != named.tier || o.resource != named.resource))
+        .map(|o| format!("{} ({:.0}%)", o.label, o.utilisation * 100.0))
+        .collect();
+    (!others.is_empty()).then(|| format!("also saturated: {}", others.join(", ")))
 }
 
 /// The runner-up to `named`: the most used resource of another kind or tier.

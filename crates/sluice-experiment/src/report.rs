@@ -111,8 +111,9 @@ pub struct Proof {
     pub users: usize,
     pub tps: f64,
     pub rows: Vec<ProofRow>,
-    /// The named resource's enlargement raised throughput by 15% or more, and the
-    /// runner-up's by less than 10% (or a third of the named one's gain).
+    /// Against the control run, the named resource's enlargement raised throughput by
+    /// 15% or more, and the runner-up's by less than 10% (or a third of the named one's
+    /// gain).
     pub confirmed: bool,
     pub summary: String,
 }
@@ -121,10 +122,11 @@ pub struct Proof {
 pub struct ProofRow {
     pub tier: String,
     pub resource: String,
-    /// `named` or `runner-up`.
+    /// `control` (nothing changed), `named` or `runner-up`.
     pub role: String,
     pub change: String,
     pub tps: f64,
+    /// Against the control run (the control's own: against the original step).
     pub gain_pct: f64,
     /// What the re-run named.
     pub verdict: Verdict,
@@ -181,6 +183,20 @@ impl Configuration {
 }
 
 impl ProofRow {
+    /// The control run: nothing changed; its gain is against the original step.
+    pub fn control(original: f64, again: &StepResult) -> ProofRow {
+        ProofRow {
+            tier: String::new(),
+            resource: String::new(),
+            role: "control".into(),
+            change: "none: the same step again".into(),
+            tps: again.tps,
+            gain_pct: round1((again.tps / original.max(1e-9) - 1.0) * 100.0),
+            verdict: again.judged.verdict.clone(),
+        }
+    }
+
+    /// A run with `r` enlarged; its gain is against the control run's `before`.
     pub fn of(r: &Resource, named: bool, before: f64, again: &StepResult) -> ProofRow {
         ProofRow {
             tier: r.tier.clone(),
@@ -509,33 +525,40 @@ pub fn summary(r: &LabReport) -> String {
         let _ = writeln!(out, "\nScale-out: {}", gains.join(", "));
     }
     if let Some(p) = &r.proof {
-        let _ = writeln!(
-            out,
-            "\nProof ({} servers, {} users, {:.0} req/s):",
-            p.servers, p.users, p.tps
-        );
-        for row in &p.rows {
-            let _ = writeln!(
-                out,
-                "  {:<9} {:<40} {:>8.0} req/s {:>+6.0}%",
-                row.role, row.change, row.tps, row.gain_pct
-            );
-        }
-        let _ = writeln!(
-            out,
-            "  {}",
-            if p.confirmed {
-                "confirmed"
-            } else {
-                "not confirmed: the evidence does not settle it"
-            }
-        );
+        out.push_str(&proof_text(p));
     }
     for w in &r.warnings {
         let _ = writeln!(out, "\nwarning: {w}");
     }
     let tier = r.verdict.tier.as_deref().unwrap_or("none");
     let _ = writeln!(out, "\nVerdict ({tier}): {}", r.verdict.summary);
+    out
+}
+
+/// The proof's table: each re-run, its change and its throughput.
+fn proof_text(p: &Proof) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nProof ({} servers, {} users, {:.0} req/s; gains against the control run):",
+        p.servers, p.users, p.tps
+    );
+    for row in &p.rows {
+        let _ = writeln!(
+            out,
+            "  {:<9} {:<40} {:>8.0} req/s {:>+6.0}%",
+            row.role, row.change, row.tps, row.gain_pct
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  {}",
+        if p.confirmed {
+            "confirmed"
+        } else {
+            "not confirmed: the evidence does not settle it"
+        }
+    );
     out
 }
 

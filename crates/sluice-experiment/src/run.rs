@@ -33,7 +33,7 @@ pub struct Options {
 pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> anyhow::Result<LabReport> {
     let mut configurations = Vec::new();
     let mut warnings = Vec::new();
-    for (i, (variant, lb)) in e.balancers().into_iter().enumerate() {
+    'variants: for (i, (variant, lb)) in e.balancers().into_iter().enumerate() {
         let mut ev = e.clone();
         ev.lb = lb;
         if let Some(name) = &variant {
@@ -48,16 +48,31 @@ pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> anyhow:
                 sluice: &o.sluice,
                 dir: &dir,
             };
-            let topology = Topology::start(&ev, servers, &launch)?;
-            warnings.extend(topology.warnings.iter().cloned());
-            let steps = steps(&ev, &topology, servers, o, stop)?;
-            configurations.push(Configuration::of(servers, variant.clone(), steps));
+            // What was measured before a failure is kept: the report says where it
+            // stopped and why.
+            let measured = Topology::start(&ev, servers, &launch).and_then(|t| {
+                warnings.extend(t.warnings.iter().cloned());
+                steps(&ev, &t, servers, o, stop)
+            });
+            match measured {
+                Ok(steps) => {
+                    configurations.push(Configuration::of(servers, variant.clone(), steps))
+                }
+                Err(err) if configurations.is_empty() => return Err(err),
+                Err(err) => {
+                    warnings.push(format!("stopped at {servers} servers: {err:#}"));
+                    break 'variants;
+                }
+            }
         }
     }
     warnings.dedup();
     let mut report = LabReport::new(e, configurations, warnings, *stop.borrow());
     if e.prove && !*stop.borrow() {
-        report.proof = prove(e, &report, o, stop)?;
+        match prove(e, &report, o, stop) {
+            Ok(proof) => report.proof = proof,
+            Err(err) => report.warnings.push(format!("no proof: {err:#}")),
+        }
     }
     report.conclude();
     Ok(report)
@@ -218,6 +233,26 @@ fn load(
         .ok_or_else(|| anyhow!("the step was interrupted before it started"))
 }
 
+/// `step` again, on freshly started tiers of experiment `e`.
+fn rerun(
+    e: &Experiment,
+    step: &StepResult,
+    name: &str,
+    o: &Options,
+    stop: &watch::Receiver<bool>,
+) -> anyhow::Result<StepResult> {
+    let dir = o.dir.join(name);
+    let launch = Launch {
+        sluice: &o.sluice,
+        dir: &dir,
+    };
+    let t = Topology::start(e, step.servers, &launch)?;
+    let sampler = Sampler::start(&t.watched());
+    let target = format!("http://{}/", t.target);
+    let spec = StepSpec::of(e, step.servers, step.users);
+    measure(&target, &t.watched(), &sampler, spec, stop)
+}
+
 /// The experiment with `r` made 1.5 times larger (or, for keep-alive, turned on).
 pub fn enlarged(e: &Experiment, r: &Resource) -> Option<Experiment> {
     let mut e = e.clone();
@@ -262,7 +297,14 @@ fn prove(
     }) else {
         return Ok(None);
     };
-    let mut rows = Vec::new();
+    // The control: the same step on freshly started tiers, unchanged. Gains are
+    // measured against it, so the noise of a fresh start is not taken for an effect.
+    let control = rerun(e, step, "proof-control", o, stop)?;
+    (o.progress)(&format!(
+        "proof: control (unchanged) -> {:.0} req/s",
+        control.tps
+    ));
+    let mut rows = vec![ProofRow::control(step.tps, &control)];
     let candidates = [
         Some(resource),
         judge::runner_up(&step.judged.resources, named),
@@ -271,25 +313,10 @@ fn prove(
         let Some(changed) = enlarged(e, r) else {
             continue;
         };
-        let dir = o.dir.join(format!("proof-{i}"));
-        let t = Topology::start(
-            &changed,
-            step.servers,
-            &Launch {
-                sluice: &o.sluice,
-                dir: &dir,
-            },
-        )?;
-        let sampler = Sampler::start(&t.watched());
-        let target = format!("http://{}/", t.target);
-        let spec = StepSpec::of(&changed, step.servers, step.users);
-        let again = measure(&target, &t.watched(), &sampler, spec, stop)?;
-        (o.progress)(&format!(
-            "proof: {} -> {:.0} req/s",
-            r.enlarge.as_deref().unwrap_or(""),
-            again.tps
-        ));
-        rows.push(ProofRow::of(r, i == 0, step.tps, &again));
+        let again = rerun(&changed, step, &format!("proof-{i}"), o, stop)?;
+        let change = r.enlarge.as_deref().unwrap_or("");
+        (o.progress)(&format!("proof: {change} -> {:.0} req/s", again.tps));
+        rows.push(ProofRow::of(r, i == 0, control.tps, &again));
     }
     Ok(Some(Proof::of(step.servers, step.users, step.tps, rows)))
 }

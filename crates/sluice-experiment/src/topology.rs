@@ -170,25 +170,7 @@ impl Topology {
             None => None,
         };
         let log = std::fs::File::create(how.dir.join(format!("{name}.log")))?;
-        let mut cmd = match &cgroup {
-            Some(b) => {
-                let mut c = Command::new("sh");
-                c.arg("-c")
-                    .arg(format!(
-                        "echo $$ > '{}' && exec \"$@\"",
-                        b.procs_file().display()
-                    ))
-                    .arg("sh")
-                    .arg(program);
-                c
-            }
-            None => Command::new(program),
-        };
-        cmd.args(args)
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log);
+        let mut cmd = command(cgroup.as_ref(), program, args, log)?;
         let child = cmd
             .spawn()
             .with_context(|| format!("starting {name}: {}", program.display()))?;
@@ -264,6 +246,43 @@ fn stop(p: &mut Proc) {
     }
     let _ = p.child.kill();
     let _ = p.child.wait();
+}
+
+/// The command that starts `program` with `args`, its output to `log`, inside
+/// `cgroup` from its first instruction when given (the shell joins the group, then
+/// becomes the program).
+fn command(
+    cgroup: Option<&CpuBudget>,
+    program: &Path,
+    args: &[String],
+    log: std::fs::File,
+) -> std::io::Result<Command> {
+    let mut cmd = match cgroup {
+        Some(b) => {
+            let mut c = Command::new("sh");
+            c.arg("-c")
+                .arg(format!(
+                    "echo $$ > '{}' && exec \"$@\"",
+                    b.procs_file().display()
+                ))
+                .arg("sh")
+                .arg(program);
+            c
+        }
+        None => Command::new(program),
+    };
+    cmd.args(args)
+        .env("NO_COLOR", "1")
+        // One calibration for every tier, measured here outside any quota: the CPU
+        // work per request is then the same amount in every process.
+        .env(
+            sluice_lab::cpu::RATE_ENV,
+            sluice_lab::cpu::per_microsecond().to_string(),
+        )
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    Ok(cmd)
 }
 
 /// Sends `sig` to `pid` with kill(1) (quietly: the process may be gone already).

@@ -27,11 +27,23 @@ pub fn burn(iterations: u64) {
     black_box(x);
 }
 
-/// Iterations per microsecond, measured once (the fastest of a few tries, so a busy
-/// moment during calibration does not shrink the work).
-fn per_microsecond() -> f64 {
+/// The variable through which a parent hands its calibration to the tiers it starts
+/// (`sluice lab`): a tier calibrating inside a small CPU quota, beside others starting
+/// at the same moment, would measure a slower machine and do less work than asked.
+pub const RATE_ENV: &str = "SLUICE_CPU_RATE";
+
+/// Iterations per microsecond: from [`RATE_ENV`] when set, else measured once (the
+/// fastest of a few tries, so a busy moment during calibration does not shrink the
+/// work).
+pub fn per_microsecond() -> f64 {
     static RATE: OnceLock<f64> = OnceLock::new();
     *RATE.get_or_init(|| {
+        let given = std::env::var(RATE_ENV)
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok());
+        if let Some(rate) = given.filter(|r| r.is_finite() && *r > 0.0) {
+            return rate;
+        }
         let n = 200_000;
         (0..5)
             .map(|_| {

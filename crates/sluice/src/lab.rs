@@ -68,9 +68,8 @@ pub struct LabArgs {
 
 pub fn lab(args: LabArgs) -> anyhow::Result<ExitCode> {
     if args.list {
-        for (name, text) in builtin::ALL {
+        for (name, _) in builtin::ALL {
             let about = builtin::get(name).map(|e| e.about).unwrap_or_default();
-            let _ = text;
             println!("{name:<16} {about}");
         }
         return Ok(ExitCode::SUCCESS);
@@ -244,7 +243,7 @@ fn experiment(args: &LabArgs) -> Result<Experiment, String> {
 /// What is about to run, and for about how long.
 fn intro(e: &Experiment) -> String {
     let step = (e.duration + e.warmup).as_secs_f64();
-    let proofs = if e.prove { 2.0 * step } else { 0.0 };
+    let proofs = if e.prove { 3.0 * step } else { 0.0 };
     let total = e.step_count() as f64 * step + proofs + 2.0 * e.servers.len() as f64;
     format!(
         "sluice lab: {} ({}), {} in front; servers {:?} x users {:?}, {} per step: about {:.0} s",

@@ -103,7 +103,9 @@ fn keep_alive_off_is_named_and_the_proof_turns_it_on() {
         .unwrap();
     assert!(app["time_wait"].as_u64().unwrap() > 100, "{app}");
     let proof = &report["proof"];
-    let row = &proof["rows"][0];
+    let rows = proof["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["role"], "control", "{proof}");
+    let row = rows.iter().find(|r| r["role"] == "named").unwrap();
     assert_eq!(row["change"], "upstream keep-alive on", "{proof}");
     // A connection per request costs the balancer several times what a pooled one
     // does: turning the pool on must raise throughput well beyond noise.
@@ -233,11 +235,20 @@ fn start(program: &str, args: &[&str]) -> Running {
     )
 }
 
-#[test]
-fn a_deployment_it_did_not_start_is_measured_by_pid_and_through_node_exporter() {
-    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+/// A deployment as an operator runs it: an app server in a CPU budget of 0.2 cores,
+/// sluice in front, and the machine's node_exporter; none started by the lab.
+struct Deployment {
+    app: Running,
+    lb: Running,
+    _node: Running,
+    _budget: sluice_lab::cpu_budget::CpuBudget,
+    lb_port: u16,
+    node_port: u16,
+    dir: std::path::PathBuf,
+}
+
+fn deployment() -> Deployment {
     let sluice = env!("CARGO_BIN_EXE_sluice");
-    // The app server: a process in a CPU budget the test sets, as an operator would.
     let app_port = free_port();
     let app = start(
         sluice,
@@ -253,40 +264,58 @@ fn a_deployment_it_did_not_start_is_measured_by_pid_and_through_node_exporter() 
         .expect("root and cgroup v1");
     budget.add(app.0.id()).unwrap();
     wait_listening(app_port);
-    // The balancer: sluice, from a config file.
     let dir = std::env::temp_dir().join(format!("sluice-lab-deploy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let lb_port = free_port();
     let config = dir.join("sluice.toml");
+    let upstream = format!("[upstream.app]\nservers = [\"127.0.0.1:{app_port}\"]\n");
+    let route = "[[route]]\npath = \"/\"\nupstream = \"app\"\n";
     std::fs::write(
         &config,
-        format!("[[listener]]\nbind = \"127.0.0.1:{lb_port}\"\n[[route]]\npath = \"/\"\nupstream = \"app\"\n[upstream.app]\nservers = [\"127.0.0.1:{app_port}\"]\n"),
+        format!("[[listener]]\nbind = \"127.0.0.1:{lb_port}\"\n{route}{upstream}"),
     )
     .unwrap();
     let lb = start(sluice, &["serve", "-c", config.to_str().unwrap()]);
     wait_listening(lb_port);
-    // The machine, through the real node_exporter.
     let node_port = free_port();
-    let _node = start(
+    let listen = format!("--web.listen-address=127.0.0.1:{node_port}");
+    let collectors = [
+        "--collector.disable-defaults",
+        "--collector.cpu",
+        "--collector.pressure",
+    ];
+    let node = start(
         "prometheus-node-exporter",
-        &[
-            &format!("--web.listen-address=127.0.0.1:{node_port}"),
-            "--collector.disable-defaults",
-            "--collector.cpu",
-            "--collector.netstat",
-            "--collector.sockstat",
-            "--collector.pressure",
-        ],
+        &[&[listen.as_str()][..], &collectors[..]].concat(),
     );
     wait_listening(node_port);
-    let json = dir.join("report.json");
-    let out = Command::new(sluice)
-        .args(["lab", "--target", &format!("http://127.0.0.1:{lb_port}/")])
-        .args(["--tier", &format!("lb={}", lb.0.id())])
-        .args(["--tier", &format!("app={}", app.0.id())])
+    Deployment {
+        app,
+        lb,
+        _node: node,
+        _budget: budget,
+        lb_port,
+        node_port,
+        dir,
+    }
+}
+
+#[test]
+fn a_deployment_it_did_not_start_is_measured_by_pid_and_through_node_exporter() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let d = deployment();
+    let json = d.dir.join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "lab",
+            "--target",
+            &format!("http://127.0.0.1:{}/", d.lb_port),
+        ])
+        .args(["--tier", &format!("lb={}", d.lb.0.id())])
+        .args(["--tier", &format!("app={}", d.app.0.id())])
         .args([
             "--tier",
-            &format!("machine=http://127.0.0.1:{node_port}/metrics"),
+            &format!("machine=http://127.0.0.1:{}/metrics", d.node_port),
         ])
         .args(["--users", "10", "-d", "2s", "--warmup", "1s", "--json"])
         .arg(&json)
@@ -309,17 +338,13 @@ fn a_deployment_it_did_not_start_is_measured_by_pid_and_through_node_exporter() 
     // The app's quota is the limit: the verdict names the user's tier "app".
     assert_eq!(report["verdict"]["tier"], "app", "{stdout}");
     let step = &report["configurations"][0]["steps"][0];
-    let machine_cpu = step["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["tier"] == "machine")
-        .unwrap();
+    let resources = step["resources"].as_array().unwrap();
+    let machine_cpu = resources.iter().find(|r| r["tier"] == "machine").unwrap();
     assert!(
         machine_cpu["utilisation"].as_f64().unwrap() > 0.0,
         "{machine_cpu}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&d.dir);
 }
 
 /// The DOM headless Chromium builds from `page` once its scripts ran (60 s at most).
