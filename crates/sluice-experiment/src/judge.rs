@@ -662,10 +662,21 @@ fn choose(resources: &[Resource]) -> Verdict {
 /// The other saturated resources (not `named`'s kind on another process), so a reader
 /// sees what was close.
 fn also_saturated(resources: &[Resource], named: &Resource) -> Option<String> {
-    let others: Vec<String> = resources
+    // One entry per kind of resource: the app servers' pools share a label, and the
+    // fullest of them speaks for the rest.
+    let mut fullest: Vec<(&str, f64)> = Vec::new();
+    for o in resources.iter().filter(|o| o.saturated) {
+        if o.tier == named.tier && o.resource == named.resource {
+            continue;
+        }
+        match fullest.iter_mut().find(|(label, _)| *label == o.label) {
+            Some((_, u)) => *u = u.max(o.utilisation),
+            None => fullest.push((&o.label, o.utilisation)),
+        }
+    }
+    let others: Vec<String> = fullest
         .iter()
-        .filter(|o| o.saturated && (o.tier != named.tier || o.resource != named.resource))
-        .map(|o| format!("{} ({:.0}%)", o.label, o.utilisation * 100.0))
+        .map(|(label, u)| format!("{label} ({:.0}%)", u * 100.0))
         .collect();
     (!others.is_empty()).then(|| format!("also saturated: {}", others.join(", ")))
 }
