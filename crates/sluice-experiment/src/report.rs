@@ -20,6 +20,7 @@ pub struct LabReport {
     /// The deployment measured (`--target`, `--tier`), when not an experiment.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deployment: Option<DeploymentInfo>,
+    /// When the run began (its first configuration's start).
     pub started_unix_ms: u64,
     /// Why a budget could not be applied, and other limits of this run.
     pub warnings: Vec<String>,
@@ -30,6 +31,13 @@ pub struct LabReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proof: Option<Proof>,
     pub verdict: Verdict,
+}
+
+/// Now, as milliseconds since the Unix epoch.
+pub fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// A deployment the lab measured without starting it.
@@ -304,9 +312,7 @@ impl LabReport {
             tool: format!("sluice lab {}", env!("CARGO_PKG_VERSION")),
             experiment: None,
             deployment: None,
-            started_unix_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
+            started_unix_ms: 0,
             warnings: Vec::new(),
             interrupted,
             configurations: Vec::new(),

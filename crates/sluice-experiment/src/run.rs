@@ -31,6 +31,7 @@ pub struct Options {
 
 /// Runs `e`; `stop` turning true ends it early with what was measured.
 pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> anyhow::Result<LabReport> {
+    let started = report::now_unix_ms();
     let mut configurations = Vec::new();
     let mut warnings = Vec::new();
     'variants: for (i, (variant, lb)) in e.balancers().into_iter().enumerate() {
@@ -68,6 +69,7 @@ pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> anyhow:
     }
     warnings.dedup();
     let mut report = LabReport::new(e, configurations, warnings, *stop.borrow());
+    report.started_unix_ms = started;
     if e.prove && !*stop.borrow() {
         match prove(e, &report, o, stop) {
             Ok(proof) => report.proof = proof,
@@ -338,6 +340,7 @@ pub fn run_deployment(
     o: &Options,
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<LabReport> {
+    let started = report::now_unix_ms();
     fill_exporter_budgets(&mut d.tiers)?;
     let sampler = Sampler::start(&d.tiers);
     let servers = d.tiers.iter().filter(|w| w.tier == "app").count().max(1);
@@ -360,6 +363,7 @@ pub fn run_deployment(
     }
     let config = Configuration::of(servers, None, steps);
     let mut report = LabReport::deployment(d, config, *stop.borrow());
+    report.started_unix_ms = started;
     report.conclude();
     Ok(report)
 }

@@ -60,7 +60,7 @@ enum Command {
     Plan(plan::PlanArgs),
     /// Run an experiment (simulated app servers and database behind a balancer, users
     /// in steps), sample every tier, and name the saturated one with its evidence;
-    /// with no arguments, the scale-out experiment (about two minutes).
+    /// with no arguments, the scale-out experiment (about two and a half minutes).
     Lab(Box<lab::LabArgs>),
     /// Measure the balancing algorithms: consistent hashing (balance, keys moved, lookup
     /// cost, bounded loads) and a simulated slow server under each balancer.
