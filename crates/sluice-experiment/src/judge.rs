@@ -5,17 +5,20 @@
 //! - **Utilisation against the tier's own budget** (the USE method): a process's CPU is
 //!   judged against its quota, its worker threads or the machine's cores, whichever is
 //!   least; a pool against its size (thread-milliseconds held over the pool's
-//!   thread-milliseconds). A resource is saturated when it is at least 85% used (CPU) or
-//!   80% used with at least 5% of requests waiting for it (pools), or, for a connection cap, when the
-//!   cap was reached in most seconds with connections left waiting in the accept queue.
+//!   thread-milliseconds). A resource is saturated when it is at least 85% used (CPU),
+//!   80% used with at least 5% of requests waiting for it (pools), or, for a connection
+//!   cap, when the cap was held in most seconds with connections waiting unaccepted.
 //! - **Valid steps only**: the generator itself must stay under 85% of its CPU, and
 //!   Little's law must hold between the users configured and those actually in the
 //!   system (throughput × (response time + think time)) within 20%; otherwise the step
 //!   measured the generator and says so.
 //! - **Which one**: a saturated CPU first (the highest utilisation; a pool that fills
 //!   because its tier's CPU is full is a symptom), else the deepest saturated pool (a
-//!   database pool fills app threads behind it, never the reverse). Nothing saturated:
-//!   the verdict says so and names no tier.
+//!   database pool fills app threads behind it, never the reverse). A balancer whose
+//!   CPU is full while it opens a connection per request is named for its keep-alive.
+//!   Nothing saturated: the verdict says so and names no tier.
+//! - **Findings** beside any verdict: keep-alive off, STOMP messages lost, CPU taken by
+//!   other processes (machine-wide PSI high while no tier is near its budget).
 
 use crate::sample::{ProcReading, Reading};
 use serde::Serialize;

@@ -177,7 +177,7 @@ impl Topology {
         let budget = match &cgroup {
             Some(b) => Budget {
                 cores: b.cpus,
-                method: "cgroup v1 cpu quota".into(),
+                method: b.method.into(),
             },
             None => machine_budget(),
         };

@@ -1,17 +1,17 @@
-//! A tier's CPU budget on a shared machine: a cgroup of the v1 `cpu` controller with a
-//! CFS quota (`cpu.cfs_quota_us` over `cpu.cfs_period_us`), which is what these machines
-//! have (cgroup v2's `cpu.max` where it exists is the same idea). "nginx on one vCPU"
-//! then means one CPU-second per second for nginx's whole process tree, however many
-//! cores the machine has, and the kernel's throttling counters say when the tier ran
-//! into it: the evidence that a tier, not the machine, was saturated.
+//! A tier's CPU budget on a shared machine: a cgroup with a CFS quota, through the v1
+//! `cpu` controller (`cpu.cfs_quota_us` over `cpu.cfs_period_us`, what these machines
+//! have) or cgroup v2 (`cpu.max`). "nginx on one vCPU" then means one CPU-second per
+//! second for nginx's whole process tree, however many cores the machine has, and the
+//! kernel's throttling counters say when the tier ran into it: the evidence that a tier,
+//! not the machine, was saturated.
 //!
 //! Creating a cgroup needs root; [`CpuBudget::create`] says so plainly when it cannot.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Where the v1 `cpu` controller is mounted.
-const CPU_V1: &str = "/sys/fs/cgroup/cpu";
+/// Where cgroups are mounted.
+const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 const PERIOD_US: u64 = 100_000;
 
 /// A cgroup limiting its processes to `cpus` CPUs; removed when dropped (its processes
@@ -19,7 +19,11 @@ const PERIOD_US: u64 = 100_000;
 #[derive(Debug)]
 pub struct CpuBudget {
     dir: PathBuf,
+    /// The hierarchy's root group, where processes go back when the budget is dropped.
+    root: PathBuf,
     pub cpus: f64,
+    /// `cgroup v1 cpu quota` or `cgroup v2 cpu.max`: how the budget is applied.
+    pub method: &'static str,
 }
 
 /// The kernel's throttling counters of a budget.
@@ -36,31 +40,55 @@ pub struct Throttling {
 impl CpuBudget {
     /// A new cgroup named `name` (unique per process) with a quota of `cpus` CPUs.
     pub fn create(name: &str, cpus: f64) -> io::Result<CpuBudget> {
-        if !Path::new(CPU_V1).join("cpu.cfs_quota_us").exists() {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!("no cgroup v1 cpu controller at {CPU_V1}: CPU budgets need it (or use CPU affinity)"),
-            ));
-        }
+        CpuBudget::create_in(Path::new(CGROUP_ROOT), name, cpus)
+    }
+
+    /// As [`create`](Self::create), under the cgroup mount `mount`: the v1 `cpu`
+    /// controller at `mount/cpu`, else cgroup v2 at `mount` with `cpu` among its
+    /// controllers.
+    pub fn create_in(mount: &Path, name: &str, cpus: f64) -> io::Result<CpuBudget> {
         if !cpus.is_finite() || cpus <= 0.0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "a CPU budget must be above 0",
             ));
         }
-        let dir = Path::new(CPU_V1).join(format!("sluice-lab-{}-{name}", std::process::id()));
+        let v1 = mount.join("cpu");
+        let v2_cpu = std::fs::read_to_string(mount.join("cgroup.controllers"))
+            .is_ok_and(|c| c.split_whitespace().any(|c| c == "cpu"));
+        let (root, method) = if v1.join("cpu.cfs_quota_us").exists() {
+            (v1, "cgroup v1 cpu quota")
+        } else if v2_cpu {
+            // Children get the cpu controller only when their parent delegates it.
+            std::fs::write(mount.join("cgroup.subtree_control"), "+cpu")?;
+            (mount.to_path_buf(), "cgroup v2 cpu.max")
+        } else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("no cgroup cpu controller under {} (v1 cpu/ or v2 with cpu): CPU budgets need one", mount.display()),
+            ));
+        };
+        let dir = root.join(format!("sluice-lab-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!(
-                    "creating the cgroup {} (CPU budgets need root): {e}",
-                    dir.display()
-                ),
-            )
+            let hint = format!(
+                "creating the cgroup {} (CPU budgets need root): {e}",
+                dir.display()
+            );
+            io::Error::new(e.kind(), hint)
         })?;
-        let budget = CpuBudget { dir, cpus };
-        budget.write("cpu.cfs_period_us", PERIOD_US)?;
-        budget.write("cpu.cfs_quota_us", (cpus * PERIOD_US as f64).round() as u64)?;
+        let budget = CpuBudget {
+            dir,
+            root,
+            cpus,
+            method,
+        };
+        let quota = (cpus * PERIOD_US as f64).round() as u64;
+        if method.starts_with("cgroup v1") {
+            budget.write("cpu.cfs_period_us", PERIOD_US)?;
+            budget.write("cpu.cfs_quota_us", quota)?;
+        } else {
+            budget.write("cpu.max", format!("{quota} {PERIOD_US}"))?;
+        }
         Ok(budget)
     }
 
@@ -93,12 +121,16 @@ pub fn throttling_at(dir: &Path) -> Throttling {
     let field = |name: &str| {
         stat.lines()
             .find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok())
-            .unwrap_or(0)
+    };
+    // v1 counts the throttled time in ns (`throttled_time`), v2 in µs (`throttled_usec`).
+    let throttled_s = match field("throttled_time ") {
+        Some(ns) => ns as f64 / 1e9,
+        None => field("throttled_usec ").unwrap_or(0) as f64 / 1e6,
     };
     Throttling {
-        periods: field("nr_periods"),
-        throttled: field("nr_throttled"),
-        throttled_s: field("throttled_time") as f64 / 1e9,
+        periods: field("nr_periods ").unwrap_or(0),
+        throttled: field("nr_throttled ").unwrap_or(0),
+        throttled_s,
     }
 }
 
@@ -107,8 +139,66 @@ impl Drop for CpuBudget {
         // A cgroup with processes cannot be removed: move them back to the root first.
         let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
         for pid in procs.lines() {
-            let _ = std::fs::write(Path::new(CPU_V1).join("cgroup.procs"), pid);
+            let _ = std::fs::write(self.root.join("cgroup.procs"), pid);
         }
         let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory standing for a cgroup mount, removed when dropped.
+    struct FakeMount(PathBuf);
+
+    impl Drop for FakeMount {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn fake_mount(kind: &str) -> FakeMount {
+        let dir = std::env::temp_dir().join(format!("sluice-cgroup-{kind}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        FakeMount(dir)
+    }
+
+    #[test]
+    fn on_cgroup_v2_the_quota_is_cpu_max_and_the_controller_is_delegated() {
+        // A pure v2 machine's files, as the kernel shows them (cgroup-v2.rst).
+        let mount = fake_mount("v2");
+        std::fs::write(
+            mount.0.join("cgroup.controllers"),
+            "cpuset cpu io memory pids\n",
+        )
+        .unwrap();
+        std::fs::write(mount.0.join("cgroup.subtree_control"), "").unwrap();
+        let budget = CpuBudget::create_in(&mount.0, "t", 0.25).unwrap();
+        assert_eq!(budget.method, "cgroup v2 cpu.max");
+        assert_eq!(
+            std::fs::read_to_string(budget.dir.join("cpu.max")).unwrap(),
+            "25000 100000"
+        );
+        assert_eq!(
+            std::fs::read_to_string(mount.0.join("cgroup.subtree_control")).unwrap(),
+            "+cpu"
+        );
+        std::fs::write(
+            budget.dir.join("cpu.stat"),
+            "usage_usec 900\nnr_periods 40\nnr_throttled 30\nthrottled_usec 1500000\n",
+        )
+        .unwrap();
+        let t = budget.throttling();
+        assert_eq!((t.periods, t.throttled, t.throttled_s), (40, 30, 1.5));
+    }
+
+    #[test]
+    fn without_a_cpu_controller_it_says_so() {
+        let mount = fake_mount("none");
+        std::fs::write(mount.0.join("cgroup.controllers"), "memory pids\n").unwrap();
+        let e = CpuBudget::create_in(&mount.0, "t", 0.5).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+        assert!(CpuBudget::create_in(&mount.0, "t", 0.0).is_err());
     }
 }
