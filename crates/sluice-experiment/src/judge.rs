@@ -7,7 +7,8 @@
 //!   least; a pool against its size (thread-milliseconds held over the pool's
 //!   thread-milliseconds). A resource is saturated when it is at least 85% used (CPU),
 //!   80% used with at least 5% of requests waiting for it (pools), or, for a connection
-//!   cap, when the cap was held in most seconds with connections waiting unaccepted.
+//!   cap, when the cap was held in most seconds (or 90% full on average) with
+//!   connections waiting unaccepted.
 //! - **Valid steps only**: the generator itself must stay under 85% of its CPU, and
 //!   Little's law must hold between the users configured and those actually in the
 //!   system (throughput × (response time + think time)) within 20%; otherwise the step
@@ -413,7 +414,9 @@ fn cap(d: &Delta, procs: &[ProcInfo], readings: &[Reading]) -> Option<Resource> 
         resource: "connections".into(),
         label: format!("{}'s connection cap ({cap} connections)", tier_word(&d.info.tier)),
         utilisation: round2(mean_open / cap),
-        saturated: share >= 0.8 && queued > 0,
+        // Held in most seconds, or nearly full on average (the step's tail, while stuck
+        // requests run out their timeout, drains the cap below it), with a queue.
+        saturated: (share >= 0.8 || mean_open / cap >= 0.9) && queued > 0,
         evidence: vec![format!(
             "{} held its cap of {cap} connections in {:.0}% of the seconds sampled, with up to {queued} more waiting unaccepted in its listen queue",
             d.info.name,
