@@ -5,10 +5,10 @@
 //! - **Utilisation against the tier's own budget** (the USE method): a process's CPU is
 //!   judged against its quota, its worker threads or the machine's cores, whichever is
 //!   least; a pool against its size (thread-milliseconds held over the pool's
-//!   thread-milliseconds). A resource is saturated when it is at least 85% used (CPU),
-//!   80% used with at least 5% of requests waiting for it (pools), or, for a connection
-//!   cap, when the cap was held in most seconds (or 90% full on average) with
-//!   connections waiting unaccepted.
+//!   thread-milliseconds). A resource is saturated when it is at least 85% used (CPU;
+//!   70% when throttled in half its quota periods), 80% used with at least 5% of
+//!   requests waiting for it (pools), or, for a connection cap, when the cap was held in
+//!   most seconds (or 90% full on average) with connections waiting unaccepted.
 //! - **Valid steps only**: the generator itself must stay under 85% of its CPU, and
 //!   Little's law must hold between the users configured and those actually in the
 //!   system (throughput × (response time + think time)) within 20%; otherwise the step
@@ -324,7 +324,9 @@ fn cpu(d: &Delta) -> Option<Resource> {
             d.info.budget
         ),
         utilisation: round2(u),
-        saturated: u >= 0.85,
+        // CPU time is read in 10 ms ticks: over a short step a tier at its quota can
+        // read as 80%. Throttled in half its periods, the quota is what stopped it.
+        saturated: u >= 0.85 || (u >= 0.7 && throttled >= 50.0),
         evidence,
         enlarge: d.info.budget.starts_with("cgroup").then(|| {
             format!(
