@@ -140,6 +140,11 @@ pub struct ProofRow {
     pub verdict: Verdict,
 }
 
+/// `x` rounded to a whole number for printing, never "-0".
+fn whole(x: f64) -> f64 {
+    x.round() + 0.0
+}
+
 fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
@@ -228,14 +233,16 @@ impl Proof {
             n.gain_pct >= 15.0 && runner.is_none_or(|r| r.gain_pct < (n.gain_pct / 3.0).max(10.0))
         });
         let mut summary = match named {
-            Some(n) => format!("{} ({}): {:+.0}% TPS", n.change, n.tier, n.gain_pct),
+            Some(n) => format!("{} ({}): {:+.0}% TPS", n.change, n.tier, whole(n.gain_pct)),
             None => "the named resource cannot be enlarged here".into(),
         };
         if let Some(r) = runner {
             let _ = write!(
                 summary,
                 "; runner-up, {} ({}): {:+.0}% TPS",
-                r.change, r.tier, r.gain_pct
+                r.change,
+                r.tier,
+                whole(r.gain_pct)
             );
         }
         summary.push_str(if confirmed {
@@ -346,7 +353,7 @@ impl LabReport {
             Some(g) => format!(
                 "the {} server added {:.0}% TPS ({:.0} -> {:.0} req/s): {cause}",
                 ordinal(g.to),
-                g.gain_pct,
+                whole(g.gain_pct),
                 g.tps_from,
                 g.tps_to
             ),
@@ -357,7 +364,7 @@ impl LabReport {
                 "throughput grew with every server added ({}); with {}: {cause}",
                 self.scale_out
                     .iter()
-                    .map(|g| format!("{:+.0}%", g.gain_pct))
+                    .map(|g| format!("{:+.0}%", whole(g.gain_pct)))
                     .collect::<Vec<_>>()
                     .join(", "),
                 at.servers
@@ -526,7 +533,7 @@ pub fn summary(r: &LabReport) -> String {
         let gains: Vec<String> = r
             .scale_out
             .iter()
-            .map(|g| format!("{} -> {}: {:+.0}%", g.from, g.to, g.gain_pct))
+            .map(|g| format!("{} -> {}: {:+.0}%", g.from, g.to, whole(g.gain_pct)))
             .collect();
         let _ = writeln!(out, "\nScale-out: {}", gains.join(", "));
     }
@@ -553,7 +560,10 @@ fn proof_text(p: &Proof) -> String {
         let _ = writeln!(
             out,
             "  {:<9} {:<40} {:>8.0} req/s {:>+6.0}%",
-            row.role, row.change, row.tps, row.gain_pct
+            row.role,
+            row.change,
+            row.tps,
+            whole(row.gain_pct)
         );
     }
     let _ = writeln!(
@@ -574,4 +584,17 @@ pub fn header() -> String {
         "{:>7} {:>6} {:>8} {:>8} {:>8} {:>5}  tiers: CPU% of budget/fullest pool%  saturated",
         "servers", "users", "req/s", "mean ms", "p99 ms", "err%"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_gain_that_rounds_to_nothing_prints_without_a_sign_of_its_own() {
+        assert_eq!(format!("{:.0}%", super::whole(-0.3)), "0%");
+        assert_eq!(format!("{:+.0}%", super::whole(-0.3)), "+0%");
+        assert_eq!(format!("{:+.0}%", super::whole(-11.4)), "-11%");
+        assert_eq!(super::ordinal(3), "3rd");
+        assert_eq!(super::ordinal(11), "11th");
+        assert_eq!(super::ordinal(22), "22nd");
+    }
 }
