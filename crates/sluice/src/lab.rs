@@ -51,7 +51,7 @@ pub struct LabArgs {
     /// exporter, sluice's /metrics). Repeatable.
     #[arg(long, requires = "target")]
     tier: Vec<String>,
-    /// Pause of each user between requests (closed model).
+    /// Pause of each user between requests (closed model; overrides the experiment's).
     #[arg(long)]
     think: Option<String>,
     /// Write the report as JSON to this file.
@@ -60,8 +60,8 @@ pub struct LabArgs {
     /// Write the report as one HTML page (charts included, no network) to this file.
     #[arg(long)]
     html: Option<PathBuf>,
-    /// Write everything to this directory: report.json, report.txt, and each tier's
-    /// config and log.
+    /// Write everything to this directory: report.json, report.txt, report.html, and
+    /// each tier's config and log.
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -230,6 +230,9 @@ fn experiment(args: &LabArgs) -> Result<Experiment, String> {
     }
     if let Some(d) = &args.warmup {
         e.warmup = duration("--warmup", d)?;
+    }
+    if let Some(d) = &args.think {
+        e.think = duration("--think", d)?;
     }
     if args.no_prove {
         e.prove = false;
