@@ -118,15 +118,36 @@ pub struct Judged {
     pub verdict: Verdict,
 }
 
-/// What happened between two readings, per process.
+/// What happened to one process over a step: its first and last readings, and every
+/// reading between (for gauges, whose samples matter, not their difference).
 struct Delta<'a> {
     info: &'a ProcInfo,
     a: &'a ProcReading,
     b: &'a ProcReading,
     seconds: f64,
+    /// This process's place in each reading.
+    index: usize,
+    readings: &'a [Reading],
 }
 
 impl Delta<'_> {
+    /// A counter's value in each reading that has it.
+    fn series(&self, key: &str) -> Vec<f64> {
+        let i = self.index;
+        self.readings
+            .iter()
+            .filter_map(|r| r.procs[i].counters.get(key).copied())
+            .collect()
+    }
+    /// The largest accept queue of its port over the step.
+    fn accept_queue_max(&self) -> u64 {
+        let i = self.index;
+        self.readings
+            .iter()
+            .map(|r| r.procs[i].tcp.accept_queue)
+            .max()
+            .unwrap_or(0)
+    }
     fn counter(&self, key: &str) -> f64 {
         let get = |r: &ProcReading| r.counters.get(key).copied().unwrap_or(0.0);
         (get(self.b) - get(self.a)).max(0.0)
@@ -176,10 +197,12 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
             info,
             a: &first.procs[i],
             b: &last.procs[i],
+            index: i,
+            readings,
             seconds,
         })
         .collect();
-    let mut resources = resources(&deltas, procs, readings, load);
+    let mut resources = resources(&deltas, load);
     let mut findings = findings(&deltas, &mut resources);
     let tiers = tiers(&deltas, readings);
     let generator_cpu_util =
@@ -227,24 +250,19 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
 }
 
 /// Every resource of every process, with the balancer's own metrics beside its CPU.
-fn resources(
-    deltas: &[Delta],
-    procs: &[ProcInfo],
-    readings: &[Reading],
-    load: Load,
-) -> Vec<Resource> {
+fn resources(deltas: &[Delta], load: Load) -> Vec<Resource> {
     let mut resources = Vec::new();
     for d in deltas {
         resources.extend(cpu(d));
         resources.extend(pool(d, "threads", "pool", load));
         resources.extend(pool(d, "db_pool", "db_pool", load));
-        resources.extend(cap(d, procs, readings));
-        resources.extend(exported_pools(d, procs, readings));
+        resources.extend(cap(d));
+        resources.extend(exported_pools(d));
         if let Some(r) = resources
             .iter_mut()
             .find(|r| r.tier == d.info.tier && r.resource == "cpu")
         {
-            r.evidence.extend(balancer_metrics(d, readings, procs));
+            r.evidence.extend(balancer_metrics(d));
         }
     }
     resources
@@ -396,20 +414,12 @@ fn pool(d: &Delta, resource: &str, prefix: &str, load: Load) -> Option<Resource>
 }
 
 /// A connection cap (`max_conns`): reached in most seconds with connections queued.
-fn cap(d: &Delta, procs: &[ProcInfo], readings: &[Reading]) -> Option<Resource> {
+fn cap(d: &Delta) -> Option<Resource> {
     let cap = d.gauge("max_conns").filter(|c| *c > 0.0)?;
-    let i = procs.iter().position(|p| p.name == d.info.name)?;
-    let open: Vec<f64> = readings
-        .iter()
-        .filter_map(|r| r.procs[i].counters.get("conns_open").copied())
-        .collect();
+    let open = d.series("conns_open");
     let at_cap = open.iter().filter(|o| **o >= cap).count();
     let share = at_cap as f64 / open.len().max(1) as f64;
-    let queued = readings
-        .iter()
-        .map(|r| r.procs[i].tcp.accept_queue)
-        .max()
-        .unwrap_or(0);
+    let queued = d.accept_queue_max();
     let mean_open = open.iter().sum::<f64>() / open.len().max(1) as f64;
     Some(Resource {
         tier: d.info.tier.clone(),
@@ -456,24 +466,15 @@ const EXPORTED_POOLS: &[(&str, &str, &str, Option<&str>)] = &[
 /// A pool read from gauges: utilisation is the mean of busy over the size; saturated
 /// when at least 80% used with requests pending in half the samples (or, without a
 /// pending gauge, 95% used).
-fn exported_pools(d: &Delta, procs: &[ProcInfo], readings: &[Reading]) -> Vec<Resource> {
-    let Some(i) = procs.iter().position(|p| p.name == d.info.name) else {
-        return Vec::new();
-    };
+fn exported_pools(d: &Delta) -> Vec<Resource> {
     let mut out = Vec::new();
     for (resource, busy, size, pending) in EXPORTED_POOLS {
-        let series = |k: &str| -> Vec<f64> {
-            readings
-                .iter()
-                .filter_map(|r| r.procs[i].counters.get(k).copied())
-                .collect()
-        };
-        let (b, s) = (series(busy), series(size));
+        let (b, s) = (d.series(busy), d.series(size));
         let Some(max) = s.iter().copied().reduce(f64::max).filter(|m| *m > 0.0) else {
             continue;
         };
         let u = b.iter().sum::<f64>() / b.len().max(1) as f64 / max;
-        let waiting = pending.map(series);
+        let waiting = pending.map(|k| d.series(k));
         let share = waiting
             .as_ref()
             .map(|w| w.iter().filter(|v| **v > 0.0).count() as f64 / w.len().max(1) as f64);
@@ -516,23 +517,14 @@ fn exported_pools(d: &Delta, procs: &[ProcInfo], readings: &[Reading]) -> Vec<Re
 
 /// What sluice's `/metrics` says of a step, as evidence beside its CPU: requests to
 /// the servers, connections reused from the pool, requests in flight, failures.
-fn balancer_metrics(d: &Delta, readings: &[Reading], procs: &[ProcInfo]) -> Vec<String> {
+fn balancer_metrics(d: &Delta) -> Vec<String> {
     let requests = d.counter("sluice_upstream_requests_total");
     if requests < 1.0 {
         return Vec::new();
     }
     let opened = d.counter("sluice_upstream_connections_opened_total");
     let failed = d.counter(crate::sample::LB_FAILED);
-    let i = procs.iter().position(|p| p.name == d.info.name);
-    let in_flight: Vec<f64> = readings
-        .iter()
-        .filter_map(|r| {
-            r.procs[i?]
-                .counters
-                .get("sluice_upstream_requests_in_flight")
-                .copied()
-        })
-        .collect();
+    let in_flight = d.series("sluice_upstream_requests_in_flight");
     let mean = in_flight.iter().sum::<f64>() / in_flight.len().max(1) as f64;
     vec![format!(
         "{} (its /metrics): {requests:.0} requests to the servers, {:.0}% on reused connections, {mean:.1} in flight on average, {failed:.0} failed",
@@ -707,12 +699,6 @@ fn tiers(deltas: &[Delta], readings: &[Reading]) -> Vec<TierFigures> {
         .into_iter()
         .map(|tier| {
             let ds: Vec<&Delta> = deltas.iter().filter(|d| d.info.tier == tier).collect();
-            let idx: Vec<usize> = deltas
-                .iter()
-                .enumerate()
-                .filter(|(_, d)| d.info.tier == tier)
-                .map(|(i, _)| i)
-                .collect();
             let worst = ds
                 .iter()
                 .max_by(|a, b| a.cpu_util().total_cmp(&b.cpu_util()))
@@ -730,11 +716,12 @@ fn tiers(deltas: &[Delta], readings: &[Reading]) -> Vec<TierFigures> {
                 fds: ds.iter().map(|d| d.b.fds).sum(),
                 time_wait: ds.iter().map(|d| d.b.tcp.time_wait).sum(),
                 established: ds.iter().map(|d| d.b.tcp.established).sum(),
+                // The tier's processes together, at their fullest moment.
                 accept_queue_max: readings
                     .iter()
                     .map(|r| {
-                        idx.iter()
-                            .map(|i| r.procs[*i].tcp.accept_queue)
+                        ds.iter()
+                            .map(|d| r.procs[d.index].tcp.accept_queue)
                             .sum::<u64>()
                     })
                     .max()

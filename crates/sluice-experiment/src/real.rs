@@ -88,8 +88,15 @@ fn watched(tier: &str, name: String, item: &str) -> anyhow::Result<Watched> {
 
 /// The CPU a process may use: its cgroup quota, else its affinity, else the machine.
 pub fn process_budget(pid: u32) -> (Budget, Option<PathBuf>) {
-    if let Some((cores, dir, how)) = cgroup_quota(pid) {
-        return (Budget { cores, method: how }, Some(dir));
+    if let Some(q) = sluice_lab::cpu_budget::quota_of(pid) {
+        let method = q.method.into();
+        return (
+            Budget {
+                cores: q.cores,
+                method,
+            },
+            Some(q.dir),
+        );
     }
     let machine = crate::topology::machine_budget();
     match affinity(pid) {
@@ -102,64 +109,6 @@ pub fn process_budget(pid: u32) -> (Budget, Option<PathBuf>) {
         ),
         _ => (machine, None),
     }
-}
-
-/// The tightest CPU quota along the process's cgroup path, with the directory that
-/// has it and how it was found.
-fn cgroup_quota(pid: u32) -> Option<(f64, PathBuf, String)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    for line in text.lines() {
-        let mut f = line.splitn(3, ':');
-        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
-        let v1 = controllers.split(',').any(|c| c == "cpu");
-        let root = if v1 {
-            Path::new("/sys/fs/cgroup/cpu")
-        } else if controllers.is_empty() {
-            Path::new("/sys/fs/cgroup")
-        } else {
-            continue;
-        };
-        let mut dir = root.join(path.trim_start_matches('/'));
-        let mut best: Option<(f64, PathBuf)> = None;
-        while dir.starts_with(root) {
-            if let Some(q) = quota_at(&dir, v1) {
-                if best.as_ref().is_none_or(|(b, _)| q < *b) {
-                    best = Some((q, dir.clone()));
-                }
-            }
-            if !dir.pop() {
-                break;
-            }
-        }
-        if let Some((q, d)) = best {
-            let how = if v1 {
-                "cgroup v1 cpu quota"
-            } else {
-                "cgroup v2 cpu.max"
-            };
-            return Some((q, d, how.into()));
-        }
-    }
-    None
-}
-
-/// The quota at one cgroup directory, in cores; `None` when unlimited or unreadable.
-fn quota_at(dir: &Path, v1: bool) -> Option<f64> {
-    let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
-    let (quota, period) = if v1 {
-        (
-            read("cpu.cfs_quota_us")?.trim().parse::<i64>().ok()?,
-            read("cpu.cfs_period_us")?.trim().parse::<i64>().ok()?,
-        )
-    } else {
-        let max = read("cpu.max")?;
-        let mut f = max.split_whitespace();
-        (
-            f.next()?.parse::<i64>().ok()?,
-            f.next()?.parse::<i64>().ok()?,
-        )
-    };
-    (quota > 0 && period > 0).then(|| quota as f64 / period as f64)
 }
 
 /// CPUs the process may run on (`Cpus_allowed_list`, e.g. `0-1,4`).

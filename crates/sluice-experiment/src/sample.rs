@@ -114,7 +114,19 @@ impl Drop for Sampler {
 }
 
 fn read(sources: &[Watched], started: Instant) -> Reading {
-    let procs = sources.iter().map(read_proc).collect();
+    // The process table and the socket tables are read once for every tier.
+    let pids: Vec<u32> = sources.iter().filter_map(|w| w.pid).collect();
+    let mut trees = procfs::trees(&pids).into_iter();
+    let ports: Vec<u16> = sources.iter().filter_map(|w| w.port).collect();
+    let mut tcp = procfs::tcp_states_of(&ports).into_iter();
+    let procs = sources
+        .iter()
+        .map(|w| {
+            let tree = w.pid.and_then(|_| trees.next());
+            let tcp = w.port.and_then(|_| tcp.next()).unwrap_or_default();
+            read_proc(w, tree, tcp)
+        })
+        .collect();
     Reading {
         t: started.elapsed().as_secs_f64(),
         procs,
@@ -124,7 +136,9 @@ fn read(sources: &[Watched], started: Instant) -> Reading {
     }
 }
 
-fn read_proc(w: &Watched) -> ProcReading {
+/// One tier's reading: its process tree's figures (`tree`, for a local process) or its
+/// exporter's, its counters, its throttling, and its port's sockets (`tcp`).
+fn read_proc(w: &Watched, tree: Option<Vec<u32>>, tcp: TcpStates) -> ProcReading {
     let counters = w.stats.as_deref().map(counters).unwrap_or_default();
     let mut r = ProcReading {
         throttling: w
@@ -132,12 +146,11 @@ fn read_proc(w: &Watched) -> ProcReading {
             .as_deref()
             .map(sluice_lab::cpu_budget::throttling_at)
             .unwrap_or_default(),
-        tcp: w.port.map(procfs::tcp_states).unwrap_or_default(),
+        tcp,
         ..ProcReading::default()
     };
-    match w.pid {
-        Some(pid) => {
-            let tree = procfs::tree(pid);
+    match tree {
+        Some(tree) => {
             r.cpu_s = tree.iter().map(|p| procfs::cpu_seconds(*p)).sum();
             r.rss_kib = tree.iter().map(|p| procfs::rss_kib(*p)).sum();
             r.fds = tree.iter().map(|p| procfs::open_fds(*p)).sum();

@@ -73,10 +73,8 @@ impl Topology {
         let db = match &e.db {
             Some(db) => {
                 let addr = free_addr()?;
-                let mut args = backend_args(addr, "db", db.work, db.threads, 100_000, db.delay);
-                let stats = stats_port(&mut args)?;
-                t.spawn("db", "db", addr, db.cpu, how, how.sluice, &args)?;
-                t.procs.last_mut().expect("just started").stats = Some(stats);
+                let args = backend_args(addr, "db", db.work, db.threads, 100_000, db.delay);
+                t.spawn_simulated("db", "db", addr, db.cpu, how, args)?;
                 Some(addr)
             }
             None => None,
@@ -85,10 +83,8 @@ impl Topology {
         for i in 1..=servers {
             let addr = free_addr()?;
             let name = format!("app-{i}");
-            let mut args = app_args(e, addr, &name, db);
-            let stats = stats_port(&mut args)?;
-            t.spawn(&name, "app", addr, e.app.cpu, how, how.sluice, &args)?;
-            t.procs.last_mut().expect("just started").stats = Some(stats);
+            let args = app_args(e, addr, &name, db);
+            t.spawn_simulated(&name, "app", addr, e.app.cpu, how, args)?;
             apps.push(addr);
         }
         t.start_lb(e, &apps, how)?;
@@ -138,12 +134,29 @@ impl Topology {
             LbKind::Haproxy => (find_program("haproxy")?, vec!["-f".into(), p, "-db".into()]),
         };
         let target = self.target;
-        self.spawn("lb", "lb", target, e.lb.cpu, how, &program, &args)?;
-        let lb = self.procs.last_mut().expect("just started");
+        let lb = self.spawn("lb", "lb", target, e.lb.cpu, how, &program, &args)?;
         if e.lb.run == LbKind::Sluice {
             lb.stats = Some(format!("http://{admin}/metrics"));
         }
         lb.budget = thread_budget(lb.budget.clone(), e.lb.workers);
+        Ok(())
+    }
+
+    /// Starts a `sluice backend` (an app server or the database) with its counters on a
+    /// port of their own (`--stats-listen`), readable when its cap or pool is full.
+    fn spawn_simulated(
+        &mut self,
+        name: &str,
+        tier: &str,
+        addr: SocketAddr,
+        cpu: Option<f64>,
+        how: &Launch,
+        mut args: Vec<String>,
+    ) -> anyhow::Result<()> {
+        let stats = free_addr()?;
+        args.extend(["--stats-listen".into(), stats.to_string()]);
+        let p = self.spawn(name, tier, addr, cpu, how, how.sluice, &args)?;
+        p.stats = Some(format!("http://{stats}/__stats"));
         Ok(())
     }
 
@@ -158,7 +171,7 @@ impl Topology {
         how: &Launch,
         program: &Path,
         args: &[String],
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<&mut Proc> {
         let cgroup = match cpu.map(|c| CpuBudget::create(name, c)) {
             Some(Ok(b)) => Some(b),
             Some(Err(e)) => {
@@ -181,6 +194,7 @@ impl Topology {
             },
             None => machine_budget(),
         };
+        let last = self.procs.len();
         self.procs.push(Proc {
             name: name.into(),
             tier: tier.into(),
@@ -191,7 +205,7 @@ impl Topology {
             stats: None,
             child,
         });
-        Ok(())
+        Ok(&mut self.procs[last])
     }
 
     /// What the sampler watches: each process, its port, counters and budget.
@@ -317,14 +331,6 @@ fn backend_args(
         "--delay".into(),
         millis(delay),
     ]
-}
-
-/// Adds `--stats-listen` on a port of its own to a simulated tier's arguments: its
-/// counters stay readable when its connection cap or its pool is full. The URL to read.
-fn stats_port(args: &mut Vec<String>) -> anyhow::Result<String> {
-    let addr = free_addr()?;
-    args.extend(["--stats-listen".into(), addr.to_string()]);
-    Ok(format!("http://{addr}/__stats"))
 }
 
 /// A duration as the command line's flags take it, to the microsecond.

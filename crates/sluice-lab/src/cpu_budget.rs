@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 /// Where cgroups are mounted.
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 const PERIOD_US: u64 = 100_000;
+/// How a budget is applied, as reports name it.
+pub const V1: &str = "cgroup v1 cpu quota";
+pub const V2: &str = "cgroup v2 cpu.max";
 
 /// A cgroup limiting its processes to `cpus` CPUs; removed when dropped (its processes
 /// move back to the root group first).
@@ -22,7 +25,7 @@ pub struct CpuBudget {
     /// The hierarchy's root group, where processes go back when the budget is dropped.
     root: PathBuf,
     pub cpus: f64,
-    /// `cgroup v1 cpu quota` or `cgroup v2 cpu.max`: how the budget is applied.
+    /// [`V1`] or [`V2`]: how the budget is applied.
     pub method: &'static str,
 }
 
@@ -57,11 +60,11 @@ impl CpuBudget {
         let v2_cpu = std::fs::read_to_string(mount.join("cgroup.controllers"))
             .is_ok_and(|c| c.split_whitespace().any(|c| c == "cpu"));
         let (root, method) = if v1.join("cpu.cfs_quota_us").exists() {
-            (v1, "cgroup v1 cpu quota")
+            (v1, V1)
         } else if v2_cpu {
             // Children get the cpu controller only when their parent delegates it.
             std::fs::write(mount.join("cgroup.subtree_control"), "+cpu")?;
-            (mount.to_path_buf(), "cgroup v2 cpu.max")
+            (mount.to_path_buf(), V2)
         } else {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -83,7 +86,7 @@ impl CpuBudget {
             method,
         };
         let quota = (cpus * PERIOD_US as f64).round() as u64;
-        if method.starts_with("cgroup v1") {
+        if method == V1 {
             budget.write("cpu.cfs_period_us", PERIOD_US)?;
             budget.write("cpu.cfs_quota_us", quota)?;
         } else {
@@ -112,6 +115,69 @@ impl CpuBudget {
     pub fn throttling(&self) -> Throttling {
         throttling_at(&self.dir)
     }
+}
+
+/// The CPU quota a process runs under, set by whoever set it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quota {
+    pub cores: f64,
+    /// The cgroup directory that sets it (its throttling counters are there).
+    pub dir: PathBuf,
+    /// [`V1`] or [`V2`].
+    pub method: &'static str,
+}
+
+/// The tightest CPU quota along process `pid`'s cgroup path (v1 `cpu` controller or
+/// v2), `None` when nothing limits it.
+pub fn quota_of(pid: u32) -> Option<Quota> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let root = Path::new(CGROUP_ROOT);
+    for line in text.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        let v1 = controllers.split(',').any(|c| c == "cpu");
+        let base = match (v1, controllers.is_empty()) {
+            (true, _) => root.join("cpu"),
+            (false, true) => root.to_path_buf(),
+            (false, false) => continue,
+        };
+        let mut dir = base.join(path.trim_start_matches('/'));
+        let mut best: Option<(f64, PathBuf)> = None;
+        while dir.starts_with(&base) {
+            if let Some(q) = quota_at(&dir, v1) {
+                if best.as_ref().is_none_or(|(b, _)| q < *b) {
+                    best = Some((q, dir.clone()));
+                }
+            }
+            if !dir.pop() {
+                break;
+            }
+        }
+        if let Some((cores, dir)) = best {
+            let method = if v1 { V1 } else { V2 };
+            return Some(Quota { cores, dir, method });
+        }
+    }
+    None
+}
+
+/// The quota at one cgroup directory, in cores; `None` when unlimited or unreadable.
+fn quota_at(dir: &Path, v1: bool) -> Option<f64> {
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+    let (quota, period) = if v1 {
+        (
+            read("cpu.cfs_quota_us")?.trim().parse::<i64>().ok()?,
+            read("cpu.cfs_period_us")?.trim().parse::<i64>().ok()?,
+        )
+    } else {
+        let max = read("cpu.max")?;
+        let mut f = max.split_whitespace();
+        (
+            f.next()?.parse::<i64>().ok()?,
+            f.next()?.parse::<i64>().ok()?,
+        )
+    };
+    (quota > 0 && period > 0).then(|| quota as f64 / period as f64)
 }
 
 /// The throttling counters of the cgroup directory `dir` (zero where unreadable): for a

@@ -8,19 +8,44 @@ pub fn tree_rss_kib(pid: u32) -> u64 {
 
 /// `pid` and every process descending from it.
 pub fn tree(pid: u32) -> Vec<u32> {
-    let mut all = vec![pid];
+    trees(&[pid]).pop().unwrap_or_else(|| vec![pid])
+}
+
+/// Each of `roots` with every process descending from it, from one walk of /proc (a
+/// sampler watching several tiers reads the process table once, not once a tier).
+pub fn trees(roots: &[u32]) -> Vec<Vec<u32>> {
+    let children = children();
+    roots
+        .iter()
+        .map(|&root| {
+            let mut all = vec![root];
+            let mut i = 0;
+            while i < all.len() {
+                if let Some(kids) = children.get(&all[i]) {
+                    all.extend_from_slice(kids);
+                }
+                i += 1;
+            }
+            all
+        })
+        .collect()
+}
+
+/// Every process's children, by parent.
+fn children() -> std::collections::HashMap<u32, Vec<u32>> {
+    let mut map: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return all;
+        return map;
     };
     for entry in entries.flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        if child != pid && descends_from(child, pid) {
-            all.push(child);
+        if let Some(parent) = parent_of(pid) {
+            map.entry(parent).or_default().push(pid);
         }
     }
-    all
+    map
 }
 
 /// CPU time (user + system) of `pid` and its descendants, seconds (Linux's USER_HZ is
@@ -64,31 +89,51 @@ pub struct TcpStates {
 }
 
 pub fn tcp_states(port: u16) -> TcpStates {
-    let mut states = TcpStates::default();
-    let hex = format!(":{port:04X}");
+    tcp_states_of(&[port]).pop().unwrap_or_default()
+}
+
+/// [`tcp_states`] of each of `ports`, from one read of the socket tables (with tens of
+/// thousands of sockets in TIME_WAIT, each read is a long file).
+pub fn tcp_states_of(ports: &[u16]) -> Vec<TcpStates> {
+    let mut states = vec![TcpStates::default(); ports.len()];
+    let port_of = |addr: &str| {
+        addr.rsplit_once(':')
+            .and_then(|(_, p)| u16::from_str_radix(p, 16).ok())
+    };
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
         let text = std::fs::read_to_string(table).unwrap_or_default();
         for line in text.lines().skip(1) {
             let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() < 4 || !(f[1].ends_with(&hex) || f[2].ends_with(&hex)) {
+            if f.len() < 5 {
                 continue;
             }
-            match f[3] {
-                "01" => states.established += 1,
-                "06" => states.time_wait += 1,
-                "08" => states.close_wait += 1,
-                "0A" if f[1].ends_with(&hex) => {
-                    states.other += 1;
-                    states.accept_queue += f[4]
-                        .split_once(':')
-                        .and_then(|(_, rx)| u64::from_str_radix(rx, 16).ok())
-                        .unwrap_or(0);
+            let (local, remote) = (port_of(f[1]), port_of(f[2]));
+            for (port, s) in ports.iter().zip(states.iter_mut()) {
+                if local == Some(*port) || remote == Some(*port) {
+                    count(s, f[3], f[4], local == Some(*port));
                 }
-                _ => states.other += 1,
             }
         }
     }
     states
+}
+
+/// Counts one socket of state `state` (hex, as /proc writes it); `queues` is its
+/// `tx:rx` field, whose rx is a listening socket's accept queue.
+fn count(s: &mut TcpStates, state: &str, queues: &str, local: bool) {
+    match state {
+        "01" => s.established += 1,
+        "06" => s.time_wait += 1,
+        "08" => s.close_wait += 1,
+        "0A" if local => {
+            s.other += 1;
+            s.accept_queue += queues
+                .split_once(':')
+                .and_then(|(_, rx)| u64::from_str_radix(rx, 16).ok())
+                .unwrap_or(0);
+        }
+        _ => s.other += 1,
+    }
 }
 
 /// Connections dropped because a listen queue was full, machine-wide (TcpExt
@@ -130,22 +175,6 @@ pub fn cpu_pressure_total_us() -> Option<u64> {
         .ok()
 }
 
-fn descends_from(mut pid: u32, ancestor: u32) -> bool {
-    for _ in 0..32 {
-        let Some(parent) = parent_of(pid) else {
-            return false;
-        };
-        if parent == ancestor {
-            return true;
-        }
-        if parent <= 1 {
-            return false;
-        }
-        pid = parent;
-    }
-    false
-}
-
 fn parent_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat.rsplit_once(") ")?
@@ -179,8 +208,8 @@ mod tests {
         // Memory moves between two reads; what must hold is that each is seen at all.
         assert!(super::rss_kib(me) > 0);
         assert!(super::rss_kib(child.id()) > 0);
-        assert!(super::descends_from(child.id(), me));
-        assert!(!super::descends_from(me, child.id()));
+        assert!(super::tree(me).contains(&child.id()));
+        assert!(!super::tree(child.id()).contains(&me));
         assert!(super::tree_rss_kib(me) > 0);
         assert_eq!(super::rss_kib(u32::MAX), 0);
         assert!(super::tree(me).contains(&child.id()));

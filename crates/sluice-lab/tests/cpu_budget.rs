@@ -26,6 +26,12 @@ fn a_busy_process_gets_its_quota_and_no_more() {
         .spawn()
         .unwrap();
     budget.add(child.id()).unwrap();
+    // What a sampler finds from the pid alone, as for a process it did not start.
+    let found = sluice_lab::cpu_budget::quota_of(child.id()).expect("its quota");
+    assert_eq!(
+        (found.cores, found.method),
+        (0.25, sluice_lab::cpu_budget::V1)
+    );
     let (start_cpu, started) = (cpu_seconds(child.id()), Instant::now());
     std::thread::sleep(Duration::from_millis(1500));
     let used = cpu_seconds(child.id()) - start_cpu;

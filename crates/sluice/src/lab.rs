@@ -103,14 +103,7 @@ pub fn lab(args: LabArgs) -> anyhow::Result<ExitCode> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     let report = result?;
-    let text = report::table(&report);
-    print!("{}", report::summary(&report));
-    write_files(&args, &report, &text)?;
-    Ok(if report.interrupted {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    finish(&args, &report)
 }
 
 /// `--target URL --tier ...`: measure a deployment the lab did not start.
@@ -157,14 +150,7 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
     println!("{}", report::header());
     let options = progress_options(std::env::temp_dir())?;
     let report = run::run_deployment(&mut d, &options, &stop)?;
-    let text = report::table(&report);
-    print!("{}", report::summary(&report));
-    write_files(args, &report, &text)?;
-    Ok(if report.interrupted {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    finish(args, &report)
 }
 
 /// Progress lines on stdout, as each step ends.
@@ -176,6 +162,18 @@ fn progress_options(dir: PathBuf) -> anyhow::Result<run::Options> {
             println!("{line}");
             let _ = std::io::stdout().flush();
         }),
+    })
+}
+
+/// The summary after the steps' lines, the files asked for, and the exit code (130
+/// after an interruption: what was measured is written all the same).
+fn finish(args: &LabArgs, report: &report::LabReport) -> anyhow::Result<ExitCode> {
+    print!("{}", report::summary(report));
+    write_files(args, report, &report::table(report))?;
+    Ok(if report.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 

@@ -25,23 +25,28 @@ fn lab(args: &[&str]) -> Value {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("report.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .arg("lab")
-        .args(args)
-        .args(["--warmup", "1s", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (report, stdout) = report_of(
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .arg("lab")
+            .args(args)
+            .args(["--warmup", "1s", "--json"])
+            .arg(&json),
+        &json,
     );
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     println!("{stdout}");
     report
+}
+
+/// Runs `cmd`, a `sluice lab` writing its JSON report to `json`, and returns that
+/// report and the command's output; a failed run fails the test with both outputs.
+fn report_of(cmd: &mut Command, json: &std::path::Path) -> (Value, String) {
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let text = std::fs::read_to_string(json).unwrap();
+    (serde_json::from_str(&text).unwrap(), stdout)
 }
 
 /// The verdict of the report's last configuration: its tier and resource.
@@ -305,29 +310,23 @@ fn a_deployment_it_did_not_start_is_measured_by_pid_and_through_node_exporter() 
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let d = deployment();
     let json = d.dir.join("report.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "lab",
-            "--target",
-            &format!("http://127.0.0.1:{}/", d.lb_port),
-        ])
-        .args(["--tier", &format!("lb={}", d.lb.0.id())])
-        .args(["--tier", &format!("app={}", d.app.0.id())])
-        .args([
-            "--tier",
-            &format!("machine=http://127.0.0.1:{}/metrics", d.node_port),
-        ])
-        .args(["--users", "10", "-d", "2s", "--warmup", "1s", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (report, stdout) = report_of(
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args([
+                "lab",
+                "--target",
+                &format!("http://127.0.0.1:{}/", d.lb_port),
+            ])
+            .args(["--tier", &format!("lb={}", d.lb.0.id())])
+            .args(["--tier", &format!("app={}", d.app.0.id())])
+            .args([
+                "--tier",
+                &format!("machine=http://127.0.0.1:{}/metrics", d.node_port),
+            ])
+            .args(["--users", "10", "-d", "2s", "--warmup", "1s", "--json"])
+            .arg(&json),
+        &json,
     );
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let tiers = report["deployment"]["tiers"].as_array().unwrap();
     let app_tier = tiers.iter().find(|t| t["tier"] == "app").unwrap();
     assert_eq!(app_tier["budget"], "cgroup v1 cpu quota", "{app_tier}");
@@ -393,26 +392,21 @@ fn the_html_report_draws_its_charts_and_keeps_user_text_as_text() {
     let (page, json) = (dir.join("report.html"), dir.join("report.json"));
     // A tier named with markup: the page must show it as text.
     let hostile = format!("<b>bold</b>={}", app.0.id());
-    let out = Command::new(sluice)
-        .args([
-            "lab",
-            "--target",
-            &format!("http://127.0.0.1:{app_port}/"),
-            "--tier",
-            &hostile,
-        ])
-        .args(["--users", "2,4", "-d", "1s", "--warmup", "0s", "--html"])
-        .arg(&page)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (report, _) = report_of(
+        Command::new(sluice)
+            .args([
+                "lab",
+                "--target",
+                &format!("http://127.0.0.1:{app_port}/"),
+                "--tier",
+                &hostile,
+            ])
+            .args(["--users", "2,4", "-d", "1s", "--warmup", "0s", "--html"])
+            .arg(&page)
+            .arg("--json")
+            .arg(&json),
+        &json,
     );
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let dom = browser_dom(&page);
     let body = &dom[dom.find("<body").unwrap()..];
     let body_tag = &body[..body.find('>').unwrap()];
@@ -447,31 +441,26 @@ fn a_generator_short_of_cpu_makes_the_step_invalid_instead_of_blaming_a_tier() {
     let dir = std::env::temp_dir().join(format!("sluice-lab-gen-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("report.json");
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "echo $$ > '{}' && exec \"$@\"",
-            budget.procs_file().display()
-        ))
-        .arg("sh")
-        .arg(sluice)
-        .args([
-            "lab",
-            "--target",
-            &format!("http://127.0.0.1:{app_port}/"),
-            "--tier",
-            &format!("app={}", app.0.id()),
-        ])
-        .args(["--users", "20", "-d", "2s", "--warmup", "0s", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (report, _) = report_of(
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "echo $$ > '{}' && exec \"$@\"",
+                budget.procs_file().display()
+            ))
+            .arg("sh")
+            .arg(sluice)
+            .args([
+                "lab",
+                "--target",
+                &format!("http://127.0.0.1:{app_port}/"),
+                "--tier",
+                &format!("app={}", app.0.id()),
+            ])
+            .args(["--users", "20", "-d", "2s", "--warmup", "0s", "--json"])
+            .arg(&json),
+        &json,
     );
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let step = &report["configurations"][0]["steps"][0];
     assert_eq!(step["valid"], false, "{step}");
     let why = step["invalid_reason"].as_str().unwrap();
@@ -515,29 +504,24 @@ fn cpu_taken_by_other_processes_is_reported_as_such() {
     let dir = std::env::temp_dir().join(format!("sluice-lab-starved-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("report.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "lab",
-            "-e",
-            "004-threads",
-            "--servers",
-            "1",
-            "--users",
-            "10",
-            "-d",
-            "3s",
-        ])
-        .args(["--warmup", "1s", "--no-prove", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    drop(hogs);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (report, _) = report_of(
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args([
+                "lab",
+                "-e",
+                "004-threads",
+                "--servers",
+                "1",
+                "--users",
+                "10",
+                "-d",
+                "3s",
+            ])
+            .args(["--warmup", "1s", "--no-prove", "--json"])
+            .arg(&json),
+        &json,
     );
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    drop(hogs);
     let step = &report["configurations"][0]["steps"][0];
     let pressure = step["cpu_pressure_pct"]
         .as_f64()
