@@ -40,7 +40,7 @@ pub fn status(s: &Snapshot, info: &Info) -> Value {
         "listeners": s.listeners.iter().map(|l| json!({
             "bind": l.bind.to_string(), "bound": l.bound.to_string(),
             "connections_accepted": l.totals.accepted, "connections_open": l.totals.open,
-            "requests": l.totals.requests,
+            "requests": l.totals.requests, "tls_handshake_failures": l.totals.tls_failed,
         })).collect::<Vec<_>>(),
     })
 }

@@ -190,6 +190,14 @@ fn listeners(enc: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), Error> {
         MetricType::Gauge,
         rows,
     )?;
+    let rows = s.listeners.iter().map(|l| (label(l), l.totals.tls_failed));
+    family(
+        enc,
+        "sluice_listener_tls_handshake_failures",
+        "TLS handshakes that failed or timed out (not counted as accepted connections)",
+        counter,
+        rows,
+    )?;
     let rows = s.listeners.iter().map(|l| (label(l), l.totals.requests));
     family(
         enc,

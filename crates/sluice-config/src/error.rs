@@ -33,6 +33,21 @@ impl ConfigError {
         }
     }
 
+    /// An error found later about what the config names at `place` (a file it points to).
+    pub fn at_place(
+        place: &crate::model::Place,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> Self {
+        ConfigError {
+            file: place.file.clone(),
+            line: place.line,
+            col: place.col,
+            message: message.into(),
+            hint: hint.into(),
+        }
+    }
+
     /// An error about the file as a whole (it cannot be read at all).
     pub fn whole_file(file: &str, message: impl Into<String>, hint: impl Into<String>) -> Self {
         ConfigError {

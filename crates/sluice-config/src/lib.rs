@@ -14,13 +14,15 @@ mod model;
 mod reader;
 mod resilience;
 mod servers;
+mod tls;
 mod validate;
 
 pub use admin::DEFAULT_BIND as DEFAULT_ADMIN_BIND;
 pub use error::{ConfigError, Errors};
 pub use model::{
-    AccessLog, Admin, Balance, Config, FailurePolicy, HashMethod, HealthCheck, HostMatch, KeyPart,
-    KeyTemplate, Listener, LogFormat, LogTarget, RetryPolicy, Route, Server, Upstream, Variable,
+    AccessLog, Admin, Balance, CertificateFiles, Config, FailurePolicy, HashMethod, HealthCheck,
+    HostMatch, KeyPart, KeyTemplate, Listener, LogFormat, LogTarget, Place, RetryPolicy, Route,
+    Server, Tls, Upstream, Variable,
 };
 pub use reader::{parse_duration, Reader};
 /// The TOML library the [`Reader`] walks documents of.

@@ -63,6 +63,33 @@ pub struct Admin {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Listener {
     pub bind: SocketAddr,
+    /// HTTPS: the certificates this listener serves, when `tls` is given.
+    pub tls: Option<Tls>,
+}
+
+/// A TLS listener's certificates: the first is the default, the others are chosen by
+/// the server name a client asks for (SNI), matched against each certificate's names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tls {
+    pub certificates: Vec<CertificateFiles>,
+}
+
+/// A certificate chain and its private key, as PEM files (paths resolved against the
+/// config file's directory).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertificateFiles {
+    pub cert: std::path::PathBuf,
+    pub key: std::path::PathBuf,
+    /// Where the config names them, for errors found when the files are read.
+    pub at: Place,
+}
+
+/// A position in a config file, 1-based.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub file: String,
+    pub line: usize,
+    pub col: usize,
 }
 
 /// Which requests go to which upstream.

@@ -27,7 +27,7 @@ const TOP_KEYS: &[&str] = &[
     "access_log",
     "access_log_format",
 ];
-const LISTENER_KEYS: &[&str] = &["bind"];
+const LISTENER_KEYS: &[&str] = &["bind", "tls"];
 const ROUTE_KEYS: &[&str] = &["host", "path", "upstream", "upgrade", "tunnel_idle_timeout"];
 const UPSTREAM_KEYS: &[&str] = &[
     "hash_key",
@@ -221,7 +221,10 @@ fn listeners(r: &mut Reader, root: &dyn TableLike) -> Vec<Listener> {
             );
             continue;
         }
-        out.push(Listener { bind: addr });
+        out.push(Listener {
+            bind: addr,
+            tls: crate::tls::tls(r, table),
+        });
     }
     out
 }

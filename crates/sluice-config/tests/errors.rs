@@ -418,3 +418,68 @@ fn access_log_keys() {
         "{e:?}"
     );
 }
+
+#[test]
+fn tls_names_certificate_files_beside_the_config() {
+    let text = r#"
+[[listener]]
+bind = "0.0.0.0:443"
+tls = { cert = "fullchain.pem", key = "/etc/ssl/privkey.pem", certificates = [{ cert = "api.pem", key = "api.key" }] }
+[[route]]
+upstream = "app"
+[upstream.app]
+servers = ["127.0.0.1:9101"]
+"#;
+    let c = parse("/etc/sluice/sluice.toml", text).unwrap();
+    let tls = c.listeners[0].tls.as_ref().unwrap();
+    let files: Vec<(&str, &str)> = tls
+        .certificates
+        .iter()
+        .map(|f| (f.cert.to_str().unwrap(), f.key.to_str().unwrap()))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("/etc/sluice/fullchain.pem", "/etc/ssl/privkey.pem"),
+            ("/etc/sluice/api.pem", "/etc/sluice/api.key")
+        ]
+    );
+    assert_eq!(
+        (tls.certificates[0].at.line, tls.certificates[1].at.line),
+        (4, 4)
+    );
+    assert_eq!(parse("s.toml", GOOD).unwrap().listeners[0].tls, None);
+}
+
+#[test]
+fn tls_keys_are_checked() {
+    let text = r#"
+[[listener]]
+bind = "0.0.0.0:443"
+tls = { cert = "a.pem" }
+[[listener]]
+bind = "0.0.0.0:444"
+tls = { cert = "a.pem", key = "a.key", certificates = [{ cert = "b.pem", kye = "b.key" }], ciphers = "x" }
+[[listener]]
+bind = "0.0.0.0:445"
+tls = "yes"
+[[listener]]
+bind = "0.0.0.0:446"
+tls = {}
+[[route]]
+upstream = "app"
+[upstream.app]
+servers = ["127.0.0.1:9101"]
+"#;
+    assert_eq!(
+        errors(text),
+        [
+            "bad.toml:4:7: a certificate without `key` (give both cert = \"fullchain.pem\" and key = \"privkey.pem\")",
+            "bad.toml:7:56: a certificate without `key` (give both cert = \"fullchain.pem\" and key = \"privkey.pem\")",
+            "bad.toml:7:74: unknown key `kye` in a `certificates` entry (did you mean `key`?)",
+            "bad.toml:7:92: unknown key `ciphers` in `tls` (`tls` takes: cert, key, certificates)",
+            "bad.toml:10:7: `tls` must be a table (write tls = { cert = \"fullchain.pem\", key = \"privkey.pem\" })",
+            "bad.toml:13:7: `tls` names no certificate (add cert = \"fullchain.pem\" and key = \"privkey.pem\")",
+        ]
+    );
+}

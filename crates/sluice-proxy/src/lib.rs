@@ -47,6 +47,7 @@ mod route;
 mod runtime;
 mod session;
 mod state;
+pub mod tls;
 mod upstream;
 
 pub use runtime::server::{Proxy, ReloadSummary};

@@ -255,6 +255,8 @@ pub struct ListenerSlot {
     pub accepted: Counter,
     pub closed: Counter,
     pub requests: Counter,
+    /// TLS handshakes that failed or timed out (those connections never count as accepted).
+    pub tls_failed: Counter,
     /// Per status of [`REJECTS`], requests sluice answered itself; other statuses of
     /// its own count in the last.
     pub rejects: [Counter; 9],
@@ -272,6 +274,7 @@ pub struct ListenerTotals {
     pub accepted: u64,
     pub open: u64,
     pub requests: u64,
+    pub tls_failed: u64,
     /// Per status of [`REJECTS`], then other statuses.
     pub rejects: [u64; 9],
 }
@@ -286,6 +289,7 @@ impl ListenerStats {
             t.accepted += s.accepted.get();
             closed += s.closed.get();
             t.requests += s.requests.get();
+            t.tls_failed += s.tls_failed.get();
             add_each(&mut t.rejects, &s.rejects);
         }
         t.open = t.accepted.saturating_sub(closed);

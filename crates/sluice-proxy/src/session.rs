@@ -25,31 +25,53 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 /// Serves `stream` until the client closes, an error ends it, or the worker drains.
+/// `proto` is the scheme clients used (`http` or `https`), for `X-Forwarded-Proto`.
 pub async fn serve<S: Stream>(
     ctx: &Context,
     stream: S,
     peer: SocketAddr,
     listener: &ListenerStats,
+    proto: &'static str,
 ) {
     let _open = Counted::open(listener);
+    let mut client = Conn::idle(stream);
+    exchange(ctx, &mut client, peer, listener, proto).await;
+    if S::CLOSE_NOTIFY {
+        // TLS says goodbye (close_notify) so that the client knows the response was
+        // whole; a client that does not take it in a moment is not waited for.
+        let bye = tokio::io::AsyncWriteExt::shutdown(&mut client.stream);
+        let _ = tokio::time::timeout(CLOSE_NOTIFY_WAIT, bye).await;
+    }
+}
+
+/// The longest a closing TLS connection waits to send its close_notify.
+const CLOSE_NOTIFY_WAIT: Duration = Duration::from_secs(1);
+
+/// Requests one after another on `client`, until one ends the connection.
+async fn exchange<S: Stream>(
+    ctx: &Context,
+    client: &mut Conn<S>,
+    peer: SocketAddr,
+    listener: &ListenerStats,
+    proto: &'static str,
+) {
     let accepted = crate::clock::now();
     let client_ip = peer.ip().to_string();
     let origin = Origin {
         client_ip: &client_ip,
-        proto: "http",
+        proto,
     };
-    let mut client = Conn::idle(stream);
     let mut scratch = Scratch::default();
     let mut first = Some(accepted);
     loop {
-        let waited = read_head(ctx, &mut client, &origin, &mut scratch, first.take()).await;
+        let waited = read_head(ctx, client, &origin, &mut scratch, first.take()).await;
         let (req, route, gen) = match waited {
             Ok(Some(parsed)) => parsed,
             Ok(None) => return,
             Err(rejection) => {
                 let started = (crate::clock::now(), SystemTime::now());
                 let timeout = ctx.gen().shared.config.client_idle_timeout;
-                let mut down = http1(&mut client, &mut scratch.out, false, timeout);
+                let mut down = http1(client, &mut scratch.out, false, timeout);
                 let mut outcome = Box::pin(reject(&mut down, rejection)).await;
                 outcome.client = Some(peer);
                 count(listener, &outcome);
@@ -69,7 +91,7 @@ pub async fn serve<S: Stream>(
             .then(|| host_and_path(&client.buf[..req.head_len]));
         client.buf.advance(req.head_len);
         let timeout = gen.shared.config.client_idle_timeout;
-        let mut down = http1(&mut client, &mut scratch.out, req.http10, timeout);
+        let mut down = http1(client, &mut scratch.out, req.http10, timeout);
         // Not boxed: a box per request cost more instructions than it saved memory (the
         // heap fragments between request boxes and connection tasks; see
         // docs/architecture.md). The rare refusals below are boxed, keeping their state
@@ -434,7 +456,7 @@ mod tests {
         let (mut client, server) = loopback_pair().await;
         let started = clock::now();
         let ((), (said, closed)) = tokio::join!(
-            serve(&ctx, server, peer(), &listener),
+            serve(&ctx, server, peer(), &listener, "http"),
             until_closed(&mut client)
         );
         assert_eq!(said, "");
@@ -459,7 +481,11 @@ mod tests {
             }
         };
         let answered = read_reply(&mut reader, 408, true);
-        let ((), (), at) = tokio::join!(serve(&ctx, server, peer(), &listener), trickle, answered);
+        let ((), (), at) = tokio::join!(
+            serve(&ctx, server, peer(), &listener, "http"),
+            trickle,
+            answered
+        );
         within_a_millisecond(at - started, Duration::from_secs(5));
     }
 
@@ -478,7 +504,7 @@ mod tests {
             let (_, closed) = until_closed(&mut client).await;
             closed - answered
         };
-        let ((), idle) = tokio::join!(serve(&ctx, server, peer(), &listener), exchange);
+        let ((), idle) = tokio::join!(serve(&ctx, server, peer(), &listener, "http"), exchange);
         within_a_millisecond(idle, Duration::from_secs(45));
     }
 
@@ -499,7 +525,7 @@ mod tests {
             client.write_all(b"GET / HTT").await.unwrap();
             read_reply(&mut client, 408, true).await - first_byte
         };
-        let ((), took) = tokio::join!(serve(&ctx, server, peer(), &listener), exchange);
+        let ((), took) = tokio::join!(serve(&ctx, server, peer(), &listener, "http"), exchange);
         within_a_millisecond(took, Duration::from_secs(5));
     }
 }

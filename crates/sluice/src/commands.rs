@@ -13,7 +13,7 @@ use crate::serve::BAD_CONFIG;
 pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     for path in paths {
-        match sluice_config::load(path) {
+        match sluice_config::load(path).and_then(|c| certificates(&c).map(|_| c)) {
             Ok(c) => {
                 let admin = c
                     .admin
@@ -45,6 +45,23 @@ pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Reads every certificate `config` names (an error for each bad one: unreadable,
+/// not PEM, key not matching, expired), warning on stderr of those that expire within
+/// two weeks.
+fn certificates(config: &sluice_config::Config) -> Result<(), sluice_config::Errors> {
+    const SOON: i64 = 14 * 86_400;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    for (file, not_after) in sluice_proxy::tls::check(config)? {
+        if not_after - now < SOON {
+            let when = sluice_proxy::tls::certs::date(not_after);
+            eprintln!("warning: {file}: the certificate expires on {when}; renew it");
+        }
+    }
+    Ok(())
 }
 
 pub fn hash_report(keys: usize) -> anyhow::Result<ExitCode> {

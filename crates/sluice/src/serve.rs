@@ -35,8 +35,10 @@ pub enum Signal {
 }
 
 /// The config at `path`, or `None` after printing every error (and `then`, if any).
+/// Certificates it names are read and checked too.
 fn load_or_report(path: &Path, then: &str) -> Option<sluice_config::Config> {
-    match sluice_config::load(path) {
+    let loaded = sluice_config::load(path).and_then(|c| sluice_proxy::tls::check(&c).map(|_| c));
+    match loaded {
         Ok(config) => Some(config),
         Err(errors) => {
             eprintln!("{errors}{then}");

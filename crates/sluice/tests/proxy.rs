@@ -19,5 +19,6 @@ mod proxy {
     mod metrics;
     mod pooling;
     mod strict;
+    mod tls;
     mod websocket;
 }

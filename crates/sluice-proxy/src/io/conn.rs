@@ -91,12 +91,19 @@ impl Conn<TcpStream> {
 }
 
 /// Writes all of `bytes`, failing with `TimedOut` if the peer does not take them in time.
+/// Flushed: a TLS stream may hold encrypted bytes the socket would not take yet, and
+/// nothing else would write them out before the peer waits for them (for TCP the flush
+/// is a no-op).
 pub async fn write_all<W: AsyncWrite + Unpin>(
     stream: &mut W,
     bytes: &[u8],
     limit: Duration,
 ) -> io::Result<()> {
-    match timeout(limit, stream.write_all(bytes)).await {
+    let written = async {
+        stream.write_all(bytes).await?;
+        stream.flush().await
+    };
+    match timeout(limit, written).await {
         Ok(result) => result,
         Err(_) => Err(io::ErrorKind::TimedOut.into()),
     }

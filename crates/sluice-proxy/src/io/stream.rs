@@ -9,6 +9,11 @@ use tokio::net::TcpStream;
 /// a buffer. The last is what lets an idle connection or tunnel hold no buffer at all.
 /// A TLS stream implements it by asking the socket under it.
 pub trait Stream: AsyncRead + AsyncWrite + Unpin {
+    /// Whether closing the connection takes a message (TLS's close_notify), sent by
+    /// shutting the stream down; without it, a TLS client cannot tell a response cut
+    /// short from a whole one.
+    const CLOSE_NOTIFY: bool = false;
+
     /// Ready when the stream may have bytes to read (or has ended). A hint: a read that
     /// follows may still find nothing, and must then be waited for again.
     fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
@@ -17,6 +22,21 @@ pub trait Stream: AsyncRead + AsyncWrite + Unpin {
 impl Stream for TcpStream {
     fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         TcpStream::poll_read_ready(self, cx)
+    }
+}
+
+impl Stream for tokio_rustls::server::TlsStream<TcpStream> {
+    const CLOSE_NOTIFY: bool = true;
+
+    /// Ready at once when rustls holds decrypted bytes not yet read (a read took fewer
+    /// than it had) or the peer's close_notify: the socket may never turn readable again
+    /// for them. Otherwise, when the socket is.
+    fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let (tcp, tls) = self.get_ref();
+        if !tls.wants_read() {
+            return Poll::Ready(Ok(()));
+        }
+        tcp.poll_read_ready(cx)
     }
 }
 

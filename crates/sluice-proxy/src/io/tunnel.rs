@@ -118,6 +118,9 @@ impl Pump {
                         }
                         self.written += n;
                     }
+                    // What a TLS stream still holds must reach the peer before we wait
+                    // for its answer.
+                    ready!(Pin::new(&mut *to).poll_flush(cx))?;
                     self.buf = Vec::new();
                     self.written = 0;
                     self.state = State::Reading;

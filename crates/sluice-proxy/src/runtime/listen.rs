@@ -5,6 +5,10 @@ use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 
+/// A worker's listening socket, with the address the config gave it (its key in the
+/// generation's TLS listeners).
+pub type Bound = (SocketAddr, TcpListener);
+
 /// Backlog asked of the kernel (it caps this at net.core.somaxconn).
 const BACKLOG: i32 = 4096;
 

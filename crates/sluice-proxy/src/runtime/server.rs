@@ -3,14 +3,14 @@
 
 use crate::metrics::ProxyStats;
 use crate::runtime::checks;
-use crate::runtime::listen;
+use crate::runtime::listen::{self, Bound};
 use crate::runtime::view::View;
 use crate::runtime::worker::{self, Reload, Start};
 use crate::state::generation::Shared;
 use sluice_config::Config;
 use std::collections::HashMap;
 use std::io;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc as sync_mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
@@ -74,21 +74,22 @@ impl Proxy {
         raise_fd_limit();
         let workers = worker_count(&config);
         let mut listening = Vec::new();
-        let mut per_worker: Vec<Vec<TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
+        let mut per_worker: Vec<Vec<Bound>> = (0..workers).map(|_| Vec::new()).collect();
         for l in &config.listeners {
             let (actual, group) = listen::bind_group(l.bind, workers)?;
             listening.push((l.bind, actual));
             group
                 .into_iter()
                 .zip(per_worker.iter_mut())
-                .for_each(|(listener, list)| list.push(listener));
+                .for_each(|(listener, list)| list.push((l.bind, listener)));
         }
         let shared = Arc::new(Shared::open(config, None)?);
         let stats = Arc::new(ProxyStats::default());
         let (shutdown, stop) = watch::channel(false);
         let (drain, draining) = watch::channel(false);
         let (current, generations) = watch::channel(shared.clone());
-        checks::spawn(generations, stop.clone())?;
+        checks::spawn(generations.clone(), stop.clone())?;
+        crate::runtime::certificates::spawn(generations, stop.clone())?;
         let (acks, stopped_accepting) = sync_mpsc::channel();
         let (mut handles, mut reloads) = (Vec::new(), Vec::new());
         for (index, listeners) in per_worker.into_iter().enumerate() {
@@ -192,14 +193,14 @@ impl Proxy {
         let previous = self.current.borrow().clone();
         let shared = Arc::new(Shared::open(config, Some(&previous))?);
         let summary = summarise(&previous, &shared, added.len(), closed.len());
-        let mut sockets: Vec<Vec<TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
+        let mut sockets: Vec<Vec<Bound>> = (0..workers).map(|_| Vec::new()).collect();
         listening.retain(|(c, _)| wanted.contains(c));
         for (configured, (actual, group)) in added {
             listening.push((configured, actual));
             group
                 .into_iter()
                 .zip(sockets.iter_mut())
-                .for_each(|(l, list)| list.push(l));
+                .for_each(|(l, list)| list.push((configured, l)));
         }
         let (applied, acks) = sync_mpsc::channel();
         let mut told = 0;

@@ -4,8 +4,10 @@
 
 use crate::context::Context;
 use crate::metrics::{ListenerStats, ProxyStats};
+use crate::runtime::listen::Bound;
 use crate::session;
 use crate::state::generation::Shared;
+use crate::tls::TlsListener;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -20,7 +22,7 @@ use tokio::task::JoinHandle;
 pub struct Reload {
     pub shared: Arc<Shared>,
     /// This worker's sockets for newly added listen addresses.
-    pub listeners: Vec<std::net::TcpListener>,
+    pub listeners: Vec<Bound>,
     /// Listen addresses to stop accepting on.
     pub closed: Vec<SocketAddr>,
     /// Told once the worker serves new requests with `shared` and its listeners changed.
@@ -31,7 +33,7 @@ pub struct Reload {
 pub struct Start {
     pub index: usize,
     pub shared: Arc<Shared>,
-    pub listeners: Vec<std::net::TcpListener>,
+    pub listeners: Vec<Bound>,
     pub shutdown: watch::Receiver<bool>,
     /// Turns true once every worker has stopped accepting: then drain.
     pub drain: watch::Receiver<bool>,
@@ -88,13 +90,19 @@ pub fn run(start: Start) -> std::io::Result<()> {
 }
 
 /// Starts accepting on `listeners`.
-fn listen(w: &Rc<Worker>, listeners: Vec<std::net::TcpListener>) -> std::io::Result<()> {
-    for listener in listeners {
+fn listen(w: &Rc<Worker>, listeners: Vec<Bound>) -> std::io::Result<()> {
+    for (configured, listener) in listeners {
         let listener = TcpListener::from_std(listener)?;
         let addr = listener.local_addr()?;
         let stop = Rc::new(Notify::new());
         let stats = w.stats.listener(addr);
-        let task = tokio::task::spawn_local(accept_loop(w.clone(), listener, stats, stop.clone()));
+        let accepting = Accepting {
+            listener,
+            configured,
+            stats,
+            stop: stop.clone(),
+        };
+        let task = tokio::task::spawn_local(accept_loop(w.clone(), accepting));
         w.listeners
             .borrow_mut()
             .insert(addr, Listening { stop, task });
@@ -124,29 +132,38 @@ async fn apply_reloads(w: Rc<Worker>, mut reloads: mpsc::UnboundedReceiver<Reloa
     }
 }
 
-async fn accept_loop(
-    w: Rc<Worker>,
+/// A listening socket of this worker and what its connections need.
+struct Accepting {
     listener: TcpListener,
+    /// The address as configured: the key of its TLS settings.
+    configured: SocketAddr,
     stats: Arc<ListenerStats>,
     stop: Rc<Notify>,
-) {
+}
+
+async fn accept_loop(w: Rc<Worker>, a: Accepting) {
     loop {
         // Also checked here: a drain that began while we slept after an error is not missed.
         if w.ctx.draining() {
             return;
         }
         let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
+            accepted = a.listener.accept() => accepted,
             _ = w.ctx.drain_signal() => return,
-            _ = stop.notified() => return,
+            _ = a.stop.notified() => return,
         };
         match accepted {
             Ok((stream, peer)) => {
                 let _ = stream.set_nodelay(true);
                 let open = Open::new(w.clone());
-                let stats = stats.clone();
+                let stats = a.stats.clone();
+                let tls = w.ctx.gen().shared.tls.get(&a.configured).cloned();
                 tokio::task::spawn_local(async move {
-                    session::serve(&open.0.ctx, stream, peer, &stats).await;
+                    let ctx = &open.0.ctx;
+                    match tls {
+                        None => session::serve(ctx, stream, peer, &stats, "http").await,
+                        Some(tls) => serve_tls(ctx, &tls, stream, peer, &stats).await,
+                    }
                 });
             }
             Err(e) => {
@@ -154,6 +171,28 @@ async fn accept_loop(
                 tracing::warn!(cause = %e, "accept failed");
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
+        }
+    }
+}
+
+/// The TLS handshake, within `header_timeout` of the accept, then the session.
+async fn serve_tls(
+    ctx: &Context,
+    tls: &TlsListener,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    stats: &ListenerStats,
+) {
+    let limit = ctx.gen().shared.config.header_timeout;
+    match tokio::time::timeout(limit, tls.acceptor.accept(stream)).await {
+        Ok(Ok(stream)) => session::serve(ctx, stream, peer, stats, "https").await,
+        Ok(Err(e)) => {
+            stats.local().tls_failed.add(1);
+            tracing::debug!(client = %peer, cause = %e, "TLS handshake failed");
+        }
+        Err(_) => {
+            stats.local().tls_failed.add(1);
+            tracing::debug!(client = %peer, "TLS handshake timed out");
         }
     }
 }

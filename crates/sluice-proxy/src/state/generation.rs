@@ -10,9 +10,10 @@ use crate::access_log::AccessLog;
 use crate::metrics::RouteStats;
 use crate::route::router::Router;
 use crate::state::upstream::{ServerState, UpstreamShared};
+use crate::tls::TlsListener;
 use sluice_config::{Config, Route};
 use std::cell::Cell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -26,6 +27,9 @@ pub struct Shared {
     pub addresses: HashSet<SocketAddr>,
     /// Where finished requests are logged, when `access_log` is set.
     pub access_log: Option<Arc<AccessLog>>,
+    /// The TLS listeners, by configured address (carried over a reload, certificates
+    /// read again).
+    pub tls: HashMap<SocketAddr, Arc<TlsListener>>,
 }
 
 impl Shared {
@@ -37,11 +41,13 @@ impl Shared {
         let log = previous
             .and_then(|p| p.access_log.clone())
             .filter(|log| Some(&log.config) == config.access_log.as_ref());
-        Self::with_log(config, previous, log)
+        let tls =
+            crate::tls::listeners(&config, previous.map(|p| &p.tls)).expect("test certificates");
+        Self::with_log(config, previous, log, tls)
     }
 
-    /// Like [`Shared::new`], opening the access log when it is new or changed (an error
-    /// names the file, and nothing changes).
+    /// Like [`Shared::new`], opening the access log when it is new or changed and
+    /// reading the certificates (an error names the file, and nothing changes).
     pub fn open(config: Config, previous: Option<&Shared>) -> std::io::Result<Self> {
         let kept = previous
             .and_then(|p| p.access_log.clone())
@@ -51,13 +57,18 @@ impl Shared {
             (None, Some(settings)) => Some(Arc::new(AccessLog::open(settings)?)),
             (None, None) => None,
         };
-        Ok(Self::with_log(config, previous, log))
+        // Last: certificates are swapped into the listeners that stay, so nothing
+        // after this may fail.
+        let tls = crate::tls::listeners(&config, previous.map(|p| &p.tls))
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
+        Ok(Self::with_log(config, previous, log, tls))
     }
 
     fn with_log(
         config: Config,
         previous: Option<&Shared>,
         access_log: Option<Arc<AccessLog>>,
+        tls: HashMap<SocketAddr, Arc<TlsListener>>,
     ) -> Self {
         let upstreams: Vec<Arc<UpstreamShared>> = config
             .upstreams
@@ -93,6 +104,7 @@ impl Shared {
             routes,
             addresses,
             access_log,
+            tls,
         };
         if let Some(previous) = previous {
             previous.retire_missing(&next);

@@ -74,6 +74,14 @@ impl TestProxy {
     }
 }
 
+impl TestProxy {
+    /// Reloads with a whole config `text`: what changed, or why nothing did.
+    pub fn try_reload(&self, text: &str) -> io::Result<sluice_proxy::ReloadSummary> {
+        let config = sluice_config::parse("test.toml", text).unwrap();
+        self.proxy.as_ref().unwrap().reload(config)
+    }
+}
+
 impl Drop for TestProxy {
     fn drop(&mut self) {
         if let Some(p) = self.proxy.take() {
@@ -85,7 +93,12 @@ impl Drop for TestProxy {
 /// Starts a proxy on 127.0.0.1:0 with `body` (TOML: top-level keys first, then routes
 /// and upstreams) and a listener appended.
 pub fn proxy(body: &str) -> TestProxy {
-    let text = format!("shutdown_grace = \"2s\"\n{body}\n[[listener]]\nbind = \"127.0.0.1:0\"\n");
+    proxy_with(body, "[[listener]]\nbind = \"127.0.0.1:0\"\n")
+}
+
+/// Like [`proxy`], with `listener` (whole `[[listener]]` tables) instead of the plain one.
+pub fn proxy_with(body: &str, listener: &str) -> TestProxy {
+    let text = format!("shutdown_grace = \"2s\"\n{body}\n{listener}");
     let config = sluice_config::parse("test.toml", &text)
         .unwrap_or_else(|e| panic!("test config invalid:\n{e}\n{text}"));
     let proxy = Proxy::start(config).expect("proxy starts");

@@ -1,0 +1,265 @@
+//! Certificates from PEM files: read, checked (the key matches, the certificate is in
+//! its validity period), indexed by the names they are for, and chosen by the server
+//! name a client asks for (SNI).
+
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use sluice_config::{CertificateFiles, ConfigError};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// One certificate chain with its key, and what the leaf says of itself.
+pub struct Loaded {
+    pub key: Arc<CertifiedKey>,
+    /// DNS names of the leaf (subject alternative names; the common name when it has
+    /// none), lower-case; wildcards as `*.example.com`.
+    pub names: Vec<String>,
+    /// End of the validity period, seconds since the epoch.
+    pub not_after: i64,
+}
+
+/// Reads and checks one certificate and key pair. The error names the file, the reason
+/// and the place in the config that points to it.
+pub fn load(files: &CertificateFiles, provider: &CryptoProvider) -> Result<Loaded, ConfigError> {
+    let fail = |path: &std::path::Path, why: String, hint: &str| {
+        ConfigError::at_place(&files.at, format!("{}: {why}", path.display()), hint)
+    };
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&files.cert)
+        .and_then(|certs| certs.collect())
+        .map_err(|e| {
+            fail(
+                &files.cert,
+                pem_error(e),
+                "give the PEM file of the certificate chain (fullchain.pem)",
+            )
+        })?;
+    if chain.is_empty() {
+        let why = "no CERTIFICATE block in the file".to_string();
+        return Err(fail(
+            &files.cert,
+            why,
+            "give the PEM file of the certificate chain (fullchain.pem)",
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|e| {
+        fail(
+            &files.key,
+            pem_error(e),
+            "give the PEM file of the private key (privkey.pem)",
+        )
+    })?;
+    let signer = provider.key_provider.load_private_key(key).map_err(|e| {
+        fail(
+            &files.key,
+            format!("unusable private key: {e}"),
+            "use an RSA, ECDSA or Ed25519 key",
+        )
+    })?;
+    let key = CertifiedKey::new(chain, signer);
+    if key.keys_match().is_err() {
+        let why = format!(
+            "the private key does not belong to the certificate in {}",
+            files.cert.display()
+        );
+        return Err(fail(
+            &files.key,
+            why,
+            "give the key that was issued with this certificate",
+        ));
+    }
+    let (names, validity) = leaf_facts(&key.cert[0])
+        .map_err(|why| fail(&files.cert, why, "give a valid X.509 certificate"))?;
+    check_validity(validity, now())
+        .map_err(|why| fail(&files.cert, why, "renew the certificate"))?;
+    Ok(Loaded {
+        key: Arc::new(key),
+        names,
+        not_after: validity.1,
+    })
+}
+
+fn pem_error(e: rustls::pki_types::pem::Error) -> String {
+    use rustls::pki_types::pem::Error;
+    match e {
+        Error::Io(e) => format!("cannot read: {e}"),
+        Error::NoItemsFound => "no PEM block of the right kind in the file".into(),
+        other => format!("not a valid PEM file: {other:?}"),
+    }
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// The leaf's DNS names and its validity period (seconds since the epoch).
+fn leaf_facts(der: &[u8]) -> Result<(Vec<String>, (i64, i64)), String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der)
+        .map_err(|e| format!("the first certificate cannot be parsed: {e}"))?;
+    let validity = cert.validity();
+    let period = (
+        validity.not_before.timestamp(),
+        validity.not_after.timestamp(),
+    );
+    let mut names = Vec::new();
+    if let Ok(Some(san)) = cert.subject_alternative_name() {
+        for name in &san.value.general_names {
+            if let x509_parser::extensions::GeneralName::DNSName(n) = name {
+                names.push(n.to_ascii_lowercase());
+            }
+        }
+    }
+    if names.is_empty() {
+        let cn = cert.subject().iter_common_name().next();
+        if let Some(cn) = cn.and_then(|cn| cn.as_str().ok()) {
+            names.push(cn.to_ascii_lowercase());
+        }
+    }
+    Ok((names, period))
+}
+
+/// An error when `now` is outside the period.
+fn check_validity((not_before, not_after): (i64, i64), now: i64) -> Result<(), String> {
+    if now > not_after {
+        return Err(format!("the certificate expired on {}", date(not_after)));
+    }
+    if now < not_before {
+        return Err(format!(
+            "the certificate is not valid before {}",
+            date(not_before)
+        ));
+    }
+    Ok(())
+}
+
+/// `2026-11-23 18:04:02 UTC`, from seconds since the epoch.
+pub fn date(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s) = (rem / 3600, rem / 60 % 60, rem % 60);
+    format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02}:{s:02} UTC")
+}
+
+/// A listener's certificates, indexed by name.
+pub struct CertSet {
+    default: Arc<CertifiedKey>,
+    exact: HashMap<String, Arc<CertifiedKey>>,
+    /// `*.example.com` is kept under `example.com`.
+    wildcard: HashMap<String, Arc<CertifiedKey>>,
+}
+
+impl CertSet {
+    /// The set of `loaded`, the first being the default; a name claimed by two
+    /// certificates goes to the first that claims it.
+    pub fn new(loaded: &[Loaded]) -> Option<CertSet> {
+        let mut set = CertSet {
+            default: loaded.first()?.key.clone(),
+            exact: HashMap::new(),
+            wildcard: HashMap::new(),
+        };
+        for l in loaded {
+            for name in &l.names {
+                let (map, name) = match name.strip_prefix("*.") {
+                    Some(parent) => (&mut set.wildcard, parent),
+                    None => (&mut set.exact, name.as_str()),
+                };
+                map.entry(name.to_string()).or_insert_with(|| l.key.clone());
+            }
+        }
+        Some(set)
+    }
+
+    /// The certificate for `server_name`: an exact name, then a wildcard one label
+    /// deep, then the default (also for clients that send no name).
+    pub fn pick(&self, server_name: Option<&str>) -> Arc<CertifiedKey> {
+        let Some(name) = server_name.map(str::to_ascii_lowercase) else {
+            return self.default.clone();
+        };
+        if let Some(key) = self.exact.get(&name) {
+            return key.clone();
+        }
+        let parent = name.split_once('.').map(|(_, p)| p);
+        parent
+            .and_then(|p| self.wildcard.get(p))
+            .unwrap_or(&self.default)
+            .clone()
+    }
+}
+
+/// The resolver a listener's TLS config asks during each handshake. Its set is
+/// replaced in place when certificates change, so the config (and with it the session
+/// tickets and cache clients resume from) outlives any rotation.
+pub struct Resolver {
+    current: RwLock<Arc<CertSet>>,
+}
+
+impl std::fmt::Debug for Resolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Resolver")
+    }
+}
+
+impl Resolver {
+    pub fn new(set: CertSet) -> Self {
+        Resolver {
+            current: RwLock::new(Arc::new(set)),
+        }
+    }
+
+    pub fn replace(&self, set: CertSet) {
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(set);
+    }
+
+    fn set(&self) -> Arc<CertSet> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+impl ResolvesServerCert for Resolver {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.set().pick(hello.server_name()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_civil() {
+        assert_eq!(date(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(date(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(date(1_795_456_800), "2026-11-23 18:00:00 UTC");
+    }
+
+    #[test]
+    fn validity_is_checked_both_ways() {
+        assert!(check_validity((100, 200), 150).is_ok());
+        let expired = check_validity((100, 200), 201).unwrap_err();
+        assert_eq!(
+            expired,
+            "the certificate expired on 1970-01-01 00:03:20 UTC"
+        );
+        assert!(check_validity((100, 200), 99)
+            .unwrap_err()
+            .contains("not valid before"));
+    }
+}
