@@ -8,19 +8,25 @@
 #      balancer's CPU time (utime+stime of its whole process tree, /proc/PID/stat)
 #      before and after, and divide by the number of requests h2load completed,
 #      which gives microseconds of CPU per proxied request.
+#   3. HTTPS (unless HTTPS=0), on a second listener of each balancer with the same
+#      ECDSA P-256 certificate: new TLS handshakes per second at saturation
+#      (`wrk -H 'Connection: close'`: every request a new connection, a full handshake,
+#      as wrk does not resume sessions), and CPU per request over keep-alive TLS at
+#      the fixed rate (`h2load --h1` to https://), read as in 2.
 # We repeat this RUNS times. Within each round we take the balancers in turn, and
 # rotate the order from one round to the next, so that noise on this shared machine
 # (and any position effect) is spread over all three instead of landing on one.
 # The report shows the median over the rounds, and each figure as a ratio to nginx.
 #
-# Usage:  [RUNS=3] [DUR=5] [RATE=5000] [H2_CLIENTS=40] [BASELINE=bin] [ACCESS_LOG=1] bench/compare.sh [--build]
+# Usage:  [RUNS=3] [DUR=5] [RATE=5000] [H2_CLIENTS=40] [BASELINE=bin] [ACCESS_LOG=1] [HTTPS=0] bench/compare.sh [--build]
 #   --build   rebuild target/release/sluice first (it is built anyway if missing).
 #   ACCESS_LOG=1  every balancer writes an access log (sluice's combined format;
 #             nginx's combined, buffered as sluice's is: buffer=32k flush=1s; HAProxy's
 #             httplog to stdout); `sluice-base`, when given, writes none, so the same
 #             binary as BASELINE measures what the log costs.
 #   BASELINE  another sluice binary (an older build) measured as `sluice-base` in the
-#             same rounds, for before/after figures of a change.
+#             same rounds, for before/after figures of a change (plain HTTP only).
+#   HTTPS=0   skip the HTTPS measurements (3.).
 #
 # The results go to bench/runs/<date>-compare/ (summary.md, results.jsonl, and the
 # raw output of every wrk and h2load run, the generated configs and server logs).
@@ -41,12 +47,13 @@ WORKERS=2                  # worker processes/threads of every balancer
 BALANCERS=(sluice nginx haproxy)
 BASELINE=${BASELINE:-}
 ACCESS_LOG=${ACCESS_LOG:-}
+HTTPS=${HTTPS:-1}
 [[ -n $BASELINE ]] && BALANCERS+=(sluice-base)
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
 SLUICE_BIN=$CARGO_TARGET_DIR/release/sluice
-COMMAND_LINE="RUNS=$RUNS DUR=$DUR RATE=$RATE H2_CLIENTS=$H2_CLIENTS${BASELINE:+ BASELINE=$BASELINE}${ACCESS_LOG:+ ACCESS_LOG=$ACCESS_LOG} $0${*:+ $*}"
+COMMAND_LINE="RUNS=$RUNS DUR=$DUR RATE=$RATE H2_CLIENTS=$H2_CLIENTS HTTPS=$HTTPS${BASELINE:+ BASELINE=$BASELINE}${ACCESS_LOG:+ ACCESS_LOG=$ACCESS_LOG} $0${*:+ $*}"
 
 BUILD=0
 for arg in "$@"; do
@@ -99,7 +106,7 @@ trap 'exit 143' TERM
 # start NAME LOGFILE CMD... : run CMD in the background, remember its pid in PID_OF[NAME].
 # The command is exec'd directly (no wrapper), so $! is the server itself and its
 # /proc/PID/stat is the one we want for CPU accounting.
-declare -A PID_OF PORT_OF
+declare -A PID_OF PORT_OF TLS_PORT_OF
 start() {
     local name=$1 logfile=$2; shift 2
     "$@" >"$logfile" 2>&1 &
@@ -107,10 +114,10 @@ start() {
     PID_OF[$name]=$!
 }
 
-# wait_ready NAME PORT: poll with curl until the server answers, or fail after 20 s.
+# wait_ready NAME PORT [SCHEME]: poll with curl until the server answers, or fail after 20 s.
 wait_ready() {
-    local name=$1 port=$2 deadline=$(( SECONDS + 20 ))
-    until curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/"; do
+    local name=$1 port=$2 scheme=${3:-http} deadline=$(( SECONDS + 20 ))
+    until curl -s -k -o /dev/null --max-time 1 "$scheme://127.0.0.1:$port/"; do
         kill -0 "${PID_OF[$name]}" 2>/dev/null || die "$name exited during start-up; see $OUT/servers/$name.log:
 $(tail -n 20 "$OUT/servers/$name.log")"
         (( SECONDS < deadline )) || die "$name did not accept connections on 127.0.0.1:$port within 20 s"
@@ -140,6 +147,7 @@ ensure_tools() {
     command -v h2load  >/dev/null || missing+=(nghttp2-client)
     command -v curl    >/dev/null || missing+=(curl)
     command -v python3 >/dev/null || missing+=(python3)
+    command -v openssl >/dev/null || missing+=(openssl)
     command -v ss      >/dev/null || missing+=(iproute2)
     command -v timeout >/dev/null || missing+=(coreutils)
     if (( ${#missing[@]} )); then
@@ -195,6 +203,22 @@ EOF
 # Generated at run time into $WORK (and copied to the results directory), so that
 # the ports can be chosen freshly and nothing touches /etc.
 
+# The TLS listener of a balancer's sluice config (sluice-base, an older build, has none).
+tls_listener_of() {
+    [[ $HTTPS == 1 && $1 == sluice ]] || return 0
+    printf '[[listener]]\nbind = "127.0.0.1:%s"\ntls = { cert = "%s", key = "%s" }\n' \
+        "${TLS_PORT_OF[sluice]}" "$WORK/cert.pem" "$WORK/key.pem"
+}
+
+# One self-signed ECDSA P-256 certificate for all three balancers (what Let's Encrypt
+# issues by default for ECDSA keys); HAProxy wants certificate and key in one file.
+write_certificate() {
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 7 \
+        -subj /CN=localhost -addext subjectAltName=DNS:localhost \
+        -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null || die "openssl could not make a certificate"
+    cat "$WORK/cert.pem" "$WORK/key.pem" >"$WORK/combined.pem"
+}
+
 write_sluice_config() {
     local name=${1:-sluice} log=""
     if [[ -n $ACCESS_LOG && $name == sluice ]]; then
@@ -206,6 +230,7 @@ $log
 
 [[listener]]
 bind = "127.0.0.1:${PORT_OF[$name]}"
+$(tls_listener_of "$name")
 
 [[route]]
 path = "/"
@@ -253,6 +278,14 @@ http {
 
     server {
         listen 127.0.0.1:${PORT_OF[nginx]};
+$( [[ $HTTPS == 1 ]] && cat <<TLS
+        listen 127.0.0.1:${TLS_PORT_OF[nginx]} ssl;
+        ssl_certificate $WORK/cert.pem;
+        ssl_certificate_key $WORK/key.pem;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_session_cache shared:SSL:10m;
+TLS
+)
         location / {
             proxy_pass http://app;
             proxy_http_version 1.1;
@@ -286,6 +319,7 @@ $( [[ -n $ACCESS_LOG ]] && printf '    log global\n    option httplog\n' )
 
 frontend fe
     bind 127.0.0.1:${PORT_OF[haproxy]}
+$( [[ $HTTPS == 1 ]] && echo "    bind 127.0.0.1:${TLS_PORT_OF[haproxy]} ssl crt $WORK/combined.pem alpn http/1.1" )
     default_backend app
 
 backend app
@@ -298,7 +332,8 @@ EOF
 # ---------------------------------------------------------------- servers
 
 start_all() {
-    read -r B1_PORT B2_PORT PORT_OF[sluice] PORT_OF[nginx] PORT_OF[haproxy] PORT_OF[sluice-base] <<<"$(free_ports 6)"
+    read -r B1_PORT B2_PORT PORT_OF[sluice] PORT_OF[nginx] PORT_OF[haproxy] PORT_OF[sluice-base] \
+        TLS_PORT_OF[sluice] TLS_PORT_OF[nginx] TLS_PORT_OF[haproxy] <<<"$(free_ports 9)"
     mkdir -p "$OUT/servers" "$OUT/configs"
 
     # One worker thread per backend keeps them cheap; they are shared by all three
@@ -308,6 +343,7 @@ start_all() {
     wait_ready b1 "$B1_PORT"
     wait_ready b2 "$B2_PORT"
 
+    [[ $HTTPS == 1 ]] && write_certificate
     write_sluice_config
     write_nginx_config
     write_haproxy_config
@@ -325,6 +361,9 @@ start_all() {
 
     local b
     for b in "${BALANCERS[@]}"; do wait_ready "$b" "${PORT_OF[$b]}"; done
+    if [[ $HTTPS == 1 ]]; then
+        for b in "${!TLS_PORT_OF[@]}"; do wait_ready "$b" "${TLS_PORT_OF[$b]}" https; done
+    fi
     log "backends on :$B1_PORT :$B2_PORT; sluice :${PORT_OF[sluice]} nginx :${PORT_OF[nginx]} haproxy :${PORT_OF[haproxy]}"
 }
 
@@ -344,6 +383,14 @@ verify() {
     done
     [[ $seen == *b1* && $seen == *b2* ]] || log "WARNING: $name sent all 6 check requests to ${seen% }"
     log "$name verified: responses from ${seen% }"
+}
+
+# verify_tls NAME: its TLS listener answers from a backend; log what was negotiated.
+verify_tls() {
+    local name=$1 port=${TLS_PORT_OF[$1]} out
+    out=$(curl -sv -k --max-time 2 "https://127.0.0.1:$port/" 2>&1) || die "$name: curl over TLS failed"
+    grep -qE '^(b1|b2)$' <<<"$out" || die "$name: the TLS listener's response is not from a backend"
+    log "$name TLS verified: $(grep -o 'SSL connection using .*' <<<"$out" | head -n1)"
 }
 
 # ---------------------------------------------------------------- measurements
@@ -374,9 +421,34 @@ measure() {
     echo "# balancer CPU (utime+stime, process tree of pid ${PID_OF[$name]}): $before -> $after ticks at $CLK_TCK/s" >>"$h2_log"
 
     kill -0 "${PID_OF[$name]}" 2>/dev/null || die "$name died during the measurement; see $OUT/servers/$name.log"
-    python3 "$HELPER" record "$name" "$round" "$wrk_log" "$h2_log" "$before" "$after" "$CLK_TCK" \
+    local tls=()
+    [[ -n ${TLS_PORT_OF[$name]:-} ]] && { sleep 1; measure_tls "$name" "$round"; tls=("${TLS_RESULT[@]}"); }
+    python3 "$HELPER" record "$name" "$round" "$wrk_log" "$h2_log" "$before" "$after" "$CLK_TCK" "${tls[@]}" \
         >>"$OUT/results.jsonl"
     sleep 1
+}
+
+# measure_tls NAME ROUND: new handshakes per second (wrk, a new connection per request),
+# then CPU per request over keep-alive TLS at the fixed rate (h2load). Sets TLS_RESULT to
+# the two logs and the CPU ticks before and after.
+measure_tls() {
+    local name=$1 round=$2 url="https://127.0.0.1:${TLS_PORT_OF[$1]}/"
+    local hs_log="$OUT/raw/r$round-$name-tls-wrk.txt" ka_log="$OUT/raw/r$round-$name-tls-h2load.txt"
+    log "round $round: $name: TLS handshakes, wrk ${DUR}s"
+    local wrk_cmd=(wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"${DUR}s" --latency -H "Connection: close" "$url")
+    echo "# $name, round $round: ${wrk_cmd[*]}" >"$hs_log"
+    bounded $(( DUR + 30 )) "${wrk_cmd[@]}" >>"$hs_log" 2>&1 || die "$name: wrk over TLS failed; see $hs_log"
+    sleep 1
+    log "round $round: $name: keep-alive TLS, h2load ${EFFECTIVE_RATE} req/s for ${DUR}s"
+    local h2_cmd=(h2load --h1 -c "$H2_CLIENTS" -t 1 --rps "$RPS_PER_CLIENT" -D "$DUR" "$url")
+    echo "# $name, round $round: ${h2_cmd[*]}" >"$ka_log"
+    local before after
+    before=$(python3 "$HELPER" ticks "${PID_OF[$name]}")
+    bounded $(( DUR + 30 )) "${h2_cmd[@]}" >>"$ka_log" 2>&1 || die "$name: h2load over TLS failed; see $ka_log"
+    after=$(python3 "$HELPER" ticks "${PID_OF[$name]}")
+    echo "# balancer CPU (utime+stime, process tree of pid ${PID_OF[$name]}): $before -> $after ticks at $CLK_TCK/s" >>"$ka_log"
+    kill -0 "${PID_OF[$name]}" 2>/dev/null || die "$name died during the TLS measurement; see $OUT/servers/$name.log"
+    TLS_RESULT=("$hs_log" "$ka_log" "$before" "$after")
 }
 
 # ---------------------------------------------------------------- report
@@ -406,6 +478,12 @@ machine_info() {
     echo "- cost: \`h2load --h1 -c $H2_CLIENTS -t 1 --rps $RPS_PER_CLIENT -D $DUR http://127.0.0.1:PORT/\`"
     echo "  ($H2_CLIENTS × $RPS_PER_CLIENT = $EFFECTIVE_RATE req/s); CPU = utime+stime of the balancer's process tree"
     echo "  (/proc/PID/stat, $CLK_TCK ticks/s) across the run, divided by the requests h2load completed."
+    if [[ $HTTPS == 1 ]]; then
+        echo "- HTTPS, on a second listener (one self-signed ECDSA P-256 certificate for all):"
+        echo "  new handshakes/s = \`wrk -t$WRK_THREADS -c$WRK_CONNS -d${DUR}s --latency -H 'Connection: close' https://127.0.0.1:PORT/\`"
+        echo "  (one request per connection); keep-alive TLS cost = the h2load run above against https://."
+        echo "- openssl: $(openssl version 2>&1 | head -n1)"
+    fi
     echo
     echo "$RUNS round(s); balancer order rotated per round. Load generators, balancers and backends"
     echo "share the same $(nproc) CPUs, so absolute numbers are machine-specific; compare ratios."
@@ -510,7 +588,7 @@ def problems(rec):
         p.append(f"CPU: only {rec['cpu_ticks']} clock ticks measured; the figure is coarse (raise DUR)")
     return p
 
-def record(name, rnd, wrk_path, h2_path, t0, t1, hz):
+def record(name, rnd, wrk_path, h2_path, t0, t1, hz, *tls):
     rec = {"balancer": name, "round": int(rnd),
            "wrk": parse_wrk(open(wrk_path).read()),
            "h2load": parse_h2load(open(h2_path).read())}
@@ -519,9 +597,23 @@ def record(name, rnd, wrk_path, h2_path, t0, t1, hz):
     done = rec["h2load"]["requests"]["done"]
     rec["cpu_us_per_req"] = rec["cpu_ticks"] / int(hz) * 1e6 / done if done else None
     rec["problems"] = problems(rec)
+    if tls:
+        rec["tls"] = tls_record(rec, *tls, hz)
     for p in rec["problems"]:
         print(f"[compare] WARNING: round {rnd} {name}: {p}", file=sys.stderr)
     print(json.dumps(rec))
+
+def tls_record(rec, hs_path, ka_path, t0, t1, hz):
+    """The HTTPS runs: handshakes (wrk, one request per connection) and keep-alive cost."""
+    t = {"handshake_wrk": parse_wrk(open(hs_path).read()),
+         "h2load": parse_h2load(open(ka_path).read()),
+         "cpu_ticks": int(t1) - int(t0)}
+    done = t["h2load"]["requests"]["done"]
+    t["cpu_us_per_req"] = t["cpu_ticks"] / int(hz) * 1e6 / done if done else None
+    sub = {"wrk": t["handshake_wrk"], "h2load": t["h2load"],
+           "target_rate": rec["target_rate"], "cpu_ticks": t["cpu_ticks"]}
+    rec["problems"] += ["TLS " + p for p in problems(sub)]
+    return t
 
 def median(xs):
     xs = [x for x in xs if x is not None]
@@ -574,6 +666,7 @@ def report(path):
         r = rows[b]
         print(f"| {b} | {num(r['h2rps'], '{:,.0f}')} | {num(r['h2mean'] and r['h2mean'] / 1e3, '{:.2f}')} |")
     print()
+    tls_report(recs, order)
     issues = [(r["round"], r["balancer"], p) for r in recs for p in r["problems"]]
     if issues:
         print("Problems seen (these runs' numbers are suspect):")
@@ -584,11 +677,35 @@ def report(path):
         print("No errors: every wrk run had 0 socket errors and 0 non-2xx/3xx responses; "
               "every h2load run had 0 failed/errored/timed-out requests.")
 
+def tls_report(recs, order):
+    """The HTTPS table, when the runs measured TLS."""
+    rows = {}
+    for b in order:
+        rs = [r["tls"] for r in recs if r["balancer"] == b and "tls" in r]
+        if rs:
+            rows[b] = {"hs": median([r["handshake_wrk"]["rps"] for r in rs]),
+                       "cpu": median([r["cpu_us_per_req"] for r in rs]),
+                       "rate": median([r["h2load"]["rps"] for r in rs]), "n": len(rs)}
+    if "nginx" not in rows:
+        return
+    base = rows["nginx"]
+    print("HTTPS (second listener, ECDSA P-256): new TLS handshakes per second at saturation "
+          "(each a full handshake and one request), and CPU per request over keep-alive TLS at "
+          "the fixed rate. Higher handshakes/s and lower CPU are better.")
+    print()
+    print("| balancer | new handshakes/s | ×nginx | keep-alive TLS CPU µs/req | ×nginx | achieved req/s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for b, r in rows.items():
+        hs = f"{r['hs'] / base['hs']:.2f}×" if r["hs"] and base["hs"] else "n/a"
+        cpu = f"{r['cpu'] / base['cpu']:.2f}×" if r["cpu"] and base["cpu"] else "n/a"
+        print(f"| {b} | {r['hs']:,.0f} | {hs} | {r['cpu']:.1f} | {cpu} | {r['rate']:,.0f} |")
+    print()
+
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "ticks" and len(argv) == 3:
         print(ticks(int(argv[2])))
-    elif cmd == "record" and len(argv) == 9:
+    elif cmd == "record" and len(argv) in (9, 13):
         record(*argv[2:])
     elif cmd == "report" and len(argv) == 3:
         report(argv[2])
@@ -635,6 +752,7 @@ main() {
     start_all
     local b
     for b in "${BALANCERS[@]}"; do verify "$b"; done
+    for b in "${!TLS_PORT_OF[@]}"; do verify_tls "$b"; done
 
     # One short unrecorded warm-up per balancer: fills upstream keep-alive pools and
     # faults in code and memory, so round 1 is not penalised for going first.

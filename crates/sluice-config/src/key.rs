@@ -10,9 +10,22 @@ pub struct KeyError {
 }
 
 const KNOWN: &str =
-    "$request_uri, $uri, $args, $arg_NAME, $http_NAME, $cookie_NAME, $remote_addr, $host";
+    "$request_uri, $uri, $args, $arg_NAME, $http_NAME, $cookie_NAME, $remote_addr, $host, $scheme";
 
+/// A hash key: a template with at least one variable.
 pub fn parse(text: &str) -> Result<KeyTemplate, KeyError> {
+    let template = template(text)?;
+    if !template.parts.iter().any(|p| matches!(p, KeyPart::Var(_))) {
+        return Err(KeyError {
+            offset: 0,
+            message: "the key has no variable, so every request would go to one server".into(),
+        });
+    }
+    Ok(template)
+}
+
+/// Text with `$variables` (a header value, a redirect's location); plain text is fine.
+pub fn template(text: &str) -> Result<KeyTemplate, KeyError> {
     let mut parts = Vec::new();
     let mut literal = String::new();
     let mut rest = text;
@@ -37,12 +50,6 @@ pub fn parse(text: &str) -> Result<KeyTemplate, KeyError> {
     if !literal.is_empty() {
         parts.push(KeyPart::Literal(literal));
     }
-    if !parts.iter().any(|p| matches!(p, KeyPart::Var(_))) {
-        return Err(KeyError {
-            offset: 0,
-            message: "the key has no variable, so every request would go to one server".into(),
-        });
-    }
     Ok(KeyTemplate { parts })
 }
 
@@ -66,6 +73,7 @@ fn variable(name: &str) -> Option<Variable> {
         "args" | "query_string" => Variable::Args,
         "remote_addr" => Variable::RemoteAddr,
         "host" => Variable::Host,
+        "scheme" => Variable::Scheme,
         _ => {
             if let Some(arg) = with("arg_") {
                 Variable::Arg(arg.to_string())

@@ -7,12 +7,15 @@
 //! resolve names, and never start anything: it only reads and checks.
 
 mod admin;
+mod answer;
 mod balance;
 mod error;
+mod headers;
 mod key;
 mod model;
 mod reader;
 mod resilience;
+mod route;
 mod servers;
 mod tls;
 mod validate;
@@ -20,9 +23,9 @@ mod validate;
 pub use admin::DEFAULT_BIND as DEFAULT_ADMIN_BIND;
 pub use error::{ConfigError, Errors};
 pub use model::{
-    AccessLog, Admin, Balance, CertificateFiles, Config, FailurePolicy, HashMethod, HealthCheck,
-    HostMatch, KeyPart, KeyTemplate, Listener, LogFormat, LogTarget, Place, RetryPolicy, Route,
-    Server, Tls, Upstream, Variable,
+    AccessLog, Action, Admin, Balance, CertificateFiles, Config, FailurePolicy, HashMethod,
+    HeaderEdits, HealthCheck, HostMatch, KeyPart, KeyTemplate, Listener, LogFormat, LogTarget,
+    Place, RetryPolicy, Return, Route, Server, Tls, Upstream, Variable,
 };
 pub use reader::{parse_duration, Reader};
 /// The TOML library the [`Reader`] walks documents of.

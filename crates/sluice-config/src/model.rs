@@ -92,18 +92,74 @@ pub struct Place {
     pub col: usize,
 }
 
-/// Which requests go to which upstream.
+/// Which requests go where: to an upstream, or answered by sluice itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
     pub host: Option<HostMatch>,
     /// A path prefix; the longest matching prefix wins.
     pub path: String,
-    /// Index into [`Config::upstreams`].
-    pub upstream: usize,
+    pub action: Action,
+    /// Changes to the request head sent to the server (`request_headers`).
+    pub request_headers: HeaderEdits,
+    /// Changes to the response head sent to the client (`response_headers`): on the
+    /// responses relayed from servers and on the route's own answers (`return`, `root`),
+    /// not on sluice's error replies.
+    pub response_headers: HeaderEdits,
     /// Protocols a client may switch to with `Upgrade` (lower-case), e.g. "websocket".
     pub upgrade: Vec<String>,
     /// An upgraded connection (a WebSocket) with no bytes either way for this long is closed.
     pub tunnel_idle_timeout: Duration,
+}
+
+impl Route {
+    /// The upstream (index into [`Config::upstreams`]) of a proxied route.
+    pub fn upstream(&self) -> Option<usize> {
+        match self.action {
+            Action::Proxy { upstream } => Some(upstream),
+            _ => None,
+        }
+    }
+}
+
+/// What a route does with a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// `upstream = "NAME"`: forward it (index into [`Config::upstreams`]).
+    Proxy { upstream: usize },
+    /// `return = { status, location | body }`, or `redirect = "https"`: answer it.
+    Return(Return),
+    /// `root = "DIR"`: serve the file at DIR + the request's path.
+    Files { root: std::path::PathBuf },
+}
+
+/// A response sluice makes itself, as nginx's `return`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Return {
+    pub status: u16,
+    /// For redirects: the `Location`, with variables (`https://$host$request_uri`).
+    pub location: Option<KeyTemplate>,
+    /// A text body (sent as text/plain), when not a redirect.
+    pub body: Option<String>,
+}
+
+/// Header changes: every header named in `set` or `remove` is dropped (names compare
+/// without case), then `set`'s are added with their values (templates with variables).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HeaderEdits {
+    pub set: Vec<(String, KeyTemplate)>,
+    pub remove: Vec<String>,
+}
+
+impl HeaderEdits {
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty() && self.remove.is_empty()
+    }
+
+    /// True when a header of this name is dropped (set anew, or removed).
+    pub fn drops(&self, name: &str) -> bool {
+        self.remove.iter().any(|r| r.eq_ignore_ascii_case(name))
+            || self.set.iter().any(|(s, _)| s.eq_ignore_ascii_case(name))
+    }
 }
 
 /// How a route matches the request's host (lower-case, without port).
@@ -171,6 +227,8 @@ pub enum Variable {
     RemoteAddr,
     /// The host, lower-case, without port.
     Host,
+    /// `http` or `https`: how the client reached sluice.
+    Scheme,
 }
 
 /// A named pool of servers.

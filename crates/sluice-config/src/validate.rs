@@ -1,7 +1,7 @@
 //! From a parsed TOML document to a [`Config`], checking everything on the way.
 
 use crate::error::{ConfigError, Errors};
-use crate::model::{AccessLog, Config, HostMatch, Listener, LogFormat, LogTarget, Route, Upstream};
+use crate::model::{AccessLog, Config, Listener, LogFormat, LogTarget, Upstream};
 use crate::reader::Reader;
 use crate::resilience;
 use crate::servers::socket_addr;
@@ -10,7 +10,7 @@ use std::ops::Range;
 use std::time::Duration;
 use toml_edit::{ImDocument, Item, TableLike, Value};
 
-type Span = Option<Range<usize>>;
+pub(crate) type Span = Option<Range<usize>>;
 
 const TOP_KEYS: &[&str] = &[
     "workers",
@@ -28,7 +28,6 @@ const TOP_KEYS: &[&str] = &[
     "access_log_format",
 ];
 const LISTENER_KEYS: &[&str] = &["bind", "tls"];
-const ROUTE_KEYS: &[&str] = &["host", "path", "upstream", "upgrade", "tunnel_idle_timeout"];
 const UPSTREAM_KEYS: &[&str] = &[
     "hash_key",
     "hash_method",
@@ -88,7 +87,7 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
             .duration(root, "shutdown_grace")
             .unwrap_or(Duration::from_secs(30)),
         pid_file: r.string(root, "pid_file").map(|(p, _)| p.into()),
-        routes: routes(&mut r, root, &upstreams),
+        routes: crate::route::routes(&mut r, root, &upstreams),
         admin: crate::admin::admin(&mut r, root, &listeners),
         access_log: access_log(&mut r, root),
         upstreams,
@@ -151,7 +150,7 @@ fn access_log(r: &mut Reader, root: &dyn TableLike) -> Option<AccessLog> {
 }
 
 /// The tables under `key`, written either as `[[key]]` or as an inline array of tables.
-fn tables<'t>(
+pub(crate) fn tables<'t>(
     r: &mut Reader,
     root: &'t dyn TableLike,
     key: &str,
@@ -290,137 +289,4 @@ fn upstream(
         slow_start: r.duration(t, "slow_start").unwrap_or(Duration::ZERO),
         health: resilience::health(r, t, name),
     }
-}
-
-fn routes(r: &mut Reader, root: &dyn TableLike, upstreams: &[Upstream]) -> Vec<Route> {
-    let entries = tables(r, root, "route");
-    if entries.is_empty() {
-        r.error(
-            root.get("route").and_then(Item::span).or(Some(0..0)),
-            "no route",
-            "add [[route]] with path = \"/\" and upstream = \"NAME\"",
-        );
-    }
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
-    for (table, span) in entries {
-        r.only_keys(table, ROUTE_KEYS, "[[route]]");
-        let host = r
-            .string(table, "host")
-            .and_then(|(h, s)| host_match(r, &h, s));
-        let path = match r.string(table, "path") {
-            Some((p, s)) if !p.starts_with('/') => {
-                r.error(
-                    s,
-                    format!("path \"{p}\" does not start with /"),
-                    "write a path prefix such as \"/\" or \"/api/\"",
-                );
-                p
-            }
-            Some((p, _)) => p,
-            None => "/".to_string(),
-        };
-        let Some(upstream) = route_upstream(r, table, span.clone(), upstreams) else {
-            continue;
-        };
-        if !seen.insert((host.clone(), path.clone())) {
-            r.error(
-                span,
-                format!("another route already has this host and path \"{path}\""),
-                "remove one of the two routes",
-            );
-            continue;
-        }
-        out.push(Route {
-            host,
-            path,
-            upstream,
-            upgrade: upgrades(r, table),
-            tunnel_idle_timeout: r
-                .timeout(table, "tunnel_idle_timeout")
-                .unwrap_or(Duration::from_secs(3600)),
-        });
-    }
-    out
-}
-
-/// `upgrade = ["websocket"]` (the default); `[]` refuses every upgrade on the route.
-fn upgrades(r: &mut Reader, table: &dyn TableLike) -> Vec<String> {
-    let Some(v) = r.value(table, "upgrade", "a list of protocols") else {
-        return vec!["websocket".to_string()];
-    };
-    let list = v.as_array().map(|a| {
-        a.iter()
-            .map(|p| p.as_str().map(str::to_ascii_lowercase))
-            .collect::<Option<Vec<_>>>()
-    });
-    match list {
-        Some(Some(protocols)) => protocols,
-        _ => {
-            r.error(
-                v.span(),
-                "`upgrade` must be a list of protocol names",
-                "write upgrade = [\"websocket\"], or [] to refuse upgrades",
-            );
-            Vec::new()
-        }
-    }
-}
-
-fn route_upstream(
-    r: &mut Reader,
-    table: &dyn TableLike,
-    span: Span,
-    upstreams: &[Upstream],
-) -> Option<usize> {
-    let Some((name, name_span)) = r.string(table, "upstream") else {
-        if table.get("upstream").is_none() {
-            r.error(
-                span,
-                "[[route]] has no `upstream`",
-                "add upstream = \"NAME\" naming an [upstream.NAME] section",
-            );
-        }
-        return None;
-    };
-    let found = upstreams.iter().position(|u| u.name == name);
-    if found.is_none() {
-        let known: Vec<&str> = upstreams.iter().map(|u| u.name.as_str()).collect();
-        let hint = if known.is_empty() {
-            "define it as [upstream.NAME] with servers = [...]".to_string()
-        } else {
-            format!("defined upstreams: {}", known.join(", "))
-        };
-        r.error(
-            name_span,
-            format!("route names upstream \"{name}\", which is not defined"),
-            hint,
-        );
-    }
-    found
-}
-
-fn host_match(r: &mut Reader, host: &str, span: Span) -> Option<HostMatch> {
-    let host = host.to_ascii_lowercase();
-    let (suffix, name) = match host.strip_prefix("*.") {
-        Some(rest) => (true, rest),
-        None => (false, host.as_str()),
-    };
-    let valid = !name.is_empty()
-        && name
-            .split('.')
-            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
-    if !valid {
-        r.error(
-            span,
-            format!("host \"{host}\" is not a host name"),
-            "write \"example.com\" or \"*.example.com\", without port or scheme",
-        );
-        return None;
-    }
-    Some(if suffix {
-        HostMatch::Suffix(format!(".{name}"))
-    } else {
-        HostMatch::Exact(name.to_string())
-    })
 }

@@ -483,3 +483,96 @@ servers = ["127.0.0.1:9101"]
         ]
     );
 }
+
+#[test]
+fn answering_routes_and_header_edits_are_checked() {
+    let text = r#"
+[[route]]
+path = "/a/"
+return = { status = 301 }
+[[route]]
+path = "/b/"
+return = { status = 200, location = "/x", body = "y" }
+[[route]]
+path = "/c/"
+redirect = "http"
+[[route]]
+path = "/d/"
+root = "/nonexistent/sluice/www"
+[[route]]
+path = "/e/"
+upstream = "app"
+return = 204
+[[route]]
+path = "/f/"
+upstream = "app"
+request_headers = { set = { "Content-Length" = "1", "X Bad" = "v", "X-Ok" = "$nope" }, remove = ["Transfer-Encoding"] }
+response_headers = { add = {} }
+[[route]]
+path = "/g/"
+return = 102
+[[listener]]
+bind = "127.0.0.1:8080"
+[upstream.app]
+servers = ["127.0.0.1:9101"]
+"#;
+    let got = errors(text);
+    let expected = [
+        "bad.toml:4:10: a redirect needs a `location`",
+        "bad.toml:7:10: `return` takes `location` or `body`, not both",
+        "bad.toml:10:12: `redirect` = \"http\" is not a redirect sluice knows",
+        "bad.toml:13:8: root \"/nonexistent/sluice/www\" is not a directory",
+        "bad.toml:17:1: a route takes one of upstream, return, redirect, root, not both `upstream` and `return`",
+        "bad.toml:21:29: `Content-Length` is managed by sluice",
+        "bad.toml:21:53: \"X Bad\" is not a header name",
+        "bad.toml:21:77: unknown variable `$nope`",
+        "bad.toml:21:98: `Transfer-Encoding` is managed by sluice",
+        "bad.toml:22:22: unknown key `add` in `response_headers`",
+        "bad.toml:25:10: status 102 cannot be returned",
+    ];
+    assert_eq!(got.len(), expected.len(), "{got:#?}");
+    for (g, e) in got.iter().zip(expected) {
+        assert!(g.starts_with(e), "{g}\n  expected to start with\n{e}");
+    }
+}
+
+#[test]
+fn answering_routes_parse() {
+    use sluice_config::{Action, KeyPart, Variable};
+    let text = r#"
+[[listener]]
+bind = "127.0.0.1:8080"
+[[route]]
+redirect = "https"
+[[route]]
+path = "/health"
+return = { status = 200, body = "ok" }
+[[route]]
+path = "/api/"
+upstream = "app"
+response_headers = { set = { "Strict-Transport-Security" = "max-age=63072000" }, remove = ["Server"] }
+[upstream.app]
+servers = ["127.0.0.1:9101"]
+"#;
+    let c = parse("good.toml", text).unwrap();
+    let Action::Return(r) = &c.routes[0].action else {
+        panic!("{:?}", c.routes[0].action)
+    };
+    assert_eq!(r.status, 301);
+    let parts = &r.location.as_ref().unwrap().parts;
+    assert_eq!(parts[0], KeyPart::Literal("https://".into()));
+    assert_eq!(
+        parts[1..],
+        [
+            KeyPart::Var(Variable::Host),
+            KeyPart::Var(Variable::RequestUri)
+        ]
+    );
+    assert_eq!(c.routes[1].upstream(), None);
+    assert_eq!(c.routes[2].upstream(), Some(0));
+    assert!(c.routes[2].response_headers.drops("server"));
+    assert!(c.routes[2]
+        .response_headers
+        .drops("STRICT-TRANSPORT-SECURITY"));
+    assert!(!c.routes[2].response_headers.drops("x-other"));
+}

@@ -21,17 +21,18 @@ use tokio::net::TcpStream;
 /// Servers one request may try: the first plus at most this many retries.
 const MAX_TRIES: usize = 11;
 
-/// Forwards `req` (its head for the server in `head`, its hash key in `key`) on `route`.
+/// Forwards `req` (its head for the server in `head`, its hash key in `key`) on `route`
+/// (the route's index and its upstream's).
 pub async fn forward<'g, S: Stream>(
     ctx: &Context,
     gen: &'g Generation,
     down: &mut Downstream<'_, S>,
     req: &Request,
-    route: usize,
+    route: (usize, usize),
     head: &[u8],
     key: &[u8],
 ) -> Outcome<'g> {
-    let u = gen.shared.config.routes[route].upstream;
+    let (route, u) = route;
     let up = &gen.shared.upstreams[u];
     let scope = Scope {
         ctx,

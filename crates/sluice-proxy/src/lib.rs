@@ -34,10 +34,12 @@
 //! share. `docs/architecture.md` has the graph, checked by `scripts/module-graph.py`.
 
 mod access_log;
+mod answer;
 mod clock;
 mod context;
 mod downstream;
 mod failure;
+mod files;
 mod forward;
 mod http1;
 mod io;

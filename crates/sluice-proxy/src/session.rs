@@ -3,6 +3,7 @@
 //! and decide whether the connection goes on.
 
 use crate::access_log::{self, Entry};
+use crate::answer::{self, Local};
 use crate::context::Context;
 use crate::downstream::buffers::{Buffers, Scratch};
 use crate::downstream::h1::Http1;
@@ -10,7 +11,7 @@ use crate::downstream::Downstream;
 use crate::failure::{Body, Failure, Side};
 use crate::forward::forward;
 use crate::http1::check::{check, Request};
-use crate::http1::encode::{self, Origin};
+use crate::http1::encode::{self, Edits, Origin};
 use crate::http1::request::{self, Rejection};
 use crate::io::{Conn, Stream};
 use crate::metrics::ListenerStats;
@@ -18,6 +19,7 @@ use crate::record::{record, Outcome};
 use crate::route::key::{self, View};
 use crate::state::generation::Generation;
 use bytes::Buf;
+use sluice_config::Route;
 use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -65,13 +67,13 @@ async fn exchange<S: Stream>(
     let mut first = Some(accepted);
     loop {
         let waited = read_head(ctx, client, &origin, &mut scratch, first.take()).await;
-        let (req, route, gen) = match waited {
+        let (req, target, gen) = match waited {
             Ok(Some(parsed)) => parsed,
             Ok(None) => return,
             Err(rejection) => {
                 let started = (crate::clock::now(), SystemTime::now());
                 let timeout = ctx.gen().shared.config.client_idle_timeout;
-                let mut down = http1(client, &mut scratch.out, false, timeout);
+                let mut down = http1(client, &mut scratch.out, false, timeout, None);
                 let mut outcome = Box::pin(reject(&mut down, rejection)).await;
                 outcome.client = Some(peer);
                 count(listener, &outcome);
@@ -86,22 +88,37 @@ async fn exchange<S: Stream>(
             (fields, (crate::clock::now(), SystemTime::now()))
         });
         // Named in the log line of a 404 (read before the head leaves the buffer).
-        let unrouted = route
-            .is_none()
-            .then(|| host_and_path(&client.buf[..req.head_len]));
+        let unrouted =
+            matches!(target, Target::Unrouted).then(|| host_and_path(&client.buf[..req.head_len]));
         client.buf.advance(req.head_len);
         let timeout = gen.shared.config.client_idle_timeout;
-        let mut down = http1(client, &mut scratch.out, req.http10, timeout);
+        let edits = target.route().and_then(|r| {
+            let rules = &gen.shared.config.routes[r].response_headers;
+            (!rules.is_empty()).then_some(Edits {
+                rules,
+                lines: &scratch.response_edits,
+            })
+        });
+        let mut down = http1(client, &mut scratch.out, req.http10, timeout, edits);
         // Not boxed: a box per request cost more instructions than it saved memory (the
         // heap fragments between request boxes and connection tasks; see
-        // docs/architecture.md). The rare refusals below are boxed, keeping their state
+        // docs/architecture.md). The rarer answers below are boxed, keeping their state
         // out of every connection's task.
-        let mut outcome = match route {
-            Some(route) => {
+        let mut outcome = match target {
+            Target::Forward(r, u) => {
                 let (head, key) = (&scratch.head, &scratch.key);
-                forward(ctx, &gen, &mut down, &req, route, head, key).await
+                forward(ctx, &gen, &mut down, &req, (r, u), head, key).await
             }
-            None => Box::pin(not_found(&mut down, &req, unrouted.unwrap_or_default())).await,
+            Target::Answer(r, local) => {
+                let route = &gen.shared.config.routes[r];
+                let sent = Box::pin(answer::send(&mut down, &req, route, local, &scratch.head));
+                let outcome = sent.await;
+                gen.shared.routes[r].response(outcome.status);
+                outcome
+            }
+            Target::Unrouted => {
+                Box::pin(not_found(&mut down, &req, unrouted.unwrap_or_default())).await
+            }
         };
         outcome.client = Some(peer);
         count(listener, &outcome);
@@ -185,18 +202,40 @@ fn http1<'a, S>(
     out: &'a mut Vec<u8>,
     http10: bool,
     timeout: Duration,
+    edits: Option<Edits<'a>>,
 ) -> Downstream<'a, S> {
     Downstream::Http1(Http1 {
         conn: client,
         out,
         http10,
         timeout,
+        edits,
     })
 }
 
-/// What a complete request head gives: the request, its route, and the generation that
-/// routed it (the request is served by that generation to the end).
-type Head = (Request, Option<usize>, Rc<Generation>);
+/// Where a request goes, decided with its head.
+enum Target {
+    /// Forward on this route to this upstream (its head for the server is in
+    /// `scratch.head`).
+    Forward(usize, usize),
+    /// Answered by sluice on this route (its whole answer head is in `scratch.head`).
+    Answer(usize, Local),
+    /// No route matches.
+    Unrouted,
+}
+
+impl Target {
+    fn route(&self) -> Option<usize> {
+        match self {
+            Target::Forward(r, _) | Target::Answer(r, _) => Some(*r),
+            Target::Unrouted => None,
+        }
+    }
+}
+
+/// What a complete request head gives: the request, where it goes, and the generation
+/// that routed it (the request is served by that generation to the end).
+type Head = (Request, Target, Rc<Generation>);
 
 /// Reads until a whole request head is buffered. `Ok(None)`: the connection ended
 /// quietly (closed by the client, silent or idle too long, or the worker is draining).
@@ -277,24 +316,67 @@ fn parse_head<S>(
         target: checked.routing_path(),
         headers: raw.headers,
         client_ip: origin.client_ip,
+        scheme: origin.proto,
     };
     let route = route(&gen, &view, &mut scratch.key);
+    let config = route.map(|r| &gen.shared.config.routes[r]);
+    let answers = config.filter(|c| c.upstream().is_none());
+    if let Some(c) = config.filter(|c| !c.response_headers.set.is_empty()) {
+        key::render(&c.response_headers, &view, &mut scratch.response_edits);
+    }
+    if let (Some(r), Some(c)) = (route, answers) {
+        let edits = (!c.response_headers.is_empty()).then_some(Edits {
+            rules: &c.response_headers,
+            lines: &scratch.response_edits,
+        });
+        let local = answer::prepare(
+            c,
+            &view,
+            &checked,
+            raw.headers,
+            edits.as_ref(),
+            &mut scratch.head,
+        );
+        return Ok(Some((
+            checked.request,
+            Target::Answer(r, local),
+            gen.clone(),
+        )));
+    }
+    let edits = config.filter(|c| !c.request_headers.is_empty()).map(|c| {
+        key::render(&c.request_headers, &view, &mut scratch.request_edits);
+        Edits {
+            rules: &c.request_headers,
+            lines: &scratch.request_edits,
+        }
+    });
     let upgrade = checked
         .offered_upgrade
         .filter(|p| allows_upgrade(&gen, route, p));
-    let lines = encode::request_head(&mut scratch.head, raw.headers, &checked, origin, upgrade);
+    let lines = encode::request_head(
+        &mut scratch.head,
+        raw.headers,
+        &checked,
+        origin,
+        upgrade,
+        edits.as_ref(),
+    );
     request::forwarded_lines_fit(lines)?;
     checked.request.upgrade = upgrade.map(str::to_string);
-    Ok(Some((checked.request, route, gen)))
+    let upstream = config.and_then(Route::upstream);
+    let target = match (route, upstream) {
+        (Some(r), Some(u)) => Target::Forward(r, u),
+        _ => Target::Unrouted,
+    };
+    Ok(Some((checked.request, target, gen.clone())))
 }
 
 /// The route for a request, and its hash key in `key` when its upstream hashes.
 fn route(gen: &Generation, view: &View<'_>, key: &mut Vec<u8>) -> Option<usize> {
     let route = gen.router.find(view.host, view.target)?;
     key.clear();
-    if let Some(template) =
-        gen.shared.upstreams[gen.shared.config.routes[route].upstream].key_template()
-    {
+    let upstream = gen.shared.config.routes[route].upstream();
+    if let Some(template) = upstream.and_then(|u| gen.shared.upstreams[u].key_template()) {
         key::evaluate(template, view, key);
     }
     Some(route)

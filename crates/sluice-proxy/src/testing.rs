@@ -39,7 +39,7 @@ pub fn parse_request(input: &[u8]) -> Result<Option<AcceptedRequest>, (u16, &'st
     let checked = check(&raw).map_err(reject)?;
     let mut out = Vec::new();
     let upgrade = checked.offered_upgrade;
-    let lines = encode::request_head(&mut out, raw.headers, &checked, &origin, upgrade);
+    let lines = encode::request_head(&mut out, raw.headers, &checked, &origin, upgrade, None);
     request::forwarded_lines_fit(lines).map_err(reject)?;
     Ok(Some(AcceptedRequest {
         head_len: raw.head_len,
@@ -123,7 +123,7 @@ pub fn parse_response(input: &[u8], head: bool) -> Result<Option<AcceptedRespons
     let resp = response::classify(&parsed, asked)?;
     let delivery = Delivery::of(&resp, false, true);
     let mut out = Vec::new();
-    encode::response_head(&mut out, &parsed, &resp, delivery, false);
+    encode::response_head(&mut out, &parsed, &resp, delivery, false, None);
     Ok(Some(AcceptedResponse {
         status: resp.status,
         head_len: resp.head_len,

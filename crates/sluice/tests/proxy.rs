@@ -7,6 +7,7 @@ mod proxy {
 
     mod access_log;
     mod admin_cli;
+    mod answers;
 
     mod balancing;
     mod dashboard;

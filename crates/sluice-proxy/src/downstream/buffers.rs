@@ -21,6 +21,10 @@ pub struct Scratch {
     pub out: Vec<u8>,
     /// The request line, Referer and User-Agent, for the access log (when there is one).
     pub log: String,
+    /// Header lines the route adds to the request and to the response (evaluated for
+    /// this request), when it has any.
+    pub request_edits: Vec<u8>,
+    pub response_edits: Vec<u8>,
 }
 
 /// What a busy client connection needs besides its socket.
@@ -58,12 +62,16 @@ impl Stash {
             key,
             out,
             log,
+            request_edits,
+            response_edits,
         } = &mut buffers.scratch;
         let oversized = [
             head.capacity(),
             key.capacity(),
             out.capacity(),
             log.capacity(),
+            request_edits.capacity(),
+            response_edits.capacity(),
         ]
         .into_iter()
         .chain([buffers.read.capacity()])
@@ -77,6 +85,8 @@ impl Stash {
         key.clear();
         out.clear();
         log.clear();
+        request_edits.clear();
+        response_edits.clear();
         buffers.read.clear();
         spare.push(buffers);
     }

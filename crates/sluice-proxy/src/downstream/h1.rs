@@ -2,15 +2,20 @@
 //! writes to it, and the cleanup of its connection after a response, live here.
 
 use crate::failure::{Body, Failure};
-use crate::http1::encode::{self, Delivery};
+use crate::files;
+use crate::http1::encode::{self, Delivery, Edits};
 use crate::http1::reply;
 use crate::http1::response::{Response, ResponseHead};
 use crate::io::body::{relay, Transfer, TransferError};
 use crate::io::tunnel::{self, End};
 use crate::io::{write_all, Conn, Stream};
 use std::future::Future;
+use std::io;
 use std::time::Duration;
 use tokio::net::TcpStream;
+
+/// Bytes of a file read and written at a time.
+const FILE_CHUNK: u64 = 64 * 1024;
 
 /// How long sluice keeps reading (and discarding) after it closed its side.
 const LINGER: Duration = Duration::from_secs(2);
@@ -26,6 +31,8 @@ pub struct Http1<'a, S> {
     pub http10: bool,
     /// The longest the client may take to accept bytes or send the next body bytes.
     pub timeout: Duration,
+    /// The route's changes to the response head, if it has any.
+    pub edits: Option<Edits<'a>>,
 }
 
 impl<S: Stream> Http1<'_, S> {
@@ -51,7 +58,7 @@ impl<S: Stream> Http1<'_, S> {
             dechunk: false,
             close: false,
         };
-        encode::response_head(self.out, head, resp, plain, false);
+        encode::response_head(self.out, head, resp, plain, false, None);
         true
     }
 
@@ -70,7 +77,14 @@ impl<S: Stream> Http1<'_, S> {
         keep_alive: bool,
     ) -> Delivery {
         let delivery = Delivery::of(resp, self.http10, keep_alive);
-        encode::response_head(self.out, head, resp, delivery, self.http10);
+        encode::response_head(
+            self.out,
+            head,
+            resp,
+            delivery,
+            self.http10,
+            self.edits.as_ref(),
+        );
         delivery
     }
 
@@ -111,6 +125,39 @@ impl<S: Stream> Http1<'_, S> {
         // Nothing of the HTTP exchange is needed any more: give its buffer back.
         *self.out = Vec::new();
         Some(tunnel::run(self.conn, upstream, idle, retired).await)
+    }
+
+    /// Sends a whole head, then the body: bytes, or a file's range read in chunks
+    /// through the output buffer. A file that gives fewer bytes than promised (it shrank)
+    /// is an error: the connection must close, since the client counts on the length.
+    pub async fn send_local(&mut self, head: &[u8], body: files::Body) -> io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        self.out.clear();
+        self.out.extend_from_slice(head);
+        let (file, mut offset, mut left) = match body {
+            files::Body::None => (None, 0, 0),
+            files::Body::Bytes(b) => {
+                self.out.extend_from_slice(&b);
+                (None, 0, 0)
+            }
+            files::Body::File { file, offset, len } => (Some(file), offset, len),
+        };
+        let mut sent = (self.out.len() - head.len()) as u64;
+        write_all(&mut self.conn.stream, self.out, self.timeout).await?;
+        let Some(file) = file else { return Ok(sent) };
+        while left > 0 {
+            self.out.clear();
+            self.out.resize(left.min(FILE_CHUNK) as usize, 0);
+            // A blocking read, from the page cache for the files a balancer serves (ACME
+            // tokens, small assets), as nginx reads without aio.
+            let n = file.read_at(self.out, offset)?;
+            if n == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            write_all(&mut self.conn.stream, &self.out[..n], self.timeout).await?;
+            (offset, left, sent) = (offset + n as u64, left - n as u64, sent + n as u64);
+        }
+        Ok(sent)
     }
 
     /// Sends an error reply of sluice's own. Returns whether it went out.

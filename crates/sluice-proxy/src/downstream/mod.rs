@@ -84,6 +84,18 @@ impl<S: Stream> Downstream<'_, S> {
         }
     }
 
+    /// Sends an answer of sluice's own (`answer`): its whole head, then its body.
+    /// Returns the bytes sent.
+    pub async fn send_local(
+        &mut self,
+        head: &[u8],
+        body: crate::files::Body,
+    ) -> std::io::Result<u64> {
+        match self {
+            Downstream::Http1(h) => h.send_local(head, body).await,
+        }
+    }
+
     pub async fn send_error(&mut self, status: u16, close: bool) -> bool {
         match self {
             Downstream::Http1(h) => h.send_error(status, close).await,

@@ -7,6 +7,21 @@
 use crate::http1::check::Checked;
 use crate::http1::head::{put_decimal, put_header, ConnectionTokens, Framing};
 use crate::http1::response::{Response, ResponseHead};
+use sluice_config::HeaderEdits;
+
+/// A route's header changes for one message: the rules (which names are dropped) and
+/// the lines to add, already evaluated for the request (`route::key::render`).
+#[derive(Clone, Copy)]
+pub struct Edits<'a> {
+    pub rules: &'a HeaderEdits,
+    pub lines: &'a [u8],
+}
+
+impl Edits<'_> {
+    fn drops(edits: Option<&Self>, name: &str) -> bool {
+        edits.is_some_and(|e| e.rules.drops(name))
+    }
+}
 
 /// Facts about the client connection that the forwarding headers carry.
 pub struct Origin<'a> {
@@ -24,18 +39,30 @@ pub fn request_head(
     checked: &Checked<'_>,
     origin: &Origin<'_>,
     upgrade: Option<&str>,
+    edits: Option<&Edits<'_>>,
 ) -> usize {
     out.clear();
     write_request_line(out, checked.method, checked.path);
+    let client = Client {
+        conn: &checked.conn,
+        host: checked.host,
+        origin,
+    };
     write_headers(
         out,
         headers,
-        &checked.conn,
-        checked.host,
-        origin,
+        &client,
         checked.request.framing,
         upgrade,
+        edits,
     )
+}
+
+/// What the forwarding headers say of the client.
+struct Client<'a> {
+    conn: &'a ConnectionTokens<'a>,
+    host: &'a str,
+    origin: &'a Origin<'a>,
 }
 
 fn write_request_line(out: &mut Vec<u8>, method: &str, path: &str) {
@@ -63,41 +90,22 @@ fn is_ours(name: &str) -> bool {
 fn write_headers(
     out: &mut Vec<u8>,
     headers: &[httparse::Header<'_>],
-    conn: &ConnectionTokens<'_>,
-    host: &str,
-    origin: &Origin<'_>,
+    client: &Client<'_>,
     framing: Framing,
     upgrade: Option<&str>,
+    edits: Option<&Edits<'_>>,
 ) -> usize {
     let mut lines = 0;
     for h in headers {
-        if !conn.strips(h.name) && !is_ours(h.name) {
+        if !client.conn.strips(h.name) && !is_ours(h.name) && !Edits::drops(edits, h.name) {
             put_header(out, h.name.as_bytes(), h.value);
             lines += 1;
         }
     }
-    // Host (here, or added by the attempt), X-Forwarded-For, X-Real-IP, X-Forwarded-Proto,
-    // and X-Forwarded-Host, counted even when there is no host yet: the next hop, given a
-    // Host, adds it, and a chain of proxies must not grow past the limit.
-    lines += 5;
-    if !host.is_empty() {
-        put_header(out, b"Host", host.as_bytes());
-    }
-    // Every X-Forwarded-For line, in order, then the client: the whole chain survives.
-    out.extend_from_slice(b"X-Forwarded-For: ");
-    for h in headers
-        .iter()
-        .filter(|h| h.name.eq_ignore_ascii_case("x-forwarded-for"))
-    {
-        out.extend_from_slice(h.value);
-        out.extend_from_slice(b", ");
-    }
-    out.extend_from_slice(origin.client_ip.as_bytes());
-    out.extend_from_slice(b"\r\n");
-    put_header(out, b"X-Real-IP", origin.client_ip.as_bytes());
-    put_header(out, b"X-Forwarded-Proto", origin.proto.as_bytes());
-    if !host.is_empty() {
-        put_header(out, b"X-Forwarded-Host", host.as_bytes());
+    lines += forwarding_headers(out, headers, client, edits);
+    if let Some(e) = edits {
+        out.extend_from_slice(e.lines);
+        lines += e.lines.iter().filter(|b| **b == b'\n').count();
     }
     if let Some(protocol) = upgrade {
         out.extend_from_slice(b"Connection: Upgrade\r\n");
@@ -116,6 +124,46 @@ fn write_headers(
     lines += 1;
     out.extend_from_slice(b"\r\n");
     lines
+}
+
+/// Host, X-Forwarded-For, X-Real-IP, X-Forwarded-Proto and X-Forwarded-Host, but those a
+/// route sets itself. Counted as five lines whatever is written: Host may be added by
+/// the attempt, and the next hop, given a Host, adds X-Forwarded-Host; a chain of
+/// proxies must not grow past the limit.
+fn forwarding_headers(
+    out: &mut Vec<u8>,
+    headers: &[httparse::Header<'_>],
+    client: &Client<'_>,
+    edits: Option<&Edits<'_>>,
+) -> usize {
+    let (host, origin) = (client.host, client.origin);
+    let ours = |name: &str| !Edits::drops(edits, name);
+    if !host.is_empty() && ours("host") {
+        put_header(out, b"Host", host.as_bytes());
+    }
+    if ours("x-forwarded-for") {
+        // Every X-Forwarded-For line, in order, then the client: the whole chain survives.
+        out.extend_from_slice(b"X-Forwarded-For: ");
+        for h in headers
+            .iter()
+            .filter(|h| h.name.eq_ignore_ascii_case("x-forwarded-for"))
+        {
+            out.extend_from_slice(h.value);
+            out.extend_from_slice(b", ");
+        }
+        out.extend_from_slice(origin.client_ip.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if ours("x-real-ip") {
+        put_header(out, b"X-Real-IP", origin.client_ip.as_bytes());
+    }
+    if ours("x-forwarded-proto") {
+        put_header(out, b"X-Forwarded-Proto", origin.proto.as_bytes());
+    }
+    if !host.is_empty() && ours("x-forwarded-host") {
+        put_header(out, b"X-Forwarded-Host", host.as_bytes());
+    }
+    5
 }
 
 /// How a response body goes to an HTTP/1 client.
@@ -147,6 +195,7 @@ pub fn response_head(
     resp: &Response,
     delivery: Delivery,
     http10: bool,
+    edits: Option<&Edits<'_>>,
 ) {
     out.clear();
     out.extend_from_slice(b"HTTP/1.1 ");
@@ -160,7 +209,12 @@ pub fn response_head(
     out.extend_from_slice(head.reason.as_bytes());
     out.extend_from_slice(b"\r\n");
     for h in head.headers.iter().filter(|h| !head.conn.strips(h.name)) {
-        put_header(out, h.name.as_bytes(), h.value);
+        if !Edits::drops(edits, h.name) {
+            put_header(out, h.name.as_bytes(), h.value);
+        }
+    }
+    if let Some(e) = edits.filter(|_| !resp.interim) {
+        out.extend_from_slice(e.lines);
     }
     if resp.upgraded {
         let protocol = head

@@ -43,7 +43,7 @@ mod tests {
         let upgrade = checked.offered_upgrade.filter(|p| *p == "websocket");
         checked.request.upgrade = upgrade.map(str::to_string);
         let mut out = Vec::new();
-        let lines = encode::request_head(&mut out, head.headers, &checked, &origin, upgrade);
+        let lines = encode::request_head(&mut out, head.headers, &checked, &origin, upgrade, None);
         request::forwarded_lines_fit(lines)?;
         Ok(Some((
             checked.request,
@@ -87,7 +87,7 @@ mod tests {
         };
         let resp = response::classify(&head, asked)?;
         let delivery = Delivery::of(&resp, client.http10, client.keep_alive);
-        encode::response_head(out, &head, &resp, delivery, client.http10);
+        encode::response_head(out, &head, &resp, delivery, client.http10, None);
         Ok(Some((resp, delivery)))
     }
 

@@ -23,22 +23,41 @@ pub fn reason(status: u16) -> &'static str {
         100 => "Continue",
         101 => "Switching Protocols",
         200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        203 => "Non-Authoritative Information",
         204 => "No Content",
+        205 => "Reset Content",
+        206 => "Partial Content",
+        300 => "Multiple Choices",
         301 => "Moved Permanently",
         302 => "Found",
+        303 => "See Other",
         304 => "Not Modified",
+        305 => "Use Proxy",
         307 => "Temporary Redirect",
         308 => "Permanent Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
+        402 => "Payment Required",
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        406 => "Not Acceptable",
+        407 => "Proxy Authentication Required",
         408 => "Request Timeout",
+        409 => "Conflict",
+        410 => "Gone",
         411 => "Length Required",
+        412 => "Precondition Failed",
         413 => "Content Too Large",
         414 => "URI Too Long",
+        415 => "Unsupported Media Type",
+        416 => "Range Not Satisfiable",
+        417 => "Expectation Failed",
         421 => "Misdirected Request",
+        422 => "Unprocessable Content",
+        426 => "Upgrade Required",
         429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
@@ -57,7 +76,9 @@ pub fn reason(status: u16) -> &'static str {
 
 /// Every status sluice itself sends.
 #[cfg(test)]
-const SENT_BY_SLUICE: [u16; 10] = [100, 400, 404, 405, 408, 431, 501, 502, 503, 504];
+const SENT_BY_SLUICE: [u16; 16] = [
+    100, 206, 301, 304, 400, 403, 404, 405, 408, 416, 431, 500, 501, 502, 503, 504,
+];
 
 #[cfg(test)]
 mod tests {

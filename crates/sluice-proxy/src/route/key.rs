@@ -4,7 +4,7 @@
 //! with one documented difference: `$uri` is the raw path, not percent-decoded or
 //! normalised.
 
-use sluice_config::{KeyPart, KeyTemplate, Variable};
+use sluice_config::{HeaderEdits, KeyPart, KeyTemplate, Variable};
 
 /// The parts of a request a key can read.
 pub struct View<'a> {
@@ -14,6 +14,8 @@ pub struct View<'a> {
     pub target: &'a str,
     pub headers: &'a [httparse::Header<'a>],
     pub client_ip: &'a str,
+    /// `http` or `https`.
+    pub scheme: &'a str,
 }
 
 /// Appends the key's value for this request to `out`.
@@ -49,6 +51,28 @@ fn variable(var: &Variable, view: &View<'_>, out: &mut Vec<u8>) {
         }
         Variable::RemoteAddr => out.extend_from_slice(view.client_ip.as_bytes()),
         Variable::Host => out.extend(view.host.bytes().map(|b| b.to_ascii_lowercase())),
+        Variable::Scheme => out.extend_from_slice(view.scheme.as_bytes()),
+    }
+}
+
+/// Appends `Name: value\r\n` for each header `edits` sets, its value evaluated for this
+/// request. A value with a control character (from a request header) is left out.
+pub fn render(edits: &HeaderEdits, view: &View<'_>, out: &mut Vec<u8>) {
+    out.clear();
+    for (name, value) in &edits.set {
+        let start = out.len();
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        let value_at = out.len();
+        evaluate(value, view, out);
+        if out[value_at..]
+            .iter()
+            .any(|b| b.is_ascii_control() && *b != b'\t')
+        {
+            out.truncate(start);
+            continue;
+        }
+        out.extend_from_slice(b"\r\n");
     }
 }
 
@@ -98,6 +122,7 @@ mod tests {
             target,
             headers: &headers,
             client_ip: "10.1.2.3",
+            scheme: "http",
         };
         let mut out = Vec::new();
         evaluate(key, &view, &mut out);

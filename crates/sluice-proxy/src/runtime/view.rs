@@ -6,7 +6,7 @@ use crate::metrics::{ListenerTotals, ProxyStats, ServerTotals};
 use crate::state::generation::Shared;
 use crate::state::health::now_ns;
 use crate::state::upstream::ServerError;
-use sluice_config::Balance;
+use sluice_config::{Action, Balance};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -161,7 +161,11 @@ fn routes(shared: &Shared) -> Vec<RouteView> {
             };
             RouteView {
                 name: format!("{host}{}", r.path),
-                upstream: config.upstreams[r.upstream].name.clone(),
+                upstream: match &r.action {
+                    Action::Proxy { upstream } => config.upstreams[*upstream].name.clone(),
+                    Action::Return(ret) => format!("(return {})", ret.status),
+                    Action::Files { root } => format!("(files {})", root.display()),
+                },
                 responses: stats.totals(),
             }
         })

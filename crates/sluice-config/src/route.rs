@@ -1,0 +1,192 @@
+//! `[[route]]`: which requests (host, then longest path prefix) go where, and what is
+//! changed on the way (headers). What a route does is one of `upstream` (forward),
+//! `return` / `redirect` (answer) and `root` (static files); the answers are read in
+//! `answer`, the header edits in `headers`.
+
+use crate::model::{Action, HostMatch, Route, Upstream};
+use crate::reader::Reader;
+use crate::validate::{tables, Span};
+use std::collections::HashSet;
+use std::time::Duration;
+use toml_edit::{Item, TableLike};
+
+const ROUTE_KEYS: &[&str] = &[
+    "host",
+    "path",
+    "upstream",
+    "return",
+    "redirect",
+    "root",
+    "request_headers",
+    "response_headers",
+    "upgrade",
+    "tunnel_idle_timeout",
+];
+
+/// The keys that say what a route does; a route has exactly one.
+const ACTIONS: &[&str] = &["upstream", "return", "redirect", "root"];
+
+pub(crate) fn routes(r: &mut Reader, root: &dyn TableLike, upstreams: &[Upstream]) -> Vec<Route> {
+    let entries = tables(r, root, "route");
+    if entries.is_empty() {
+        r.error(
+            root.get("route").and_then(Item::span).or(Some(0..0)),
+            "no route",
+            "add [[route]] with path = \"/\" and upstream = \"NAME\"",
+        );
+    }
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for (table, span) in entries {
+        r.only_keys(table, ROUTE_KEYS, "[[route]]");
+        let host = r
+            .string(table, "host")
+            .and_then(|(h, s)| host_match(r, &h, s));
+        let path = match r.string(table, "path") {
+            Some((p, s)) if !p.starts_with('/') => {
+                r.error(
+                    s,
+                    format!("path \"{p}\" does not start with /"),
+                    "write a path prefix such as \"/\" or \"/api/\"",
+                );
+                p
+            }
+            Some((p, _)) => p,
+            None => "/".to_string(),
+        };
+        let Some(action) = action(r, table, span.clone(), upstreams) else {
+            continue;
+        };
+        if !seen.insert((host.clone(), path.clone())) {
+            r.error(
+                span,
+                format!("another route already has this host and path \"{path}\""),
+                "remove one of the two routes",
+            );
+            continue;
+        }
+        out.push(Route {
+            host,
+            path,
+            action,
+            request_headers: crate::headers::edits(r, table, "request_headers"),
+            response_headers: crate::headers::edits(r, table, "response_headers"),
+            upgrade: upgrades(r, table),
+            tunnel_idle_timeout: r
+                .timeout(table, "tunnel_idle_timeout")
+                .unwrap_or(Duration::from_secs(3600)),
+        });
+    }
+    out
+}
+
+/// `upgrade = ["websocket"]` (the default); `[]` refuses every upgrade on the route.
+fn upgrades(r: &mut Reader, table: &dyn TableLike) -> Vec<String> {
+    let Some(v) = r.value(table, "upgrade", "a list of protocols") else {
+        return vec!["websocket".to_string()];
+    };
+    let list = v.as_array().map(|a| {
+        a.iter()
+            .map(|p| p.as_str().map(str::to_ascii_lowercase))
+            .collect::<Option<Vec<_>>>()
+    });
+    match list {
+        Some(Some(protocols)) => protocols,
+        _ => {
+            r.error(
+                v.span(),
+                "`upgrade` must be a list of protocol names",
+                "write upgrade = [\"websocket\"], or [] to refuse upgrades",
+            );
+            Vec::new()
+        }
+    }
+}
+
+/// What the route does: exactly one of `upstream`, `return`, `redirect` and `root`.
+fn action(
+    r: &mut Reader,
+    table: &dyn TableLike,
+    span: Span,
+    upstreams: &[Upstream],
+) -> Option<Action> {
+    let given: Vec<&str> = ACTIONS
+        .iter()
+        .copied()
+        .filter(|k| table.contains_key(k))
+        .collect();
+    match given[..] {
+        [] => {
+            r.error(
+                span,
+                "[[route]] has no `upstream`",
+                "add upstream = \"NAME\" naming an [upstream.NAME] section (or return, redirect, root)",
+            );
+            None
+        }
+        ["upstream"] => {
+            route_upstream(r, table, upstreams).map(|upstream| Action::Proxy { upstream })
+        }
+        ["return"] => crate::answer::returned(r, table).map(Action::Return),
+        ["redirect"] => crate::answer::redirect(r, table).map(Action::Return),
+        ["root"] => crate::answer::root(r, table),
+        [_] => None,
+        [_, second, ..] => {
+            let span = table.key(second).and_then(|k| k.span());
+            r.error(
+                span,
+                format!(
+                    "a route takes one of {}, not both `{}` and `{second}`",
+                    ACTIONS.join(", "),
+                    given[0]
+                ),
+                "split it into two routes with different paths",
+            );
+            None
+        }
+    }
+}
+
+fn route_upstream(r: &mut Reader, table: &dyn TableLike, upstreams: &[Upstream]) -> Option<usize> {
+    let (name, name_span) = r.string(table, "upstream")?;
+    let found = upstreams.iter().position(|u| u.name == name);
+    if found.is_none() {
+        let known: Vec<&str> = upstreams.iter().map(|u| u.name.as_str()).collect();
+        let hint = if known.is_empty() {
+            "define it as [upstream.NAME] with servers = [...]".to_string()
+        } else {
+            format!("defined upstreams: {}", known.join(", "))
+        };
+        r.error(
+            name_span,
+            format!("route names upstream \"{name}\", which is not defined"),
+            hint,
+        );
+    }
+    found
+}
+
+fn host_match(r: &mut Reader, host: &str, span: Span) -> Option<HostMatch> {
+    let host = host.to_ascii_lowercase();
+    let (suffix, name) = match host.strip_prefix("*.") {
+        Some(rest) => (true, rest),
+        None => (false, host.as_str()),
+    };
+    let valid = !name.is_empty()
+        && name
+            .split('.')
+            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    if !valid {
+        r.error(
+            span,
+            format!("host \"{host}\" is not a host name"),
+            "write \"example.com\" or \"*.example.com\", without port or scheme",
+        );
+        return None;
+    }
+    Some(if suffix {
+        HostMatch::Suffix(format!(".{name}"))
+    } else {
+        HostMatch::Exact(name.to_string())
+    })
+}
