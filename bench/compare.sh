@@ -24,8 +24,9 @@
 #             nginx's combined, buffered as sluice's is: buffer=32k flush=1s; HAProxy's
 #             httplog to stdout); `sluice-base`, when given, writes none, so the same
 #             binary as BASELINE measures what the log costs.
-#   BASELINE  another sluice binary (an older build) measured as `sluice-base` in the
-#             same rounds, for before/after figures of a change (plain HTTP only).
+#   BASELINE  another sluice binary (an older build, or one built with `--features ring`)
+#             measured as `sluice-base` in the same rounds, for before/after figures of
+#             a change; it must know `tls` listeners unless HTTPS=0.
 #   HTTPS=0   skip the HTTPS measurements (3.).
 #
 # The results go to bench/runs/<date>-compare/ (summary.md, results.jsonl, and the
@@ -203,11 +204,11 @@ EOF
 # Generated at run time into $WORK (and copied to the results directory), so that
 # the ports can be chosen freshly and nothing touches /etc.
 
-# The TLS listener of a balancer's sluice config (sluice-base, an older build, has none).
+# The TLS listener of a sluice config (NAME: sluice or sluice-base).
 tls_listener_of() {
-    [[ $HTTPS == 1 && $1 == sluice ]] || return 0
+    [[ $HTTPS == 1 ]] || return 0
     printf '[[listener]]\nbind = "127.0.0.1:%s"\ntls = { cert = "%s", key = "%s" }\n' \
-        "${TLS_PORT_OF[sluice]}" "$WORK/cert.pem" "$WORK/key.pem"
+        "${TLS_PORT_OF[$1]}" "$WORK/cert.pem" "$WORK/key.pem"
 }
 
 # One self-signed ECDSA P-256 certificate for all three balancers (what Let's Encrypt
@@ -333,7 +334,9 @@ EOF
 
 start_all() {
     read -r B1_PORT B2_PORT PORT_OF[sluice] PORT_OF[nginx] PORT_OF[haproxy] PORT_OF[sluice-base] \
-        TLS_PORT_OF[sluice] TLS_PORT_OF[nginx] TLS_PORT_OF[haproxy] <<<"$(free_ports 9)"
+        TLS_PORT_OF[sluice] TLS_PORT_OF[nginx] TLS_PORT_OF[haproxy] BASE_TLS_PORT <<<"$(free_ports 10)"
+    [[ -n $BASELINE ]] && TLS_PORT_OF[sluice-base]=$BASE_TLS_PORT
+    [[ $HTTPS == 1 ]] || TLS_PORT_OF=()
     mkdir -p "$OUT/servers" "$OUT/configs"
 
     # One worker thread per backend keeps them cheap; they are shared by all three

@@ -24,11 +24,24 @@ use tokio_rustls::TlsAcceptor;
 /// Sessions kept for resumption by ID (TLS 1.2 clients without tickets), process-wide.
 const SESSION_CACHE: usize = 20_000;
 
-/// The crypto provider: aws-lc-rs, rustls's default (see docs/architecture.md for the
-/// measurement against ring).
+/// The crypto provider: aws-lc-rs, rustls's default, or ring when built with the `ring`
+/// feature (kept to measure one against the other: docs/architecture.md has the figures).
 pub fn provider() -> &'static Arc<CryptoProvider> {
     static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
-    PROVIDER.get_or_init(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+    #[cfg(not(feature = "ring"))]
+    let make = rustls::crypto::aws_lc_rs::default_provider;
+    #[cfg(feature = "ring")]
+    let make = rustls::crypto::ring::default_provider;
+    PROVIDER.get_or_init(|| Arc::new(make()))
+}
+
+/// Session tickets from the same provider: rotated every 6 hours, the previous key
+/// still accepted (rustls's rotator).
+fn ticketer() -> Result<Arc<dyn rustls::server::ProducesTickets>, rustls::Error> {
+    #[cfg(not(feature = "ring"))]
+    return rustls::crypto::aws_lc_rs::Ticketer::new();
+    #[cfg(feature = "ring")]
+    return rustls::crypto::ring::Ticketer::new();
 }
 
 /// A listener's TLS: the acceptor its workers hand new connections to.
@@ -83,8 +96,7 @@ impl TlsListener {
             .with_no_client_auth()
             .with_cert_resolver(resolver.clone());
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        // Rotated every 6 hours, the previous key still accepted (rustls's rotator).
-        config.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new()?;
+        config.ticketer = ticketer()?;
         config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
         Ok(TlsListener {
             acceptor: TlsAcceptor::from(Arc::new(config)),
