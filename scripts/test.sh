@@ -6,7 +6,8 @@
 # example Kubernetes manifest; chromium, headless, which opens the `sluice bench --html`
 # report in a test; prometheus, for promtool, which checks the /metrics output; goaccess,
 # which reads the access log; prometheus-node-exporter, which `sluice lab` reads as a
-# remote tier in a test).
+# remote tier in a test; h2load, which multiplexes HTTP/2 streams in a test; openssl,
+# which makes a test's certificate).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,8 @@ command -v promtool >/dev/null || need_apt+=(prometheus)
 command -v goaccess >/dev/null || need_apt+=(goaccess)
 command -v chromium >/dev/null || need_apt+=(chromium)
 command -v prometheus-node-exporter >/dev/null || need_apt+=(prometheus-node-exporter)
+command -v h2load >/dev/null || need_apt+=(nghttp2-client)
+command -v openssl >/dev/null || need_apt+=(openssl)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "== installing ${need_apt[*]}"
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -24,8 +24,8 @@ pub use admin::DEFAULT_BIND as DEFAULT_ADMIN_BIND;
 pub use error::{ConfigError, Errors};
 pub use model::{
     AccessLog, Action, Admin, Balance, CertificateFiles, Config, FailurePolicy, HashMethod,
-    HeaderEdits, HealthCheck, HostMatch, KeyPart, KeyTemplate, Listener, LogFormat, LogTarget,
-    Place, RetryPolicy, Return, Route, Server, Tls, Upstream, Variable,
+    HeaderEdits, HealthCheck, HostMatch, Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat,
+    LogTarget, Place, RetryPolicy, Return, Route, Server, Tls, Upstream, Variable,
 };
 pub use reader::{parse_duration, Reader};
 /// The TOML library the [`Reader`] walks documents of.

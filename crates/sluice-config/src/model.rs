@@ -23,6 +23,7 @@ pub struct Config {
     /// Where `sluice serve` writes its process id, for `sluice reload`.
     pub pid_file: Option<std::path::PathBuf>,
     pub listeners: Vec<Listener>,
+    pub http2: Http2Limits,
     pub routes: Vec<Route>,
     pub upstreams: Vec<Upstream>,
     /// The admin listener (metrics, JSON API, dashboard), when `[admin]` is given.
@@ -65,6 +66,29 @@ pub struct Listener {
     pub bind: SocketAddr,
     /// HTTPS: the certificates this listener serves, when `tls` is given.
     pub tls: Option<Tls>,
+    /// HTTP/2 from clients: offered by ALPN on a TLS listener (the default there); on a
+    /// plain listener, h2c with prior knowledge (off by default).
+    pub http2: bool,
+}
+
+/// Limits of every HTTP/2 connection (`[http2]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Http2Limits {
+    /// Streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); also
+    /// the most sluice handles at once per connection.
+    pub max_concurrent_streams: u32,
+    /// Each stream's flow-control window, in bytes, and the most sluice buffers for one
+    /// stream's response; the connection's window is four times it.
+    pub window: u32,
+}
+
+impl Default for Http2Limits {
+    fn default() -> Self {
+        Http2Limits {
+            max_concurrent_streams: 128,
+            window: 256 * 1024,
+        }
+    }
 }
 
 /// A TLS listener's certificates: the first is the default, the others are chosen by
@@ -98,6 +122,9 @@ pub struct Route {
     pub host: Option<HostMatch>,
     /// A path prefix; the longest matching prefix wins.
     pub path: String,
+    /// The listeners (their `bind` as configured) whose requests the route takes; all
+    /// when empty. nginx's `server` blocks per `listen`: port 80 redirects, 443 proxies.
+    pub listeners: Vec<std::net::SocketAddr>,
     pub action: Action,
     /// Changes to the request head sent to the server (`request_headers`).
     pub request_headers: HeaderEdits,

@@ -3,16 +3,18 @@
 //! `return` / `redirect` (answer) and `root` (static files); the answers are read in
 //! `answer`, the header edits in `headers`.
 
-use crate::model::{Action, HostMatch, Route, Upstream};
+use crate::model::{Action, HostMatch, Listener, Route, Upstream};
 use crate::reader::Reader;
 use crate::validate::{tables, Span};
 use std::collections::HashSet;
+use std::net::SocketAddr;
 use std::time::Duration;
-use toml_edit::{Item, TableLike};
+use toml_edit::{Item, TableLike, Value};
 
 const ROUTE_KEYS: &[&str] = &[
     "host",
     "path",
+    "listener",
     "upstream",
     "return",
     "redirect",
@@ -26,7 +28,12 @@ const ROUTE_KEYS: &[&str] = &[
 /// The keys that say what a route does; a route has exactly one.
 const ACTIONS: &[&str] = &["upstream", "return", "redirect", "root"];
 
-pub(crate) fn routes(r: &mut Reader, root: &dyn TableLike, upstreams: &[Upstream]) -> Vec<Route> {
+pub(crate) fn routes(
+    r: &mut Reader,
+    root: &dyn TableLike,
+    upstreams: &[Upstream],
+    listeners: &[Listener],
+) -> Vec<Route> {
     let entries = tables(r, root, "route");
     if entries.is_empty() {
         r.error(
@@ -54,20 +61,22 @@ pub(crate) fn routes(r: &mut Reader, root: &dyn TableLike, upstreams: &[Upstream
             Some((p, _)) => p,
             None => "/".to_string(),
         };
+        let on = route_listeners(r, table, listeners);
         let Some(action) = action(r, table, span.clone(), upstreams) else {
             continue;
         };
-        if !seen.insert((host.clone(), path.clone())) {
+        if !seen.insert((host.clone(), path.clone(), on.clone())) {
             r.error(
                 span,
                 format!("another route already has this host and path \"{path}\""),
-                "remove one of the two routes",
+                "remove one of the two routes, or give them different `listener`s",
             );
             continue;
         }
         out.push(Route {
             host,
             path,
+            listeners: on,
             action,
             request_headers: crate::headers::edits(r, table, "request_headers"),
             response_headers: crate::headers::edits(r, table, "response_headers"),
@@ -77,6 +86,42 @@ pub(crate) fn routes(r: &mut Reader, root: &dyn TableLike, upstreams: &[Upstream
                 .unwrap_or(Duration::from_secs(3600)),
         });
     }
+    out
+}
+
+/// `listener = "0.0.0.0:80"` or a list of them: binds of `[[listener]]`s, sorted.
+fn route_listeners(
+    r: &mut Reader,
+    table: &dyn TableLike,
+    listeners: &[Listener],
+) -> Vec<SocketAddr> {
+    let Some(v) = r.value(table, "listener", "a listener's bind or a list of them") else {
+        return Vec::new();
+    };
+    let items: Vec<&Value> = match v.as_array() {
+        Some(list) => list.iter().collect(),
+        None => vec![v],
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let addr = item.as_str().and_then(|s| s.parse::<SocketAddr>().ok());
+        match addr.filter(|a| listeners.iter().any(|l| l.bind == *a)) {
+            Some(a) => out.push(a),
+            None => {
+                let binds: Vec<String> = listeners
+                    .iter()
+                    .map(|l| format!("\"{}\"", l.bind))
+                    .collect();
+                r.error(
+                    item.span(),
+                    "`listener` names no [[listener]]",
+                    format!("write the `bind` of one of them: {}", binds.join(", ")),
+                );
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
     out
 }
 

@@ -1,7 +1,7 @@
 //! From a parsed TOML document to a [`Config`], checking everything on the way.
 
 use crate::error::{ConfigError, Errors};
-use crate::model::{AccessLog, Config, Listener, LogFormat, LogTarget, Upstream};
+use crate::model::{AccessLog, Config, Http2Limits, Listener, LogFormat, LogTarget, Upstream};
 use crate::reader::Reader;
 use crate::resilience;
 use crate::servers::socket_addr;
@@ -26,8 +26,10 @@ const TOP_KEYS: &[&str] = &[
     "admin",
     "access_log",
     "access_log_format",
+    "http2",
 ];
-const LISTENER_KEYS: &[&str] = &["bind", "tls"];
+const LISTENER_KEYS: &[&str] = &["bind", "tls", "http2"];
+const HTTP2_KEYS: &[&str] = &["max_concurrent_streams", "window"];
 const UPSTREAM_KEYS: &[&str] = &[
     "hash_key",
     "hash_method",
@@ -87,7 +89,8 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
             .duration(root, "shutdown_grace")
             .unwrap_or(Duration::from_secs(30)),
         pid_file: r.string(root, "pid_file").map(|(p, _)| p.into()),
-        routes: crate::route::routes(&mut r, root, &upstreams),
+        routes: crate::route::routes(&mut r, root, &upstreams, &listeners),
+        http2: http2(&mut r, root),
         admin: crate::admin::admin(&mut r, root, &listeners),
         access_log: access_log(&mut r, root),
         upstreams,
@@ -107,6 +110,46 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
         r.errors.sort_by_key(|e| (e.line, e.col));
         Err(Errors(r.errors))
     }
+}
+
+/// `[http2]`: the limits of every HTTP/2 connection.
+fn http2(r: &mut Reader, root: &dyn TableLike) -> Http2Limits {
+    let mut limits = Http2Limits::default();
+    let Some(item) = root.get("http2") else {
+        return limits;
+    };
+    let Some(t) = item.as_table_like() else {
+        r.error(
+            item.span(),
+            "`http2` must be a table",
+            "write [http2] with max_concurrent_streams = 128",
+        );
+        return limits;
+    };
+    r.only_keys(t, HTTP2_KEYS, "[http2]");
+    if let Some(n) = r.integer(t, "max_concurrent_streams", 10_000) {
+        if n == 0 {
+            let span = t.get("max_concurrent_streams").and_then(Item::span);
+            r.error(
+                span,
+                "`max_concurrent_streams` = 0 would refuse every request",
+                "use at least 1; browsers open up to 100",
+            );
+        }
+        limits.max_concurrent_streams = n.max(1) as u32;
+    }
+    if let Some(n) = r.integer(t, "window", (1 << 31) - 1) {
+        if n < 65_535 {
+            let span = t.get("window").and_then(Item::span);
+            r.error(
+                span,
+                "`window` is below HTTP/2's initial 65535 bytes",
+                "use at least 65535 (the default is 262144)",
+            );
+        }
+        limits.window = n.max(65_535) as u32;
+    }
+    limits
 }
 
 /// `access_log = "stdout" | "/path"` and `access_log_format = "combined" | "json"`.
@@ -220,9 +263,12 @@ fn listeners(r: &mut Reader, root: &dyn TableLike) -> Vec<Listener> {
             );
             continue;
         }
+        let tls = crate::tls::tls(r, table);
+        let http2 = r.boolean(table, "http2").unwrap_or(tls.is_some());
         out.push(Listener {
             bind: addr,
-            tls: crate::tls::tls(r, table),
+            tls,
+            http2,
         });
     }
     out

@@ -16,6 +16,7 @@ mod proxy {
     mod grafana;
     mod hashing;
     mod headers;
+    mod http2;
     mod lifecycle;
     mod metrics;
     mod pooling;

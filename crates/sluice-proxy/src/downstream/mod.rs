@@ -1,9 +1,10 @@
 //! The client side of a request: the one type the forwarding stages talk to the client
-//! through. HTTP/1 today; HTTP/2 streams will be a second variant, so `forward` and
-//! `upstream` never write to a client socket themselves.
+//! through, an HTTP/1 connection or an HTTP/2 stream, so `forward` and `upstream` never
+//! write to a client socket themselves.
 
 pub mod buffers;
 pub mod h1;
+pub mod h2;
 
 use crate::failure::Failure;
 use crate::http1::encode::Delivery;
@@ -20,24 +21,30 @@ use tokio::net::TcpStream;
 /// The client of one request.
 pub enum Downstream<'a, S> {
     Http1(Http1<'a, S>),
+    Http2(h2::Http2<'a>),
 }
 
 impl<S: Stream> Downstream<'_, S> {
     pub async fn send_continue(&mut self) -> Result<(), Failure> {
         match self {
             Downstream::Http1(h) => h.send_continue().await,
+            // HTTP/2 clients send their body at once (no `Expect` wait).
+            Downstream::Http2(_) => Ok(()),
         }
     }
 
     pub fn prepare_interim(&mut self, head: &ResponseHead<'_, '_>, resp: &Response) -> bool {
         match self {
             Downstream::Http1(h) => h.prepare_interim(head, resp),
+            // 1xx responses are not relayed over HTTP/2.
+            Downstream::Http2(_) => false,
         }
     }
 
     pub async fn send_interim(&mut self) -> Result<(), Failure> {
         match self {
             Downstream::Http1(h) => h.send_interim().await,
+            Downstream::Http2(_) => Ok(()),
         }
     }
 
@@ -49,6 +56,7 @@ impl<S: Stream> Downstream<'_, S> {
     ) -> Delivery {
         match self {
             Downstream::Http1(h) => h.prepare_response(head, resp, keep_alive),
+            Downstream::Http2(h) => h.prepare_response(head, resp),
         }
     }
 
@@ -60,6 +68,7 @@ impl<S: Stream> Downstream<'_, S> {
     ) -> Result<(), TransferError> {
         match self {
             Downstream::Http1(h) => h.send_request_body(head, to, t).await,
+            Downstream::Http2(h) => h.send_request_body(head, to, t).await,
         }
     }
 
@@ -70,6 +79,7 @@ impl<S: Stream> Downstream<'_, S> {
     ) -> Result<u64, TransferError> {
         match self {
             Downstream::Http1(h) => h.relay_response(from, t).await,
+            Downstream::Http2(h) => h.relay_response(from, t).await,
         }
     }
 
@@ -81,6 +91,9 @@ impl<S: Stream> Downstream<'_, S> {
     ) -> Option<End> {
         match self {
             Downstream::Http1(h) => h.tunnel(upstream, idle, retired).await,
+            // No upgrade reaches a server from an HTTP/2 stream (the protocol forbids
+            // the header), so no server switches protocols on one.
+            Downstream::Http2(_) => None,
         }
     }
 
@@ -93,18 +106,23 @@ impl<S: Stream> Downstream<'_, S> {
     ) -> std::io::Result<u64> {
         match self {
             Downstream::Http1(h) => h.send_local(head, body).await,
+            Downstream::Http2(h) => h.send_local(head, body).await,
         }
     }
 
     pub async fn send_error(&mut self, status: u16, close: bool) -> bool {
         match self {
             Downstream::Http1(h) => h.send_error(status, close).await,
+            Downstream::Http2(h) => h.send_error(status),
         }
     }
 
     pub async fn conclude(&mut self, body_left: bool, keep_alive: bool) -> bool {
         match self {
             Downstream::Http1(h) => h.conclude(body_left, keep_alive).await,
+            // The stream ends with its response; the connection goes on (a body left
+            // unread is discarded by the stream's reset).
+            Downstream::Http2(_) => true,
         }
     }
 
@@ -112,6 +130,7 @@ impl<S: Stream> Downstream<'_, S> {
     pub fn timeout(&self) -> Duration {
         match self {
             Downstream::Http1(h) => h.timeout,
+            Downstream::Http2(h) => h.timeout,
         }
     }
 }

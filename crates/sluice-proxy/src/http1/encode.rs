@@ -23,10 +23,12 @@ impl Edits<'_> {
     }
 }
 
-/// Facts about the client connection that the forwarding headers carry.
+/// Facts about the client connection: what the forwarding headers carry, and the
+/// listener it came in on (as configured), which routing needs.
 pub struct Origin<'a> {
     pub client_ip: &'a str,
     pub proto: &'a str,
+    pub listener: std::net::SocketAddr,
 }
 
 /// The request head for the server: `upgrade` is the protocol the route lets the client

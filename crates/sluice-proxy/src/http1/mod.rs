@@ -33,6 +33,7 @@ mod tests {
         let origin = Origin {
             client_ip: "10.0.0.9",
             proto: "http",
+            listener: "127.0.0.1:80".parse().unwrap(),
         };
         let mut headers = request::header_slots();
         let Some(head) = request::parse(raw, &mut headers)? else {

@@ -3,11 +3,13 @@
 //! Like nginx's server_name then location: an exact host beats the longest matching
 //! `*.suffix`, which beats routes with no host; within the chosen host, the longest path
 //! prefix wins. A host with routes but no matching path gets no route (404), it does not
-//! fall through to another host's routes.
+//! fall through to another host's routes. A route limited to some listeners is only
+//! seen by requests that came in on one of them.
 
 use sluice_config::{Config, HostMatch};
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::net::SocketAddr;
 
 pub struct Router {
     exact: HashMap<String, Vec<Entry>>,
@@ -19,6 +21,8 @@ pub struct Router {
 struct Entry {
     path: String,
     route: usize,
+    /// The listeners it serves (as configured); all when empty.
+    listeners: Vec<SocketAddr>,
 }
 
 impl Router {
@@ -30,6 +34,7 @@ impl Router {
             let entry = Entry {
                 path: r.path.clone(),
                 route: i,
+                listeners: r.listeners.clone(),
             };
             match &r.host {
                 None => any_host.push(entry),
@@ -53,11 +58,13 @@ impl Router {
         }
     }
 
-    /// The index of the route for `host` (without port) and `path`, if any.
-    pub fn find(&self, host: &str, path: &str) -> Option<usize> {
+    /// The index of the route for a request to `host` (without port) and `path` that
+    /// came in on `listener` (its address as configured), if any.
+    pub fn find(&self, listener: SocketAddr, host: &str, path: &str) -> Option<usize> {
         let entries = self.host_routes(host);
         entries
             .iter()
+            .filter(|e| e.listeners.is_empty() || e.listeners.contains(&listener))
             .find(|e| path.starts_with(e.path.as_str()))
             .map(|e| e.route)
     }
@@ -113,17 +120,57 @@ mod tests {
         Router::new(&sluice_config::parse("t", text).unwrap())
     }
 
+    fn any() -> SocketAddr {
+        "127.0.0.1:1".parse().unwrap()
+    }
+
     #[test]
     fn host_then_longest_prefix() {
         let r = router();
-        assert_eq!(r.find("other.org", "/api/v1"), Some(1));
-        assert_eq!(r.find("other.org", "/apix"), Some(0));
-        assert_eq!(r.find("www.example.com", "/api/v1"), Some(2));
-        assert_eq!(r.find("WWW.Example.COM.", "/"), Some(2));
-        assert_eq!(r.find("a.eu.example.com", "/x/1"), Some(3));
-        assert_eq!(r.find("a.eu.example.com", "/y"), None);
-        assert_eq!(r.find("shop.example.com", "/cart/1"), Some(4));
-        assert_eq!(r.find("shop.example.com", "/"), None);
-        assert_eq!(r.find("example.com", "/"), Some(0));
+        assert_eq!(r.find(any(), "other.org", "/api/v1"), Some(1));
+        assert_eq!(r.find(any(), "other.org", "/apix"), Some(0));
+        assert_eq!(r.find(any(), "www.example.com", "/api/v1"), Some(2));
+        assert_eq!(r.find(any(), "WWW.Example.COM.", "/"), Some(2));
+        assert_eq!(r.find(any(), "a.eu.example.com", "/x/1"), Some(3));
+        assert_eq!(r.find(any(), "a.eu.example.com", "/y"), None);
+        assert_eq!(r.find(any(), "shop.example.com", "/cart/1"), Some(4));
+        assert_eq!(r.find(any(), "shop.example.com", "/"), None);
+        assert_eq!(r.find(any(), "example.com", "/"), Some(0));
+    }
+
+    #[test]
+    fn a_route_on_some_listeners_is_seen_only_there() {
+        let text = r#"
+            [[listener]]
+            bind = "127.0.0.1:80"
+            [[listener]]
+            bind = "127.0.0.1:443"
+            [[route]]
+            listener = "127.0.0.1:80"
+            redirect = "https"
+            [[route]]
+            listener = ["127.0.0.1:443"]
+            upstream = "a"
+            [[route]]
+            path = "/.well-known/acme-challenge/"
+            return = 404
+            [upstream.a]
+            servers = ["127.0.0.1:2"]
+        "#;
+        let r = Router::new(&sluice_config::parse("t", text).unwrap());
+        let (http, https) = (
+            "127.0.0.1:80".parse().unwrap(),
+            "127.0.0.1:443".parse().unwrap(),
+        );
+        assert_eq!(r.find(http, "a.test", "/x"), Some(0));
+        assert_eq!(r.find(https, "a.test", "/x"), Some(1));
+        assert_eq!(
+            r.find(http, "a.test", "/.well-known/acme-challenge/t"),
+            Some(2)
+        );
+        assert_eq!(
+            r.find(https, "a.test", "/.well-known/acme-challenge/t"),
+            Some(2)
+        );
     }
 }

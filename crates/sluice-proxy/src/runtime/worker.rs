@@ -5,7 +5,7 @@
 use crate::context::Context;
 use crate::metrics::{ListenerStats, ProxyStats};
 use crate::runtime::listen::Bound;
-use crate::session;
+use crate::session::{self, Via};
 use crate::state::generation::Shared;
 use crate::tls::TlsListener;
 use std::cell::{Cell, RefCell};
@@ -157,12 +157,20 @@ async fn accept_loop(w: Rc<Worker>, a: Accepting) {
                 let _ = stream.set_nodelay(true);
                 let open = Open::new(w.clone());
                 let stats = a.stats.clone();
-                let tls = w.ctx.gen().shared.tls.get(&a.configured).cloned();
+                let gen = w.ctx.gen();
+                let tls = gen.shared.tls.get(&a.configured).cloned();
+                let h2c = tls.is_none() && h2c(&gen.shared.config, a.configured);
+                let via = |proto| Via {
+                    listener: a.configured,
+                    proto,
+                };
+                let (http, https) = (via("http"), via("https"));
                 tokio::task::spawn_local(async move {
                     let ctx = &open.0.ctx;
                     match tls {
-                        None => session::serve(ctx, stream, peer, &stats, "http").await,
-                        Some(tls) => serve_tls(ctx, &tls, stream, peer, &stats).await,
+                        None if h2c => serve_plain(ctx, stream, peer, &stats, http).await,
+                        None => session::serve(ctx, stream, peer, &stats, http).await,
+                        Some(tls) => serve_tls(ctx, &tls, stream, (peer, &stats), https).await,
                     }
                 });
             }
@@ -180,12 +188,15 @@ async fn serve_tls(
     ctx: &Context,
     tls: &TlsListener,
     stream: tokio::net::TcpStream,
-    peer: SocketAddr,
-    stats: &ListenerStats,
+    (peer, stats): (SocketAddr, &ListenerStats),
+    via: Via,
 ) {
     let limit = ctx.gen().shared.config.header_timeout;
     match tokio::time::timeout(limit, tls.acceptor.accept(stream)).await {
-        Ok(Ok(stream)) => session::serve(ctx, stream, peer, stats, "https").await,
+        Ok(Ok(stream)) if stream.get_ref().1.alpn_protocol() == Some(b"h2") => {
+            session::h2::serve(ctx, stream, peer, stats, via).await
+        }
+        Ok(Ok(stream)) => session::serve(ctx, stream, peer, stats, via).await,
         Ok(Err(e)) => {
             stats.local().tls_failed.add(1);
             tracing::debug!(client = %peer, cause = %e, "TLS handshake failed");
@@ -194,6 +205,50 @@ async fn serve_tls(
             stats.local().tls_failed.add(1);
             tracing::debug!(client = %peer, "TLS handshake timed out");
         }
+    }
+}
+
+/// True when the plain listener configured at `addr` takes HTTP/2 with prior knowledge.
+fn h2c(config: &sluice_config::Config, addr: SocketAddr) -> bool {
+    config.listeners.iter().any(|l| l.bind == addr && l.http2)
+}
+
+/// A plain connection on a listener that also takes h2c: HTTP/2 when its first bytes
+/// are the HTTP/2 preface, HTTP/1 otherwise.
+async fn serve_plain(
+    ctx: &Context,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    stats: &ListenerStats,
+    via: Via,
+) {
+    let limit = ctx.gen().shared.config.header_timeout;
+    let preface = tokio::time::timeout(limit, starts_with_preface(&stream)).await;
+    if matches!(preface, Ok(true)) {
+        session::h2::serve(ctx, stream, peer, stats, via).await
+    } else {
+        session::serve(ctx, stream, peer, stats, via).await
+    }
+}
+
+/// Whether the connection's first bytes are the HTTP/2 client preface (peeked: they
+/// stay in the socket for whichever protocol reads them).
+async fn starts_with_preface(stream: &tokio::net::TcpStream) -> bool {
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    let mut buf = [0u8; PREFACE.len()];
+    loop {
+        let n = match stream.peek(&mut buf).await {
+            Ok(n) => n,
+            Err(_) => return false,
+        };
+        if n == 0 || !PREFACE.starts_with(&buf[..n]) {
+            return false;
+        }
+        if n == PREFACE.len() {
+            return true;
+        }
+        // Part of the preface came: the rest follows in a moment.
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
 

@@ -47,6 +47,8 @@ fn ticketer() -> Result<Arc<dyn rustls::server::ProducesTickets>, rustls::Error>
 /// A listener's TLS: the acceptor its workers hand new connections to.
 pub struct TlsListener {
     pub acceptor: TlsAcceptor,
+    /// HTTP/2 is offered (ALPN `h2` before `http/1.1`).
+    pub http2: bool,
     resolver: Arc<Resolver>,
     files: Mutex<Files>,
 }
@@ -89,17 +91,21 @@ fn load(settings: &Tls) -> Result<(CertSet, Vec<Loaded>), Vec<ConfigError>> {
 }
 
 impl TlsListener {
-    fn new(settings: &Tls, set: CertSet) -> Result<TlsListener, rustls::Error> {
+    fn new(settings: &Tls, set: CertSet, http2: bool) -> Result<TlsListener, rustls::Error> {
         let resolver = Arc::new(Resolver::new(set));
         let mut config = ServerConfig::builder_with_provider(provider().clone())
             .with_safe_default_protocol_versions()?
             .with_no_client_auth()
             .with_cert_resolver(resolver.clone());
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = match http2 {
+            true => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+            false => vec![b"http/1.1".to_vec()],
+        };
         config.ticketer = ticketer()?;
         config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
         Ok(TlsListener {
             acceptor: TlsAcceptor::from(Arc::new(config)),
+            http2,
             resolver,
             files: Mutex::new(Files {
                 settings: settings.clone(),
@@ -157,7 +163,7 @@ pub fn listeners(
     for l in &config.listeners {
         let Some(settings) = &l.tls else { continue };
         match load(settings) {
-            Ok((set, _)) => sets.push((l.bind, settings, set)),
+            Ok((set, _)) => sets.push((l, settings, set)),
             Err(e) => errors.extend(e),
         }
     }
@@ -165,14 +171,17 @@ pub fn listeners(
         return Err(Errors(errors));
     }
     let mut out = HashMap::new();
-    for (bind, settings, set) in sets {
-        let kept = previous.and_then(|p| p.get(&bind));
+    for (l, settings, set) in sets {
+        let bind = l.bind;
+        let kept = previous
+            .and_then(|p| p.get(&bind))
+            .filter(|old| old.http2 == l.http2);
         let listener = match kept {
             Some(old) => {
                 old.replace(settings, set);
                 old.clone()
             }
-            None => Arc::new(TlsListener::new(settings, set).map_err(|e| {
+            None => Arc::new(TlsListener::new(settings, set, l.http2).map_err(|e| {
                 let at = &settings.certificates[0].at;
                 Errors(vec![ConfigError::at_place(
                     at,

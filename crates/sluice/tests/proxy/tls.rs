@@ -143,13 +143,19 @@ async fn curl_gets_https_and_the_backend_is_told_so() {
     let p = tls_proxy(&[&site], 1).await;
     let mut args = at("localhost", p.addr, "/headers", &pki.ca_file());
     args.extend(["-w", "\n%{http_code} %{http_version} %{ssl_verify_result}"].map(String::from));
-    let (code, text) = curl(args).await;
-    assert_eq!(code, 0, "{text}");
-    assert!(text.ends_with("\n200 1.1 0"), "{text}");
-    assert!(text.contains("x-forwarded-proto: https"), "{text}");
+    // curl offers h2 first and gets it (ALPN); then HTTP/1.1 when it asks for that.
+    for (version, asked) in [("2", None), ("1.1", Some("--http1.1"))] {
+        let mut args = args.clone();
+        args.extend(asked.map(String::from));
+        let (code, text) = curl(args).await;
+        assert_eq!(code, 0, "{text}");
+        assert!(text.ends_with(&format!("\n200 {version} 0")), "{text}");
+        assert!(text.contains("x-forwarded-proto: https"), "{text}");
+    }
     // A keep-alive connection carries several requests.
     let mut args = at("localhost", p.addr, "/", &pki.ca_file());
     args.push(args[4].clone());
+    args.push("--http1.1".into());
     args.extend(["-w", "%{num_connects} "].map(String::from));
     let (code, text) = curl(args).await;
     assert_eq!((code, text.as_str()), (0, "a\n1 a\n0 "));

@@ -1,6 +1,9 @@
 //! One HTTP/1 client connection: read request heads one after another (keep-alive and
 //! pipelining), take each through parse, check, route and encode, hand it to `forward`,
-//! and decide whether the connection goes on.
+//! and decide whether the connection goes on. HTTP/2 connections (`h2`) take each
+//! stream through the same stages.
+
+pub mod h2;
 
 use crate::access_log::{self, Entry};
 use crate::answer::{self, Local};
@@ -26,18 +29,26 @@ use std::rc::Rc;
 use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
+/// How a connection came in: the listener (its address as configured: routes may be
+/// limited to some) and the scheme clients used there (`http` or `https`, for
+/// `X-Forwarded-Proto` and `$scheme`).
+#[derive(Clone, Copy, Debug)]
+pub struct Via {
+    pub listener: SocketAddr,
+    pub proto: &'static str,
+}
+
 /// Serves `stream` until the client closes, an error ends it, or the worker drains.
-/// `proto` is the scheme clients used (`http` or `https`), for `X-Forwarded-Proto`.
 pub async fn serve<S: Stream>(
     ctx: &Context,
     stream: S,
     peer: SocketAddr,
     listener: &ListenerStats,
-    proto: &'static str,
+    via: Via,
 ) {
     let _open = Counted::open(listener);
     let mut client = Conn::idle(stream);
-    exchange(ctx, &mut client, peer, listener, proto).await;
+    exchange(ctx, &mut client, peer, listener, via).await;
     if S::CLOSE_NOTIFY {
         // TLS says goodbye (close_notify) so that the client knows the response was
         // whole; a client that does not take it in a moment is not waited for.
@@ -55,13 +66,14 @@ async fn exchange<S: Stream>(
     client: &mut Conn<S>,
     peer: SocketAddr,
     listener: &ListenerStats,
-    proto: &'static str,
+    via: Via,
 ) {
     let accepted = crate::clock::now();
     let client_ip = peer.ip().to_string();
     let origin = Origin {
         client_ip: &client_ip,
-        proto,
+        proto: via.proto,
+        listener: via.listener,
     };
     let mut scratch = Scratch::default();
     let mut first = Some(accepted);
@@ -83,59 +95,89 @@ async fn exchange<S: Stream>(
         };
         // The access log's view of the head, copied before the head leaves the buffer
         // (and its clocks read only when there is a log).
-        let logged = gen.shared.access_log.is_some().then(|| {
-            let fields = access_log::capture(&client.buf[..req.head_len], &mut scratch.log);
-            (fields, (crate::clock::now(), SystemTime::now()))
-        });
+        let logged = logged(&gen, &client.buf[..req.head_len], &mut scratch.log);
         // Named in the log line of a 404 (read before the head leaves the buffer).
         let unrouted =
             matches!(target, Target::Unrouted).then(|| host_and_path(&client.buf[..req.head_len]));
         client.buf.advance(req.head_len);
         let timeout = gen.shared.config.client_idle_timeout;
-        let edits = target.route().and_then(|r| {
-            let rules = &gen.shared.config.routes[r].response_headers;
-            (!rules.is_empty()).then_some(Edits {
-                rules,
-                lines: &scratch.response_edits,
-            })
-        });
+        let edits = response_edits(&gen, &target, &scratch.response_edits);
         let mut down = http1(client, &mut scratch.out, req.http10, timeout, edits);
-        // Not boxed: a box per request cost more instructions than it saved memory (the
-        // heap fragments between request boxes and connection tasks; see
-        // docs/architecture.md). The rarer answers below are boxed, keeping their state
-        // out of every connection's task.
-        let mut outcome = match target {
-            Target::Forward(r, u) => {
-                let (head, key) = (&scratch.head, &scratch.key);
-                forward(ctx, &gen, &mut down, &req, (r, u), head, key).await
-            }
-            Target::Answer(r, local) => {
-                let route = &gen.shared.config.routes[r];
-                let sent = Box::pin(answer::send(&mut down, &req, route, local, &scratch.head));
-                let outcome = sent.await;
-                gen.shared.routes[r].response(outcome.status);
-                outcome
-            }
-            Target::Unrouted => {
-                Box::pin(not_found(&mut down, &req, unrouted.unwrap_or_default())).await
-            }
-        };
+        let (head, key) = (&scratch.head, &scratch.key);
+        let mut outcome = dispatch(ctx, &gen, &mut down, &req, target, (head, key), unrouted).await;
         outcome.client = Some(peer);
-        count(listener, &outcome);
-        if let Some(((request_end, referer_end), started)) = logged {
-            let text = &scratch.log;
-            let fields = (
-                &text[..request_end],
-                &text[request_end..referer_end],
-                &text[referer_end..],
-            );
-            log(ctx, &gen, &outcome, started, fields);
-        }
-        record(&outcome);
+        finish(ctx, &gen, listener, &outcome, logged, &scratch.log);
         if !outcome.keep_alive || ctx.draining() {
             return;
         }
     }
+}
+
+/// When there is an access log: where the request line, Referer and User-Agent end in
+/// `log` (copied from `head`), and when the request began.
+type Logged = Option<((usize, usize), (Instant, SystemTime))>;
+
+fn logged(gen: &Generation, head: &[u8], log: &mut String) -> Logged {
+    gen.shared.access_log.is_some().then(|| {
+        let fields = access_log::capture(head, log);
+        (fields, (crate::clock::now(), SystemTime::now()))
+    })
+}
+
+/// The route's changes to the response head, when it has any.
+fn response_edits<'a>(gen: &'a Generation, target: &Target, lines: &'a [u8]) -> Option<Edits<'a>> {
+    let rules = &gen.shared.config.routes[target.route()?].response_headers;
+    (!rules.is_empty()).then_some(Edits { rules, lines })
+}
+
+/// Serves a request whose head passed its stages: forwarded, answered, or refused for
+/// want of a route. `prepared`: the head for the server (or the answer's head) and the
+/// hash key. HTTP/1 connections and HTTP/2 streams share it.
+pub(crate) async fn dispatch<'g, S: Stream>(
+    ctx: &Context,
+    gen: &'g Generation,
+    down: &mut Downstream<'_, S>,
+    req: &Request,
+    target: Target,
+    prepared: (&[u8], &[u8]),
+    unrouted: Option<String>,
+) -> Outcome<'g> {
+    let (head, key) = prepared;
+    // Not boxed: a box per request cost more instructions than it saved memory (the
+    // heap fragments between request boxes and connection tasks; see
+    // docs/architecture.md). The rarer answers below are boxed, keeping their state
+    // out of every connection's task.
+    match target {
+        Target::Forward(r, u) => forward(ctx, gen, down, req, (r, u), head, key).await,
+        Target::Answer(r, local) => {
+            let route = &gen.shared.config.routes[r];
+            let outcome = Box::pin(answer::send(down, req, route, local, head)).await;
+            gen.shared.routes[r].response(outcome.status);
+            outcome
+        }
+        Target::Unrouted => Box::pin(not_found(down, req, unrouted.unwrap_or_default())).await,
+    }
+}
+
+/// After a request: counted on its listener, logged, recorded.
+pub(crate) fn finish(
+    ctx: &Context,
+    gen: &Generation,
+    listener: &ListenerStats,
+    outcome: &Outcome<'_>,
+    logged: Logged,
+    log_text: &str,
+) {
+    count(listener, outcome);
+    if let Some(((request_end, referer_end), started)) = logged {
+        let fields = (
+            &log_text[..request_end],
+            &log_text[request_end..referer_end],
+            &log_text[referer_end..],
+        );
+        log(ctx, gen, outcome, started, fields);
+    }
+    record(outcome);
 }
 
 /// Writes the request's access log line, when there is an access log. `fields`: the
@@ -182,10 +224,10 @@ fn count(listener: &ListenerStats, outcome: &Outcome<'_>) {
 }
 
 /// A connection counted open on its listener for as long as it lives.
-struct Counted<'a>(&'a ListenerStats);
+pub(crate) struct Counted<'a>(&'a ListenerStats);
 
 impl<'a> Counted<'a> {
-    fn open(listener: &'a ListenerStats) -> Self {
+    pub(crate) fn open(listener: &'a ListenerStats) -> Self {
         listener.local().accepted.add(1);
         Counted(listener)
     }
@@ -214,7 +256,7 @@ fn http1<'a, S>(
 }
 
 /// Where a request goes, decided with its head.
-enum Target {
+pub(crate) enum Target {
     /// Forward on this route to this upstream (its head for the server is in
     /// `scratch.head`).
     Forward(usize, usize),
@@ -235,7 +277,7 @@ impl Target {
 
 /// What a complete request head gives: the request, where it goes, and the generation
 /// that routed it (the request is served by that generation to the end).
-type Head = (Request, Target, Rc<Generation>);
+pub(crate) type Head = (Request, Target, Rc<Generation>);
 
 /// Reads until a whole request head is buffered. `Ok(None)`: the connection ended
 /// quietly (closed by the client, silent or idle too long, or the worker is draining).
@@ -260,7 +302,7 @@ async fn read_head<S: Stream>(
         None => (!client.buf.is_empty()).then(|| crate::clock::now() + header_timeout),
     };
     loop {
-        if let Some(parsed) = parse_head(ctx, client, origin, scratch)? {
+        if let Some(parsed) = parse_head(ctx, &client.buf, origin, scratch)? {
             return Ok(Some(parsed));
         }
         let read = if client.buf.is_empty() {
@@ -288,20 +330,20 @@ async fn read_head<S: Stream>(
 /// Takes the buffered bytes through the head's stages: parse, check, route, encode.
 /// `Ok(None)` when more bytes are needed. The head for the server ends up in
 /// `scratch.head`, the hash key (when the upstream hashes) in `scratch.key`.
-fn parse_head<S>(
+pub(crate) fn parse_head(
     ctx: &Context,
-    client: &Conn<S>,
+    buf: &[u8],
     origin: &Origin<'_>,
     scratch: &mut Scratch,
 ) -> Result<Option<Head>, Rejection> {
-    if client.buf.is_empty() {
+    if buf.is_empty() {
         return Ok(None);
     }
     let gen = ctx.gen();
     let max = gen.shared.config.max_header_bytes;
     let mut headers = request::header_slots();
-    let Some(raw) = request::parse(&client.buf, &mut headers)? else {
-        return if client.buf.len() >= max {
+    let Some(raw) = request::parse(buf, &mut headers)? else {
+        return if buf.len() >= max {
             Err(too_large())
         } else {
             Ok(None)
@@ -318,7 +360,7 @@ fn parse_head<S>(
         client_ip: origin.client_ip,
         scheme: origin.proto,
     };
-    let route = route(&gen, &view, &mut scratch.key);
+    let route = route(&gen, origin.listener, &view, &mut scratch.key);
     let config = route.map(|r| &gen.shared.config.routes[r]);
     let answers = config.filter(|c| c.upstream().is_none());
     if let Some(c) = config.filter(|c| !c.response_headers.set.is_empty()) {
@@ -372,8 +414,13 @@ fn parse_head<S>(
 }
 
 /// The route for a request, and its hash key in `key` when its upstream hashes.
-fn route(gen: &Generation, view: &View<'_>, key: &mut Vec<u8>) -> Option<usize> {
-    let route = gen.router.find(view.host, view.target)?;
+fn route(
+    gen: &Generation,
+    listener: SocketAddr,
+    view: &View<'_>,
+    key: &mut Vec<u8>,
+) -> Option<usize> {
+    let route = gen.router.find(listener, view.host, view.target)?;
     key.clear();
     let upstream = gen.shared.config.routes[route].upstream();
     if let Some(template) = upstream.and_then(|u| gen.shared.upstreams[u].key_template()) {
@@ -524,6 +571,13 @@ mod tests {
         "127.0.0.1:40000".parse().unwrap()
     }
 
+    fn via() -> Via {
+        Via {
+            listener: "127.0.0.1:0".parse().unwrap(),
+            proto: "http",
+        }
+    }
+
     fn within_a_millisecond(took: Duration, expected: Duration) {
         assert!(
             took >= expected && took < expected + Duration::from_millis(1),
@@ -538,7 +592,7 @@ mod tests {
         let (mut client, server) = loopback_pair().await;
         let started = clock::now();
         let ((), (said, closed)) = tokio::join!(
-            serve(&ctx, server, peer(), &listener, "http"),
+            serve(&ctx, server, peer(), &listener, via()),
             until_closed(&mut client)
         );
         assert_eq!(said, "");
@@ -564,7 +618,7 @@ mod tests {
         };
         let answered = read_reply(&mut reader, 408, true);
         let ((), (), at) = tokio::join!(
-            serve(&ctx, server, peer(), &listener, "http"),
+            serve(&ctx, server, peer(), &listener, via()),
             trickle,
             answered
         );
@@ -586,7 +640,7 @@ mod tests {
             let (_, closed) = until_closed(&mut client).await;
             closed - answered
         };
-        let ((), idle) = tokio::join!(serve(&ctx, server, peer(), &listener, "http"), exchange);
+        let ((), idle) = tokio::join!(serve(&ctx, server, peer(), &listener, via()), exchange);
         within_a_millisecond(idle, Duration::from_secs(45));
     }
 
@@ -607,7 +661,7 @@ mod tests {
             client.write_all(b"GET / HTT").await.unwrap();
             read_reply(&mut client, 408, true).await - first_byte
         };
-        let ((), took) = tokio::join!(serve(&ctx, server, peer(), &listener, "http"), exchange);
+        let ((), took) = tokio::join!(serve(&ctx, server, peer(), &listener, via()), exchange);
         within_a_millisecond(took, Duration::from_secs(5));
     }
 }

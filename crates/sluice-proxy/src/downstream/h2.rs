@@ -1,0 +1,315 @@
+//! An HTTP/2 stream, as the forwarding stages see it for one request: the response head
+//! becomes a HEADERS frame, the body DATA frames within the stream's flow-control window,
+//! and the request body is read from the stream's DATA frames and framed for the HTTP/1.1
+//! server (as it is, or chunked). The connection itself (`session::h2`) writes the frames.
+
+use crate::files;
+use crate::http1::encode::{Delivery, Edits};
+use crate::http1::head::Framing;
+use crate::http1::reply;
+use crate::http1::response::{Response, ResponseHead};
+use crate::io::body::{relay, Transfer, TransferError};
+use crate::io::{write_all, Conn};
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::{RecvStream, SendStream};
+use http::{HeaderName, HeaderValue};
+use std::future::poll_fn;
+use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+use tokio::io::AsyncWrite;
+use tokio::net::TcpStream;
+
+/// Bytes of a file (or of a request body) moved at a time.
+const CHUNK: usize = 64 * 1024;
+
+/// The client stream of one request.
+pub struct Http2<'a> {
+    pub respond: &'a mut SendResponse<Bytes>,
+    pub recv: &'a mut RecvStream,
+    pub out: &'a mut Vec<u8>,
+    /// The response head, prepared while the server's head was borrowed.
+    pub pending: Option<http::Response<()>>,
+    /// A HEAD request: the response has no DATA.
+    pub is_head: bool,
+    pub timeout: Duration,
+    pub edits: Option<Edits<'a>>,
+}
+
+impl Http2<'_> {
+    /// The final response head, as HTTP/2 carries it: no connection-specific headers.
+    pub fn prepare_response(&mut self, head: &ResponseHead<'_, '_>, resp: &Response) -> Delivery {
+        let mut out = http::Response::new(());
+        *out.status_mut() =
+            http::StatusCode::from_u16(resp.status).unwrap_or(http::StatusCode::BAD_GATEWAY);
+        let headers = out.headers_mut();
+        for h in head.headers.iter().filter(|h| !head.conn.strips(h.name)) {
+            if !self.edits.as_ref().is_some_and(|e| e.rules.drops(h.name)) {
+                append(headers, h.name.as_bytes(), h.value);
+            }
+        }
+        if let Some(e) = &self.edits {
+            append_lines(headers, e.lines);
+        }
+        self.pending = Some(out);
+        Delivery {
+            dechunk: true,
+            close: false,
+        }
+    }
+
+    /// Sends the prepared head, then the body read from `from` as DATA frames.
+    pub async fn relay_response(
+        &mut self,
+        from: &mut Conn<TcpStream>,
+        t: Transfer,
+    ) -> Result<u64, TransferError> {
+        let head = self.pending.take().unwrap_or_default();
+        let empty = self.is_head || matches!(t.framing, Framing::None | Framing::Length(0));
+        let send = self
+            .respond
+            .send_response(head, empty)
+            .map_err(write_error)?;
+        if empty {
+            return Ok(0);
+        }
+        let mut data = Data { send };
+        self.out.clear();
+        let t = Transfer { dechunk: true, ..t };
+        let sent = relay(from, &mut data, self.out, t).await?;
+        data.end().map_err(TransferError::Write)?;
+        Ok(sent)
+    }
+
+    /// Writes `head` to the server, then the request body from the stream's DATA
+    /// frames: as they are for a known length, chunked otherwise.
+    pub async fn send_request_body<W: AsyncWrite + Unpin>(
+        &mut self,
+        head: &[u8],
+        to: &mut W,
+        t: Transfer,
+    ) -> Result<(), TransferError> {
+        write_all(to, head, t.write_timeout)
+            .await
+            .map_err(TransferError::Write)?;
+        let mut left = match t.framing {
+            Framing::None => return Ok(()),
+            Framing::Length(n) => Some(n),
+            _ => None,
+        };
+        loop {
+            let next = poll_fn(|cx| self.recv.poll_data(cx));
+            let data = match tokio::time::timeout(t.read_timeout, next).await {
+                Err(_) => return Err(TransferError::Read(io::ErrorKind::TimedOut.into())),
+                Ok(Some(Ok(data))) => data,
+                Ok(Some(Err(e))) => return Err(TransferError::Read(io::Error::other(e))),
+                Ok(None) => break,
+            };
+            let _ = self.recv.flow_control().release_capacity(data.len());
+            if let Some(n) = left.as_mut() {
+                *n = n
+                    .checked_sub(data.len() as u64)
+                    .ok_or_else(|| too_long(t))?;
+            }
+            self.out.clear();
+            frame(self.out, &data, left.is_none());
+            write_all(to, self.out, t.write_timeout)
+                .await
+                .map_err(TransferError::Write)?;
+        }
+        match left {
+            Some(0) => Ok(()),
+            Some(_) => Err(TransferError::Read(io::ErrorKind::UnexpectedEof.into())),
+            None => write_all(to, b"0\r\n\r\n", t.write_timeout)
+                .await
+                .map_err(TransferError::Write),
+        }
+    }
+
+    /// Sluice's own error reply; a stream whose response has begun is reset instead.
+    pub fn send_error(&mut self, status: u16) -> bool {
+        let mut head = http::Response::new(());
+        *head.status_mut() =
+            http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::BAD_GATEWAY);
+        let plain = HeaderValue::from_static("text/plain");
+        head.headers_mut().insert(http::header::CONTENT_TYPE, plain);
+        let text = format!("{status} {}\n", reply::reason(status));
+        match self.respond.send_response(head, self.is_head) {
+            Ok(mut send) if !self.is_head => send.send_data(Bytes::from(text), true).is_ok(),
+            Ok(_) => true,
+            Err(_) => {
+                self.respond.send_reset(h2::Reason::INTERNAL_ERROR);
+                false
+            }
+        }
+    }
+
+    /// Sends an answer of sluice's own: `head` is a whole HTTP/1.1 head (`answer`).
+    pub async fn send_local(&mut self, head: &[u8], body: files::Body) -> io::Result<u64> {
+        let response = h1_head_to_h2(head)?;
+        let empty = self.is_head || matches!(body, files::Body::None);
+        let send = self
+            .respond
+            .send_response(response, empty)
+            .map_err(io::Error::other)?;
+        if empty {
+            return Ok(0);
+        }
+        let mut data = Data { send };
+        let sent = match body {
+            files::Body::None => 0,
+            files::Body::Bytes(b) => {
+                write_all(&mut data, &b, self.timeout).await?;
+                b.len() as u64
+            }
+            files::Body::File { file, offset, len } => {
+                self.send_file(&mut data, &file, offset, len).await?
+            }
+        };
+        data.end()?;
+        Ok(sent)
+    }
+
+    async fn send_file(
+        &mut self,
+        data: &mut Data,
+        file: &std::fs::File,
+        mut offset: u64,
+        len: u64,
+    ) -> io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut left = len;
+        while left > 0 {
+            self.out.clear();
+            self.out.resize(left.min(CHUNK as u64) as usize, 0);
+            // Blocking, from the page cache: see `downstream::h1::send_local`.
+            let n = file.read_at(self.out, offset)?;
+            if n == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            write_all(data, &self.out[..n], self.timeout).await?;
+            (offset, left) = (offset + n as u64, left - n as u64);
+        }
+        Ok(len)
+    }
+}
+
+fn write_error(e: h2::Error) -> TransferError {
+    TransferError::Write(io::Error::other(e))
+}
+
+fn too_long(_: Transfer) -> TransferError {
+    TransferError::Read(io::Error::new(
+        io::ErrorKind::InvalidData,
+        "more DATA than the request's content-length",
+    ))
+}
+
+/// Appends `data` to `out`, as one chunk when `chunked`.
+fn frame(out: &mut Vec<u8>, data: &[u8], chunked: bool) {
+    if chunked {
+        if data.is_empty() {
+            return;
+        }
+        out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+        out.extend_from_slice(data);
+        out.extend_from_slice(b"\r\n");
+    } else {
+        out.extend_from_slice(data);
+    }
+}
+
+/// Adds a header from raw bytes; names are lower-cased (HTTP/2 requires it), and a
+/// name or value HTTP/2 cannot carry is left out.
+fn append(headers: &mut http::HeaderMap, name: &[u8], value: &[u8]) {
+    let name = HeaderName::from_bytes(&name.to_ascii_lowercase());
+    if let (Ok(name), Ok(value)) = (name, HeaderValue::from_bytes(value)) {
+        headers.append(name, value);
+    }
+}
+
+/// Adds `Name: value\r\n` lines.
+fn append_lines(headers: &mut http::HeaderMap, lines: &[u8]) {
+    for line in lines.split(|b| *b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if let Some(colon) = line.iter().position(|b| *b == b':') {
+            append(headers, &line[..colon], line[colon + 1..].trim_ascii());
+        }
+    }
+}
+
+/// An HTTP/1.1 response head of sluice's own, as an HTTP/2 response head.
+fn h1_head_to_h2(head: &[u8]) -> io::Result<http::Response<()>> {
+    let mut fields = [httparse::EMPTY_HEADER; 32];
+    let mut parsed = httparse::Response::new(&mut fields);
+    parsed
+        .parse(head)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let status = parsed.code.unwrap_or(500);
+    let mut out = http::Response::new(());
+    *out.status_mut() = http::StatusCode::from_u16(status)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    for h in parsed.headers.iter() {
+        if !h.name.eq_ignore_ascii_case("connection") {
+            append(out.headers_mut(), h.name.as_bytes(), h.value);
+        }
+    }
+    Ok(out)
+}
+
+/// A stream's DATA frames as a byte sink: a write waits for flow-control capacity and
+/// sends what fits.
+struct Data {
+    send: SendStream<Bytes>,
+}
+
+impl Data {
+    /// Ends the stream (an empty DATA frame with END_STREAM).
+    fn end(&mut self) -> io::Result<()> {
+        self.send
+            .send_data(Bytes::new(), true)
+            .map_err(io::Error::other)
+    }
+}
+
+impl AsyncWrite for Data {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        if buf.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let want = buf.len().min(CHUNK);
+        if self.send.capacity() == 0 {
+            self.send.reserve_capacity(want);
+        }
+        loop {
+            let have = self.send.capacity();
+            if have > 0 {
+                let n = have.min(want);
+                let bytes = Bytes::copy_from_slice(&buf[..n]);
+                self.send
+                    .send_data(bytes, false)
+                    .map_err(io::Error::other)?;
+                return Poll::Ready(Ok(n));
+            }
+            match ready!(self.send.poll_capacity(cx)) {
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Poll::Ready(Err(io::Error::other(e))),
+                None => return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.end())
+    }
+}

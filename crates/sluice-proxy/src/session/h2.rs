@@ -1,0 +1,258 @@
+//! One HTTP/2 client connection (the `h2` crate). Each stream is written out as the
+//! HTTP/1.1 head it stands for and taken through the same stages as an HTTP/1 request
+//! (parse, check, route, encode; forward, answer or 404; count, log, record), with an
+//! HTTP/2 client seam (`downstream::h2`): one pipeline, one set of rules for both
+//! protocols. Writing the head costs a copy and a parse per stream; it buys identical
+//! checks, routing, header edits and hash keys.
+//!
+//! A connection's streams run concurrently inside the connection's task. At most
+//! `max_concurrent_streams` are handled at once: while that many are in flight the
+//! connection is driven without accepting more, so a client that opens and resets
+//! streams in a loop (rapid reset) fills the h2 crate's queue of reset streams instead
+//! of sluice's servers, and is sent GOAWAY (ENHANCE_YOUR_CALM) when it overflows.
+//! Header blocks larger than `max_header_bytes` (a CONTINUATION flood, an HPACK bomb)
+//! end the connection the same way.
+
+use super::{dispatch, finish, logged, parse_head, response_edits, Counted, Target, Via};
+use crate::context::Context;
+use crate::downstream::buffers::Scratch;
+use crate::downstream::h2::Http2;
+use crate::downstream::Downstream;
+use crate::failure::{Body, Failure};
+use crate::http1::encode::Origin;
+use crate::http1::request::Rejection;
+use crate::metrics::ListenerStats;
+use crate::record::Outcome;
+use bytes::Bytes;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use h2::server::SendResponse;
+use h2::RecvStream;
+use std::future::poll_fn;
+use std::net::SocketAddr;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+
+/// Serves an HTTP/2 connection until the client ends it, it idles `keepalive_timeout`
+/// without a stream, or the worker drains (GOAWAY, then the streams in flight finish).
+pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    ctx: &Context,
+    stream: S,
+    peer: SocketAddr,
+    listener: &ListenerStats,
+    via: Via,
+) {
+    let _open = Counted::open(listener);
+    let config = ctx.gen().shared.config.clone();
+    let limits = &config.http2;
+    let mut builder = h2::server::Builder::new();
+    builder
+        .max_concurrent_streams(limits.max_concurrent_streams)
+        .max_header_list_size(config.max_header_bytes as u32)
+        .initial_window_size(limits.window)
+        .initial_connection_window_size(limits.window.saturating_mul(4))
+        .max_send_buffer_size(limits.window as usize);
+    let handshake = tokio::time::timeout(config.header_timeout, builder.handshake(stream));
+    let Ok(Ok(mut conn)) = handshake.await else {
+        return;
+    };
+    let client_ip = peer.ip().to_string();
+    let origin = Origin {
+        client_ip: &client_ip,
+        proto: via.proto,
+        listener: via.listener,
+    };
+    let at_once = limits.max_concurrent_streams as usize;
+    let mut streams = FuturesUnordered::new();
+    let mut idle_until = crate::clock::now() + config.keepalive_timeout;
+    let mut draining = false;
+    loop {
+        let room = streams.len() < at_once && !draining;
+        // One poll drives the connection: it accepts a stream when there is room for
+        // one, and otherwise only reads and writes frames.
+        let drive = poll_fn(|cx| {
+            if room {
+                conn.poll_accept(cx)
+            } else {
+                conn.poll_closed(cx).map(|r| r.err().map(Err))
+            }
+        });
+        tokio::select! {
+            next = drive => match next {
+                Some(Ok((request, respond))) => {
+                    streams.push(one_stream(ctx, request, respond, peer, listener, &origin));
+                }
+                Some(Err(e)) => {
+                    tracing::debug!(client = %peer, cause = %e, "HTTP/2 connection ended");
+                    break;
+                }
+                None if room || draining => break,
+                None => {}
+            },
+            Some(()) = streams.next(), if !streams.is_empty() => {
+                if streams.is_empty() {
+                    idle_until = crate::clock::now() + config.keepalive_timeout;
+                }
+            }
+            () = tokio::time::sleep_until(idle_until), if streams.is_empty() => {
+                conn.graceful_shutdown();
+                draining = true;
+            }
+            () = ctx.drain_signal(), if !draining => {
+                conn.graceful_shutdown();
+                draining = true;
+            }
+        }
+    }
+    // Streams already accepted finish (bounded by their own timeouts).
+    while streams.next().await.is_some() {}
+}
+
+/// One stream: its head through the shared stages, then the shared dispatch.
+async fn one_stream(
+    ctx: &Context,
+    request: http::Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    peer: SocketAddr,
+    listener: &ListenerStats,
+    origin: &Origin<'_>,
+) {
+    let (parts, mut recv) = request.into_parts();
+    let mut scratch = Scratch::default();
+    let mut head = Vec::with_capacity(512);
+    let parsed = h1_head(&parts, !recv.is_end_stream(), &mut head)
+        .and_then(|()| parse_head(ctx, &head, origin, &mut scratch));
+    let gen = ctx.gen();
+    let timeout = gen.shared.config.client_idle_timeout;
+    let (req, target, gen) = match parsed {
+        Ok(Some(parsed)) => parsed,
+        Ok(None) | Err(_) => {
+            let rejection = parsed.err().unwrap_or(Rejection {
+                status: 400,
+                reason: "HTTP/2 request head could not be read",
+            });
+            let mut down: Downstream<'_, TcpStream> = Downstream::Http2(Http2 {
+                respond: &mut respond,
+                recv: &mut recv,
+                out: &mut scratch.out,
+                pending: None,
+                is_head: parts.method == http::Method::HEAD,
+                timeout,
+                edits: None,
+            });
+            down.send_error(rejection.status, false).await;
+            let failure = Failure::downstream(rejection.status, rejection.reason, Body::Partial);
+            let mut outcome = Outcome::unrouted(rejection.status, failure);
+            outcome.client = Some(peer);
+            return finish(ctx, &gen, listener, &outcome, None, "");
+        }
+    };
+    let logged = logged(&gen, &head, &mut scratch.log);
+    let unrouted = matches!(target, Target::Unrouted).then(|| super::host_and_path(&head));
+    let edits = response_edits(&gen, &target, &scratch.response_edits);
+    let mut down: Downstream<'_, TcpStream> = Downstream::Http2(Http2 {
+        respond: &mut respond,
+        recv: &mut recv,
+        out: &mut scratch.out,
+        pending: None,
+        is_head: req.is_head,
+        timeout,
+        edits,
+    });
+    let prepared = (&scratch.head[..], &scratch.key[..]);
+    let mut outcome = dispatch(ctx, &gen, &mut down, &req, target, prepared, unrouted).await;
+    outcome.client = Some(peer);
+    finish(ctx, &gen, listener, &outcome, logged, &scratch.log);
+}
+
+/// The HTTP/1.1 head an HTTP/2 request stands for: the request line from `:method` and
+/// `:path`, `Host` from `:authority`, the fields (cookies joined into one line, as
+/// RFC 9113 8.2.3 asks), and chunked framing for a body of unknown length.
+fn h1_head(parts: &http::request::Parts, body: bool, out: &mut Vec<u8>) -> Result<(), Rejection> {
+    if parts.method == http::Method::CONNECT {
+        return Err(Rejection {
+            status: 501,
+            reason: "CONNECT over HTTP/2 is not supported",
+        });
+    }
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    out.extend_from_slice(parts.method.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let authority = parts.uri.authority();
+    if let Some(a) = authority {
+        put(out, "host", a.as_str().as_bytes());
+    }
+    let mut cookies: Vec<&[u8]> = Vec::new();
+    for (name, value) in &parts.headers {
+        match name.as_str() {
+            "host" if authority.is_some() => {}
+            "cookie" => cookies.push(value.as_bytes()),
+            n => put(out, n, value.as_bytes()),
+        }
+    }
+    if !cookies.is_empty() {
+        put(out, "cookie", &cookies.join(&b"; "[..]));
+    }
+    if body && !parts.headers.contains_key(http::header::CONTENT_LENGTH) {
+        out.extend_from_slice(b"transfer-encoding: chunked\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    Ok(())
+}
+
+fn put(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head_of(request: http::Request<()>, body: bool) -> String {
+        let (parts, ()) = request.into_parts();
+        let mut out = Vec::new();
+        h1_head(&parts, body, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_stream_becomes_the_http1_head_it_stands_for() {
+        let request = http::Request::builder()
+            .method("POST")
+            .uri("https://shop.test:8443/cart?id=1")
+            .header("cookie", "a=1")
+            .header("x-one", "1")
+            .header("cookie", "b=2")
+            .body(())
+            .unwrap();
+        assert_eq!(
+            head_of(request, true),
+            "POST /cart?id=1 HTTP/1.1\r\nhost: shop.test:8443\r\nx-one: 1\r\ncookie: a=1; b=2\r\ntransfer-encoding: chunked\r\n\r\n"
+        );
+        let request = http::Request::builder()
+            .uri("https://a.test/")
+            .header("content-length", "0")
+            .body(())
+            .unwrap();
+        assert_eq!(
+            head_of(request, false),
+            "GET / HTTP/1.1\r\nhost: a.test\r\ncontent-length: 0\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn connect_is_refused() {
+        let (parts, ()) = http::Request::builder()
+            .method("CONNECT")
+            .uri("a.test:443")
+            .body(())
+            .unwrap()
+            .into_parts();
+        let e = h1_head(&parts, false, &mut Vec::new()).unwrap_err();
+        assert_eq!(e.status, 501);
+    }
+}

@@ -1,0 +1,385 @@
+//! HTTP/2 towards clients: curl over TLS (ALPN h2) and over h2c with prior knowledge,
+//! request and response bodies, h2load multiplexing many streams, and clients that
+//! attack the protocol (rapid reset, CONTINUATION flood, HPACK bomb) cut off while
+//! another client is served. The attackers are frames written by hand here.
+
+use super::harness::{backend, backend_stats, proxy_with, TempDir, TestProxy};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Runs curl with `args`; its exit code and output.
+async fn curl(args: Vec<String>) -> (i32, String) {
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("curl")
+            .args(["-sS", "--max-time", "10"])
+            .args(&args)
+            .output()
+            .expect("curl is installed")
+    })
+    .await
+    .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|a| a.to_string()).collect()
+}
+
+/// A self-signed certificate for localhost (made by openssl, as a user would).
+fn certificate(dir: &TempDir) -> (String, String) {
+    let (cert, key) = (dir.0.join("cert.pem"), dir.0.join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "2", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl is installed");
+    assert!(made.status.success(), "{made:?}");
+    (cert.display().to_string(), key.display().to_string())
+}
+
+/// A proxy with a TLS listener (HTTP/2 by ALPN, its default) first and a plain one
+/// taking h2c second, both in front of backend `a`.
+async fn h2_proxy(dir: &TempDir, top: &str) -> (TestProxy, SocketAddr) {
+    let app = backend("a").await;
+    let (cert, key) = certificate(dir);
+    let listeners = format!(
+        "[[listener]]\nbind = \"127.0.0.1:0\"\ntls = {{ cert = {cert:?}, key = {key:?} }}\n[[listener]]\nbind = \"127.0.0.2:0\"\nhttp2 = true\n"
+    );
+    let body =
+        format!("{top}\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{app}\"]\n");
+    let p = proxy_with(&body, &listeners);
+    let plain = p.view().snapshot().listeners[1].bound;
+    (p, plain)
+}
+
+fn https(p: &TestProxy, path: &str) -> Vec<String> {
+    args(&[
+        "-k",
+        "--http2",
+        "--resolve",
+        &format!("localhost:{}:127.0.0.1", p.addr.port()),
+        &format!("https://localhost:{}{path}", p.addr.port()),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curl_speaks_http2_over_tls_and_h2c() {
+    let dir = TempDir::new("h2");
+    let (p, plain) = h2_proxy(&dir, "").await;
+    let mut a = https(&p, "/headers");
+    a.extend(args(&["-w", "%{http_version}"]));
+    let (code, text) = curl(a).await;
+    assert_eq!(code, 0, "{text}");
+    assert!(text.ends_with("\n2"), "{text}");
+    assert!(text.contains("x-forwarded-proto: https"), "{text}");
+    // A request body of known length.
+    let mut a = https(&p, "/upload");
+    a.extend(args(&["--data", &"x".repeat(100_000)]));
+    let (code, text) = curl(a).await;
+    assert_eq!((code, text.as_str()), (0, "received 100000 bytes\n"));
+    // A large response streams within flow control.
+    let mut a = https(&p, "/bytes?n=3000000");
+    a.extend(args(&[
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{size_download} %{http_version}",
+    ]));
+    let (code, text) = curl(a).await;
+    assert_eq!((code, text.as_str()), (0, "3000000 2"));
+    // h2c with prior knowledge on the plain listener.
+    let url = format!("http://{plain}/");
+    let (code, text) = curl(args(&[
+        "--http2-prior-knowledge",
+        "-w",
+        " %{http_version}",
+        &url,
+    ]))
+    .await;
+    assert_eq!((code, text.as_str()), (0, "a\n 2"));
+    // The same listener still speaks HTTP/1.1.
+    let (code, text) = curl(args(&["--http1.1", "-w", " %{http_version}", &url])).await;
+    assert_eq!((code, text.as_str()), (0, "a\n 1.1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h2load_multiplexes_many_streams_on_few_connections() {
+    let dir = TempDir::new("h2");
+    let (p, _) = h2_proxy(&dir, "").await;
+    let url = format!("https://127.0.0.1:{}/", p.addr.port());
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("h2load")
+            .args(["-n", "2000", "-c", "4", "-m", "20", &url])
+            .output()
+            .expect("h2load is installed")
+    })
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("requests: 2000 total, 2000 started, 2000 done, 2000 succeeded, 0 failed"),
+        "{text}"
+    );
+    assert!(text.contains("Application protocol: h2"), "{text}");
+}
+
+// ---- hand-written frames, for the attacks
+
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+const DATA: u8 = 0;
+const HEADERS: u8 = 1;
+const RST_STREAM: u8 = 3;
+const SETTINGS: u8 = 4;
+const GOAWAY: u8 = 7;
+const CONTINUATION: u8 = 9;
+const END_STREAM: u8 = 1;
+const END_HEADERS: u8 = 4;
+
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len() as u32;
+    let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// An HPACK string (no Huffman), with its 7-bit prefixed length.
+fn hpack_string(out: &mut Vec<u8>, s: &[u8]) {
+    hpack_int(out, 0x00, 7, s.len());
+    out.extend_from_slice(s);
+}
+
+fn hpack_int(out: &mut Vec<u8>, first: u8, bits: u32, mut n: usize) {
+    let max = (1usize << bits) - 1;
+    if n < max {
+        out.push(first | n as u8);
+        return;
+    }
+    out.push(first | max as u8);
+    n -= max;
+    while n >= 128 {
+        out.push((n % 128 + 128) as u8);
+        n /= 128;
+    }
+    out.push(n as u8);
+}
+
+/// `GET /` to localhost: static-table method, scheme and path, a literal authority.
+fn get_block() -> Vec<u8> {
+    let mut b = vec![0x82, 0x86, 0x84, 0x01];
+    hpack_string(&mut b, b"localhost");
+    b
+}
+
+/// A connection that has sent the preface and empty SETTINGS.
+async fn attacker(addr: SocketAddr) -> TcpStream {
+    let mut c = TcpStream::connect(addr).await.unwrap();
+    c.write_all(PREFACE).await.unwrap();
+    c.write_all(&frame(SETTINGS, 0, 0, &[])).await.unwrap();
+    c
+}
+
+/// Reads frames until GOAWAY (its error code) or the end of the connection (`None`),
+/// within 10 s.
+async fn goaway(c: &mut TcpStream) -> Option<u32> {
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16384];
+    loop {
+        while buf.len() >= 9 {
+            let len =
+                (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
+            if buf.len() < 9 + len {
+                break;
+            }
+            if buf[3] == GOAWAY && len >= 8 {
+                return Some(u32::from_be_bytes(buf[13..17].try_into().unwrap()));
+            }
+            buf.drain(..9 + len);
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, c.read(&mut chunk)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return None,
+            Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
+            Err(_) => panic!("no GOAWAY and no close within 10 s"),
+        }
+    }
+}
+
+/// While `attack` runs, another client keeps getting answers over HTTP/2.
+async fn others_served_during(plain: SocketAddr, attack: impl std::future::Future<Output = ()>) {
+    let url = format!("http://{plain}/");
+    let bystander = async {
+        for _ in 0..5 {
+            let a = args(&["--http2-prior-knowledge", &url]);
+            let (code, text) = curl(a).await;
+            assert_eq!(
+                (code, text.as_str()),
+                (0, "a\n"),
+                "a bystander was not served"
+            );
+        }
+    };
+    tokio::join!(attack, bystander);
+}
+
+/// ENHANCE_YOUR_CALM, the code h2 sends to a client that abuses the protocol.
+const ENHANCE_YOUR_CALM: u32 = 0xb;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rapid_reset_is_cut_off_and_barely_reaches_the_servers() {
+    let dir = TempDir::new("h2");
+    let (p, plain) = h2_proxy(&dir, "[http2]\nmax_concurrent_streams = 16\n").await;
+    let app = p.view().snapshot().upstreams[0].servers[0].addr;
+    let before = backend_stats(app).await.1;
+    let attempts = 20_000u32;
+    others_served_during(plain, async {
+        let mut c = attacker(plain).await;
+        let mut burst = Vec::new();
+        let block = get_block();
+        let mut written = 0;
+        for i in 0..attempts {
+            let id = 2 * i + 1;
+            burst.extend(frame(HEADERS, END_STREAM | END_HEADERS, id, &block));
+            burst.extend(frame(RST_STREAM, 0, id, &8u32.to_be_bytes()));
+            if burst.len() > 64 * 1024 {
+                if c.write_all(&burst).await.is_err() {
+                    break;
+                }
+                written = i;
+                burst.clear();
+            }
+        }
+        let code = goaway(&mut c).await;
+        assert!(
+            code == Some(ENHANCE_YOUR_CALM) || code.is_none(),
+            "GOAWAY {code:?} after {written} resets"
+        );
+        assert!(written < attempts - 1, "all {attempts} resets were taken");
+    })
+    .await;
+    let reached = backend_stats(app).await.1 - before;
+    // The bystander's 5 and a handful of the attacker's, not thousands.
+    assert!(reached < 200, "{reached} requests reached the server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_continuation_flood_is_cut_off() {
+    let dir = TempDir::new("h2");
+    let (_p, plain) = h2_proxy(&dir, "").await;
+    others_served_during(plain, async {
+        let mut c = attacker(plain).await;
+        c.write_all(&frame(HEADERS, 0, 1, &get_block()))
+            .await
+            .unwrap();
+        let mut sent = 0usize;
+        // Each CONTINUATION carries a new 1 KiB header; none ends the block.
+        for i in 0..100_000 {
+            let mut block = vec![0x00];
+            hpack_string(&mut block, format!("x-flood-{i}").as_bytes());
+            hpack_string(&mut block, &[b'v'; 1024]);
+            if c.write_all(&frame(CONTINUATION, 0, 1, &block))
+                .await
+                .is_err()
+            {
+                break;
+            }
+            sent += block.len();
+            if sent > 4 << 20 {
+                break;
+            }
+        }
+        // Cut off near max_header_bytes (16 KiB), far below 4 MiB.
+        assert!(sent < 4 << 20, "4 MiB of CONTINUATION frames were taken");
+        let code = goaway(&mut c).await;
+        assert_ne!(code, Some(0), "closed as if all were well");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_hpack_bomb_is_refused() {
+    let dir = TempDir::new("h2");
+    let (_p, plain) = h2_proxy(&dir, "").await;
+    others_served_during(plain, async {
+        let mut c = attacker(plain).await;
+        // One 4 KiB header into the dynamic table, then referenced 4000 times at one
+        // byte each: 16 MB of headers from 8 KiB on the wire.
+        let mut block = get_block();
+        block.push(0x40);
+        hpack_string(&mut block, b"x-bomb");
+        hpack_string(&mut block, &[b'b'; 4000]);
+        block.extend(std::iter::repeat_n(0x80 | 62, 4000));
+        c.write_all(&frame(HEADERS, END_STREAM | END_HEADERS, 1, &block))
+            .await
+            .unwrap();
+        // The stream (or the connection) is refused; no response comes.
+        let mut got = vec![0u8; 1 << 16];
+        let n = tokio::time::timeout(Duration::from_secs(10), c.read(&mut got)).await;
+        let n = n.expect("an answer within 10 s").unwrap_or(0);
+        let frames = &got[..n];
+        // SETTINGS from the server, then a RST_STREAM or GOAWAY, never HEADERS for 1.
+        let mut at = 0;
+        while at + 9 <= frames.len() {
+            let len = (usize::from(frames[at]) << 16)
+                | (usize::from(frames[at + 1]) << 8)
+                | usize::from(frames[at + 2]);
+            let stream =
+                u32::from_be_bytes(frames[at + 5..at + 9].try_into().unwrap()) & 0x7fff_ffff;
+            assert!(
+                !(frames[at + 3] == HEADERS && stream == 1),
+                "the bomb was answered"
+            );
+            at += 9 + len;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_of_unknown_length_reaches_the_server_whole() {
+    let dir = TempDir::new("h2");
+    let (_p, plain) = h2_proxy(&dir, "").await;
+    let mut c = attacker(plain).await;
+    // POST /upload, no content-length: the server gets it chunked.
+    let mut block = vec![0x83, 0x86, 0x04];
+    hpack_string(&mut block, b"/upload");
+    block.push(0x01);
+    hpack_string(&mut block, b"localhost");
+    c.write_all(&frame(HEADERS, END_HEADERS, 1, &block))
+        .await
+        .unwrap();
+    for part in [&[b'a'; 1000][..], &[b'b'; 2000][..], &[][..]] {
+        let flags = if part.is_empty() { END_STREAM } else { 0 };
+        c.write_all(&frame(DATA, flags, 1, part)).await.unwrap();
+    }
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let until = Instant::now() + Duration::from_secs(10);
+    while !String::from_utf8_lossy(&got).contains("received 3000 bytes") {
+        assert!(
+            Instant::now() < until,
+            "no answer: {:?}",
+            String::from_utf8_lossy(&got)
+        );
+        let n = tokio::time::timeout(Duration::from_secs(10), c.read(&mut chunk)).await;
+        let n = n.unwrap().unwrap();
+        assert!(n > 0, "closed: {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&chunk[..n]);
+    }
+}
