@@ -12,7 +12,9 @@
 #      ECDSA P-256 certificate: new TLS handshakes per second at saturation
 #      (`wrk -H 'Connection: close'`: every request a new connection, a full handshake,
 #      as wrk does not resume sessions), and CPU per request over keep-alive TLS at
-#      the fixed rate (`h2load --h1` to https://), read as in 2.
+#      the fixed rate (`h2load --h1` to https://), read as in 2.; then HTTP/2 over the
+#      same listener (ALPN h2): requests/s at saturation (`h2load -c16 -m16`, 16 streams
+#      at once on each of 16 connections) and CPU per request at the fixed rate.
 # We repeat this RUNS times. Within each round we take the balancers in turn, and
 # rotate the order from one round to the next, so that noise on this shared machine
 # (and any position effect) is spread over all three instead of landing on one.
@@ -280,7 +282,7 @@ http {
     server {
         listen 127.0.0.1:${PORT_OF[nginx]};
 $( [[ $HTTPS == 1 ]] && cat <<TLS
-        listen 127.0.0.1:${TLS_PORT_OF[nginx]} ssl;
+        listen 127.0.0.1:${TLS_PORT_OF[nginx]} ssl http2;
         ssl_certificate $WORK/cert.pem;
         ssl_certificate_key $WORK/key.pem;
         ssl_protocols TLSv1.2 TLSv1.3;
@@ -320,7 +322,7 @@ $( [[ -n $ACCESS_LOG ]] && printf '    log global\n    option httplog\n' )
 
 frontend fe
     bind 127.0.0.1:${PORT_OF[haproxy]}
-$( [[ $HTTPS == 1 ]] && echo "    bind 127.0.0.1:${TLS_PORT_OF[haproxy]} ssl crt $WORK/combined.pem alpn http/1.1" )
+$( [[ $HTTPS == 1 ]] && echo "    bind 127.0.0.1:${TLS_PORT_OF[haproxy]} ssl crt $WORK/combined.pem alpn h2,http/1.1" )
     default_backend app
 
 backend app
@@ -452,6 +454,30 @@ measure_tls() {
     echo "# balancer CPU (utime+stime, process tree of pid ${PID_OF[$name]}): $before -> $after ticks at $CLK_TCK/s" >>"$ka_log"
     kill -0 "${PID_OF[$name]}" 2>/dev/null || die "$name died during the TLS measurement; see $OUT/servers/$name.log"
     TLS_RESULT=("$hs_log" "$ka_log" "$before" "$after")
+    sleep 1
+    measure_h2 "$name" "$round" "$url"
+}
+
+# measure_h2 NAME ROUND URL: HTTP/2 (ALPN h2) at saturation, then at the fixed rate with
+# the balancer's CPU read around it; appends the two logs and the ticks to TLS_RESULT.
+measure_h2() {
+    local name=$1 round=$2 url=$3
+    local sat_log="$OUT/raw/r$round-$name-h2-sat.txt" cost_log="$OUT/raw/r$round-$name-h2-rate.txt"
+    log "round $round: $name: HTTP/2 at saturation, h2load ${DUR}s"
+    local sat_cmd=(h2load -t 2 -c 16 -m 16 -D "$DUR" "$url")
+    echo "# $name, round $round: ${sat_cmd[*]}" >"$sat_log"
+    bounded $(( DUR + 30 )) "${sat_cmd[@]}" >>"$sat_log" 2>&1 || die "$name: h2load (HTTP/2) failed; see $sat_log"
+    grep -q "Application protocol: h2" "$sat_log" || die "$name: h2load did not get HTTP/2; see $sat_log"
+    sleep 1
+    log "round $round: $name: HTTP/2, h2load ${EFFECTIVE_RATE} req/s for ${DUR}s"
+    local cost_cmd=(h2load -c "$H2_CLIENTS" -m 1 -t 1 --rps "$RPS_PER_CLIENT" -D "$DUR" "$url")
+    echo "# $name, round $round: ${cost_cmd[*]}" >"$cost_log"
+    local before after
+    before=$(python3 "$HELPER" ticks "${PID_OF[$name]}")
+    bounded $(( DUR + 30 )) "${cost_cmd[@]}" >>"$cost_log" 2>&1 || die "$name: h2load (HTTP/2, rate) failed; see $cost_log"
+    after=$(python3 "$HELPER" ticks "${PID_OF[$name]}")
+    echo "# balancer CPU (utime+stime, process tree of pid ${PID_OF[$name]}): $before -> $after ticks at $CLK_TCK/s" >>"$cost_log"
+    TLS_RESULT+=("$sat_log" "$cost_log" "$before" "$after")
 }
 
 # ---------------------------------------------------------------- report
@@ -485,6 +511,8 @@ machine_info() {
         echo "- HTTPS, on a second listener (one self-signed ECDSA P-256 certificate for all):"
         echo "  new handshakes/s = \`wrk -t$WRK_THREADS -c$WRK_CONNS -d${DUR}s --latency -H 'Connection: close' https://127.0.0.1:PORT/\`"
         echo "  (one request per connection); keep-alive TLS cost = the h2load run above against https://."
+        echo "- HTTP/2 on the same listener: saturation = \`h2load -t 2 -c 16 -m 16 -D $DUR https://127.0.0.1:PORT/\`;"
+        echo "  cost = \`h2load -c $H2_CLIENTS -m 1 -t 1 --rps $RPS_PER_CLIENT -D $DUR https://127.0.0.1:PORT/\` with the CPU read as above."
         echo "- openssl: $(openssl version 2>&1 | head -n1)"
     fi
     echo
@@ -601,13 +629,14 @@ def record(name, rnd, wrk_path, h2_path, t0, t1, hz, *tls):
     rec["cpu_us_per_req"] = rec["cpu_ticks"] / int(hz) * 1e6 / done if done else None
     rec["problems"] = problems(rec)
     if tls:
-        rec["tls"] = tls_record(rec, *tls, hz)
+        rec["tls"] = tls_record(rec, *tls, hz=hz)
     for p in rec["problems"]:
         print(f"[compare] WARNING: round {rnd} {name}: {p}", file=sys.stderr)
     print(json.dumps(rec))
 
-def tls_record(rec, hs_path, ka_path, t0, t1, hz):
-    """The HTTPS runs: handshakes (wrk, one request per connection) and keep-alive cost."""
+def tls_record(rec, hs_path, ka_path, t0, t1, *h2, hz):
+    """The HTTPS runs: handshakes (wrk, one request per connection) and keep-alive cost;
+    then, when given, HTTP/2 at saturation and at the fixed rate."""
     t = {"handshake_wrk": parse_wrk(open(hs_path).read()),
          "h2load": parse_h2load(open(ka_path).read()),
          "cpu_ticks": int(t1) - int(t0)}
@@ -616,6 +645,18 @@ def tls_record(rec, hs_path, ka_path, t0, t1, hz):
     sub = {"wrk": t["handshake_wrk"], "h2load": t["h2load"],
            "target_rate": rec["target_rate"], "cpu_ticks": t["cpu_ticks"]}
     rec["problems"] += ["TLS " + p for p in problems(sub)]
+    if h2:
+        sat_path, rate_path, t2, t3 = h2
+        sat, rate = parse_h2load(open(sat_path).read()), parse_h2load(open(rate_path).read())
+        ticks = int(t3) - int(t2)
+        done = rate["requests"]["done"]
+        t["h2"] = {"saturation": sat, "rate": rate, "cpu_ticks": ticks,
+                   "cpu_us_per_req": ticks / int(hz) * 1e6 / done if done else None}
+        for name, run in (("saturation", sat), ("rate", rate)):
+            r = run["requests"]
+            bad = {k: r[k] for k in ("failed", "errored", "timeout") if r[k]}
+            if bad or sum(v for k, v in run["status"].items() if k != "2xx"):
+                rec["problems"].append(f"HTTP/2 {name}: {bad or 'non-2xx responses'}")
     return t
 
 def median(xs):
@@ -703,12 +744,36 @@ def tls_report(recs, order):
         cpu = f"{r['cpu'] / base['cpu']:.2f}×" if r["cpu"] and base["cpu"] else "n/a"
         print(f"| {b} | {r['hs']:,.0f} | {hs} | {r['cpu']:.1f} | {cpu} | {r['rate']:,.0f} |")
     print()
+    h2_report(recs, order)
+
+def h2_report(recs, order):
+    """The HTTP/2 table, when the runs measured it."""
+    rows = {}
+    for b in order:
+        rs = [r["tls"]["h2"] for r in recs if r["balancer"] == b and "h2" in r.get("tls", {})]
+        if rs:
+            rows[b] = {"rps": median([r["saturation"]["rps"] for r in rs]),
+                       "cpu": median([r["cpu_us_per_req"] for r in rs]),
+                       "rate": median([r["rate"]["rps"] for r in rs])}
+    if "nginx" not in rows:
+        return
+    base = rows["nginx"]
+    ratio = lambda v, n: f"{v / n:.2f}×" if v and n else "n/a"
+    print("HTTP/2 over TLS (ALPN h2, the same listener): requests/s at saturation "
+          "(h2load -t2 -c16 -m16) and CPU per request at the fixed rate (h2load -m1).")
+    print()
+    print("| balancer | HTTP/2 req/s at saturation | ×nginx | HTTP/2 CPU µs/req | ×nginx | achieved req/s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for b, r in rows.items():
+        print(f"| {b} | {r['rps']:,.0f} | {ratio(r['rps'], base['rps'])} | {r['cpu']:.1f} "
+              f"| {ratio(r['cpu'], base['cpu'])} | {r['rate']:,.0f} |")
+    print()
 
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "ticks" and len(argv) == 3:
         print(ticks(int(argv[2])))
-    elif cmd == "record" and len(argv) in (9, 13):
+    elif cmd == "record" and len(argv) in (9, 13, 17):
         record(*argv[2:])
     elif cmd == "report" and len(argv) == 3:
         report(argv[2])

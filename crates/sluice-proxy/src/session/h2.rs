@@ -66,6 +66,10 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let mut idle_until = crate::clock::now() + config.keepalive_timeout;
     let mut draining = false;
     loop {
+        if ctx.draining() && !draining {
+            conn.graceful_shutdown();
+            draining = true;
+        }
         let room = streams.len() < at_once && !draining;
         // One poll drives the connection: it accepts a stream when there is room for
         // one, and otherwise only reads and writes frames.
@@ -85,8 +89,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                     tracing::debug!(client = %peer, cause = %e, "HTTP/2 connection ended");
                     break;
                 }
-                None if room || draining => break,
-                None => {}
+                None => break,
             },
             Some(()) = streams.next(), if !streams.is_empty() => {
                 if streams.is_empty() {
@@ -103,7 +106,9 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             }
         }
     }
-    // Streams already accepted finish (bounded by their own timeouts).
+    // The connection is over: dropping it ends the streams still waiting on it, which
+    // then finish at once.
+    drop(conn);
     while streams.next().await.is_some() {}
 }
 

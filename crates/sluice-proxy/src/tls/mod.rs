@@ -102,6 +102,9 @@ impl TlsListener {
             false => vec![b"http/1.1".to_vec()],
         };
         config.ticketer = ticketer()?;
+        // The server's order of cipher suites (rustls': AES-256-GCM, AES-128-GCM,
+        // ChaCha20-Poly1305), not whatever a client lists first.
+        config.ignore_client_order = true;
         config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
         Ok(TlsListener {
             acceptor: TlsAcceptor::from(Arc::new(config)),
