@@ -7,7 +7,8 @@
 # report in a test; prometheus, for promtool, which checks the /metrics output; goaccess,
 # which reads the access log; prometheus-node-exporter, which `sluice lab` reads as a
 # remote tier in a test; h2load, which multiplexes HTTP/2 streams in a test; openssl,
-# which makes a test's certificate).
+# which makes a test's certificate; pebble, Let's Encrypt's test CA, which a test gets a
+# certificate from).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,7 @@ command -v chromium >/dev/null || need_apt+=(chromium)
 command -v prometheus-node-exporter >/dev/null || need_apt+=(prometheus-node-exporter)
 command -v h2load >/dev/null || need_apt+=(nghttp2-client)
 command -v openssl >/dev/null || need_apt+=(openssl)
+command -v pebble >/dev/null || need_apt+=(pebble)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "== installing ${need_apt[*]}"
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -6,6 +6,7 @@
 //! problems are reported at once. It must never panic on input, never touch the network or
 //! resolve names, and never start anything: it only reads and checks.
 
+mod acme;
 mod admin;
 mod answer;
 mod balance;
@@ -23,7 +24,7 @@ mod validate;
 pub use admin::DEFAULT_BIND as DEFAULT_ADMIN_BIND;
 pub use error::{ConfigError, Errors};
 pub use model::{
-    AccessLog, Action, Admin, Balance, CertificateFiles, Config, FailurePolicy, HashMethod,
+    AccessLog, Acme, Action, Admin, Balance, CertificateFiles, Config, FailurePolicy, HashMethod,
     HeaderEdits, HealthCheck, HostMatch, Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat,
     LogTarget, Place, RetryPolicy, Return, Route, Server, Tls, Upstream, Variable,
 };

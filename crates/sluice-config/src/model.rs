@@ -28,6 +28,8 @@ pub struct Config {
     pub upstreams: Vec<Upstream>,
     /// The admin listener (metrics, JSON API, dashboard), when `[admin]` is given.
     pub admin: Option<Admin>,
+    /// Certificates from an ACME CA, when `[acme]` is given.
+    pub acme: Option<Acme>,
     /// Where finished requests are logged, one line each, if anywhere.
     pub access_log: Option<AccessLog>,
 }
@@ -96,6 +98,9 @@ impl Default for Http2Limits {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tls {
     pub certificates: Vec<CertificateFiles>,
+    /// `acme = true` (where it is written): the `[acme]` certificate is the first of
+    /// `certificates`.
+    pub acme: Option<Place>,
 }
 
 /// A certificate chain and its private key, as PEM files (paths resolved against the
@@ -105,6 +110,28 @@ pub struct CertificateFiles {
     pub cert: std::path::PathBuf,
     pub key: std::path::PathBuf,
     /// Where the config names them, for errors found when the files are read.
+    pub at: Place,
+    /// The `[acme]` certificate: its files may not exist yet (sluice serves a
+    /// placeholder until the first is obtained).
+    pub acme: bool,
+}
+
+/// `[acme]`: one certificate for `domains`, obtained over HTTP-01 and renewed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Acme {
+    /// The CA's directory URL (Let's Encrypt's by default).
+    pub directory: String,
+    /// `mailto:` addresses for the account.
+    pub contact: Vec<String>,
+    pub domains: Vec<String>,
+    /// Where the account, the key and the certificate are kept (`fullchain.pem`,
+    /// `privkey.pem`, `account.json`).
+    pub storage: std::path::PathBuf,
+    /// A CA certificate (PEM) to trust for the directory's HTTPS, for test and private
+    /// CAs (pebble); the system's roots otherwise.
+    pub ca: Option<std::path::PathBuf>,
+    /// Renew when the certificate has fewer days left than this.
+    pub renew_days: u32,
     pub at: Place,
 }
 

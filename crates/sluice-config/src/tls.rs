@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use toml_edit::TableLike;
 
-const TLS_KEYS: &[&str] = &["cert", "key", "certificates"];
+const TLS_KEYS: &[&str] = &["cert", "key", "certificates", "acme"];
 const PAIR_KEYS: &[&str] = &["cert", "key"];
 
 /// `tls = { cert = "fullchain.pem", key = "privkey.pem" }`, with more certificates for
@@ -31,17 +31,22 @@ pub(crate) fn tls(r: &mut Reader, listener: &dyn TableLike) -> Option<Tls> {
         certificates.extend(pair(r, table, item.span()));
     }
     certificates.extend(more(r, table));
+    let acme = match r.boolean(table, "acme") {
+        Some(true) => Some(place(r, table.get("acme").and_then(|v| v.span()))),
+        _ => None,
+    };
     let named = ["cert", "key", "certificates"]
         .iter()
-        .any(|k| table.contains_key(k));
+        .any(|k| table.contains_key(k))
+        || acme.is_some();
     if !named {
         r.error(
             item.span(),
             "`tls` names no certificate",
-            "add cert = \"fullchain.pem\" and key = \"privkey.pem\"",
+            "add cert = \"fullchain.pem\" and key = \"privkey.pem\", or acme = true",
         );
     }
-    Some(Tls { certificates })
+    Some(Tls { certificates, acme })
 }
 
 /// `certificates = [{ cert, key }, ...]`.
@@ -99,6 +104,7 @@ fn pair(r: &mut Reader, t: &dyn TableLike, span: Option<Range<usize>>) -> Option
         cert: beside(r.file, &cert),
         key: beside(r.file, &key),
         at: place(r, at),
+        acme: false,
     })
 }
 
@@ -108,7 +114,7 @@ fn beside(file: &str, path: &str) -> PathBuf {
     dir.join(path)
 }
 
-fn place(r: &Reader, span: Option<Range<usize>>) -> Place {
+pub(crate) fn place(r: &Reader, span: Option<Range<usize>>) -> Place {
     let e = ConfigError::at(r.file, r.text, span, "", "");
     Place {
         file: e.file,

@@ -27,6 +27,7 @@ const TOP_KEYS: &[&str] = &[
     "access_log",
     "access_log_format",
     "http2",
+    "acme",
 ];
 const LISTENER_KEYS: &[&str] = &["bind", "tls", "http2"];
 const HTTP2_KEYS: &[&str] = &["max_concurrent_streams", "window"];
@@ -69,7 +70,9 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
     let mut r = Reader::new(file, text);
     let root = doc.as_table();
     r.only_keys(root, TOP_KEYS, "the top level");
-    let listeners = listeners(&mut r, root);
+    let mut listeners = listeners(&mut r, root);
+    let acme = crate::acme::acme(&mut r, root);
+    crate::acme::attach(&mut r, acme.as_ref(), &mut listeners);
     let upstreams = upstreams(&mut r, root, &listeners);
     let config = Config {
         workers: r.integer(root, "workers", 1024).unwrap_or(0) as usize,
@@ -92,6 +95,7 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
         routes: crate::route::routes(&mut r, root, &upstreams, &listeners),
         http2: http2(&mut r, root),
         admin: crate::admin::admin(&mut r, root, &listeners),
+        acme,
         access_log: access_log(&mut r, root),
         upstreams,
         listeners,

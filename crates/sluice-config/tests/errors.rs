@@ -477,9 +477,9 @@ servers = ["127.0.0.1:9101"]
             "bad.toml:4:7: a certificate without `key` (give both cert = \"fullchain.pem\" and key = \"privkey.pem\")",
             "bad.toml:7:56: a certificate without `key` (give both cert = \"fullchain.pem\" and key = \"privkey.pem\")",
             "bad.toml:7:74: unknown key `kye` in a `certificates` entry (did you mean `key`?)",
-            "bad.toml:7:92: unknown key `ciphers` in `tls` (`tls` takes: cert, key, certificates)",
+            "bad.toml:7:92: unknown key `ciphers` in `tls` (`tls` takes: cert, key, certificates, acme)",
             "bad.toml:10:7: `tls` must be a table (write tls = { cert = \"fullchain.pem\", key = \"privkey.pem\" })",
-            "bad.toml:13:7: `tls` names no certificate (add cert = \"fullchain.pem\" and key = \"privkey.pem\")",
+            "bad.toml:13:7: `tls` names no certificate (add cert = \"fullchain.pem\" and key = \"privkey.pem\", or acme = true)",
         ]
     );
 }
@@ -575,4 +575,61 @@ servers = ["127.0.0.1:9101"]
         .response_headers
         .drops("STRICT-TRANSPORT-SECURITY"));
     assert!(!c.routes[2].response_headers.drops("x-other"));
+}
+
+#[test]
+fn acme_settings_are_read_and_checked() {
+    let text = r#"
+[[listener]]
+bind = "127.0.0.1:443"
+tls = { acme = true }
+[acme]
+domains = ["Shop.Example", "www.shop.example"]
+contact = ["mailto:ops@shop.example"]
+[[route]]
+upstream = "app"
+[upstream.app]
+servers = ["127.0.0.1:9101"]
+"#;
+    let c = parse("/etc/sluice/sluice.toml", text).unwrap();
+    let acme = c.acme.as_ref().unwrap();
+    assert_eq!(acme.domains, ["shop.example", "www.shop.example"]);
+    assert_eq!(
+        acme.directory,
+        "https://acme-v02.api.letsencrypt.org/directory"
+    );
+    assert_eq!(acme.storage.to_str(), Some("/etc/sluice/acme"));
+    assert_eq!(acme.renew_days, 30);
+    let first = &c.listeners[0].tls.as_ref().unwrap().certificates[0];
+    assert!(first.acme);
+    assert_eq!(first.cert.to_str(), Some("/etc/sluice/acme/fullchain.pem"));
+    let bad = r#"
+[[listener]]
+bind = "127.0.0.1:443"
+tls = { acme = true }
+[[listener]]
+bind = "127.0.0.1:444"
+tls = { acme = true }
+[[route]]
+upstream = "app"
+[upstream.app]
+servers = ["127.0.0.1:9101"]
+"#;
+    assert_eq!(
+        errors(bad),
+        [
+            "bad.toml:4:16: `acme = true` but there is no [acme] section (add [acme] with domains = [\"example.com\"] (and contact = [\"mailto:...\"]))",
+            "bad.toml:7:16: `acme = true` but there is no [acme] section (add [acme] with domains = [\"example.com\"] (and contact = [\"mailto:...\"]))",
+        ]
+    );
+    let bad = "[[listener]]\nbind = \"127.0.0.1:1\"\n[acme]\ndomains = [\"*.shop.example\"]\ndirectory = \"http://x\"\n[[route]]\nreturn = 204\n";
+    let got = errors(bad);
+    assert!(
+        got[0].starts_with("bad.toml:4:12: not a host name an ACME CA can issue for over HTTP-01"),
+        "{got:?}"
+    );
+    assert!(
+        got[1].starts_with("bad.toml:5:13: the ACME `directory` must be an https:// URL"),
+        "{got:?}"
+    );
 }

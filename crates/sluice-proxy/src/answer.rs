@@ -140,11 +140,33 @@ fn finish(out: &mut Vec<u8>, edits: Option<&Edits<'_>>, keep_alive: bool, http10
     out.extend_from_slice(b"\r\n");
 }
 
-/// Sends the answer prepared in `head` and its body; the outcome for the record stage.
+/// The answer to an ACME HTTP-01 challenge: the key authorization as text.
+pub fn challenge(key_authorization: &str, checked: &Checked<'_>, out: &mut Vec<u8>) -> Local {
+    let req = &checked.request;
+    let keep_alive = req.keep_alive && Body::unread(req.framing).consumed();
+    out.clear();
+    out.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ");
+    put_decimal(out, key_authorization.len() as u64);
+    out.extend_from_slice(b"\r\n");
+    finish(out, None, keep_alive, req.http10);
+    let body = key_authorization.as_bytes().to_vec();
+    Local {
+        status: 200,
+        body: if req.is_head {
+            files::Body::None
+        } else {
+            files::Body::Bytes(body)
+        },
+        keep_alive,
+    }
+}
+
+/// Sends the answer prepared in `head` and its body; the outcome for the record stage
+/// (`route`: the path of the route that answered, if one did).
 pub async fn send<'g, S: Stream>(
     down: &mut Downstream<'_, S>,
     req: &Request,
-    route: &'g Route,
+    route: Option<&'g str>,
     local: Local,
     head: &[u8],
 ) -> Outcome<'g> {
@@ -156,7 +178,7 @@ pub async fn send<'g, S: Stream>(
     };
     Outcome {
         client: None,
-        route: Some(&route.path),
+        route,
         upstream: None,
         server: None,
         status: local.status,

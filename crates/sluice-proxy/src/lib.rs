@@ -34,6 +34,7 @@
 //! share. `docs/architecture.md` has the graph, checked by `scripts/module-graph.py`.
 
 mod access_log;
+pub mod acme;
 mod answer;
 mod clock;
 mod context;

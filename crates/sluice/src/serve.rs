@@ -54,7 +54,11 @@ pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
     let pid_file = pid_file(path, config.pid_file.as_deref());
     let (signal, signals) = signal_channel()?;
     let admin_config = config.admin.clone();
+    let acme = config.acme.clone();
     let proxy = Proxy::start(config).context("starting the listeners")?;
+    if let Some(acme) = acme {
+        sluice_acme::spawn(acme, proxy.challenges()).context("starting the ACME client")?;
+    }
     let waiting = Waiting::default();
     let info = sluice_admin::Info {
         config_file: Some(path.to_path_buf()),

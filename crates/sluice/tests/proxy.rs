@@ -6,6 +6,7 @@ mod proxy {
     pub mod harness;
 
     mod access_log;
+    mod acme;
     mod admin_cli;
     mod answers;
 

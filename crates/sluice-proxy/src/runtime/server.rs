@@ -83,6 +83,11 @@ impl Proxy {
                 .zip(per_worker.iter_mut())
                 .for_each(|(listener, list)| list.push((l.bind, listener)));
         }
+        if let Some(acme) = &config.acme {
+            if crate::acme::ensure_placeholder(&acme.storage, &acme.domains)? {
+                tracing::info!(dir = %acme.storage.display(), "no ACME certificate yet: serving a self-signed placeholder until one is obtained");
+            }
+        }
         let shared = Arc::new(Shared::open(config, None)?);
         let stats = Arc::new(ProxyStats::default());
         let (shutdown, stop) = watch::channel(false);
@@ -124,6 +129,11 @@ impl Proxy {
             listening: Arc::new(Mutex::new(listening)),
             stats,
         })
+    }
+
+    /// Where ACME HTTP-01 challenges are published for the workers to answer.
+    pub fn challenges(&self) -> Arc<crate::acme::Challenges> {
+        self.current.borrow().challenges.clone()
     }
 
     /// A handle for observers (the admin listener): snapshots of state and counters.

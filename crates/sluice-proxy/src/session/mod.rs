@@ -151,10 +151,12 @@ pub(crate) async fn dispatch<'g, S: Stream>(
         Target::Forward(r, u) => forward(ctx, gen, down, req, (r, u), head, key).await,
         Target::Answer(r, local) => {
             let route = &gen.shared.config.routes[r];
-            let outcome = Box::pin(answer::send(down, req, route, local, head)).await;
+            let sent = answer::send(down, req, Some(&route.path), local, head);
+            let outcome = Box::pin(sent).await;
             gen.shared.routes[r].response(outcome.status);
             outcome
         }
+        Target::Challenge(local) => Box::pin(answer::send(down, req, None, local, head)).await,
         Target::Unrouted => Box::pin(not_found(down, req, unrouted.unwrap_or_default())).await,
     }
 }
@@ -262,6 +264,8 @@ pub(crate) enum Target {
     Forward(usize, usize),
     /// Answered by sluice on this route (its whole answer head is in `scratch.head`).
     Answer(usize, Local),
+    /// An ACME HTTP-01 challenge sluice answers itself (the answer in `scratch.head`).
+    Challenge(Local),
     /// No route matches.
     Unrouted,
 }
@@ -270,7 +274,7 @@ impl Target {
     fn route(&self) -> Option<usize> {
         match self {
             Target::Forward(r, _) | Target::Answer(r, _) => Some(*r),
-            Target::Unrouted => None,
+            Target::Challenge(_) | Target::Unrouted => None,
         }
     }
 }
@@ -360,6 +364,14 @@ pub(crate) fn parse_head(
         client_ip: origin.client_ip,
         scheme: origin.proto,
     };
+    if let Some(key_authorization) = acme_challenge(&gen, view.target) {
+        let local = answer::challenge(&key_authorization, &checked, &mut scratch.head);
+        return Ok(Some((
+            checked.request,
+            Target::Challenge(local),
+            gen.clone(),
+        )));
+    }
     let route = route(&gen, origin.listener, &view, &mut scratch.key);
     let config = route.map(|r| &gen.shared.config.routes[r]);
     let answers = config.filter(|c| c.upstream().is_none());
@@ -427,6 +439,13 @@ fn route(
         key::evaluate(template, view, key);
     }
     Some(route)
+}
+
+/// The key authorization when the request asks for an ACME challenge sluice is being
+/// validated on (before any route: a CA must reach it whatever the routes say).
+fn acme_challenge(gen: &Generation, target: &str) -> Option<String> {
+    gen.shared.config.acme.as_ref()?;
+    gen.shared.challenges.answer(target)
 }
 
 /// True when the route lets a client switch to `protocol` (the first one it offers).

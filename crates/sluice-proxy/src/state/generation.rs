@@ -7,6 +7,7 @@
 //! they started with.
 
 use crate::access_log::AccessLog;
+use crate::acme::Challenges;
 use crate::metrics::RouteStats;
 use crate::route::router::Router;
 use crate::state::upstream::{ServerState, UpstreamShared};
@@ -30,6 +31,8 @@ pub struct Shared {
     /// The TLS listeners, by configured address (carried over a reload, certificates
     /// read again).
     pub tls: HashMap<SocketAddr, Arc<TlsListener>>,
+    /// ACME HTTP-01 challenges being validated (one set for the process's life).
+    pub challenges: Arc<Challenges>,
 }
 
 impl Shared {
@@ -105,6 +108,7 @@ impl Shared {
             addresses,
             access_log,
             tls,
+            challenges: previous.map(|p| p.challenges.clone()).unwrap_or_default(),
         };
         if let Some(previous) = previous {
             previous.retire_missing(&next);
