@@ -68,12 +68,21 @@ impl Http2<'_> {
     ) -> Result<u64, TransferError> {
         let head = self.pending.take().unwrap_or_default();
         let empty = self.is_head || matches!(t.framing, Framing::None | Framing::Length(0));
-        let send = self
+        let mut send = self
             .respond
             .send_response(head, empty)
             .map_err(write_error)?;
         if empty {
             return Ok(0);
+        }
+        // A body already read whole (most small responses) goes as one DATA frame that
+        // ends the stream, without a copy.
+        if let Framing::Length(n) = t.framing {
+            if from.buf.len() as u64 >= n {
+                let body = from.buf.split_to(n as usize).freeze();
+                send.send_data(body, true).map_err(write_error)?;
+                return Ok(n);
+            }
         }
         let mut data = Data { send };
         self.out.clear();
@@ -224,7 +233,8 @@ fn frame(out: &mut Vec<u8>, data: &[u8], chunked: bool) {
 /// Adds a header from raw bytes; names are lower-cased (HTTP/2 requires it), and a
 /// name or value HTTP/2 cannot carry is left out.
 fn append(headers: &mut http::HeaderMap, name: &[u8], value: &[u8]) {
-    let name = HeaderName::from_bytes(&name.to_ascii_lowercase());
+    // `from_bytes` lower-cases the name itself.
+    let name = HeaderName::from_bytes(name);
     if let (Ok(name), Ok(value)) = (name, HeaderValue::from_bytes(value)) {
         headers.append(name, value);
     }

@@ -15,7 +15,7 @@
 
 use super::{dispatch, finish, logged, parse_head, response_edits, Counted, Target, Via};
 use crate::context::Context;
-use crate::downstream::buffers::Scratch;
+use crate::downstream::buffers::{Buffers, Scratch};
 use crate::downstream::h2::Http2;
 use crate::downstream::Downstream;
 use crate::failure::{Body, Failure};
@@ -23,7 +23,7 @@ use crate::http1::encode::Origin;
 use crate::http1::request::Rejection;
 use crate::metrics::ListenerStats;
 use crate::record::Outcome;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use h2::server::SendResponse;
 use h2::RecvStream;
@@ -116,16 +116,50 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
 async fn one_stream(
     ctx: &Context,
     request: http::Request<RecvStream>,
-    mut respond: SendResponse<Bytes>,
+    respond: SendResponse<Bytes>,
     peer: SocketAddr,
     listener: &ListenerStats,
     origin: &Origin<'_>,
 ) {
-    let (parts, mut recv) = request.into_parts();
-    let mut scratch = Scratch::default();
-    let mut head = Vec::with_capacity(512);
-    let parsed = h1_head(&parts, !recv.is_end_stream(), &mut head)
-        .and_then(|()| parse_head(ctx, &head, origin, &mut scratch));
+    let (parts, recv) = request.into_parts();
+    // The worker's spare buffers, as an HTTP/1 connection takes them: a stream does not
+    // allocate its own. The read buffer holds the head written for the stream.
+    let Buffers {
+        read: mut head,
+        mut scratch,
+    } = ctx.stash.take();
+    head.clear();
+    serve_stream(
+        ctx,
+        (parts, recv),
+        respond,
+        &mut head,
+        &mut scratch,
+        peer,
+        listener,
+        origin,
+    )
+    .await;
+    ctx.stash.give(Buffers {
+        read: head,
+        scratch,
+    });
+}
+
+/// One stream, with its buffers.
+#[allow(clippy::too_many_arguments)]
+async fn serve_stream(
+    ctx: &Context,
+    (parts, mut recv): (http::request::Parts, RecvStream),
+    mut respond: SendResponse<Bytes>,
+    head: &mut BytesMut,
+    scratch: &mut Scratch,
+    peer: SocketAddr,
+    listener: &ListenerStats,
+    origin: &Origin<'_>,
+) {
+    let parsed = h1_head(&parts, !recv.is_end_stream(), head)
+        .and_then(|()| parse_head(ctx, head, origin, scratch));
     let gen = ctx.gen();
     let timeout = gen.shared.config.client_idle_timeout;
     let (req, target, gen) = match parsed {
@@ -151,8 +185,8 @@ async fn one_stream(
             return finish(ctx, &gen, listener, &outcome, None, "");
         }
     };
-    let logged = logged(&gen, &head, &mut scratch.log);
-    let unrouted = matches!(target, Target::Unrouted).then(|| super::host_and_path(&head));
+    let logged = logged(&gen, head, &mut scratch.log);
+    let unrouted = matches!(target, Target::Unrouted).then(|| super::host_and_path(head));
     let edits = response_edits(&gen, &target, &scratch.response_edits);
     let mut down: Downstream<'_, TcpStream> = Downstream::Http2(Http2 {
         respond: &mut respond,
@@ -172,7 +206,7 @@ async fn one_stream(
 /// The HTTP/1.1 head an HTTP/2 request stands for: the request line from `:method` and
 /// `:path`, `Host` from `:authority`, the fields (cookies joined into one line, as
 /// RFC 9113 8.2.3 asks), and chunked framing for a body of unknown length.
-fn h1_head(parts: &http::request::Parts, body: bool, out: &mut Vec<u8>) -> Result<(), Rejection> {
+fn h1_head(parts: &http::request::Parts, body: bool, out: &mut BytesMut) -> Result<(), Rejection> {
     if parts.method == http::Method::CONNECT {
         return Err(Rejection {
             status: 501,
@@ -181,7 +215,7 @@ fn h1_head(parts: &http::request::Parts, body: bool, out: &mut Vec<u8>) -> Resul
     }
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     out.extend_from_slice(parts.method.as_str().as_bytes());
-    out.push(b' ');
+    out.extend_from_slice(b" ");
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
     let authority = parts.uri.authority();
@@ -206,7 +240,7 @@ fn h1_head(parts: &http::request::Parts, body: bool, out: &mut Vec<u8>) -> Resul
     Ok(())
 }
 
-fn put(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+fn put(out: &mut BytesMut, name: &str, value: &[u8]) {
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b": ");
     out.extend_from_slice(value);
@@ -219,9 +253,9 @@ mod tests {
 
     fn head_of(request: http::Request<()>, body: bool) -> String {
         let (parts, ()) = request.into_parts();
-        let mut out = Vec::new();
+        let mut out = BytesMut::new();
         h1_head(&parts, body, &mut out).unwrap();
-        String::from_utf8(out).unwrap()
+        String::from_utf8(out.to_vec()).unwrap()
     }
 
     #[test]
@@ -257,7 +291,7 @@ mod tests {
             .body(())
             .unwrap()
             .into_parts();
-        let e = h1_head(&parts, false, &mut Vec::new()).unwrap_err();
+        let e = h1_head(&parts, false, &mut BytesMut::new()).unwrap_err();
         assert_eq!(e.status, 501);
     }
 }
