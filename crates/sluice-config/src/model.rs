@@ -306,6 +306,19 @@ pub struct Upstream {
     pub slow_start: Duration,
     /// Active checks, when configured.
     pub health: Option<HealthCheck>,
+    /// HTTPS to the servers, when `tls` is given.
+    pub tls: Option<UpstreamTls>,
+}
+
+/// `tls` of an upstream: its servers are reached over TLS, their certificates verified.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamTls {
+    /// The name sent as SNI and verified in the certificate; without it, the server's
+    /// IP address is verified (and no SNI is sent).
+    pub server_name: Option<String>,
+    /// CA certificates (PEM) to trust; the system's roots when not given.
+    pub ca: Option<std::path::PathBuf>,
+    pub at: Place,
 }
 
 /// Passive health: failures seen on real traffic eject a server for a while.

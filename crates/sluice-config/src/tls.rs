@@ -3,7 +3,7 @@
 //! key match, expiry) is the proxy's, which reports with the places kept here.
 
 use crate::error::ConfigError;
-use crate::model::{CertificateFiles, Place, Tls};
+use crate::model::{CertificateFiles, Place, Tls, UpstreamTls};
 use crate::reader::Reader;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -47,6 +47,39 @@ pub(crate) fn tls(r: &mut Reader, listener: &dyn TableLike) -> Option<Tls> {
         );
     }
     Some(Tls { certificates, acme })
+}
+
+const UPSTREAM_TLS_KEYS: &[&str] = &["server_name", "ca"];
+
+/// An upstream's `tls = true`, or `tls = { server_name = "api.internal", ca = "ca.pem" }`.
+pub(crate) fn upstream(r: &mut Reader, t: &dyn TableLike) -> Option<UpstreamTls> {
+    let item = t.get("tls")?;
+    let at = place(r, item.span());
+    if let Some(on) = item.as_bool() {
+        return on.then_some(UpstreamTls {
+            server_name: None,
+            ca: None,
+            at,
+        });
+    }
+    let Some(table) = item.as_table_like() else {
+        r.error(
+            item.span(),
+            "an upstream's `tls` must be true or a table",
+            "write tls = true, or tls = { server_name = \"api.internal\", ca = \"ca.pem\" }",
+        );
+        return None;
+    };
+    r.only_keys(table, UPSTREAM_TLS_KEYS, "an upstream's `tls`");
+    let server_name = r
+        .string(table, "server_name")
+        .map(|(n, _)| n.to_ascii_lowercase());
+    let ca = r.string(table, "ca").map(|(c, _)| beside(r.file, &c));
+    Some(UpstreamTls {
+        server_name,
+        ca,
+        at,
+    })
 }
 
 /// `certificates = [{ cert, key }, ...]`.

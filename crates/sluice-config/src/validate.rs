@@ -51,6 +51,7 @@ const UPSTREAM_KEYS: &[&str] = &[
     "retry_budget",
     "slow_start",
     "health",
+    "tls",
 ];
 
 pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
@@ -338,5 +339,6 @@ fn upstream(
         retry: resilience::retry(r, t),
         slow_start: r.duration(t, "slow_start").unwrap_or(Duration::ZERO),
         health: resilience::health(r, t, name),
+        tls: crate::tls::upstream(r, t),
     }
 }

@@ -633,3 +633,37 @@ servers = ["127.0.0.1:9101"]
         "{got:?}"
     );
 }
+
+#[test]
+fn upstream_tls_is_read_and_checked() {
+    let text = r#"
+[[listener]]
+bind = "127.0.0.1:8080"
+[[route]]
+upstream = "a"
+[upstream.a]
+servers = ["127.0.0.1:9101"]
+tls = true
+[upstream.b]
+servers = ["127.0.0.1:9102"]
+tls = { server_name = "API.internal", ca = "ca.pem" }
+[upstream.c]
+servers = ["127.0.0.1:9103"]
+tls = false
+"#;
+    let c = parse("/etc/sluice/sluice.toml", text).unwrap();
+    let a = c.upstreams[0].tls.as_ref().unwrap();
+    assert_eq!((a.server_name.as_deref(), a.ca.as_deref()), (None, None));
+    let b = c.upstreams[1].tls.as_ref().unwrap();
+    assert_eq!(b.server_name.as_deref(), Some("api.internal"));
+    assert_eq!(
+        b.ca.as_deref().and_then(|p| p.to_str()),
+        Some("/etc/sluice/ca.pem")
+    );
+    assert_eq!(c.upstreams[2].tls, None);
+    let bad = text.replace("tls = false", "tls = { sni = \"x\" }");
+    assert_eq!(
+        errors(&bad),
+        ["bad.toml:14:9: unknown key `sni` in an upstream's `tls` (an upstream's `tls` takes: server_name, ca)"]
+    );
+}

@@ -9,14 +9,13 @@ use crate::failure::{Body, Failure, Retry};
 use crate::http1::check::Request;
 use crate::http1::response::MAX_RESPONSE_HEAD;
 use crate::io::body::{Transfer, TransferError};
-use crate::io::{Conn, Stream};
+use crate::io::{Conn, ServerStream, Stream};
 use crate::metrics::EjectCause;
 use crate::record::Outcome;
 use crate::state::generation::Generation;
 use crate::state::health::now_ns;
 use crate::state::upstream::{ServerError, UpstreamShared};
 use crate::upstream::attempt::{Answer, Attempt};
-use tokio::net::TcpStream;
 
 /// Servers one request may try: the first plus at most this many retries.
 const MAX_TRIES: usize = 11;
@@ -244,7 +243,7 @@ impl<'g> Scope<'_, 'g> {
         &self,
         down: &mut Downstream<'_, S>,
         server: usize,
-        upstream: &mut Conn<TcpStream>,
+        upstream: &mut Conn<ServerStream>,
     ) {
         let (route, up) = (&self.gen.shared.config.routes[self.route], self.up);
         let retired = up.servers[server].retired();

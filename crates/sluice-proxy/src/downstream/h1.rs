@@ -8,11 +8,10 @@ use crate::http1::reply;
 use crate::http1::response::{Response, ResponseHead};
 use crate::io::body::{relay, Transfer, TransferError};
 use crate::io::tunnel::{self, End};
-use crate::io::{write_all, Conn, Stream};
+use crate::io::{write_all, Conn, ServerStream, Stream};
 use std::future::Future;
 use std::io;
 use std::time::Duration;
-use tokio::net::TcpStream;
 
 /// Bytes of a file read and written at a time.
 const FILE_CHUNK: u64 = 64 * 1024;
@@ -103,7 +102,7 @@ impl<S: Stream> Http1<'_, S> {
     /// Sends the prepared head and the body read from `from`; returns the bytes sent.
     pub async fn relay_response(
         &mut self,
-        from: &mut Conn<TcpStream>,
+        from: &mut Conn<ServerStream>,
         t: Transfer,
     ) -> Result<u64, TransferError> {
         relay(from, &mut self.conn.stream, self.out, t).await
@@ -112,7 +111,7 @@ impl<S: Stream> Http1<'_, S> {
     /// Sends the prepared `101` head, then runs the tunnel until it ends.
     pub async fn tunnel(
         &mut self,
-        upstream: &mut Conn<TcpStream>,
+        upstream: &mut Conn<ServerStream>,
         idle: Duration,
         retired: impl Future<Output = ()>,
     ) -> Option<End> {

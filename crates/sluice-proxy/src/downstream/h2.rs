@@ -9,7 +9,7 @@ use crate::http1::head::Framing;
 use crate::http1::reply;
 use crate::http1::response::{Response, ResponseHead};
 use crate::io::body::{relay, Transfer, TransferError};
-use crate::io::{write_all, Conn};
+use crate::io::{write_all, Conn, ServerStream};
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{RecvStream, SendStream};
@@ -20,7 +20,6 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 use tokio::io::AsyncWrite;
-use tokio::net::TcpStream;
 
 /// Bytes of a file (or of a request body) moved at a time.
 const CHUNK: usize = 64 * 1024;
@@ -63,7 +62,7 @@ impl Http2<'_> {
     /// Sends the prepared head, then the body read from `from` as DATA frames.
     pub async fn relay_response(
         &mut self,
-        from: &mut Conn<TcpStream>,
+        from: &mut Conn<ServerStream>,
         t: Transfer,
     ) -> Result<u64, TransferError> {
         let head = self.pending.take().unwrap_or_default();

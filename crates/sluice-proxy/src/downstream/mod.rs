@@ -11,12 +11,11 @@ use crate::http1::encode::Delivery;
 use crate::http1::response::{Response, ResponseHead};
 use crate::io::body::{Transfer, TransferError};
 use crate::io::tunnel::End;
-use crate::io::{Conn, Stream};
+use crate::io::{Conn, ServerStream, Stream};
 use h1::Http1;
 use std::future::Future;
 use std::time::Duration;
 use tokio::io::AsyncWrite;
-use tokio::net::TcpStream;
 
 /// The client of one request.
 pub enum Downstream<'a, S> {
@@ -74,7 +73,7 @@ impl<S: Stream> Downstream<'_, S> {
 
     pub async fn relay_response(
         &mut self,
-        from: &mut Conn<TcpStream>,
+        from: &mut Conn<ServerStream>,
         t: Transfer,
     ) -> Result<u64, TransferError> {
         match self {
@@ -85,7 +84,7 @@ impl<S: Stream> Downstream<'_, S> {
 
     pub async fn tunnel(
         &mut self,
-        upstream: &mut Conn<TcpStream>,
+        upstream: &mut Conn<ServerStream>,
         idle: Duration,
         retired: impl Future<Output = ()>,
     ) -> Option<End> {

@@ -1,5 +1,6 @@
 //! A connection with its read buffer, and reads and writes bounded by time.
 
+use crate::io::server::ServerStream;
 use crate::io::stream::{readable, Stream};
 use bytes::BytesMut;
 use std::future::{poll_fn, Future};
@@ -78,15 +79,11 @@ impl<S: Stream> Conn<S> {
     }
 }
 
-impl Conn<TcpStream> {
+impl Conn<ServerStream> {
     /// True when a pooled connection can still carry a request: the peer has not closed it
     /// and sent nothing unasked. Costs at most one non-blocking read.
-    pub fn is_reusable(&self) -> bool {
-        let mut probe = [0u8; 1];
-        match self.stream.try_read(&mut probe) {
-            Err(e) => e.kind() == io::ErrorKind::WouldBlock,
-            Ok(_) => false,
-        }
+    pub fn is_reusable(&mut self) -> bool {
+        self.stream.is_reusable()
     }
 }
 

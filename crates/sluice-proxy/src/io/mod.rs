@@ -7,8 +7,10 @@
 
 pub mod body;
 pub mod conn;
+pub mod server;
 pub mod stream;
 pub mod tunnel;
 
 pub use conn::{write_all, Conn};
+pub use server::ServerStream;
 pub use stream::Stream;

@@ -10,20 +10,23 @@
 use crate::state::generation::Shared;
 use crate::state::health::now_ns;
 use crate::state::upstream::ServerState;
-use sluice_config::HealthCheck;
+use crate::tls::client::ClientTls;
+use sluice_config::{HealthCheck, UpstreamTls};
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 type Key = (String, SocketAddr);
 
+/// A check, and the upstream's TLS settings it connects with.
+type Settings = (HealthCheck, Option<UpstreamTls>);
+
 struct Running {
-    check: HealthCheck,
+    check: Settings,
     server: Arc<ServerState>,
     task: JoinHandle<()>,
 }
@@ -57,11 +60,14 @@ pub fn spawn(
 
 /// Starts, restarts and stops check tasks so that they match `shared`.
 fn follow(running: &mut HashMap<Key, Running>, shared: &Shared) {
-    let mut wanted: HashMap<Key, (HealthCheck, Arc<ServerState>)> = HashMap::new();
+    let mut wanted: HashMap<Key, (Settings, Arc<ServerState>)> = HashMap::new();
+    let mut tls: HashMap<String, Option<ClientTls>> = HashMap::new();
     for u in &shared.upstreams {
         if let Some(check) = &u.config.health {
+            tls.insert(u.config.name.clone(), u.tls.clone());
             for s in &u.servers {
-                wanted.insert((u.config.name.clone(), s.addr), (check.clone(), s.clone()));
+                let settings = (check.clone(), u.config.tls.clone());
+                wanted.insert((u.config.name.clone(), s.addr), (settings, s.clone()));
             }
         }
     }
@@ -82,10 +88,12 @@ fn follow(running: &mut HashMap<Key, Running>, shared: &Shared) {
     });
     for (key, (check, server)) in wanted {
         if let std::collections::hash_map::Entry::Vacant(slot) = running.entry(key) {
+            let client = tls.get(&slot.key().0).cloned().flatten();
             let task = tokio::task::spawn_local(check_loop(
                 slot.key().0.clone(),
                 server.clone(),
-                check.clone(),
+                check.0.clone(),
+                client,
             ));
             slot.insert(Running {
                 check,
@@ -96,13 +104,18 @@ fn follow(running: &mut HashMap<Key, Running>, shared: &Shared) {
     }
 }
 
-async fn check_loop(upstream: String, server: Arc<ServerState>, check: HealthCheck) {
+async fn check_loop(
+    upstream: String,
+    server: Arc<ServerState>,
+    check: HealthCheck,
+    tls: Option<ClientTls>,
+) {
     let (mut good, mut bad) = (0u32, 0u32);
     let mut tick = tokio::time::interval(check.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let result = probe(server.addr, &check).await;
+        let result = probe(server.addr, &check, tls.as_ref()).await;
         let now = now_ns();
         let up = server.health.checked_up();
         match result {
@@ -137,8 +150,12 @@ async fn check_loop(upstream: String, server: Arc<ServerState>, check: HealthChe
 }
 
 /// One check: connect, GET the path, read the status line, all within the timeout.
-async fn probe(addr: SocketAddr, check: &HealthCheck) -> Result<(), String> {
-    match tokio::time::timeout(check.timeout, exchange(addr, check)).await {
+async fn probe(
+    addr: SocketAddr,
+    check: &HealthCheck,
+    tls: Option<&ClientTls>,
+) -> Result<(), String> {
+    match tokio::time::timeout(check.timeout, exchange(addr, check, tls)).await {
         Ok(Ok(status)) if (check.expect.0..=check.expect.1).contains(&status) => Ok(()),
         Ok(Ok(status)) => Err(format!("status {status}")),
         Ok(Err(e)) => Err(e.to_string()),
@@ -146,8 +163,13 @@ async fn probe(addr: SocketAddr, check: &HealthCheck) -> Result<(), String> {
     }
 }
 
-async fn exchange(addr: SocketAddr, check: &HealthCheck) -> io::Result<u16> {
-    let mut stream = TcpStream::connect(addr).await?;
+/// The status of one check request, over TLS when the upstream has it.
+async fn exchange(
+    addr: SocketAddr,
+    check: &HealthCheck,
+    tls: Option<&ClientTls>,
+) -> io::Result<u16> {
+    let mut stream = crate::upstream::attempt::open(addr, tls).await?;
     let host = check.host.clone().unwrap_or_else(|| addr.to_string());
     let request = format!("GET {} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: sluice-health-check\r\nConnection: close\r\n\r\n", check.path);
     stream.write_all(request.as_bytes()).await?;

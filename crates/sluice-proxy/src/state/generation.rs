@@ -11,6 +11,7 @@ use crate::acme::Challenges;
 use crate::metrics::RouteStats;
 use crate::route::router::Router;
 use crate::state::upstream::{ServerState, UpstreamShared};
+use crate::tls::client::ClientTls;
 use crate::tls::TlsListener;
 use sluice_config::{Config, Route};
 use std::cell::Cell;
@@ -46,7 +47,8 @@ impl Shared {
             .filter(|log| Some(&log.config) == config.access_log.as_ref());
         let tls =
             crate::tls::listeners(&config, previous.map(|p| &p.tls)).expect("test certificates");
-        Self::with_log(config, previous, log, tls)
+        let clients = crate::tls::clients(&config).expect("test CA files");
+        Self::with_log(config, previous, log, (tls, clients))
     }
 
     /// Like [`Shared::new`], opening the access log when it is new or changed and
@@ -60,28 +62,35 @@ impl Shared {
             (None, Some(settings)) => Some(Arc::new(AccessLog::open(settings)?)),
             (None, None) => None,
         };
+        let invalid = |e: sluice_config::Errors| {
+            std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
+        };
+        let clients = crate::tls::clients(&config).map_err(invalid)?;
         // Last: certificates are swapped into the listeners that stay, so nothing
         // after this may fail.
-        let tls = crate::tls::listeners(&config, previous.map(|p| &p.tls))
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
-        Ok(Self::with_log(config, previous, log, tls))
+        let tls = crate::tls::listeners(&config, previous.map(|p| &p.tls)).map_err(invalid)?;
+        Ok(Self::with_log(config, previous, log, (tls, clients)))
     }
 
     fn with_log(
         config: Config,
         previous: Option<&Shared>,
         access_log: Option<Arc<AccessLog>>,
-        tls: HashMap<SocketAddr, Arc<TlsListener>>,
+        (tls, clients): (
+            HashMap<SocketAddr, Arc<TlsListener>>,
+            Vec<Option<ClientTls>>,
+        ),
     ) -> Self {
         let upstreams: Vec<Arc<UpstreamShared>> = config
             .upstreams
             .iter()
-            .map(|u| {
+            .zip(clients)
+            .map(|(u, client)| {
                 let old =
                     previous.and_then(|p| p.upstreams.iter().find(|o| o.config.name == u.name));
                 match old {
                     Some(old) if old.config == *u => old.clone(),
-                    _ => Arc::new(UpstreamShared::new(u.clone(), old.map(|o| &**o))),
+                    _ => Arc::new(UpstreamShared::new(u.clone(), old.map(|o| &**o), client)),
                 }
             })
             .collect();

@@ -7,6 +7,7 @@
 //! a few arithmetic operations per request.
 
 use crate::state::health::{now_ns, Health, LazyNow};
+use crate::tls::client::ClientTls;
 use sluice_balance::{
     default_table_size, Balancer, Candidate, ConsistentHash, Context, LeastConn, PeakEwma,
     RandomTwo, Server, SmoothWeighted,
@@ -123,6 +124,8 @@ impl Drop for InFlight {
 
 pub struct UpstreamShared {
     pub config: Upstream,
+    /// TLS to the servers, when the upstream has `tls`.
+    pub tls: Option<ClientTls>,
     pub servers: Vec<Arc<ServerState>>,
     balancer: Mutex<Balancer>,
     budget: Mutex<RetryBudget>,
@@ -130,7 +133,11 @@ pub struct UpstreamShared {
 
 impl UpstreamShared {
     /// Builds the upstream, reusing the state of servers listed in `previous`.
-    pub fn new(config: Upstream, previous: Option<&UpstreamShared>) -> Self {
+    pub fn new(
+        config: Upstream,
+        previous: Option<&UpstreamShared>,
+        tls: Option<ClientTls>,
+    ) -> Self {
         let servers = config
             .servers
             .iter()
@@ -143,6 +150,7 @@ impl UpstreamShared {
             .collect();
         let balancer = Mutex::new(balancer_for(&config));
         UpstreamShared {
+            tls,
             servers,
             balancer,
             budget: Mutex::new(RetryBudget::carried(config.retry.budget, previous)),

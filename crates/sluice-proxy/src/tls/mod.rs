@@ -8,6 +8,7 @@
 //! bad file changes none, and its error names the file, the reason and the config line.
 
 pub mod certs;
+pub mod client;
 
 use certs::{CertSet, Loaded, Resolver};
 use rustls::crypto::CryptoProvider;
@@ -198,6 +199,23 @@ pub fn listeners(
     Ok(out)
 }
 
+/// The TLS client config of each upstream (in config order), `None` for plain ones.
+pub fn clients(config: &Config) -> Result<Vec<Option<client::ClientTls>>, Errors> {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for u in &config.upstreams {
+        match u.tls.as_ref().map(client::ClientTls::new).transpose() {
+            Ok(c) => out.push(c),
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(Errors(errors))
+    }
+}
+
 /// Checks every certificate `config` names, as `sluice check` does: the errors, or the
 /// soonest expiry per file (for a warning when it is near).
 pub fn check(config: &Config) -> Result<Vec<(String, i64)>, Errors> {
@@ -220,6 +238,9 @@ pub fn check(config: &Config) -> Result<Vec<(String, i64)>, Errors> {
             }
             Err(e) => errors.extend(e),
         }
+    }
+    if let Err(Errors(e)) = clients(config) {
+        errors.extend(e);
     }
     if errors.is_empty() {
         Ok(expiries)

@@ -10,12 +10,14 @@ use crate::http1::encode::Delivery;
 use crate::http1::head::{put_header, Framing};
 use crate::http1::response::{self, Asked, Response, MAX_RESPONSE_HEAD};
 use crate::io::body::{Transfer, TransferError};
-use crate::io::{Conn, Stream};
+use crate::io::{Conn, ServerStream, Stream};
 use crate::state::upstream::UpstreamShared;
+use crate::tls::client::ClientTls;
 use crate::upstream::pool::Pool;
 use bytes::Buf;
 use std::borrow::Cow;
 use std::io;
+use std::net::SocketAddr;
 use tokio::net::TcpStream;
 
 /// At most this many 1xx responses before the final one; a server sending more is broken.
@@ -33,7 +35,7 @@ enum Head {
 
 /// A response whose head is read (and prepared for the client): the body is next.
 pub struct Answer {
-    pub upstream: Conn<TcpStream>,
+    pub upstream: Conn<ServerStream>,
     pub resp: Response,
     pub delivery: Delivery,
     /// The server answered before taking the whole request body: the rest of it is
@@ -62,7 +64,13 @@ impl Attempt<'_> {
         head: &[u8],
     ) -> Result<Answer, Failure> {
         let addr = self.up.addr(self.server);
-        let mut pooled = self.pool.checkout(addr);
+        // The pool is per address: a connection of the other kind (plain or TLS, from
+        // another upstream listing the same address) is not this upstream's.
+        let tls = self.up.tls.is_some();
+        let mut pooled = self
+            .pool
+            .checkout(addr)
+            .filter(|c| c.stream.is_tls() == tls);
         loop {
             let reused = pooled.is_some();
             let mut upstream = match pooled.take() {
@@ -88,17 +96,16 @@ impl Attempt<'_> {
         }
     }
 
-    async fn connect(&self) -> Result<Conn<TcpStream>, Failure> {
+    async fn connect(&self) -> Result<Conn<ServerStream>, Failure> {
         let addr = self.up.addr(self.server);
         let started = clock::now();
-        let connected =
-            tokio::time::timeout(self.up.config.connect_timeout, TcpStream::connect(addr)).await;
+        let opening = open(addr, self.up.tls.as_ref());
+        let connected = tokio::time::timeout(self.up.config.connect_timeout, opening).await;
         let (status, cause) = match connected {
             Ok(Ok(stream)) => {
                 let stats = self.up.servers[self.server].stats.local();
                 stats.connect.observe(started.elapsed());
                 stats.connections_opened.add(1);
-                let _ = stream.set_nodelay(true);
                 return Ok(Conn::new(stream));
             }
             Ok(Err(e)) => (502, Cow::Owned(format!("connect failed: {e}"))),
@@ -114,7 +121,7 @@ impl Attempt<'_> {
 
     async fn exchange<S: Stream>(
         &self,
-        upstream: &mut Conn<TcpStream>,
+        upstream: &mut Conn<ServerStream>,
         down: &mut Downstream<'_, S>,
         head: &[u8],
     ) -> Result<(Response, Delivery, bool), Failure> {
@@ -137,7 +144,7 @@ impl Attempt<'_> {
     /// false when the server answered or closed before the whole body was sent.
     async fn send_request<S: Stream>(
         &self,
-        upstream: &mut Conn<TcpStream>,
+        upstream: &mut Conn<ServerStream>,
         down: &mut Downstream<'_, S>,
         head: &[u8],
     ) -> Result<bool, Failure> {
@@ -199,7 +206,7 @@ impl Attempt<'_> {
     /// one for the client.
     async fn read_response_head<S: Stream>(
         &self,
-        upstream: &mut Conn<TcpStream>,
+        upstream: &mut Conn<ServerStream>,
         down: &mut Downstream<'_, S>,
         keep_alive: bool,
     ) -> Result<(Response, Delivery), Failure> {
@@ -226,7 +233,7 @@ impl Attempt<'_> {
     /// and never becomes part of the request's future.
     fn take_head<S: Stream>(
         &self,
-        upstream: &mut Conn<TcpStream>,
+        upstream: &mut Conn<ServerStream>,
         down: &mut Downstream<'_, S>,
         keep_alive: bool,
     ) -> Result<Head, Failure> {
@@ -262,7 +269,7 @@ impl Attempt<'_> {
     }
 
     /// Reads more of the response head, turning an end, an error or a timeout into a failure.
-    async fn read_more(&self, upstream: &mut Conn<TcpStream>) -> Result<(), Failure> {
+    async fn read_more(&self, upstream: &mut Conn<ServerStream>) -> Result<(), Failure> {
         let nothing_yet = upstream.buf.is_empty();
         match upstream.fill(self.up.config.read_timeout).await {
             Ok(0) => Err(self.no_answer(
@@ -297,13 +304,27 @@ impl Attempt<'_> {
     }
 }
 
+/// A new connection to `addr`: TCP, then the TLS handshake when the upstream has `tls`
+/// (a certificate that does not verify fails it, as a refused connect does).
+pub async fn open(addr: SocketAddr, tls: Option<&ClientTls>) -> io::Result<ServerStream> {
+    let tcp = TcpStream::connect(addr).await?;
+    let _ = tcp.set_nodelay(true);
+    match tls {
+        None => Ok(ServerStream::Tcp(tcp)),
+        Some(tls) => {
+            let stream = tls.connector.connect(tls.name_for(addr), tcp).await?;
+            Ok(ServerStream::Tls(Box::new(stream)))
+        }
+    }
+}
+
 /// Sends the request head and body, watching the server meanwhile: a server may answer
 /// before it has read the body (413, 401) and stop reading, and waiting to finish the
 /// upload would turn its answer into a timeout. Returns false when the server answered
 /// (or closed) before the whole body was sent.
 async fn send_body<S: Stream>(
     down: &mut Downstream<'_, S>,
-    upstream: &mut Conn<TcpStream>,
+    upstream: &mut Conn<ServerStream>,
     head: &[u8],
     t: Transfer,
 ) -> Result<bool, TransferError> {
@@ -314,7 +335,11 @@ async fn send_body<S: Stream>(
             .map(|()| true);
     }
     let Conn { stream, buf } = upstream;
-    let (reader, mut writer) = stream.split();
+    let tcp = match stream {
+        ServerStream::Tcp(tcp) => tcp,
+        ServerStream::Tls(tls) => return send_body_tls(down, tls, buf, head, t).await,
+    };
+    let (reader, mut writer) = tcp.split();
     let answered = async {
         loop {
             // Readiness can be stale from this connection's last exchange; only bytes
@@ -327,6 +352,27 @@ async fn send_body<S: Stream>(
                 _ => return,
             }
         }
+    };
+    tokio::select! {
+        biased;
+        sent = down.send_request_body(head, &mut writer, t) => sent.map(|()| true),
+        () = answered => Ok(false),
+    }
+}
+
+/// [`send_body`] over TLS: the stream is split by tokio's lock (rustls keeps one state
+/// for both directions), and an answer is any plaintext (or the end) read meanwhile.
+async fn send_body_tls<S: Stream>(
+    down: &mut Downstream<'_, S>,
+    tls: &mut tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+    buf: &mut bytes::BytesMut,
+    head: &[u8],
+    t: Transfer,
+) -> Result<bool, TransferError> {
+    use tokio::io::AsyncReadExt;
+    let (mut reader, mut writer) = tokio::io::split(tls);
+    let answered = async {
+        let _ = reader.read_buf(buf).await;
     };
     tokio::select! {
         biased;

@@ -5,7 +5,7 @@
 //! recently used connection is the warmest, and the oldest age out.
 
 use crate::clock;
-use crate::io::Conn;
+use crate::io::{Conn, ServerStream};
 use crate::metrics::{PoolGauge, ProxyStats};
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 struct Idle {
-    conn: Conn,
+    conn: Conn<ServerStream>,
     expires: Instant,
 }
 
@@ -65,12 +65,12 @@ impl Pool {
     }
 
     /// The most recently used idle connection to `addr` that is still usable.
-    pub fn checkout(&self, addr: SocketAddr) -> Option<Conn> {
+    pub fn checkout(&self, addr: SocketAddr) -> Option<Conn<ServerStream>> {
         let mut idle = self.idle.borrow_mut();
         let idles = idle.get_mut(&addr)?;
         let now = clock::now();
         let mut found = None;
-        while let Some(entry) = idles.list.pop_back() {
+        while let Some(mut entry) = idles.list.pop_back() {
             if entry.expires > now && entry.conn.is_reusable() {
                 found = Some(entry.conn);
                 break;
@@ -81,7 +81,13 @@ impl Pool {
     }
 
     /// Keeps `conn` for reuse if fewer than `keep` are idle for `addr`.
-    pub fn checkin(&self, addr: SocketAddr, conn: Conn, keep: usize, idle_timeout: Duration) {
+    pub fn checkin(
+        &self,
+        addr: SocketAddr,
+        conn: Conn<ServerStream>,
+        keep: usize,
+        idle_timeout: Duration,
+    ) {
         if keep == 0 || !conn.buf.is_empty() {
             return;
         }

@@ -417,3 +417,60 @@ fn sluice_check_names_a_bad_certificate_its_file_and_reason() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_are_reached_over_tls_verified_with_sni_and_pooled() {
+    let pki = Pki::new();
+    let site = pki.issue("site", &["localhost"], 1, false);
+    // The server side: a sluice with a TLS listener in front of backend `a`.
+    let inner = tls_proxy(&[&site], 1).await;
+    let ca = pki.ca_file();
+    let outer = |tls: &str, extra: &str| {
+        super::harness::proxy(&super::harness::one_upstream(
+            &[inner.addr],
+            &format!("tls = {tls}\n{extra}"),
+        ))
+    };
+    let verified = format!("{{ server_name = \"localhost\", ca = {ca:?} }}");
+    let good = outer(&verified, "");
+    let mut c = super::harness::Client::connect(good.addr).await;
+    for _ in 0..3 {
+        let reply = c.get("/headers").await;
+        assert_eq!(reply.status, 200);
+        // The inner sluice saw an HTTPS client, so the TLS went all the way.
+        assert!(
+            reply.text().contains("x-forwarded-proto: https"),
+            "{}",
+            reply.text()
+        );
+    }
+    // One handshake: the connection was pooled and reused for the next two.
+    assert_eq!(inner.view().snapshot().listeners[0].totals.accepted, 1);
+    // Active health checks speak TLS too.
+    let checked = outer(
+        &verified,
+        "[upstream.app.health]\npath = \"/\"\ninterval = \"100ms\"\nfall = 1\n",
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let server = &checked.view().snapshot().upstreams[0].servers[0];
+    assert!(server.checked_up, "health checks over TLS fail");
+    assert!(inner.view().snapshot().listeners[0].totals.accepted >= 3);
+    // A certificate for another name, or an unknown CA, is refused: 502, never served.
+    let wrong_name = outer(
+        &format!("{{ server_name = \"other.test\", ca = {ca:?} }}"),
+        "",
+    );
+    let other = Pki::new();
+    let wrong_ca = outer(
+        &format!(
+            "{{ server_name = \"localhost\", ca = {:?} }}",
+            other.ca_file()
+        ),
+        "",
+    );
+    let no_ip_san = outer(&format!("{{ ca = {ca:?} }}"), "");
+    for p in [&wrong_name, &wrong_ca, &no_ip_san] {
+        let reply = super::harness::get(p.addr, "/").await;
+        assert_eq!(reply.status, 502, "{}", reply.text());
+    }
+}
