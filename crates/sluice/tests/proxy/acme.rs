@@ -82,20 +82,8 @@ async fn pebble(dir: &TempDir, http_port: u16) -> Pebble {
     pebble
 }
 
-/// curl's exit code and output for `args`.
 async fn curl(args: Vec<String>) -> (i32, String) {
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("curl")
-            .args(["-sS", "--max-time", "5"])
-            .args(&args)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
+    super::harness::curl(&args).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,21 +6,10 @@
 use super::harness::{backend, proxy, Client, TempDir};
 use std::net::SocketAddr;
 
-/// Runs curl with `args` (`-s`, a time limit); its exit code and output.
+/// curl through the harness, its output with CRLF line ends made LF.
 async fn curl(args: &[&str]) -> (i32, String) {
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("curl")
-            .args(["-sS", "--max-time", "5"])
-            .args(&args)
-            .output()
-            .expect("curl is installed")
-    })
-    .await
-    .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text.replace("\r\n", "\n"))
+    let (code, text) = super::harness::curl(args).await;
+    (code, text.replace("\r\n", "\n"))
 }
 
 /// A web root with an ACME token, a page and a text file, and a symlink out of it.

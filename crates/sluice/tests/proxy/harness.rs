@@ -473,3 +473,21 @@ fn socket_addrs(line: &str) -> Vec<SocketAddr> {
         .filter_map(|word| word.trim_matches(':').parse().ok())
         .collect()
 }
+
+/// Runs curl with `args` (after `-sS --max-time 10`): its exit code, and its output and
+/// errors together.
+pub async fn curl<S: AsRef<str>>(args: &[S]) -> (i32, String) {
+    let args: Vec<String> = args.iter().map(|a| a.as_ref().to_string()).collect();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("curl")
+            .args(["-sS", "--max-time", "10"])
+            .args(&args)
+            .output()
+            .expect("curl is installed")
+    })
+    .await
+    .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}

@@ -9,20 +9,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// Runs curl with `args`; its exit code and output.
 async fn curl(args: Vec<String>) -> (i32, String) {
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("curl")
-            .args(["-sS", "--max-time", "10"])
-            .args(&args)
-            .output()
-            .expect("curl is installed")
-    })
-    .await
-    .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
+    super::harness::curl(&args).await
 }
 
 fn args(list: &[&str]) -> Vec<String> {

@@ -109,20 +109,8 @@ async fn tls_proxy(certs: &[&(PathBuf, PathBuf)], workers: usize) -> TestProxy {
     proxy_with(&body, &tls_listener(certs))
 }
 
-/// Runs curl with `args`; its exit code and output.
 async fn curl(args: Vec<String>) -> (i32, String) {
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("curl")
-            .args(["-sS", "--max-time", "5"])
-            .args(&args)
-            .output()
-            .expect("curl is installed")
-    })
-    .await
-    .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
+    super::harness::curl(&args).await
 }
 
 /// curl's arguments to ask for `https://name:port/path` at `addr`, trusting `ca`.
