@@ -43,6 +43,8 @@ impl Http2<'_> {
         let mut out = http::Response::new(());
         *out.status_mut() =
             http::StatusCode::from_u16(resp.status).unwrap_or(http::StatusCode::BAD_GATEWAY);
+        // Sized once: a map grown header by header reallocates and rehashes.
+        *out.headers_mut() = http::HeaderMap::with_capacity(head.headers.len() + 2);
         let headers = out.headers_mut();
         for h in head.headers.iter().filter(|h| !head.conn.strips(h.name)) {
             if !self.edits.as_ref().is_some_and(|e| e.rules.drops(h.name)) {

@@ -371,3 +371,18 @@ async fn a_body_of_unknown_length_reaches_the_server_whole() {
         got.extend_from_slice(&chunk[..n]);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_connection_is_sent_away_after_keepalive_timeout() {
+    let dir = TempDir::new("h2");
+    let (_p, plain) = h2_proxy(&dir, "keepalive_timeout = \"500ms\"").await;
+    let started = Instant::now();
+    let mut c = attacker(plain).await;
+    // GOAWAY with NO_ERROR: a graceful end, not a complaint.
+    assert_eq!(goaway(&mut c).await, Some(0));
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(450) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+}
