@@ -386,3 +386,20 @@ async fn an_idle_connection_is_sent_away_after_keepalive_timeout() {
         "{took:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_lets_http2_requests_in_flight_finish() {
+    let dir = TempDir::new("h2");
+    let (p, _) = h2_proxy(&dir, "").await;
+    let p = std::sync::Arc::new(p);
+    let mut a = https(&p, "/delay?ms=800");
+    a.extend(args(&["-w", " %{http_code} %{http_version}"]));
+    let slow = tokio::spawn(curl(a));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stopping = p.clone();
+    tokio::task::spawn_blocking(move || stopping.shutdown())
+        .await
+        .unwrap();
+    let (code, text) = slow.await.unwrap();
+    assert_eq!((code, text.as_str()), (0, "a\n 200 2"));
+}
