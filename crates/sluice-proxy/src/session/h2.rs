@@ -43,16 +43,8 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
 ) {
     let _open = Counted::open(listener);
     let config = ctx.gen().shared.config.clone();
-    let limits = &config.http2;
-    let mut builder = h2::server::Builder::new();
-    builder
-        .max_concurrent_streams(limits.max_concurrent_streams)
-        .max_header_list_size(config.max_header_bytes as u32)
-        .initial_window_size(limits.window)
-        .initial_connection_window_size(limits.window.saturating_mul(4))
-        .max_send_buffer_size(limits.window as usize);
-    let handshake = tokio::time::timeout(config.header_timeout, builder.handshake(stream));
-    let Ok(Ok(mut conn)) = handshake.await else {
+    let handshake = builder(&config).handshake(stream);
+    let Ok(Ok(conn)) = tokio::time::timeout(config.header_timeout, handshake).await else {
         return;
     };
     let client_ip = peer.ip().to_string();
@@ -61,7 +53,23 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         proto: via.proto,
         listener: via.listener,
     };
-    let at_once = limits.max_concurrent_streams as usize;
+    let from = From {
+        ctx,
+        peer,
+        listener,
+        origin: &origin,
+    };
+    run(conn, &from, &config).await;
+}
+
+/// Accepts and serves the connection's streams until it ends (see [`serve`]).
+async fn run<S: AsyncRead + AsyncWrite + Unpin>(
+    mut conn: h2::server::Connection<S, Bytes>,
+    from: &From<'_>,
+    config: &sluice_config::Config,
+) {
+    let ctx = from.ctx;
+    let at_once = config.http2.max_concurrent_streams as usize;
     let mut streams = FuturesUnordered::new();
     // Made once and reset: a timer or a waiter made on every turn of the loop cost
     // about 2,000 instructions per request (callgrind).
@@ -87,10 +95,10 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         tokio::select! {
             next = drive => match next {
                 Some(Ok((request, respond))) => {
-                    streams.push(one_stream(ctx, request, respond, peer, listener, &origin));
+                    streams.push(one_stream(from, request, respond));
                 }
                 Some(Err(e)) => {
-                    tracing::debug!(client = %peer, cause = %e, "HTTP/2 connection ended");
+                    tracing::debug!(client = %from.peer, cause = %e, "HTTP/2 connection ended");
                     break;
                 }
                 None => break,
@@ -116,15 +124,35 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     while streams.next().await.is_some() {}
 }
 
+/// The connection's settings: its limits, and header blocks no larger than the head
+/// limit of HTTP/1.
+fn builder(config: &sluice_config::Config) -> h2::server::Builder {
+    let limits = &config.http2;
+    let mut builder = h2::server::Builder::new();
+    builder
+        .max_concurrent_streams(limits.max_concurrent_streams)
+        .max_header_list_size(config.max_header_bytes as u32)
+        .initial_window_size(limits.window)
+        .initial_connection_window_size(limits.window.saturating_mul(4))
+        .max_send_buffer_size(limits.window as usize);
+    builder
+}
+
+/// What every stream of a connection shares: the worker and where the client is.
+struct From<'a> {
+    ctx: &'a Context,
+    peer: SocketAddr,
+    listener: &'a ListenerStats,
+    origin: &'a Origin<'a>,
+}
+
 /// One stream: its head through the shared stages, then the shared dispatch.
 async fn one_stream(
-    ctx: &Context,
+    from: &From<'_>,
     request: http::Request<RecvStream>,
     respond: SendResponse<Bytes>,
-    peer: SocketAddr,
-    listener: &ListenerStats,
-    origin: &Origin<'_>,
 ) {
+    let ctx = from.ctx;
     let (parts, recv) = request.into_parts();
     // The worker's spare buffers, as an HTTP/1 connection takes them: a stream does not
     // allocate its own. The read buffer holds the head written for the stream.
@@ -133,35 +161,21 @@ async fn one_stream(
         mut scratch,
     } = ctx.stash.take();
     head.clear();
-    serve_stream(
-        ctx,
-        (parts, recv),
-        respond,
-        &mut head,
-        &mut scratch,
-        peer,
-        listener,
-        origin,
-    )
-    .await;
+    serve_stream(from, (parts, recv), respond, (&mut head, &mut scratch)).await;
     ctx.stash.give(Buffers {
         read: head,
         scratch,
     });
 }
 
-/// One stream, with its buffers.
-#[allow(clippy::too_many_arguments)]
+/// One stream, with its buffers (the head written for it, and the scratch space).
 async fn serve_stream(
-    ctx: &Context,
+    from: &From<'_>,
     (parts, mut recv): (http::request::Parts, RecvStream),
     mut respond: SendResponse<Bytes>,
-    head: &mut BytesMut,
-    scratch: &mut Scratch,
-    peer: SocketAddr,
-    listener: &ListenerStats,
-    origin: &Origin<'_>,
+    (head, scratch): (&mut BytesMut, &mut Scratch),
 ) {
+    let (ctx, peer, listener, origin) = (from.ctx, from.peer, from.listener, from.origin);
     let parsed = h1_head(&parts, !recv.is_end_stream(), head)
         .and_then(|()| parse_head(ctx, head, origin, scratch));
     let gen = ctx.gen();
