@@ -204,6 +204,12 @@ async fn serve_stream(
         }
     };
     let logged = logged(&gen, head, &mut scratch.log);
+    // The log names the protocol the client spoke, not the head it was written as.
+    if let Some(((end, _), _)) = logged {
+        if scratch.log[..end].ends_with("HTTP/1.1") {
+            scratch.log.replace_range(end - 8..end, "HTTP/2.0");
+        }
+    }
     let unrouted = matches!(target, Target::Unrouted).then(|| super::host_and_path(head));
     let edits = response_edits(&gen, &target, &scratch.response_edits);
     let mut down: Downstream<'_, TcpStream> = Downstream::Http2(Http2 {

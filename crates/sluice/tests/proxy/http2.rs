@@ -403,3 +403,23 @@ async fn a_shutdown_lets_http2_requests_in_flight_finish() {
     let (code, text) = slow.await.unwrap();
     assert_eq!((code, text.as_str()), (0, "a\n 200 2"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_access_log_names_http2() {
+    let dir = TempDir::new("h2");
+    let log = dir.0.join("access.log");
+    let (_p, plain) = h2_proxy(&dir, &format!("access_log = {log:?}")).await;
+    let url = format!("http://{plain}/x?y=1");
+    let (code, _) = curl(args(&["--http2-prior-knowledge", &url])).await;
+    assert_eq!(code, 0);
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if !text.is_empty() {
+            assert!(text.contains("\"GET /x?y=1 HTTP/2.0\" 200 "), "{text}");
+            break;
+        }
+        assert!(Instant::now() < until, "nothing logged");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
