@@ -13,7 +13,7 @@ use instant_acme::{
     NewOrder, OrderStatus, RetryPolicy,
 };
 use sluice_config::Acme;
-use sluice_proxy::acme::{write_atomically, Challenges, PLACEHOLDER};
+use sluice_proxy::acme::{obtained, write_atomically, Challenges};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -63,32 +63,12 @@ async fn keep(settings: Acme, challenges: Arc<Challenges>) {
 /// How long until the certificate in storage is due, or `None` when it is due now
 /// (missing, a placeholder, for other names, or within `renew_days` of its end).
 pub fn due_in(settings: &Acme) -> Option<Duration> {
-    let pem = std::fs::read(settings.storage.join("fullchain.pem")).ok()?;
-    let (_, pem) = x509_parser::pem::parse_x509_pem(&pem).ok()?;
-    let cert = pem.parse_x509().ok()?;
-    let placeholder = cert
-        .subject()
-        .iter_common_name()
-        .any(|cn| cn.as_str() == Ok(PLACEHOLDER));
-    let names: Vec<String> = match cert.subject_alternative_name() {
-        Ok(Some(san)) => san
-            .value
-            .general_names
-            .iter()
-            .filter_map(|n| match n {
-                x509_parser::extensions::GeneralName::DNSName(d) => Some(d.to_ascii_lowercase()),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    let covers = settings.domains.iter().all(|d| names.contains(d));
-    if placeholder || !covers {
+    let leaf = obtained(&settings.storage.join("fullchain.pem"))?;
+    if !settings.domains.iter().all(|d| leaf.names.contains(d)) {
         return None;
     }
     let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs() as i64;
-    let renew_at = cert.validity().not_after.timestamp() - i64::from(settings.renew_days) * 86_400;
-    let left = renew_at - now;
+    let left = leaf.not_after - i64::from(settings.renew_days) * 86_400 - now;
     (left > 0).then(|| Duration::from_secs(left as u64).min(CHECK_EVERY))
 }
 

@@ -271,7 +271,7 @@ fn with_time(at: SystemTime, f: impl FnOnce(&Stamp)) {
     STAMP.with(|s| {
         let mut s = s.borrow_mut();
         if s.second != second {
-            let (y, mo, d, h, mi, sec) = civil(second);
+            let (y, mo, d, h, mi, sec) = crate::clock::civil(second);
             const MONTHS: [&str; 12] = [
                 "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
             ];
@@ -284,23 +284,6 @@ fn with_time(at: SystemTime, f: impl FnOnce(&Stamp)) {
         }
         f(&s);
     });
-}
-
-/// Unix seconds to (year, month, day, hour, minute, second), UTC (Howard Hinnant's
-/// days-to-civil algorithm).
-fn civil(unix: u64) -> (i64, u64, u64, u64, u64, u64) {
-    let days = (unix / 86_400) as i64;
-    let rest = unix % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u64;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u64;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day, rest / 3600, rest % 3600 / 60, rest % 60)
 }
 
 /// `METHOD TARGET VERSION`, `Referer` and `User-Agent` of a request head, copied into
@@ -385,6 +368,7 @@ mod tests {
 
     #[test]
     fn dates() {
+        use crate::clock::civil;
         assert_eq!(civil(0), (1970, 1, 1, 0, 0, 0));
         assert_eq!(civil(951_782_400), (2000, 2, 29, 0, 0, 0));
         assert_eq!(civil(1_795_441_714), (2026, 11, 23, 13, 48, 34));

@@ -3,6 +3,7 @@
 //! renewal) is `sluice-acme`'s, which publishes tokens here and writes the certificate
 //! files that `runtime::certificates` then swaps in.
 
+use crate::tls::certs::Leaf;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -75,20 +76,14 @@ pub fn ensure_placeholder(dir: &Path, domains: &[String]) -> std::io::Result<boo
 /// True when `cert` holds a certificate from the CA (not a placeholder) that has not
 /// expired.
 fn obtained_and_valid(cert: &Path) -> bool {
-    let Ok(pem) = std::fs::read(cert) else {
-        return false;
-    };
-    let Ok((_, pem)) = x509_parser::pem::parse_x509_pem(&pem) else {
-        return false;
-    };
-    let Ok(cert) = pem.parse_x509() else {
-        return false;
-    };
-    let placeholder = cert
-        .subject()
-        .iter_common_name()
-        .any(|cn| cn.as_str() == Ok(PLACEHOLDER));
-    !placeholder && cert.validity().is_valid()
+    let now = crate::tls::certs::now();
+    obtained(cert).is_some_and(|leaf| (leaf.not_before..=leaf.not_after).contains(&now))
+}
+
+/// The certificate in `cert` when it is one the CA issued (not the placeholder).
+pub fn obtained(cert: &Path) -> Option<Leaf> {
+    crate::tls::certs::leaf_of_file(cert)
+        .filter(|leaf| leaf.common_name.as_deref() != Some(PLACEHOLDER))
 }
 
 /// The common name of the placeholder certificate.

@@ -6,15 +6,12 @@ use crate::files;
 use crate::http1::encode::{self, Delivery, Edits};
 use crate::http1::reply;
 use crate::http1::response::{Response, ResponseHead};
-use crate::io::body::{relay, Transfer, TransferError};
+use crate::io::body::{relay, send_file, Transfer, TransferError};
 use crate::io::tunnel::{self, End};
 use crate::io::{write_all, Conn, ServerStream, Stream};
 use std::future::Future;
 use std::io;
 use std::time::Duration;
-
-/// Bytes of a file read and written at a time.
-const FILE_CHUNK: u64 = 64 * 1024;
 
 /// How long sluice keeps reading (and discarding) after it closed its side.
 const LINGER: Duration = Duration::from_secs(2);
@@ -130,33 +127,23 @@ impl<S: Stream> Http1<'_, S> {
     /// through the output buffer. A file that gives fewer bytes than promised (it shrank)
     /// is an error: the connection must close, since the client counts on the length.
     pub async fn send_local(&mut self, head: &[u8], body: files::Body) -> io::Result<u64> {
-        use std::os::unix::fs::FileExt;
         self.out.clear();
         self.out.extend_from_slice(head);
-        let (file, mut offset, mut left) = match body {
-            files::Body::None => (None, 0, 0),
+        let file = match body {
+            files::Body::None => None,
             files::Body::Bytes(b) => {
                 self.out.extend_from_slice(&b);
-                (None, 0, 0)
+                None
             }
-            files::Body::File { file, offset, len } => (Some(file), offset, len),
+            files::Body::File { file, offset, len } => Some((file, offset, len)),
         };
-        let mut sent = (self.out.len() - head.len()) as u64;
+        let sent = (self.out.len() - head.len()) as u64;
         write_all(&mut self.conn.stream, self.out, self.timeout).await?;
-        let Some(file) = file else { return Ok(sent) };
-        while left > 0 {
-            self.out.clear();
-            self.out.resize(left.min(FILE_CHUNK) as usize, 0);
-            // A blocking read, from the page cache for the files a balancer serves (ACME
-            // tokens, small assets), as nginx reads without aio.
-            let n = file.read_at(self.out, offset)?;
-            if n == 0 {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
-            write_all(&mut self.conn.stream, &self.out[..n], self.timeout).await?;
-            (offset, left, sent) = (offset + n as u64, left - n as u64, sent + n as u64);
-        }
-        Ok(sent)
+        let Some((file, offset, len)) = file else {
+            return Ok(sent);
+        };
+        let range = (&file, offset, len);
+        send_file(&mut self.conn.stream, range, self.out, self.timeout).await
     }
 
     /// Sends an error reply of sluice's own. Returns whether it went out.

@@ -8,7 +8,7 @@ use crate::http1::encode::{Delivery, Edits};
 use crate::http1::head::Framing;
 use crate::http1::reply;
 use crate::http1::response::{Response, ResponseHead};
-use crate::io::body::{relay, Transfer, TransferError};
+use crate::io::body::{relay, send_file, Transfer, TransferError};
 use crate::io::{write_all, Conn, ServerStream};
 use bytes::Bytes;
 use h2::server::SendResponse;
@@ -21,7 +21,7 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 use tokio::io::AsyncWrite;
 
-/// Bytes of a file (or of a request body) moved at a time.
+/// Bytes of a response body moved into one DATA frame at most.
 const CHUNK: usize = 64 * 1024;
 
 /// The client stream of one request.
@@ -175,34 +175,11 @@ impl Http2<'_> {
                 b.len() as u64
             }
             files::Body::File { file, offset, len } => {
-                self.send_file(&mut data, &file, offset, len).await?
+                send_file(&mut data, (&file, offset, len), self.out, self.timeout).await?
             }
         };
         data.end()?;
         Ok(sent)
-    }
-
-    async fn send_file(
-        &mut self,
-        data: &mut Data,
-        file: &std::fs::File,
-        mut offset: u64,
-        len: u64,
-    ) -> io::Result<u64> {
-        use std::os::unix::fs::FileExt;
-        let mut left = len;
-        while left > 0 {
-            self.out.clear();
-            self.out.resize(left.min(CHUNK as u64) as usize, 0);
-            // Blocking, from the page cache: see `downstream::h1::send_local`.
-            let n = file.read_at(self.out, offset)?;
-            if n == 0 {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
-            write_all(data, &self.out[..n], self.timeout).await?;
-            (offset, left) = (offset + n as u64, left - n as u64);
-        }
-        Ok(len)
     }
 }
 

@@ -1,7 +1,7 @@
 //! A connection to a server: TCP, or TLS over TCP for upstreams with `tls`. One type for
 //! the pools and the forwarding stages, so they need not know which.
 
-use crate::io::stream::Stream;
+use crate::io::stream::{tls_read_ready, Stream};
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -77,10 +77,7 @@ impl Stream for ServerStream {
             ServerStream::Tcp(s) => s.poll_read_ready(cx),
             ServerStream::Tls(s) => {
                 let (tcp, tls) = s.get_ref();
-                if !tls.wants_read() {
-                    return Poll::Ready(Ok(()));
-                }
-                tcp.poll_read_ready(cx)
+                tls_read_ready(tcp, tls.wants_read(), cx)
             }
         }
     }

@@ -28,16 +28,25 @@ impl Stream for TcpStream {
 impl Stream for tokio_rustls::server::TlsStream<TcpStream> {
     const CLOSE_NOTIFY: bool = true;
 
-    /// Ready at once when rustls holds decrypted bytes not yet read (a read took fewer
-    /// than it had) or the peer's close_notify: the socket may never turn readable again
-    /// for them. Otherwise, when the socket is.
     fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let (tcp, tls) = self.get_ref();
-        if !tls.wants_read() {
-            return Poll::Ready(Ok(()));
-        }
-        tcp.poll_read_ready(cx)
+        tls_read_ready(tcp, tls.wants_read(), cx)
     }
+}
+
+/// Readiness of a TLS stream over `tcp` (client or server side): at once when rustls
+/// does not want to read, because it holds decrypted bytes not yet read (a read took
+/// fewer than it had) or the peer's close_notify, which the socket may never signal
+/// again; otherwise when the socket is readable.
+pub fn tls_read_ready(
+    tcp: &TcpStream,
+    wants_read: bool,
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<()>> {
+    if !wants_read {
+        return Poll::Ready(Ok(()));
+    }
+    tcp.poll_read_ready(cx)
 }
 
 /// Completes when `stream` may have bytes to read.

@@ -47,7 +47,8 @@ impl Shared {
             .filter(|log| Some(&log.config) == config.access_log.as_ref());
         let tls =
             crate::tls::listeners(&config, previous.map(|p| &p.tls)).expect("test certificates");
-        let clients = crate::tls::clients(&config).expect("test CA files");
+        let clients =
+            crate::tls::clients(&config, |u| unchanged(previous, u)).expect("test CA files");
         Self::with_log(config, previous, log, (tls, clients))
     }
 
@@ -65,7 +66,7 @@ impl Shared {
         let invalid = |e: sluice_config::Errors| {
             std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
         };
-        let clients = crate::tls::clients(&config).map_err(invalid)?;
+        let clients = crate::tls::clients(&config, |u| unchanged(previous, u)).map_err(invalid)?;
         // Last: certificates are swapped into the listeners that stay, so nothing
         // after this may fail.
         let tls = crate::tls::listeners(&config, previous.map(|p| &p.tls)).map_err(invalid)?;
@@ -139,6 +140,11 @@ impl Shared {
             }
         }
     }
+}
+
+/// True when `previous` has upstream `u` with the same settings (it is then reused whole).
+fn unchanged(previous: Option<&Shared>, u: &sluice_config::Upstream) -> bool {
+    previous.is_some_and(|p| p.upstreams.iter().any(|o| o.config == *u))
 }
 
 /// What a worker serves a request with: taken once per request, so a reload never

@@ -71,14 +71,14 @@ pub fn load(files: &CertificateFiles, provider: &CryptoProvider) -> Result<Loade
             "give the key that was issued with this certificate",
         ));
     }
-    let (names, validity) = leaf_facts(&key.cert[0])
+    let leaf = leaf_facts(&key.cert[0])
         .map_err(|why| fail(&files.cert, why, "give a valid X.509 certificate"))?;
-    check_validity(validity, now())
+    check_validity((leaf.not_before, leaf.not_after), now())
         .map_err(|why| fail(&files.cert, why, "renew the certificate"))?;
     Ok(Loaded {
         key: Arc::new(key),
-        names,
-        not_after: validity.1,
+        names: leaf.names,
+        not_after: leaf.not_after,
     })
 }
 
@@ -91,21 +91,40 @@ fn pem_error(e: rustls::pki_types::pem::Error) -> String {
     }
 }
 
-fn now() -> i64 {
+pub fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-/// The leaf's DNS names and its validity period (seconds since the epoch).
-fn leaf_facts(der: &[u8]) -> Result<(Vec<String>, (i64, i64)), String> {
+/// What a leaf certificate says of itself.
+pub struct Leaf {
+    /// DNS names (subject alternative names; the common name when it has none),
+    /// lower-case.
+    pub names: Vec<String>,
+    pub common_name: Option<String>,
+    /// The validity period, seconds since the epoch.
+    pub not_before: i64,
+    pub not_after: i64,
+}
+
+/// The first certificate of the PEM file at `path`, if it can be read and parsed.
+pub fn leaf_of_file(path: &std::path::Path) -> Option<Leaf> {
+    let der = CertificateDer::from_pem_file(path).ok()?;
+    leaf_facts(&der).ok()
+}
+
+/// The leaf's names and validity period.
+fn leaf_facts(der: &[u8]) -> Result<Leaf, String> {
     let (_, cert) = x509_parser::parse_x509_certificate(der)
         .map_err(|e| format!("the first certificate cannot be parsed: {e}"))?;
     let validity = cert.validity();
-    let period = (
-        validity.not_before.timestamp(),
-        validity.not_after.timestamp(),
-    );
+    let common_name = cert
+        .subject()
+        .iter_common_name()
+        .next()
+        .and_then(|cn| cn.as_str().ok())
+        .map(str::to_string);
     let mut names = Vec::new();
     if let Ok(Some(san)) = cert.subject_alternative_name() {
         for name in &san.value.general_names {
@@ -115,12 +134,14 @@ fn leaf_facts(der: &[u8]) -> Result<(Vec<String>, (i64, i64)), String> {
         }
     }
     if names.is_empty() {
-        let cn = cert.subject().iter_common_name().next();
-        if let Some(cn) = cn.and_then(|cn| cn.as_str().ok()) {
-            names.push(cn.to_ascii_lowercase());
-        }
+        names.extend(common_name.as_deref().map(str::to_ascii_lowercase));
     }
-    Ok((names, period))
+    Ok(Leaf {
+        names,
+        common_name,
+        not_before: validity.not_before.timestamp(),
+        not_after: validity.not_after.timestamp(),
+    })
 }
 
 /// An error when `now` is outside the period.
@@ -137,21 +158,9 @@ fn check_validity((not_before, not_after): (i64, i64), now: i64) -> Result<(), S
     Ok(())
 }
 
-/// `2026-11-23 18:04:02 UTC`, from seconds since the epoch.
+/// `2026-11-23 18:04:02 UTC`, from seconds since the epoch (1970 for earlier ones).
 pub fn date(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, m, s) = (rem / 3600, rem / 60 % 60, rem % 60);
+    let (year, month, day, h, m, s) = crate::clock::civil(secs.max(0) as u64);
     format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02}:{s:02} UTC")
 }
 

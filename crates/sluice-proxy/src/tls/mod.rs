@@ -199,12 +199,18 @@ pub fn listeners(
     Ok(out)
 }
 
-/// The TLS client config of each upstream (in config order), `None` for plain ones.
-pub fn clients(config: &Config) -> Result<Vec<Option<client::ClientTls>>, Errors> {
+/// The TLS client config of each upstream (in config order), `None` for plain ones and
+/// for those `kept` (a reload reuses an unchanged upstream whole: its CA file or the
+/// system's roots are not read again).
+pub fn clients(
+    config: &Config,
+    kept: impl Fn(&sluice_config::Upstream) -> bool,
+) -> Result<Vec<Option<client::ClientTls>>, Errors> {
     let mut out = Vec::new();
     let mut errors = Vec::new();
     for u in &config.upstreams {
-        match u.tls.as_ref().map(client::ClientTls::new).transpose() {
+        let settings = u.tls.as_ref().filter(|_| !kept(u));
+        match settings.map(client::ClientTls::new).transpose() {
             Ok(c) => out.push(c),
             Err(e) => errors.push(e),
         }
@@ -239,7 +245,7 @@ pub fn check(config: &Config) -> Result<Vec<(String, i64)>, Errors> {
             Err(e) => errors.extend(e),
         }
     }
-    if let Err(Errors(e)) = clients(config) {
+    if let Err(Errors(e)) = clients(config, |_| false) {
         errors.extend(e);
     }
     if errors.is_empty() {
