@@ -48,7 +48,7 @@ pub struct DeliverySummary {
     pub delivered: u64,
     /// Copies that arrived at a user not expecting them: a second copy, or one whose
     /// SEND crossed the user's SUBSCRIBE (written after the SEND's subscribers were
-    /// taken, read by the broker before the SEND).
+    /// taken, read by the broker before the SEND) or its DISCONNECT.
     pub unexpected: u64,
     pub latency: Latency,
     /// Copies expected and not arrived (filled in by [`Deliveries::finish`]).
@@ -163,14 +163,20 @@ impl Deliveries {
             .record(at.saturating_duration_since(sent));
     }
 
-    /// Whether `user` has every copy due to it; if so it is taken off every
-    /// destination at once, so that no later SEND expects it.
+    /// Whether `user` has every copy due to it; if so no later SEND expects it. It
+    /// is still subscribed at the broker until it disconnects, so a later copy that
+    /// reaches it counts as due and delivered (as for an unconfirmed SUBSCRIBE), and
+    /// one that does not is not lost.
     pub fn leave_if_done(&self, user: u32) -> bool {
         let mut inner = self.lock();
         if inner.due.get(&user).is_some_and(|n| *n > 0) {
             return false;
         }
-        inner.forget(user);
+        for subs in inner.subscribers.values_mut() {
+            for entry in subs.iter_mut().filter(|(u, _)| *u == user) {
+                entry.1 = false;
+            }
+        }
         true
     }
 
@@ -225,6 +231,9 @@ mod tests {
         assert!(!d.leave_if_done(3), "user 3 still waits for one copy");
         d.sending("/room.0", 2, 0, t0);
         d.arrived(2, 0, 2, t0 + Duration::from_millis(1));
+        // User 1 is done but still connected: a copy reaching it counts, one that
+        // does not (the next) is not lost.
+        d.arrived(2, 0, 1, t0 + Duration::from_millis(1));
         d.sending("/room.0", 2, 1, t0);
         d.not_sent(2, 1);
         // User 5's subscription is not confirmed yet: its copy counts if it comes,
@@ -237,10 +246,10 @@ mod tests {
         d.arrived(4, 2, 4, t0 + Duration::from_millis(1));
         let s = d.finish();
         // room.0's first message: 3 copies, 2 arrived; room.1's: 1 copy, none
-        // arrived; the second room.0 message went to users 2 and 3 (1 had left); two
-        // more to room.1, one of them reaching user 5 too.
-        assert_eq!((s.messages, s.expected), (5, 9));
-        assert_eq!((s.delivered, s.lost, s.unexpected), (6, 3, 1));
+        // arrived; the second room.0 message was due at users 2 and 3 and reached
+        // 1 (done) too; two more to room.1, one of them reaching user 5 too.
+        assert_eq!((s.messages, s.expected), (5, 10));
+        assert_eq!((s.delivered, s.lost, s.unexpected), (7, 3, 1));
         assert_eq!(s.latency.moments.max_us, 4000);
     }
 }

@@ -61,6 +61,12 @@ http = "GET /room/{room}"
 expect_status = 200
 expect_body = "chat"
 
+# A user done early stays connected while the others finish, so each message is
+# due at all four users of its room (users do not wait for each other otherwise).
+[[teardown]]
+name = "linger"
+http = "GET /room/{room}"
+think = "500ms"
 [[teardown]]
 name = "disconnect"
 stomp = "DISCONNECT"
@@ -77,6 +83,7 @@ fn stomp_chat_every_message_reaches_every_subscriber_of_its_room() {
         ("subscribe", 12),
         ("say", 60),
         ("page", 60),
+        ("linger", 12),
         ("disconnect", 12),
     ] {
         assert_eq!(
