@@ -13,6 +13,8 @@
 //! Header blocks larger than `max_header_bytes` (a CONTINUATION flood, an HPACK bomb)
 //! end the connection the same way.
 
+mod wakes;
+
 use super::{dispatch, finish, logged, parse_head, response_edits, Counted, Target, Via};
 use crate::context::Context;
 use crate::downstream::buffers::{Buffers, Scratch};
@@ -27,10 +29,12 @@ use bytes::{Bytes, BytesMut};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use h2::server::SendResponse;
 use h2::RecvStream;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
+use std::task::{self, ready, Poll};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+use wakes::{Wakes, CONN, STREAMS};
 
 /// Serves an HTTP/2 connection until the client ends it, it idles `keepalive_timeout`
 /// without a stream, or the worker drains (GOAWAY, then the streams in flight finish).
@@ -62,7 +66,14 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     run(conn, &from, &config).await;
 }
 
-/// Accepts and serves the connection's streams until it ends (see [`serve`]).
+/// A pass over the connection's task runs rounds (streams, then the connection, then
+/// the timers) until nothing is woken; after this many it lets the worker's other
+/// tasks run (a stream held back by tokio's cooperative budget wakes itself at once).
+const ROUNDS_PER_PASS: usize = 32;
+
+/// Accepts and serves the connection's streams until it ends (see [`serve`]). The
+/// connection and its streams are polled by hand rather than by `select!`, each with
+/// its own waker (see [`wakes`]).
 async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     mut conn: h2::server::Connection<S, Bytes>,
     from: &From<'_>,
@@ -71,57 +82,94 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     let ctx = from.ctx;
     let at_once = config.http2.max_concurrent_streams as usize;
     let mut streams = FuturesUnordered::new();
-    // Made once and reset: a timer or a waiter made on every turn of the loop cost
-    // about 2,000 instructions per request (callgrind).
+    // Made once and reset: a timer or a waiter made on every turn cost about 2,000
+    // instructions per request (callgrind).
     let idle = tokio::time::sleep(config.keepalive_timeout);
     let drained = ctx.drain_signal();
     tokio::pin!(idle, drained);
     let mut draining = false;
-    loop {
-        if ctx.draining() && !draining {
-            conn.graceful_shutdown();
-            draining = true;
-        }
-        let room = streams.len() < at_once && !draining;
-        // One poll drives the connection: it accepts a stream when there is room for
-        // one, and otherwise only reads and writes frames.
-        let drive = poll_fn(|cx| {
-            if room {
-                conn.poll_accept(cx)
-            } else {
-                conn.poll_closed(cx).map(|r| r.err().map(Err))
+    let wakes = Wakes::new();
+    poll_fn(|cx| {
+        wakes.enter(cx.waker());
+        for _ in 0..ROUNDS_PER_PASS {
+            if wakes.take(STREAMS) && finish_streams(&mut streams, &wakes) {
+                idle.as_mut()
+                    .reset(crate::clock::now() + config.keepalive_timeout);
             }
-        });
-        tokio::select! {
-            next = drive => match next {
-                Some(Ok((request, respond))) => {
-                    streams.push(one_stream(from, request, respond));
-                }
-                Some(Err(e)) => {
-                    tracing::debug!(client = %from.peer, cause = %e, "HTTP/2 connection ended");
-                    break;
-                }
-                None => break,
-            },
-            Some(()) = streams.next(), if !streams.is_empty() => {
-                if streams.is_empty() {
-                    idle.as_mut().reset(crate::clock::now() + config.keepalive_timeout);
+            if wakes.take(CONN) {
+                let room = streams.len() < at_once && !draining;
+                match drive(&mut conn, &wakes, room, from.peer) {
+                    Poll::Ready(Some((request, respond))) => {
+                        streams.push(Box::pin(one_stream(from, request, respond)));
+                        // The new stream is to be polled; the connection may hold more.
+                        wakes.raise(CONN | STREAMS);
+                    }
+                    Poll::Ready(None) => return Poll::Ready(()),
+                    Poll::Pending => {}
                 }
             }
-            () = &mut idle, if streams.is_empty() && !draining => {
+            let over = ctx.draining()
+                || drained.as_mut().poll(cx).is_ready()
+                || (streams.is_empty() && idle.as_mut().poll(cx).is_ready());
+            if over && !draining {
                 conn.graceful_shutdown();
                 draining = true;
+                wakes.raise(CONN);
             }
-            () = &mut drained, if !draining => {
-                conn.graceful_shutdown();
-                draining = true;
+            if wakes.leave() {
+                return Poll::Pending;
             }
         }
-    }
+        wakes.pause(cx.waker());
+        Poll::Pending
+    })
+    .await;
     // The connection is over: dropping it ends the streams still waiting on it, which
     // then finish at once.
     drop(conn);
     while streams.next().await.is_some() {}
+}
+
+/// Polls the connection with its own waker: it accepts a stream when there is `room`
+/// for one, and otherwise only reads and writes frames. `Ready(None)`: it is over.
+fn drive<S: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut h2::server::Connection<S, Bytes>,
+    wakes: &Wakes,
+    room: bool,
+    peer: SocketAddr,
+) -> Poll<Option<(http::Request<RecvStream>, SendResponse<Bytes>)>> {
+    let mut cx = task::Context::from_waker(&wakes.conn);
+    let next = if room {
+        ready!(conn.poll_accept(&mut cx))
+    } else {
+        ready!(conn.poll_closed(&mut cx)).err().map(Err)
+    };
+    Poll::Ready(match next {
+        Some(Ok(accepted)) => Some(accepted),
+        Some(Err(e)) => {
+            tracing::debug!(client = %peer, cause = %e, "HTTP/2 connection ended");
+            None
+        }
+        None => None,
+    })
+}
+
+/// Polls the streams that were woken, with their own waker; true when the last one
+/// finished (the connection is idle).
+fn finish_streams<F: Future<Output = ()>>(
+    streams: &mut FuturesUnordered<F>,
+    wakes: &Wakes,
+) -> bool {
+    let mut cx = task::Context::from_waker(&wakes.streams);
+    let mut finished = false;
+    while let Poll::Ready(Some(())) = streams.poll_next_unpin(&mut cx) {
+        finished = true;
+    }
+    if finished {
+        // Room for another stream, if the connection waits for it.
+        wakes.raise(CONN);
+    }
+    finished && streams.is_empty()
 }
 
 /// The connection's settings: its limits, and header blocks no larger than the head
