@@ -58,6 +58,10 @@ pub fn upstreams(s: &Snapshot) -> Value {
                 "name": u.name,
                 "balance": u.balance,
                 "servers": u.servers.iter().map(server).collect::<Vec<_>>(),
+                "queue": {
+                    "waiting": u.queue.waiting, "timeouts": u.queue.timeouts,
+                    "rejected": u.queue.rejected, "wait": latency(&u.queue.wait),
+                },
             })
         })
         .collect();
@@ -95,6 +99,7 @@ fn server(v: &ServerView) -> Value {
             "at_unix": unix(e.at), "route": e.route, "status": e.status, "cause": e.cause,
         })).collect::<Vec<_>>(),
         "in_flight": v.in_flight,
+        "max_conns": v.max_conns,
         "requests": responses,
         "connections_opened": t.connections_opened,
         "retries": t.retries,

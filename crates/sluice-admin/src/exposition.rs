@@ -13,7 +13,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 use sluice_proxy::metrics::{HistogramTotal, BUCKETS, REJECTS};
-use sluice_proxy::{ServerView, Snapshot, View};
+use sluice_proxy::{QueueView, ServerView, Snapshot, View};
 use std::fmt::Error;
 use std::time::UNIX_EPOCH;
 
@@ -93,6 +93,7 @@ impl Collector for Metrics {
         listeners(&mut enc, &s)?;
         routes(&mut enc, &s)?;
         servers(&mut enc, &s)?;
+        queues(&mut enc, &s)?;
         histograms(&mut enc, &s)
     }
 }
@@ -391,6 +392,67 @@ fn histograms(enc: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), Error> {
                 None,
             )?;
         }
+    }
+    Ok(())
+}
+
+/// The queues of upstreams whose servers have `max_conns`, and those limits.
+fn queues(enc: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), Error> {
+    let limits = each_server(s).filter_map(|(l, sv)| sv.max_conns.map(|m| (l, u64::from(m))));
+    family(
+        enc,
+        "sluice_upstream_max_conns",
+        "The server's max_conns: requests it is given at once",
+        MetricType::Gauge,
+        limits,
+    )?;
+    type PerQueue = (
+        &'static str,
+        &'static str,
+        MetricType,
+        fn(&QueueView) -> u64,
+    );
+    let all: [PerQueue; 3] = [
+        (
+            "sluice_upstream_queue_length",
+            "Requests waiting for a server below its max_conns",
+            MetricType::Gauge,
+            |q| q.waiting,
+        ),
+        (
+            "sluice_upstream_queue_timeouts",
+            "Requests answered 503 because no server had room within queue_timeout",
+            MetricType::Counter,
+            |q| q.timeouts,
+        ),
+        (
+            "sluice_upstream_queue_rejected",
+            "Requests answered 503 at once because the queue was full (max_queue)",
+            MetricType::Counter,
+            |q| q.rejected,
+        ),
+    ];
+    for (name, help, kind, value) in all {
+        let rows = s
+            .upstreams
+            .iter()
+            .map(|u| (vec![("upstream", u.name.clone())], value(&u.queue)));
+        family(enc, name, help, kind, rows)?;
+    }
+    let name = "sluice_upstream_queue_wait_duration";
+    let help = "How long requests waited in the upstream's queue, however the wait ended";
+    let mut m = enc.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
+    for u in &s.upstreams {
+        let h = &u.queue.wait;
+        let bounds = BUCKETS.iter().copied().chain([f64::INFINITY]);
+        let buckets: Vec<(f64, u64)> = bounds.zip(h.buckets).collect();
+        let labels = vec![("upstream", u.name.clone())];
+        m.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
+            h.sum_seconds,
+            h.count(),
+            &buckets,
+            None,
+        )?;
     }
     Ok(())
 }

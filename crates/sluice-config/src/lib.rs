@@ -13,6 +13,7 @@ mod balance;
 mod error;
 mod headers;
 mod key;
+mod limits;
 mod model;
 mod reader;
 mod resilience;
@@ -26,7 +27,8 @@ pub use error::{ConfigError, Errors};
 pub use model::{
     AccessLog, Acme, Action, Admin, Balance, CertificateFiles, Config, FailurePolicy, HashMethod,
     HeaderEdits, HealthCheck, HostMatch, Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat,
-    LogTarget, Place, RetryPolicy, Return, Route, Server, Tls, Upstream, UpstreamTls, Variable,
+    LogTarget, Place, QueuePolicy, RetryPolicy, Return, Route, Server, Tls, Upstream, UpstreamTls,
+    Variable,
 };
 pub use reader::{parse_duration, Reader};
 /// The TOML library the [`Reader`] walks documents of.

@@ -308,6 +308,8 @@ pub struct Upstream {
     pub health: Option<HealthCheck>,
     /// HTTPS to the servers, when `tls` is given.
     pub tls: Option<UpstreamTls>,
+    /// Where requests wait when every server is at its `max_conns`.
+    pub queue: QueuePolicy,
 }
 
 /// `tls` of an upstream: its servers are reached over TLS, their certificates verified.
@@ -369,4 +371,16 @@ pub struct Server {
     pub name: String,
     /// Takes traffic only while no primary server is available.
     pub backup: bool,
+    /// Requests (and tunnels) it is given at once, all workers together; more wait in
+    /// the upstream's queue. `None`: no limit.
+    pub max_conns: Option<u32>,
+}
+
+/// The queue of requests waiting for a server with room (servers with `max_conns`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueuePolicy {
+    /// A request waiting longer is answered 503 with `Retry-After`.
+    pub timeout: Duration,
+    /// Requests waiting at most; one more is answered 503 at once.
+    pub max: usize,
 }

@@ -10,7 +10,7 @@ use toml_edit::{TableLike, Value};
 
 type Span = Option<Range<usize>>;
 
-const SERVER_KEYS: &[&str] = &["addr", "weight", "backup"];
+const SERVER_KEYS: &[&str] = &["addr", "weight", "backup", "max_conns"];
 
 pub fn servers(
     r: &mut Reader,
@@ -94,6 +94,7 @@ fn server(r: &mut Reader, entry: &Value) -> Option<Server> {
             weight: 1,
             name: text.to_string(),
             backup: false,
+            max_conns: None,
         });
     }
     let Some(t) = entry.as_inline_table() else {
@@ -118,11 +119,13 @@ fn server(r: &mut Reader, entry: &Value) -> Option<Server> {
     let addr = socket_addr(r, &text, span, "addr")?;
     let weight = weight(r, t)?;
     let backup = r.boolean(t, "backup").unwrap_or(false);
+    let max_conns = crate::limits::max_conns(r, t);
     Some(Server {
         addr,
         weight,
         name: text,
         backup,
+        max_conns,
     })
 }
 

@@ -52,6 +52,9 @@ const UPSTREAM_KEYS: &[&str] = &[
     "slow_start",
     "health",
     "tls",
+    "max_conns",
+    "queue_timeout",
+    "max_queue",
 ];
 
 pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
@@ -321,10 +324,12 @@ fn upstream(
     span: Span,
 ) -> Upstream {
     r.only_keys(t, UPSTREAM_KEYS, &format!("[upstream.{name}]"));
+    let mut servers = crate::servers::servers(r, name, t, listeners, span);
+    crate::limits::apply_max_conns(&mut servers, crate::limits::max_conns(r, t));
     Upstream {
         name: name.to_string(),
         balance: crate::balance::balance(r, t),
-        servers: crate::servers::servers(r, name, t, listeners, span),
+        servers,
         keepalive: r.integer(t, "keepalive", 1_000_000).unwrap_or(128) as usize,
         idle_timeout: r
             .timeout(t, "idle_timeout")
@@ -340,5 +345,6 @@ fn upstream(
         slow_start: r.duration(t, "slow_start").unwrap_or(Duration::ZERO),
         health: resilience::health(r, t, name),
         tls: crate::tls::upstream(r, t),
+        queue: crate::limits::queue(r, t),
     }
 }

@@ -667,3 +667,52 @@ tls = false
         ["bad.toml:14:9: unknown key `sni` in an upstream's `tls` (an upstream's `tls` takes: server_name, ca)"]
     );
 }
+
+#[test]
+fn max_conns_is_per_server_or_for_the_upstream_and_the_queue_has_defaults() {
+    let text = r#"
+[[listener]]
+bind = "127.0.0.1:8080"
+[[route]]
+upstream = "a"
+[upstream.a]
+max_conns = 20
+servers = ["127.0.0.1:1", { addr = "127.0.0.1:2", max_conns = 5 }]
+[upstream.b]
+servers = ["127.0.0.1:3"]
+queue_timeout = "250ms"
+max_queue = 7
+"#;
+    let c = parse("q.toml", text).unwrap();
+    let (a, b) = (&c.upstreams[0], &c.upstreams[1]);
+    assert_eq!(a.servers[0].max_conns, Some(20));
+    assert_eq!(a.servers[1].max_conns, Some(5));
+    assert_eq!(a.queue.timeout, Duration::from_secs(5));
+    assert_eq!(a.queue.max, 10_000);
+    assert_eq!(b.servers[0].max_conns, None);
+    assert_eq!(b.queue.timeout, Duration::from_millis(250));
+    assert_eq!(b.queue.max, 7);
+}
+
+#[test]
+fn a_max_conns_of_zero_or_a_zero_queue_timeout_is_refused_where_written() {
+    let text = r#"[[listener]]
+bind = "127.0.0.1:8080"
+[[route]]
+upstream = "a"
+[upstream.a]
+servers = [{ addr = "127.0.0.1:2", max_conns = 0 }]
+queue_timeout = "0s"
+"#;
+    let got = errors(text);
+    assert!(
+        got.iter()
+            .any(|e| e.starts_with("bad.toml:6:48: `max_conns` must be at least 1")),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|e| e.starts_with("bad.toml:7:17: `queue_timeout` must be above zero")),
+        "{got:?}"
+    );
+}

@@ -53,6 +53,8 @@
 //! | `db_timeouts` | requests that waited past `db_timeout` (answered `503`) |
 //! | `conns_open` | *now*: HTTP connections being served (this `/__stats` one too; an upgraded WebSocket leaves the count, as it leaves `max_conns`) |
 //! | `max_conns` | the cap on `conns_open` (0: none) |
+//! | `busy` | *now*: requests being answered (not `/__stats` nor WebSocket handshakes) |
+//! | `busy_peak` | the most requests answered at once so far |
 //!
 //! The `pool_*` and `queue_*` counters stay 0 without a worker pool (`threads` 0).
 
@@ -161,6 +163,26 @@ struct Stats {
     /// HTTP connections being served now, and the cap on them (0: none).
     conns_open: AtomicU64,
     max_conns: usize,
+    /// Requests being answered now, and the most at once.
+    busy: AtomicU64,
+    busy_peak: AtomicU64,
+}
+
+/// Counts a request as being answered until dropped.
+struct Answering<'a>(&'a Stats);
+
+impl<'a> Answering<'a> {
+    fn start(stats: &'a Stats) -> Self {
+        let now = stats.busy.fetch_add(1, Ordering::Relaxed) + 1;
+        stats.busy_peak.fetch_max(now, Ordering::Relaxed);
+        Answering(stats)
+    }
+}
+
+impl Drop for Answering<'_> {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Stats {
@@ -332,6 +354,7 @@ async fn handle(
     if req.uri().path() == "/__stats" {
         return Ok(with_name(stats_reply(&stats), &options.name));
     }
+    let _answering = Answering::start(&stats);
     let reply = match stats.pool.enter().await {
         None => text(StatusCode::SERVICE_UNAVAILABLE, "queue full\n".into()),
         // The thread is held until the answer is made, whatever the work waits on.
@@ -408,7 +431,7 @@ fn stats_reply(stats: &Stats) -> Reply {
     text(
         StatusCode::OK,
         format!(
-            "connections={} requests={} stomp_messages={} {} injected_errors={} stalls={} {} {} conns_open={} max_conns={}\n",
+            "connections={} requests={} stomp_messages={} {} injected_errors={} stalls={} {} {} conns_open={} max_conns={} busy={} busy_peak={}\n",
             load(&stats.connections),
             load(&stats.requests),
             stats.broker.messages_out(),
@@ -419,6 +442,8 @@ fn stats_reply(stats: &Stats) -> Reply {
             crate::db_pool::stats(stats.db.as_ref()),
             load(&stats.conns_open),
             stats.max_conns,
+            load(&stats.busy),
+            load(&stats.busy_peak),
         ),
     )
 }

@@ -91,6 +91,8 @@ pub struct Entry<'a> {
     pub upstream_time: Option<Duration>,
     pub tries: usize,
     pub route: Option<&'a str>,
+    /// Time the request waited for a server below its `max_conns`, if it waited.
+    pub queue_time: Option<Duration>,
 }
 
 impl Entry<'_> {
@@ -139,6 +141,11 @@ impl Entry<'_> {
         push_num(out, self.tries as u64);
         out.extend_from_slice(b" route=");
         escaped(out, self.route.unwrap_or("-"));
+        out.extend_from_slice(b" queue_time=");
+        match self.queue_time {
+            Some(d) => push_seconds(out, d),
+            None => out.push(b'-'),
+        }
         out.push(b'\n');
         Ok(())
     }
@@ -169,7 +176,7 @@ impl Entry<'_> {
             self.tries,
         )?;
         json_escaped(out, self.route.unwrap_or("-"));
-        out.extend_from_slice(b"\"}\n");
+        writeln!(out, "\",\"queue_time\":{}}}", JsonSeconds(self.queue_time))?;
         Ok(())
     }
 }
@@ -329,6 +336,7 @@ mod tests {
             upstream_time: Some(Duration::from_micros(1200)),
             tries: 1,
             route: Some("/api/"),
+            queue_time: None,
         }
     }
 
@@ -338,7 +346,7 @@ mod tests {
         entry("GET /a?b=1 HTTP/1.1", "curl/8.0").write(LogFormat::Combined, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "192.0.2.7 - - [23/Nov/2026:13:48:34 +0000] \"GET /a?b=1 HTTP/1.1\" 200 612 \"-\" \"curl/8.0\" upstream=10.0.0.2:8080 upstream_time=0.001 request_time=0.001 tries=1 route=/api/\n"
+            "192.0.2.7 - - [23/Nov/2026:13:48:34 +0000] \"GET /a?b=1 HTTP/1.1\" 200 612 \"-\" \"curl/8.0\" upstream=10.0.0.2:8080 upstream_time=0.001 request_time=0.001 tries=1 route=/api/ queue_time=-\n"
         );
     }
 

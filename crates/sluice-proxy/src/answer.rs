@@ -190,5 +190,6 @@ pub async fn send<'g, S: Stream>(
         keep_alive,
         bytes_sent: sent.unwrap_or(0),
         upstream_time: None,
+        queue_time: None,
     }
 }

@@ -90,6 +90,8 @@ pub struct Failure {
     pub cause: Cow<'static, str>,
     pub body: Body,
     pub retry: Retry,
+    /// Seconds the client is told to wait before trying again (`Retry-After`).
+    pub retry_after: Option<u32>,
 }
 
 impl Failure {
@@ -106,6 +108,7 @@ impl Failure {
             cause: cause.into(),
             body,
             retry,
+            retry_after: None,
         }
     }
 
@@ -117,6 +120,7 @@ impl Failure {
             cause: cause.into(),
             body,
             retry: Retry::Never,
+            retry_after: None,
         }
     }
 
@@ -128,6 +132,20 @@ impl Failure {
             cause: "no server available".into(),
             body,
             retry: Retry::Never,
+            retry_after: None,
+        }
+    }
+
+    /// Every server was at its `max_conns` for as long as the request could wait, or
+    /// the queue was full: the client is told to come back in a second.
+    pub fn overloaded(cause: &'static str, body: Body) -> Self {
+        Failure {
+            side: Side::Internal,
+            status: 503,
+            cause: cause.into(),
+            body,
+            retry: Retry::Never,
+            retry_after: Some(1),
         }
     }
 
@@ -163,6 +181,12 @@ impl Failure {
     /// application, and the request has no body and is safe to repeat.
     pub fn may_resend_fresh(&self, reused: bool, idempotent: bool) -> bool {
         reused && self.retry == Retry::StaleConnection && self.body == Body::None && idempotent
+    }
+
+    /// The failure of `req` before any of its body was read.
+    pub fn body_of(mut self, req: &crate::http1::check::Request) -> Self {
+        self.body = Body::unread(req.framing);
+        self
     }
 
     /// Marks the request body as half read: the rest is still on the client connection.
@@ -207,6 +231,7 @@ mod tests {
                 cause: "x".into(),
                 body,
                 retry,
+                retry_after: Option::None,
             };
             assert_eq!(
                 f.may_retry_elsewhere(idempotent, risk),

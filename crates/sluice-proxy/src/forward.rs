@@ -14,8 +14,9 @@ use crate::metrics::EjectCause;
 use crate::record::Outcome;
 use crate::state::generation::Generation;
 use crate::state::health::now_ns;
-use crate::state::upstream::{ServerError, UpstreamShared};
+use crate::state::upstream::{InFlight, Pick, ServerError, UpstreamShared};
 use crate::upstream::attempt::{Answer, Attempt};
+use std::sync::Arc;
 
 /// Servers one request may try: the first plus at most this many retries.
 const MAX_TRIES: usize = 11;
@@ -31,6 +32,21 @@ pub async fn forward<'g, S: Stream>(
     head: &[u8],
     key: &[u8],
 ) -> Outcome<'g> {
+    let mut queued = None;
+    let mut outcome = try_servers(ctx, gen, down, (req, head, key), route, &mut queued).await;
+    outcome.queue_time = queued;
+    outcome
+}
+
+/// [`forward`]'s tries; `queued` adds up the time spent waiting for a server with room.
+async fn try_servers<'g, S: Stream>(
+    ctx: &Context,
+    gen: &'g Generation,
+    down: &mut Downstream<'_, S>,
+    (req, head, key): (&Request, &[u8], &[u8]),
+    route: (usize, usize),
+    queued: &mut Option<std::time::Duration>,
+) -> Outcome<'g> {
     let (route, u) = route;
     let up = &gen.shared.upstreams[u];
     let scope = Scope {
@@ -44,12 +60,17 @@ pub async fn forward<'g, S: Stream>(
     let mut tries = 0;
     let mut last: Option<(usize, Failure)> = None;
     loop {
-        let Some((server, _in_flight)) = up.pick(key, ctx.random(), &tried[..tries]) else {
-            let (server, f) = match last {
-                Some((s, f)) => (Some(s), f),
-                None => (None, Failure::unavailable(Body::unread(req.framing))),
-            };
-            return scope.fail(down, req, server, f, tries).await;
+        let (server, _in_flight) = match slot(up, key, ctx.random(), &tried[..tries], queued).await
+        {
+            Ok(picked) => picked,
+            Err(Some(f)) => return scope.fail(down, req, None, f.body_of(req), tries).await,
+            Err(None) => {
+                let (server, f) = match last {
+                    Some((s, f)) => (Some(s), f),
+                    None => (None, Failure::unavailable(Body::unread(req.framing))),
+                };
+                return scope.fail(down, req, server, f, tries).await;
+            }
         };
         tried[tries] = server;
         tries += 1;
@@ -81,6 +102,41 @@ pub async fn forward<'g, S: Stream>(
                 tracing::info!(upstream = %up.config.name, server = %up.addr(server), cause = %f.cause, "retrying on another server");
                 last = Some((server, f));
             }
+        }
+    }
+}
+
+/// A server for the next try and the slot taken on it: at once, or after waiting in
+/// the upstream's queue. `Err(None)`: no server is available; `Err(Some)`: the queue
+/// was full or the wait ran out.
+async fn slot(
+    up: &UpstreamShared,
+    key: &[u8],
+    random: u64,
+    tried: &[usize],
+    waited: &mut Option<std::time::Duration>,
+) -> Result<(usize, InFlight), Option<Failure>> {
+    loop {
+        let queued = match up.pick(key, random, tried) {
+            Pick::Server(server, slot) => return Ok((server, slot)),
+            Pick::None => return Err(None),
+            Pick::QueueFull => return Err(Some(Failure::overloaded("queue full", Body::None))),
+            Pick::Queued(queued) => queued,
+        };
+        let started = crate::clock::now();
+        let slot = queued.wait(up.config.queue.timeout).await;
+        *waited = Some(waited.unwrap_or_default() + started.elapsed());
+        let Some(slot) = slot else {
+            let cause = "no server had room within queue_timeout";
+            return Err(Some(Failure::overloaded(cause, Body::None)));
+        };
+        // A slot on a server a reload has taken out of this upstream goes back.
+        if let Some(server) = up
+            .servers
+            .iter()
+            .position(|s| Arc::ptr_eq(s, slot.server()))
+        {
+            return Ok((server, slot));
         }
     }
 }
@@ -165,6 +221,7 @@ impl<'g> Scope<'_, 'g> {
             keep_alive: false,
             bytes_sent: 0,
             upstream_time: None,
+            queue_time: None,
         }
     }
 
@@ -264,7 +321,9 @@ impl<'g> Scope<'_, 'g> {
     ) -> Outcome<'g> {
         let consumed = f.body.consumed();
         let keep_alive = req.keep_alive && consumed && !self.ctx.draining();
-        let sent = down.send_error(f.status, !keep_alive).await;
+        let sent = down
+            .send_error_after(f.status, !keep_alive, f.retry_after)
+            .await;
         let mut outcome = self.outcome(server, f.status, tries);
         outcome.keep_alive = sent && down.conclude(!consumed, keep_alive).await;
         outcome.failure = Some(f);

@@ -54,7 +54,9 @@ pub mod tls;
 mod upstream;
 
 pub use runtime::server::{Proxy, ReloadSummary};
-pub use runtime::view::{ListenerView, RouteView, ServerView, Snapshot, UpstreamView, View};
+pub use runtime::view::{
+    ListenerView, QueueView, RouteView, ServerView, Snapshot, UpstreamView, View,
+};
 pub use state::upstream::ServerError;
 
 #[doc(hidden)]

@@ -107,6 +107,13 @@ pub struct Histogram {
 }
 
 impl Histogram {
+    /// Its counts, as a total of one slot.
+    pub fn total(&self) -> HistogramTotal {
+        let mut total = HistogramTotal::default();
+        total.add(self);
+        total
+    }
+
     pub fn observe(&self, d: Duration) {
         let ns = d.as_nanos().min(u128::from(u64::MAX)) as u64;
         let i = BUCKETS_NS.iter().position(|b| ns <= *b).unwrap_or(14);

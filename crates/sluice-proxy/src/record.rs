@@ -29,6 +29,8 @@ pub struct Outcome<'a> {
     pub bytes_sent: u64,
     /// The last attempt's time, from its start to the response's end or the failure.
     pub upstream_time: Option<std::time::Duration>,
+    /// Time spent in the upstream's queue waiting for a server with room, if any.
+    pub queue_time: Option<std::time::Duration>,
 }
 
 impl Outcome<'_> {
@@ -45,6 +47,7 @@ impl Outcome<'_> {
             keep_alive: false,
             bytes_sent: 0,
             upstream_time: None,
+            queue_time: None,
         }
     }
 }

@@ -20,6 +20,7 @@ mod proxy {
     mod http2;
     mod lifecycle;
     mod metrics;
+    mod overload;
     mod pooling;
     mod strict;
     mod tls;

@@ -147,9 +147,9 @@ impl<S: Stream> Http1<'_, S> {
     }
 
     /// Sends an error reply of sluice's own. Returns whether it went out.
-    pub async fn send_error(&mut self, status: u16, close: bool) -> bool {
+    pub async fn send_error(&mut self, status: u16, close: bool, retry_after: Option<u32>) -> bool {
         self.out.clear();
-        reply::error(self.out, status, close);
+        reply::error(self.out, status, close, retry_after);
         write_all(&mut self.conn.stream, self.out, self.timeout)
             .await
             .is_ok()

@@ -139,12 +139,16 @@ impl Http2<'_> {
     }
 
     /// Sluice's own error reply; a stream whose response has begun is reset instead.
-    pub fn send_error(&mut self, status: u16) -> bool {
+    pub fn send_error(&mut self, status: u16, retry_after: Option<u32>) -> bool {
         let mut head = http::Response::new(());
         *head.status_mut() =
             http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::BAD_GATEWAY);
         let plain = HeaderValue::from_static("text/plain");
         head.headers_mut().insert(http::header::CONTENT_TYPE, plain);
+        if let Some(seconds) = retry_after {
+            head.headers_mut()
+                .insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
         let text = format!("{status} {}\n", reply::reason(status));
         match self.respond.send_response(head, self.is_head) {
             Ok(mut send) if !self.is_head => send.send_data(Bytes::from(text), true).is_ok(),

@@ -110,9 +110,19 @@ impl<S: Stream> Downstream<'_, S> {
     }
 
     pub async fn send_error(&mut self, status: u16, close: bool) -> bool {
+        self.send_error_after(status, close, None).await
+    }
+
+    /// [`Downstream::send_error`], telling the client when to come back (seconds).
+    pub async fn send_error_after(
+        &mut self,
+        status: u16,
+        close: bool,
+        retry_after: Option<u32>,
+    ) -> bool {
         match self {
-            Downstream::Http1(h) => h.send_error(status, close).await,
-            Downstream::Http2(h) => h.send_error(status),
+            Downstream::Http1(h) => h.send_error(status, close, retry_after).await,
+            Downstream::Http2(h) => h.send_error(status, retry_after),
         }
     }
 

@@ -1,7 +1,8 @@
 //! Responses sluice writes itself: errors, with a short plain-text body.
 
-/// Appends a complete error response for `status` to `out`.
-pub fn error(out: &mut Vec<u8>, status: u16, close: bool) {
+/// Appends a complete error response for `status` to `out`, with `Retry-After` when
+/// given (seconds).
+pub fn error(out: &mut Vec<u8>, status: u16, close: bool, retry_after: Option<u32>) {
     let reason = reason(status);
     out.extend_from_slice(
         format!(
@@ -10,6 +11,9 @@ pub fn error(out: &mut Vec<u8>, status: u16, close: bool) {
         )
         .as_bytes(),
     );
+    if let Some(seconds) = retry_after {
+        out.extend_from_slice(format!("Retry-After: {seconds}\r\n").as_bytes());
+    }
     if close {
         out.extend_from_slice(b"Connection: close\r\n");
     }
@@ -97,10 +101,11 @@ mod tests {
     #[test]
     fn content_length_matches_the_body() {
         let mut out = Vec::new();
-        super::error(&mut out, 503, true);
+        super::error(&mut out, 503, true, Some(1));
         let text = String::from_utf8(out).unwrap();
         let (head, body) = text.split_once("\r\n\r\n").unwrap();
         assert!(head.contains(&format!("Content-Length: {}", body.len())));
         assert!(head.contains("Connection: close"));
+        assert!(head.contains("\r\nRetry-After: 1\r\n"), "{head}");
     }
 }

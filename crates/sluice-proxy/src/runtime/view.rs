@@ -2,7 +2,7 @@
 //! and every counter, copied out as plain data. Taking a snapshot sums the workers'
 //! counter slots and takes no lock a request takes.
 
-use crate::metrics::{ListenerTotals, ProxyStats, ServerTotals};
+use crate::metrics::{HistogramTotal, ListenerTotals, ProxyStats, ServerTotals};
 use crate::state::generation::Shared;
 use crate::state::health::now_ns;
 use crate::state::upstream::ServerError;
@@ -59,6 +59,19 @@ pub struct UpstreamView {
     pub name: String,
     pub balance: String,
     pub servers: Vec<ServerView>,
+    pub queue: QueueView,
+}
+
+/// The upstream's queue of requests waiting for a server below its `max_conns`.
+#[derive(Debug, Clone, Default)]
+pub struct QueueView {
+    /// Waiting now.
+    pub waiting: u64,
+    /// How long requests waited, each once however its wait ended.
+    pub wait: HistogramTotal,
+    /// Answered 503: the wait ran out, or the queue was full.
+    pub timeouts: u64,
+    pub rejected: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -67,6 +80,8 @@ pub struct ServerView {
     pub weight: u32,
     pub backup: bool,
     pub in_flight: u32,
+    /// Its `max_conns`, if it has one.
+    pub max_conns: Option<u32>,
     /// Idle pooled connections to its address (all upstreams listing it share them).
     pub idle_pooled: u64,
     /// Active health checks' verdict (true without checks).
@@ -201,6 +216,7 @@ fn upstreams(shared: &Shared, stats: &ProxyStats) -> Vec<UpstreamView> {
                         weight: config.weight,
                         backup: config.backup,
                         in_flight: state.in_flight(),
+                        max_conns: config.max_conns,
                         idle_pooled: stats.idle(state.addr),
                         checked_up: state.health.checked_up(),
                         ejected_for: (until > now).then(|| Duration::from_nanos(until - now)),
@@ -210,6 +226,12 @@ fn upstreams(shared: &Shared, stats: &ProxyStats) -> Vec<UpstreamView> {
                     }
                 })
                 .collect(),
+            queue: QueueView {
+                waiting: u.queue.len() as u64,
+                wait: u.queue.wait.total(),
+                timeouts: u.queue.timeouts.get(),
+                rejected: u.queue.rejected.get(),
+            },
         })
         .collect()
 }

@@ -208,6 +208,7 @@ fn log(
             request_time: started.0.elapsed(),
             upstream: outcome.server,
             upstream_time: outcome.upstream_time,
+            queue_time: outcome.queue_time,
             tries: outcome.tries,
             route: outcome.route,
         },
@@ -576,7 +577,7 @@ mod tests {
     /// Reads sluice's own reply for `status` (with `Connection: close` if `close`) whole.
     async fn read_reply<R: AsyncReadExt + Unpin>(c: &mut R, status: u16, close: bool) -> Instant {
         let mut expected = Vec::new();
-        crate::http1::reply::error(&mut expected, status, close);
+        crate::http1::reply::error(&mut expected, status, close, None);
         let mut got = vec![0u8; expected.len()];
         c.read_exact(&mut got).await.unwrap();
         assert_eq!(

@@ -1,7 +1,10 @@
 //! What workers share, and what a config generation is built into: per-upstream
-//! balancers, retry budgets and server state (`upstream`), each server's health
-//! (`health`), and the generation that ties them to a config (`generation`).
+//! balancers and retry budgets (`upstream`), each server's state (`server`) and health
+//! (`health`), the queue of requests waiting for a server with room (`queue`), and the
+//! generation that ties them to a config (`generation`).
 
 pub mod generation;
 pub mod health;
+pub mod queue;
+pub mod server;
 pub mod upstream;

@@ -1,125 +1,38 @@
-//! An upstream as all workers share it: its servers (in-flight counts and health), its
-//! balancer, and its retry budget.
+//! An upstream as all workers share it: its servers, its balancer, its retry budget,
+//! and its queue (picking a server goes through the queue when servers have
+//! `max_conns`).
 //!
 //! One balancer serves every worker: `least_conn` and `random_two` see the whole
 //! process's load, and round robin keeps its exact sequence however the kernel spreads
 //! connections over workers (nginx without a shared zone does not). The lock is held for
 //! a few arithmetic operations per request.
 
-use crate::state::health::{now_ns, Health, LazyNow};
+use crate::state::health::{now_ns, LazyNow};
+pub use crate::state::queue::{InFlight, Queue, Queued};
+pub use crate::state::server::{ServerError, ServerState};
 use crate::tls::client::ClientTls;
 use sluice_balance::{
     default_table_size, Balancer, Candidate, ConsistentHash, Context, LeastConn, PeakEwma,
     RandomTwo, Server, SmoothWeighted,
 };
 use sluice_config::{Balance, HashMethod, KeyTemplate, Upstream};
-use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
-use tokio::sync::Notify;
 
 /// Weights are scaled by this so slow start can hand out fractions of a weight of 1.
 const WEIGHT_SCALE: f64 = 1000.0;
 
-/// One server's shared state. Kept across reloads while the server stays in its upstream,
-/// so in-flight counts and health survive a config change.
-pub struct ServerState {
-    pub addr: SocketAddr,
-    active: AtomicU32,
-    pub health: Health,
-    /// Set when a reload takes the server out of its upstream: its tunnels close.
-    retired: AtomicBool,
-    retire: Notify,
-    /// Its counters and histograms; they survive reloads with the server.
-    pub stats: crate::metrics::ServerStats,
-    /// Drained by the operator: no new requests (in-flight ones finish).
-    drained: AtomicBool,
-    /// Its last failures, newest last, for the admin API.
-    errors: Mutex<VecDeque<ServerError>>,
-}
-
-/// A failure blamed on a server, as the admin API shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerError {
-    pub at: SystemTime,
-    pub route: String,
-    pub status: u16,
-    pub cause: String,
-}
-
-/// Failures kept per server.
-const KEPT_ERRORS: usize = 20;
-
-impl ServerState {
-    pub fn new(addr: SocketAddr) -> Arc<Self> {
-        Arc::new(ServerState {
-            addr,
-            active: AtomicU32::new(0),
-            health: Health::default(),
-            retired: AtomicBool::new(false),
-            retire: Notify::new(),
-            stats: Default::default(),
-            drained: AtomicBool::new(false),
-            errors: Mutex::new(VecDeque::new()),
-        })
-    }
-
-    /// Stops (true) or resumes (false) sending new requests to the server.
-    pub fn set_drained(&self, drained: bool) {
-        self.drained.store(drained, Ordering::Relaxed);
-    }
-
-    pub fn drained(&self) -> bool {
-        self.drained.load(Ordering::Relaxed)
-    }
-
-    /// Keeps a failure blamed on the server (a rare path: a lock is fine here).
-    pub fn remember(&self, error: ServerError) {
-        let mut errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
-        if errors.len() == KEPT_ERRORS {
-            errors.pop_front();
-        }
-        errors.push_back(error);
-    }
-
-    /// Its last failures, oldest first.
-    pub fn last_errors(&self) -> Vec<ServerError> {
-        let errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
-        errors.iter().cloned().collect()
-    }
-
-    /// Requests (and tunnels) on this server now, all workers together.
-    pub fn in_flight(&self) -> u32 {
-        self.active.load(Ordering::Relaxed)
-    }
-
-    /// Marks the server as gone from the config and wakes its tunnels.
-    pub fn retire(&self) {
-        self.retired.store(true, Ordering::SeqCst);
-        self.retire.notify_waiters();
-    }
-
-    /// Completes once the server has been retired.
-    pub async fn retired(&self) {
-        loop {
-            let notified = self.retire.notified();
-            if self.retired.load(Ordering::SeqCst) {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-/// Counts one request in flight on a server until dropped.
-pub struct InFlight(Arc<ServerState>);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.active.fetch_sub(1, Ordering::Relaxed);
-    }
+/// What picking a server came to.
+pub enum Pick {
+    /// A server with room, and the slot taken on it.
+    Server(usize, InFlight),
+    /// Every server that would do is at its `max_conns`: the request waits.
+    Queued(Queued),
+    /// Every server that would do is full, and so is the queue.
+    QueueFull,
+    /// No server is available at all.
+    None,
 }
 
 pub struct UpstreamShared {
@@ -129,6 +42,10 @@ pub struct UpstreamShared {
     pub servers: Vec<Arc<ServerState>>,
     balancer: Mutex<Balancer>,
     budget: Mutex<RetryBudget>,
+    /// Requests waiting for a server with room; carried across reloads.
+    pub queue: Arc<Queue>,
+    /// Some server has `max_conns`: picks go through the queue's lock.
+    limited: bool,
 }
 
 impl UpstreamShared {
@@ -138,22 +55,33 @@ impl UpstreamShared {
         previous: Option<&UpstreamShared>,
         tls: Option<ClientTls>,
     ) -> Self {
-        let servers = config
+        let servers: Vec<Arc<ServerState>> = config
             .servers
             .iter()
             .map(|s| {
-                previous
+                let state = previous
                     .and_then(|p| p.servers.iter().find(|old| old.addr == s.addr))
                     .cloned()
-                    .unwrap_or_else(|| ServerState::new(s.addr))
+                    .unwrap_or_else(|| ServerState::new(s.addr));
+                state
+                    .limit
+                    .store(s.max_conns.unwrap_or(u32::MAX), Ordering::Relaxed);
+                state
             })
             .collect();
         let balancer = Mutex::new(balancer_for(&config));
+        let queue = previous.map(|p| p.queue.clone()).unwrap_or_default();
+        if !queue.is_empty() {
+            // Limits raised or servers added: waiters take the new room first.
+            queue.pump(&mut queue.lock(), &servers);
+        }
         UpstreamShared {
             tls,
+            limited: config.servers.iter().any(|s| s.max_conns.is_some()),
             servers,
             balancer,
             budget: Mutex::new(RetryBudget::carried(config.retry.budget, previous)),
+            queue,
             config,
         }
     }
@@ -170,12 +98,46 @@ impl UpstreamShared {
         }
     }
 
-    /// Picks an available server not in `tried` for a request with hash `key`, and counts
-    /// the request as in flight on it. Backup servers are candidates only while no
-    /// primary is available. When failures have ejected every server that the checks
-    /// still consider up, they are tried anyway (as nginx does): an all-server blip must
-    /// not turn into `eject_for` of 503s once the servers are back.
-    pub fn pick(&self, key: &[u8], random: u64, tried: &[usize]) -> Option<(usize, InFlight)> {
+    /// Picks an available server not in `tried` for a request with hash `key`, and takes
+    /// a slot on it; or queues the request when every server that would do is at its
+    /// `max_conns` (when hashing, the key's server is the only one that would do).
+    pub fn pick(&self, key: &[u8], random: u64, tried: &[usize]) -> Pick {
+        if !self.limited && self.queue.is_empty() {
+            return match self.choose(key, random, tried, false) {
+                Some(server) => {
+                    Pick::Server(server, InFlight::take(&self.servers[server], &self.queue))
+                }
+                None => Pick::None,
+            };
+        }
+        let mut waiters = self.queue.lock();
+        if !waiters.is_empty() {
+            self.queue.pump(&mut waiters, &self.servers);
+        }
+        let hashing = self.key_template().is_some();
+        let chosen = self.choose(key, random, tried, !hashing);
+        if let Some(server) = chosen.filter(|s| self.servers[*s].has_room()) {
+            return Pick::Server(server, InFlight::take(&self.servers[server], &self.queue));
+        }
+        let accepts: Vec<SocketAddr> = match chosen {
+            Some(server) => vec![self.addr(server)],
+            None => self.usable_ignoring_room(tried),
+        };
+        if accepts.is_empty() {
+            Pick::None
+        } else if waiters.len() >= self.config.queue.max {
+            self.queue.rejected.add(1);
+            Pick::QueueFull
+        } else {
+            Pick::Queued(self.queue.push(&mut waiters, accepts))
+        }
+    }
+
+    /// The balancer's choice among the available servers not in `tried` (with room, when
+    /// `room`). When failures have ejected every server that the checks still consider
+    /// up, they are tried anyway (as nginx does): an all-server blip must not turn into
+    /// `eject_for` of 503s once the servers are back.
+    fn choose(&self, key: &[u8], random: u64, tried: &[usize], room: bool) -> Option<usize> {
         let now = LazyNow::default();
         let n = self.servers.len();
         let mut stack = [Candidate::idle(1); 32];
@@ -190,6 +152,11 @@ impl UpstreamShared {
         if !snapshot.iter().any(|c| c.available) {
             self.snapshot(snapshot, tried, &now, true);
         }
+        if room {
+            for (i, c) in snapshot.iter_mut().enumerate() {
+                c.available &= self.servers[i].has_room();
+            }
+        }
         let ctx = Context {
             key,
             random,
@@ -197,10 +164,22 @@ impl UpstreamShared {
         };
         let mut balancer = self.balancer.lock().unwrap_or_else(|p| p.into_inner());
         // One consistent view for the whole pick, however other workers change the state.
-        let server = balancer.pick(n, |i| snapshot[i], ctx)?;
-        let state = &self.servers[server];
-        state.active.fetch_add(1, Ordering::Relaxed);
-        Some((server, InFlight(state.clone())))
+        balancer.pick(n, |i| snapshot[i], ctx)
+    }
+
+    /// The servers a queued request would take: available and not tried, full or not.
+    fn usable_ignoring_room(&self, tried: &[usize]) -> Vec<SocketAddr> {
+        let now = LazyNow::default();
+        let n = self.servers.len();
+        let mut snapshot = vec![Candidate::idle(1); n];
+        self.snapshot(&mut snapshot, tried, &now, false);
+        if !snapshot.iter().any(|c| c.available) {
+            self.snapshot(&mut snapshot, tried, &now, true);
+        }
+        (0..n)
+            .filter(|i| snapshot[*i].available)
+            .map(|i| self.addr(i))
+            .collect()
     }
 
     /// What the balancer may know of each server now.
@@ -227,7 +206,7 @@ impl UpstreamShared {
             let ramp = self.servers[i].health.ramp(now, self.config.slow_start);
             *slot = Candidate {
                 weight: ((f64::from(servers[i].weight) * WEIGHT_SCALE * ramp) as u32).max(1),
-                active: self.servers[i].active.load(Ordering::Relaxed),
+                active: self.servers[i].in_flight(),
                 available: usable(i) && servers[i].backup != primaries_up,
             };
         }

@@ -1,0 +1,43 @@
+//! The overload keys of an upstream: `max_conns` (per server, or on the upstream for
+//! all its servers), and the queue of requests waiting for a server with room
+//! (`queue_timeout`, `max_queue`).
+
+use crate::model::{QueuePolicy, Server};
+use crate::reader::Reader;
+use std::time::Duration;
+use toml_edit::TableLike;
+
+/// Largest `max_conns`: far above what one server takes, low enough to stay a u32 count.
+const MAX_CONNS: u64 = 1_000_000;
+
+/// `max_conns` of a server or an upstream: at least 1 when given.
+pub fn max_conns(r: &mut Reader, t: &dyn TableLike) -> Option<u32> {
+    match r.integer(t, "max_conns", MAX_CONNS)? {
+        0 => {
+            r.error(
+                t.get("max_conns").and_then(|v| v.span()),
+                "`max_conns` must be at least 1",
+                "leave it out for no limit, or drain the server to stop its traffic",
+            );
+            None
+        }
+        n => Some(n as u32),
+    }
+}
+
+/// The upstream's `max_conns` holds for every server that has none of its own.
+pub fn apply_max_conns(servers: &mut [Server], upstream: Option<u32>) {
+    for s in servers.iter_mut().filter(|s| s.max_conns.is_none()) {
+        s.max_conns = upstream;
+    }
+}
+
+/// `queue_timeout` (5 s by default) and `max_queue` (10,000 by default).
+pub fn queue(r: &mut Reader, t: &dyn TableLike) -> QueuePolicy {
+    QueuePolicy {
+        timeout: r
+            .timeout(t, "queue_timeout")
+            .unwrap_or(Duration::from_secs(5)),
+        max: r.integer(t, "max_queue", 10_000_000).unwrap_or(10_000) as usize,
+    }
+}

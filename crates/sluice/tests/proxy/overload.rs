@@ -1,0 +1,202 @@
+//! Overload protection: `max_conns` per server with a queue in sluice (FIFO, bounded,
+//! with a timeout answered 503 and `Retry-After`), against real backends.
+
+use super::harness::*;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A backend that notes the path of every request, in the order they arrive, and
+/// answers each after `delay` (keep-alive, so pooled connections work).
+async fn recording_backend(delay: Duration) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let addr = raw_backend(move |stream| serve_recorded(stream, log.clone(), delay)).await;
+    (addr, seen)
+}
+
+async fn serve_recorded(mut stream: TcpStream, seen: Arc<Mutex<Vec<String>>>, delay: Duration) {
+    let mut buf = Vec::new();
+    loop {
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            let mut chunk = [0u8; 1024];
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        let head = String::from_utf8_lossy(&buf[..end]).to_string();
+        buf.drain(..end);
+        let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+        seen.lock().unwrap().push(path);
+        tokio::time::sleep(delay).await;
+        let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
+        if stream.write_all(reply).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Sends `GET path` on a connection of its own, in the background.
+fn spawn_get(addr: SocketAddr, path: &str) -> tokio::task::JoinHandle<(Reply, Duration)> {
+    let path = path.to_string();
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let reply = get(addr, &path).await;
+        (reply, started.elapsed())
+    })
+}
+
+#[tokio::test]
+async fn queued_requests_go_in_arrival_order_and_the_queue_is_bounded() {
+    let (server, seen) = recording_backend(Duration::from_millis(300)).await;
+    let config = format!(
+        "[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [{{ addr = \"{server}\", max_conns = 1 }}]\nmax_queue = 3\nqueue_timeout = \"20s\"\n"
+    );
+    let p = proxy(&config);
+    // One request in flight, then three queued in turn, then one too many.
+    let mut waiting = vec![spawn_get(p.addr, "/first")];
+    for name in ["/q1", "/q2", "/q3"] {
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        waiting.push(spawn_get(p.addr, name));
+    }
+    tokio::time::sleep(Duration::from_millis(40)).await;
+    let (over, took) = spawn_get(p.addr, "/over").await.unwrap();
+    assert_eq!(over.status, 503, "{over:?}");
+    assert_eq!(over.header("retry-after"), Some("1"));
+    assert!(
+        took < Duration::from_millis(250),
+        "answered at once: {took:?}"
+    );
+    for task in waiting {
+        assert_eq!(task.await.unwrap().0.status, 200);
+    }
+    // The backend saw them one at a time, in the order they came.
+    assert_eq!(*seen.lock().unwrap(), ["/first", "/q1", "/q2", "/q3"]);
+    let text = get(p.addr, "/").await;
+    assert_eq!(text.status, 200);
+}
+
+#[tokio::test]
+async fn a_request_that_waits_past_queue_timeout_gets_503_with_retry_after() {
+    let (server, seen) = recording_backend(Duration::from_millis(1500)).await;
+    let config = format!(
+        "[[route]]\nupstream = \"app\"\n[upstream.app]\nmax_conns = 1\nservers = [\"{server}\"]\nqueue_timeout = \"300ms\"\n"
+    );
+    let p = proxy(&config);
+    let busy = spawn_get(p.addr, "/slow");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (reply, took) = spawn_get(p.addr, "/waits").await.unwrap();
+    assert_eq!(reply.status, 503, "{reply:?}");
+    assert_eq!(reply.header("retry-after"), Some("1"));
+    assert!(
+        took >= Duration::from_millis(290) && took < Duration::from_millis(1200),
+        "{took:?}"
+    );
+    assert_eq!(busy.await.unwrap().0.status, 200);
+    // The timed-out request never reached the server.
+    assert_eq!(*seen.lock().unwrap(), ["/slow"]);
+}
+
+#[tokio::test]
+async fn with_hashing_a_queued_request_waits_for_its_own_server() {
+    let (a, seen_a) = recording_backend(Duration::from_millis(400)).await;
+    let (b, seen_b) = recording_backend(Duration::from_millis(10)).await;
+    let config = format!(
+        "[[route]]\nupstream = \"app\"\n[upstream.app]\nbalance = \"hash\"\nhash_key = \"$arg_k\"\nmax_conns = 1\nservers = [\"{a}\", \"{b}\"]\n"
+    );
+    let p = proxy(&config);
+    // Find a key of each server.
+    let mut keys = (None, None);
+    for k in 0..64 {
+        let path = format!("/probe?k={k}");
+        get(p.addr, &path).await;
+        let on_a = seen_a.lock().unwrap().contains(&path);
+        match on_a {
+            true if keys.0.is_none() => keys.0 = Some(k),
+            false if keys.1.is_none() => keys.1 = Some(k),
+            _ => {}
+        }
+        if let (Some(_), Some(_)) = keys {
+            break;
+        }
+    }
+    let (ka, kb) = (keys.0.unwrap(), keys.1.unwrap());
+    let first = spawn_get(p.addr, &format!("/one?k={ka}"));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Same key: waits for server a although b has room; another key goes to b at once.
+    let second = spawn_get(p.addr, &format!("/two?k={ka}"));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (other, took) = spawn_get(p.addr, &format!("/other?k={kb}")).await.unwrap();
+    assert_eq!(other.status, 200);
+    assert!(took < Duration::from_millis(300), "{took:?}");
+    let (two, waited) = second.await.unwrap();
+    assert_eq!(two.status, 200);
+    assert!(waited >= Duration::from_millis(300), "{waited:?}");
+    assert_eq!(first.await.unwrap().0.status, 200);
+    let on_a = seen_a.lock().unwrap().clone();
+    assert!(
+        on_a.ends_with(&[format!("/one?k={ka}"), format!("/two?k={ka}")]),
+        "{on_a:?}"
+    );
+    assert!(seen_b.lock().unwrap().contains(&format!("/other?k={kb}")));
+}
+
+/// A field of a line of the lab backend's `/__stats`.
+fn field(text: &str, key: &str) -> u64 {
+    let prefix = format!("{key}=");
+    text.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(prefix.as_str()))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in {text}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_5000_is_held_to_max_conns_per_server_and_all_succeed() {
+    // Without a limit each concurrent request opens a connection of its own and
+    // thousands at once overflow a backend's accept queue; with max_conns = 50 each
+    // server sees at most 50 requests at once, and the rest wait their turn in sluice.
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
+    const BURST: usize = 5_000;
+    let delay = Duration::from_millis(20);
+    let servers = [
+        backend_with_delay("a", delay).await,
+        backend_with_delay("b", delay).await,
+    ];
+    let config = format!(
+        "workers = 2\nheader_timeout = \"60s\"\n[[listener]]\nbind = \"127.0.0.1:0\"\n{}",
+        one_upstream(&servers, "max_conns = 50\nqueue_timeout = \"60s\"")
+    );
+    let child = SluiceProcess::serve("burst.toml", &config, "warn").await;
+    let addr = child.addr();
+    let mut clients = Vec::with_capacity(BURST);
+    for _ in 0..BURST {
+        clients.push(Client::connect(addr).await);
+    }
+    let started = Instant::now();
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|mut c| tokio::spawn(async move { c.get("/").await.status }))
+        .collect();
+    let mut ok = 0;
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), 200);
+        ok += 1;
+    }
+    let took = started.elapsed();
+    assert_eq!(ok, BURST);
+    for s in servers {
+        let stats = get(s, "/__stats").await.text();
+        let peak = field(&stats, "busy_peak");
+        let opened = field(&stats, "connections") - 1; // this /__stats one
+        println!("{s}: {peak} at once, {opened} connections, burst took {took:?}");
+        assert!(peak <= 50, "{s} answered {peak} requests at once");
+        assert!(peak >= 40, "{s} was held far below its limit: {peak}");
+        // Idle keep-alive connections are per worker: two workers may each keep 50.
+        assert!(opened <= 2 * 50, "{s}: {opened} connections opened");
+    }
+    drop(child);
+}
