@@ -109,13 +109,13 @@ async fn try_servers<'g, S: Stream>(
 /// A server for the next try and the slot taken on it: at once, or after waiting in
 /// the upstream's queue. `Err(None)`: no server is available; `Err(Some)`: the queue
 /// was full or the wait ran out.
-async fn slot(
-    up: &UpstreamShared,
+async fn slot<'u>(
+    up: &'u UpstreamShared,
     key: &[u8],
     random: u64,
     tried: &[usize],
     waited: &mut Option<std::time::Duration>,
-) -> Result<(usize, InFlight), Option<Failure>> {
+) -> Result<(usize, InFlight<'u>), Option<Failure>> {
     loop {
         let queued = match up.pick(key, random, tried) {
             Pick::Server(server, slot) => return Ok((server, slot)),
@@ -136,7 +136,7 @@ async fn slot(
             .iter()
             .position(|s| Arc::ptr_eq(s, slot.server()))
         {
-            return Ok((server, slot));
+            return Ok((server, slot.into_in_flight(&up.queue)));
         }
     }
 }

@@ -44,34 +44,60 @@ pub struct Waiter {
     id: u64,
     /// The servers it would take (by address: the same across reloads).
     accepts: Vec<SocketAddr>,
-    tx: oneshot::Sender<InFlight>,
+    tx: oneshot::Sender<Handed>,
 }
 
 /// Counts one request in flight on a server until dropped; then its slot goes to the
-/// next waiter that takes the server, if any.
-pub struct InFlight {
+/// next waiter that takes the server, if any. It borrows the queue (no shared count to
+/// bump on the path of every request).
+pub struct InFlight<'q> {
+    server: Option<Arc<ServerState>>,
+    queue: &'q Arc<Queue>,
+}
+
+impl<'q> InFlight<'q> {
+    /// Takes a slot on `server` (its count is raised here).
+    pub fn take(server: &Arc<ServerState>, queue: &'q Arc<Queue>) -> InFlight<'q> {
+        server.add_active();
+        InFlight {
+            server: Some(server.clone()),
+            queue,
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            self.queue.release(server);
+        }
+    }
+}
+
+/// A slot handed to a waiter, on its way; released like an [`InFlight`] if the waiter
+/// never takes it.
+pub struct Handed {
     server: Option<Arc<ServerState>>,
     queue: Arc<Queue>,
 }
 
-impl InFlight {
-    /// Takes a slot on `server` (its count is raised here).
-    pub fn take(server: &Arc<ServerState>, queue: &Arc<Queue>) -> InFlight {
-        server.add_active();
-        InFlight {
-            server: Some(server.clone()),
-            queue: queue.clone(),
-        }
-    }
-
+impl Handed {
     pub fn server(&self) -> &Arc<ServerState> {
         self.server
             .as_ref()
-            .expect("a slot holds its server until dropped")
+            .expect("a handed slot holds its server until taken")
+    }
+
+    /// The slot, counted against `queue` (the one it was handed from).
+    pub fn into_in_flight(mut self, queue: &Arc<Queue>) -> InFlight<'_> {
+        InFlight {
+            server: self.server.take(),
+            queue,
+        }
     }
 }
 
-impl Drop for InFlight {
+impl Drop for Handed {
     fn drop(&mut self) {
         if let Some(server) = self.server.take() {
             self.queue.release(server);
@@ -123,9 +149,9 @@ impl Queue {
             });
             match room {
                 Some(server) => {
-                    let slot = InFlight::take(server, self);
-                    if let Err(back) = self.hand(waiters, i, slot) {
-                        drop_quietly(back);
+                    server.add_active();
+                    if let Err(back) = self.hand(waiters, i, server.clone()) {
+                        back.sub_active();
                     }
                 }
                 None => i += 1,
@@ -135,41 +161,49 @@ impl Queue {
 
     /// A request on `server` ended: its slot goes to the oldest waiter that takes the
     /// server, or the server's count is lowered.
-    fn release(self: &Arc<Self>, server: Arc<ServerState>) {
+    fn release(self: &Arc<Self>, mut server: Arc<ServerState>) {
         if !server.limited() && self.is_empty() {
             server.sub_active();
             return;
         }
         let mut waiters = self.lock();
-        let mut slot = InFlight {
-            server: Some(server),
-            queue: self.clone(),
-        };
         // A limit lowered by a reload, or an ejected server: the slot is not handed on.
-        let server = slot.server().clone();
         if server.in_flight() <= server.limit() && server.usable(&LazyNow::default()) {
             while let Some(i) = waiters
                 .iter()
                 .position(|w| w.accepts.contains(&server.addr))
             {
-                match self.hand(&mut waiters, i, slot) {
+                match self.hand(&mut waiters, i, server) {
                     Ok(()) => return,
-                    Err(back) => slot = back,
+                    Err(back) => server = back,
                 }
             }
         }
         // Lowered under the lock: a request queuing now either is handed this slot
         // above or sees the room.
-        drop_quietly(slot);
+        server.sub_active();
         drop(waiters);
     }
 
-    /// Hands `slot` to waiter `i` (taken off the list); the slot comes back if the
-    /// waiter gave up meanwhile.
-    fn hand(&self, waiters: &mut Waiters, i: usize, slot: InFlight) -> Result<(), InFlight> {
+    /// Hands a slot on `server` to waiter `i` (taken off the list); the server comes
+    /// back if the waiter gave up meanwhile.
+    fn hand(
+        self: &Arc<Self>,
+        waiters: &mut Waiters,
+        i: usize,
+        server: Arc<ServerState>,
+    ) -> Result<(), Arc<ServerState>> {
         let waiter = waiters.remove(i).expect("a waiter at the position found");
         self.len.fetch_sub(1, Ordering::Relaxed);
-        waiter.tx.send(slot)
+        let slot = Handed {
+            server: Some(server),
+            queue: self.clone(),
+        };
+        waiter.tx.send(slot).map_err(|mut back| {
+            back.server
+                .take()
+                .expect("a slot that was not taken still holds its server")
+        })
     }
 
     /// Takes waiter `id` off the list, if it is still there.
@@ -182,24 +216,16 @@ impl Queue {
     }
 }
 
-/// Lowers the slot's server count without handing the slot on (the caller holds the
-/// lock, or found nobody to hand it to).
-fn drop_quietly(mut slot: InFlight) {
-    if let Some(server) = slot.server.take() {
-        server.sub_active();
-    }
-}
-
 /// A request in the queue. Dropping it takes it off the list.
 pub struct Queued {
     id: u64,
-    rx: oneshot::Receiver<InFlight>,
+    rx: oneshot::Receiver<Handed>,
     queue: Arc<Queue>,
 }
 
 impl Queued {
     /// Waits up to `timeout` for a slot; `None` when the wait ran out.
-    pub async fn wait(mut self, timeout: Duration) -> Option<InFlight> {
+    pub async fn wait(mut self, timeout: Duration) -> Option<Handed> {
         let started = crate::clock::now();
         let slot = tokio::time::timeout(timeout, &mut self.rx)
             .await
@@ -222,5 +248,41 @@ impl Drop for Queued {
             drop(slot);
         }
         self.queue.forget(self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limited(addr: &str, limit: u32) -> Arc<ServerState> {
+        let server = ServerState::new(addr.parse().unwrap());
+        server.limit.store(limit, Ordering::Relaxed);
+        server
+    }
+
+    #[test]
+    fn a_freed_slot_goes_to_the_oldest_waiter_that_takes_its_server() {
+        let queue = Arc::new(Queue::default());
+        let (a, b) = (limited("127.0.0.1:1", 1), limited("127.0.0.1:2", 1));
+        let on_a = InFlight::take(&a, &queue);
+        let on_b = InFlight::take(&b, &queue);
+        let mut only_b = queue.push(&mut queue.lock(), vec![b.addr]);
+        let gave_up = queue.push(&mut queue.lock(), vec![a.addr, b.addr]);
+        let mut any = queue.push(&mut queue.lock(), vec![a.addr, b.addr]);
+        drop(gave_up);
+        assert_eq!(queue.len(), 2);
+        // a's slot: not for the first waiter (b only), the one that left is skipped.
+        drop(on_a);
+        let handed = any.rx.try_recv().expect("a's slot handed on");
+        assert!(Arc::ptr_eq(handed.server(), &a));
+        assert_eq!((a.in_flight(), queue.len()), (1, 1));
+        // Its request ends: nobody else takes a, so the slot is freed.
+        drop(handed);
+        assert_eq!(a.in_flight(), 0);
+        drop(on_b);
+        assert!(Arc::ptr_eq(only_b.rx.try_recv().unwrap().server(), &b));
+        // Nobody waits any more: the slots are freed, not handed.
+        assert_eq!((a.in_flight(), b.in_flight(), queue.len()), (0, 0, 0));
     }
 }

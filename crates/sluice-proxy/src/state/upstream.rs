@@ -24,9 +24,9 @@ use std::sync::{Arc, Mutex};
 const WEIGHT_SCALE: f64 = 1000.0;
 
 /// What picking a server came to.
-pub enum Pick {
+pub enum Pick<'q> {
     /// A server with room, and the slot taken on it.
-    Server(usize, InFlight),
+    Server(usize, InFlight<'q>),
     /// Every server that would do is at its `max_conns`: the request waits.
     Queued(Queued),
     /// Every server that would do is full, and so is the queue.
@@ -101,7 +101,7 @@ impl UpstreamShared {
     /// Picks an available server not in `tried` for a request with hash `key`, and takes
     /// a slot on it; or queues the request when every server that would do is at its
     /// `max_conns` (when hashing, the key's server is the only one that would do).
-    pub fn pick(&self, key: &[u8], random: u64, tried: &[usize]) -> Pick {
+    pub fn pick(&self, key: &[u8], random: u64, tried: &[usize]) -> Pick<'_> {
         if !self.limited && self.queue.is_empty() {
             return match self.choose(key, random, tried, false) {
                 Some(server) => {
