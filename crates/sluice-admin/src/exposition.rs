@@ -94,6 +94,7 @@ impl Collector for Metrics {
         routes(&mut enc, &s)?;
         servers(&mut enc, &s)?;
         queues(&mut enc, &s)?;
+        rate_limits(&mut enc, &s)?;
         histograms(&mut enc, &s)
     }
 }
@@ -394,6 +395,27 @@ fn histograms(enc: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The rate limits: requests refused, and clients tracked.
+fn rate_limits(enc: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), Error> {
+    let label = |l: &sluice_proxy::LimitView| vec![("limit", l.name.clone())];
+    let rows = s.limits.iter().map(|l| (label(l), l.rejected));
+    family(
+        enc,
+        "sluice_limit_rejected",
+        "Requests refused with 429 by the rate limit",
+        MetricType::Counter,
+        rows,
+    )?;
+    let rows = s.limits.iter().map(|l| (label(l), l.keys));
+    family(
+        enc,
+        "sluice_limit_keys",
+        "Clients (keys) the rate limit holds state for now",
+        MetricType::Gauge,
+        rows,
+    )
 }
 
 /// The queues of upstreams whose servers have `max_conns`, and those limits.

@@ -99,7 +99,7 @@ fn hash(r: &mut Reader, t: &dyn TableLike) -> Balance {
     }
 }
 
-fn template(
+pub(crate) fn template(
     r: &mut Reader,
     text: &str,
     span: Option<std::ops::Range<usize>>,

@@ -26,6 +26,8 @@ pub struct Config {
     pub http2: Http2Limits,
     pub routes: Vec<Route>,
     pub upstreams: Vec<Upstream>,
+    /// `[limit.NAME]` tables, named by routes.
+    pub limits: Vec<RateLimit>,
     /// The admin listener (metrics, JSON API, dashboard), when `[admin]` is given.
     pub admin: Option<Admin>,
     /// Certificates from an ACME CA, when `[acme]` is given.
@@ -163,6 +165,20 @@ pub struct Route {
     pub upgrade: Vec<String>,
     /// An upgraded connection (a WebSocket) with no bytes either way for this long is closed.
     pub tunnel_idle_timeout: Duration,
+    /// The rate limits its requests count against (indexes into [`Config::limits`]).
+    pub limits: Vec<usize>,
+}
+
+/// `[limit.NAME]`: requests per second per key, with a burst (nginx's `limit_req`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateLimit {
+    pub name: String,
+    /// What a client is: `$remote_addr` by default.
+    pub key: KeyTemplate,
+    pub per_second: f64,
+    /// Requests a key may make beyond the rate at once (nginx's `burst`): a key that
+    /// was quiet may send `burst + 1` at once.
+    pub burst: u32,
 }
 
 impl Route {

@@ -3,7 +3,7 @@
 //! `return` / `redirect` (answer) and `root` (static files); the answers are read in
 //! `answer`, the header edits in `headers`.
 
-use crate::model::{Action, HostMatch, Listener, Route, Upstream};
+use crate::model::{Action, HostMatch, Listener, RateLimit, Route, Upstream};
 use crate::reader::Reader;
 use crate::validate::{tables, Span};
 use std::collections::HashSet;
@@ -23,6 +23,7 @@ const ROUTE_KEYS: &[&str] = &[
     "response_headers",
     "upgrade",
     "tunnel_idle_timeout",
+    "limit",
 ];
 
 /// The keys that say what a route does; a route has exactly one.
@@ -33,6 +34,7 @@ pub(crate) fn routes(
     root: &dyn TableLike,
     upstreams: &[Upstream],
     listeners: &[Listener],
+    limits: &[RateLimit],
 ) -> Vec<Route> {
     let entries = tables(r, root, "route");
     if entries.is_empty() {
@@ -84,6 +86,7 @@ pub(crate) fn routes(
             tunnel_idle_timeout: r
                 .timeout(table, "tunnel_idle_timeout")
                 .unwrap_or(Duration::from_secs(3600)),
+            limits: crate::rate::route_limits(r, table, limits),
         });
     }
     out

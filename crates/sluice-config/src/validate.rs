@@ -28,6 +28,7 @@ const TOP_KEYS: &[&str] = &[
     "access_log_format",
     "http2",
     "acme",
+    "limit",
 ];
 const LISTENER_KEYS: &[&str] = &["bind", "tls", "http2"];
 const HTTP2_KEYS: &[&str] = &["max_concurrent_streams", "window"];
@@ -78,6 +79,7 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
     let acme = crate::acme::acme(&mut r, root);
     crate::acme::attach(&mut r, acme.as_ref(), &mut listeners);
     let upstreams = upstreams(&mut r, root, &listeners);
+    let limits = crate::rate::limits(&mut r, root);
     let config = Config {
         workers: r.integer(root, "workers", 1024).unwrap_or(0) as usize,
         header_timeout: r
@@ -96,12 +98,13 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
             .duration(root, "shutdown_grace")
             .unwrap_or(Duration::from_secs(30)),
         pid_file: r.string(root, "pid_file").map(|(p, _)| p.into()),
-        routes: crate::route::routes(&mut r, root, &upstreams, &listeners),
+        routes: crate::route::routes(&mut r, root, &upstreams, &listeners, &limits),
         http2: http2(&mut r, root),
         admin: crate::admin::admin(&mut r, root, &listeners),
         acme,
         access_log: access_log(&mut r, root),
         upstreams,
+        limits,
         listeners,
     };
     if config.max_header_bytes < 1024 {

@@ -716,3 +716,36 @@ queue_timeout = "0s"
         "{got:?}"
     );
 }
+
+#[test]
+fn rate_limits_are_named_by_routes_and_checked() {
+    let text = r#"[[listener]]
+bind = "127.0.0.1:8080"
+[limit.api]
+rate = "10/h"
+[limit.ok]
+rate = "30/m"
+burst = 5
+[[route]]
+upstream = "a"
+limit = ["ok", "nope"]
+[upstream.a]
+servers = ["127.0.0.1:2"]
+"#;
+    let got = errors(text);
+    assert!(
+        got.iter()
+            .any(|e| e.starts_with("bad.toml:4:8: rate \"10/h\" is not a rate")),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|e| e.starts_with("bad.toml:10:16: `limit` names no [limit.NAME]")),
+        "{got:?}"
+    );
+    let good = text.replace("10/h", "10/s").replace(", \"nope\"", "");
+    let c = parse("good.toml", &good).unwrap();
+    assert_eq!(c.limits.len(), 2);
+    assert_eq!((c.limits[1].per_second, c.limits[1].burst), (0.5, 5));
+    assert_eq!(c.routes[0].limits, [1]);
+}

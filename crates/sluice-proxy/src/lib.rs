@@ -55,7 +55,7 @@ mod upstream;
 
 pub use runtime::server::{Proxy, ReloadSummary};
 pub use runtime::view::{
-    ListenerView, QueueView, RouteView, ServerView, Snapshot, UpstreamView, View,
+    LimitView, ListenerView, QueueView, RouteView, ServerView, Snapshot, UpstreamView, View,
 };
 pub use state::upstream::ServerError;
 

@@ -25,6 +25,8 @@ pub struct Scratch {
     /// this request), when it has any.
     pub request_edits: Vec<u8>,
     pub response_edits: Vec<u8>,
+    /// A rate limit's key for this request, when its route has limits.
+    pub limit_key: Vec<u8>,
 }
 
 /// What a busy client connection needs besides its socket.
@@ -64,6 +66,7 @@ impl Stash {
             log,
             request_edits,
             response_edits,
+            limit_key,
         } = &mut buffers.scratch;
         let oversized = [
             head.capacity(),
@@ -72,6 +75,7 @@ impl Stash {
             log.capacity(),
             request_edits.capacity(),
             response_edits.capacity(),
+            limit_key.capacity(),
         ]
         .into_iter()
         .chain([buffers.read.capacity()])
@@ -86,6 +90,7 @@ impl Stash {
         out.clear();
         log.clear();
         request_edits.clear();
+        limit_key.clear();
         response_edits.clear();
         buffers.read.clear();
         spare.push(buffers);

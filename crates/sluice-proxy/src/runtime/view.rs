@@ -34,6 +34,15 @@ pub struct Snapshot {
     pub listeners: Vec<ListenerView>,
     pub routes: Vec<RouteView>,
     pub upstreams: Vec<UpstreamView>,
+    pub limits: Vec<LimitView>,
+}
+
+/// A `[limit.NAME]`: requests it refused, and the clients it holds state for now.
+#[derive(Debug, Clone)]
+pub struct LimitView {
+    pub name: String,
+    pub rejected: u64,
+    pub keys: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -137,6 +146,15 @@ impl View {
             listeners: self.listeners(),
             routes: routes(&shared),
             upstreams: upstreams(&shared, stats),
+            limits: shared
+                .limits
+                .iter()
+                .map(|l| LimitView {
+                    name: l.config.name.clone(),
+                    rejected: l.rejected.get(),
+                    keys: l.keys() as u64,
+                })
+                .collect(),
         }
     }
 

@@ -158,6 +158,7 @@ pub(crate) async fn dispatch<'g, S: Stream>(
         }
         Target::Challenge(local) => Box::pin(answer::send(down, req, None, local, head)).await,
         Target::Unrouted => Box::pin(not_found(down, req, unrouted.unwrap_or_default())).await,
+        Target::Limited(r, wait) => Box::pin(limited(gen, down, req, r, wait)).await,
     }
 }
 
@@ -269,13 +270,16 @@ pub(crate) enum Target {
     Challenge(Local),
     /// No route matches.
     Unrouted,
+    /// The route's rate limit refused it: 429, come back after this long.
+    Limited(usize, Duration),
 }
 
 impl Target {
     fn route(&self) -> Option<usize> {
         match self {
             Target::Forward(r, _) | Target::Answer(r, _) => Some(*r),
-            Target::Challenge(_) | Target::Unrouted => None,
+            // sluice's own refusal: not edited like the route's answers.
+            Target::Challenge(_) | Target::Unrouted | Target::Limited(..) => None,
         }
     }
 }
@@ -374,6 +378,15 @@ pub(crate) fn parse_head(
         )));
     }
     let route = route(&gen, origin.listener, &view, &mut scratch.key);
+    if let Some(r) = route {
+        if let Some(wait) = rate_limited(&gen, r, &view, &mut scratch.limit_key) {
+            return Ok(Some((
+                checked.request,
+                Target::Limited(r, wait),
+                gen.clone(),
+            )));
+        }
+    }
     let config = route.map(|r| &gen.shared.config.routes[r]);
     let answers = config.filter(|c| c.upstream().is_none());
     if let Some(c) = config.filter(|c| !c.response_headers.set.is_empty()) {
@@ -440,6 +453,22 @@ fn route(
         key::evaluate(template, view, key);
     }
     Some(route)
+}
+
+/// How long until the request would be allowed, if a rate limit of route `r` refuses
+/// it (each of the route's limits counts it, in order, until one refuses).
+fn rate_limited(
+    gen: &Generation,
+    r: usize,
+    view: &View<'_>,
+    key: &mut Vec<u8>,
+) -> Option<Duration> {
+    gen.shared.config.routes[r].limits.iter().find_map(|l| {
+        let limiter = &gen.shared.limits[*l];
+        key.clear();
+        key::evaluate(&limiter.config.key, view, key);
+        limiter.check(key)
+    })
 }
 
 /// The key authorization when the request asks for an ACME challenge sluice is being
@@ -525,6 +554,30 @@ fn host_and_path(head: &[u8]) -> String {
         .map_or("-", |(_, v)| v.trim());
     let path = target.split('?').next().unwrap_or(target);
     format!("host {host}, path {path}")
+}
+
+/// Answers a request a rate limit refused: 429, with when to come back.
+async fn limited<'g, S: Stream>(
+    gen: &'g Generation,
+    down: &mut Downstream<'_, S>,
+    req: &Request,
+    r: usize,
+    wait: Duration,
+) -> Outcome<'g> {
+    // The body was not read: the connection cannot be reused unless there was none.
+    let body = Body::unread(req.framing);
+    let keep_alive = req.keep_alive && body.consumed();
+    let after = wait.as_secs_f64().ceil().max(1.0) as u32;
+    let sent = down.send_error_after(429, !keep_alive, Some(after)).await;
+    let keep_alive = sent && down.conclude(!body.consumed(), keep_alive).await;
+    gen.shared.routes[r].response(429);
+    let route = &gen.shared.config.routes[r].path;
+    let failure = Failure::downstream(429, "over the route's rate limit", body);
+    Outcome {
+        keep_alive,
+        route: Some(route),
+        ..Outcome::unrouted(429, failure)
+    }
 }
 
 async fn not_found<S: Stream>(

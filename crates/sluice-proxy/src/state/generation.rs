@@ -10,6 +10,7 @@ use crate::access_log::AccessLog;
 use crate::acme::Challenges;
 use crate::metrics::RouteStats;
 use crate::route::router::Router;
+use crate::state::limits::{self, Limiter};
 use crate::state::upstream::{ServerState, UpstreamShared};
 use crate::tls::client::ClientTls;
 use crate::tls::TlsListener;
@@ -34,6 +35,8 @@ pub struct Shared {
     pub tls: HashMap<SocketAddr, Arc<TlsListener>>,
     /// ACME HTTP-01 challenges being validated (one set for the process's life).
     pub challenges: Arc<Challenges>,
+    /// The rate limits, by index of `config.limits`.
+    pub limits: Vec<Arc<Limiter>>,
 }
 
 impl Shared {
@@ -111,6 +114,7 @@ impl Shared {
                 old.unwrap_or_default()
             })
             .collect();
+        let limits = limits::carried(&config.limits, previous.map_or(&[], |p| &p.limits[..]));
         let next = Shared {
             config: Arc::new(config),
             upstreams,
@@ -119,6 +123,7 @@ impl Shared {
             access_log,
             tls,
             challenges: previous.map(|p| p.challenges.clone()).unwrap_or_default(),
+            limits,
         };
         if let Some(previous) = previous {
             previous.retire_missing(&next);

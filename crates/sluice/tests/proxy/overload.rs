@@ -200,3 +200,90 @@ async fn a_burst_of_5000_is_held_to_max_conns_per_server_and_all_succeed() {
     }
     drop(child);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limit_accepts_its_rate_per_client_and_answers_the_rest_429() {
+    let server = backend("a").await;
+    let config = format!(
+        "[limit.per_client]\nrate = \"50/s\"\nburst = 5\n[[route]]\nupstream = \"app\"\nlimit = \"per_client\"\n[upstream.app]\nservers = [\"{server}\"]\n"
+    );
+    let p = proxy(&config);
+    // Four connections of one client (one address) send as fast as they can for 3 s.
+    let window = Duration::from_secs(3);
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let addr = p.addr;
+            tokio::spawn(async move {
+                let mut c = Client::connect(addr).await;
+                let (mut ok, mut refused, mut retry_after) = (0u64, 0u64, None);
+                while started.elapsed() < window {
+                    let reply = c.get("/").await;
+                    match reply.status {
+                        200 => ok += 1,
+                        429 => {
+                            refused += 1;
+                            retry_after = reply.header("retry-after").map(str::to_string);
+                        }
+                        other => panic!("status {other}"),
+                    }
+                }
+                (ok, refused, retry_after)
+            })
+        })
+        .collect();
+    let (mut ok, mut refused) = (0, 0);
+    for t in tasks {
+        let (o, r, after) = t.await.unwrap();
+        ok += o;
+        refused += r;
+        if r > 0 {
+            assert_eq!(after.as_deref(), Some("1"));
+        }
+    }
+    let took = started.elapsed().as_secs_f64();
+    // The burst (5 + 1) at once, then 50 a second.
+    let rate = (ok as f64 - 6.0) / took;
+    println!("{ok} accepted, {refused} refused in {took:.2} s: {rate:.1}/s");
+    assert!(
+        (rate - 50.0).abs() <= 2.5,
+        "accepted {rate:.1}/s for a limit of 50/s"
+    );
+    assert!(
+        refused > ok,
+        "the clients asked for far more than the limit"
+    );
+    // The metrics count the refusals.
+    assert_eq!(p.view().snapshot().limits[0].rejected, refused);
+}
+
+#[tokio::test]
+async fn each_key_has_its_own_rate() {
+    let server = backend("a").await;
+    let config = format!(
+        "[limit.per_user]\nrate = \"1/m\"\nkey = \"$http_x_user\"\n[[route]]\npath = \"/api/\"\nupstream = \"app\"\nlimit = \"per_user\"\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{server}\"]\n"
+    );
+    let p = proxy(&config);
+    let mut c = Client::connect(p.addr).await;
+    let mut status = Vec::new();
+    for (user, path) in [
+        ("ann", "/api/x"),
+        ("ann", "/api/x"),
+        ("bob", "/api/x"),
+        ("ann", "/other"),
+    ] {
+        c.send(&format!(
+            "GET {path} HTTP/1.1\r\nHost: t\r\nX-User: {user}\r\n\r\n"
+        ))
+        .await;
+        let reply = c.read_reply().await.unwrap();
+        status.push(reply.status);
+        if reply.status == 429 {
+            // A minute's rate: come back in about 60 s.
+            let after: u64 = reply.header("retry-after").unwrap().parse().unwrap();
+            assert!((55..=60).contains(&after), "{after}");
+        }
+    }
+    // ann's second is refused; bob has his own; routes without the limit are free.
+    assert_eq!(status, [200, 429, 200, 200]);
+}
