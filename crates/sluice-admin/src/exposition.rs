@@ -222,7 +222,7 @@ fn listeners(enc: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), Error> {
     family(
         enc,
         "sluice_listener_rejects",
-        "Requests sluice answered itself, by status: 400 malformed, 404 no route, 408 too slow, 431 head too large, 503 no server, ...",
+        "Requests sluice answered itself, by status: 400 malformed, 404 no route, 408 too slow, 429 over a rate limit, 431 head too large, 503 no server, ...",
         counter,
         rows,
     )

@@ -1,6 +1,6 @@
 //! The overload keys of an upstream: `max_conns` (per server, or on the upstream for
 //! all its servers), and the queue of requests waiting for a server with room
-//! (`queue_timeout`, `max_queue`).
+//! (`queue_timeout`, `max_queue`); and a listener's `max_conns_per_client`.
 
 use crate::model::{QueuePolicy, Server};
 use crate::reader::Reader;
@@ -29,6 +29,21 @@ pub fn max_conns(r: &mut Reader, t: &dyn TableLike) -> Option<u32> {
 pub fn apply_max_conns(servers: &mut [Server], upstream: Option<u32>) {
     for s in servers.iter_mut().filter(|s| s.max_conns.is_none()) {
         s.max_conns = upstream;
+    }
+}
+
+/// A listener's `max_conns_per_client`: at least 1 when given.
+pub fn per_client(r: &mut Reader, t: &dyn TableLike) -> Option<u32> {
+    match r.integer(t, "max_conns_per_client", MAX_CONNS)? {
+        0 => {
+            r.error(
+                t.get("max_conns_per_client").and_then(|v| v.span()),
+                "`max_conns_per_client` must be at least 1",
+                "leave it out for no limit",
+            );
+            None
+        }
+        n => Some(n as u32),
     }
 }
 

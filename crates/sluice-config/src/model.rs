@@ -73,6 +73,9 @@ pub struct Listener {
     /// HTTP/2 from clients: offered by ALPN on a TLS listener (the default there); on a
     /// plain listener, h2c with prior knowledge (off by default).
     pub http2: bool,
+    /// Connections one client address may have open on it at once (nginx's
+    /// `limit_conn`); the next is answered 429 and closed. `None`: no limit.
+    pub max_conns_per_client: Option<u32>,
 }
 
 /// Limits of every HTTP/2 connection (`[http2]`).

@@ -30,7 +30,7 @@ const TOP_KEYS: &[&str] = &[
     "acme",
     "limit",
 ];
-const LISTENER_KEYS: &[&str] = &["bind", "tls", "http2"];
+const LISTENER_KEYS: &[&str] = &["bind", "tls", "http2", "max_conns_per_client"];
 const HTTP2_KEYS: &[&str] = &["max_concurrent_streams", "window"];
 const UPSTREAM_KEYS: &[&str] = &[
     "hash_key",
@@ -280,6 +280,7 @@ fn listeners(r: &mut Reader, root: &dyn TableLike) -> Vec<Listener> {
             bind: addr,
             tls,
             http2,
+            max_conns_per_client: crate::limits::per_client(r, table),
         });
     }
     out

@@ -254,7 +254,7 @@ fn add_each(totals: &mut [u64], counters: &[Counter]) {
 }
 
 /// The statuses a listener counts refusals by (requests answered by sluice itself).
-pub const REJECTS: [u16; 8] = [400, 404, 405, 408, 413, 431, 501, 503];
+pub const REJECTS: [u16; 9] = [400, 404, 405, 408, 413, 429, 431, 501, 503];
 
 /// One worker slot of a listener's counters.
 #[derive(Default)]
@@ -266,12 +266,15 @@ pub struct ListenerSlot {
     pub tls_failed: Counter,
     /// Per status of [`REJECTS`], requests sluice answered itself; other statuses of
     /// its own count in the last.
-    pub rejects: [Counter; 9],
+    pub rejects: [Counter; 10],
 }
 
 impl ListenerSlot {
     pub fn reject(&self, status: u16) {
-        let i = REJECTS.iter().position(|s| *s == status).unwrap_or(8);
+        let i = REJECTS
+            .iter()
+            .position(|s| *s == status)
+            .unwrap_or(REJECTS.len());
         self.rejects[i].add(1);
     }
 }
@@ -283,7 +286,7 @@ pub struct ListenerTotals {
     pub requests: u64,
     pub tls_failed: u64,
     /// Per status of [`REJECTS`], then other statuses.
-    pub rejects: [u64; 9],
+    pub rejects: [u64; 10],
 }
 
 pub type ListenerStats = Sharded<ListenerSlot>;
@@ -463,7 +466,7 @@ mod tests {
         l.local().reject(431);
         l.local().reject(418);
         let lt = l.totals();
-        assert_eq!((lt.rejects[5], lt.rejects[8]), (1, 1));
+        assert_eq!((lt.rejects[6], lt.rejects[9]), (1, 1));
         assert_eq!(status_class(99), None);
     }
 }

@@ -6,11 +6,12 @@ use crate::context::Context;
 use crate::metrics::{ListenerStats, ProxyStats};
 use crate::runtime::listen::Bound;
 use crate::session::{self, Via};
-use crate::state::generation::Shared;
+use crate::state::clients::Entered;
+use crate::state::generation::{Generation, Shared};
 use crate::tls::TlsListener;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -160,12 +161,15 @@ async fn accept_loop(w: Rc<Worker>, a: Accepting) {
                 let gen = w.ctx.gen();
                 let tls = gen.shared.tls.get(&a.configured).cloned();
                 let h2c = tls.is_none() && h2c(&gen.shared.config, a.configured);
+                let (entered, crowded) = count_client(&gen, a.configured, peer.ip());
                 let via = |proto| Via {
                     listener: a.configured,
                     proto,
+                    crowded,
                 };
                 let (http, https) = (via("http"), via("https"));
                 tokio::task::spawn_local(async move {
+                    let _entered = entered;
                     let ctx = &open.0.ctx;
                     match tls {
                         None if h2c => serve_plain(ctx, stream, peer, &stats, http).await,
@@ -180,6 +184,27 @@ async fn accept_loop(w: Rc<Worker>, a: Accepting) {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
+    }
+}
+
+/// Counts a connection against its client's `max_conns_per_client` on `listener`:
+/// the count (dropped when the connection ends) and whether the client is over it.
+fn count_client(gen: &Generation, listener: SocketAddr, ip: IpAddr) -> (Option<Entered>, bool) {
+    let Some(conns) = gen.shared.clients.get(&listener) else {
+        return (None, false);
+    };
+    let config = gen
+        .shared
+        .config
+        .listeners
+        .iter()
+        .find(|l| l.bind == listener);
+    let limit = config
+        .and_then(|l| l.max_conns_per_client)
+        .unwrap_or(u32::MAX);
+    match conns.enter(ip, limit) {
+        Some(entered) => (Some(entered), false),
+        None => (None, true),
     }
 }
 

@@ -36,6 +36,9 @@ use tokio::time::Instant;
 pub struct Via {
     pub listener: SocketAddr,
     pub proto: &'static str,
+    /// The client had `max_conns_per_client` open already: its request is answered 429
+    /// and the connection closed.
+    pub crowded: bool,
 }
 
 /// Serves `stream` until the client closes, an error ends it, or the worker drains.
@@ -80,6 +83,7 @@ async fn exchange<S: Stream>(
     loop {
         let waited = read_head(ctx, client, &origin, &mut scratch, first.take()).await;
         let (req, target, gen) = match waited {
+            Ok(Some((req, _, gen))) if via.crowded => (req, crowded(), gen),
             Ok(Some(parsed)) => parsed,
             Ok(None) => return,
             Err(rejection) => {
@@ -111,6 +115,11 @@ async fn exchange<S: Stream>(
             return;
         }
     }
+}
+
+/// The answer to every request of a client over `max_conns_per_client`.
+pub(crate) fn crowded() -> Target {
+    Target::Limited(None, Duration::from_secs(1))
 }
 
 /// When there is an access log: where the request line, Referer and User-Agent end in
@@ -270,8 +279,9 @@ pub(crate) enum Target {
     Challenge(Local),
     /// No route matches.
     Unrouted,
-    /// The route's rate limit refused it: 429, come back after this long.
-    Limited(usize, Duration),
+    /// A limit refused it: 429, come back after this long. The route's rate limit, or
+    /// (no route) the client has too many connections open, and this one closes.
+    Limited(Option<usize>, Duration),
 }
 
 impl Target {
@@ -382,7 +392,7 @@ pub(crate) fn parse_head(
         if let Some(wait) = rate_limited(&gen, r, &view, &mut scratch.limit_key) {
             return Ok(Some((
                 checked.request,
-                Target::Limited(r, wait),
+                Target::Limited(Some(r), wait),
                 gen.clone(),
             )));
         }
@@ -561,22 +571,27 @@ async fn limited<'g, S: Stream>(
     gen: &'g Generation,
     down: &mut Downstream<'_, S>,
     req: &Request,
-    r: usize,
+    route: Option<usize>,
     wait: Duration,
 ) -> Outcome<'g> {
     // The body was not read: the connection cannot be reused unless there was none.
     let body = Body::unread(req.framing);
-    let keep_alive = req.keep_alive && body.consumed();
+    let keep_alive = req.keep_alive && body.consumed() && route.is_some();
     let after = wait.as_secs_f64().ceil().max(1.0) as u32;
     let sent = down.send_error_after(429, !keep_alive, Some(after)).await;
     let keep_alive = sent && down.conclude(!body.consumed(), keep_alive).await;
-    gen.shared.routes[r].response(429);
-    let route = &gen.shared.config.routes[r].path;
-    let failure = Failure::downstream(429, "over the route's rate limit", body);
+    let (path, cause) = match route {
+        Some(r) => {
+            gen.shared.routes[r].response(429);
+            let path = &gen.shared.config.routes[r].path;
+            (Some(path.as_str()), "over the route's rate limit")
+        }
+        None => (None, "the client has max_conns_per_client connections open"),
+    };
     Outcome {
         keep_alive,
-        route: Some(route),
-        ..Outcome::unrouted(429, failure)
+        route: path,
+        ..Outcome::unrouted(429, Failure::downstream(429, cause, body))
     }
 }
 
@@ -648,6 +663,7 @@ mod tests {
         Via {
             listener: "127.0.0.1:0".parse().unwrap(),
             proto: "http",
+            crowded: false,
         }
     }
 

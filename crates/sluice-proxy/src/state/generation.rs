@@ -10,6 +10,7 @@ use crate::access_log::AccessLog;
 use crate::acme::Challenges;
 use crate::metrics::RouteStats;
 use crate::route::router::Router;
+use crate::state::clients::ClientConns;
 use crate::state::limits::{self, Limiter};
 use crate::state::upstream::{ServerState, UpstreamShared};
 use crate::tls::client::ClientTls;
@@ -37,6 +38,8 @@ pub struct Shared {
     pub challenges: Arc<Challenges>,
     /// The rate limits, by index of `config.limits`.
     pub limits: Vec<Arc<Limiter>>,
+    /// Connections per client, for listeners with `max_conns_per_client` (by bind).
+    pub clients: HashMap<SocketAddr, Arc<ClientConns>>,
 }
 
 impl Shared {
@@ -115,6 +118,15 @@ impl Shared {
             })
             .collect();
         let limits = limits::carried(&config.limits, previous.map_or(&[], |p| &p.limits[..]));
+        let clients = config
+            .listeners
+            .iter()
+            .filter(|l| l.max_conns_per_client.is_some())
+            .map(|l| {
+                let kept = previous.and_then(|p| p.clients.get(&l.bind).cloned());
+                (l.bind, kept.unwrap_or_default())
+            })
+            .collect();
         let next = Shared {
             config: Arc::new(config),
             upstreams,
@@ -124,6 +136,7 @@ impl Shared {
             tls,
             challenges: previous.map(|p| p.challenges.clone()).unwrap_or_default(),
             limits,
+            clients,
         };
         if let Some(previous) = previous {
             previous.retire_missing(&next);

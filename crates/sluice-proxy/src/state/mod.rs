@@ -1,8 +1,9 @@
 //! What workers share, and what a config generation is built into: per-upstream
 //! balancers and retry budgets (`upstream`), each server's state (`server`) and health
-//! (`health`), rate limits (`limits`), the queue of requests waiting for a server with room (`queue`), and the
+//! (`health`), rate limits (`limits`), connections per client (`clients`), the queue of requests waiting for a server with room (`queue`), and the
 //! generation that ties them to a config (`generation`).
 
+pub mod clients;
 pub mod generation;
 pub mod health;
 pub mod limits;

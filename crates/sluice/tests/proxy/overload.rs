@@ -287,3 +287,41 @@ async fn each_key_has_its_own_rate() {
     // ann's second is refused; bob has his own; routes without the limit are free.
     assert_eq!(status, [200, 429, 200, 200]);
 }
+
+#[tokio::test]
+async fn a_client_over_max_conns_per_client_is_answered_429_and_closed() {
+    let server = backend("a").await;
+    let p = proxy_with(
+        &one_upstream(&[server], ""),
+        "[[listener]]\nbind = \"127.0.0.1:0\"\nmax_conns_per_client = 2\n",
+    );
+    let mut first = Client::connect(p.addr).await;
+    let mut second = Client::connect(p.addr).await;
+    assert_eq!(first.get("/").await.status, 200);
+    assert_eq!(second.get("/").await.status, 200);
+    let mut third = Client::connect(p.addr).await;
+    let reply = third.get("/").await;
+    assert_eq!(reply.status, 429, "{reply:?}");
+    assert_eq!(reply.header("retry-after"), Some("1"));
+    assert!(third.is_closed().await, "the extra connection is closed");
+    // The first two are served on; once one closes, a new one is welcome.
+    assert_eq!(first.get("/").await.status, 200);
+    drop(second);
+    let mut fourth = None;
+    for _ in 0..50 {
+        let mut c = Client::connect(p.addr).await;
+        if c.get("/").await.status == 200 {
+            fourth = Some(c);
+            break;
+        }
+        // The close may not have reached sluice yet.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        fourth.is_some(),
+        "a place freed by a closed connection is given again"
+    );
+    let view = p.view().snapshot();
+    let rejects = &view.listeners[0].totals.rejects;
+    assert!(rejects.iter().sum::<u64>() >= 1, "{rejects:?}");
+}

@@ -62,6 +62,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         peer,
         listener,
         origin: &origin,
+        crowded: via.crowded,
     };
     run(conn, &from, &config).await;
 }
@@ -87,7 +88,10 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     let idle = tokio::time::sleep(config.keepalive_timeout);
     let drained = ctx.drain_signal();
     tokio::pin!(idle, drained);
-    let mut draining = false;
+    let mut draining = from.crowded;
+    if draining {
+        conn.graceful_shutdown();
+    }
     let wakes = Wakes::new();
     poll_fn(|cx| {
         wakes.enter(cx.waker());
@@ -192,6 +196,9 @@ struct From<'a> {
     peer: SocketAddr,
     listener: &'a ListenerStats,
     origin: &'a Origin<'a>,
+    /// Over `max_conns_per_client`: every stream is answered 429, and GOAWAY is sent at
+    /// once.
+    crowded: bool,
 }
 
 /// One stream: its head through the shared stages, then the shared dispatch.
@@ -229,6 +236,7 @@ async fn serve_stream(
     let gen = ctx.gen();
     let timeout = gen.shared.config.client_idle_timeout;
     let (req, target, gen) = match parsed {
+        Ok(Some((req, _, gen))) if from.crowded => (req, super::crowded(), gen),
         Ok(Some(parsed)) => parsed,
         Ok(None) | Err(_) => {
             let rejection = parsed.err().unwrap_or(Rejection {
