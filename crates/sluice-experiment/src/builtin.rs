@@ -35,6 +35,10 @@ pub const ALL: &[(&str, &str)] = &[
         "004-conn-cap",
         include_str!("../experiments/004-conn-cap.toml"),
     ),
+    (
+        "014-overload",
+        include_str!("../experiments/014-overload.toml"),
+    ),
 ];
 
 /// The built-in named `name` (or by its number alone, `000`, when only one has it).

@@ -34,9 +34,16 @@ fn sluice(lb: &Lb, at: &Layout) -> String {
         Some(k) if lb.balance == "hash" => format!("hash_key = \"{k}\"\n"),
         _ => String::new(),
     };
+    let limit = match lb.max_conns {
+        Some(n) => format!(
+            "max_conns = {n}\nqueue_timeout = \"{}\"\n",
+            crate::spec::text(lb.queue_timeout)
+        ),
+        None => String::new(),
+    };
     // keepalive = 0 turns pooling off: a connection per request, as nginx's default.
     format!(
-        "workers = {}\n\n[admin]\nbind = \"{}\"\n\n[[listener]]\nbind = \"{}\"\n\n[[route]]\npath = \"/\"\nupstream = \"app\"\n\n[upstream.app]\nbalance = \"{}\"\n{key}servers = [{}]\nkeepalive = {}\n",
+        "workers = {}\n\n[admin]\nbind = \"{}\"\n\n[[listener]]\nbind = \"{}\"\n\n[[route]]\npath = \"/\"\nupstream = \"app\"\n\n[upstream.app]\nbalance = \"{}\"\n{key}servers = [{}]\nkeepalive = {}\n{limit}",
         lb.workers,
         at.admin,
         at.listen,
@@ -54,11 +61,21 @@ fn nginx(lb: &Lb, at: &Layout) -> String {
         ("hash", Some(key)) => format!("hash {key} consistent;\n        "),
         _ => String::new(),
     };
+    // nginx's max_conns has no queue: a request finding every server at its limit is
+    // answered 502 at once. The zone makes the count the whole process's.
+    let (zone, limit) = match lb.max_conns {
+        Some(n) => (
+            "zone app 1m;\n        ".to_string(),
+            format!(" max_conns={n}"),
+        ),
+        None => (String::new(), String::new()),
+    };
     let servers: String = at
         .servers
         .iter()
-        .map(|s| format!("server {s};\n        "))
+        .map(|s| format!("server {s}{limit};\n        "))
         .collect();
+    let method = format!("{zone}{method}");
     // Without `keepalive` nginx speaks HTTP/1.0 upstream and closes each connection:
     // its default, and the field notes' TIME_WAIT pile-up.
     let (pool, proxy) = if lb.keepalive {
@@ -95,12 +112,20 @@ fn haproxy(lb: &Lb, at: &Layout) -> String {
         }
         _ => "roundrobin".to_string(),
     };
+    let (limit, queue) = match lb.max_conns {
+        Some(n) => (
+            format!(" maxconn {n}"),
+            format!("    timeout queue {}ms\n", lb.queue_timeout.as_millis()),
+        ),
+        None => (String::new(), String::new()),
+    };
     let servers: String = at
         .servers
         .iter()
         .enumerate()
-        .map(|(i, s)| format!("    server app{} {s}\n", i + 1))
+        .map(|(i, s)| format!("    server app{} {s}{limit}\n", i + 1))
         .collect();
+    let servers = format!("{queue}{servers}");
     // http-server-close: a new server connection per request, the same as keepalive off.
     let reuse = if lb.keepalive {
         "option http-keep-alive\n    http-reuse always"
@@ -138,5 +163,70 @@ mod tests {
         lb.run = LbKind::Haproxy;
         let (_, h) = render(&lb, &at);
         assert!(h.contains("server app1 127.0.0.1:9001") && h.contains("http-server-close"));
+    }
+
+    /// Runs `program` with `args`, found on the PATH or in /usr/sbin.
+    fn tool(program: &str, args: &[&str]) -> std::process::Output {
+        let path = ["/usr/sbin", "/usr/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(program))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| program.into());
+        std::process::Command::new(path)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("{program} (scripts/test.sh installs it): {e}"))
+    }
+
+    #[test]
+    fn a_server_limit_is_written_as_each_balancer_takes_it_and_each_accepts_it() {
+        let dir = std::env::temp_dir().join(format!("sluice-lb-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let servers: Vec<SocketAddr> = vec![
+            "127.0.0.1:9001".parse().unwrap(),
+            "127.0.0.1:9002".parse().unwrap(),
+        ];
+        let at = Layout {
+            listen: "127.0.0.1:8000".parse().unwrap(),
+            admin: "127.0.0.1:8001".parse().unwrap(),
+            servers: &servers,
+            dir: &dir,
+        };
+        let mut lb = Lb {
+            max_conns: Some(20),
+            queue_timeout: std::time::Duration::from_millis(1500),
+            ..Lb::default()
+        };
+        let (_, s) = render(&lb, &at);
+        let config = sluice_config::parse("sluice.toml", &s).unwrap();
+        let app = &config.upstreams[0];
+        assert!(app.servers.iter().all(|s| s.max_conns == Some(20)));
+        assert_eq!(app.queue.timeout, std::time::Duration::from_millis(1500));
+        lb.run = LbKind::Haproxy;
+        let (_, h) = render(&lb, &at);
+        assert!(
+            h.contains("server app2 127.0.0.1:9002 maxconn 20")
+                && h.contains("timeout queue 1500ms")
+        );
+        let file = dir.join("haproxy.cfg");
+        std::fs::write(&file, &h).unwrap();
+        let out = tool("haproxy", &["-c", "-f", file.to_str().unwrap()]);
+        assert!(out.status.success(), "{h}\n{out:?}");
+        lb.run = LbKind::Nginx;
+        let (_, n) = render(&lb, &at);
+        assert!(n.contains("zone app 1m;") && n.contains("server 127.0.0.1:9002 max_conns=20;"));
+        let file = dir.join("nginx.conf");
+        std::fs::write(&file, &n).unwrap();
+        let args = [
+            "-t",
+            "-q",
+            "-p",
+            dir.to_str().unwrap(),
+            "-c",
+            file.to_str().unwrap(),
+        ];
+        let out = tool("nginx", &args);
+        assert!(out.status.success(), "{n}\n{out:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

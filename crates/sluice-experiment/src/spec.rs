@@ -95,6 +95,14 @@ pub struct Lb {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hash_key: Option<String>,
     pub keepalive: bool,
+    /// Requests each server is given at once (sluice's `max_conns`, HAProxy's server
+    /// `maxconn`, nginx's server `max_conns`); `None`: no limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_conns: Option<u32>,
+    /// How long a request may wait for a server below its limit (sluice's
+    /// `queue_timeout`, HAProxy's `timeout queue`; nginx has no queue).
+    #[serde(serialize_with = "as_text")]
+    pub queue_timeout: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -174,6 +182,8 @@ impl Default for Lb {
             balance: "round_robin".into(),
             hash_key: None,
             keepalive: true,
+            max_conns: None,
+            queue_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -209,7 +219,16 @@ const TOP_KEYS: &[&str] = &[
     "name", "about", "servers", "users", "duration", "warmup", "think", "prove", "lb", "app", "db",
     "scenario", "variant",
 ];
-const LB_KEYS: &[&str] = &["run", "cpu", "workers", "balance", "hash_key", "keepalive"];
+const LB_KEYS: &[&str] = &[
+    "run",
+    "cpu",
+    "workers",
+    "balance",
+    "hash_key",
+    "keepalive",
+    "max_conns",
+    "queue_timeout",
+];
 const APP_KEYS: &[&str] = &[
     "cpu",
     "work",
@@ -411,6 +430,11 @@ fn read_lb(r: &mut Reader, t: &dyn TableLike, base: &Lb) -> Lb {
         balance,
         hash_key,
         keepalive: r.boolean(t, "keepalive").unwrap_or(d.keepalive),
+        max_conns: r
+            .integer(t, "max_conns", 1_000_000)
+            .map(|n| n.max(1) as u32)
+            .or(d.max_conns),
+        queue_timeout: r.duration(t, "queue_timeout").unwrap_or(d.queue_timeout),
     }
 }
 
