@@ -534,3 +534,33 @@ fn cpu_taken_by_other_processes_is_reported_as_such() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn past_the_app_pool_max_conns_queues_where_no_limit_and_nginx_fail() {
+    // 160 users against two servers of 20 threads and 20 places in their accept queue:
+    // without a limit the servers refuse what they cannot queue (503), nginx's
+    // max_conns refuses at once (502); sluice's and HAProxy's queues hold the rest, and
+    // nothing fails.
+    let report = lab(&[
+        "-e",
+        "014-overload",
+        "--users",
+        "160",
+        "-d",
+        "2s",
+        "--no-prove",
+    ]);
+    let errors = |variant: &str| {
+        let c = report["configurations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["variant"] == variant)
+            .unwrap_or_else(|| panic!("no {variant} in {report}"));
+        c["steps"][0]["error_pct"].as_f64().unwrap()
+    };
+    assert!(errors("sluice, no limit") > 50.0, "{report}");
+    assert!(errors("nginx, max_conns 20") > 50.0, "{report}");
+    assert_eq!(errors("sluice, max_conns 20"), 0.0, "{report}");
+    assert_eq!(errors("haproxy, maxconn 20"), 0.0, "{report}");
+}
