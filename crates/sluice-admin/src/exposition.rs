@@ -424,7 +424,7 @@ fn queues(enc: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), Error> {
     family(
         enc,
         "sluice_upstream_max_conns",
-        "The server's max_conns: requests it is given at once",
+        "The server's concurrency limit now: its max_conns, or its adaptive limit (limit = \"adaptive\")",
         MetricType::Gauge,
         limits,
     )?;

@@ -47,6 +47,22 @@ pub fn per_client(r: &mut Reader, t: &dyn TableLike) -> Option<u32> {
     }
 }
 
+/// `limit = "adaptive"` on an upstream.
+pub fn adaptive(r: &mut Reader, t: &dyn TableLike) -> bool {
+    match r.string(t, "limit") {
+        Some((s, _)) if s == "adaptive" => true,
+        Some((s, span)) => {
+            r.error(
+                span,
+                format!("unknown limit \"{s}\""),
+                "write limit = \"adaptive\" (or max_conns = N for a fixed limit)",
+            );
+            false
+        }
+        None => false,
+    }
+}
+
 /// `queue_timeout` (5 s by default) and `max_queue` (10,000 by default).
 pub fn queue(r: &mut Reader, t: &dyn TableLike) -> QueuePolicy {
     QueuePolicy {

@@ -329,6 +329,9 @@ pub struct Upstream {
     pub tls: Option<UpstreamTls>,
     /// Where requests wait when every server is at its `max_conns`.
     pub queue: QueuePolicy,
+    /// `limit = "adaptive"`: each server's concurrency limit follows its latency (at
+    /// most its `max_conns`, when it has one).
+    pub adaptive: bool,
 }
 
 /// `tls` of an upstream: its servers are reached over TLS, their certificates verified.

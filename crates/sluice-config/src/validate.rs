@@ -56,6 +56,7 @@ const UPSTREAM_KEYS: &[&str] = &[
     "max_conns",
     "queue_timeout",
     "max_queue",
+    "limit",
 ];
 
 pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
@@ -350,5 +351,6 @@ fn upstream(
         health: resilience::health(r, t, name),
         tls: crate::tls::upstream(r, t),
         queue: crate::limits::queue(r, t),
+        adaptive: crate::limits::adaptive(r, t),
     }
 }

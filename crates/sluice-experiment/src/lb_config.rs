@@ -34,13 +34,17 @@ fn sluice(lb: &Lb, at: &Layout) -> String {
         Some(k) if lb.balance == "hash" => format!("hash_key = \"{k}\"\n"),
         _ => String::new(),
     };
-    let limit = match lb.max_conns {
-        Some(n) => format!(
-            "max_conns = {n}\nqueue_timeout = \"{}\"\n",
-            crate::spec::text(lb.queue_timeout)
-        ),
+    let mut limit = match lb.max_conns {
+        Some(n) => format!("max_conns = {n}\n"),
         None => String::new(),
     };
+    if lb.adaptive {
+        limit.push_str("limit = \"adaptive\"\n");
+    }
+    if lb.max_conns.is_some() || lb.adaptive {
+        let timeout = crate::spec::text(lb.queue_timeout);
+        limit.push_str(&format!("queue_timeout = \"{timeout}\"\n"));
+    }
     // keepalive = 0 turns pooling off: a connection per request, as nginx's default.
     format!(
         "workers = {}\n\n[admin]\nbind = \"{}\"\n\n[[listener]]\nbind = \"{}\"\n\n[[route]]\npath = \"/\"\nupstream = \"app\"\n\n[upstream.app]\nbalance = \"{}\"\n{key}servers = [{}]\nkeepalive = {}\n{limit}",
@@ -202,6 +206,13 @@ mod tests {
         let app = &config.upstreams[0];
         assert!(app.servers.iter().all(|s| s.max_conns == Some(20)));
         assert_eq!(app.queue.timeout, std::time::Duration::from_millis(1500));
+        let adaptive = Lb {
+            adaptive: true,
+            max_conns: None,
+            ..lb.clone()
+        };
+        let config = sluice_config::parse("sluice.toml", &render(&adaptive, &at).1).unwrap();
+        assert!(config.upstreams[0].adaptive);
         lb.run = LbKind::Haproxy;
         let (_, h) = render(&lb, &at);
         assert!(

@@ -103,6 +103,9 @@ pub struct Lb {
     /// `queue_timeout`, HAProxy's `timeout queue`; nginx has no queue).
     #[serde(serialize_with = "as_text")]
     pub queue_timeout: Duration,
+    /// sluice's `limit = "adaptive"`: each server's limit found from its latency (sluice
+    /// only: the others have no such thing).
+    pub adaptive: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -184,6 +187,7 @@ impl Default for Lb {
             keepalive: true,
             max_conns: None,
             queue_timeout: Duration::from_secs(5),
+            adaptive: false,
         }
     }
 }
@@ -228,6 +232,7 @@ const LB_KEYS: &[&str] = &[
     "keepalive",
     "max_conns",
     "queue_timeout",
+    "adaptive",
 ];
 const APP_KEYS: &[&str] = &[
     "cpu",
@@ -435,6 +440,7 @@ fn read_lb(r: &mut Reader, t: &dyn TableLike, base: &Lb) -> Lb {
             .map(|n| n.max(1) as u32)
             .or(d.max_conns),
         queue_timeout: r.duration(t, "queue_timeout").unwrap_or(d.queue_timeout),
+        adaptive: r.boolean(t, "adaptive").unwrap_or(d.adaptive),
     }
 }
 

@@ -91,6 +91,9 @@ async fn try_servers<'g, S: Stream>(
                 let took = started.elapsed();
                 stats.total.observe(took);
                 scope.blame(server, &f);
+                if f.server_fault() {
+                    up.learn(server, took, true);
+                }
                 match may_retry(up, req, &f, tries, || gen.report(u)) {
                     Retrying::Yes => stats.retries.add(1),
                     Retrying::BudgetEmpty => {
@@ -245,13 +248,14 @@ impl<'g> Scope<'_, 'g> {
         let stats = up.servers[server].stats.local();
         stats.response(resp.status);
         stats.first_byte.observe(started.elapsed());
+        let failed_status = up.config.failure.fail_status.contains(&resp.status);
+        up.learn(server, started.elapsed(), failed_status);
         if resp.upgraded {
             stats.tunnels_opened.add(1);
             self.tunnel(down, server, &mut upstream).await;
             stats.tunnels_closed.add(1);
             return outcome;
         }
-        let failed_status = up.config.failure.fail_status.contains(&resp.status);
         if failed_status {
             self.blame(server, &Failure::status(resp.status));
         }

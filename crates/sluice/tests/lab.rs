@@ -562,5 +562,6 @@ fn past_the_app_pool_max_conns_queues_where_no_limit_and_nginx_fail() {
     assert!(errors("sluice, no limit") > 50.0, "{report}");
     assert!(errors("nginx, max_conns 20") > 50.0, "{report}");
     assert_eq!(errors("sluice, max_conns 20"), 0.0, "{report}");
+    assert_eq!(errors("sluice, adaptive"), 0.0, "{report}");
     assert_eq!(errors("haproxy, maxconn 20"), 0.0, "{report}");
 }

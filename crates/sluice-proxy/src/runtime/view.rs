@@ -89,7 +89,7 @@ pub struct ServerView {
     pub weight: u32,
     pub backup: bool,
     pub in_flight: u32,
-    /// Its `max_conns`, if it has one.
+    /// Its concurrency limit now: its `max_conns`, or its adaptive limit.
     pub max_conns: Option<u32>,
     /// Idle pooled connections to its address (all upstreams listing it share them).
     pub idle_pooled: u64,
@@ -234,7 +234,7 @@ fn upstreams(shared: &Shared, stats: &ProxyStats) -> Vec<UpstreamView> {
                         weight: config.weight,
                         backup: config.backup,
                         in_flight: state.in_flight(),
-                        max_conns: config.max_conns,
+                        max_conns: state.limited().then(|| state.limit()),
                         idle_pooled: stats.idle(state.addr),
                         checked_up: state.health.checked_up(),
                         ejected_for: (until > now).then(|| Duration::from_nanos(until - now)),

@@ -3,6 +3,7 @@
 //! (`health`), rate limits (`limits`), connections per client (`clients`), the queue of requests waiting for a server with room (`queue`), and the
 //! generation that ties them to a config (`generation`).
 
+pub mod adaptive;
 pub mod clients;
 pub mod generation;
 pub mod health;

@@ -2,6 +2,7 @@
 //! requests in flight and `max_conns`, health, drain flag, counters and last errors.
 //! Kept across reloads while the server stays in its upstream.
 
+use crate::state::adaptive::Vegas;
 use crate::state::health::{Health, LazyNow};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -15,8 +16,10 @@ use tokio::sync::Notify;
 pub struct ServerState {
     pub addr: SocketAddr,
     active: AtomicU32,
-    /// Its `max_conns` in the newest config (`u32::MAX`: none).
+    /// Its `max_conns` in the newest config, or its adaptive limit now (`u32::MAX`: none).
     pub(super) limit: AtomicU32,
+    /// Its adaptive limit's state, when its upstream has `limit = "adaptive"`.
+    pub(super) adaptive: Mutex<Option<Vegas>>,
     pub health: Health,
     /// Set when a reload takes the server out of its upstream: its tunnels close.
     retired: AtomicBool,
@@ -47,6 +50,7 @@ impl ServerState {
             addr,
             active: AtomicU32::new(0),
             limit: AtomicU32::new(u32::MAX),
+            adaptive: Mutex::new(None),
             health: Health::default(),
             retired: AtomicBool::new(false),
             retire: Notify::new(),
@@ -85,7 +89,33 @@ impl ServerState {
         self.active.load(Ordering::Relaxed)
     }
 
-    /// Its `max_conns` (`u32::MAX`: none).
+    /// Takes its upstream's settings: `max_conns`, and whether the limit is adaptive
+    /// (an adaptive limit already learnt is kept across a reload).
+    pub(super) fn configure(&self, max_conns: Option<u32>, adaptive: bool) {
+        let mut vegas = self.adaptive.lock().unwrap_or_else(|p| p.into_inner());
+        let limit = match (adaptive, vegas.as_mut()) {
+            (false, _) => {
+                *vegas = None;
+                max_conns.unwrap_or(u32::MAX)
+            }
+            (true, Some(v)) => v.cap(max_conns.unwrap_or(u32::MAX)),
+            (true, None) => vegas
+                .insert(Vegas::new(max_conns.unwrap_or(u32::MAX)))
+                .limit(),
+        };
+        self.limit.store(limit, Ordering::Relaxed);
+    }
+
+    /// Feeds its adaptive limit one response time (see [`crate::state::adaptive`]).
+    pub(super) fn learn(&self, rtt: std::time::Duration, failed: bool) {
+        let mut vegas = self.adaptive.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) = vegas.as_mut() {
+            let limit = v.sample(rtt, self.in_flight(), failed);
+            self.limit.store(limit, Ordering::Relaxed);
+        }
+    }
+
+    /// Its `max_conns` or adaptive limit now (`u32::MAX`: none).
     pub fn limit(&self) -> u32 {
         self.limit.load(Ordering::Relaxed)
     }

@@ -17,7 +17,6 @@ use sluice_balance::{
 };
 use sluice_config::{Balance, HashMethod, KeyTemplate, Upstream};
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// Weights are scaled by this so slow start can hand out fractions of a weight of 1.
@@ -63,9 +62,7 @@ impl UpstreamShared {
                     .and_then(|p| p.servers.iter().find(|old| old.addr == s.addr))
                     .cloned()
                     .unwrap_or_else(|| ServerState::new(s.addr));
-                state
-                    .limit
-                    .store(s.max_conns.unwrap_or(u32::MAX), Ordering::Relaxed);
+                state.configure(s.max_conns, config.adaptive);
                 state
             })
             .collect();
@@ -77,7 +74,7 @@ impl UpstreamShared {
         }
         UpstreamShared {
             tls,
-            limited: config.servers.iter().any(|s| s.max_conns.is_some()),
+            limited: config.adaptive || config.servers.iter().any(|s| s.max_conns.is_some()),
             servers,
             balancer,
             budget: Mutex::new(RetryBudget::carried(config.retry.budget, previous)),
@@ -209,6 +206,14 @@ impl UpstreamShared {
                 active: self.servers[i].in_flight(),
                 available: usable(i) && servers[i].backup != primaries_up,
             };
+        }
+    }
+
+    /// Tells an adaptive limit how long `server` took to answer (`failed`: it timed
+    /// out, refused, or answered a status that counts as a failure).
+    pub fn learn(&self, server: usize, rtt: std::time::Duration, failed: bool) {
+        if self.config.adaptive {
+            self.servers[server].learn(rtt, failed);
         }
     }
 

@@ -325,3 +325,83 @@ async fn a_client_over_max_conns_per_client_is_answered_429_and_closed() {
     let rejects = &view.listeners[0].totals.rejects;
     assert!(rejects.iter().sum::<u64>() >= 1, "{rejects:?}");
 }
+
+/// A lab app server with a pool of `threads` and `queue` places to wait, `delay` per
+/// request (Tomcat's maxThreads and acceptCount in front of 20 ms of I/O).
+async fn pooled_backend(name: &str, threads: usize, queue: usize, delay: Duration) -> SocketAddr {
+    use sluice_lab::backend::{serve_simulated, Options, Simulated};
+    let listener = tokio::net::TcpListener::bind(loopback()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let options = Options {
+        name: name.into(),
+        delay,
+        stomp: false,
+    };
+    let sim = Simulated {
+        threads,
+        queue,
+        ..Simulated::default()
+    };
+    tokio::spawn(serve_simulated(listener, options, sim));
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_adaptive_limit_finds_the_servers_thread_pool() {
+    // Two servers of 20 threads and 20 ms per request, and 120 clients asking as fast
+    // as they can: without knowing the pool size, the limit of each server settles
+    // within 30% of 20, and no request fails.
+    let delay = Duration::from_millis(20);
+    let servers = [
+        pooled_backend("a", 20, 20, delay).await,
+        pooled_backend("b", 20, 20, delay).await,
+    ];
+    let p = proxy(&one_upstream(
+        &servers,
+        "limit = \"adaptive\"\nqueue_timeout = \"10s\"",
+    ));
+    let limits = |p: &TestProxy| -> Vec<u32> {
+        let view = p.view().snapshot();
+        view.upstreams[0]
+            .servers
+            .iter()
+            .map(|s| s.max_conns.unwrap())
+            .collect()
+    };
+    // It starts low: 10, and a quarter of that while the first requests measure the
+    // servers' latency without a queue.
+    assert!(limits(&p).iter().all(|l| *l <= 10), "{:?}", limits(&p));
+    let until = Instant::now() + Duration::from_secs(5);
+    let tasks: Vec<_> = (0..120)
+        .map(|_| {
+            let addr = p.addr;
+            tokio::spawn(async move {
+                let mut c = Client::connect(addr).await;
+                let mut statuses = Vec::new();
+                while Instant::now() < until {
+                    statuses.push(c.get("/").await.status);
+                }
+                statuses
+            })
+        })
+        .collect();
+    // Sampled while the load lasts (the limit drops to a quarter now and then for a
+    // few requests, to measure the servers' latency without a queue).
+    let mut seen = Vec::new();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for _ in 0..20 {
+        seen.extend(limits(&p));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut statuses = std::collections::BTreeMap::new();
+    for t in tasks {
+        for status in t.await.unwrap() {
+            *statuses.entry(status).or_insert(0) += 1;
+        }
+    }
+    seen.sort_unstable();
+    let median = seen[seen.len() / 2];
+    println!("statuses {statuses:?}; limits seen {seen:?}");
+    assert_eq!(statuses.keys().collect::<Vec<_>>(), [&200], "{statuses:?}");
+    assert!((14..=26).contains(&median), "limits {seen:?}");
+}
