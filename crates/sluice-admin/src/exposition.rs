@@ -380,19 +380,29 @@ fn histograms(enc: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), Error> {
         ),
     ];
     for (name, help, pick) in all {
-        let mut m =
-            enc.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
-        for (labels, sv) in each_server(s) {
-            let h = pick(sv);
-            let bounds = BUCKETS.iter().copied().chain([f64::INFINITY]);
-            let buckets: Vec<(f64, u64)> = bounds.zip(h.buckets).collect();
-            m.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
-                h.sum_seconds,
-                h.count(),
-                &buckets,
-                None,
-            )?;
-        }
+        let rows = each_server(s).map(|(labels, sv)| (labels, pick(sv)));
+        seconds_histogram(enc, name, help, rows)?;
+    }
+    Ok(())
+}
+
+/// A histogram family in seconds: `rows` are its label sets and counts.
+fn seconds_histogram<'h>(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    rows: impl IntoIterator<Item = (Labels, &'h HistogramTotal)>,
+) -> Result<(), Error> {
+    let mut m = enc.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
+    for (labels, h) in rows {
+        let bounds = BUCKETS.iter().copied().chain([f64::INFINITY]);
+        let buckets: Vec<(f64, u64)> = bounds.zip(h.buckets).collect();
+        m.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
+            h.sum_seconds,
+            h.count(),
+            &buckets,
+            None,
+        )?;
     }
     Ok(())
 }
@@ -463,20 +473,11 @@ fn queues(enc: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), Error> {
     }
     let name = "sluice_upstream_queue_wait_duration";
     let help = "How long requests waited in the upstream's queue, however the wait ended";
-    let mut m = enc.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
-    for u in &s.upstreams {
-        let h = &u.queue.wait;
-        let bounds = BUCKETS.iter().copied().chain([f64::INFINITY]);
-        let buckets: Vec<(f64, u64)> = bounds.zip(h.buckets).collect();
-        let labels = vec![("upstream", u.name.clone())];
-        m.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
-            h.sum_seconds,
-            h.count(),
-            &buckets,
-            None,
-        )?;
-    }
-    Ok(())
+    let rows = s
+        .upstreams
+        .iter()
+        .map(|u| (vec![("upstream", u.name.clone())], &u.queue.wait));
+    seconds_histogram(enc, name, help, rows)
 }
 
 #[cfg(test)]

@@ -12,13 +12,16 @@ const MAX_CONNS: u64 = 1_000_000;
 
 /// `max_conns` of a server or an upstream: at least 1 when given.
 pub fn max_conns(r: &mut Reader, t: &dyn TableLike) -> Option<u32> {
-    match r.integer(t, "max_conns", MAX_CONNS)? {
+    let hint = "leave it out for no limit, or drain the server to stop its traffic";
+    count(r, t, "max_conns", hint)
+}
+
+/// A count of connections under `key`: at least 1 when given (0 is refused with `hint`).
+fn count(r: &mut Reader, t: &dyn TableLike, key: &str, hint: &str) -> Option<u32> {
+    match r.integer(t, key, MAX_CONNS)? {
         0 => {
-            r.error(
-                t.get("max_conns").and_then(|v| v.span()),
-                "`max_conns` must be at least 1",
-                "leave it out for no limit, or drain the server to stop its traffic",
-            );
+            let span = t.get(key).and_then(|v| v.span());
+            r.error(span, format!("`{key}` must be at least 1"), hint);
             None
         }
         n => Some(n as u32),
@@ -34,17 +37,7 @@ pub fn apply_max_conns(servers: &mut [Server], upstream: Option<u32>) {
 
 /// A listener's `max_conns_per_client`: at least 1 when given.
 pub fn per_client(r: &mut Reader, t: &dyn TableLike) -> Option<u32> {
-    match r.integer(t, "max_conns_per_client", MAX_CONNS)? {
-        0 => {
-            r.error(
-                t.get("max_conns_per_client").and_then(|v| v.span()),
-                "`max_conns_per_client` must be at least 1",
-                "leave it out for no limit",
-            );
-            None
-        }
-        n => Some(n as u32),
-    }
+    count(r, t, "max_conns_per_client", "leave it out for no limit")
 }
 
 /// `limit = "adaptive"` on an upstream.

@@ -5,7 +5,7 @@
 use crate::model::RateLimit;
 use crate::reader::Reader;
 use crate::validate::Span;
-use toml_edit::{TableLike, Value};
+use toml_edit::TableLike;
 
 const LIMIT_KEYS: &[&str] = &["rate", "burst", "key"];
 
@@ -92,13 +92,7 @@ fn rate(text: &str) -> Option<f64> {
 
 /// A route's `limit = "NAME"` or list of names: indexes into the config's limits.
 pub fn route_limits(r: &mut Reader, table: &dyn TableLike, limits: &[RateLimit]) -> Vec<usize> {
-    let Some(v) = r.value(table, "limit", "a limit's name or a list of them") else {
-        return Vec::new();
-    };
-    let items: Vec<&Value> = match v.as_array() {
-        Some(list) => list.iter().collect(),
-        None => vec![v],
-    };
+    let items = r.one_or_list(table, "limit", "a limit's name or a list of them");
     let mut out = Vec::new();
     for item in items {
         match item

@@ -85,6 +85,23 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// The values at `key` when it is one value or a list of them (`listener = "a"` or
+    /// `["a", "b"]`); none when absent.
+    pub fn one_or_list<'t>(
+        &mut self,
+        table: &'t dyn TableLike,
+        key: &str,
+        expected: &str,
+    ) -> Vec<&'t Value> {
+        match self.value(table, key, expected) {
+            Some(v) => match v.as_array() {
+                Some(list) => list.iter().collect(),
+                None => vec![v],
+            },
+            None => Vec::new(),
+        }
+    }
+
     pub fn string(
         &mut self,
         table: &dyn TableLike,

@@ -9,7 +9,7 @@ use crate::validate::{tables, Span};
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::Duration;
-use toml_edit::{Item, TableLike, Value};
+use toml_edit::{Item, TableLike};
 
 const ROUTE_KEYS: &[&str] = &[
     "host",
@@ -98,13 +98,7 @@ fn route_listeners(
     table: &dyn TableLike,
     listeners: &[Listener],
 ) -> Vec<SocketAddr> {
-    let Some(v) = r.value(table, "listener", "a listener's bind or a list of them") else {
-        return Vec::new();
-    };
-    let items: Vec<&Value> = match v.as_array() {
-        Some(list) => list.iter().collect(),
-        None => vec![v],
-    };
+    let items = r.one_or_list(table, "listener", "a listener's bind or a list of them");
     let mut out = Vec::new();
     for item in items {
         let addr = item.as_str().and_then(|s| s.parse::<SocketAddr>().ok());

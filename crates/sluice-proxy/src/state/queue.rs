@@ -1,5 +1,5 @@
 //! The queue of requests waiting for a server with room, for upstreams whose servers have
-//! `max_conns` (HAProxy's `maxconn` and its queue). One queue per upstream, shared by all
+//! `max_conns` or an adaptive limit (HAProxy's `maxconn` and its queue). One queue per upstream, shared by all
 //! workers and carried across reloads, so the limit holds for the whole process.
 //!
 //! A slot is handed over, never freed and fought for: when a request on a full server
