@@ -14,6 +14,9 @@ pub struct Config {
     /// The longest a client may take to send the next piece of a body or take the next
     /// piece of a response.
     pub client_idle_timeout: Duration,
+    /// The longest a client may take to send a whole request body (`None`: no total
+    /// limit, only `client_idle_timeout` between reads).
+    pub request_body_timeout: Option<Duration>,
     /// How long a keep-alive client connection may stay idle between two requests.
     pub keepalive_timeout: Duration,
     /// The largest request head accepted, in bytes; larger gets 431.

@@ -16,6 +16,7 @@ const TOP_KEYS: &[&str] = &[
     "workers",
     "header_timeout",
     "client_idle_timeout",
+    "request_body_timeout",
     "keepalive_timeout",
     "max_header_bytes",
     "shutdown_grace",
@@ -89,6 +90,7 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
         client_idle_timeout: r
             .timeout(root, "client_idle_timeout")
             .unwrap_or(Duration::from_secs(60)),
+        request_body_timeout: r.timeout(root, "request_body_timeout"),
         keepalive_timeout: r
             .timeout(root, "keepalive_timeout")
             .unwrap_or(Duration::from_secs(30)),

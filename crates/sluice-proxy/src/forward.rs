@@ -82,6 +82,7 @@ async fn try_servers<'g, S: Stream>(
             req,
             draining: ctx.draining(),
             max_trailer_bytes: gen.shared.config.max_header_bytes,
+            body_timeout: gen.shared.config.request_body_timeout,
         };
         match attempt.run(down, head).await {
             Ok(answer) => return scope.deliver(down, server, answer, tries, started).await,

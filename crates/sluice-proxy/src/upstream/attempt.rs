@@ -18,6 +18,7 @@ use bytes::Buf;
 use std::borrow::Cow;
 use std::io;
 use std::net::SocketAddr;
+use std::time::Duration;
 use tokio::net::TcpStream;
 
 /// At most this many 1xx responses before the final one; a server sending more is broken.
@@ -53,6 +54,8 @@ pub struct Attempt<'a> {
     pub draining: bool,
     /// The largest trailer section a request body may carry.
     pub max_trailer_bytes: usize,
+    /// The longest the client may take to send the whole body (`request_body_timeout`).
+    pub body_timeout: Option<Duration>,
 }
 
 impl Attempt<'_> {
@@ -165,7 +168,18 @@ impl Attempt<'_> {
             read_timeout: down.timeout(),
             write_timeout: self.up.config.read_timeout,
         };
-        match send_body(down, upstream, head, t).await {
+        let sending = send_body(down, upstream, head, t);
+        let sent = match self
+            .body_timeout
+            .filter(|_| self.req.framing != Framing::None)
+        {
+            Some(limit) => tokio::time::timeout(limit, sending).await.map_err(|_| {
+                let cause = "the request body took longer than request_body_timeout";
+                Failure::downstream(408, cause, Body::Partial)
+            })?,
+            None => sending.await,
+        };
+        match sent {
             Ok(whole) => Ok(whole),
             Err(TransferError::Read(e)) => {
                 let status = if e.kind() == io::ErrorKind::TimedOut {

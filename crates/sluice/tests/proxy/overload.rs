@@ -405,3 +405,39 @@ async fn an_adaptive_limit_finds_the_servers_thread_pool() {
     assert_eq!(statuses.keys().collect::<Vec<_>>(), [&200], "{statuses:?}");
     assert!((14..=26).contains(&median), "limits {seen:?}");
 }
+
+#[tokio::test]
+async fn a_body_trickled_past_request_body_timeout_gets_408() {
+    // Each byte comes well within client_idle_timeout; the whole body does not come
+    // within request_body_timeout.
+    let server = backend("a").await;
+    let p = proxy(&format!(
+        "request_body_timeout = \"500ms\"\n{}",
+        one_upstream(&[server], "")
+    ));
+    let mut c = Client::connect(p.addr).await;
+    c.send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n")
+        .await;
+    let trickle = async {
+        for _ in 0..100 {
+            if c.try_send("x").await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    // A second of trickling (20 of the 100 bytes), then the answer, long before
+    // client_idle_timeout (60 s) could have given a 408.
+    let _ = tokio::time::timeout(Duration::from_secs(1), trickle).await;
+    let reply = tokio::time::timeout(Duration::from_secs(5), c.read_reply())
+        .await
+        .expect("answered at the deadline, not after the whole body")
+        .unwrap();
+    assert_eq!(reply.status, 408, "{reply:?}");
+    // A body sent at once is not affected.
+    let mut quick = Client::connect(p.addr).await;
+    quick
+        .send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc")
+        .await;
+    assert_eq!(quick.read_reply().await.unwrap().status, 200);
+}
