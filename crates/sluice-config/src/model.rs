@@ -369,6 +369,9 @@ pub struct RetryPolicy {
     pub non_idempotent: bool,
     /// Retries may add at most this fraction of the upstream's request rate.
     pub budget: f64,
+    /// Request bodies of a known length up to this many bytes are read whole before the
+    /// first try, so a retry can send them again (`retry_buffer`); 0: bodies stream.
+    pub buffer: usize,
 }
 
 /// Active health checks: an HTTP GET to every server on a timer.

@@ -60,7 +60,48 @@ pub fn retry(r: &mut Reader, t: &dyn TableLike) -> RetryPolicy {
         retries: r.integer(t, "retries", 10).unwrap_or(1) as u32,
         non_idempotent,
         budget: budget.unwrap_or(0.2),
+        buffer: retry_buffer(r, t).unwrap_or(0),
     }
+}
+
+/// The largest `retry_buffer`: a request body held in memory per request.
+const MAX_RETRY_BUFFER: u64 = 16 << 20;
+
+/// `retry_buffer = "64KiB"` (B, KiB, MiB) or a number of bytes.
+fn retry_buffer(r: &mut Reader, t: &dyn TableLike) -> Option<usize> {
+    let v = r.value(t, "retry_buffer", "a size")?;
+    let bytes = match (v.as_integer(), v.as_str()) {
+        (Some(n), _) => u64::try_from(n).ok(),
+        (_, Some(text)) => size(text),
+        _ => None,
+    };
+    match bytes.filter(|b| *b <= MAX_RETRY_BUFFER) {
+        Some(b) => Some(b as usize),
+        None => {
+            r.error(
+                v.span(),
+                "`retry_buffer` is not a size up to 16 MiB",
+                "write it as \"64KiB\", \"1MiB\" or a number of bytes",
+            );
+            None
+        }
+    }
+}
+
+/// "64KiB", "1MiB", "512B" as bytes.
+fn size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let n: u64 = text[..digits].parse().ok()?;
+    let unit = match text[digits..].trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        _ => return None,
+    };
+    n.checked_mul(unit)
 }
 
 pub fn health(r: &mut Reader, t: &dyn TableLike, upstream: &str) -> Option<HealthCheck> {
@@ -127,4 +168,18 @@ fn parse_range(s: &str) -> Option<(i64, i64)> {
     }
     let (lo, hi) = s.split_once('-')?;
     Some((lo.trim().parse().ok()?, hi.trim().parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes() {
+        assert_eq!(super::size("64KiB"), Some(65_536));
+        assert_eq!(super::size("1MiB"), Some(1 << 20));
+        assert_eq!(super::size("512"), Some(512));
+        assert_eq!(super::size("512B"), Some(512));
+        for bad in ["", "KiB", "64kb", "1.5MiB", "-1"] {
+            assert_eq!(super::size(bad), None, "{bad}");
+        }
+    }
 }

@@ -58,6 +58,7 @@ const UPSTREAM_KEYS: &[&str] = &[
     "queue_timeout",
     "max_queue",
     "limit",
+    "retry_buffer",
 ];
 
 pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {

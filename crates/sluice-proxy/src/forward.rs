@@ -7,6 +7,7 @@ use crate::context::Context;
 use crate::downstream::Downstream;
 use crate::failure::{Body, Failure, Retry};
 use crate::http1::check::Request;
+use crate::http1::head::Framing;
 use crate::http1::response::MAX_RESPONSE_HEAD;
 use crate::io::body::{Transfer, TransferError};
 use crate::io::{Conn, ServerStream, Stream};
@@ -56,6 +57,10 @@ async fn try_servers<'g, S: Stream>(
         up,
     };
     gen.count_request(u);
+    let body = match buffer_body(&gen.shared.config, up, down, req).await {
+        Ok(body) => body,
+        Err(f) => return scope.fail(down, req, None, f, 0).await,
+    };
     let mut tried = [0usize; MAX_TRIES];
     let mut tries = 0;
     let mut last: Option<(usize, Failure)> = None;
@@ -83,6 +88,7 @@ async fn try_servers<'g, S: Stream>(
             draining: ctx.draining(),
             max_trailer_bytes: gen.shared.config.max_header_bytes,
             body_timeout: gen.shared.config.request_body_timeout,
+            body: body.as_deref(),
         };
         match attempt.run(down, head).await {
             Ok(answer) => return scope.deliver(down, server, answer, tries, started).await,
@@ -106,6 +112,51 @@ async fn try_servers<'g, S: Stream>(
                 tracing::info!(upstream = %up.config.name, server = %up.addr(server), cause = %f.cause, "retrying on another server");
                 last = Some((server, f));
             }
+        }
+    }
+}
+
+/// The request body read whole, when the upstream's `retry_buffer` holds it, so that
+/// another try can send it again; `None` when it streams (larger, of unknown length,
+/// none, or a `100-continue` or upgrade, which wait for the server's word).
+async fn buffer_body<S: Stream>(
+    config: &sluice_config::Config,
+    up: &UpstreamShared,
+    down: &mut Downstream<'_, S>,
+    req: &Request,
+) -> Result<Option<Vec<u8>>, Failure> {
+    let Framing::Length(n) = req.framing else {
+        return Ok(None);
+    };
+    let fits = n > 0 && n <= up.config.retry.buffer as u64;
+    if !fits || req.expect_continue || req.upgrade.is_some() {
+        return Ok(None);
+    }
+    let mut body = Vec::with_capacity(n as usize);
+    let t = Transfer {
+        framing: req.framing,
+        dechunk: false,
+        max_trailer_bytes: config.max_header_bytes,
+        read_timeout: down.timeout(),
+        write_timeout: down.timeout(),
+    };
+    let reading = down.send_request_body(&[], &mut body, t);
+    let read = match config.request_body_timeout {
+        Some(limit) => tokio::time::timeout(limit, reading)
+            .await
+            .unwrap_or_else(|_| Err(TransferError::Read(std::io::ErrorKind::TimedOut.into()))),
+        None => reading.await,
+    };
+    match read {
+        Ok(()) => Ok(Some(body)),
+        Err(TransferError::Read(e) | TransferError::Write(e)) => {
+            let status = if e.kind() == std::io::ErrorKind::TimedOut {
+                408
+            } else {
+                400
+            };
+            let cause = format!("reading the request body from the client: {e}");
+            Err(Failure::downstream(status, cause, Body::Partial))
         }
     }
 }

@@ -4,13 +4,13 @@
 
 use crate::clock;
 use crate::downstream::Downstream;
-use crate::failure::{Body, Failure, Retry};
+use crate::failure::{Body, Failure, Retry, Side};
 use crate::http1::check::Request;
 use crate::http1::encode::Delivery;
 use crate::http1::head::{put_header, Framing};
 use crate::http1::response::{self, Asked, Response, MAX_RESPONSE_HEAD};
 use crate::io::body::{Transfer, TransferError};
-use crate::io::{Conn, ServerStream, Stream};
+use crate::io::{write_all, Conn, ServerStream, Stream};
 use crate::state::upstream::UpstreamShared;
 use crate::tls::client::ClientTls;
 use crate::upstream::pool::Pool;
@@ -56,6 +56,9 @@ pub struct Attempt<'a> {
     pub max_trailer_bytes: usize,
     /// The longest the client may take to send the whole body (`request_body_timeout`).
     pub body_timeout: Option<Duration>,
+    /// The whole request body, read before the first try (`retry_buffer`): sent from
+    /// here, so another try can send it again.
+    pub body: Option<&'a [u8]>,
 }
 
 impl Attempt<'_> {
@@ -78,7 +81,7 @@ impl Attempt<'_> {
             let reused = pooled.is_some();
             let mut upstream = match pooled.take() {
                 Some(conn) => conn,
-                None => self.connect().await?,
+                None => self.connect().await.map_err(|f| self.replayable(f))?,
             };
             let started = self.up.wants_latency().then(clock::now);
             match self.exchange(&mut upstream, down, head).await {
@@ -93,10 +96,23 @@ impl Attempt<'_> {
                         request_body_unread,
                     });
                 }
-                Err(f) if f.may_resend_fresh(reused, self.req.idempotent) => continue,
-                Err(f) => return Err(f),
+                Err(f) => {
+                    let f = self.replayable(f);
+                    if !f.may_resend_fresh(reused, self.req.idempotent) {
+                        return Err(f);
+                    }
+                }
             }
         }
+    }
+
+    /// A server's failure of a request whose body is buffered: the body can be sent
+    /// again, as if there were none to lose.
+    fn replayable(&self, mut f: Failure) -> Failure {
+        if self.body.is_some() && f.side == Side::Upstream {
+            f.body = Body::None;
+        }
+        f
     }
 
     async fn connect(&self) -> Result<Conn<ServerStream>, Failure> {
@@ -161,6 +177,17 @@ impl Attempt<'_> {
         } else {
             head
         };
+        if let Some(body) = self.body {
+            let (stream, limit) = (&mut upstream.stream, self.up.config.read_timeout);
+            let sent = match write_all(stream, head, limit).await {
+                Ok(()) => write_all(stream, body, limit).await,
+                Err(e) => Err(e),
+            };
+            return sent.map(|()| true).map_err(|e| {
+                let cause = format!("sending the request: {e}");
+                Failure::upstream(502, cause, Body::None, Retry::StaleConnection)
+            });
+        }
         let t = Transfer {
             framing: self.req.framing,
             dechunk: false,

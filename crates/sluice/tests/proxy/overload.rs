@@ -441,3 +441,75 @@ async fn a_body_trickled_past_request_body_timeout_gets_408() {
         .await;
     assert_eq!(quick.read_reply().await.unwrap().status, 200);
 }
+
+/// A server that reads a whole request (head and `Content-Length` body), notes the
+/// body, and closes without an answer.
+async fn vanishing_backend() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let addr = raw_backend(move |mut stream| {
+        let log = log.clone();
+        async move {
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            loop {
+                let Ok(n) = stream.read(&mut chunk).await else {
+                    return;
+                };
+                if n == 0 {
+                    return;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                let text = String::from_utf8_lossy(&buf).to_string();
+                let Some((head, body)) = text.split_once("\r\n\r\n") else {
+                    continue;
+                };
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
+                    .unwrap_or(0);
+                if body.len() >= length {
+                    log.lock().unwrap().push(body.to_string());
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    (addr, seen)
+}
+
+#[tokio::test]
+async fn a_post_whose_body_is_buffered_is_retried_whole_on_another_server() {
+    let (bad, seen_by_bad) = vanishing_backend().await;
+    let good = backend("good").await;
+    let body = "x".repeat(5000);
+    let post = format!(
+        "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let retrying = "retries = 1\nretry_non_idempotent = true\n";
+    // Streamed (no retry_buffer): the body went to the first server and is gone, so
+    // the POST cannot be tried again.
+    let streamed = proxy(&one_upstream(&[bad, good], retrying));
+    let mut c = Client::connect(streamed.addr).await;
+    c.send(&post).await;
+    assert_eq!(c.read_reply().await.unwrap().status, 502);
+    // Buffered: the second server gets the whole body.
+    let buffered = proxy(&one_upstream(
+        &[bad, good],
+        &format!("{retrying}retry_buffer = \"64KiB\""),
+    ));
+    let mut c = Client::connect(buffered.addr).await;
+    c.send(&post).await;
+    let reply = c.read_reply().await.unwrap();
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.text(), "received 5000 bytes\n");
+    // The first server had it whole both times; the client's connection goes on.
+    assert_eq!(*seen_by_bad.lock().unwrap(), [body.clone(), body]);
+    assert_eq!(c.get("/").await.status, 200);
+}
