@@ -173,6 +173,9 @@ pub struct Route {
     pub tunnel_idle_timeout: Duration,
     /// The rate limits its requests count against (indexes into [`Config::limits`]).
     pub limits: Vec<usize>,
+    /// The longest a request may take from its start, through every try, to its
+    /// response head (`timeout`); then 504. `None`: no total limit.
+    pub timeout: Option<Duration>,
 }
 
 /// `[limit.NAME]`: requests per second per key, with a burst (nginx's `limit_req`).

@@ -24,6 +24,7 @@ const ROUTE_KEYS: &[&str] = &[
     "upgrade",
     "tunnel_idle_timeout",
     "limit",
+    "timeout",
 ];
 
 /// The keys that say what a route does; a route has exactly one.
@@ -87,6 +88,7 @@ pub(crate) fn routes(
                 .timeout(table, "tunnel_idle_timeout")
                 .unwrap_or(Duration::from_secs(3600)),
             limits: crate::rate::route_limits(r, table, limits),
+            timeout: r.timeout(table, "timeout"),
         });
     }
     out

@@ -149,6 +149,19 @@ impl Failure {
         }
     }
 
+    /// No response head within the route's `timeout` (sluice's own limit: the server is
+    /// not blamed for it).
+    pub fn deadline(body: Body) -> Self {
+        Failure {
+            side: Side::Internal,
+            status: 504,
+            cause: "no response within the route's timeout".into(),
+            body,
+            retry: Retry::Never,
+            retry_after: None,
+        }
+    }
+
     /// A response whose status counts as a server failure (it is still delivered).
     pub fn status(status: u16) -> Self {
         Failure::upstream(

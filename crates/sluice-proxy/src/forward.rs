@@ -61,6 +61,9 @@ async fn try_servers<'g, S: Stream>(
         Ok(body) => body,
         Err(f) => return scope.fail(down, req, None, f, 0).await,
     };
+    let deadline = gen.shared.config.routes[route]
+        .timeout
+        .map(|t| crate::clock::now() + t);
     let mut tried = [0usize; MAX_TRIES];
     let mut tries = 0;
     let mut last: Option<(usize, Failure)> = None;
@@ -90,7 +93,7 @@ async fn try_servers<'g, S: Stream>(
             body_timeout: gen.shared.config.request_body_timeout,
             body: body.as_deref(),
         };
-        match attempt.run(down, head).await {
+        match within(deadline, attempt.run(down, head), req, body.is_some()).await {
             Ok(answer) => return scope.deliver(down, server, answer, tries, started).await,
             Err(f) => {
                 let stats = up.servers[server].stats.local();
@@ -114,6 +117,29 @@ async fn try_servers<'g, S: Stream>(
             }
         }
     }
+}
+
+/// Runs a try until `deadline` (the route's `timeout`), if there is one.
+async fn within(
+    deadline: Option<tokio::time::Instant>,
+    run: impl std::future::Future<Output = Result<Answer, Failure>>,
+    req: &Request,
+    buffered: bool,
+) -> Result<Answer, Failure> {
+    let Some(deadline) = deadline else {
+        return run.await;
+    };
+    tokio::time::timeout_at(deadline, run)
+        .await
+        .unwrap_or_else(|_| {
+            // How much of a streamed body went is unknown: its connection cannot go on.
+            let body = match req.framing {
+                Framing::None => Body::None,
+                _ if buffered => Body::Whole,
+                _ => Body::Partial,
+            };
+            Err(Failure::deadline(body))
+        })
 }
 
 /// The request body read whole, when the upstream's `retry_buffer` holds it, so that

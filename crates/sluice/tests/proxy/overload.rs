@@ -513,3 +513,27 @@ async fn a_post_whose_body_is_buffered_is_retried_whole_on_another_server() {
     assert_eq!(*seen_by_bad.lock().unwrap(), [body.clone(), body]);
     assert_eq!(c.get("/").await.status, 200);
 }
+
+#[tokio::test]
+async fn a_route_timeout_bounds_a_request_through_every_try() {
+    let slow = [
+        backend_with_delay("a", Duration::from_secs(3)).await,
+        backend_with_delay("b", Duration::from_secs(3)).await,
+    ];
+    let config = format!(
+        "[[route]]\npath = \"/api/\"\nupstream = \"app\"\ntimeout = \"400ms\"\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{}\", \"{}\"]\nretries = 1\nread_timeout = \"1s\"\n",
+        slow[0], slow[1]
+    );
+    let p = proxy(&config);
+    let (reply, took) = spawn_get(p.addr, "/api/x").await.unwrap();
+    assert_eq!(reply.status, 504, "{reply:?}");
+    assert!(
+        took >= Duration::from_millis(390) && took < Duration::from_millis(900),
+        "{took:?}"
+    );
+    // Without the route's timeout: read_timeout (1 s) on the first server, then a retry
+    // on the second, 1 s more.
+    let (reply, took) = spawn_get(p.addr, "/other").await.unwrap();
+    assert_eq!(reply.status, 504, "{reply:?}");
+    assert!(took >= Duration::from_millis(1900), "{took:?}");
+}
