@@ -196,12 +196,6 @@ impl Failure {
         reused && self.retry == Retry::StaleConnection && self.body == Body::None && idempotent
     }
 
-    /// The failure of `req` before any of its body was read.
-    pub fn body_of(mut self, req: &crate::http1::check::Request) -> Self {
-        self.body = Body::unread(req.framing);
-        self
-    }
-
     /// Marks the request body as half read: the rest is still on the client connection.
     pub fn with_body_partial(mut self) -> Self {
         self.body = Body::Partial;

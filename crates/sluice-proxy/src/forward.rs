@@ -61,6 +61,11 @@ async fn try_servers<'g, S: Stream>(
         Ok(body) => body,
         Err(f) => return scope.fail(down, req, None, f, 0).await,
     };
+    // What is left of the body on the client connection if no try is made.
+    let left = match body {
+        Some(_) => Body::Whole,
+        None => Body::unread(req.framing),
+    };
     let deadline = gen.shared.config.routes[route]
         .timeout
         .map(|t| crate::clock::now() + t);
@@ -71,11 +76,14 @@ async fn try_servers<'g, S: Stream>(
         let (server, _in_flight) = match slot(up, key, ctx.random(), &tried[..tries], queued).await
         {
             Ok(picked) => picked,
-            Err(Some(f)) => return scope.fail(down, req, None, f.body_of(req), tries).await,
+            Err(Some(mut f)) => {
+                f.body = left;
+                return scope.fail(down, req, None, f, tries).await;
+            }
             Err(None) => {
                 let (server, f) = match last {
                     Some((s, f)) => (Some(s), f),
-                    None => (None, Failure::unavailable(Body::unread(req.framing))),
+                    None => (None, Failure::unavailable(left)),
                 };
                 return scope.fail(down, req, server, f, tries).await;
             }
