@@ -212,9 +212,8 @@ async fn slot<'u>(
             Pick::QueueFull => return Err(Some(Failure::overloaded("queue full", Body::None))),
             Pick::Queued(queued) => queued,
         };
-        let started = crate::clock::now();
-        let slot = queued.wait(up.config.queue.timeout).await;
-        *waited = Some(waited.unwrap_or_default() + started.elapsed());
+        let (slot, took) = queued.wait(up.config.queue.timeout).await;
+        *waited = Some(waited.unwrap_or_default() + took);
         let Some(slot) = slot else {
             let cause = "no server had room within queue_timeout";
             return Err(Some(Failure::overloaded(cause, Body::None)));

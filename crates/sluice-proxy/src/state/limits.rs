@@ -8,7 +8,7 @@
 //! are swept out every few thousand checks, so the map holds only recent clients.
 
 use crate::metrics::Counter;
-use governor::clock::{Clock, DefaultClock};
+use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use sluice_config::RateLimit;
 use std::num::NonZeroU32;
@@ -50,7 +50,7 @@ impl Limiter {
         // governor takes its key type by reference: a key is copied into a Vec here.
         let refused = self.limiter.check_key(&key.to_vec()).err()?;
         self.rejected.add(1);
-        Some(refused.wait_time_from(DefaultClock::default().now()))
+        Some(refused.wait_time_from(self.limiter.clock().now()))
     }
 
     /// Keys with state now (clients seen recently, not yet back at a full burst).

@@ -224,18 +224,20 @@ pub struct Queued {
 }
 
 impl Queued {
-    /// Waits up to `timeout` for a slot; `None` when the wait ran out.
-    pub async fn wait(mut self, timeout: Duration) -> Option<Handed> {
+    /// Waits up to `timeout` for a slot (`None` when the wait ran out); and how long it
+    /// waited.
+    pub async fn wait(mut self, timeout: Duration) -> (Option<Handed>, Duration) {
         let started = crate::clock::now();
         let slot = tokio::time::timeout(timeout, &mut self.rx)
             .await
             .ok()
             .and_then(Result::ok);
-        self.queue.wait.observe(started.elapsed());
+        let took = started.elapsed();
+        self.queue.wait.observe(took);
         if slot.is_none() {
             self.queue.timeouts.add(1);
         }
-        slot
+        (slot, took)
     }
 }
 
