@@ -13,7 +13,8 @@ use std::path::Path;
 /// Where the balancer listens and what it balances over.
 pub struct Layout<'a> {
     pub listen: SocketAddr,
-    /// sluice's admin listener (its /metrics), the lab's window into the balancer.
+    /// The balancer's metrics listener (sluice's admin, HAProxy's Prometheus exporter):
+    /// the lab's window into it.
     pub admin: SocketAddr,
     pub servers: &'a [SocketAddr],
     pub dir: &'a Path,
@@ -137,9 +138,10 @@ fn haproxy(lb: &Lb, at: &Layout) -> String {
         "option http-server-close"
     };
     format!(
-        "global\n    nbthread {}\n    maxconn 4096\n    pidfile {}/haproxy.pid\n\ndefaults\n    mode http\n    {reuse}\n    maxconn 4096\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n    timeout http-keep-alive 30s\n    timeout tunnel 1h\n\nfrontend fe\n    bind {}\n    default_backend app\n\nbackend app\n    balance {balance}\n{servers}",
+        "global\n    nbthread {}\n    maxconn 4096\n    pidfile {}/haproxy.pid\n\ndefaults\n    mode http\n    {reuse}\n    maxconn 4096\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n    timeout http-keep-alive 30s\n    timeout tunnel 1h\n\nfrontend stats\n    bind {}\n    http-request use-service prometheus-exporter if {{ path /metrics }}\n\nfrontend fe\n    bind {}\n    default_backend app\n\nbackend app\n    balance {balance}\n{servers}",
         lb.workers,
         at.dir.display(),
+        at.admin,
         at.listen,
     )
 }

@@ -435,6 +435,9 @@ fn advice(v: &Verdict) -> &'static str {
         (Some("db"), _) => "add database capacity, or send it fewer queries",
         (Some("lb"), Some("keepalive")) => "turn upstream keep-alive on",
         (Some("lb"), Some("balance")) => "hash on the room, so each room stays on one server",
+        (Some("lb"), Some("queue")) => {
+            "raise max_conns to what the servers can take, or let limit = \"adaptive\" find it"
+        }
         (Some("lb"), _) => "give the balancer more CPU or workers",
         (_, Some("db_pool")) => "add pool or database capacity",
         (_, Some("threads")) => "raise the thread pool if the CPU has room, or add servers",
@@ -478,7 +481,10 @@ fn tier_columns(s: &StepResult) -> String {
             .judged
             .resources
             .iter()
-            .filter(|r| r.tier == t.tier && !matches!(r.resource.as_str(), "cpu" | "keepalive"))
+            // The balancer's queue is a share of requests held, not a pool's fullness.
+            .filter(|r| {
+                r.tier == t.tier && !matches!(r.resource.as_str(), "cpu" | "keepalive" | "queue")
+            })
             .map(|r| r.utilisation)
             .fold(None, |m: Option<f64>, u| Some(m.map_or(u, |m| m.max(u))));
         let pool = pool.map_or(String::new(), |p| format!("/{:.0}", p * 100.0));

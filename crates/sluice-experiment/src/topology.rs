@@ -34,7 +34,8 @@ pub struct Proc {
     pub addr: SocketAddr,
     pub budget: Budget,
     pub cgroup: Option<CpuBudget>,
-    /// Where its counters are read: a simulated tier's `/__stats`, sluice's `/metrics`.
+    /// Where its counters are read: a simulated tier's `/__stats`, sluice's or HAProxy's
+    /// `/metrics`.
     pub stats: Option<String>,
     child: Child,
 }
@@ -135,7 +136,7 @@ impl Topology {
         };
         let target = self.target;
         let lb = self.spawn("lb", "lb", target, e.lb.cpu, how, &program, &args)?;
-        if e.lb.run == LbKind::Sluice {
+        if e.lb.run != LbKind::Nginx {
             lb.stats = Some(format!("http://{admin}/metrics"));
         }
         lb.budget = thread_budget(lb.budget.clone(), e.lb.workers);

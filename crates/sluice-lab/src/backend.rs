@@ -55,6 +55,7 @@
 //! | `max_conns` | the cap on `conns_open` (0: none) |
 //! | `busy` | *now*: requests being answered (not `/__stats` nor WebSocket handshakes) |
 //! | `busy_peak` | the most requests answered at once so far |
+//! | `conns_peak` | the most HTTP connections served at once so far |
 //!
 //! The `pool_*` and `queue_*` counters stay 0 without a worker pool (`threads` 0).
 
@@ -162,6 +163,7 @@ struct Stats {
     db_queries: u32,
     /// HTTP connections being served now, and the cap on them (0: none).
     conns_open: AtomicU64,
+    conns_peak: AtomicU64,
     max_conns: usize,
     /// Requests being answered now, and the most at once.
     busy: AtomicU64,
@@ -290,7 +292,8 @@ pub async fn serve_with_stats(
         };
         let _ = stream.set_nodelay(true);
         stats.connections.fetch_add(1, Ordering::Relaxed);
-        stats.conns_open.fetch_add(1, Ordering::Relaxed);
+        let open = stats.conns_open.fetch_add(1, Ordering::Relaxed) + 1;
+        stats.conns_peak.fetch_max(open, Ordering::Relaxed);
         let (options, stats) = (options.clone(), stats.clone());
         tokio::spawn(async move {
             let open = stats.clone();
@@ -431,7 +434,7 @@ fn stats_reply(stats: &Stats) -> Reply {
     text(
         StatusCode::OK,
         format!(
-            "connections={} requests={} stomp_messages={} {} injected_errors={} stalls={} {} {} conns_open={} max_conns={} busy={} busy_peak={}\n",
+            "connections={} requests={} stomp_messages={} {} injected_errors={} stalls={} {} {} conns_open={} max_conns={} busy={} busy_peak={} conns_peak={}\n",
             load(&stats.connections),
             load(&stats.requests),
             stats.broker.messages_out(),
@@ -444,6 +447,7 @@ fn stats_reply(stats: &Stats) -> Reply {
             stats.max_conns,
             load(&stats.busy),
             load(&stats.busy_peak),
+            load(&stats.conns_peak),
         ),
     )
 }

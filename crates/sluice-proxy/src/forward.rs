@@ -359,11 +359,10 @@ impl<'g> Scope<'_, 'g> {
                     tracing::info!(route = %route, upstream = %up.config.name, server = %up.addr(server), "server back after its ejection: a request succeeded");
                 }
                 if resp.reusable {
-                    let config = &up.config;
-                    let addr = up.addr(server);
+                    let (config, state) = (&up.config, &up.servers[server]);
                     self.ctx
                         .pool
-                        .checkin(addr, upstream, config.keepalive, config.idle_timeout);
+                        .checkin(state, upstream, config.keepalive, config.idle_timeout);
                 }
                 outcome.keep_alive = down.conclude(request_body_unread, !delivery.close).await;
             }

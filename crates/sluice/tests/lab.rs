@@ -550,18 +550,43 @@ fn past_the_app_pool_max_conns_queues_where_no_limit_and_nginx_fail() {
         "2s",
         "--no-prove",
     ]);
-    let errors = |variant: &str| {
+    let step = |variant: &str| {
         let c = report["configurations"]
             .as_array()
             .unwrap()
             .iter()
             .find(|c| c["variant"] == variant)
             .unwrap_or_else(|| panic!("no {variant} in {report}"));
-        c["steps"][0]["error_pct"].as_f64().unwrap()
+        c["steps"][0].clone()
     };
+    let errors = |variant: &str| step(variant)["error_pct"].as_f64().unwrap();
     assert!(errors("sluice, no limit") > 50.0, "{report}");
     assert!(errors("nginx, max_conns 20") > 50.0, "{report}");
     assert_eq!(errors("sluice, max_conns 20"), 0.0, "{report}");
     assert_eq!(errors("sluice, adaptive"), 0.0, "{report}");
     assert_eq!(errors("haproxy, maxconn 20"), 0.0, "{report}");
+    // Each balancer's way of holding the rest is read: sluice's queue (its /metrics),
+    // HAProxy's (its Prometheus exporter), nginx's refusals (failed by itself).
+    let held = |variant: &str| {
+        let s = step(variant);
+        let queue = s["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == "queue")
+            .unwrap_or_else(|| panic!("{variant}: no balancer queue read in {s}"))
+            .clone();
+        (queue["evidence"].to_string(), s["verdict"].clone())
+    };
+    let (evidence, verdict) = held("sluice, max_conns 20");
+    assert!(evidence.contains("waited in its queue"), "{evidence}");
+    // The servers' threads were at their knee: they, not the limit, are named.
+    assert_eq!(verdict["tier"], "app", "{verdict}");
+    assert!(verdict["evidence"]
+        .to_string()
+        .contains("waited in its queue"));
+    let (evidence, _) = held("haproxy, maxconn 20");
+    assert!(evidence.contains("Prometheus exporter"), "{evidence}");
+    let (evidence, _) = held("nginx, max_conns 20");
+    assert!(evidence.contains("failed them itself"), "{evidence}");
 }

@@ -5,6 +5,8 @@ use crate::io::stream::{readable, Stream};
 use bytes::BytesMut;
 use std::future::{poll_fn, Future};
 use std::io;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -19,6 +21,26 @@ pub struct Conn<S = TcpStream> {
     pub stream: S,
     /// Bytes read but not yet consumed (the rest of a head, body bytes, a pipelined request).
     pub buf: BytesMut,
+    /// Counts the connection among its server's open ones while it lives (a limited
+    /// server's: see `state::idle`).
+    pub counted: Option<Counted>,
+}
+
+/// One connection in a count of open connections, until dropped.
+pub struct Counted(Arc<AtomicU32>);
+
+impl Counted {
+    /// Adds one to `count`, taken off again when dropped.
+    pub fn new(count: &Arc<AtomicU32>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Counted(count.clone())
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl<S: Stream> Conn<S> {
@@ -26,6 +48,7 @@ impl<S: Stream> Conn<S> {
         Conn {
             stream,
             buf: BytesMut::with_capacity(READ_CHUNK),
+            counted: None,
         }
     }
 
@@ -34,6 +57,7 @@ impl<S: Stream> Conn<S> {
         Conn {
             stream,
             buf: BytesMut::new(),
+            counted: None,
         }
     }
 

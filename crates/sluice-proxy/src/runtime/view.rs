@@ -235,7 +235,7 @@ fn upstreams(shared: &Shared, stats: &ProxyStats) -> Vec<UpstreamView> {
                         backup: config.backup,
                         in_flight: state.in_flight(),
                         max_conns: state.limited().then(|| state.limit()),
-                        idle_pooled: stats.idle(state.addr),
+                        idle_pooled: stats.idle(state.addr) + state.idle.len() as u64,
                         checked_up: state.health.checked_up(),
                         ejected_for: (until > now).then(|| Duration::from_nanos(until - now)),
                         drained: state.drained(),

@@ -334,6 +334,9 @@ async fn reap_idle(ctx: Rc<Context>) {
         tick.tick().await;
         let gen = ctx.gen();
         ctx.pool.reap(|addr| gen.shared.addresses.contains(addr));
+        for server in gen.shared.upstreams.iter().flat_map(|u| &u.servers) {
+            server.idle.reap(!server.limited());
+        }
         // At most half a second between a request and its log line.
         ctx.flush_log();
     }

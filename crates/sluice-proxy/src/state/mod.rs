@@ -1,12 +1,15 @@
 //! What workers share, and what a config generation is built into: per-upstream
-//! balancers and retry budgets (`upstream`), each server's state (`server`) and health
-//! (`health`), rate limits (`limits`), connections per client (`clients`), the queue of requests waiting for a server with room (`queue`), and the
-//! generation that ties them to a config (`generation`).
+//! balancers and retry budgets (`upstream`), each server's state (`server`), health
+//! (`health`) and, while it is limited, idle connections (`idle`), rate limits
+//! (`limits`), connections per client (`clients`), the queue of requests waiting for a
+//! server with room (`queue`), and the generation that ties them to a config
+//! (`generation`).
 
 pub mod adaptive;
 pub mod clients;
 pub mod generation;
 pub mod health;
+pub mod idle;
 pub mod limits;
 pub mod queue;
 pub mod server;

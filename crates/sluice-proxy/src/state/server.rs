@@ -2,8 +2,11 @@
 //! requests in flight and `max_conns`, health, drain flag, counters and last errors.
 //! Kept across reloads while the server stays in its upstream.
 
+use crate::io::conn::Counted;
+use crate::io::{Conn, ServerStream};
 use crate::state::adaptive::Vegas;
 use crate::state::health::{Health, LazyNow};
+use crate::state::idle::SharedIdle;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -21,6 +24,10 @@ pub struct ServerState {
     /// Its adaptive limit's state, when its upstream has `limit = "adaptive"`.
     pub(super) adaptive: Mutex<Option<Vegas>>,
     pub health: Health,
+    /// Its idle connections while it is limited (see [`crate::state::idle`]).
+    pub idle: SharedIdle,
+    /// Connections open to it, in use or idle, counted while it is limited.
+    conns: Arc<AtomicU32>,
     /// Set when a reload takes the server out of its upstream: its tunnels close.
     retired: AtomicBool,
     retire: Notify,
@@ -52,6 +59,8 @@ impl ServerState {
             limit: AtomicU32::new(u32::MAX),
             adaptive: Mutex::new(None),
             health: Health::default(),
+            idle: SharedIdle::default(),
+            conns: Arc::default(),
             retired: AtomicBool::new(false),
             retire: Notify::new(),
             stats: Default::default(),
@@ -133,6 +142,20 @@ impl ServerState {
     /// Health allows traffic, and the operator has not drained it.
     pub fn usable(&self, now: &LazyNow) -> bool {
         self.health.available(now) && !self.drained()
+    }
+
+    /// A connection just opened to it, counted while it lives if the server is limited.
+    pub fn opened(&self, stream: ServerStream) -> Conn<ServerStream> {
+        let mut conn = Conn::new(stream);
+        if self.limited() {
+            conn.counted = Some(Counted::new(&self.conns));
+        }
+        conn
+    }
+
+    /// Connections open to it now, counted since it was limited.
+    pub fn open_conns(&self) -> u32 {
+        self.conns.load(Ordering::Relaxed)
     }
 
     pub(super) fn add_active(&self) {

@@ -69,13 +69,12 @@ impl Attempt<'_> {
         down: &mut Downstream<'_, S>,
         head: &[u8],
     ) -> Result<Answer, Failure> {
-        let addr = self.up.addr(self.server);
         // The pool is per address: a connection of the other kind (plain or TLS, from
         // another upstream listing the same address) is not this upstream's.
         let tls = self.up.tls.is_some();
         let mut pooled = self
             .pool
-            .checkout(addr)
+            .checkout(&self.up.servers[self.server])
             .filter(|c| c.stream.is_tls() == tls);
         loop {
             let reused = pooled.is_some();
@@ -122,10 +121,11 @@ impl Attempt<'_> {
         let connected = tokio::time::timeout(self.up.config.connect_timeout, opening).await;
         let (status, cause) = match connected {
             Ok(Ok(stream)) => {
-                let stats = self.up.servers[self.server].stats.local();
+                let server = &self.up.servers[self.server];
+                let stats = server.stats.local();
                 stats.connect.observe(started.elapsed());
                 stats.connections_opened.add(1);
-                return Ok(Conn::new(stream));
+                return Ok(server.opened(stream));
             }
             Ok(Err(e)) => (502, Cow::Owned(format!("connect failed: {e}"))),
             Err(_) => (504, Cow::Borrowed("connect timed out")),
@@ -375,7 +375,7 @@ async fn send_body<S: Stream>(
             .await
             .map(|()| true);
     }
-    let Conn { stream, buf } = upstream;
+    let Conn { stream, buf, .. } = upstream;
     let tcp = match stream {
         ServerStream::Tcp(tcp) => tcp,
         ServerStream::Tls(tls) => return send_body_tls(down, tls, buf, head, t).await,

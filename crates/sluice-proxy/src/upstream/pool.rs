@@ -2,11 +2,14 @@
 //!
 //! Keyed by address rather than by upstream, so connections to a server that stays across
 //! a reload stay pooled. Per worker, so checking out and in takes no lock. LIFO: the most
-//! recently used connection is the warmest, and the oldest age out.
+//! recently used connection is the warmest, and the oldest age out. A limited server's
+//! connections are the exception: they are kept for the whole process, with the server
+//! (see [`crate::state::idle`]), so that its limit bounds the connections it sees.
 
 use crate::clock;
 use crate::io::{Conn, ServerStream};
 use crate::metrics::{PoolGauge, ProxyStats};
+use crate::state::server::ServerState;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -64,8 +67,12 @@ impl Pool {
         }
     }
 
-    /// The most recently used idle connection to `addr` that is still usable.
-    pub fn checkout(&self, addr: SocketAddr) -> Option<Conn<ServerStream>> {
+    /// The most recently used idle connection to `server` that is still usable.
+    pub fn checkout(&self, server: &ServerState) -> Option<Conn<ServerStream>> {
+        if server.limited() {
+            return server.idle.checkout();
+        }
+        let addr = server.addr;
         let mut idle = self.idle.borrow_mut();
         let idles = idle.get_mut(&addr)?;
         let now = clock::now();
@@ -80,17 +87,23 @@ impl Pool {
         found
     }
 
-    /// Keeps `conn` for reuse if fewer than `keep` are idle for `addr`.
+    /// Keeps `conn`, ending a request on `server`, for reuse if fewer than `keep` are
+    /// idle for its address (and, for a limited server, if its limit leaves room).
     pub fn checkin(
         &self,
-        addr: SocketAddr,
+        server: &ServerState,
         conn: Conn<ServerStream>,
         keep: usize,
         idle_timeout: Duration,
     ) {
+        if server.limited() {
+            let (limit, open) = (server.limit(), server.open_conns());
+            return server.idle.checkin(conn, limit, open, keep, idle_timeout);
+        }
         if keep == 0 || !conn.buf.is_empty() {
             return;
         }
+        let addr = server.addr;
         let mut idle = self.idle.borrow_mut();
         let idles = idle.entry(addr).or_insert_with(|| Idles {
             list: VecDeque::new(),

@@ -9,6 +9,11 @@
 //!   70% when throttled in half its quota periods), 80% used with at least 5% of
 //!   requests waiting for it (pools), or, for a connection cap, when the cap was held in
 //!   most seconds (or 90% full on average) with connections waiting unaccepted.
+//! - **A balancer's queue** (`max_conns`, HAProxy's `maxconn`) holds back what would
+//!   have waited in the app's pool: with 5% of requests queued in the balancer, a pool
+//!   80% busy is saturated (the queue is its evidence); with every pool below that, the
+//!   balancer's limit is what saturated (see `queue`). Requests a balancer failed by
+//!   itself, the app servers refusing none, count as held (nginx's `max_conns`).
 //! - **Valid steps only**: the generator itself must stay under 85% of its CPU, and
 //!   Little's law must hold between the users configured and those actually in the
 //!   system (throughput × (response time + think time)) within 20%; otherwise the step
@@ -20,6 +25,8 @@
 //!   Nothing saturated: the verdict says so and names no tier.
 //! - **Findings** beside any verdict: keep-alive off, STOMP messages lost, CPU taken by
 //!   other processes (machine-wide PSI high while no tier is near its budget).
+
+mod queue;
 
 use crate::sample::{ProcReading, Reading};
 use serde::Serialize;
@@ -55,7 +62,7 @@ pub struct Load {
 #[derive(Debug, Clone, Serialize)]
 pub struct Resource {
     pub tier: String,
-    /// `cpu`, `threads`, `db_pool`, `connections`, `keepalive`.
+    /// `cpu`, `threads`, `db_pool`, `connections`, `keepalive`, `queue`.
     pub resource: String,
     /// In words, with its size: "the database's CPU (0.3 cores, cgroup v1 cpu quota)".
     pub label: String,
@@ -203,6 +210,10 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         })
         .collect();
     let mut resources = resources(&deltas, load);
+    if !resources.iter().any(|r| r.resource == "queue") {
+        resources.extend(queue::shed(&deltas, load));
+    }
+    queue::attribute(&mut resources);
     let mut findings = findings(&deltas, &mut resources);
     let tiers = tiers(&deltas, readings);
     let generator_cpu_util =
@@ -258,6 +269,7 @@ fn resources(deltas: &[Delta], load: Load) -> Vec<Resource> {
         resources.extend(pool(d, "db_pool", "db_pool", load));
         resources.extend(cap(d));
         resources.extend(exported_pools(d));
+        resources.extend(queue::resource(d, load));
         if let Some(r) = resources
             .iter_mut()
             .find(|r| r.tier == d.info.tier && r.resource == "cpu")
