@@ -405,6 +405,10 @@ pub struct Server {
     /// Requests (and tunnels) it is given at once, all workers together; more wait in
     /// the upstream's queue. `None`: no limit.
     pub max_conns: Option<u32>,
+    /// A host name to resolve (`"app1:8080"`), and where the config writes it. Until
+    /// `sluice` resolves it (at start, `check` and reload; this crate never resolves),
+    /// `addr` holds only its port, on the unspecified address.
+    pub host: Option<(String, Place)>,
 }
 
 /// The queue of requests waiting for a server with room (servers with `max_conns`).

@@ -45,14 +45,19 @@ pub fn servers(
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for entry in list.iter() {
-        let Some(server) = server(r, entry).filter(|s| usable(r, s.addr, entry.span(), listeners))
+        let Some(server) = server(r, entry)
+            .filter(|s| s.host.is_some() || usable(r, s.addr, entry.span(), listeners))
         else {
             continue;
         };
-        if !seen.insert(server.addr) {
+        let key = match &server.host {
+            Some((host, _)) => format!("{}:{}", host.to_ascii_lowercase(), server.addr.port()),
+            None => server.addr.to_string(),
+        };
+        if !seen.insert(key) {
             r.error(
                 entry.span(),
-                format!("server {} is listed twice", server.addr),
+                format!("server {} is listed twice", server.name),
                 "list it once and give it a weight instead",
             );
             continue;
@@ -73,8 +78,12 @@ fn usable(r: &mut Reader, addr: SocketAddr, span: Span, listeners: &[Listener]) 
         );
         return false;
     }
+    // A listener on every address loops only through loopback here: a server on
+    // another machine may well use the same port (nginx on :8080 before apps on :8080).
     let own = listeners.iter().any(|l| {
-        l.bind.port() == addr.port() && (l.bind.ip() == addr.ip() || l.bind.ip().is_unspecified())
+        l.bind.port() == addr.port()
+            && (l.bind.ip() == addr.ip()
+                || (l.bind.ip().is_unspecified() && addr.ip().is_loopback()))
     });
     if own {
         r.error(
@@ -88,13 +97,14 @@ fn usable(r: &mut Reader, addr: SocketAddr, span: Span, listeners: &[Listener]) 
 
 fn server(r: &mut Reader, entry: &Value) -> Option<Server> {
     if let Some(text) = entry.as_str() {
-        let addr = socket_addr(r, text, entry.span(), "server")?;
+        let (addr, host) = server_addr(r, text, entry.span(), "server")?;
         return Some(Server {
             addr,
             weight: 1,
             name: text.to_string(),
             backup: false,
             max_conns: None,
+            host,
         });
     }
     let Some(t) = entry.as_inline_table() else {
@@ -116,7 +126,7 @@ fn server(r: &mut Reader, entry: &Value) -> Option<Server> {
         }
         return None;
     };
-    let addr = socket_addr(r, &text, span, "addr")?;
+    let (addr, host) = server_addr(r, &text, span, "addr")?;
     let weight = weight(r, t)?;
     let backup = r.boolean(t, "backup").unwrap_or(false);
     let max_conns = crate::limits::max_conns(r, t);
@@ -126,7 +136,48 @@ fn server(r: &mut Reader, entry: &Value) -> Option<Server> {
         name: text,
         backup,
         max_conns,
+        host,
     })
+}
+
+/// A server's address: `IP:port`, or `name:port` (resolved later: the port on the
+/// unspecified address until then).
+fn server_addr(
+    r: &mut Reader,
+    text: &str,
+    span: Span,
+    key: &str,
+) -> Option<(SocketAddr, Option<(String, crate::model::Place)>)> {
+    if let Ok(addr) = text.parse() {
+        return Some((addr, None));
+    }
+    let named = text.rsplit_once(':').and_then(|(host, port)| {
+        let port: u16 = port.parse().ok().filter(|p| *p > 0)?;
+        host_name(host).then(|| (host.to_string(), port))
+    });
+    let Some((host, port)) = named else {
+        r.error(
+            span,
+            format!("`{key}` = \"{text}\" is not an address with a port"),
+            "write it as \"127.0.0.1:8080\", \"[::1]:8080\" or a host name with a port, \"app1:8080\"",
+        );
+        return None;
+    };
+    let place = crate::tls::place(r, span);
+    Some((SocketAddr::from(([0, 0, 0, 0], port)), Some((host, place))))
+}
+
+/// A DNS name: dot-separated labels of letters, digits, `-` and `_`, not all digits.
+fn host_name(host: &str) -> bool {
+    let label = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    host.len() <= 253
+        && host.split('.').all(label)
+        && !host.bytes().all(|b| b.is_ascii_digit() || b == b'.')
 }
 
 /// A server's weight: 1 when not given, at least 1 when given.

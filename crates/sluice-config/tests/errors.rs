@@ -66,7 +66,7 @@ upstream = "missing"
 
 [upstream.app]
 balance = "fastest"
-servers = ["localhost:80"]
+servers = ["local host:80"]
 keepalve = 3
 
 [upstream.empty]
@@ -77,7 +77,7 @@ servers = []
         "bad.toml:6:8: duplicate bind 127.0.0.1:8080 (each [[listener]] needs its own address)",
         "bad.toml:10:12: route names upstream \"missing\", which is not defined (defined upstreams: app, empty)",
         "bad.toml:13:11: unknown balance \"fastest\" (use round_robin, least_conn, random_two, peak_ewma or hash)",
-        "bad.toml:14:12: `server` = \"localhost:80\" is not an IP address with a port (write it as \"127.0.0.1:8080\" or \"[::1]:8080\"; host names are not resolved)",
+        "bad.toml:14:12: `server` = \"local host:80\" is not an address with a port (write it as \"127.0.0.1:8080\", \"[::1]:8080\" or a host name with a port, \"app1:8080\")",
         "bad.toml:15:1: unknown key `keepalve` in [upstream.app] (did you mean `keepalive`?)",
         "bad.toml:18:11: upstream `empty` has an empty server list (add at least one server address)",
     ];

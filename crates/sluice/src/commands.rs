@@ -4,16 +4,38 @@ use anyhow::{anyhow, Context};
 use sluice_lab::backend;
 use sluice_proxy::Proxy;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::serve::BAD_CONFIG;
 
+/// `sluice import`: the translated config on stdout, the notes on stderr.
+pub fn import(path: &Path) -> anyhow::Result<ExitCode> {
+    match sluice_import::import(path) {
+        Ok(imported) => {
+            print!("{}", imported.toml);
+            for note in &imported.notes {
+                eprintln!("{note}");
+            }
+            eprintln!(
+                "sluice import: {} directives not carried over as they were (listed above); check the result with `sluice check -c FILE`",
+                imported.notes.len()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("sluice import: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
 pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     for path in paths {
-        match sluice_config::load(path).and_then(|c| certificates(&c).map(|_| c)) {
+        let loaded = sluice_config::load(path).and_then(crate::resolve::names);
+        match loaded.and_then(|c| certificates(&c).map(|_| c)) {
             Ok(c) => {
                 let admin = c
                     .admin

@@ -6,6 +6,7 @@ mod bench;
 mod commands;
 mod lab;
 mod plan;
+mod resolve;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -47,6 +48,12 @@ enum Command {
         /// The config files.
         #[arg(short, long, num_args = 1.., required = true)]
         config: Vec<PathBuf>,
+    },
+    /// Translate an nginx.conf into a sluice config (on stdout); what does not carry
+    /// over is listed on stderr as file:line: directive: what sluice does instead.
+    Import {
+        /// The nginx config file (files it includes are read too).
+        nginx_conf: PathBuf,
     },
     /// Start three backends on loopback and sluice in front of them.
     Demo {
@@ -156,6 +163,7 @@ fn main() -> ExitCode {
         Command::Serve { config } => serve::serve(&config),
         Command::Reload { config } => serve::reload(&config),
         Command::Check { config } => commands::check(&config),
+        Command::Import { nginx_conf } => commands::import(&nginx_conf),
         Command::Status { config } => serve::status(&config),
         Command::Demo { listen } => commands::demo(listen),
         Command::HashReport { keys } => commands::hash_report(keys),

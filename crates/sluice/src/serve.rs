@@ -37,7 +37,9 @@ pub enum Signal {
 /// The config at `path`, or `None` after printing every error (and `then`, if any).
 /// Certificates it names are read and checked too.
 fn load_or_report(path: &Path, then: &str) -> Option<sluice_config::Config> {
-    let loaded = sluice_config::load(path).and_then(|c| sluice_proxy::tls::check(&c).map(|_| c));
+    let loaded = sluice_config::load(path)
+        .and_then(crate::resolve::names)
+        .and_then(|c| sluice_proxy::tls::check(&c).map(|_| c));
     match loaded {
         Ok(config) => Some(config),
         Err(errors) => {
@@ -256,7 +258,7 @@ pub fn run_until_stopped(
 /// Reloads from `path`, or logs why not and keeps the running config. Returns what
 /// changed, or why nothing did.
 fn apply(proxy: &Proxy, path: &Path) -> Result<String, String> {
-    let config = match sluice_config::load(path) {
+    let config = match sluice_config::load(path).and_then(crate::resolve::names) {
         Ok(config) => config,
         Err(errors) => {
             for e in &errors.0 {

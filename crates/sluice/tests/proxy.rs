@@ -18,6 +18,7 @@ mod proxy {
     mod hashing;
     mod headers;
     mod http2;
+    mod import;
     mod lifecycle;
     mod metrics;
     mod overload;

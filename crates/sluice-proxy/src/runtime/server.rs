@@ -71,6 +71,7 @@ impl Proxy {
     /// Binds every listener and starts the workers. Fails (starting nothing) if any
     /// address cannot be bound.
     pub fn start(config: Config) -> io::Result<Proxy> {
+        resolved(&config)?;
         raise_fd_limit();
         let workers = worker_count(&config);
         let mut listening = Vec::new();
@@ -175,7 +176,7 @@ impl Proxy {
     /// Returns once every worker serves new requests with `config` and listeners that
     /// left it are closed.
     pub fn reload(&self, config: Config) -> io::Result<ReloadSummary> {
-        let result = self.apply(config);
+        let result = resolved(&config).and_then(|()| self.apply(config));
         self.stats.reloaded(result.is_ok());
         result
     }
@@ -295,5 +296,22 @@ fn summarise(
 fn raise_fd_limit() {
     if let Err(e) = rlimit::increase_nofile_limit(u64::MAX) {
         tracing::warn!(cause = %e, "could not raise the open-file limit");
+    }
+}
+
+/// Refuses a config whose server host names were not resolved (the caller resolves
+/// them: a name's placeholder address must never be connected to).
+fn resolved(config: &Config) -> io::Result<()> {
+    let named = config
+        .upstreams
+        .iter()
+        .flat_map(|u| &u.servers)
+        .find(|s| s.host.is_some());
+    match named {
+        Some(s) => Err(io::Error::other(format!(
+            "server {} is a host name not resolved before start or reload",
+            s.name
+        ))),
+        None => Ok(()),
     }
 }

@@ -1,0 +1,204 @@
+//! The [`Plan`] written out as a sluice config, in the order the README documents keys,
+//! each block with a comment saying where in the nginx config it came from.
+
+use crate::plan::{Action, Limit, Listener, Plan, Route, Upstream};
+use std::fmt::Write;
+
+/// The config text.
+pub fn toml(plan: &Plan, source: &str) -> String {
+    let mut out = format!(
+        "# Translated from {source} by `sluice import`; what did not carry over is listed\n# on stderr. Check it with `sluice check -c FILE`.\n"
+    );
+    if let Some(w) = plan.workers {
+        let _ = writeln!(out, "workers = {w}");
+    }
+    if let Some(k) = &plan.keepalive_timeout {
+        let _ = writeln!(out, "keepalive_timeout = {}", quote(k));
+    }
+    if let Some(log) = &plan.access_log {
+        let _ = writeln!(out, "access_log = {}", quote(log));
+    }
+    for l in &plan.listeners {
+        listener(&mut out, l);
+    }
+    for r in &plan.routes {
+        route(&mut out, r);
+    }
+    for u in &plan.upstreams {
+        upstream(&mut out, u);
+    }
+    for l in &plan.limits {
+        limit(&mut out, l);
+    }
+    out
+}
+
+fn listener(out: &mut String, l: &Listener) {
+    let _ = write!(
+        out,
+        "\n# {}\n[[listener]]\nbind = {}\n",
+        l.from,
+        quote(&l.bind)
+    );
+    let pair = |(c, k): &(String, String)| format!("cert = {}, key = {}", quote(c), quote(k));
+    if let Some((first, more)) = l.certs.split_first() {
+        let more: Vec<String> = more.iter().map(|p| format!("{{ {} }}", pair(p))).collect();
+        let more = if more.is_empty() {
+            String::new()
+        } else {
+            format!(", certificates = [{}]", more.join(", "))
+        };
+        let _ = writeln!(out, "tls = {{ {}{more} }}", pair(first));
+    }
+}
+
+fn route(out: &mut String, r: &Route) {
+    let _ = write!(out, "\n# {}\n[[route]]\n", r.from);
+    if let Some(h) = &r.host {
+        let _ = writeln!(out, "host = {}", quote(h));
+    }
+    let _ = writeln!(out, "path = {}", quote(&r.path));
+    match r.listeners.as_slice() {
+        [] => {}
+        [one] => {
+            let _ = writeln!(out, "listener = {}", quote(one));
+        }
+        many => {
+            let _ = writeln!(out, "listener = {}", list(many));
+        }
+    }
+    let _ = match &r.action {
+        Action::None => Ok(()),
+        Action::Upstream(u) => writeln!(out, "upstream = {}", quote(u)),
+        Action::RedirectHttps => writeln!(out, "redirect = \"https\""),
+        Action::Root(dir) => writeln!(out, "root = {}", quote(dir)),
+        Action::Return {
+            status,
+            location,
+            body,
+        } => {
+            let mut fields = vec![format!("status = {status}")];
+            fields.extend(
+                location
+                    .as_ref()
+                    .map(|l| format!("location = {}", quote(l))),
+            );
+            fields.extend(body.as_ref().map(|b| format!("body = {}", quote(b))));
+            writeln!(out, "return = {{ {} }}", fields.join(", "))
+        }
+    };
+    // Headers to the server matter only where there is one.
+    if matches!(r.action, Action::Upstream(_)) {
+        headers(out, "request_headers", &r.request_set, &r.request_remove);
+    }
+    headers(out, "response_headers", &r.response_set, &r.response_remove);
+    match r.limits.as_slice() {
+        [] => {}
+        [one] => {
+            let _ = writeln!(out, "limit = {}", quote(one));
+        }
+        many => {
+            let _ = writeln!(out, "limit = {}", list(many));
+        }
+    }
+}
+
+fn headers(out: &mut String, key: &str, set: &[(String, String)], remove: &[String]) {
+    if set.is_empty() && remove.is_empty() {
+        return;
+    }
+    let mut parts = Vec::new();
+    if !set.is_empty() {
+        let pairs: Vec<String> = set
+            .iter()
+            .map(|(n, v)| format!("{} = {}", quote(n), quote(v)))
+            .collect();
+        parts.push(format!("set = {{ {} }}", pairs.join(", ")));
+    }
+    if !remove.is_empty() {
+        parts.push(format!("remove = {}", list(remove)));
+    }
+    let _ = writeln!(out, "{key} = {{ {} }}", parts.join(", "));
+}
+
+fn upstream(out: &mut String, u: &Upstream) {
+    let _ = write!(out, "\n# {}\n[upstream.{}]\n", u.from, quote(&u.name));
+    if let Some(b) = u.balance {
+        let _ = writeln!(out, "balance = \"{b}\"");
+    }
+    if let Some(k) = &u.hash_key {
+        let _ = writeln!(out, "hash_key = {}", quote(k));
+    }
+    let servers: Vec<String> = u
+        .servers
+        .iter()
+        .map(|s| {
+            let mut extra = Vec::new();
+            if s.weight != 1 {
+                extra.push(format!("weight = {}", s.weight));
+            }
+            if s.backup {
+                extra.push("backup = true".into());
+            }
+            extra.extend(s.max_conns.map(|m| format!("max_conns = {m}")));
+            if extra.is_empty() {
+                quote(&s.addr)
+            } else {
+                format!("{{ addr = {}, {} }}", quote(&s.addr), extra.join(", "))
+            }
+        })
+        .collect();
+    let _ = writeln!(out, "servers = [{}]", servers.join(", "));
+    let fields = [
+        ("keepalive", u.keepalive.map(|k| k.to_string())),
+        ("connect_timeout", u.connect_timeout.as_deref().map(quote)),
+        ("read_timeout", u.read_timeout.as_deref().map(quote)),
+        ("max_fails", u.max_fails.map(|m| m.to_string())),
+        ("fail_window", u.fail_timeout.as_deref().map(quote)),
+        ("eject_for", u.fail_timeout.as_deref().map(quote)),
+        ("tls", u.tls.then(|| "true".to_string())),
+    ];
+    for (key, value) in fields {
+        if let Some(v) = value {
+            let _ = writeln!(out, "{key} = {v}");
+        }
+    }
+}
+
+fn limit(out: &mut String, l: &Limit) {
+    let _ = write!(
+        out,
+        "\n[limit.{}]\nrate = {}\nkey = {}\n",
+        quote(&l.name),
+        quote(&l.rate),
+        quote(&l.key)
+    );
+    if let Some(b) = l.burst {
+        let _ = writeln!(out, "burst = {b}");
+    }
+}
+
+fn list(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| quote(i)).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+/// A TOML basic string.
+fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}

@@ -1,0 +1,86 @@
+//! `sluice import`: an nginx.conf in, a sluice config out, with every directive it could
+//! not translate listed as `file:line: directive: what sluice does instead`.
+//!
+//! This crate owns the mapping from nginx's directives to sluice's keys. It reads files
+//! (the config and what it includes) and nothing else: it never resolves names, opens
+//! sockets or checks certificates (`sluice check` does that to the output). A directive
+//! is either translated, known to need nothing in sluice (said in a note), or listed as
+//! not translated: never dropped silently.
+
+mod emit;
+mod known;
+mod location;
+mod plan;
+mod translate;
+mod tree;
+mod upstream;
+
+use std::fmt;
+use std::path::Path;
+
+/// The translation: the sluice config, and the notes about what did not carry over.
+#[derive(Debug)]
+pub struct Imported {
+    pub toml: String,
+    pub notes: Vec<Note>,
+}
+
+/// One directive that sluice does differently, or not at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub file: String,
+    pub line: usize,
+    pub directive: String,
+    pub text: String,
+}
+
+impl Note {
+    /// A note about the directive at `from` (`file:line`).
+    pub(crate) fn at(from: &str, directive: &str, text: impl Into<String>) -> Note {
+        let (file, line) = from.rsplit_once(':').unwrap_or((from, "0"));
+        Note {
+            file: file.to_string(),
+            line: line.parse().unwrap_or(0),
+            directive: directive.to_string(),
+            text: text.into(),
+        }
+    }
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: {}: {}",
+            self.file, self.line, self.directive, self.text
+        )
+    }
+}
+
+pub(crate) type Notes = Vec<Note>;
+
+/// A file that cannot be read or is not nginx's syntax.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("{file}: cannot read it: {cause}")]
+    Read { file: String, cause: String },
+    #[error("{file}: not nginx's syntax: {cause}")]
+    Syntax { file: String, cause: String },
+}
+
+/// Translates the nginx config at `path` (and the files it includes).
+pub fn import(path: &Path) -> Result<Imported, ImportError> {
+    let mut notes = Vec::new();
+    let nodes = tree::load(path, &mut notes)?;
+    let plan = translate::translate(&nodes, &mut notes);
+    if plan.routes.is_empty() {
+        notes.push(Note {
+            file: path.display().to_string(),
+            line: 1,
+            directive: "server".into(),
+            text: "no server block sluice could translate: the result has no route, and sluice check will say so until one is added".into(),
+        });
+    }
+    let toml = emit::toml(&plan, &path.display().to_string());
+    Ok(Imported { toml, notes })
+}

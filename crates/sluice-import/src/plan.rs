@@ -1,0 +1,221 @@
+//! What the translation builds: sluice's config as plain values, written out by `emit`.
+
+/// The whole config.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub workers: Option<u32>,
+    pub keepalive_timeout: Option<String>,
+    pub access_log: Option<String>,
+    pub listeners: Vec<Listener>,
+    pub routes: Vec<Route>,
+    pub upstreams: Vec<Upstream>,
+    pub limits: Vec<Limit>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Listener {
+    pub bind: String,
+    /// Certificate and key files, the first the default (several: chosen by SNI).
+    pub certs: Vec<(String, String)>,
+    /// `file:line` of the `listen` it comes from.
+    pub from: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Route {
+    pub host: Option<String>,
+    pub path: String,
+    /// The binds of the `server` block's listeners.
+    pub listeners: Vec<String>,
+    pub action: Action,
+    pub request_set: Vec<(String, String)>,
+    pub request_remove: Vec<String>,
+    pub response_set: Vec<(String, String)>,
+    pub response_remove: Vec<String>,
+    pub limits: Vec<String>,
+    /// `proxy_connect_timeout` and `proxy_read_timeout` where it is: its upstream's.
+    pub connect_timeout: Option<String>,
+    pub read_timeout: Option<String>,
+    pub from: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub enum Action {
+    /// No way to answer was found (a `location` with nothing sluice can do).
+    #[default]
+    None,
+    Upstream(String),
+    Return {
+        status: u16,
+        location: Option<String>,
+        body: Option<String>,
+    },
+    /// `301` to `https://$host$request_uri`.
+    RedirectHttps,
+    Root(String),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Upstream {
+    pub name: String,
+    pub servers: Vec<Server>,
+    pub balance: Option<&'static str>,
+    pub hash_key: Option<String>,
+    pub keepalive: Option<u32>,
+    pub connect_timeout: Option<String>,
+    pub read_timeout: Option<String>,
+    pub max_fails: Option<u32>,
+    pub fail_timeout: Option<String>,
+    /// Reached over HTTPS (`proxy_pass https://`).
+    pub tls: bool,
+    pub from: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub addr: String,
+    pub weight: u32,
+    pub backup: bool,
+    pub max_conns: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Limit {
+    pub name: String,
+    pub rate: String,
+    pub burst: Option<u32>,
+    pub key: String,
+}
+
+/// An nginx time (`30`, `30s`, `5m`, `1h`, `500ms`, `1m30s`) as a sluice duration.
+pub fn duration(text: &str) -> Option<String> {
+    let mut ms: u64 = 0;
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let n: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let factor = match &rest[..unit] {
+            "" | "s" => 1_000,
+            "ms" => 1,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            _ => return None,
+        };
+        ms = ms.checked_add(n.checked_mul(factor)?)?;
+        rest = &rest[unit..];
+    }
+    Some(if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    })
+}
+
+/// A listen address as a sluice bind: `80` -> `0.0.0.0:80`, `[::]:80` stays,
+/// `localhost:80` -> `127.0.0.1:80`; `None` for a unix socket or a name.
+pub fn bind(listen: &str) -> Option<String> {
+    if listen.starts_with("unix:") {
+        return None;
+    }
+    if listen.chars().all(|c| c.is_ascii_digit()) {
+        return Some(format!("0.0.0.0:{listen}"));
+    }
+    if let Some(host) = listen
+        .strip_suffix(|c: char| c.is_ascii_digit())
+        .map(|_| listen)
+    {
+        let (h, port) = host.rsplit_once(':')?;
+        let h = match h {
+            "*" => "0.0.0.0",
+            "localhost" => "127.0.0.1",
+            h => h,
+        };
+        let ok = h.parse::<std::net::Ipv4Addr>().is_ok()
+            || (h.starts_with('[') && h[1..h.len() - 1].parse::<std::net::Ipv6Addr>().is_ok());
+        return ok.then(|| format!("{h}:{port}"));
+    }
+    // An address without a port: nginx's default, 80.
+    match listen {
+        "localhost" => Some("127.0.0.1:80".into()),
+        l if l.parse::<std::net::Ipv4Addr>().is_ok() => Some(format!("{l}:80")),
+        _ => None,
+    }
+}
+
+/// The first variable in `text` that sluice's keys and header values do not have.
+pub fn unknown_variable(text: &str) -> Option<String> {
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        let after = &rest[at + 1..];
+        let (name, next) = match after.strip_prefix('{') {
+            Some(braced) => {
+                let end = braced.find('}').unwrap_or(braced.len());
+                (&braced[..end], &braced[(end + 1).min(braced.len())..])
+            }
+            None => {
+                let end = after
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(after.len());
+                (&after[..end], &after[end..])
+            }
+        };
+        let known = matches!(
+            name,
+            "request_uri" | "uri" | "args" | "remote_addr" | "host" | "scheme"
+        ) || ["arg_", "http_", "cookie_"]
+            .iter()
+            .any(|p| name.starts_with(p) && name.len() > p.len());
+        if !known {
+            return Some(format!("${name}"));
+        }
+        rest = next;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nginx_times_become_sluice_durations() {
+        assert_eq!(duration("30").as_deref(), Some("30s"));
+        assert_eq!(duration("5m").as_deref(), Some("300s"));
+        assert_eq!(duration("1m30s").as_deref(), Some("90s"));
+        assert_eq!(duration("500ms").as_deref(), Some("500ms"));
+        assert_eq!(duration("1h").as_deref(), Some("3600s"));
+        assert_eq!(duration("soon"), None);
+    }
+
+    #[test]
+    fn variables_sluice_lacks_are_found() {
+        assert_eq!(unknown_variable("$host$request_uri"), None);
+        assert_eq!(unknown_variable("user-${cookie_sid}"), None);
+        assert_eq!(unknown_variable("t=$msec").as_deref(), Some("$msec"));
+        assert_eq!(
+            unknown_variable("$binary_remote_addr").as_deref(),
+            Some("$binary_remote_addr")
+        );
+    }
+
+    #[test]
+    fn listen_addresses_become_binds() {
+        assert_eq!(bind("80").as_deref(), Some("0.0.0.0:80"));
+        assert_eq!(bind("[::]:443").as_deref(), Some("[::]:443"));
+        assert_eq!(bind("127.0.0.1:8080").as_deref(), Some("127.0.0.1:8080"));
+        assert_eq!(bind("*:80").as_deref(), Some("0.0.0.0:80"));
+        assert_eq!(bind("localhost:8080").as_deref(), Some("127.0.0.1:8080"));
+        assert_eq!(bind("unix:/run/nginx.sock"), None);
+        assert_eq!(bind("example.com:80"), None);
+    }
+}

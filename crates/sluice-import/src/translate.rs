@@ -1,0 +1,265 @@
+//! The walk over nginx's contexts (main, `http`, `server`, `location`), with what each
+//! level inherits from the one above, into a [`Plan`].
+
+use crate::plan::{duration, unknown_variable, Limit, Plan, Route};
+use crate::tree::Node;
+use crate::upstream::upstream;
+use crate::Notes;
+
+/// What a level inherits (nginx's rule for array directives such as `proxy_set_header`
+/// and `add_header`: a level that sets any of them inherits none from above).
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    request_set: Vec<(String, String)>,
+    request_remove: Vec<String>,
+    response_set: Vec<(String, String)>,
+    response_remove: Vec<String>,
+    pub root: Option<String>,
+    certs: Vec<(String, String)>,
+    cert: Option<String>,
+    key: Option<String>,
+    connect_timeout: Option<String>,
+    read_timeout: Option<String>,
+    limits: Vec<String>,
+}
+
+impl Scope {
+    /// Puts what the scope sets on `route`.
+    pub fn apply(&self, route: &mut Route) {
+        route.request_set = self.request_set.clone();
+        route.request_remove = self.request_remove.clone();
+        route.response_set = self.response_set.clone();
+        route.response_remove = self.response_remove.clone();
+        route.limits = self.limits.clone();
+        route.connect_timeout = self.connect_timeout.clone();
+        route.read_timeout = self.read_timeout.clone();
+    }
+
+    /// The certificate and key in effect here, if both are set.
+    pub fn certs(&self) -> &[(String, String)] {
+        &self.certs
+    }
+
+    /// The scope of a block inside this one, with the block's own directives taken in.
+    fn enter(&self, block: &[Node], t: &mut Translator, notes: &mut Notes) -> Scope {
+        let mut inner = self.clone();
+        let sets = |name: &str| block.iter().any(|d| d.name == name);
+        if sets("proxy_set_header") {
+            inner.request_set.clear();
+            inner.request_remove.clear();
+        }
+        if sets("add_header") {
+            inner.response_set.clear();
+        }
+        if sets("proxy_hide_header") {
+            inner.response_remove.clear();
+        }
+        if sets("limit_req") {
+            inner.limits.clear();
+        }
+        for d in block {
+            inner.take(d, t, notes);
+        }
+        inner
+    }
+
+    /// Takes in one directive of the level, if it is one that is inherited.
+    fn take(&mut self, d: &Node, t: &mut Translator, notes: &mut Notes) {
+        let (a0, a1) = (d.arg(0).unwrap_or(""), d.arg(1).unwrap_or(""));
+        match d.name.as_str() {
+            "proxy_set_header" => self.set_header(d, a0, a1, notes),
+            "add_header" => match unknown_variable(a1) {
+                Some(var) => {
+                    notes.push(d.note(format!("{a0} {a1}: sluice has no {var}; left out")))
+                }
+                None => self.response_set.push((a0.into(), a1.into())),
+            },
+            "proxy_hide_header" => self.response_remove.push(a0.into()),
+            "root" => self.root = Some(a0.into()),
+            "ssl_certificate" => self.cert = Some(a0.into()),
+            "ssl_certificate_key" => self.key = Some(a0.into()),
+            "proxy_connect_timeout" => self.connect_timeout = duration(a0),
+            "proxy_read_timeout" => self.read_timeout = duration(a0),
+            "limit_req" => self.limit(d, t, notes),
+            _ => {}
+        }
+        if let (Some(c), Some(k)) = (&self.cert, &self.key) {
+            let pair = (c.clone(), k.clone());
+            if !self.certs.contains(&pair) {
+                self.certs = vec![pair];
+            }
+        }
+    }
+
+    fn set_header(&mut self, d: &Node, name: &str, value: &str, notes: &mut Notes) {
+        let lower = name.to_ascii_lowercase();
+        let done_by_sluice = match lower.as_str() {
+            "host" => value == "$host" || value == "$http_host",
+            "x-forwarded-for" => value == "$proxy_add_x_forwarded_for",
+            "x-real-ip" => value == "$remote_addr",
+            "x-forwarded-proto" => value == "$scheme",
+            "x-forwarded-host" => value == "$host" || value == "$http_host",
+            "upgrade" | "connection" => true,
+            _ => false,
+        };
+        if let Some(var) = unknown_variable(value) {
+            notes.push(d.note(format!("{name} {value}: sluice has no {var}; left out")));
+        } else if done_by_sluice {
+            notes.push(d.note(format!(
+                "{name} {value}: sluice sends it itself (Host as the client sent it; X-Forwarded-For, X-Real-IP, X-Forwarded-Proto and -Host set; WebSocket upgrades passed through): nothing to write"
+            )));
+        } else if value.is_empty() {
+            self.request_remove.push(name.into());
+        } else {
+            self.request_set.push((name.into(), value.into()));
+        }
+    }
+
+    fn limit(&mut self, d: &Node, t: &mut Translator, notes: &mut Notes) {
+        let param = |key: &str| {
+            d.args
+                .iter()
+                .find_map(|a| a.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+        };
+        let Some(zone) = param("zone") else {
+            return;
+        };
+        let burst = param("burst").and_then(|b| b.parse().ok());
+        match t.plan.limits.iter_mut().find(|l| l.name == zone) {
+            Some(l) => {
+                l.burst = l.burst.max(burst);
+                self.limits.push(zone.to_string());
+                if !d.args.iter().any(|a| a == "nodelay") {
+                    notes.push(d.note("without nodelay nginx delays requests over the rate (up to burst); sluice answers them 429 at once, as with nodelay"));
+                }
+            }
+            None => notes.push(d.note(format!(
+                "zone={zone}: no limit_req_zone of that name; not translated"
+            ))),
+        }
+    }
+}
+
+/// Directives a level's [`Scope`] takes in (for the routes under it).
+pub(crate) const INHERITED: &[&str] = &[
+    "proxy_set_header",
+    "add_header",
+    "proxy_hide_header",
+    "root",
+    "ssl_certificate",
+    "ssl_certificate_key",
+    "proxy_connect_timeout",
+    "proxy_read_timeout",
+    "limit_req",
+];
+
+/// The translation under way.
+#[derive(Default)]
+pub struct Translator {
+    pub plan: Plan,
+    /// The `server` blocks read so far; their routes are placed once all are known.
+    servers: Vec<server::Draft>,
+}
+
+/// Translates a whole config (a main file, or a conf.d file of `server` blocks).
+pub fn translate(nodes: &[Node], notes: &mut Notes) -> Plan {
+    let mut t = Translator::default();
+    let scope = Scope::default();
+    t.level(nodes, &scope, notes);
+    server::finish(&mut t.plan, t.servers, notes);
+    t.plan
+}
+
+impl Translator {
+    /// The main or `http` level: both may hold `server` and `upstream` blocks (a file
+    /// meant for inclusion in `http` has them at its top).
+    fn level(&mut self, nodes: &[Node], scope: &Scope, notes: &mut Notes) {
+        for d in nodes.iter().filter(|d| d.name == "limit_req_zone") {
+            self.limit_zone(d, notes);
+        }
+        let scope = scope.enter(nodes, self, notes);
+        for d in nodes {
+            self.directive(d, &scope, notes);
+        }
+    }
+
+    fn directive(&mut self, d: &Node, scope: &Scope, notes: &mut Notes) {
+        match d.name.as_str() {
+            "http" => self.level(d.block(), scope, notes),
+            "events" => self.events(d, notes),
+            "upstream" => {
+                let up = upstream(d, notes);
+                self.plan.upstreams.push(up);
+            }
+            "server" => self.server(d, scope, notes),
+            "worker_processes" => {
+                self.plan.workers = match d.arg(0) {
+                    Some("auto") => Some(0),
+                    n => n.and_then(|n| n.parse().ok()),
+                }
+            }
+            "access_log" => self.access_log(d, notes),
+            "keepalive_timeout" => self.plan.keepalive_timeout = d.arg(0).and_then(duration),
+            "limit_req_zone" => {}
+            name if INHERITED.contains(&name) => {}
+            _ => crate::known::note(d, notes),
+        }
+    }
+
+    fn events(&mut self, d: &Node, notes: &mut Notes) {
+        for e in d.block() {
+            if e.name == "worker_connections" {
+                notes.push(e.note(format!(
+                    "{}: sluice has no per-worker connection cap: it takes as many connections as its file-descriptor limit allows (raised to the hard limit at start), so this number no longer caps users",
+                    e.arg(0).unwrap_or("")
+                )));
+            } else {
+                crate::known::note(e, notes);
+            }
+        }
+    }
+
+    fn access_log(&mut self, d: &Node, notes: &mut Notes) {
+        match d.arg(0) {
+            Some("off") | None => {}
+            Some(path) => {
+                self.plan.access_log.get_or_insert_with(|| path.to_string());
+                if d.args.len() > 1 {
+                    notes.push(d.note("its format is nginx's combined with upstream timings appended (access_log_format = \"json\" for JSON); a log_format is not translated"));
+                }
+            }
+        }
+    }
+
+    /// `limit_req_zone KEY zone=NAME:SIZE rate=Nr/s`.
+    fn limit_zone(&mut self, d: &Node, notes: &mut Notes) {
+        let param = |key: &str| {
+            d.args
+                .iter()
+                .find_map(|a| a.strip_prefix(key)?.strip_prefix('='))
+        };
+        let (Some(key), Some(zone), Some(rate)) = (d.arg(0), param("zone"), param("rate")) else {
+            notes.push(d.note("not translated: a key, zone= and rate= are needed"));
+            return;
+        };
+        let name = zone.split(':').next().unwrap_or(zone).to_string();
+        let rate = rate.replace("r/", "/");
+        let key = if key == "$binary_remote_addr" {
+            "$remote_addr"
+        } else {
+            key
+        };
+        if let Some(var) = unknown_variable(key) {
+            notes.push(d.note(format!("{key}: sluice has no {var}; not translated")));
+            return;
+        }
+        self.plan.limits.push(Limit {
+            name,
+            rate,
+            burst: None,
+            key: key.to_string(),
+        });
+    }
+}
+
+mod server;

@@ -1,0 +1,409 @@
+//! nginx's `server` blocks: their listeners, names and locations, and, once every block
+//! is read, the routes they make (a name-based virtual host becomes a route `host`; the
+//! default server of an address takes the requests no name matched, as in nginx).
+
+use super::{Scope, Translator};
+use crate::location;
+use crate::plan::{bind, Action, Listener, Plan, Route, Server, Upstream};
+use crate::tree::Node;
+use crate::Notes;
+
+/// A `server` block read, waiting for the others to know which is each address's default.
+pub struct Draft {
+    binds: Vec<String>,
+    /// The binds it is `default_server` of.
+    defaults: Vec<String>,
+    names: Vec<String>,
+    routes: Vec<Route>,
+    from: Node,
+}
+
+/// Directives of a `server` block this module reads itself.
+const READ_HERE: &[&str] = &[
+    "listen",
+    "server_name",
+    "location",
+    "return",
+    "root",
+    "ssl_certificate",
+    "ssl_certificate_key",
+    "proxy_set_header",
+    "add_header",
+    "proxy_hide_header",
+    "proxy_connect_timeout",
+    "proxy_read_timeout",
+    "limit_req",
+    "proxy_pass",
+];
+
+impl Translator {
+    pub(super) fn server(&mut self, block: &Node, outer: &Scope, notes: &mut Notes) {
+        let scope = outer.enter(block.block(), self, notes);
+        let (binds, defaults) = self.listens(block, &scope, notes);
+        let names = names(block, notes);
+        let routes = self.routes(block, &scope, notes);
+        for d in block
+            .block()
+            .iter()
+            .filter(|d| !READ_HERE.contains(&d.name.as_str()))
+        {
+            crate::known::note(d, notes);
+        }
+        self.servers.push(Draft {
+            binds,
+            defaults,
+            names,
+            routes,
+            from: Node {
+                children: None,
+                ..block.clone()
+            },
+        });
+    }
+
+    /// Its `listen`s as listeners (nginx's default without one: port 80).
+    fn listens(
+        &mut self,
+        block: &Node,
+        scope: &Scope,
+        notes: &mut Notes,
+    ) -> (Vec<String>, Vec<String>) {
+        let (mut binds, mut defaults) = (Vec::new(), Vec::new());
+        for l in block.block().iter().filter(|d| d.name == "listen") {
+            let Some(b) = l.arg(0).and_then(bind) else {
+                notes.push(l.note(format!(
+                    "{}: a unix socket or host name; sluice listens on IP:port only, left out",
+                    l.arg(0).unwrap_or("")
+                )));
+                continue;
+            };
+            let ssl = l.args.iter().any(|a| a == "ssl");
+            for p in &l.args[1..] {
+                match p.split('=').next().unwrap_or("") {
+                    "ssl" | "http2" | "default_server" | "default" | "reuseport" => {}
+                    "proxy_protocol" => notes.push(l.note("proxy_protocol: not translated yet (sluice reads the PROXY protocol on no listener)")),
+                    _ => notes.push(l.note(format!("{p}: not translated"))),
+                }
+            }
+            if l.args
+                .iter()
+                .any(|a| a == "default_server" || a == "default")
+            {
+                defaults.push(b.clone());
+            }
+            self.listener(&b, ssl, scope, l, notes);
+            binds.push(b);
+        }
+        if binds.is_empty() {
+            let b = "0.0.0.0:80".to_string();
+            self.listener(&b, false, scope, block, notes);
+            binds.push(b);
+        }
+        (binds, defaults)
+    }
+
+    fn listener(&mut self, b: &str, ssl: bool, scope: &Scope, at: &Node, notes: &mut Notes) {
+        let certs: Vec<(String, String)> = if ssl {
+            scope.certs().to_vec()
+        } else {
+            Vec::new()
+        };
+        if ssl && certs.is_empty() {
+            notes.push(at.note(format!("{b} ssl: no ssl_certificate and ssl_certificate_key here; add tls = {{ cert, key }} (or acme) to the listener")));
+        }
+        let listeners = &mut self.plan.listeners;
+        match listeners.iter_mut().find(|l| l.bind == b) {
+            Some(l) => {
+                for c in certs {
+                    if !l.certs.contains(&c) {
+                        l.certs.push(c);
+                    }
+                }
+            }
+            None => listeners.push(Listener {
+                bind: b.to_string(),
+                certs,
+                from: format!("{}:{}", at.file, at.line),
+            }),
+        }
+    }
+}
+
+/// Its `server_name`s as route hosts (`_` and regexes name none).
+fn names(block: &Node, notes: &mut Notes) -> Vec<String> {
+    let mut out = Vec::new();
+    for d in block.block().iter().filter(|d| d.name == "server_name") {
+        for name in &d.args {
+            match name.as_str() {
+                "" | "_" => {}
+                n if n.starts_with('~') => notes.push(d.note(format!(
+                    "{n}: a regular expression; sluice matches exact names and *.suffix: left out"
+                ))),
+                n if n.ends_with(".*") => notes.push(d.note(format!(
+                    "{n}: a trailing wildcard; sluice matches *.suffix only: left out"
+                ))),
+                n if n.starts_with('.') => {
+                    out.push(n[1..].to_string());
+                    out.push(format!("*{n}"));
+                }
+                n => out.push(n.to_ascii_lowercase()),
+            }
+        }
+    }
+    out
+}
+
+impl Translator {
+    /// The routes of a server's locations (or of its `return`, which answers before any
+    /// location is chosen).
+    fn routes(&mut self, block: &Node, scope: &Scope, notes: &mut Notes) -> Vec<Route> {
+        let locations: Vec<&Node> = block
+            .block()
+            .iter()
+            .filter(|d| d.name == "location")
+            .collect();
+        if let Some(ret) = block.block().iter().find(|d| d.name == "return") {
+            for loc in &locations {
+                notes.push(loc.note(format!(
+                "never used: nginx answers every request of this server with the return at line {} before choosing a location; left out, as nginx leaves it",
+                ret.line
+            )));
+            }
+            let mut route = location::route(block, scope, notes);
+            route.path = "/".into();
+            route.action = location::action(ret, notes).unwrap_or_default();
+            return vec![route];
+        }
+        let mut out = Vec::new();
+        for loc in locations {
+            self.nested(loc, scope, &mut out, notes);
+        }
+        if let Some(pass) = block.block().iter().find(|d| d.name == "proxy_pass") {
+            notes.push(pass.note("proxy_pass outside a location: not valid nginx; left out"));
+        }
+        if !out.iter().any(|r| r.path == "/") {
+            if let Some(root) = &scope.root {
+                let mut route = location::route(block, scope, notes);
+                route.path = "/".into();
+                route.action = Action::Root(root.clone());
+                out.push(route);
+            }
+        }
+        out
+    }
+
+    /// A location's route, and those of the locations inside it.
+    fn nested(&mut self, loc: &Node, outer: &Scope, out: &mut Vec<Route>, notes: &mut Notes) {
+        let path = match location::prefix(loc) {
+            Ok((path, why)) => {
+                notes.extend(why.map(|w| loc.note(w)));
+                path
+            }
+            Err(why) => {
+                notes.push(loc.note(why));
+                return;
+            }
+        };
+        let scope = outer.enter(loc.block(), self, notes);
+        let mut route = location::route(loc, &scope, notes);
+        route.path = path;
+        for d in loc.block() {
+            if d.name == "location" {
+                self.nested(d, &scope, out, notes);
+            } else if location::action(d, &mut Vec::new()).is_none()
+                && !super::INHERITED.contains(&d.name.as_str())
+            {
+                crate::known::note(d, notes);
+            }
+        }
+        if matches!(route.action, Action::None) {
+            notes.push(loc.note("nothing sluice can answer with here (no proxy_pass, return or root translated); left out"));
+            return;
+        }
+        out.push(route);
+    }
+}
+
+/// Places every server's routes, now that each address's default server is known, and
+/// gives each `proxy_pass` its upstream.
+pub fn finish(plan: &mut Plan, drafts: Vec<Draft>, notes: &mut Notes) {
+    let default_of = |bind: &str| {
+        drafts
+            .iter()
+            .position(|d| d.defaults.iter().any(|b| b == bind))
+            .or_else(|| {
+                drafts
+                    .iter()
+                    .position(|d| d.binds.iter().any(|b| b == bind))
+            })
+    };
+    let several = plan.listeners.len() > 1;
+    let mut routes = Vec::new();
+    for (i, draft) in drafts.iter().enumerate() {
+        let (default, named): (Vec<String>, Vec<String>) = draft
+            .binds
+            .iter()
+            .cloned()
+            .partition(|b| default_of(b) == Some(i));
+        if !named.is_empty() && draft.names.is_empty() {
+            notes.push(draft.from.note("a server without a name that is not its address's default: nginx reaches it only for requests without a Host; left out on those addresses"));
+        }
+        let listeners = |binds: &[String]| if several { binds.to_vec() } else { Vec::new() };
+        for route in &draft.routes {
+            if !default.is_empty() {
+                routes.push(Route {
+                    listeners: listeners(&default),
+                    ..route.clone()
+                });
+            }
+            for name in draft.names.iter().filter(|_| !named.is_empty()) {
+                routes.push(Route {
+                    host: Some(name.clone()),
+                    listeners: listeners(&named),
+                    ..route.clone()
+                });
+            }
+        }
+    }
+    plan.routes = dedupe(routes, notes);
+    targets(plan, notes);
+    prune(plan, notes);
+}
+
+/// Leaves out servers that would loop back into sluice's own listeners (nginx served
+/// them itself, in another `server` block), then upstreams left without a server and
+/// the routes to them.
+fn prune(plan: &mut Plan, notes: &mut Notes) {
+    let binds: Vec<String> = plan.listeners.iter().map(|l| l.bind.clone()).collect();
+    for up in &mut plan.upstreams {
+        up.servers.retain(|s| {
+            let loops = binds.iter().any(|b| loops_into(&s.addr, b));
+            if loops {
+                notes.push(crate::Note::at(&up.from, "server", format!(
+                    "{}: one of this config's own listeners (nginx answered it in another server block); sluice refuses a server that loops back into it: left out",
+                    s.addr
+                )));
+            }
+            !loops
+        });
+    }
+    let empty: Vec<(String, String)> = plan
+        .upstreams
+        .iter()
+        .filter(|u| u.servers.is_empty())
+        .map(|u| (u.name.clone(), u.from.clone()))
+        .collect();
+    for (name, from) in &empty {
+        notes.push(crate::Note::at(
+            from,
+            "upstream",
+            format!(
+                "{name}: no server left that sluice can reach; left out, with the routes to it"
+            ),
+        ));
+    }
+    plan.upstreams.retain(|u| !u.servers.is_empty());
+    plan.routes
+        .retain(|r| !matches!(&r.action, Action::Upstream(u) if empty.iter().any(|(n, _)| n == u)));
+}
+
+/// Whether server `addr` is listener `bind` (same port, on loopback or the same IP).
+fn loops_into(addr: &str, bind: &str) -> bool {
+    let (Some((host, port)), Some((bhost, bport))) = (addr.rsplit_once(':'), bind.rsplit_once(':'))
+    else {
+        return false;
+    };
+    let local = matches!(host, "localhost" | "[::1]") || host.starts_with("127.");
+    port == bport && (host == bhost || (local && matches!(bhost, "0.0.0.0" | "[::]")))
+}
+
+/// Drops a route that repeats another's host, path and listeners (the first wins).
+fn dedupe(routes: Vec<Route>, notes: &mut Notes) -> Vec<Route> {
+    let mut out: Vec<Route> = Vec::new();
+    for r in routes {
+        match out.iter().find(|o| o.host == r.host && o.path == r.path && o.listeners == r.listeners) {
+            Some(first) => notes.push(crate::Note::at(
+                &r.from,
+                "location",
+                format!("{}: the same path as the route from {} (nginx's = and prefix locations of one path become one prefix); left out", r.path, first.from),
+            )),
+            None => out.push(r),
+        }
+    }
+    out
+}
+
+/// Points each `proxy_pass` at an upstream: a block of that name, or one made for its
+/// address; and gives each upstream the timeouts of the locations that use it.
+fn targets(plan: &mut Plan, notes: &mut Notes) {
+    let mut routes = std::mem::take(&mut plan.routes);
+    for route in &mut routes {
+        let Action::Upstream(target) = &route.action else {
+            continue;
+        };
+        let (tls, authority) = match target.strip_prefix("https://") {
+            Some(a) => (true, a.to_string()),
+            None => (false, target.clone()),
+        };
+        let name = match plan.upstreams.iter().find(|u| u.name == authority) {
+            Some(u) => u.name.clone(),
+            None => made(plan, &authority, tls, &route.from),
+        };
+        let up = plan
+            .upstreams
+            .iter_mut()
+            .find(|u| u.name == name)
+            .expect("just found or made");
+        up.tls |= tls;
+        for (mine, theirs) in [
+            (&mut up.connect_timeout, &route.connect_timeout),
+            (&mut up.read_timeout, &route.read_timeout),
+        ] {
+            match (&*mine, theirs) {
+                (None, Some(t)) => *mine = Some(t.clone()),
+                (Some(m), Some(t)) if m != t => notes.push(crate::Note::at(
+                    &route.from,
+                    "location",
+                    format!("its proxy timeout {t} differs from another location's using {name}; sluice sets timeouts per upstream: {m} kept"),
+                )),
+                _ => {}
+            }
+        }
+        route.action = Action::Upstream(name);
+    }
+    plan.routes = routes;
+}
+
+/// An upstream for a `proxy_pass` to an address rather than to an upstream block.
+fn made(plan: &mut Plan, authority: &str, tls: bool, from: &str) -> String {
+    let addr = if authority.contains(':') && !authority.ends_with(']') {
+        authority.to_string()
+    } else {
+        format!("{authority}:{}", if tls { 443 } else { 80 })
+    };
+    let name: String = authority
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if !plan.upstreams.iter().any(|u| u.name == name) {
+        plan.upstreams.push(Upstream {
+            name: name.clone(),
+            servers: vec![Server {
+                addr,
+                weight: 1,
+                backup: false,
+                max_conns: None,
+            }],
+            tls,
+            from: from.to_string(),
+            ..Upstream::default()
+        });
+    }
+    name
+}

@@ -1,0 +1,148 @@
+//! What `sluice import` makes of the directives the field notes' configs use, on a
+//! config written for this test (the corpus test covers real-world ones).
+
+use std::path::PathBuf;
+
+/// Writes `files` (the first the main one; `DIR` in them is replaced by their
+/// directory) and imports them; the directory stays until the test ends.
+fn import(name: &str, files: &[(&str, &str)]) -> (sluice_import::Imported, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("sluice-import-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("www")).unwrap();
+    for (file, text) in files {
+        let path = dir.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text.replace("DIR", &dir.display().to_string())).unwrap();
+    }
+    let main: PathBuf = dir.join(files[0].0);
+    (sluice_import::import(&main).unwrap(), dir)
+}
+
+const CHAT: &str = r#"
+worker_processes auto;
+events { worker_connections 1024; }
+http {
+    server_tokens off;
+    limit_req_zone $binary_remote_addr zone=api:10m rate=10r/s;
+    include conf.d/*.conf;
+    upstream chat {
+        hash $arg_room consistent;
+        server 10.0.0.1:8080 weight=2 max_fails=3 fail_timeout=30s;
+        server 10.0.0.2:8080;
+        server 10.0.0.3:8080 backup;
+        keepalive 32;
+    }
+    server {
+        listen 80 default_server;
+        server_name chat.example.com;
+        return 301 https://$host$request_uri;
+    }
+    server {
+        listen 443 ssl http2;
+        server_name chat.example.com;
+        ssl_certificate /etc/letsencrypt/live/chat/fullchain.pem;
+        ssl_certificate_key /etc/letsencrypt/live/chat/privkey.pem;
+        proxy_set_header Host $host;
+        proxy_set_header X-Request-Start $msec;
+        proxy_set_header X-User $http_x_user;
+        location / {
+            proxy_pass http://chat;
+            proxy_read_timeout 3600s;
+            limit_req zone=api burst=20 nodelay;
+        }
+        location = /health { return 200 "ok"; }
+        location ~ \.php$ { deny all; }
+    }
+}
+"#;
+
+const CONF_D: &str = "server { listen 8080; location /static/ { root DIR/www; add_header Cache-Control \"max-age=60\"; } }\n";
+
+#[test]
+fn the_field_notes_directives_carry_over() {
+    let (imported, dir) = import(
+        "chat",
+        &[("nginx.conf", CHAT), ("conf.d/static.conf", CONF_D)],
+    );
+    let toml = &imported.toml;
+    let config =
+        sluice_config::parse("imported.toml", toml).unwrap_or_else(|e| panic!("{toml}\n{e}"));
+    assert_eq!(config.workers, 0, "{toml}");
+    // The upstream: hashing on the room kept as nginx's ketama, weights, backup, pool.
+    let chat = config
+        .upstreams
+        .iter()
+        .find(|u| u.name == "chat")
+        .expect(toml);
+    let names: Vec<&str> = chat.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080"]);
+    assert_eq!(chat.servers[0].weight, 2);
+    assert!(chat.servers[2].backup);
+    assert!(toml.contains("hash_key = \"$arg_room\""), "{toml}");
+    assert!(
+        toml.contains("keepalive = 32") && toml.contains("max_fails = 3"),
+        "{toml}"
+    );
+    assert!(toml.contains("read_timeout = \"3600s\""), "{toml}");
+    // Three listeners; port 80 redirects, 443 has the certificate.
+    assert_eq!(config.listeners.len(), 3, "{toml}");
+    assert!(toml.contains("redirect = \"https\""), "{toml}");
+    assert!(
+        toml.contains("cert = \"/etc/letsencrypt/live/chat/fullchain.pem\""),
+        "{toml}"
+    );
+    // The included file's server, its root and header.
+    assert!(
+        toml.contains(&format!("root = \"{}/www\"", dir.display())),
+        "{toml}"
+    );
+    assert!(
+        toml.contains("\"Cache-Control\" = \"max-age=60\""),
+        "{toml}"
+    );
+    // A header sluice sends itself is not written; another is.
+    assert!(!toml.contains("\"Host\""), "{toml}");
+    assert!(toml.contains("\"X-User\" = \"$http_x_user\""), "{toml}");
+    assert!(!toml.contains("X-Request-Start"), "{toml}");
+    // The rate limit: its zone, rate, key and burst.
+    assert!(
+        toml.contains("rate = \"10/s\"") && toml.contains("burst = 20"),
+        "{toml}"
+    );
+    assert!(toml.contains("key = \"$remote_addr\""), "{toml}");
+    // What does not carry over is listed with its place.
+    let notes: Vec<String> = imported.notes.iter().map(|n| n.to_string()).collect();
+    let noted = |what: &str| notes.iter().any(|n| n.contains(what));
+    assert!(
+        noted("nginx.conf:3: worker_connections: 1024"),
+        "{notes:#?}"
+    );
+    assert!(
+        noted("server_tokens: sluice sends no version"),
+        "{notes:#?}"
+    );
+    assert!(
+        noted("location: ~ \\.php$: a regular expression that is not a path prefix"),
+        "{notes:#?}"
+    );
+    assert!(noted("= /health: an exact match"), "{notes:#?}");
+    assert!(
+        noted("X-Request-Start $msec: sluice has no $msec"),
+        "{notes:#?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_file_that_is_not_nginx_syntax_is_an_error_with_its_place() {
+    let dir = std::env::temp_dir().join(format!("sluice-import-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, "http {\n  server { listen 80;\n").unwrap();
+    let err = sluice_import::import(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("nginx.conf") && err.contains("not nginx's syntax"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
