@@ -8,7 +8,8 @@
 # which reads the access log; prometheus-node-exporter, which `sluice lab` reads as a
 # remote tier in a test; h2load, which multiplexes HTTP/2 streams in a test; openssl,
 # which makes a test's certificate; pebble, Let's Encrypt's test CA, which a test gets a
-# certificate from; haproxy, which checks the lab's generated haproxy.cfg).
+# certificate from; haproxy, which checks the lab's generated haproxy.cfg; groff, which
+# renders `sluice man`; systemd-analyze, where the machine has it, verifies dist/'s unit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,7 @@ command -v h2load >/dev/null || need_apt+=(nghttp2-client)
 command -v openssl >/dev/null || need_apt+=(openssl)
 command -v pebble >/dev/null || need_apt+=(pebble)
 command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need_apt+=(haproxy)
+command -v groff >/dev/null || need_apt+=(groff-base)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "== installing ${need_apt[*]}"
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

@@ -31,6 +31,21 @@ pub fn import(path: &Path) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `sluice completions SHELL`: the completion script for `cli`.
+pub fn completions(
+    shell: clap_complete::Shell,
+    mut cli: clap::Command,
+) -> anyhow::Result<ExitCode> {
+    clap_complete::generate(shell, &mut cli, "sluice", &mut std::io::stdout());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sluice man`: the man page of `cli`, as roff.
+pub fn man(cli: clap::Command) -> anyhow::Result<ExitCode> {
+    clap_mangen::Man::new(cli).render(&mut std::io::stdout())?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     for path in paths {

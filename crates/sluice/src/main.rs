@@ -5,18 +5,19 @@ mod admin_client;
 mod bench;
 mod commands;
 mod lab;
+mod notify;
 mod plan;
 mod resolve;
 mod serve;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// sluice: a load balancer with the performance lab built in.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(version = env!("SLUICE_VERSION"), about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -55,6 +56,10 @@ enum Command {
         /// The nginx config file (files it includes are read too).
         nginx_conf: PathBuf,
     },
+    /// Print a shell's completion script for sluice (bash, zsh, fish, elvish, powershell).
+    Completions { shell: clap_complete::Shell },
+    /// Print sluice's man page (roff), made from its command-line definition.
+    Man,
     /// Start three backends on loopback and sluice in front of them.
     Demo {
         /// Where sluice listens.
@@ -164,6 +169,8 @@ fn main() -> ExitCode {
         Command::Reload { config } => serve::reload(&config),
         Command::Check { config } => commands::check(&config),
         Command::Import { nginx_conf } => commands::import(&nginx_conf),
+        Command::Completions { shell } => commands::completions(shell, Cli::command()),
+        Command::Man => commands::man(Cli::command()),
         Command::Status { config } => serve::status(&config),
         Command::Demo { listen } => commands::demo(listen),
         Command::HashReport { keys } => commands::hash_report(keys),

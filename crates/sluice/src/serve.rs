@@ -73,6 +73,7 @@ pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
     std::fs::write(&pid_file, format!("{}\n", std::process::id()))
         .with_context(|| format!("writing the pid file {}", pid_file.display()))?;
     tracing::info!(pid_file = %pid_file.display(), "reload with SIGHUP or `sluice reload -c {}`", path.display());
+    crate::notify::ready(&format!("serving {}", path.display()));
     run_until_stopped(&proxy, signals, Some((path, &waiting)));
     let waited = proxy.wait();
     let _ = std::fs::remove_file(&pid_file);
@@ -233,7 +234,13 @@ pub fn run_until_stopped(
         }
         match config {
             Some((path, waiting)) => {
+                crate::notify::reloading();
                 let result = apply(proxy, path);
+                let said = match &result {
+                    Ok(summary) => format!("serving {}: reloaded ({summary})", path.display()),
+                    Err(why) => format!("serving {}: reload refused ({why})", path.display()),
+                };
+                crate::notify::ready(&said);
                 let callers =
                     std::mem::take(&mut *waiting.lock().unwrap_or_else(|p| p.into_inner()));
                 for caller in callers {
@@ -244,6 +251,7 @@ pub fn run_until_stopped(
         }
     }
     tracing::info!("stopping: no new connections; finishing requests in flight");
+    crate::notify::stopping();
     proxy.shutdown();
     std::thread::spawn(move || {
         while let Ok(signal) = signals.recv() {

@@ -19,6 +19,7 @@ mod proxy {
     mod headers;
     mod http2;
     mod import;
+    mod install;
     mod lifecycle;
     mod metrics;
     mod overload;

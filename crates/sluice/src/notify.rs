@@ -1,0 +1,31 @@
+//! Telling systemd where sluice is (`Type=notify`, `dist/sluice.service`): ready once its
+//! listeners are bound, reloading while a new config is applied, stopping at shutdown.
+//! Started by anything else ($NOTIFY_SOCKET unset), each call does nothing.
+
+use sd_notify::NotifyState;
+
+/// Listening and serving; `status` is what `systemctl status` shows.
+pub fn ready(status: &str) {
+    send(&[NotifyState::Ready, NotifyState::Status(status)]);
+}
+
+/// A reload begins (with the monotonic time systemd's `notify-reload` asks for).
+pub fn reloading() {
+    let mut states = vec![NotifyState::Reloading];
+    states.extend(NotifyState::monotonic_usec_now().ok());
+    send(&states);
+}
+
+/// Shutting down: no new connections, requests in flight finishing.
+pub fn stopping() {
+    send(&[NotifyState::Stopping]);
+}
+
+fn send(states: &[NotifyState]) {
+    if std::env::var_os("NOTIFY_SOCKET").is_none() {
+        return;
+    }
+    if let Err(e) = sd_notify::notify(states) {
+        tracing::warn!(cause = %e, "could not notify systemd ($NOTIFY_SOCKET)");
+    }
+}
