@@ -180,3 +180,80 @@ fn serve_tells_systemd_it_is_ready_reloading_and_stopping() {
     assert!(next().contains("STOPPING=1"));
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn the_kubernetes_manifest_runs_sluice_on_its_config() {
+    let path = repo().join("dist/kubernetes.yaml");
+    let out = Command::new("python3")
+        .args(["-c", "import json, sys, yaml\njson.dump(list(yaml.safe_load_all(open(sys.argv[1]))), sys.stdout)"])
+        .arg(&path)
+        .output()
+        .expect("python3 runs (scripts/test.sh installs PyYAML)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let docs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let find = |kind: &str, name: &str| {
+        docs.as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+            .clone()
+    };
+    let toml = find("ConfigMap", "sluice")["data"]["sluice.toml"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let config = sluice_config::parse("sluice.toml", &toml).unwrap_or_else(|e| panic!("{e}"));
+    let port = config.listeners[0].bind.port();
+    let pod = &find("Deployment", "sluice")["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(
+        container["args"],
+        serde_json::json!(["serve", "-c", "/etc/sluice/sluice.toml"])
+    );
+    assert_eq!(container["ports"][0]["containerPort"], port);
+    assert_eq!(container["volumeMounts"][0]["mountPath"], "/etc/sluice");
+    assert_eq!(pod["volumes"][0]["configMap"]["name"], "sluice");
+    let service = find("Service", "sluice");
+    assert_eq!(
+        service["spec"]["selector"],
+        find("Deployment", "sluice")["spec"]["selector"]["matchLabels"]
+    );
+    // The upstream names the headless Service of the app, on its port.
+    let headless = find("Service", "app-headless");
+    assert_eq!(headless["spec"]["clusterIP"], "None");
+    let server = &config.upstreams[0].servers[0];
+    assert_eq!(
+        server.host.as_ref().map(|(h, _)| h.as_str()),
+        Some("app-headless.default.svc.cluster.local")
+    );
+    assert_eq!(headless["spec"]["ports"][0]["port"], server.addr.port());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sluice_processes_with_one_config_send_each_key_to_the_same_server() {
+    let servers = [backend("a").await, backend("b").await, backend("c").await];
+    let list: Vec<String> = servers.iter().map(|s| format!("\"{s}\"")).collect();
+    let config = format!(
+        "workers = 2\n[[listener]]\nbind = \"127.0.0.1:0\"\n[[route]]\nupstream = \"chat\"\n[upstream.chat]\nbalance = \"hash\"\nhash_key = \"$arg_room\"\nservers = [{}]\n",
+        list.join(", ")
+    );
+    let one = SluiceProcess::serve("one.toml", &config, "warn").await;
+    let two = SluiceProcess::serve("two.toml", &config, "warn").await;
+    let mut used = std::collections::HashSet::new();
+    for room in 0..200 {
+        let path = format!("/chat?room={room}");
+        let (a, b) = (get(one.addr(), &path).await, get(two.addr(), &path).await);
+        let (a, b) = (
+            a.header("x-backend").unwrap().to_string(),
+            b.header("x-backend").unwrap().to_string(),
+        );
+        assert_eq!(a, b, "room {room}: the two processes disagree");
+        used.insert(a);
+    }
+    assert_eq!(used.len(), 3, "200 rooms use all three servers");
+}
