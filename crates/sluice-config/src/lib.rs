@@ -15,6 +15,7 @@ mod headers;
 mod key;
 mod limits;
 mod model;
+mod proxies;
 mod rate;
 mod reader;
 mod resilience;
@@ -28,8 +29,8 @@ pub use error::{ConfigError, Errors};
 pub use model::{
     AccessLog, Acme, Action, Admin, Balance, CertificateFiles, Config, FailurePolicy, HashMethod,
     HeaderEdits, HealthCheck, HostMatch, Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat,
-    LogTarget, Place, QueuePolicy, RateLimit, RetryPolicy, Return, Route, Server, Tls, Upstream,
-    UpstreamTls, Variable,
+    LogTarget, Network, Place, QueuePolicy, RateLimit, RetryPolicy, Return, Route, Server, Tls,
+    Upstream, UpstreamTls, Variable,
 };
 pub use reader::{parse_duration, Reader};
 /// The TOML library the [`Reader`] walks documents of.

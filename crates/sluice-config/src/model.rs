@@ -37,6 +37,42 @@ pub struct Config {
     pub acme: Option<Acme>,
     /// Where finished requests are logged, one line each, if anywhere.
     pub access_log: Option<AccessLog>,
+    /// Peers whose X-Forwarded-Proto, X-Forwarded-Host and X-Real-IP are kept (an
+    /// L4 or cloud balancer, another proxy) instead of replaced.
+    pub trusted_proxies: Vec<Network>,
+}
+
+/// An IP network: an address and how many of its leading bits count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Network {
+    pub ip: std::net::IpAddr,
+    pub prefix: u8,
+}
+
+impl Network {
+    /// Whether `ip` is in the network (an IPv4-mapped IPv6 address as its IPv4 one).
+    pub fn contains(&self, ip: std::net::IpAddr) -> bool {
+        use std::net::IpAddr::{V4, V6};
+        let ip = match ip {
+            V6(v6) => v6.to_ipv4_mapped().map_or(V6(v6), V4),
+            v4 => v4,
+        };
+        match (self.ip, ip) {
+            (V4(net), V4(ip)) => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u32::from(net) & mask == u32::from(ip) & mask
+            }
+            (V6(net), V6(ip)) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u128::from(net) & mask == u128::from(ip) & mask
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The access log: where it goes and how its lines are written.
@@ -79,6 +115,9 @@ pub struct Listener {
     /// Connections one client address may have open on it at once (nginx's
     /// `limit_conn`); the next is answered 429 and closed. `None`: no limit.
     pub max_conns_per_client: Option<u32>,
+    /// Each connection starts with a PROXY protocol header (v1 or v2) from the L4
+    /// balancer in front, whose source address is the client's.
+    pub proxy_protocol: bool,
 }
 
 /// Limits of every HTTP/2 connection (`[http2]`).

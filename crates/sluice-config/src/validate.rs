@@ -30,8 +30,15 @@ const TOP_KEYS: &[&str] = &[
     "http2",
     "acme",
     "limit",
+    "trusted_proxies",
 ];
-const LISTENER_KEYS: &[&str] = &["bind", "tls", "http2", "max_conns_per_client"];
+const LISTENER_KEYS: &[&str] = &[
+    "bind",
+    "tls",
+    "http2",
+    "max_conns_per_client",
+    "proxy_protocol",
+];
 const HTTP2_KEYS: &[&str] = &["max_concurrent_streams", "window"];
 const UPSTREAM_KEYS: &[&str] = &[
     "hash_key",
@@ -110,6 +117,7 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
         upstreams,
         limits,
         listeners,
+        trusted_proxies: crate::proxies::trusted(&mut r, root),
     };
     if config.max_header_bytes < 1024 {
         let span = root.get("max_header_bytes").and_then(Item::span);
@@ -285,6 +293,7 @@ fn listeners(r: &mut Reader, root: &dyn TableLike) -> Vec<Listener> {
             tls,
             http2,
             max_conns_per_client: crate::limits::per_client(r, table),
+            proxy_protocol: r.boolean(table, "proxy_protocol").unwrap_or(false),
         });
     }
     out

@@ -18,6 +18,9 @@ pub fn toml(plan: &Plan, source: &str) -> String {
     if let Some(log) = &plan.access_log {
         let _ = writeln!(out, "access_log = {}", quote(log));
     }
+    if !plan.trusted_proxies.is_empty() {
+        let _ = writeln!(out, "trusted_proxies = {}", list(&plan.trusted_proxies));
+    }
     for l in &plan.listeners {
         listener(&mut out, l);
     }
@@ -40,6 +43,9 @@ fn listener(out: &mut String, l: &Listener) {
         l.from,
         quote(&l.bind)
     );
+    if l.proxy_protocol {
+        let _ = writeln!(out, "proxy_protocol = true");
+    }
     let pair = |(c, k): &(String, String)| format!("cert = {}, key = {}", quote(c), quote(k));
     if let Some((first, more)) = l.certs.split_first() {
         let more: Vec<String> = more.iter().map(|p| format!("{{ {} }}", pair(p))).collect();

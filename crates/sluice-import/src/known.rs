@@ -150,8 +150,8 @@ const EXACT: &[(&[&str], &str)] = &[
         "sluice has no address or method lists; not translated",
     ),
     (
-        &["set_real_ip_from", "real_ip_header", "real_ip_recursive"],
-        "sluice takes the client address from the connection; not translated",
+        &["real_ip_header", "real_ip_recursive"],
+        "sluice keeps a trusted proxy's forwarding headers (trusted_proxies) but takes the client address from the connection or its PROXY protocol header; not translated",
     ),
     (
         &["resolver", "resolver_timeout"],

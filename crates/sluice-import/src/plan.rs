@@ -10,6 +10,8 @@ pub struct Plan {
     pub routes: Vec<Route>,
     pub upstreams: Vec<Upstream>,
     pub limits: Vec<Limit>,
+    /// `set_real_ip_from` addresses and networks.
+    pub trusted_proxies: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -17,6 +19,8 @@ pub struct Listener {
     pub bind: String,
     /// Certificate and key files, the first the default (several: chosen by SNI).
     pub certs: Vec<(String, String)>,
+    /// Connections start with a PROXY protocol header (`listen ... proxy_protocol`).
+    pub proxy_protocol: bool,
     /// `file:line` of the `listen` it comes from.
     pub from: String,
 }

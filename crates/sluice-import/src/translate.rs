@@ -200,6 +200,7 @@ impl Translator {
             }
             "access_log" => self.access_log(d, notes),
             "keepalive_timeout" => self.plan.keepalive_timeout = d.arg(0).and_then(duration),
+            "set_real_ip_from" => self.trust(d, notes),
             "limit_req_zone" => {}
             name if INHERITED.contains(&name) => {}
             _ => crate::known::note(d, notes),
@@ -228,6 +229,22 @@ impl Translator {
                     notes.push(d.note("its format is nginx's combined with upstream timings appended (access_log_format = \"json\" for JSON); a log_format is not translated"));
                 }
             }
+        }
+    }
+
+    /// `set_real_ip_from ADDR`: a proxy whose forwarding headers are believed.
+    fn trust(&mut self, d: &Node, notes: &mut Notes) {
+        let Some(addr) = d.arg(0) else {
+            return;
+        };
+        if addr.starts_with("unix:") {
+            return notes.push(d.note("unix: sluice has no unix-socket listeners; left out"));
+        }
+        notes.push(d.note(format!(
+            "{addr}: in trusted_proxies, whose X-Forwarded-For, X-Forwarded-Proto and X-Real-IP sluice keeps; unlike real_ip_header, the client address sluice logs and limits by stays the connection's (or its PROXY protocol header's)"
+        )));
+        if !self.plan.trusted_proxies.iter().any(|t| t == addr) {
+            self.plan.trusted_proxies.push(addr.to_string());
         }
     }
 

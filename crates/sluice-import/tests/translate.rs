@@ -23,6 +23,7 @@ worker_processes auto;
 events { worker_connections 1024; }
 http {
     server_tokens off;
+    set_real_ip_from 10.0.0.0/8;
     limit_req_zone $binary_remote_addr zone=api:10m rate=10r/s;
     include conf.d/*.conf;
     upstream chat {
@@ -38,7 +39,7 @@ http {
         return 301 https://$host$request_uri;
     }
     server {
-        listen 443 ssl http2;
+        listen 443 ssl http2 proxy_protocol;
         server_name chat.example.com;
         ssl_certificate /etc/letsencrypt/live/chat/fullchain.pem;
         ssl_certificate_key /etc/letsencrypt/live/chat/privkey.pem;
@@ -91,6 +92,14 @@ fn the_field_notes_directives_carry_over() {
         toml.contains("cert = \"/etc/letsencrypt/live/chat/fullchain.pem\""),
         "{toml}"
     );
+    // Behind an L4 balancer: the PROXY protocol, and the proxies whose headers count.
+    let https = config
+        .listeners
+        .iter()
+        .find(|l| l.bind.port() == 443)
+        .expect(toml);
+    assert!(https.proxy_protocol, "{toml}");
+    assert_eq!(config.trusted_proxies.len(), 1, "{toml}");
     // The included file's server, its root and header.
     assert!(
         toml.contains(&format!("root = \"{}/www\"", dir.display())),

@@ -31,6 +31,7 @@ pub fn parse_request(input: &[u8]) -> Result<Option<AcceptedRequest>, (u16, &'st
         client_ip: "192.0.2.1",
         proto: "http",
         listener: std::net::SocketAddr::from(([127, 0, 0, 1], 80)),
+        trusted: false,
     };
     let reject = |r: request::Rejection| (r.status, r.reason);
     let mut headers = request::header_slots();

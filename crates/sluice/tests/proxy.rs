@@ -13,6 +13,7 @@ mod proxy {
     mod balancing;
     mod dashboard;
     mod errors;
+    mod forwarded;
     mod framing;
     mod grafana;
     mod hashing;

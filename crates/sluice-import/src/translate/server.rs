@@ -81,7 +81,7 @@ impl Translator {
             for p in &l.args[1..] {
                 match p.split('=').next().unwrap_or("") {
                     "ssl" | "http2" | "default_server" | "default" | "reuseport" => {}
-                    "proxy_protocol" => notes.push(l.note("proxy_protocol: not translated yet (sluice reads the PROXY protocol on no listener)")),
+                    "proxy_protocol" => {}
                     _ => notes.push(l.note(format!("{p}: not translated"))),
                 }
             }
@@ -92,6 +92,10 @@ impl Translator {
                 defaults.push(b.clone());
             }
             self.listener(&b, ssl, scope, l, notes);
+            if l.args.iter().any(|a| a == "proxy_protocol") {
+                let listener = self.plan.listeners.iter_mut().find(|x| x.bind == b);
+                listener.expect("just added").proxy_protocol = true;
+            }
             binds.push(b);
         }
         if binds.is_empty() {
@@ -123,6 +127,7 @@ impl Translator {
             None => listeners.push(Listener {
                 bind: b.to_string(),
                 certs,
+                proxy_protocol: false,
                 from: format!("{}:{}", at.file, at.line),
             }),
         }

@@ -29,6 +29,9 @@ pub struct Origin<'a> {
     pub client_ip: &'a str,
     pub proto: &'a str,
     pub listener: std::net::SocketAddr,
+    /// The client is a trusted proxy: the X-Real-IP, X-Forwarded-Proto and
+    /// X-Forwarded-Host it sends are kept, not replaced.
+    pub trusted: bool,
 }
 
 /// The request head for the server: `upgrade` is the protocol the route lets the client
@@ -140,6 +143,11 @@ fn forwarding_headers(
 ) -> usize {
     let (host, origin) = (client.host, client.origin);
     let ours = |name: &str| !Edits::drops(edits, name);
+    // A trusted proxy's value of a header, if it sent one (its first).
+    let kept = |name: &str| {
+        let sent = || headers.iter().find(|h| h.name.eq_ignore_ascii_case(name));
+        origin.trusted.then(sent).flatten().map(|h| h.value)
+    };
     if !host.is_empty() && ours("host") {
         put_header(out, b"Host", host.as_bytes());
     }
@@ -157,13 +165,16 @@ fn forwarding_headers(
         out.extend_from_slice(b"\r\n");
     }
     if ours("x-real-ip") {
-        put_header(out, b"X-Real-IP", origin.client_ip.as_bytes());
+        let ip = kept("x-real-ip").unwrap_or(origin.client_ip.as_bytes());
+        put_header(out, b"X-Real-IP", ip);
     }
     if ours("x-forwarded-proto") {
-        put_header(out, b"X-Forwarded-Proto", origin.proto.as_bytes());
+        let proto = kept("x-forwarded-proto").unwrap_or(origin.proto.as_bytes());
+        put_header(out, b"X-Forwarded-Proto", proto);
     }
-    if !host.is_empty() && ours("x-forwarded-host") {
-        put_header(out, b"X-Forwarded-Host", host.as_bytes());
+    let forwarded_host = kept("x-forwarded-host").or((!host.is_empty()).then_some(host.as_bytes()));
+    if let Some(h) = forwarded_host.filter(|_| ours("x-forwarded-host")) {
+        put_header(out, b"X-Forwarded-Host", h);
     }
     5
 }

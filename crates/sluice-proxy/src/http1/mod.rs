@@ -34,6 +34,7 @@ mod tests {
             client_ip: "10.0.0.9",
             proto: "http",
             listener: "127.0.0.1:80".parse().unwrap(),
+            trusted: false,
         };
         let mut headers = request::header_slots();
         let Some(head) = request::parse(raw, &mut headers)? else {

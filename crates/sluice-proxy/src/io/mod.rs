@@ -7,6 +7,7 @@
 
 pub mod body;
 pub mod conn;
+pub mod proxy_protocol;
 pub mod server;
 pub mod stream;
 pub mod tunnel;

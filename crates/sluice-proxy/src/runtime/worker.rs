@@ -157,25 +157,11 @@ async fn accept_loop(w: Rc<Worker>, a: Accepting) {
             Ok((stream, peer)) => {
                 let _ = stream.set_nodelay(true);
                 let open = Open::new(w.clone());
+                let configured = a.configured;
                 let stats = a.stats.clone();
-                let gen = w.ctx.gen();
-                let tls = gen.shared.tls.get(&a.configured).cloned();
-                let h2c = tls.is_none() && h2c(&gen.shared.config, a.configured);
-                let (entered, crowded) = count_client(&gen, a.configured, peer.ip());
-                let via = |proto| Via {
-                    listener: a.configured,
-                    proto,
-                    crowded,
-                };
-                let (http, https) = (via("http"), via("https"));
                 tokio::task::spawn_local(async move {
-                    let _entered = entered;
                     let ctx = &open.0.ctx;
-                    match tls {
-                        None if h2c => serve_plain(ctx, stream, peer, &stats, http).await,
-                        None => session::serve(ctx, stream, peer, &stats, http).await,
-                        Some(tls) => serve_tls(ctx, &tls, stream, (peer, &stats), https).await,
-                    }
+                    connection(ctx, stream, peer, configured, &stats).await;
                 });
             }
             Err(e) => {
@@ -184,6 +170,46 @@ async fn accept_loop(w: Rc<Worker>, a: Accepting) {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
+    }
+}
+
+/// Serves one accepted connection on the listener configured at `configured`: its
+/// PROXY protocol header first if the listener takes one (the client it names is the
+/// peer from then on), then TLS, HTTP/2 or HTTP/1.1.
+async fn connection(
+    ctx: &Context,
+    mut stream: tokio::net::TcpStream,
+    mut peer: SocketAddr,
+    configured: SocketAddr,
+    stats: &ListenerStats,
+) {
+    let gen = ctx.gen();
+    let config = &gen.shared.config;
+    let listener = config.listeners.iter().find(|l| l.bind == configured);
+    if listener.is_some_and(|l| l.proxy_protocol) {
+        match crate::io::proxy_protocol::read(&mut stream, config.header_timeout).await {
+            Ok(client) => peer = client.unwrap_or(peer),
+            Err(e) => {
+                tracing::debug!(peer = %peer, cause = %e, "closed: no valid PROXY protocol header");
+                return;
+            }
+        }
+    }
+    let tls = gen.shared.tls.get(&configured).cloned();
+    let h2c = tls.is_none() && h2c(config, configured);
+    let (_entered, crowded) = count_client(&gen, configured, peer.ip());
+    let trusted = config.trusted_proxies.iter().any(|n| n.contains(peer.ip()));
+    let via = |proto| Via {
+        listener: configured,
+        proto,
+        crowded,
+        trusted,
+    };
+    drop(gen);
+    match tls {
+        None if h2c => serve_plain(ctx, stream, peer, stats, via("http")).await,
+        None => session::serve(ctx, stream, peer, stats, via("http")).await,
+        Some(tls) => serve_tls(ctx, &tls, stream, (peer, stats), via("https")).await,
     }
 }
 

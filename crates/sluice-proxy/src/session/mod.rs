@@ -39,6 +39,8 @@ pub struct Via {
     /// The client had `max_conns_per_client` open already: its request is answered 429
     /// and the connection closed.
     pub crowded: bool,
+    /// The client is one of `trusted_proxies`: its forwarding headers are kept.
+    pub trusted: bool,
 }
 
 /// Serves `stream` until the client closes, an error ends it, or the worker drains.
@@ -77,6 +79,7 @@ async fn exchange<S: Stream>(
         client_ip: &client_ip,
         proto: via.proto,
         listener: via.listener,
+        trusted: via.trusted,
     };
     let mut scratch = Scratch::default();
     let mut first = Some(accepted);
@@ -664,6 +667,7 @@ mod tests {
             listener: "127.0.0.1:0".parse().unwrap(),
             proto: "http",
             crowded: false,
+            trusted: false,
         }
     }
 

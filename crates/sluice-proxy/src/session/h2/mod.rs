@@ -56,6 +56,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         client_ip: &client_ip,
         proto: via.proto,
         listener: via.listener,
+        trusted: via.trusted,
     };
     let from = From {
         ctx,
