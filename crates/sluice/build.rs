@@ -19,19 +19,17 @@ fn main() {
     println!("cargo:rustc-env=SLUICE_VERSION={version}");
 }
 
-/// Reruns this script when HEAD moves: HEAD itself, the branch file it names, and
-/// packed-refs (where git may keep that branch).
+/// Reruns this script when HEAD moves: HEAD itself, the branches' directory (a commit
+/// rewrites its branch's file there, or creates it when the branch was only packed),
+/// and packed-refs.
 fn watch_head(git: &Path) {
     let head = git.join("HEAD");
-    let Ok(text) = std::fs::read_to_string(&head) else {
+    if !head.exists() {
         return;
-    };
-    println!("cargo:rerun-if-changed={}", head.display());
-    if let Some(branch) = text.trim().strip_prefix("ref: ") {
-        for file in [git.join(branch), git.join("packed-refs")] {
-            if file.exists() {
-                println!("cargo:rerun-if-changed={}", file.display());
-            }
+    }
+    for path in [head, git.join("refs/heads"), git.join("packed-refs")] {
+        if path.exists() {
+            println!("cargo:rerun-if-changed={}", path.display());
         }
     }
 }

@@ -113,6 +113,8 @@ pub struct StepSpec<'a> {
     pub duration: Duration,
     /// What each user does, when not a GET loop.
     pub scenario: Option<&'a ScenarioFile>,
+    /// The balancer limits what it sends each server (`max_conns`, adaptive).
+    pub balancer_limited: bool,
 }
 
 impl<'a> StepSpec<'a> {
@@ -120,6 +122,7 @@ impl<'a> StepSpec<'a> {
         StepSpec {
             servers,
             users,
+            balancer_limited: e.lb.max_conns.is_some() || e.lb.adaptive,
             think: e.think,
             // A scenario's users warm up in their own setup steps.
             warmup: if e.scenario.is_some() {
@@ -164,6 +167,7 @@ fn measure(
             requests: sum.samples,
             errors: sum.errors,
             generator_cores: generator_cores(),
+            balancer_limited: s.balancer_limited,
         },
     );
     Ok(StepResult::of(s.servers, s.users, &bench, judged))
@@ -356,6 +360,9 @@ pub fn run_deployment(
             warmup: d.warmup,
             duration: d.duration,
             scenario: None,
+            // A deployment's balancer settings are not known here: its failures are
+            // never put down to a limit of its own.
+            balancer_limited: false,
         };
         let step = measure(&d.target, &d.tiers, &sampler, spec, stop)?;
         (o.progress)(&report::step_line(&step));

@@ -6,7 +6,10 @@ use sd_notify::NotifyState;
 
 /// Listening and serving; `status` is what `systemctl status` shows.
 pub fn ready(status: &str) {
-    send(&[NotifyState::Ready, NotifyState::Status(status)]);
+    // One line: a newline would start another assignment in the message (a reload's
+    // errors span several).
+    let status = status.split_whitespace().collect::<Vec<_>>().join(" ");
+    send(&[NotifyState::Ready, NotifyState::Status(&status)]);
 }
 
 /// A reload begins (with the monotonic time systemd's `notify-reload` asks for).

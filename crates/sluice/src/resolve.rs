@@ -2,7 +2,7 @@
 //! addresses, at start, by `check` and on each reload, as nginx resolves the names in
 //! its upstreams. The config crate never resolves; the data path never sees a name.
 
-use sluice_config::{Config, ConfigError, Errors, Server};
+use sluice_config::{Config, ConfigError, Errors, Place, Server};
 use std::net::{SocketAddr, ToSocketAddrs};
 
 /// `config` with each named server replaced by its addresses (a name with several
@@ -11,14 +11,29 @@ pub fn names(mut config: Config) -> Result<Config, Errors> {
     let mut errors = Vec::new();
     let binds: Vec<SocketAddr> = config.listeners.iter().map(|l| l.bind).collect();
     for up in &mut config.upstreams {
-        let mut servers = Vec::with_capacity(up.servers.len());
+        // Each server found, with where the config names it (for a name).
+        let mut servers: Vec<(Server, Option<Place>)> = Vec::with_capacity(up.servers.len());
         for server in up.servers.drain(..) {
-            match resolve(&server, &binds) {
-                Ok(resolved) => servers.extend(resolved),
+            let place = server.host.as_ref().map(|(_, p)| p.clone());
+            let resolved = resolve(&server, &binds).and_then(|found| {
+                let twice = found
+                    .iter()
+                    .find_map(|f| servers.iter().find(|(s, _)| s.addr == f.addr));
+                match twice {
+                    Some((earlier, at)) => Err(listed_twice(
+                        &server,
+                        earlier,
+                        place.as_ref().or(at.as_ref()),
+                    )),
+                    None => Ok(found),
+                }
+            });
+            match resolved {
+                Ok(found) => servers.extend(found.into_iter().map(|s| (s, place.clone()))),
                 Err(e) => errors.push(e),
             }
         }
-        up.servers = servers;
+        up.servers = servers.into_iter().map(|(s, _)| s).collect();
     }
     if errors.is_empty() {
         Ok(config)
@@ -42,7 +57,27 @@ fn resolve(server: &Server, binds: &[SocketAddr]) -> Result<Vec<Server>, ConfigE
                 "check the name (and /etc/hosts or DNS on this machine), or write its IP address",
             )),
         };
+    addrs.sort();
     addrs.dedup();
+    let place_error = |message: String, hint: &str| ConfigError::at_place(place, message, hint);
+    if addrs.is_empty() {
+        return Err(place_error(
+            format!("server {}: {host} has no address", server.name),
+            "check the name's records, or write its IP address",
+        ));
+    }
+    if let Some(odd) = addrs
+        .iter()
+        .find(|a| a.port() == 0 || a.ip().is_unspecified())
+    {
+        return Err(place_error(
+            format!(
+                "server {}: {host} is {odd}, not an address to connect to",
+                server.name
+            ),
+            "check the name's records, or write the server's own IP address",
+        ));
+    }
     if let Some(own) = addrs.iter().find(|a| loops(a, binds)) {
         return Err(ConfigError::at_place(
             place,
@@ -69,6 +104,22 @@ fn resolve(server: &Server, binds: &[SocketAddr]) -> Result<Vec<Server>, ConfigE
             ..server.clone()
         })
         .collect())
+}
+
+/// A server whose address `earlier` of the same upstream has already; one of the two
+/// is a name, and `at` is where the config writes it.
+fn listed_twice(server: &Server, earlier: &Server, at: Option<&Place>) -> ConfigError {
+    let message = format!(
+        "server {} is {}, as is {} of the same upstream",
+        server.name, earlier.addr, earlier.name
+    );
+    let hint = "list each server once (by name or by address, not both)";
+    let nowhere = Place {
+        file: String::new(),
+        line: 0,
+        col: 0,
+    };
+    ConfigError::at_place(at.unwrap_or(&nowhere), message, hint)
 }
 
 fn loops(addr: &SocketAddr, binds: &[SocketAddr]) -> bool {

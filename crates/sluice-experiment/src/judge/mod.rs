@@ -56,6 +56,9 @@ pub struct Load {
     pub littles_law: bool,
     /// STOMP message copies lost, percent, for a scenario that sends them.
     pub lost_pct: Option<f64>,
+    /// The balancer was configured to limit what it sends each server: only then can
+    /// requests it failed by itself be its limit's doing.
+    pub balancer_limited: bool,
 }
 
 /// One resource of one tier over a step.
@@ -784,6 +787,7 @@ mod tests {
             generator_cores: 1.0,
             littles_law: true,
             lost_pct: None,
+            balancer_limited: false,
         };
         let j = judge(&procs, &readings, load);
         assert_eq!(j.verdict.tier.as_deref(), Some("app"), "{:?}", j.verdict);

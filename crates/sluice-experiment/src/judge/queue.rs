@@ -39,9 +39,10 @@ pub(super) fn resource(d: &Delta, load: Load) -> Option<Resource> {
     })
 }
 
-/// Requests the balancer failed by itself: at least 5% of them failed, the app servers
-/// refused (or failed) under a tenth of those, and none left a connection waiting
-/// unaccepted. Read only for a balancer without a queue of its own in its metrics.
+/// Requests the balancer failed by itself: it limits what it sends each server, at least
+/// 5% of requests failed, the app servers refused (or failed) under a tenth of those,
+/// and none left a connection waiting unaccepted. Read only for a balancer without a
+/// queue of its own in its metrics.
 pub(super) fn shed(deltas: &[Delta], load: Load) -> Option<Resource> {
     let lb = deltas.iter().find(|d| d.info.tier == "lb")?;
     let apps: Vec<&Delta> = deltas.iter().filter(|d| d.info.tier == "app").collect();
@@ -54,7 +55,8 @@ pub(super) fn shed(deltas: &[Delta], load: Load) -> Option<Resource> {
         })
         .sum();
     let unaccepted = apps.iter().any(|d| d.accept_queue_max() > 0);
-    if apps.is_empty() || share < WAITED || refused >= 0.1 * failed || unaccepted {
+    let unlimited = !load.balancer_limited;
+    if unlimited || apps.is_empty() || share < WAITED || refused >= 0.1 * failed || unaccepted {
         return None;
     }
     Some(Resource {
@@ -213,6 +215,7 @@ mod tests {
             generator_cores: 1.0,
             littles_law: false,
             lost_pct: None,
+            balancer_limited: true,
         }
     }
 
@@ -264,6 +267,16 @@ mod tests {
         let v = judge(&procs, &readings, load(4000)).verdict;
         assert_eq!(v.tier.as_deref(), Some("app"), "{v:?}");
         assert!(v.evidence.join(" ").contains("failed them itself"), "{v:?}");
+        // A balancer with no limit of its own did not shed: its 502s are something else.
+        let unlimited = Load {
+            balancer_limited: false,
+            ..load(4000)
+        };
+        let v = judge(&procs, &readings, unlimited).verdict;
+        assert!(
+            !v.evidence.join(" ").contains("failed them itself"),
+            "{v:?}"
+        );
         // Failures the app servers answered themselves are theirs, not the balancer's.
         let mut readings = readings;
         for (i, r) in readings.iter_mut().enumerate() {

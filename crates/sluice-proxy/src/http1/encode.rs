@@ -143,9 +143,15 @@ fn forwarding_headers(
 ) -> usize {
     let (host, origin) = (client.host, client.origin);
     let ours = |name: &str| !Edits::drops(edits, name);
-    // A trusted proxy's value of a header, if it sent one (its first).
+    // A trusted proxy's value of a header, if it sent one: its last line, the one the
+    // proxy nearest sluice wrote when it appended rather than replaced.
     let kept = |name: &str| {
-        let sent = || headers.iter().find(|h| h.name.eq_ignore_ascii_case(name));
+        let sent = || {
+            headers
+                .iter()
+                .rev()
+                .find(|h| h.name.eq_ignore_ascii_case(name))
+        };
         origin.trusted.then(sent).flatten().map(|h| h.value)
     };
     if !host.is_empty() && ours("host") {

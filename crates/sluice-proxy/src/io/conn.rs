@@ -26,20 +26,32 @@ pub struct Conn<S = TcpStream> {
     pub counted: Option<Counted>,
 }
 
-/// One connection in a count of open connections, until dropped.
-pub struct Counted(Arc<AtomicU32>);
+/// One connection in a count of open connections, until dropped; and the worker thread
+/// that opened it (whose I/O driver it is registered with).
+pub struct Counted {
+    count: Arc<AtomicU32>,
+    owner: std::thread::ThreadId,
+}
 
 impl Counted {
     /// Adds one to `count`, taken off again when dropped.
     pub fn new(count: &Arc<AtomicU32>) -> Self {
         count.fetch_add(1, Ordering::Relaxed);
-        Counted(count.clone())
+        Counted {
+            count: count.clone(),
+            owner: std::thread::current().id(),
+        }
+    }
+
+    /// The thread that opened the connection.
+    pub fn owner(&self) -> std::thread::ThreadId {
+        self.owner
     }
 }
 
 impl Drop for Counted {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.count.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

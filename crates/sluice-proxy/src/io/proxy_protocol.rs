@@ -28,6 +28,7 @@ pub async fn read(stream: &mut TcpStream, limit: Duration) -> io::Result<Option<
 
 async fn header(stream: &mut TcpStream) -> io::Result<Option<SocketAddr>> {
     let mut buf = vec![0u8; MAX_HEADER];
+    let mut pause = Duration::from_millis(1);
     loop {
         // Peeked, not read: the bytes after the header belong to TLS or HTTP.
         let n = stream.peek(&mut buf).await?;
@@ -45,8 +46,11 @@ async fn header(stream: &mut TcpStream) -> io::Result<Option<SocketAddr>> {
                 "not a PROXY protocol header",
             ));
         }
-        // Part of a header: rare (it comes in one segment); wait for the rest.
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        // Part of a header: rare (it comes in one segment). A peek does not consume, so
+        // the socket stays readable: wait, longer each time, so a client that sends half
+        // a header and stops costs a few dozen wakeups until the timeout, not a spin.
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(100));
     }
 }
 

@@ -11,7 +11,7 @@ use sluice_config::Config;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc as sync_mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -98,6 +98,7 @@ impl Proxy {
         crate::runtime::certificates::spawn(generations, stop.clone())?;
         let (acks, stopped_accepting) = sync_mpsc::channel();
         let (mut handles, mut reloads) = (Vec::new(), Vec::new());
+        let draining_workers = Arc::new(AtomicUsize::new(per_worker.len()));
         for (index, listeners) in per_worker.into_iter().enumerate() {
             let (tx, rx) = mpsc::unbounded_channel();
             reloads.push(tx);
@@ -110,6 +111,7 @@ impl Proxy {
                 reloads: rx,
                 stopped_accepting: acks.clone(),
                 stats: stats.clone(),
+                draining_workers: draining_workers.clone(),
             };
             handles.push(
                 std::thread::Builder::new()

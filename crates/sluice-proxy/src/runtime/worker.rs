@@ -42,6 +42,8 @@ pub struct Start {
     /// Told once the worker has stopped accepting (its listening sockets are closed).
     pub stopped_accepting: std::sync::mpsc::Sender<()>,
     pub stats: Arc<ProxyStats>,
+    /// Workers that have not finished their drain yet, all together.
+    pub draining_workers: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// An accepting listener: its stop signal and its task.
@@ -86,8 +88,23 @@ pub fn run(start: Start) -> std::io::Result<()> {
         w.ctx.start_draining();
         drain(&w).await;
         w.ctx.flush_log();
+        outlive_other_drains(&start.draining_workers, &w.ctx).await;
         Ok(())
     })
+}
+
+/// Keeps this worker's runtime (and its I/O driver) running until every worker has
+/// drained: a limited server's connections opened here may be in use by another
+/// worker (`state::idle`), and would fail with the driver gone. Bounded: every drain
+/// ends within the grace period.
+async fn outlive_other_drains(draining: &std::sync::atomic::AtomicUsize, ctx: &Context) {
+    use std::sync::atomic::Ordering;
+    draining.fetch_sub(1, Ordering::AcqRel);
+    let grace = ctx.gen().shared.config.shutdown_grace;
+    let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(1);
+    while draining.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Starts accepting on `listeners`.

@@ -13,7 +13,8 @@
 //! A connection stays registered with the I/O driver of the worker that opened it;
 //! another worker may use it, and is then woken across threads. That costs a little per
 //! request, and only limited servers pay it; a worker takes one of its own connections
-//! when there is one. This module must never open or close connections on purpose: it
+//! when there is one. At shutdown no worker's runtime ends before every worker has
+//! drained (`runtime::worker`), so no connection loses its driver while in use. This module must never open or close connections on purpose: it
 //! keeps them, hands them out, and drops the ones that expired or died.
 
 use crate::clock;
@@ -75,7 +76,9 @@ impl SharedIdle {
     }
 
     /// Keeps `conn` unless more than `limit` connections are `open` (this one included:
-    /// the limit went down) or `keep` are idle already.
+    /// the limit went down) or `keep` are idle already. A connection that is not counted
+    /// (opened before a reload gave its server a limit) is not kept: reused, it would
+    /// be one more than the count says.
     pub fn checkin(
         &self,
         conn: Conn<ServerStream>,
@@ -84,6 +87,9 @@ impl SharedIdle {
         keep: usize,
         idle_timeout: Duration,
     ) {
+        let Some(owner) = conn.counted.as_ref().map(|c| c.owner()) else {
+            return;
+        };
         if keep == 0 || !conn.buf.is_empty() || open > limit {
             return;
         }
@@ -94,7 +100,7 @@ impl SharedIdle {
         list.push(Idle {
             conn,
             expires: clock::now() + idle_timeout,
-            owner: thread::current().id(),
+            owner,
         });
         self.len.store(list.len(), Ordering::Relaxed);
     }
@@ -168,5 +174,21 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(server.idle.checkout().is_none());
         assert_eq!((server.open_conns(), server.idle.len()), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_connection_opened_before_the_server_had_a_limit_is_not_kept() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let server = ServerState::new(listener.local_addr().unwrap());
+        // Opened unlimited (not counted); then a reload gives the server a limit.
+        let tcp = TcpStream::connect(server.addr).await.unwrap();
+        let conn = crate::io::Conn::new(ServerStream::Tcp(tcp));
+        server.configure(Some(5), false);
+        server.idle.checkin(conn, 5, server.open_conns(), 10, IDLE);
+        assert_eq!(
+            server.idle.len(),
+            0,
+            "kept, it would be one the count misses"
+        );
     }
 }
