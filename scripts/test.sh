@@ -9,7 +9,8 @@
 # remote tier in a test; h2load, which multiplexes HTTP/2 streams in a test; openssl,
 # which makes a test's certificate; pebble, Let's Encrypt's test CA, which a test gets a
 # certificate from; haproxy, which checks the lab's generated haproxy.cfg; groff, which
-# renders `sluice man`; systemd-analyze, where the machine has it, verifies dist/'s unit).
+# renders `sluice man`; systemd-analyze, where the machine has it, verifies dist/'s unit;
+# dnsmasq, the DNS server whose records the tests of `dns` servers change).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +26,7 @@ command -v openssl >/dev/null || need_apt+=(openssl)
 command -v pebble >/dev/null || need_apt+=(pebble)
 command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need_apt+=(haproxy)
 command -v groff >/dev/null || need_apt+=(groff-base)
+command -v dnsmasq >/dev/null || [ -x /usr/sbin/dnsmasq ] || need_apt+=(dnsmasq-base)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "== installing ${need_apt[*]}"
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

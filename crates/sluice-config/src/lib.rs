@@ -10,6 +10,7 @@ mod acme;
 mod admin;
 mod answer;
 mod balance;
+mod discover;
 mod error;
 mod headers;
 mod key;
@@ -27,10 +28,10 @@ mod validate;
 pub use admin::DEFAULT_BIND as DEFAULT_ADMIN_BIND;
 pub use error::{ConfigError, Errors};
 pub use model::{
-    AccessLog, Acme, Action, Admin, Balance, CertificateFiles, Config, FailurePolicy, HashMethod,
-    HeaderEdits, HealthCheck, HostMatch, Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat,
-    LogTarget, Network, Place, QueuePolicy, RateLimit, RetryPolicy, Return, Route, Server, Tls,
-    Upstream, UpstreamTls, Variable,
+    AccessLog, Acme, Action, Admin, Balance, CertificateFiles, Config, Discover, DnsQuery,
+    FailurePolicy, HashMethod, HeaderEdits, HealthCheck, HostMatch, Http2Limits, KeyPart,
+    KeyTemplate, Listener, LogFormat, LogTarget, Network, Place, QueuePolicy, RateLimit, Resolver,
+    RetryPolicy, Return, Route, Server, Tls, Upstream, UpstreamTls, Variable,
 };
 pub use reader::{parse_duration, Reader};
 /// The TOML library the [`Reader`] walks documents of.

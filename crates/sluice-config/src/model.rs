@@ -40,6 +40,45 @@ pub struct Config {
     /// Peers whose X-Forwarded-Proto, X-Forwarded-Host and X-Real-IP are kept (an
     /// L4 or cloud balancer, another proxy) instead of replaced.
     pub trusted_proxies: Vec<Network>,
+    /// `[resolver]`: how the names of `dns` servers are looked up.
+    pub resolver: Resolver,
+}
+
+/// The DNS servers asked for `dns` server entries, and how often.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolver {
+    /// Name servers to ask; empty: those of the system's resolv.conf.
+    pub servers: Vec<SocketAddr>,
+    /// A record is asked again after its TTL, but not sooner than this...
+    pub min_ttl: Duration,
+    /// ...nor later than this (so a name with a day's TTL still follows changes).
+    pub max_ttl: Duration,
+    /// How long one lookup may take before it counts as failed.
+    pub timeout: Duration,
+}
+
+/// A server entry found in DNS: `{ dns = "app.internal:8080" }` or an SRV name. Each
+/// address it resolves to becomes a server with these settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Discover {
+    /// The name as written.
+    pub name: String,
+    pub query: DnsQuery,
+    /// The weight of each server found (SRV records carry their own).
+    pub weight: u32,
+    pub backup: bool,
+    pub max_conns: Option<u32>,
+    pub at: Place,
+}
+
+/// What a `dns` entry asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DnsQuery {
+    /// A and AAAA records of `host`, each address a server on `port`.
+    Address { host: String, port: u16 },
+    /// SRV records of the name: targets with their ports, weights and priorities (the
+    /// lowest priority serves; higher ones are backups).
+    Service(String),
 }
 
 /// An IP network: an address and how many of its leading bits count.
@@ -355,6 +394,9 @@ pub struct Upstream {
     pub name: String,
     pub balance: Balance,
     pub servers: Vec<Server>,
+    /// Server entries found in DNS and followed while sluice runs; `servers` holds only
+    /// the fixed ones until `sluice` adds what these resolve to.
+    pub discover: Vec<Discover>,
     /// Idle pooled connections kept per server (per worker); 0 disables pooling.
     pub keepalive: usize,
     /// How long a pooled connection may sit idle before it is closed. Shorter than common

@@ -1,7 +1,7 @@
 //! Server lists: addresses, weights, backups, and the checks that a server is something
 //! sluice can and should connect to.
 
-use crate::model::{Listener, Server};
+use crate::model::{Discover, Listener, Server};
 use crate::reader::Reader;
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -10,22 +10,23 @@ use toml_edit::{TableLike, Value};
 
 type Span = Option<Range<usize>>;
 
-const SERVER_KEYS: &[&str] = &["addr", "weight", "backup", "max_conns"];
+const SERVER_KEYS: &[&str] = &["addr", "dns", "weight", "backup", "max_conns"];
 
+/// An upstream's `servers`: the fixed ones, and the entries found in DNS.
 pub fn servers(
     r: &mut Reader,
     name: &str,
     t: &dyn TableLike,
     listeners: &[Listener],
     span: Span,
-) -> Vec<Server> {
+) -> (Vec<Server>, Vec<Discover>) {
     let Some(v) = r.value(t, "servers", "a list") else {
         r.error(
             span,
             format!("upstream `{name}` has no `servers`"),
             "add servers = [\"127.0.0.1:9101\"]",
         );
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let Some(list) = v.as_array() else {
         r.error(
@@ -33,7 +34,7 @@ pub fn servers(
             "`servers` must be a list",
             "write servers = [\"127.0.0.1:9101\", \"127.0.0.1:9102\"]",
         );
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     if list.is_empty() {
         r.error(
@@ -44,7 +45,24 @@ pub fn servers(
     }
     let mut seen = HashSet::new();
     let mut out = Vec::new();
+    let mut discover = Vec::new();
     for entry in list.iter() {
+        let dns = entry.as_inline_table().filter(|t| t.contains_key("dns"));
+        if let Some(t) = dns {
+            r.only_keys(t, SERVER_KEYS, "a server");
+            if let Some(d) = crate::discover::entry(r, t, entry.span()) {
+                if !seen.insert(d.name.to_ascii_lowercase()) {
+                    r.error(
+                        entry.span(),
+                        format!("dns {} is listed twice", d.name),
+                        "list it once",
+                    );
+                    continue;
+                }
+                discover.push(d);
+            }
+            continue;
+        }
         let Some(server) = server(r, entry)
             .filter(|s| s.host.is_some() || usable(r, s.addr, entry.span(), listeners))
         else {
@@ -64,7 +82,7 @@ pub fn servers(
         }
         out.push(server);
     }
-    out
+    (out, discover)
 }
 
 /// A server address sluice can connect to, and not one of sluice's own listeners (which
@@ -168,7 +186,7 @@ fn server_addr(
 }
 
 /// A DNS name: dot-separated labels of letters, digits, `-` and `_`, not all digits.
-fn host_name(host: &str) -> bool {
+pub(crate) fn host_name(host: &str) -> bool {
     let label = |l: &str| {
         !l.is_empty()
             && l.len() <= 63
@@ -181,7 +199,7 @@ fn host_name(host: &str) -> bool {
 }
 
 /// A server's weight: 1 when not given, at least 1 when given.
-fn weight(r: &mut Reader, t: &dyn TableLike) -> Option<u32> {
+pub(crate) fn weight(r: &mut Reader, t: &dyn TableLike) -> Option<u32> {
     match r.integer(t, "weight", 10_000).unwrap_or(1) {
         0 => {
             r.error(

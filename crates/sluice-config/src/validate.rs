@@ -31,6 +31,7 @@ const TOP_KEYS: &[&str] = &[
     "acme",
     "limit",
     "trusted_proxies",
+    "resolver",
 ];
 const LISTENER_KEYS: &[&str] = &[
     "bind",
@@ -118,6 +119,7 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
         limits,
         listeners,
         trusted_proxies: crate::proxies::trusted(&mut r, root),
+        resolver: crate::discover::resolver(&mut r, root),
     };
     if config.max_header_bytes < 1024 {
         let span = root.get("max_header_bytes").and_then(Item::span);
@@ -341,12 +343,17 @@ fn upstream(
     span: Span,
 ) -> Upstream {
     r.only_keys(t, UPSTREAM_KEYS, &format!("[upstream.{name}]"));
-    let mut servers = crate::servers::servers(r, name, t, listeners, span);
-    crate::limits::apply_max_conns(&mut servers, crate::limits::max_conns(r, t));
+    let (mut servers, mut discover) = crate::servers::servers(r, name, t, listeners, span);
+    let max_conns = crate::limits::max_conns(r, t);
+    crate::limits::apply_max_conns(&mut servers, max_conns);
+    for d in discover.iter_mut().filter(|d| d.max_conns.is_none()) {
+        d.max_conns = max_conns;
+    }
     Upstream {
         name: name.to_string(),
         balance: crate::balance::balance(r, t),
         servers,
+        discover,
         keepalive: r.integer(t, "keepalive", 1_000_000).unwrap_or(128) as usize,
         idle_timeout: r
             .timeout(t, "idle_timeout")

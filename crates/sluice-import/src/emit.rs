@@ -21,6 +21,12 @@ pub fn toml(plan: &Plan, source: &str) -> String {
     if !plan.trusted_proxies.is_empty() {
         let _ = writeln!(out, "trusted_proxies = {}", list(&plan.trusted_proxies));
     }
+    if !plan.resolver.is_empty() {
+        let _ = write!(out, "\n[resolver]\nservers = {}\n", list(&plan.resolver));
+        if let Some(valid) = &plan.resolver_valid {
+            let _ = writeln!(out, "max_ttl = {}", quote(valid));
+        }
+    }
     for l in &plan.listeners {
         listener(&mut out, l);
     }
@@ -147,10 +153,12 @@ fn upstream(out: &mut String, u: &Upstream) {
                 extra.push("backup = true".into());
             }
             extra.extend(s.max_conns.map(|m| format!("max_conns = {m}")));
-            if extra.is_empty() {
+            let key = if s.dns { "dns" } else { "addr" };
+            if extra.is_empty() && !s.dns {
                 quote(&s.addr)
             } else {
-                format!("{{ addr = {}, {} }}", quote(&s.addr), extra.join(", "))
+                extra.insert(0, format!("{key} = {}", quote(&s.addr)));
+                format!("{{ {} }}", extra.join(", "))
             }
         })
         .collect();

@@ -154,8 +154,8 @@ const EXACT: &[(&[&str], &str)] = &[
         "sluice keeps a trusted proxy's forwarding headers (trusted_proxies) but takes the client address from the connection or its PROXY protocol header; not translated",
     ),
     (
-        &["resolver", "resolver_timeout"],
-        "not translated: sluice resolves server addresses itself",
+        &["resolver_timeout"],
+        "translate by hand as [resolver] timeout",
     ),
     (
         &["limit_conn_zone", "limit_conn"],

@@ -8,7 +8,24 @@ use crate::Notes;
 
 /// A location's path prefix and, when it is not exactly what nginx matches, why.
 pub fn prefix(loc: &Node) -> Result<(String, Option<String>), String> {
-    match (loc.arg(0), loc.arg(1)) {
+    // nginx also takes the modifier glued to its argument: `location =/x`, `~^/api`.
+    let glued = loc
+        .arg(1)
+        .is_none()
+        .then(|| loc.arg(0))
+        .flatten()
+        .and_then(|a| {
+            ["^~", "~*", "=", "~"].into_iter().find_map(|op| {
+                a.strip_prefix(op)
+                    .filter(|p| !p.is_empty())
+                    .map(|p| (op, p))
+            })
+        });
+    let (first, second) = match glued {
+        Some((op, p)) => (Some(op), Some(p)),
+        None => (loc.arg(0), loc.arg(1)),
+    };
+    match (first, second) {
         (Some("="), Some(p)) => Ok((
             p.to_string(),
             Some(format!("= {p}: an exact match, translated as the prefix {p} (sluice routes by prefix: {p}... matches too)")),

@@ -12,6 +12,9 @@ pub struct Plan {
     pub limits: Vec<Limit>,
     /// `set_real_ip_from` addresses and networks.
     pub trusted_proxies: Vec<String>,
+    /// `resolver` addresses, and its `valid=` (the longest a record is kept).
+    pub resolver: Vec<String>,
+    pub resolver_valid: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -81,6 +84,9 @@ pub struct Server {
     pub weight: u32,
     pub backup: bool,
     pub max_conns: Option<u32>,
+    /// `resolve` (nginx 1.27.3+): followed in DNS, written `{ dns = addr }`; `addr` is
+    /// then `name:port`, or an SRV name (`service=`).
+    pub dns: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -145,7 +151,9 @@ pub fn bind(listen: &str) -> Option<String> {
             h => h,
         };
         let ok = h.parse::<std::net::Ipv4Addr>().is_ok()
-            || (h.starts_with('[') && h[1..h.len() - 1].parse::<std::net::Ipv6Addr>().is_ok());
+            || h.strip_prefix('[')
+                .and_then(|v6| v6.strip_suffix(']'))
+                .is_some_and(|v6| v6.parse::<std::net::Ipv6Addr>().is_ok());
         return ok.then(|| format!("{h}:{port}"));
     }
     // An address without a port: nginx's default, 80.

@@ -201,6 +201,7 @@ impl Translator {
             "access_log" => self.access_log(d, notes),
             "keepalive_timeout" => self.plan.keepalive_timeout = d.arg(0).and_then(duration),
             "set_real_ip_from" => self.trust(d, notes),
+            "resolver" => self.resolver(d, notes),
             "limit_req_zone" => {}
             name if INHERITED.contains(&name) => {}
             _ => crate::known::note(d, notes),
@@ -232,6 +233,20 @@ impl Translator {
         }
     }
 
+    /// `resolver ADDR... [valid=TIME] [ipv6=off]`: the DNS servers of `resolve` servers.
+    fn resolver(&mut self, d: &Node, notes: &mut Notes) {
+        for arg in &d.args {
+            if let Some(valid) = arg.strip_prefix("valid=") {
+                self.plan.resolver_valid = duration(valid);
+            } else if arg.contains('=') {
+                notes.push(d.note(format!("{arg}: not translated")));
+            } else if !self.plan.resolver.contains(arg) {
+                let bare = arg.strip_prefix('[').and_then(|a| a.strip_suffix(']'));
+                self.plan.resolver.push(bare.unwrap_or(arg).to_string());
+            }
+        }
+    }
+
     /// `set_real_ip_from ADDR`: a proxy whose forwarding headers are believed.
     fn trust(&mut self, d: &Node, notes: &mut Notes) {
         let Some(addr) = d.arg(0) else {
@@ -241,7 +256,7 @@ impl Translator {
             return notes.push(d.note("unix: sluice has no unix-socket listeners; left out"));
         }
         notes.push(d.note(format!(
-            "{addr}: in trusted_proxies, whose X-Forwarded-For, X-Forwarded-Proto and X-Real-IP sluice keeps; unlike real_ip_header, the client address sluice logs and limits by stays the connection's (or its PROXY protocol header's)"
+            "{addr}: in trusted_proxies, whose X-Real-IP, X-Forwarded-Proto and X-Forwarded-Host sluice keeps (and to whose X-Forwarded-For it appends); unlike real_ip_header, the client address sluice logs and limits by stays the connection's (or its PROXY protocol header's)"
         )));
         if !self.plan.trusted_proxies.iter().any(|t| t == addr) {
             self.plan.trusted_proxies.push(addr.to_string());

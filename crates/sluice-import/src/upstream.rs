@@ -61,13 +61,17 @@ fn server(d: &Node, up: &mut Upstream, notes: &mut Notes) {
         weight: 1,
         backup: false,
         max_conns: None,
+        dns: false,
     };
+    let mut service = None;
     for param in &d.args[1..] {
         let (key, value) = param.split_once('=').unwrap_or((param, ""));
         match key {
-            "weight" => server.weight = value.parse().unwrap_or(1),
+            "weight" => server.weight = value.parse().unwrap_or(1).clamp(1, 10_000),
             "backup" => server.backup = true,
             "max_conns" => server.max_conns = value.parse().ok().filter(|n| *n > 0),
+            "resolve" => server.dns = true,
+            "service" if !value.is_empty() => service = Some(value.to_string()),
             "max_fails" => up.max_fails = value.parse().ok(),
             "fail_timeout" => up.fail_timeout = duration(value).filter(|d| d != "0s"),
             "down" => {
@@ -80,15 +84,36 @@ fn server(d: &Node, up: &mut Upstream, notes: &mut Notes) {
             _ => notes.push(d.note(format!("{param}: not translated"))),
         }
     }
+    followed(d, &mut server, service);
     match up.servers.iter_mut().find(|s| s.addr == server.addr) {
         Some(same) => {
-            same.weight += server.weight;
+            same.weight = (same.weight + server.weight).min(10_000);
             notes.push(d.note(format!(
                 "{}: listed again; sluice lists a server once, so its weights are added ({})",
                 server.addr, same.weight
             )));
         }
         None => up.servers.push(server),
+    }
+}
+
+/// `resolve` and `service=`: a name followed in DNS (an address stays as it is). nginx
+/// looks `service=http` up as `_http._tcp.NAME`, and a service with dots as
+/// `SERVICE.NAME`.
+fn followed(d: &Node, server: &mut Server, service: Option<String>) {
+    if server.addr.parse::<std::net::SocketAddr>().is_ok() {
+        server.dns = false;
+        return;
+    }
+    if let Some(svc) = service {
+        let written = d.arg(0).unwrap_or_default();
+        let host = written.rsplit_once(':').map_or(written, |(h, _)| h);
+        server.addr = if svc.contains('.') {
+            format!("{svc}.{host}")
+        } else {
+            format!("_{svc}._tcp.{host}")
+        };
+        server.dns = true;
     }
 }
 

@@ -155,3 +155,55 @@ fn a_file_that_is_not_nginx_syntax_is_an_error_with_its_place() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn names_followed_in_dns_and_odd_spellings_carry_over() {
+    let conf = r#"
+http {
+    resolver 10.0.0.2 [::1]:5353 valid=30s ipv6=off;
+    upstream app {
+        server app.internal:8080 resolve;
+        server chat.service.consul service=http resolve;
+        server 10.0.0.9:8080 resolve;
+    }
+    server {
+        listen [:80;
+        listen [::1]:8080;
+        location =/health { return 204; }
+        location ~^/api/ { proxy_pass http://app; }
+    }
+}
+"#;
+    let (imported, dir) = import("dns", &[("nginx.conf", conf)]);
+    let toml = &imported.toml;
+    let config =
+        sluice_config::parse("imported.toml", toml).unwrap_or_else(|e| panic!("{toml}\n{e}"));
+    let app = config
+        .upstreams
+        .iter()
+        .find(|u| u.name == "app")
+        .expect(toml);
+    let followed: Vec<&str> = app.discover.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(
+        followed,
+        ["app.internal:8080", "_http._tcp.chat.service.consul"]
+    );
+    // An address needs no resolving: it stays a fixed server.
+    assert_eq!(app.servers.len(), 1, "{toml}");
+    let resolvers: Vec<String> = config
+        .resolver
+        .servers
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    assert_eq!(resolvers, ["10.0.0.2:53", "[::1]:5353"], "{toml}");
+    assert_eq!(config.resolver.max_ttl.as_secs(), 30, "{toml}");
+    // nginx's modifiers glued to the path; a broken listen is reported, not a crash.
+    let paths: Vec<&str> = config.routes.iter().map(|r| r.path.as_str()).collect();
+    assert!(
+        paths.contains(&"/health") && paths.contains(&"/api/"),
+        "{toml}"
+    );
+    assert_eq!(config.listeners.len(), 1, "{toml}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

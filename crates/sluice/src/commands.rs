@@ -63,8 +63,13 @@ pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
                     }
                     None => String::new(),
                 };
+                let names: usize = c.upstreams.iter().map(|u| u.discover.len()).sum();
+                let dns = match names {
+                    0 => String::new(),
+                    n => format!(", {n} server names followed in DNS from the start"),
+                };
                 println!(
-                    "{}: ok ({} listeners, {} routes, {} upstreams{admin}{log})",
+                    "{}: ok ({} listeners, {} routes, {} upstreams{admin}{log}{dns})",
                     path.display(),
                     c.listeners.len(),
                     c.routes.len(),

@@ -4,6 +4,7 @@
 mod admin_client;
 mod bench;
 mod commands;
+mod discovery;
 mod lab;
 mod notify;
 mod plan;

@@ -9,6 +9,7 @@
 //! from the config, or by default `$TMPDIR/sluice-<hash of the config's full path>.pid`,
 //! so `serve` and `reload` given the same file find each other.
 
+use crate::discovery::Discovery;
 use anyhow::{anyhow, Context};
 use sluice_proxy::Proxy;
 use std::path::{Path, PathBuf};
@@ -57,6 +58,7 @@ pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
     let (signal, signals) = signal_channel()?;
     let admin_config = config.admin.clone();
     let acme = config.acme.clone();
+    let (discovery, config) = Discovery::start(config)?;
     let proxy = Proxy::start(config).context("starting the listeners")?;
     if let Some(acme) = acme {
         sluice_acme::spawn(acme, proxy.challenges()).context("starting the ACME client")?;
@@ -74,7 +76,11 @@ pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("writing the pid file {}", pid_file.display()))?;
     tracing::info!(pid_file = %pid_file.display(), "reload with SIGHUP or `sluice reload -c {}`", path.display());
     crate::notify::ready(&format!("serving {}", path.display()));
-    run_until_stopped(&proxy, signals, Some((path, &waiting)));
+    std::thread::scope(|scope| {
+        scope.spawn(|| discovery.follow(&proxy));
+        run_until_stopped(&proxy, signals, Some((path, &waiting, &discovery)));
+        discovery.stop();
+    });
     let waited = proxy.wait();
     let _ = std::fs::remove_file(&pid_file);
     waited?;
@@ -216,7 +222,7 @@ fn signal_channel() -> anyhow::Result<(Sender<Signal>, Receiver<Signal>)> {
 pub fn run_until_stopped(
     proxy: &Proxy,
     signals: Receiver<Signal>,
-    config: Option<(&Path, &Waiting)>,
+    config: Option<(&Path, &Waiting, &Discovery)>,
 ) {
     loop {
         match signals.recv() {
@@ -233,9 +239,9 @@ pub fn run_until_stopped(
             Ok(Signal::Stop) | Err(_) => break,
         }
         match config {
-            Some((path, waiting)) => {
+            Some((path, waiting, discovery)) => {
                 crate::notify::reloading();
-                let result = apply(proxy, path);
+                let result = apply(proxy, path, discovery);
                 let said = match &result {
                     Ok(summary) => format!("serving {}: reloaded ({summary})", path.display()),
                     Err(why) => format!("serving {}: reload refused ({why})", path.display()),
@@ -265,7 +271,7 @@ pub fn run_until_stopped(
 
 /// Reloads from `path`, or logs why not and keeps the running config. Returns what
 /// changed, or why nothing did.
-fn apply(proxy: &Proxy, path: &Path) -> Result<String, String> {
+fn apply(proxy: &Proxy, path: &Path, discovery: &Discovery) -> Result<String, String> {
     let config = match sluice_config::load(path).and_then(crate::resolve::names) {
         Ok(config) => config,
         Err(errors) => {
@@ -276,16 +282,14 @@ fn apply(proxy: &Proxy, path: &Path) -> Result<String, String> {
             return Err(errors.to_string());
         }
     };
-    match proxy.reload(config) {
+    match discovery.reload(proxy, config) {
         Ok(summary) => {
             tracing::info!("reloaded {}: {summary}", path.display());
-            Ok(summary.to_string())
+            Ok(summary)
         }
-        Err(e) => {
-            tracing::error!(cause = %e, "reload failed; still serving the previous config");
-            Err(format!(
-                "reload failed: {e}; still serving the previous config"
-            ))
+        Err(why) => {
+            tracing::error!("{why}");
+            Err(why)
         }
     }
 }

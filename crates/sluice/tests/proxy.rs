@@ -12,6 +12,7 @@ mod proxy {
 
     mod balancing;
     mod dashboard;
+    mod discovery;
     mod errors;
     mod forwarded;
     mod framing;

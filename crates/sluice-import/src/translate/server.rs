@@ -404,6 +404,7 @@ fn made(plan: &mut Plan, authority: &str, tls: bool, from: &str) -> String {
                 weight: 1,
                 backup: false,
                 max_conns: None,
+                dns: false,
             }],
             tls,
             from: from.to_string(),

@@ -223,15 +223,15 @@ fn the_kubernetes_manifest_runs_sluice_on_its_config() {
         service["spec"]["selector"],
         find("Deployment", "sluice")["spec"]["selector"]["matchLabels"]
     );
-    // The upstream names the headless Service of the app, on its port.
+    // The upstream follows the headless Service of the app in DNS, on its port.
     let headless = find("Service", "app-headless");
     assert_eq!(headless["spec"]["clusterIP"], "None");
-    let server = &config.upstreams[0].servers[0];
-    assert_eq!(
-        server.host.as_ref().map(|(h, _)| h.as_str()),
-        Some("app-headless.default.svc.cluster.local")
-    );
-    assert_eq!(headless["spec"]["ports"][0]["port"], server.addr.port());
+    let followed = &config.upstreams[0].discover[0].query;
+    let sluice_config::DnsQuery::Address { host, port } = followed else {
+        panic!("not an address lookup: {followed:?}");
+    };
+    assert_eq!(host, "app-headless.default.svc.cluster.local");
+    assert_eq!(headless["spec"]["ports"][0]["port"], *port);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

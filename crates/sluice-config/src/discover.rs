@@ -1,0 +1,143 @@
+//! Servers found in DNS and followed as it changes: `{ dns = "app.internal:8080" }` (the
+//! name's A and AAAA records, on that port) or `{ dns = "_http._tcp.app.service.consul" }`
+//! (SRV records: targets, ports, weights, priorities); and `[resolver]`, the DNS servers
+//! asked and how often. This crate only reads them; `sluice` resolves.
+
+use crate::model::{Discover, DnsQuery, Resolver};
+use crate::reader::Reader;
+use crate::validate::Span;
+use std::net::SocketAddr;
+use std::time::Duration;
+use toml_edit::{InlineTable, TableLike};
+
+const RESOLVER_KEYS: &[&str] = &["servers", "min_ttl", "max_ttl", "timeout"];
+
+/// A server entry written `{ dns = "..." }`, with the keys a server takes.
+pub fn entry(r: &mut Reader, t: &InlineTable, span: Span) -> Option<Discover> {
+    let (text, at) = r.string(t, "dns")?;
+    if t.contains_key("addr") {
+        r.error(
+            span,
+            "a server has either `addr` or `dns`, not both",
+            "use addr for one fixed address, dns for a name followed as it changes",
+        );
+        return None;
+    }
+    let Some(query) = query(&text) else {
+        r.error(
+            at,
+            format!("`dns` = \"{text}\" is neither a name with a port nor an SRV name"),
+            "write \"app.internal:8080\" (A/AAAA records) or \"_http._tcp.app.service.consul\" (SRV)",
+        );
+        return None;
+    };
+    let weight = crate::servers::weight(r, t)?;
+    Some(Discover {
+        name: text,
+        query,
+        weight,
+        backup: r.boolean(t, "backup").unwrap_or(false),
+        max_conns: crate::limits::max_conns(r, t),
+        at: crate::tls::place(r, at),
+    })
+}
+
+/// `name:port` asks for addresses; a name of `_service._proto.` labels without a port
+/// asks for SRV records, which carry the ports.
+fn query(text: &str) -> Option<DnsQuery> {
+    let text = text.trim_end_matches('.');
+    if let Some((host, port)) = text.rsplit_once(':') {
+        let port: u16 = port.parse().ok().filter(|p| *p > 0)?;
+        return crate::servers::host_name(host).then(|| DnsQuery::Address {
+            host: host.to_ascii_lowercase(),
+            port,
+        });
+    }
+    let mut labels = text.split('.');
+    let service = labels.next().is_some_and(|l| l.starts_with('_'));
+    let proto = labels.next().is_some_and(|l| l.starts_with('_'));
+    (service && proto && crate::servers::host_name(text))
+        .then(|| DnsQuery::Service(text.to_ascii_lowercase()))
+}
+
+/// `[resolver]`: `servers` (IP, or IP:port; the system's resolv.conf when absent), the
+/// bounds put on a record's TTL before it is asked again, and a query's timeout.
+pub fn resolver(r: &mut Reader, root: &dyn TableLike) -> Resolver {
+    let mut out = Resolver {
+        servers: Vec::new(),
+        min_ttl: Duration::from_secs(1),
+        max_ttl: Duration::from_secs(60),
+        timeout: Duration::from_secs(2),
+    };
+    let Some(item) = root.get("resolver") else {
+        return out;
+    };
+    let Some(t) = item.as_table_like() else {
+        r.error(
+            item.span(),
+            "`resolver` must be a table",
+            "write [resolver] with servers = [\"10.0.0.2\"]",
+        );
+        return out;
+    };
+    r.only_keys(t, RESOLVER_KEYS, "[resolver]");
+    out.servers = name_servers(r, t);
+    out.min_ttl = r.duration(t, "min_ttl").unwrap_or(out.min_ttl);
+    out.max_ttl = r.duration(t, "max_ttl").unwrap_or(out.max_ttl);
+    out.timeout = r.timeout(t, "timeout").unwrap_or(out.timeout);
+    if out.min_ttl > out.max_ttl {
+        r.error(
+            t.get("min_ttl").and_then(|v| v.span()),
+            "`min_ttl` is longer than `max_ttl`",
+            "records are asked again after their TTL, kept between min_ttl and max_ttl",
+        );
+    }
+    if out.min_ttl.is_zero() {
+        out.min_ttl = Duration::from_millis(100);
+    }
+    out
+}
+
+fn name_servers(r: &mut Reader, t: &dyn TableLike) -> Vec<SocketAddr> {
+    let mut out = Vec::new();
+    for v in r.one_or_list(t, "servers", "a list of addresses") {
+        let text = v.as_str().unwrap_or_default();
+        let addr = text
+            .parse::<SocketAddr>()
+            .ok()
+            .or_else(|| text.parse().ok().map(|ip| SocketAddr::new(ip, 53)));
+        match addr {
+            Some(a) => out.push(a),
+            None => r.error(
+                v.span(),
+                format!("resolver server {} is not an IP address", v.to_string().trim()),
+                "write \"10.0.0.2\" (port 53) or \"127.0.0.1:5353\"; a resolver is given by address",
+            ),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_with_ports_ask_for_addresses_and_service_names_for_srv() {
+        assert_eq!(
+            query("App.Internal:8080"),
+            Some(DnsQuery::Address {
+                host: "app.internal".into(),
+                port: 8080
+            })
+        );
+        assert_eq!(
+            query("_http._tcp.app.service.consul."),
+            Some(DnsQuery::Service("_http._tcp.app.service.consul".into()))
+        );
+        assert_eq!(query("app.internal"), None, "no port and not SRV");
+        assert_eq!(query("_http.app"), None, "SRV needs _service._proto");
+        assert_eq!(query("app:0"), None);
+        assert_eq!(query("bad name:80"), None);
+    }
+}

@@ -1,0 +1,286 @@
+//! Servers found in DNS (`{ dns = ... }` entries), followed while sluice runs.
+//!
+//! Each name is asked again when its answer's TTL runs out, kept between `[resolver]`'s
+//! `min_ttl` and `max_ttl`. When what a name resolves to changes, the running config is
+//! rebuilt with the servers found and applied as a reload is, so the servers that stay
+//! keep their state (health, ejections, requests in flight, pooled connections). A
+//! lookup that fails keeps the servers found last and says so in the log. This module
+//! owns the names; the proxy only ever sees addresses.
+
+mod lookup;
+
+use hickory_resolver::TokioResolver;
+use sluice_config::{Config, Discover, Server};
+use sluice_proxy::Proxy;
+use std::collections::HashMap;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// A `dns` entry: its upstream and its name as written.
+type Key = (String, String);
+
+/// The names of a running config and what they resolved to.
+pub struct Discovery {
+    runtime: tokio::runtime::Runtime,
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+struct State {
+    /// The config as loaded: fixed servers only.
+    base: Config,
+    /// Made when the config has names to look up.
+    resolver: Option<TokioResolver>,
+    found: HashMap<Key, Found>,
+    stopping: bool,
+}
+
+/// The servers a name gave last, and when to ask again.
+#[derive(Clone)]
+struct Found {
+    servers: Vec<Server>,
+    due: Instant,
+    /// Lookups failed in a row since the last answer.
+    failures: u32,
+}
+
+impl Discovery {
+    /// Looks up every name of `base` once, and returns the config to start with: `base`
+    /// with the servers found (none for a name whose lookup failed: it is asked again
+    /// soon, and its servers join when it answers).
+    pub fn start(base: Config) -> anyhow::Result<(Discovery, Config)> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let resolver = resolver_for(&runtime, &base, None)?;
+        let mut state = State {
+            base,
+            resolver,
+            found: HashMap::new(),
+            stopping: false,
+        };
+        state.found = runtime.block_on(lookup_all(&state, &HashMap::new()));
+        let config = compose(&state.base, &state.found);
+        let discovery = Discovery {
+            runtime,
+            state: Mutex::new(state),
+            wake: Condvar::new(),
+        };
+        Ok((discovery, config))
+    }
+
+    /// Applies a reloaded config: its names are looked up now (those that fail keep what
+    /// they found before, if they were in the old config too), then the proxy reloads.
+    pub fn reload(&self, proxy: &Proxy, base: Config) -> Result<String, String> {
+        let mut state = self.lock();
+        let resolver = resolver_for(&self.runtime, &base, Some(&state))
+            .map_err(|e| format!("[resolver]: {e}; still serving the previous config"))?;
+        let next = State {
+            base,
+            resolver,
+            found: HashMap::new(),
+            stopping: state.stopping,
+        };
+        let found = self.runtime.block_on(lookup_all(&next, &state.found));
+        let summary = proxy
+            .reload(compose(&next.base, &found))
+            .map_err(|e| format!("reload failed: {e}; still serving the previous config"))?;
+        *state = State { found, ..next };
+        self.wake.notify_all();
+        Ok(summary.to_string())
+    }
+
+    /// Follows the names until [`Discovery::stop`]: asks each when it is due, and reloads
+    /// the proxy when an answer changes its servers.
+    pub fn follow(&self, proxy: &Proxy) {
+        let mut state = self.lock();
+        loop {
+            if state.stopping {
+                return;
+            }
+            let now = Instant::now();
+            let next = state.found.values().map(|f| f.due).min();
+            match next {
+                None => state = self.wait(state, None),
+                Some(due) if due > now => state = self.wait(state, Some(due - now)),
+                Some(_) => self.refresh_due(&mut state, proxy),
+            }
+        }
+    }
+
+    /// Ends [`Discovery::follow`].
+    pub fn stop(&self) {
+        self.lock().stopping = true;
+        self.wake.notify_all();
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wait<'a>(
+        &self,
+        state: MutexGuard<'a, State>,
+        timeout: Option<Duration>,
+    ) -> MutexGuard<'a, State> {
+        match timeout {
+            Some(t) => match self.wake.wait_timeout(state, t) {
+                Ok((s, _)) => s,
+                Err(p) => p.into_inner().0,
+            },
+            None => self.wake.wait(state).unwrap_or_else(|p| p.into_inner()),
+        }
+    }
+
+    /// Asks every name that is due; reloads the proxy once if any servers changed.
+    fn refresh_due(&self, state: &mut State, proxy: &Proxy) {
+        let now = Instant::now();
+        let due: Vec<Key> = state
+            .found
+            .iter()
+            .filter(|(_, f)| f.due <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut changed = Vec::new();
+        for key in due {
+            let Some(entry) = find(&state.base, &key) else {
+                state.found.remove(&key);
+                continue;
+            };
+            let before = state.found.get(&key).cloned();
+            let after = self
+                .runtime
+                .block_on(lookup_one(state, &key, entry, before.as_ref()));
+            if before.as_ref().map(|b| &b.servers) != Some(&after.servers) {
+                changed.push(describe(&key, before.as_ref(), &after));
+            }
+            state.found.insert(key, after);
+        }
+        if changed.is_empty() {
+            return;
+        }
+        match proxy.reload(compose(&state.base, &state.found)) {
+            Ok(_) => tracing::info!("dns: {}", changed.join("; ")),
+            Err(e) => {
+                tracing::error!(cause = %e, "dns: servers changed ({}) but the reload failed; still serving the previous ones", changed.join("; "))
+            }
+        }
+    }
+}
+
+/// The resolver for `base`: none when it has no names; the one of `before` when its
+/// `[resolver]` settings are the same.
+fn resolver_for(
+    runtime: &tokio::runtime::Runtime,
+    base: &Config,
+    before: Option<&State>,
+) -> anyhow::Result<Option<TokioResolver>> {
+    if base.upstreams.iter().all(|u| u.discover.is_empty()) {
+        return Ok(None);
+    }
+    if let Some(old) = before.filter(|s| s.base.resolver == base.resolver) {
+        if old.resolver.is_some() {
+            return Ok(old.resolver.clone());
+        }
+    }
+    let made = runtime.block_on(async { lookup::resolver(&base.resolver) });
+    made.map(Some)
+        .map_err(|e| anyhow::anyhow!("cannot make a DNS resolver: {e}"))
+}
+
+/// Looks up every name of `state.base`; a failed lookup keeps what `before` had for it.
+async fn lookup_all(state: &State, before: &HashMap<Key, Found>) -> HashMap<Key, Found> {
+    let mut found = HashMap::new();
+    for up in &state.base.upstreams {
+        for d in &up.discover {
+            let key = (up.name.clone(), d.name.clone());
+            let old = before.get(&key);
+            let now = lookup_one(state, &key, d, old).await;
+            found.insert(key, now);
+        }
+    }
+    found
+}
+
+/// One lookup of `d`, the name `key`: the servers it found and when to ask again; on
+/// failure, the servers of `before` (if any), and a retry that backs off to `max_ttl`.
+async fn lookup_one(state: &State, key: &Key, d: &Discover, before: Option<&Found>) -> Found {
+    let bounds = &state.base.resolver;
+    let answer = match &state.resolver {
+        Some(resolver) => lookup::lookup(resolver, d).await,
+        None => Err("no resolver".to_string()),
+    };
+    match answer {
+        Ok(answer) => Found {
+            servers: answer.servers,
+            due: Instant::now() + answer.ttl.clamp(bounds.min_ttl, bounds.max_ttl),
+            failures: 0,
+        },
+        Err(e) => {
+            let servers = before.map(|b| b.servers.clone()).unwrap_or_default();
+            let failures = before.map_or(1, |b| b.failures.saturating_add(1));
+            tracing::warn!(
+                upstream = %key.0, name = %key.1, cause = %e,
+                "dns: lookup failed; keeping the {} server(s) found last", servers.len()
+            );
+            let retry = bounds.min_ttl.max(Duration::from_secs(1)) * 2u32.pow(failures.min(6) - 1);
+            Found {
+                servers,
+                due: Instant::now() + retry.min(bounds.max_ttl),
+                failures,
+            }
+        }
+    }
+}
+
+fn find<'a>(config: &'a Config, key: &Key) -> Option<&'a Discover> {
+    let up = config.upstreams.iter().find(|u| u.name == key.0)?;
+    up.discover.iter().find(|d| d.name == key.1)
+}
+
+/// `base` with the servers found for its names; a server listed fixed and also found
+/// in DNS is kept once, as listed.
+fn compose(base: &Config, found: &HashMap<Key, Found>) -> Config {
+    let mut config = base.clone();
+    for up in &mut config.upstreams {
+        for d in &up.discover {
+            let Some(f) = found.get(&(up.name.clone(), d.name.clone())) else {
+                continue;
+            };
+            for s in &f.servers {
+                if !up.servers.iter().any(|have| have.addr == s.addr) {
+                    up.servers.push(s.clone());
+                }
+            }
+        }
+    }
+    config
+}
+
+/// "upstream app, app.internal:8080: +10.0.0.7:8080 -10.0.0.5:8080 (2 now)".
+fn describe(key: &Key, before: Option<&Found>, after: &Found) -> String {
+    let had: Vec<_> = before
+        .map(|b| b.servers.iter().map(|s| s.addr).collect())
+        .unwrap_or_default();
+    let has: Vec<_> = after.servers.iter().map(|s| s.addr).collect();
+    let mut parts: Vec<String> = has
+        .iter()
+        .filter(|a| !had.contains(a))
+        .map(|a| format!("+{a}"))
+        .collect();
+    parts.extend(
+        had.iter()
+            .filter(|a| !has.contains(a))
+            .map(|a| format!("-{a}")),
+    );
+    if parts.is_empty() {
+        parts.push("weights or priorities changed".into());
+    }
+    format!(
+        "upstream {}, {}: {} ({} now)",
+        key.0,
+        key.1,
+        parts.join(" "),
+        has.len()
+    )
+}

@@ -1,0 +1,257 @@
+//! Servers found in DNS and followed without a reload (`{ dns = ... }`), against a real
+//! DNS server on loopback: dnsmasq, whose records the tests change while sluice runs.
+
+use super::harness::*;
+use sluice_lab::backend::{self, Options};
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// dnsmasq answering from a hosts file and SRV records, on a loopback port of its own.
+struct Dnsmasq {
+    child: Option<Child>,
+    port: u16,
+    hosts: PathBuf,
+    srv: Vec<String>,
+    _dir: TempDir,
+}
+
+fn dnsmasq_binary() -> &'static str {
+    ["/usr/sbin/dnsmasq", "/usr/bin/dnsmasq"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("dnsmasq is not installed (scripts/test.sh installs dnsmasq-base)")
+}
+
+impl Dnsmasq {
+    /// Serves `hosts` (lines of "IP name") and `srv` (dnsmasq `--srv-host` values) with
+    /// a TTL of one second.
+    fn start(hosts: &str, srv: &[&str]) -> Dnsmasq {
+        let dir = TempDir::new("dns");
+        let port = UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut dns = Dnsmasq {
+            child: None,
+            port,
+            hosts: dir.file("hosts", hosts),
+            srv: srv.iter().map(|s| s.to_string()).collect(),
+            _dir: dir,
+        };
+        dns.run();
+        dns
+    }
+
+    fn run(&mut self) {
+        let mut cmd = Command::new(dnsmasq_binary());
+        cmd.args([
+            "--keep-in-foreground",
+            "--no-resolv",
+            "--no-hosts",
+            "--bind-interfaces",
+        ])
+        .args(["--listen-address=127.0.0.1", "--local-ttl=1", "--pid-file="])
+        // Authoritative for .test: a name it lacks does not exist (NXDOMAIN).
+        .arg("--local=/test/")
+        .arg("--conf-file=/dev/null")
+        .arg(format!("--port={}", self.port))
+        .arg(format!("--addn-hosts={}", self.hosts.display()))
+        .args(self.srv.iter().map(|s| format!("--srv-host={s}")))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        self.child = Some(cmd.spawn().expect("dnsmasq starts"));
+        // Up once its port is taken.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while UdpSocket::bind(("127.0.0.1", self.port)).is_ok() {
+            assert!(Instant::now() < deadline, "dnsmasq never bound its port");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// New hosts-file records; dnsmasq rereads them on SIGHUP.
+    fn set_hosts(&self, hosts: &str) {
+        std::fs::write(&self.hosts, hosts).unwrap();
+        let pid = self.child.as_ref().unwrap().id().to_string();
+        assert!(Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success());
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Dnsmasq {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+async fn backend_at(name: &str, addr: SocketAddr) -> SocketAddr {
+    let options = Options {
+        name: name.into(),
+        delay: Duration::ZERO,
+        stomp: false,
+    };
+    backend::spawn(addr, options).await.expect("backend binds")
+}
+
+/// A config with one upstream whose servers are `servers` (TOML list entries), asking
+/// the dnsmasq on `dns_port` with TTLs bounded to 100 ms..500 ms; and its admin address.
+fn config(servers: &str, dns_port: u16) -> (String, SocketAddr) {
+    let admin = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let text = format!(
+        "[[listener]]\nbind = \"127.0.0.1:0\"\n\
+         [[route]]\nupstream = \"app\"\n\
+         [upstream.app]\nservers = [{servers}]\n\
+         [resolver]\nservers = [\"127.0.0.1:{dns_port}\"]\nmin_ttl = \"100ms\"\nmax_ttl = \"500ms\"\n\
+         [admin]\nbind = \"{admin}\"\n"
+    );
+    (text, admin)
+}
+
+/// The `X-Backend` names of `n` requests (or "none" for an answer from sluice itself).
+async fn names(addr: SocketAddr, n: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let reply = get(addr, "/").await;
+        out.push(reply.header("x-backend").unwrap_or("none").to_string());
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Waits up to 10 s for `n` requests to reach exactly the backends `want`.
+async fn until_served_by(addr: SocketAddr, want: &[&str], log: impl Fn() -> String) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = names(addr, 12).await;
+        if seen == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still served by {seen:?}, not {want:?}; sluice's log:\n{}",
+            log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Requests the server at `addr` has answered, by the admin API.
+async fn answered(admin: SocketAddr, addr: SocketAddr) -> u64 {
+    let body = get(admin, "/api/upstreams").await.body;
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let servers = v["upstreams"][0]["servers"].as_array().unwrap().clone();
+    let s = servers
+        .iter()
+        .find(|s| s["addr"] == addr.to_string())
+        .unwrap_or_else(|| panic!("{addr} not among {servers:?}"));
+    s["requests"]["2xx"].as_u64().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_is_followed_as_its_addresses_come_and_go() {
+    let two = backend_at("two", "127.0.0.2:0".parse().unwrap()).await;
+    let port = two.port();
+    let three = backend_at("three", SocketAddr::from(([127, 0, 0, 3], port))).await;
+    let mut dns = Dnsmasq::start("", &[]);
+    let (text, admin) = config(&format!("{{ dns = \"app.test:{port}\" }}"), dns.port);
+    let sluice = SluiceProcess::serve("dns.toml", &text, "info").await;
+    let addr = sluice.addr();
+    let log = || sluice.log();
+
+    // No such name yet: sluice starts anyway, with no server to send to.
+    let first = get(addr, "/").await;
+    assert!(first.status >= 500, "{}", first.status);
+    assert!(!sluice.log().contains("lookup failed"), "{}", sluice.log());
+    dns.set_hosts("127.0.0.2 app.test\n");
+    until_served_by(addr, &["two"], log).await;
+    dns.set_hosts("127.0.0.2 app.test\n127.0.0.3 app.test\n");
+    until_served_by(addr, &["three", "two"], log).await;
+    assert!(
+        sluice.log().contains(&format!("+{three}")),
+        "{}",
+        sluice.log()
+    );
+
+    // The resolver fails: the servers found last stay.
+    dns.stop();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !sluice.log().contains("keeping the 2 server(s) found last") {
+        assert!(Instant::now() < deadline, "{}", sluice.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(names(addr, 12).await, ["three", "two"]);
+
+    // Back with one address gone: the server that stays keeps its state (its request
+    // count goes on from where it was).
+    let before = answered(admin, three).await;
+    assert!(before > 0);
+    std::fs::write(&dns.hosts, "127.0.0.3 app.test\n").unwrap();
+    dns.run();
+    until_served_by(addr, &["three"], log).await;
+    assert!(answered(admin, three).await >= before + 12);
+    assert!(
+        sluice.log().contains(&format!("-{two}")),
+        "{}",
+        sluice.log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn srv_records_give_ports_weights_and_backups() {
+    let a = backend_at("a", loopback()).await;
+    let b = backend_at("b", loopback()).await;
+    let c = backend_at("c", loopback()).await;
+    let srv = [
+        format!("_http._tcp.app.test,a.test,{},0,10", a.port()),
+        format!("_http._tcp.app.test,b.test,{},0,10", b.port()),
+        format!("_http._tcp.app.test,c.test,{},1,10", c.port()),
+    ];
+    let srv: Vec<&str> = srv.iter().map(String::as_str).collect();
+    let hosts = "127.0.0.1 a.test\n127.0.0.1 b.test\n127.0.0.1 c.test\n";
+    let dns = Dnsmasq::start(hosts, &srv);
+    let (text, admin) = config("{ dns = \"_http._tcp.app.test\" }", dns.port);
+    let sluice = SluiceProcess::serve("srv.toml", &text, "info").await;
+    let addr = sluice.addr();
+
+    // Priority 0 serves; c, of priority 1, is a backup.
+    assert_eq!(names(addr, 12).await, ["a", "b"]);
+    let body = get(admin, "/api/upstreams").await.body;
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let backup = |port: u16| {
+        v["upstreams"][0]["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["addr"] == format!("127.0.0.1:{port}"))
+            .unwrap_or_else(|| panic!("no server on port {port}: {v}"))["backup"]
+            .as_bool()
+            .unwrap()
+    };
+    assert!(!backup(a.port()) && !backup(b.port()) && backup(c.port()));
+}
+
+#[test]
+fn a_bad_dns_entry_is_refused_with_its_place() {
+    let text = "[[listener]]\nbind = \"127.0.0.1:0\"\n[[route]]\nupstream = \"app\"\n\
+                [upstream.app]\nservers = [{ dns = \"app.test\" }]\n";
+    let err = sluice_config::parse("bad.toml", text)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("bad.toml:6:") && err.contains("SRV"), "{err}");
+}
