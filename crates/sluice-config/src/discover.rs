@@ -31,6 +31,14 @@ pub fn entry(r: &mut Reader, t: &InlineTable, span: Span) -> Option<Discover> {
         );
         return None;
     };
+    if matches!(query, DnsQuery::Service(_)) && t.contains_key("weight") {
+        r.error(
+            t.get("weight").and_then(|w| w.span()),
+            "an SRV entry's servers take the weights of its records",
+            "remove `weight`, or set the weights in the SRV records",
+        );
+        return None;
+    }
     let weight = crate::servers::weight(r, t)?;
     Some(Discover {
         name: text,
@@ -82,18 +90,18 @@ pub fn resolver(r: &mut Reader, root: &dyn TableLike) -> Resolver {
     };
     r.only_keys(t, RESOLVER_KEYS, "[resolver]");
     out.servers = name_servers(r, t);
-    out.min_ttl = r.duration(t, "min_ttl").unwrap_or(out.min_ttl);
-    out.max_ttl = r.duration(t, "max_ttl").unwrap_or(out.max_ttl);
+    // Never asked again sooner than this, whatever min_ttl and the records say.
+    let floor = Duration::from_millis(100);
+    out.min_ttl = r.duration(t, "min_ttl").unwrap_or(out.min_ttl).max(floor);
+    out.max_ttl = r.duration(t, "max_ttl").unwrap_or(out.max_ttl).max(floor);
     out.timeout = r.timeout(t, "timeout").unwrap_or(out.timeout);
     if out.min_ttl > out.max_ttl {
         r.error(
             t.get("min_ttl").and_then(|v| v.span()),
             "`min_ttl` is longer than `max_ttl`",
-            "records are asked again after their TTL, kept between min_ttl and max_ttl",
+            "records are asked again after their TTL, kept between min_ttl and max_ttl (both at least 100ms)",
         );
-    }
-    if out.min_ttl.is_zero() {
-        out.min_ttl = Duration::from_millis(100);
+        out.max_ttl = out.min_ttl;
     }
     out
 }
@@ -139,5 +147,36 @@ mod tests {
         assert_eq!(query("_http.app"), None, "SRV needs _service._proto");
         assert_eq!(query("app:0"), None);
         assert_eq!(query("bad name:80"), None);
+    }
+
+    fn config(servers: &str, resolver: &str) -> Result<crate::Config, String> {
+        let text = format!(
+            "[[listener]]\nbind = \"127.0.0.1:0\"\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [{servers}]\n[resolver]\n{resolver}\n"
+        );
+        crate::parse("t.toml", &text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn resolver_bounds_are_kept_apart_and_srv_weights_come_from_the_records() {
+        let c = config(
+            "{ dns = \"a.test:80\" }",
+            "min_ttl = \"0s\"\nmax_ttl = \"50ms\"",
+        )
+        .unwrap();
+        assert_eq!(c.resolver.min_ttl, Duration::from_millis(100));
+        assert!(c.resolver.min_ttl <= c.resolver.max_ttl);
+        let err = config(
+            "{ dns = \"a.test:80\" }",
+            "min_ttl = \"5s\"\nmax_ttl = \"1s\"",
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("t.toml:8:") && err.contains("min_ttl"),
+            "{err}"
+        );
+        let err = config("{ dns = \"_http._tcp.a.test\", weight = 3 }", "").unwrap_err();
+        assert!(err.contains("weights of its records"), "{err}");
+        let err = config("{ dns = \"a.test:80\", addr = \"127.0.0.1:80\" }", "").unwrap_err();
+        assert!(err.contains("either `addr` or `dns`"), "{err}");
     }
 }

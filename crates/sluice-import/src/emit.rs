@@ -25,6 +25,16 @@ pub fn toml(plan: &Plan, source: &str) -> String {
         let _ = write!(out, "\n[resolver]\nservers = {}\n", list(&plan.resolver));
         if let Some(valid) = &plan.resolver_valid {
             let _ = writeln!(out, "max_ttl = {}", quote(valid));
+            // min_ttl (1 s by default) may not exceed it.
+            // (`duration` writes whole seconds as "Ns", anything else as "Nms".)
+            let short = valid == "0s"
+                || valid
+                    .strip_suffix("ms")
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .is_some_and(|n| n < 1000);
+            if short {
+                let _ = writeln!(out, "min_ttl = {}", quote(valid));
+            }
         }
     }
     for l in &plan.listeners {

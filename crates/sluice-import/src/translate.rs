@@ -236,13 +236,20 @@ impl Translator {
     /// `resolver ADDR... [valid=TIME] [ipv6=off]`: the DNS servers of `resolve` servers.
     fn resolver(&mut self, d: &Node, notes: &mut Notes) {
         for arg in &d.args {
+            let bare = arg.strip_prefix('[').and_then(|a| a.strip_suffix(']'));
+            let addr = bare.unwrap_or(arg);
+            let is_addr = addr.parse::<std::net::IpAddr>().is_ok()
+                || addr.parse::<std::net::SocketAddr>().is_ok();
             if let Some(valid) = arg.strip_prefix("valid=") {
                 self.plan.resolver_valid = duration(valid);
             } else if arg.contains('=') {
                 notes.push(d.note(format!("{arg}: not translated")));
-            } else if !self.plan.resolver.contains(arg) {
-                let bare = arg.strip_prefix('[').and_then(|a| a.strip_suffix(']'));
-                self.plan.resolver.push(bare.unwrap_or(arg).to_string());
+            } else if !is_addr {
+                notes.push(d.note(format!(
+                    "{arg}: sluice takes name servers by address; left out"
+                )));
+            } else if !self.plan.resolver.iter().any(|r| r == addr) {
+                self.plan.resolver.push(addr.to_string());
             }
         }
     }

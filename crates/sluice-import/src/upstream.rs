@@ -84,6 +84,9 @@ fn server(d: &Node, up: &mut Upstream, notes: &mut Notes) {
             _ => notes.push(d.note(format!("{param}: not translated"))),
         }
     }
+    if service.is_some() && !server.dns {
+        notes.push(d.note("service= without resolve: nginx refuses it; left as an address"));
+    }
     followed(d, &mut server, service);
     match up.servers.iter_mut().find(|s| s.addr == server.addr) {
         Some(same) => {
@@ -105,7 +108,7 @@ fn followed(d: &Node, server: &mut Server, service: Option<String>) {
         server.dns = false;
         return;
     }
-    if let Some(svc) = service {
+    if let Some(svc) = service.filter(|_| server.dns) {
         let written = d.arg(0).unwrap_or_default();
         let host = written.rsplit_once(':').map_or(written, |(h, _)| h);
         server.addr = if svc.contains('.') {

@@ -122,7 +122,8 @@ fn listed_twice(server: &Server, earlier: &Server, at: Option<&Place>) -> Config
     ConfigError::at_place(at.unwrap_or(&nowhere), message, hint)
 }
 
-fn loops(addr: &SocketAddr, binds: &[SocketAddr]) -> bool {
+/// Whether `addr` is one of sluice's own listeners (`binds`).
+pub fn loops(addr: &SocketAddr, binds: &[SocketAddr]) -> bool {
     binds.iter().any(|b| {
         b.port() == addr.port()
             && (b.ip() == addr.ip() || (b.ip().is_unspecified() && addr.ip().is_loopback()))

@@ -77,9 +77,17 @@ pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
     tracing::info!(pid_file = %pid_file.display(), "reload with SIGHUP or `sluice reload -c {}`", path.display());
     crate::notify::ready(&format!("serving {}", path.display()));
     std::thread::scope(|scope| {
+        // Stops the following thread however this scope ends (a panic too), or the
+        // scope would wait for it forever.
+        struct StopOnExit<'a>(&'a Discovery);
+        impl Drop for StopOnExit<'_> {
+            fn drop(&mut self) {
+                self.0.stop();
+            }
+        }
+        let _stop = StopOnExit(&discovery);
         scope.spawn(|| discovery.follow(&proxy));
         run_until_stopped(&proxy, signals, Some((path, &waiting, &discovery)));
-        discovery.stop();
     });
     let waited = proxy.wait();
     let _ = std::fs::remove_file(&pid_file);

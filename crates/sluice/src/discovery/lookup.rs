@@ -17,9 +17,14 @@ pub struct Answer {
     pub ttl: Duration,
 }
 
+/// The largest weight a server takes (the config's bound): SRV weights go to 65,535,
+/// and consistent hashing places points in proportion to the weight.
+const MAX_WEIGHT: u32 = 10_000;
+
 /// A resolver asking `settings.servers`, or the system's name servers when none are
 /// given. Nothing is cached: each lookup asks, as it is made when the last answer ran out
-/// (or when `max_ttl` cut it short, to follow changes sooner).
+/// (or when `max_ttl` cut it short, to follow changes sooner). Each query is sent twice
+/// before it counts as failed: one lost UDP datagram must not look like an outage.
 pub fn resolver(settings: &Resolver) -> Result<TokioResolver, NetError> {
     let provider = TokioRuntimeProvider::default();
     let mut builder = if settings.servers.is_empty() {
@@ -31,7 +36,7 @@ pub fn resolver(settings: &Resolver) -> Result<TokioResolver, NetError> {
     let opts: &mut ResolverOpts = builder.options_mut();
     opts.cache_size = 0;
     opts.timeout = settings.timeout;
-    opts.attempts = 1;
+    opts.attempts = 2;
     builder.build()
 }
 
@@ -51,7 +56,11 @@ pub async fn lookup(resolver: &TokioResolver, d: &Discover) -> Result<Answer, St
         DnsQuery::Service(name) => services(resolver, d, name).await,
     };
     let mut answer = found.map_err(|e| e.to_string())?;
-    answer.servers.sort_by_key(|s| s.addr);
+    // One server per address, whatever order the records came in: the primary one if
+    // any, then the heaviest.
+    answer
+        .servers
+        .sort_by_key(|s| (s.addr, s.backup, std::cmp::Reverse(s.weight)));
     answer.servers.dedup_by_key(|s| s.addr);
     Ok(answer)
 }
@@ -77,27 +86,44 @@ async fn addresses(
     Ok(Answer { servers, ttl })
 }
 
-/// The addresses of `host` and their TTL; `None` when it has none.
+/// The addresses of `host` (A and AAAA asked apart) and their TTL; `None` when it has
+/// neither. Only when both say "no records" is the name empty: any other failure of
+/// either is a failed lookup, never a name without servers.
 async fn ips(
     resolver: &TokioResolver,
     host: &str,
 ) -> Result<Option<(Vec<IpAddr>, Duration)>, NetError> {
-    match resolver.lookup_ip(host).await {
-        Ok(found) => {
-            let ttl = found
-                .valid_until()
-                .saturating_duration_since(Instant::now());
-            Ok(Some((found.iter().collect(), ttl)))
+    let name = absolute(host);
+    let (v4, v6) = tokio::join!(
+        resolver.ipv4_lookup(name.as_str()),
+        resolver.ipv6_lookup(name.as_str())
+    );
+    let mut ips = Vec::new();
+    let mut ttl: Option<Duration> = None;
+    for found in [v4, v6] {
+        match found {
+            Ok(lookup) => {
+                let left = lookup
+                    .valid_until()
+                    .saturating_duration_since(Instant::now());
+                ttl = Some(ttl.map_or(left, |t| t.min(left)));
+                ips.extend(lookup.answers().iter().filter_map(|r| match &r.data {
+                    RData::A(a) => Some(IpAddr::V4(a.0)),
+                    RData::AAAA(a) => Some(IpAddr::V6(a.0)),
+                    _ => None,
+                }));
+            }
+            Err(e) if e.is_no_records_found() => {}
+            Err(e) => return Err(e),
         }
-        Err(e) if e.is_no_records_found() => Ok(None),
-        Err(e) => Err(e),
     }
+    Ok((!ips.is_empty()).then(|| (ips, ttl.unwrap_or(EMPTY_TTL))))
 }
 
 /// SRV records: each target's addresses on the record's port, weighted as the record
 /// says; the records of the lowest priority serve, the others are backups.
 async fn services(resolver: &TokioResolver, d: &Discover, name: &str) -> Result<Answer, NetError> {
-    let found = match resolver.srv_lookup(name).await {
+    let found = match resolver.srv_lookup(absolute(name).as_str()).await {
         Ok(found) => found,
         Err(e) if e.is_no_records_found() => return Ok(empty()),
         Err(e) => return Err(e),
@@ -122,12 +148,19 @@ async fn services(resolver: &TokioResolver, d: &Discover, name: &str) -> Result<
         };
         ttl = ttl.min(target_ttl);
         let target = absolute.trim_end_matches('.');
-        let named = (ips.len() == 1).then(|| format!("{target}:{}", srv.port));
         let backup = d.backup || Some(srv.priority) != first;
-        let weight = u32::from(srv.weight).max(1);
+        let weight = u32::from(srv.weight).clamp(1, MAX_WEIGHT);
+        let several = ips.len() > 1;
         for ip in ips {
             let addr = SocketAddr::new(ip, srv.port);
-            servers.push(server(d, addr, named.clone(), weight, backup));
+            // Named by its target, which stays as a pod's address changes (consistent
+            // hashing keeps its keys); a target with several addresses adds each.
+            let name = if several {
+                format!("{target}:{}/{ip}", srv.port)
+            } else {
+                format!("{target}:{}", srv.port)
+            };
+            servers.push(server(d, addr, Some(name), weight, backup));
         }
     }
     Ok(Answer { servers, ttl })
@@ -140,8 +173,21 @@ fn empty() -> Answer {
     }
 }
 
+/// A name with a dot is asked as written (`app.ns.svc.cluster.local` would otherwise
+/// go through the search list first: with Kubernetes' ndots:5, six queries that fail
+/// before the one that answers); a single label (`app`, Docker's and Kubernetes' short
+/// names) goes through the search list as the system's resolver would send it.
+fn absolute(name: &str) -> String {
+    let name = name.trim_end_matches('.');
+    if name.contains('.') {
+        format!("{name}.")
+    } else {
+        name.to_string()
+    }
+}
+
 /// A server found by `d`: named by its address (the same in every sluice that finds
-/// it, so consistent hashing agrees), or by the SRV target that has only this address.
+/// it, so consistent hashing agrees) unless given a name.
 fn server(
     d: &Discover,
     addr: SocketAddr,
@@ -156,5 +202,20 @@ fn server(
         backup,
         max_conns: d.max_conns,
         host: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::absolute;
+
+    #[test]
+    fn dotted_names_are_asked_as_written_and_short_ones_through_the_search_list() {
+        assert_eq!(
+            absolute("app.ns.svc.cluster.local"),
+            "app.ns.svc.cluster.local."
+        );
+        assert_eq!(absolute("app.internal."), "app.internal.");
+        assert_eq!(absolute("app"), "app");
     }
 }

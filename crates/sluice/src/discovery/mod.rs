@@ -13,6 +13,7 @@ use hickory_resolver::TokioResolver;
 use sluice_config::{Config, Discover, Server};
 use sluice_proxy::Proxy;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,12 @@ pub struct Discovery {
     runtime: tokio::runtime::Runtime,
     state: Mutex<State>,
     wake: Condvar,
+    /// Set by [`Discovery::stop`]; read without the lock, which a lookup may hold.
+    stopping: AtomicBool,
 }
+
+/// The longest [`Discovery::follow`] sleeps before it looks at `stopping` again.
+const AWAKE: Duration = Duration::from_millis(200);
 
 struct State {
     /// The config as loaded: fixed servers only.
@@ -32,7 +38,6 @@ struct State {
     /// Made when the config has names to look up.
     resolver: Option<TokioResolver>,
     found: HashMap<Key, Found>,
-    stopping: bool,
 }
 
 /// The servers a name gave last, and when to ask again.
@@ -57,7 +62,6 @@ impl Discovery {
             base,
             resolver,
             found: HashMap::new(),
-            stopping: false,
         };
         state.found = runtime.block_on(lookup_all(&state, &HashMap::new()));
         let config = compose(&state.base, &state.found);
@@ -65,6 +69,7 @@ impl Discovery {
             runtime,
             state: Mutex::new(state),
             wake: Condvar::new(),
+            stopping: AtomicBool::new(false),
         };
         Ok((discovery, config))
     }
@@ -79,7 +84,6 @@ impl Discovery {
             base,
             resolver,
             found: HashMap::new(),
-            stopping: state.stopping,
         };
         let found = self.runtime.block_on(lookup_all(&next, &state.found));
         let summary = proxy
@@ -94,23 +98,22 @@ impl Discovery {
     /// the proxy when an answer changes its servers.
     pub fn follow(&self, proxy: &Proxy) {
         let mut state = self.lock();
-        loop {
-            if state.stopping {
-                return;
-            }
+        while !self.stopping.load(Ordering::Acquire) {
             let now = Instant::now();
             let next = state.found.values().map(|f| f.due).min();
             match next {
-                None => state = self.wait(state, None),
-                Some(due) if due > now => state = self.wait(state, Some(due - now)),
-                Some(_) => self.refresh_due(&mut state, proxy),
+                Some(due) if due <= now => self.refresh_due(&mut state, proxy),
+                _ => {
+                    let sleep = next.map_or(AWAKE, |due| (due - now).min(AWAKE));
+                    state = self.wait(state, sleep);
+                }
             }
         }
     }
 
-    /// Ends [`Discovery::follow`].
+    /// Ends [`Discovery::follow`] within [`AWAKE`] or the lookup under way.
     pub fn stop(&self) {
-        self.lock().stopping = true;
+        self.stopping.store(true, Ordering::Release);
         self.wake.notify_all();
     }
 
@@ -118,17 +121,10 @@ impl Discovery {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn wait<'a>(
-        &self,
-        state: MutexGuard<'a, State>,
-        timeout: Option<Duration>,
-    ) -> MutexGuard<'a, State> {
-        match timeout {
-            Some(t) => match self.wake.wait_timeout(state, t) {
-                Ok((s, _)) => s,
-                Err(p) => p.into_inner().0,
-            },
-            None => self.wake.wait(state).unwrap_or_else(|p| p.into_inner()),
+    fn wait<'a>(&self, state: MutexGuard<'a, State>, timeout: Duration) -> MutexGuard<'a, State> {
+        match self.wake.wait_timeout(state, timeout) {
+            Ok((s, _)) => s,
+            Err(p) => p.into_inner().0,
         }
     }
 
@@ -143,6 +139,9 @@ impl Discovery {
             .collect();
         let mut changed = Vec::new();
         for key in due {
+            if self.stopping.load(Ordering::Acquire) {
+                return;
+            }
             let Some(entry) = find(&state.base, &key) else {
                 state.found.remove(&key);
                 continue;
@@ -152,17 +151,28 @@ impl Discovery {
                 .runtime
                 .block_on(lookup_one(state, &key, entry, before.as_ref()));
             if before.as_ref().map(|b| &b.servers) != Some(&after.servers) {
-                changed.push(describe(&key, before.as_ref(), &after));
+                changed.push((key.clone(), before));
             }
             state.found.insert(key, after);
         }
-        if changed.is_empty() {
+        if changed.is_empty() || self.stopping.load(Ordering::Acquire) {
             return;
         }
+        let said: Vec<String> = changed
+            .iter()
+            .map(|(key, before)| describe(key, before.as_ref(), &state.found[key]))
+            .collect();
         match proxy.reload(compose(&state.base, &state.found)) {
-            Ok(_) => tracing::info!("dns: {}", changed.join("; ")),
+            Ok(_) => tracing::info!("dns: {}", said.join("; ")),
             Err(e) => {
-                tracing::error!(cause = %e, "dns: servers changed ({}) but the reload failed; still serving the previous ones", changed.join("; "))
+                tracing::error!(cause = %e, "dns: servers changed ({}) but the reload failed; still serving the previous ones", said.join("; "));
+                // Back to what is served, so the next lookup sees the change again.
+                for (key, before) in changed {
+                    let servers = before.map(|b| b.servers).unwrap_or_default();
+                    if let Some(f) = state.found.get_mut(&key) {
+                        f.servers = servers;
+                    }
+                }
             }
         }
     }
@@ -206,13 +216,17 @@ async fn lookup_all(state: &State, before: &HashMap<Key, Found>) -> HashMap<Key,
 /// failure, the servers of `before` (if any), and a retry that backs off to `max_ttl`.
 async fn lookup_one(state: &State, key: &Key, d: &Discover, before: Option<&Found>) -> Found {
     let bounds = &state.base.resolver;
+    // hickory bounds each query; this bounds the lookup (SRV targets, both families).
+    let within = bounds.timeout * 4;
     let answer = match &state.resolver {
-        Some(resolver) => lookup::lookup(resolver, d).await,
+        Some(resolver) => tokio::time::timeout(within, lookup::lookup(resolver, d))
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {within:?}"))),
         None => Err("no resolver".to_string()),
     };
     match answer {
         Ok(answer) => Found {
-            servers: answer.servers,
+            servers: usable(answer.servers, key, &state.base),
             due: Instant::now() + answer.ttl.clamp(bounds.min_ttl, bounds.max_ttl),
             failures: 0,
         },
@@ -231,6 +245,24 @@ async fn lookup_one(state: &State, key: &Key, d: &Discover, before: Option<&Foun
             }
         }
     }
+}
+
+/// The servers found minus those sluice must not connect to (port 0, an unspecified
+/// address, one of its own listeners: requests would loop), each dropped with a warning.
+fn usable(servers: Vec<Server>, key: &Key, config: &Config) -> Vec<Server> {
+    let binds: Vec<_> = config.listeners.iter().map(|l| l.bind).collect();
+    servers
+        .into_iter()
+        .filter(|s| {
+            let bad = s.addr.port() == 0
+                || s.addr.ip().is_unspecified()
+                || crate::resolve::loops(&s.addr, &binds);
+            if bad {
+                tracing::warn!(upstream = %key.0, name = %key.1, addr = %s.addr, "dns: found an address sluice must not connect to (port 0, unspecified, or its own listener); left out");
+            }
+            !bad
+        })
+        .collect()
 }
 
 fn find<'a>(config: &'a Config, key: &Key) -> Option<&'a Discover> {

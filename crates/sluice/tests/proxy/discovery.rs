@@ -29,11 +29,7 @@ impl Dnsmasq {
     /// a TTL of one second.
     fn start(hosts: &str, srv: &[&str]) -> Dnsmasq {
         let dir = TempDir::new("dns");
-        let port = UdpSocket::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_udp_and_tcp_port();
         let mut dns = Dnsmasq {
             child: None,
             port,
@@ -63,11 +59,13 @@ impl Dnsmasq {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
         self.child = Some(cmd.spawn().expect("dnsmasq starts"));
-        // Up once its port is taken.
+        // Up once it answers a query.
         let deadline = Instant::now() + Duration::from_secs(10);
-        while UdpSocket::bind(("127.0.0.1", self.port)).is_ok() {
-            assert!(Instant::now() < deadline, "dnsmasq never bound its port");
-            std::thread::sleep(Duration::from_millis(20));
+        while !answers(self.port) {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("dnsmasq exited with {status}");
+            }
+            assert!(Instant::now() < deadline, "dnsmasq never answered");
         }
     }
 
@@ -93,6 +91,50 @@ impl Dnsmasq {
 impl Drop for Dnsmasq {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A port free for UDP and TCP both (dnsmasq takes both).
+fn free_udp_and_tcp_port() -> u16 {
+    loop {
+        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = udp.local_addr().unwrap().port();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// Whether a DNS server on `port` answers a query (any answer) within 200 ms.
+fn answers(port: u16) -> bool {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    // id 0x5151, recursion desired, one question: ready.test A IN.
+    let mut query = vec![0x51, 0x51, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+    for label in ["ready", "test"] {
+        query.push(label.len() as u8);
+        query.extend_from_slice(label.as_bytes());
+    }
+    query.extend_from_slice(&[0, 0, 1, 0, 1]);
+    if socket.send_to(&query, ("127.0.0.1", port)).is_err() {
+        return false;
+    }
+    let mut reply = [0u8; 512];
+    matches!(socket.recv(&mut reply), Ok(n) if n >= 12 && reply[..2] == [0x51, 0x51])
+}
+
+/// Waits up to 10 s for sluice's log to hold `text`.
+async fn until_logged(sluice: &SluiceProcess, text: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !sluice.log().contains(text) {
+        assert!(
+            Instant::now() < deadline,
+            "no {text:?} in:\n{}",
+            sluice.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -182,19 +224,11 @@ async fn a_name_is_followed_as_its_addresses_come_and_go() {
     until_served_by(addr, &["two"], log).await;
     dns.set_hosts("127.0.0.2 app.test\n127.0.0.3 app.test\n");
     until_served_by(addr, &["three", "two"], log).await;
-    assert!(
-        sluice.log().contains(&format!("+{three}")),
-        "{}",
-        sluice.log()
-    );
+    until_logged(&sluice, &format!("+{three}")).await;
 
     // The resolver fails: the servers found last stay.
     dns.stop();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !sluice.log().contains("keeping the 2 server(s) found last") {
-        assert!(Instant::now() < deadline, "{}", sluice.log());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_logged(&sluice, "keeping the 2 server(s) found last").await;
     assert_eq!(names(addr, 12).await, ["three", "two"]);
 
     // Back with one address gone: the server that stays keeps its state (its request
@@ -205,11 +239,7 @@ async fn a_name_is_followed_as_its_addresses_come_and_go() {
     dns.run();
     until_served_by(addr, &["three"], log).await;
     assert!(answered(admin, three).await >= before + 12);
-    assert!(
-        sluice.log().contains(&format!("-{two}")),
-        "{}",
-        sluice.log()
-    );
+    until_logged(&sluice, &format!("-{two}")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
