@@ -58,6 +58,9 @@ pub fn upstreams(s: &Snapshot) -> Value {
                 "name": u.name,
                 "balance": u.balance,
                 "servers": u.servers.iter().map(server).collect::<Vec<_>>(),
+                "dns": s.dns.iter().filter(|d| d.upstream == u.name).map(|d| json!({
+                    "name": d.name, "lookups": d.lookups, "failures": d.failures, "servers": d.servers,
+                })).collect::<Vec<_>>(),
                 "queue": {
                     "waiting": u.queue.waiting, "timeouts": u.queue.timeouts,
                     "rejected": u.queue.rejected, "wait": latency(&u.queue.wait),

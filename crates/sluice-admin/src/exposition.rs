@@ -95,6 +95,7 @@ impl Collector for Metrics {
         servers(&mut enc, &s)?;
         queues(&mut enc, &s)?;
         rate_limits(&mut enc, &s)?;
+        dns(&mut enc, &s)?;
         histograms(&mut enc, &s)
     }
 }
@@ -405,6 +406,36 @@ fn seconds_histogram<'h>(
         )?;
     }
     Ok(())
+}
+
+/// Server names followed in DNS: lookups answered or not, and the servers each gives.
+fn dns(enc: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), Error> {
+    let label = |d: &sluice_proxy::DnsView, result: Option<&str>| {
+        let mut l = vec![("upstream", d.upstream.clone()), ("name", d.name.clone())];
+        l.extend(result.map(|r| ("result", r.to_string())));
+        l
+    };
+    let rows = s.dns.iter().flat_map(|d| {
+        [
+            (label(d, Some("answered")), d.lookups - d.failures),
+            (label(d, Some("failed")), d.failures),
+        ]
+    });
+    family(
+        enc,
+        "sluice_dns_lookups",
+        "Lookups of a server name followed in DNS; a failed one keeps the servers found before",
+        MetricType::Counter,
+        rows,
+    )?;
+    let rows = s.dns.iter().map(|d| (label(d, None), d.servers));
+    family(
+        enc,
+        "sluice_dns_servers",
+        "Servers a name followed in DNS gives now",
+        MetricType::Gauge,
+        rows,
+    )
 }
 
 /// The rate limits: requests refused, and clients tracked.

@@ -55,7 +55,8 @@ mod upstream;
 
 pub use runtime::server::{Proxy, ReloadSummary};
 pub use runtime::view::{
-    LimitView, ListenerView, QueueView, RouteView, ServerView, Snapshot, UpstreamView, View,
+    DnsView, LimitView, ListenerView, QueueView, RouteView, ServerView, Snapshot, UpstreamView,
+    View,
 };
 pub use state::upstream::ServerError;
 

@@ -344,6 +344,19 @@ pub struct ProxyStats {
     /// When the last reload (applied or refused) happened, Unix ms; 0 if none.
     last_reload_unix_ms: AtomicU64,
     pub started: SystemTime,
+    /// Server names followed in DNS, by upstream and name as written.
+    dns: Mutex<Vec<(String, String, Arc<DnsName>)>>,
+}
+
+/// A server name followed in DNS (an upstream's `dns` entry), as the `sluice` binary,
+/// which looks names up, reports its lookups. This crate never resolves.
+#[derive(Default)]
+pub struct DnsName {
+    pub lookups: Counter,
+    /// Lookups the resolver did not answer (the servers found before were kept).
+    pub failures: Counter,
+    /// Servers the name gives now.
+    pub servers: AtomicU64,
 }
 
 impl Default for ProxyStats {
@@ -356,6 +369,7 @@ impl Default for ProxyStats {
             reload_failures: Counter::default(),
             last_reload_unix_ms: AtomicU64::new(0),
             started: SystemTime::now(),
+            dns: Mutex::default(),
         };
         stats.generation.add(1);
         stats
@@ -421,6 +435,22 @@ impl ProxyStats {
     /// When the last reload (applied or refused) happened, Unix ms; 0 if none.
     pub fn last_reload_unix_ms(&self) -> u64 {
         self.last_reload_unix_ms.load(Ordering::Relaxed)
+    }
+
+    /// The counters of the name `name` of `upstream` (made on first use).
+    pub fn dns_name(&self, upstream: &str, name: &str) -> Arc<DnsName> {
+        let mut all = self.dns.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, _, found)) = all.iter().find(|(u, n, _)| u == upstream && n == name) {
+            return found.clone();
+        }
+        let made = Arc::new(DnsName::default());
+        all.push((upstream.to_string(), name.to_string(), made.clone()));
+        made
+    }
+
+    /// Every name followed in DNS: upstream, name, counters.
+    pub fn dns_names(&self) -> Vec<(String, String, Arc<DnsName>)> {
+        self.dns.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 

@@ -60,6 +60,7 @@ pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
     let acme = config.acme.clone();
     let (discovery, config) = Discovery::start(config)?;
     let proxy = Proxy::start(config).context("starting the listeners")?;
+    discovery.attach(proxy.stats().clone());
     if let Some(acme) = acme {
         sluice_acme::spawn(acme, proxy.challenges()).context("starting the ACME client")?;
     }

@@ -35,6 +35,18 @@ pub struct Snapshot {
     pub routes: Vec<RouteView>,
     pub upstreams: Vec<UpstreamView>,
     pub limits: Vec<LimitView>,
+    /// Server names followed in DNS.
+    pub dns: Vec<DnsView>,
+}
+
+/// A server name followed in DNS: its lookups, and the servers it gives now.
+#[derive(Debug, Clone)]
+pub struct DnsView {
+    pub upstream: String,
+    pub name: String,
+    pub lookups: u64,
+    pub failures: u64,
+    pub servers: u64,
 }
 
 /// A `[limit.NAME]`: requests it refused, and the clients it holds state for now.
@@ -146,6 +158,7 @@ impl View {
             listeners: self.listeners(),
             routes: routes(&shared),
             upstreams: upstreams(&shared, stats),
+            dns: dns(stats),
             limits: shared
                 .limits
                 .iter()
@@ -213,6 +226,21 @@ fn balance_name(b: &Balance) -> &'static str {
         Balance::PeakEwma { .. } => "peak_ewma",
         Balance::Hash { .. } => "hash",
     }
+}
+
+fn dns(stats: &ProxyStats) -> Vec<DnsView> {
+    use std::sync::atomic::Ordering;
+    stats
+        .dns_names()
+        .into_iter()
+        .map(|(upstream, name, n)| DnsView {
+            upstream,
+            name,
+            lookups: n.lookups.get(),
+            failures: n.failures.get(),
+            servers: n.servers.load(Ordering::Relaxed),
+        })
+        .collect()
 }
 
 fn upstreams(shared: &Shared, stats: &ProxyStats) -> Vec<UpstreamView> {

@@ -11,10 +11,11 @@ mod lookup;
 
 use hickory_resolver::TokioResolver;
 use sluice_config::{Config, Discover, Server};
+use sluice_proxy::metrics::ProxyStats;
 use sluice_proxy::Proxy;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// A `dns` entry: its upstream and its name as written.
@@ -38,6 +39,8 @@ struct State {
     /// Made when the config has names to look up.
     resolver: Option<TokioResolver>,
     found: HashMap<Key, Found>,
+    /// Where lookups are counted (`/metrics`, `/api/upstreams`), once the proxy runs.
+    stats: Option<Arc<ProxyStats>>,
 }
 
 /// The servers a name gave last, and when to ask again.
@@ -62,6 +65,7 @@ impl Discovery {
             base,
             resolver,
             found: HashMap::new(),
+            stats: None,
         };
         state.found = runtime.block_on(lookup_all(&state, &HashMap::new()));
         let config = compose(&state.base, &state.found);
@@ -84,6 +88,7 @@ impl Discovery {
             base,
             resolver,
             found: HashMap::new(),
+            stats: state.stats.clone(),
         };
         let found = self.runtime.block_on(lookup_all(&next, &state.found));
         let summary = proxy
@@ -109,6 +114,16 @@ impl Discovery {
                 }
             }
         }
+    }
+
+    /// Counts lookups in the proxy's `stats` from now on, the first ones (made before the
+    /// proxy started) included.
+    pub fn attach(&self, stats: Arc<ProxyStats>) {
+        let mut state = self.lock();
+        for (key, found) in &state.found {
+            count(&stats, key, found);
+        }
+        state.stats = Some(stats);
     }
 
     /// Ends [`Discovery::follow`] within [`AWAKE`] or the lookup under way.
@@ -224,7 +239,7 @@ async fn lookup_one(state: &State, key: &Key, d: &Discover, before: Option<&Foun
             .unwrap_or_else(|_| Err(format!("no answer within {within:?}"))),
         None => Err("no resolver".to_string()),
     };
-    match answer {
+    let found = match answer {
         Ok(answer) => Found {
             servers: usable(answer.servers, key, &state.base),
             due: Instant::now() + answer.ttl.clamp(bounds.min_ttl, bounds.max_ttl),
@@ -244,7 +259,11 @@ async fn lookup_one(state: &State, key: &Key, d: &Discover, before: Option<&Foun
                 failures,
             }
         }
+    };
+    if let Some(stats) = &state.stats {
+        count(stats, key, &found);
     }
+    found
 }
 
 /// The servers found minus those sluice must not connect to (port 0, an unspecified
@@ -263,6 +282,17 @@ fn usable(servers: Vec<Server>, key: &Key, config: &Config) -> Vec<Server> {
             !bad
         })
         .collect()
+}
+
+/// One lookup of `key`, and what it left, in the proxy's counters.
+fn count(stats: &ProxyStats, key: &Key, found: &Found) {
+    let name = stats.dns_name(&key.0, &key.1);
+    name.lookups.add(1);
+    if found.failures > 0 {
+        name.failures.add(1);
+    }
+    name.servers
+        .store(found.servers.len() as u64, Ordering::Relaxed);
 }
 
 fn find<'a>(config: &'a Config, key: &Key) -> Option<&'a Discover> {

@@ -229,6 +229,19 @@ async fn a_name_is_followed_as_its_addresses_come_and_go() {
     // The resolver fails: the servers found last stay.
     dns.stop();
     until_logged(&sluice, "keeping the 2 server(s) found last").await;
+    // ... and the metrics say so, in a form promtool accepts.
+    let text = super::metrics::scrape(admin).await;
+    let name = format!("app.test:{port}");
+    let of = |result: &'static str| [("name", name.as_str()), ("result", result)];
+    let failed = super::metrics::value(&text, "sluice_dns_lookups_total", &of("failed"));
+    let asked = super::metrics::value(&text, "sluice_dns_lookups_total", &of("answered"));
+    assert!(failed >= 1.0 && asked >= 3.0, "{text}");
+    let servers = [("name", name.as_str())];
+    assert_eq!(
+        super::metrics::value(&text, "sluice_dns_servers", &servers),
+        2.0
+    );
+    super::metrics::promtool_accepts(&text).await;
     assert_eq!(names(addr, 12).await, ["three", "two"]);
 
     // Back with one address gone: the server that stays keeps its state (its request
@@ -274,6 +287,10 @@ async fn srv_records_give_ports_weights_and_backups() {
             .unwrap()
     };
     assert!(!backup(a.port()) && !backup(b.port()) && backup(c.port()));
+    let followed = &v["upstreams"][0]["dns"][0];
+    assert_eq!(followed["name"], "_http._tcp.app.test", "{v}");
+    assert_eq!(followed["servers"], 3, "{v}");
+    assert_eq!(followed["failures"], 0, "{v}");
 }
 
 #[test]

@@ -15,7 +15,7 @@ fn admin(p: &TestProxy, token: Option<&str>) -> sluice_admin::Admin {
     sluice_admin::start(&config, p.view(), sluice_admin::Info::default()).unwrap()
 }
 
-async fn scrape(admin: SocketAddr) -> String {
+pub async fn scrape(admin: SocketAddr) -> String {
     let reply = get(admin, "/metrics").await;
     assert_eq!(reply.status, 200, "{}", reply.text());
     reply.text()
@@ -23,7 +23,7 @@ async fn scrape(admin: SocketAddr) -> String {
 
 /// The value of the sample named `name` whose labels include all of `labels`; 0 when
 /// there is none.
-fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+pub fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| l.rsplit_once(' '))
@@ -277,6 +277,11 @@ async fn promtool_accepts_the_metrics() {
     let admin = admin(&p, None);
     send(p.addr, 5, "test").await;
     let text = scrape(admin.addr).await;
+    promtool_accepts(&text).await;
+}
+
+/// Runs `promtool check metrics` on `text`, which must pass without an error.
+pub async fn promtool_accepts(text: &str) {
     let mut child = std::process::Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(std::process::Stdio::piped())
@@ -291,6 +296,7 @@ async fn promtool_accepts_the_metrics() {
         .unwrap()
         .write_all(text.as_bytes())
         .unwrap();
+    let text = text.to_string();
     let out = tokio::time::timeout(
         Duration::from_secs(30),
         tokio::task::spawn_blocking(move || child.wait_with_output()),
