@@ -213,18 +213,24 @@ fn resolver_for(
         .map_err(|e| anyhow::anyhow!("cannot make a DNS resolver: {e}"))
 }
 
-/// Looks up every name of `state.base`; a failed lookup keeps what `before` had for it.
+/// Looks up every name of `state.base`, all at once (a start or reload waits for the
+/// slowest, not for their sum); a failed lookup keeps what `before` had for it.
 async fn lookup_all(state: &State, before: &HashMap<Key, Found>) -> HashMap<Key, Found> {
-    let mut found = HashMap::new();
-    for up in &state.base.upstreams {
-        for d in &up.discover {
-            let key = (up.name.clone(), d.name.clone());
-            let old = before.get(&key);
-            let now = lookup_one(state, &key, d, old).await;
-            found.insert(key, now);
-        }
-    }
-    found
+    let names: Vec<(Key, &Discover)> = state
+        .base
+        .upstreams
+        .iter()
+        .flat_map(|up| {
+            up.discover
+                .iter()
+                .map(|d| ((up.name.clone(), d.name.clone()), d))
+        })
+        .collect();
+    let lookups = names
+        .iter()
+        .map(|(key, d)| lookup_one(state, key, d, before.get(key)));
+    let found = futures_util::future::join_all(lookups).await;
+    names.into_iter().map(|(key, _)| key).zip(found).collect()
 }
 
 /// One lookup of `d`, the name `key`: the servers it found and when to ask again; on

@@ -178,7 +178,12 @@ impl Client {
 
     /// Reads one response (5 s deadline).
     pub async fn read_reply(&mut self) -> io::Result<Reply> {
-        tokio::time::timeout(Duration::from_secs(5), self.read_reply_inner())
+        self.read_reply_within(Duration::from_secs(5)).await
+    }
+
+    /// Reads one response within `deadline`.
+    pub async fn read_reply_within(&mut self, deadline: Duration) -> io::Result<Reply> {
+        tokio::time::timeout(deadline, self.read_reply_inner())
             .await
             .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))?
     }
