@@ -66,6 +66,7 @@ pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
                 let names: usize = c.upstreams.iter().map(|u| u.discover.len()).sum();
                 let dns = match names {
                     0 => String::new(),
+                    1 => ", 1 server name followed in DNS from the start".to_string(),
                     n => format!(", {n} server names followed in DNS from the start"),
                 };
                 println!(
