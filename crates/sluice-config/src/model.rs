@@ -157,6 +157,9 @@ pub struct Listener {
     /// Each connection starts with a PROXY protocol header (v1 or v2) from the L4
     /// balancer in front, whose source address is the client's.
     pub proxy_protocol: bool,
+    /// The peers allowed to send that header (the balancers); a connection from any
+    /// other is closed unread. Empty: any peer.
+    pub proxy_protocol_from: Vec<Network>,
 }
 
 /// Limits of every HTTP/2 connection (`[http2]`).

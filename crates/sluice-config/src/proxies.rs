@@ -8,14 +8,19 @@ use toml_edit::TableLike;
 
 /// `trusted_proxies = ["10.0.0.0/8", "127.0.0.1"]`.
 pub fn trusted(r: &mut Reader, root: &dyn TableLike) -> Vec<Network> {
-    let Some(item) = root.get("trusted_proxies") else {
+    networks(r, root, "trusted_proxies")
+}
+
+/// A list of addresses and networks under `key` (none when absent).
+pub fn networks(r: &mut Reader, t: &dyn TableLike, key: &str) -> Vec<Network> {
+    let Some(item) = t.get(key) else {
         return Vec::new();
     };
     let Some(list) = item.as_array() else {
         r.error(
             item.span(),
-            "`trusted_proxies` must be a list",
-            "write trusted_proxies = [\"10.0.0.0/8\", \"127.0.0.1\"]",
+            format!("`{key}` must be a list"),
+            format!("write {key} = [\"10.0.0.0/8\", \"127.0.0.1\"]"),
         );
         return Vec::new();
     };
@@ -25,7 +30,7 @@ pub fn trusted(r: &mut Reader, root: &dyn TableLike) -> Vec<Network> {
             Some(n) => out.push(n),
             None => r.error(
                 v.span(),
-                format!("`trusted_proxies` entry {} is not an IP address or network", v.to_string().trim()),
+                format!("`{key}` entry {} is not an IP address or network", v.to_string().trim()),
                 "write an address (\"10.0.0.5\") or a network in CIDR form (\"10.0.0.0/8\", \"fd00::/8\")",
             ),
         }

@@ -39,6 +39,7 @@ const LISTENER_KEYS: &[&str] = &[
     "http2",
     "max_conns_per_client",
     "proxy_protocol",
+    "proxy_protocol_from",
 ];
 const HTTP2_KEYS: &[&str] = &["max_concurrent_streams", "window"];
 const UPSTREAM_KEYS: &[&str] = &[
@@ -296,9 +297,23 @@ fn listeners(r: &mut Reader, root: &dyn TableLike) -> Vec<Listener> {
             http2,
             max_conns_per_client: crate::limits::per_client(r, table),
             proxy_protocol: r.boolean(table, "proxy_protocol").unwrap_or(false),
+            proxy_protocol_from: proxy_protocol_from(r, table),
         });
     }
     out
+}
+
+/// `proxy_protocol_from`: only with `proxy_protocol = true`, which it narrows.
+fn proxy_protocol_from(r: &mut Reader, t: &dyn TableLike) -> Vec<crate::model::Network> {
+    let from = crate::proxies::networks(r, t, "proxy_protocol_from");
+    if !from.is_empty() && r.boolean(t, "proxy_protocol") != Some(true) {
+        r.error(
+            t.get("proxy_protocol_from").and_then(|v| v.span()),
+            "`proxy_protocol_from` without `proxy_protocol = true`",
+            "add proxy_protocol = true: the listed peers send a PROXY protocol header",
+        );
+    }
+    from
 }
 
 fn upstreams(r: &mut Reader, root: &dyn TableLike, listeners: &[Listener]) -> Vec<Upstream> {

@@ -203,7 +203,13 @@ async fn connection(
     let gen = ctx.gen();
     let config = &gen.shared.config;
     let listener = config.listeners.iter().find(|l| l.bind == configured);
-    if listener.is_some_and(|l| l.proxy_protocol) {
+    if let Some(l) = listener.filter(|l| l.proxy_protocol) {
+        if !l.proxy_protocol_from.is_empty()
+            && !l.proxy_protocol_from.iter().any(|n| n.contains(peer.ip()))
+        {
+            tracing::debug!(peer = %peer, "closed: not a peer allowed to send a PROXY protocol header");
+            return;
+        }
         match crate::io::proxy_protocol::read(&mut stream, config.header_timeout).await {
             Ok(client) => peer = client.unwrap_or(peer),
             Err(e) => {

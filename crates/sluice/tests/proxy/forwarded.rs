@@ -52,6 +52,30 @@ async fn a_proxy_protocol_header_names_the_client() {
     assert!(seen.is_empty(), "{seen}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_listed_balancers_may_send_a_proxy_protocol_header() {
+    let app = backend("a").await;
+    let listener = format!("{}proxy_protocol_from = [\"127.0.0.5\"]\n", listener(true));
+    let p = proxy_with(&one_upstream(&[app], ""), &listener);
+    let v1 = b"PROXY TCP4 203.0.113.7 127.0.0.1 40000 80\r\n";
+    // The balancer, at 127.0.0.5: its header names the client.
+    let seen = headers_seen(p.addr, "127.0.0.5".parse().unwrap(), v1, "").await;
+    assert!(seen.contains("x-real-ip: 203.0.113.7"), "{seen}");
+    // Anyone else writing the same header: closed unread.
+    let seen = headers_seen(p.addr, "127.0.0.1".parse().unwrap(), v1, "").await;
+    assert!(seen.is_empty(), "{seen}");
+    let err = sluice_config::parse(
+        "t.toml",
+        "[[listener]]\nbind = \"127.0.0.1:0\"\nproxy_protocol_from = [\"10.0.0.0/8\"]\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("t.toml:3:") && err.contains("proxy_protocol = true"),
+        "{err}"
+    );
+}
+
 /// HAProxy in `mode tcp` on `listen`, passing connections to `server` with `send`;
 /// its config's directory lives as long as it does.
 struct Haproxy {
