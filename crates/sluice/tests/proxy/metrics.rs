@@ -4,7 +4,7 @@
 
 use super::harness::*;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// An admin listener on 127.0.0.1:0 for `p`.
 fn admin(p: &TestProxy, token: Option<&str>) -> sluice_admin::Admin {
@@ -60,7 +60,28 @@ async fn counters_are_exact_after_known_traffic() {
     let clients: Vec<_> = (0..4).map(|_| send(p.addr, 25, "app.test")).collect();
     futures_util::future::join_all(clients).await;
     send(p.addr, 3, "other.test").await;
-    let text = scrape(admin.addr).await;
+    // A request is recorded once its last byte is written, which the client may read
+    // first: wait (2 s at most) until the last one is in.
+    let recorded = |text: &str| {
+        [a, b]
+            .iter()
+            .map(|s| {
+                let s = s.to_string();
+                let labels = [("upstream", "app"), ("server", s.as_str())];
+                value(
+                    text,
+                    "sluice_upstream_request_duration_seconds_count",
+                    &labels,
+                )
+            })
+            .sum::<f64>()
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut text = scrape(admin.addr).await;
+    while recorded(&text) < 100.0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        text = scrape(admin.addr).await;
+    }
     let app = [("upstream", "app")];
     assert_eq!(
         value(
