@@ -47,40 +47,30 @@ pub fn servers(
     let mut out = Vec::new();
     let mut discover = Vec::new();
     for entry in list.iter() {
-        let dns = entry.as_inline_table().filter(|t| t.contains_key("dns"));
-        if let Some(t) = dns {
-            r.only_keys(t, SERVER_KEYS, "a server");
-            if let Some(d) = crate::discover::entry(r, t, entry.span()) {
-                if !seen.insert(d.name.to_ascii_lowercase()) {
-                    r.error(
-                        entry.span(),
-                        format!("dns {} is listed twice", d.name),
-                        "list it once",
-                    );
-                    continue;
-                }
-                discover.push(d);
+        // A server written twice (by address, name or dns name, in any case) is an error.
+        let mut once = |r: &mut Reader, key: String, what: &str| {
+            let first = seen.insert(key.to_ascii_lowercase());
+            if !first {
+                let hint = "list it once and give it a weight instead";
+                r.error(entry.span(), format!("{what} is listed twice"), hint);
             }
+            first
+        };
+        if let Some(t) = entry.as_inline_table().filter(|t| t.contains_key("dns")) {
+            r.only_keys(t, SERVER_KEYS, "a server");
+            let found = crate::discover::entry(r, t, entry.span());
+            discover.extend(found.filter(|d| once(r, d.name.clone(), &format!("dns {}", d.name))));
             continue;
         }
-        let Some(server) = server(r, entry)
-            .filter(|s| s.host.is_some() || usable(r, s.addr, entry.span(), listeners))
-        else {
-            continue;
-        };
-        let key = match &server.host {
-            Some((host, _)) => format!("{}:{}", host.to_ascii_lowercase(), server.addr.port()),
-            None => server.addr.to_string(),
-        };
-        if !seen.insert(key) {
-            r.error(
-                entry.span(),
-                format!("server {} is listed twice", server.name),
-                "list it once and give it a weight instead",
-            );
-            continue;
-        }
-        out.push(server);
+        let server = server(r, entry)
+            .filter(|s| s.host.is_some() || usable(r, s.addr, entry.span(), listeners));
+        out.extend(server.filter(|s| {
+            let key = match &s.host {
+                Some((host, _)) => format!("{host}:{}", s.addr.port()),
+                None => s.addr.to_string(),
+            };
+            once(r, key, &format!("server {}", s.name))
+        }));
     }
     (out, discover)
 }

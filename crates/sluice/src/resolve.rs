@@ -66,10 +66,7 @@ fn resolve(server: &Server, binds: &[SocketAddr]) -> Result<Vec<Server>, ConfigE
             "check the name's records, or write its IP address",
         ));
     }
-    if let Some(odd) = addrs
-        .iter()
-        .find(|a| a.port() == 0 || a.ip().is_unspecified())
-    {
+    if let Some(odd) = addrs.iter().find(|a| unconnectable(a)) {
         return Err(place_error(
             format!(
                 "server {}: {host} is {odd}, not an address to connect to",
@@ -120,6 +117,11 @@ fn listed_twice(server: &Server, earlier: &Server, at: Option<&Place>) -> Config
         col: 0,
     };
     ConfigError::at_place(at.unwrap_or(&nowhere), message, hint)
+}
+
+/// An address no server can be at: port 0, or the unspecified address.
+pub fn unconnectable(addr: &SocketAddr) -> bool {
+    addr.port() == 0 || addr.ip().is_unspecified()
 }
 
 /// Whether `addr` is one of sluice's own listeners (`binds`).

@@ -14,7 +14,8 @@
 //! another worker may use it, and is then woken across threads. That costs a little per
 //! request, and only limited servers pay it; a worker takes one of its own connections
 //! when there is one. At shutdown no worker's runtime ends before every worker has
-//! drained (`runtime::worker`), so no connection loses its driver while in use. This module must never open or close connections on purpose: it
+//! drained (`runtime::worker`), so no connection loses its driver while in use. This
+//! module must never open or close connections on purpose: it
 //! keeps them, hands them out, and drops the ones that expired or died.
 
 use crate::clock;

@@ -26,12 +26,9 @@ pub struct Discovery {
     runtime: tokio::runtime::Runtime,
     state: Mutex<State>,
     wake: Condvar,
-    /// Set by [`Discovery::stop`]; read without the lock, which a lookup may hold.
+    /// Set by [`Discovery::stop`]; read between lookups without the lock.
     stopping: AtomicBool,
 }
-
-/// The longest [`Discovery::follow`] sleeps before it looks at `stopping` again.
-const AWAKE: Duration = Duration::from_millis(200);
 
 struct State {
     /// The config as loaded: fixed servers only.
@@ -106,12 +103,11 @@ impl Discovery {
         while !self.stopping.load(Ordering::Acquire) {
             let now = Instant::now();
             let next = state.found.values().map(|f| f.due).min();
+            // Without names it sleeps until a reload brings some, or the stop.
             match next {
                 Some(due) if due <= now => self.refresh_due(&mut state, proxy),
-                _ => {
-                    let sleep = next.map_or(AWAKE, |due| (due - now).min(AWAKE));
-                    state = self.wait(state, sleep);
-                }
+                Some(due) => state = self.wait(state, Some(due - now)),
+                None => state = self.wait(state, None),
             }
         }
     }
@@ -126,9 +122,11 @@ impl Discovery {
         state.stats = Some(stats);
     }
 
-    /// Ends [`Discovery::follow`] within [`AWAKE`] or the lookup under way.
+    /// Ends [`Discovery::follow`], at once or after the lookup under way. The lock is
+    /// taken to notify, so `follow` is either before its check of `stopping` or waiting.
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::Release);
+        let _state = self.lock();
         self.wake.notify_all();
     }
 
@@ -136,10 +134,17 @@ impl Discovery {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn wait<'a>(&self, state: MutexGuard<'a, State>, timeout: Duration) -> MutexGuard<'a, State> {
-        match self.wake.wait_timeout(state, timeout) {
-            Ok((s, _)) => s,
-            Err(p) => p.into_inner().0,
+    fn wait<'a>(
+        &self,
+        state: MutexGuard<'a, State>,
+        timeout: Option<Duration>,
+    ) -> MutexGuard<'a, State> {
+        match timeout {
+            Some(t) => match self.wake.wait_timeout(state, t) {
+                Ok((s, _)) => s,
+                Err(p) => p.into_inner().0,
+            },
+            None => self.wake.wait(state).unwrap_or_else(|p| p.into_inner()),
         }
     }
 
@@ -203,10 +208,9 @@ fn resolver_for(
     if base.upstreams.iter().all(|u| u.discover.is_empty()) {
         return Ok(None);
     }
-    if let Some(old) = before.filter(|s| s.base.resolver == base.resolver) {
-        if old.resolver.is_some() {
-            return Ok(old.resolver.clone());
-        }
+    let same = before.filter(|s| s.base.resolver == base.resolver);
+    if let Some(resolver) = same.and_then(|s| s.resolver.clone()) {
+        return Ok(Some(resolver));
     }
     let made = runtime.block_on(async { lookup::resolver(&base.resolver) });
     made.map(Some)
@@ -279,9 +283,7 @@ fn usable(servers: Vec<Server>, key: &Key, config: &Config) -> Vec<Server> {
     servers
         .into_iter()
         .filter(|s| {
-            let bad = s.addr.port() == 0
-                || s.addr.ip().is_unspecified()
-                || crate::resolve::loops(&s.addr, &binds);
+            let bad = crate::resolve::unconnectable(&s.addr) || crate::resolve::loops(&s.addr, &binds);
             if bad {
                 tracing::warn!(upstream = %key.0, name = %key.1, addr = %s.addr, "dns: found an address sluice must not connect to (port 0, unspecified, or its own listener); left out");
             }
