@@ -15,7 +15,7 @@ use crate::failure::{Body, Failure, Side};
 use crate::forward::forward;
 use crate::http1::check::{check, Request};
 use crate::http1::encode::{self, Edits, Origin};
-use crate::http1::request::{self, Rejection};
+use crate::http1::request::{self, RawRequest, Rejection};
 use crate::io::{Conn, Stream};
 use crate::metrics::ListenerStats;
 use crate::record::{record, Outcome};
@@ -361,8 +361,7 @@ pub(crate) fn parse_head(
     if buf.is_empty() {
         return Ok(None);
     }
-    let gen = ctx.gen();
-    let max = gen.shared.config.max_header_bytes;
+    let max = ctx.gen().shared.config.max_header_bytes;
     let mut headers = request::header_slots();
     let Some(raw) = request::parse(buf, &mut headers)? else {
         return if buf.len() >= max {
@@ -371,8 +370,20 @@ pub(crate) fn parse_head(
             Ok(None)
         };
     };
-    let mut checked = check(&raw)?;
-    if raw.head_len > max {
+    head_stages(ctx, &raw, origin, scratch).map(Some)
+}
+
+/// A parsed head through its stages: check, route, encode. HTTP/2 streams come in here
+/// with the head their fields stand for (`session::h2`), without writing it out.
+pub(crate) fn head_stages(
+    ctx: &Context,
+    raw: &RawRequest<'_, '_>,
+    origin: &Origin<'_>,
+    scratch: &mut Scratch,
+) -> Result<Head, Rejection> {
+    let gen = ctx.gen();
+    let mut checked = check(raw)?;
+    if raw.head_len > gen.shared.config.max_header_bytes {
         return Err(too_large());
     }
     let view = View {
@@ -384,20 +395,12 @@ pub(crate) fn parse_head(
     };
     if let Some(key_authorization) = acme_challenge(&gen, view.target) {
         let local = answer::challenge(&key_authorization, &checked, &mut scratch.head);
-        return Ok(Some((
-            checked.request,
-            Target::Challenge(local),
-            gen.clone(),
-        )));
+        return Ok((checked.request, Target::Challenge(local), gen.clone()));
     }
     let route = route(&gen, origin.listener, &view, &mut scratch.key);
     if let Some(r) = route {
         if let Some(wait) = rate_limited(&gen, r, &view, &mut scratch.limit_key) {
-            return Ok(Some((
-                checked.request,
-                Target::Limited(Some(r), wait),
-                gen.clone(),
-            )));
+            return Ok((checked.request, Target::Limited(Some(r), wait), gen.clone()));
         }
     }
     let config = route.map(|r| &gen.shared.config.routes[r]);
@@ -418,11 +421,7 @@ pub(crate) fn parse_head(
             edits.as_ref(),
             &mut scratch.head,
         );
-        return Ok(Some((
-            checked.request,
-            Target::Answer(r, local),
-            gen.clone(),
-        )));
+        return Ok((checked.request, Target::Answer(r, local), gen.clone()));
     }
     let edits = config.filter(|c| !c.request_headers.is_empty()).map(|c| {
         key::render(&c.request_headers, &view, &mut scratch.request_edits);
@@ -449,7 +448,7 @@ pub(crate) fn parse_head(
         (Some(r), Some(u)) => Target::Forward(r, u),
         _ => Target::Unrouted,
     };
-    Ok(Some((checked.request, target, gen.clone())))
+    Ok((checked.request, target, gen.clone()))
 }
 
 /// The route for a request, and its hash key in `key` when its upstream hashes.

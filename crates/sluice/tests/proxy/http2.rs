@@ -185,6 +185,11 @@ async fn attacker(addr: SocketAddr) -> TcpStream {
 /// Reads frames until GOAWAY (its error code) or the end of the connection (`None`),
 /// within 10 s.
 async fn goaway(c: &mut TcpStream) -> Option<u32> {
+    goaway_after(c, &mut Vec::new()).await
+}
+
+/// [`goaway`], noting the type and stream of each frame before it in `frames`.
+async fn goaway_after(c: &mut TcpStream, frames: &mut Vec<(u8, u32)>) -> Option<u32> {
     let until = Instant::now() + Duration::from_secs(10);
     let mut buf = Vec::new();
     let mut chunk = [0u8; 16384];
@@ -198,6 +203,8 @@ async fn goaway(c: &mut TcpStream) -> Option<u32> {
             if buf[3] == GOAWAY && len >= 8 {
                 return Some(u32::from_be_bytes(buf[13..17].try_into().unwrap()));
             }
+            let stream = u32::from_be_bytes(buf[5..9].try_into().unwrap()) & 0x7fff_ffff;
+            frames.push((buf[3], stream));
             buf.drain(..9 + len);
         }
         let left = until.saturating_duration_since(Instant::now());
@@ -385,6 +392,33 @@ async fn an_idle_connection_is_sent_away_after_keepalive_timeout() {
         took >= Duration::from_millis(450) && took < Duration::from_secs(3),
         "{took:?}"
     );
+}
+
+/// The keep-alive timeout counts from the end of the last stream: a connection whose
+/// requests come more often is kept however long it lives, and one that falls silent
+/// after them is sent away a timeout later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keepalive_timeout_counts_from_the_last_stream() {
+    let dir = TempDir::new("h2");
+    let (_p, plain) = h2_proxy(&dir, "keepalive_timeout = \"500ms\"").await;
+    let started = Instant::now();
+    let mut c = attacker(plain).await;
+    // A stream every 200 ms for 1.6 s: never 500 ms without one.
+    for stream in (1..=15).step_by(2) {
+        let get = frame(HEADERS, END_STREAM | END_HEADERS, stream, &get_block());
+        c.write_all(&get).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let last = Instant::now();
+    let mut frames = Vec::new();
+    let code = goaway_after(&mut c, &mut frames).await;
+    assert_eq!(code, Some(0));
+    let (lived, idle) = (started.elapsed(), last.elapsed());
+    assert!(lived >= Duration::from_millis(1_900), "{lived:?}");
+    assert!(idle < Duration::from_secs(3), "{idle:?}");
+    // Every stream was answered before the GOAWAY.
+    let answered = frames.iter().filter(|(kind, _)| *kind == HEADERS).count();
+    assert_eq!(answered, 8, "{frames:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

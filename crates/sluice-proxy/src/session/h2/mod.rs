@@ -1,9 +1,8 @@
-//! One HTTP/2 client connection (the `h2` crate). Each stream is written out as the
-//! HTTP/1.1 head it stands for and taken through the same stages as an HTTP/1 request
-//! (parse, check, route, encode; forward, answer or 404; count, log, record), with an
-//! HTTP/2 client seam (`downstream::h2`): one pipeline, one set of rules for both
-//! protocols. Writing the head costs a copy and a parse per stream; it buys identical
-//! checks, routing, header edits and hash keys.
+//! One HTTP/2 client connection (the `h2` crate). Each stream's fields are taken as the
+//! HTTP/1.1 head they stand for (`head`) through the same stages as an HTTP/1 request
+//! (check, route, encode; forward, answer or 404; count, log, record), with an HTTP/2
+//! client seam (`downstream::h2`): one pipeline, one set of rules for both protocols,
+//! so checks, routing, header edits and hash keys are identical.
 //!
 //! A connection's streams run concurrently inside the connection's task. At most
 //! `max_concurrent_streams` are handled at once: while that many are in flight the
@@ -13,9 +12,10 @@
 //! Header blocks larger than `max_header_bytes` (a CONTINUATION flood, an HPACK bomb)
 //! end the connection the same way.
 
+mod head;
 mod wakes;
 
-use super::{dispatch, finish, logged, parse_head, response_edits, Counted, Target, Via};
+use super::{dispatch, finish, head_stages, logged, response_edits, Counted, Head, Target, Via};
 use crate::context::Context;
 use crate::downstream::buffers::{Buffers, Scratch};
 use crate::downstream::h2::Http2;
@@ -31,9 +31,11 @@ use h2::server::SendResponse;
 use h2::RecvStream;
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::task::{self, ready, Poll};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+use tokio::time::{Instant, Sleep};
 use wakes::{Wakes, CONN, STREAMS};
 
 /// Serves an HTTP/2 connection until the client ends it, it idles `keepalive_timeout`
@@ -84,11 +86,17 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     let ctx = from.ctx;
     let at_once = config.http2.max_concurrent_streams as usize;
     let mut streams = FuturesUnordered::new();
-    // Made once and reset: a timer or a waiter made on every turn cost about 2,000
-    // instructions per request (callgrind).
+    // Made once: a timer or a waiter made on every turn cost about 2,000 instructions
+    // per request (callgrind). The timer is moved on only when it fires before the
+    // connection has idled long enough (see `idled`), not as each stream finishes.
     let idle = tokio::time::sleep(config.keepalive_timeout);
+    let (keepalive, mut idle_since, mut idle_armed) =
+        (config.keepalive_timeout, crate::clock::now(), false);
     let drained = ctx.drain_signal();
     tokio::pin!(idle, drained);
+    // Polled once, so the drain wakes this task; after that `ctx.draining()` says it
+    // (the flag is set before the waiters are woken).
+    let mut drain_armed = false;
     let mut draining = from.crowded;
     if draining {
         conn.graceful_shutdown();
@@ -98,8 +106,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         wakes.enter(cx.waker());
         for _ in 0..ROUNDS_PER_PASS {
             if wakes.take(STREAMS) && finish_streams(&mut streams, &wakes) {
-                idle.as_mut()
-                    .reset(crate::clock::now() + config.keepalive_timeout);
+                idle_since = crate::clock::now();
             }
             if wakes.take(CONN) {
                 let room = streams.len() < at_once && !draining;
@@ -113,9 +120,13 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
                     Poll::Pending => {}
                 }
             }
+            if !drain_armed {
+                drain_armed = true;
+                let _ = drained.as_mut().poll(cx);
+            }
             let over = ctx.draining()
-                || drained.as_mut().poll(cx).is_ready()
-                || (streams.is_empty() && idle.as_mut().poll(cx).is_ready());
+                || (streams.is_empty()
+                    && idled(idle.as_mut(), idle_since + keepalive, &mut idle_armed, cx));
             if over && !draining {
                 conn.graceful_shutdown();
                 draining = true;
@@ -133,6 +144,33 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     // then finish at once.
     drop(conn);
     while streams.next().await.is_some() {}
+}
+
+/// Whether a connection without streams has been idle until `until`. The timer fires
+/// at the deadline it was given last; when that was too early (streams came and went
+/// since), it is moved to `until`. Resetting it as every stream finished re-registered
+/// it each time (about 450 instructions a request, callgrind).
+///
+/// Once polled (`armed`), the timer wakes this task when it fires, so until then it is
+/// only asked whether it has.
+fn idled(
+    mut idle: Pin<&mut Sleep>,
+    until: Instant,
+    armed: &mut bool,
+    cx: &mut task::Context<'_>,
+) -> bool {
+    if *armed && !idle.is_elapsed() {
+        return false;
+    }
+    *armed = true;
+    if idle.as_mut().poll(cx).is_pending() {
+        return false;
+    }
+    if crate::clock::now() >= until {
+        return true;
+    }
+    idle.as_mut().reset(until);
+    idle.poll(cx).is_ready()
 }
 
 /// Polls the connection with its own waker: it accepts a stream when there is `room`
@@ -211,39 +249,35 @@ async fn one_stream(
     let ctx = from.ctx;
     let (parts, recv) = request.into_parts();
     // The worker's spare buffers, as an HTTP/1 connection takes them: a stream does not
-    // allocate its own. The read buffer holds the head written for the stream.
+    // allocate its own. The read buffer holds the text of the stream's head, when the
+    // access log or an error message wants it.
     let Buffers {
-        read: mut head,
+        read: mut text,
         mut scratch,
     } = ctx.stash.take();
-    head.clear();
-    serve_stream(from, (parts, recv), respond, (&mut head, &mut scratch)).await;
+    text.clear();
+    serve_stream(from, (parts, recv), respond, (&mut text, &mut scratch)).await;
     ctx.stash.give(Buffers {
-        read: head,
+        read: text,
         scratch,
     });
 }
 
-/// One stream, with its buffers (the head written for it, and the scratch space).
+/// One stream, with its buffers (the text of its head, when wanted, and the scratch
+/// space).
 async fn serve_stream(
     from: &From<'_>,
     (parts, mut recv): (http::request::Parts, RecvStream),
     mut respond: SendResponse<Bytes>,
-    (head, scratch): (&mut BytesMut, &mut Scratch),
+    (text, scratch): (&mut BytesMut, &mut Scratch),
 ) {
-    let (ctx, peer, listener, origin) = (from.ctx, from.peer, from.listener, from.origin);
-    let parsed = h1_head(&parts, !recv.is_end_stream(), head)
-        .and_then(|()| parse_head(ctx, head, origin, scratch));
-    let gen = ctx.gen();
-    let timeout = gen.shared.config.client_idle_timeout;
-    let (req, target, gen) = match parsed {
-        Ok(Some((req, _, gen))) if from.crowded => (req, super::crowded(), gen),
-        Ok(Some(parsed)) => parsed,
-        Ok(None) | Err(_) => {
-            let rejection = parsed.err().unwrap_or(Rejection {
-                status: 400,
-                reason: "HTTP/2 request head could not be read",
-            });
+    let (ctx, peer, listener) = (from.ctx, from.peer, from.listener);
+    let body = !recv.is_end_stream();
+    let timeout = ctx.gen().shared.config.client_idle_timeout;
+    let (req, target, gen) = match stages(from, &parts, body, scratch) {
+        Ok((req, _, gen)) if from.crowded => (req, super::crowded(), gen),
+        Ok(parsed) => parsed,
+        Err(rejection) => {
             let mut down: Downstream<'_, TcpStream> = Downstream::Http2(Http2 {
                 respond: &mut respond,
                 recv: &mut recv,
@@ -257,17 +291,21 @@ async fn serve_stream(
             let failure = Failure::downstream(rejection.status, rejection.reason, Body::Partial);
             let mut outcome = Outcome::unrouted(rejection.status, failure);
             outcome.client = Some(peer);
-            return finish(ctx, &gen, listener, &outcome, None, "");
+            return finish(ctx, &ctx.gen(), listener, &outcome, None, "");
         }
     };
-    let logged = logged(&gen, head, &mut scratch.log);
-    // The log names the protocol the client spoke, not the head it was written as.
+    let unrouted = matches!(target, Target::Unrouted);
+    if unrouted || gen.shared.access_log.is_some() {
+        head::text(&parts, body, text);
+    }
+    let logged = logged(&gen, text, &mut scratch.log);
+    // The log names the protocol the client spoke, not the head it stands for.
     if let Some(((end, _), _)) = logged {
         if scratch.log[..end].ends_with("HTTP/1.1") {
             scratch.log.replace_range(end - 8..end, "HTTP/2.0");
         }
     }
-    let unrouted = matches!(target, Target::Unrouted).then(|| super::host_and_path(head));
+    let unrouted = unrouted.then(|| super::host_and_path(text));
     let edits = response_edits(&gen, &target, &scratch.response_edits);
     let mut down: Downstream<'_, TcpStream> = Downstream::Http2(Http2 {
         respond: &mut respond,
@@ -284,95 +322,24 @@ async fn serve_stream(
     finish(ctx, &gen, listener, &outcome, logged, &scratch.log);
 }
 
-/// The HTTP/1.1 head an HTTP/2 request stands for: the request line from `:method` and
-/// `:path`, `Host` from `:authority`, the fields (cookies joined into one line, as
-/// RFC 9113 8.2.3 asks), and chunked framing for a body of unknown length.
-fn h1_head(parts: &http::request::Parts, body: bool, out: &mut BytesMut) -> Result<(), Rejection> {
-    if parts.method == http::Method::CONNECT {
-        return Err(Rejection {
-            status: 501,
-            reason: "CONNECT over HTTP/2 is not supported",
-        });
-    }
-    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    out.extend_from_slice(parts.method.as_str().as_bytes());
-    out.extend_from_slice(b" ");
-    out.extend_from_slice(target.as_bytes());
-    out.extend_from_slice(b" HTTP/1.1\r\n");
-    let authority = parts.uri.authority();
-    if let Some(a) = authority {
-        put(out, "host", a.as_str().as_bytes());
-    }
-    let mut cookies: Vec<&[u8]> = Vec::new();
-    for (name, value) in &parts.headers {
-        match name.as_str() {
-            "host" if authority.is_some() => {}
-            "cookie" => cookies.push(value.as_bytes()),
-            n => put(out, n, value.as_bytes()),
-        }
-    }
-    if !cookies.is_empty() {
-        put(out, "cookie", &cookies.join(&b"; "[..]));
-    }
-    if body && !parts.headers.contains_key(http::header::CONTENT_LENGTH) {
-        out.extend_from_slice(b"transfer-encoding: chunked\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-    Ok(())
-}
-
-fn put(out: &mut BytesMut, name: &str, value: &[u8]) {
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn head_of(request: http::Request<()>, body: bool) -> String {
-        let (parts, ()) = request.into_parts();
-        let mut out = BytesMut::new();
-        h1_head(&parts, body, &mut out).unwrap();
-        String::from_utf8(out.to_vec()).unwrap()
-    }
-
-    #[test]
-    fn a_stream_becomes_the_http1_head_it_stands_for() {
-        let request = http::Request::builder()
-            .method("POST")
-            .uri("https://shop.test:8443/cart?id=1")
-            .header("cookie", "a=1")
-            .header("x-one", "1")
-            .header("cookie", "b=2")
-            .body(())
-            .unwrap();
-        assert_eq!(
-            head_of(request, true),
-            "POST /cart?id=1 HTTP/1.1\r\nhost: shop.test:8443\r\nx-one: 1\r\ncookie: a=1; b=2\r\ntransfer-encoding: chunked\r\n\r\n"
-        );
-        let request = http::Request::builder()
-            .uri("https://a.test/")
-            .header("content-length", "0")
-            .body(())
-            .unwrap();
-        assert_eq!(
-            head_of(request, false),
-            "GET / HTTP/1.1\r\nhost: a.test\r\ncontent-length: 0\r\n\r\n"
-        );
-    }
-
-    #[test]
-    fn connect_is_refused() {
-        let (parts, ()) = http::Request::builder()
-            .method("CONNECT")
-            .uri("a.test:443")
-            .body(())
-            .unwrap()
-            .into_parts();
-        let e = h1_head(&parts, false, &mut BytesMut::new()).unwrap_err();
-        assert_eq!(e.status, 501);
-    }
+/// The stream's head through the shared stages, as the HTTP/1.1 head it stands for.
+fn stages(
+    from: &From<'_>,
+    parts: &http::request::Parts,
+    body: bool,
+    scratch: &mut Scratch,
+) -> Result<Head, Rejection> {
+    let mut joined = Vec::new();
+    head::join_cookies(parts, &mut joined);
+    let needed = head::slots_needed(parts);
+    let mut on_stack = [httparse::EMPTY_HEADER; head::ON_STACK];
+    let mut on_heap;
+    let slots = if needed <= head::ON_STACK {
+        &mut on_stack[..]
+    } else {
+        on_heap = vec![httparse::EMPTY_HEADER; needed];
+        &mut on_heap[..]
+    };
+    let raw = head::stand_in(parts, body, &joined, slots)?;
+    head_stages(from.ctx, &raw, from.origin, scratch)
 }
