@@ -10,6 +10,7 @@ use crate::http1::check::Request;
 use crate::http1::head::Framing;
 use crate::http1::response::MAX_RESPONSE_HEAD;
 use crate::io::body::{Transfer, TransferError};
+use crate::io::conn::bounded;
 use crate::io::{Conn, ServerStream, Stream};
 use crate::metrics::EjectCause;
 use crate::record::Outcome;
@@ -101,7 +102,8 @@ async fn try_servers<'g, S: Stream>(
             body_timeout: gen.shared.config.request_body_timeout,
             body: body.as_deref(),
         };
-        match within(deadline, attempt.run(down, head), req, body.is_some()).await {
+        let ran = bounded(deadline, attempt.run(down, head)).await;
+        match ran.unwrap_or_else(|_| Err(past_deadline(req, body.is_some()))) {
             Ok(answer) => return scope.deliver(down, server, answer, tries, started).await,
             Err(f) => {
                 let stats = up.servers[server].stats.local();
@@ -127,27 +129,15 @@ async fn try_servers<'g, S: Stream>(
     }
 }
 
-/// Runs a try until `deadline` (the route's `timeout`), if there is one.
-async fn within(
-    deadline: Option<tokio::time::Instant>,
-    run: impl std::future::Future<Output = Result<Answer, Failure>>,
-    req: &Request,
-    buffered: bool,
-) -> Result<Answer, Failure> {
-    let Some(deadline) = deadline else {
-        return run.await;
+/// A try that ran past the route's `timeout`.
+fn past_deadline(req: &Request, buffered: bool) -> Failure {
+    // How much of a streamed body went is unknown: its connection cannot go on.
+    let body = match req.framing {
+        Framing::None => Body::None,
+        _ if buffered => Body::Whole,
+        _ => Body::Partial,
     };
-    tokio::time::timeout_at(deadline, run)
-        .await
-        .unwrap_or_else(|_| {
-            // How much of a streamed body went is unknown: its connection cannot go on.
-            let body = match req.framing {
-                Framing::None => Body::None,
-                _ if buffered => Body::Whole,
-                _ => Body::Partial,
-            };
-            Err(Failure::deadline(body))
-        })
+    Failure::deadline(body)
 }
 
 /// The request body read whole, when the upstream's `retry_buffer` holds it, so that
@@ -174,13 +164,10 @@ async fn buffer_body<S: Stream>(
         read_timeout: down.timeout(),
         write_timeout: down.timeout(),
     };
-    let reading = down.send_request_body(&[], &mut body, t);
-    let read = match config.request_body_timeout {
-        Some(limit) => tokio::time::timeout(limit, reading)
-            .await
-            .unwrap_or_else(|_| Err(TransferError::Read(std::io::ErrorKind::TimedOut.into()))),
-        None => reading.await,
-    };
+    let deadline = config.request_body_timeout.map(|t| crate::clock::now() + t);
+    let read = bounded(deadline, down.send_request_body(&[], &mut body, t))
+        .await
+        .unwrap_or_else(|_| Err(TransferError::Read(std::io::ErrorKind::TimedOut.into())));
     match read {
         Ok(()) => Ok(Some(body)),
         Err(TransferError::Read(e) | TransferError::Write(e)) => {

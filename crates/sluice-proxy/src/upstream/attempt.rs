@@ -10,6 +10,7 @@ use crate::http1::encode::Delivery;
 use crate::http1::head::{put_header, Framing};
 use crate::http1::response::{self, Asked, Response, MAX_RESPONSE_HEAD};
 use crate::io::body::{Transfer, TransferError};
+use crate::io::conn::bounded;
 use crate::io::{write_all, Conn, ServerStream, Stream};
 use crate::state::upstream::UpstreamShared;
 use crate::tls::client::ClientTls;
@@ -195,17 +196,16 @@ impl Attempt<'_> {
             read_timeout: down.timeout(),
             write_timeout: self.up.config.read_timeout,
         };
-        let sending = send_body(down, upstream, head, t);
-        let sent = match self
+        let limit = self
             .body_timeout
-            .filter(|_| self.req.framing != Framing::None)
-        {
-            Some(limit) => tokio::time::timeout(limit, sending).await.map_err(|_| {
+            .filter(|_| self.req.framing != Framing::None);
+        let deadline = limit.map(|limit| clock::now() + limit);
+        let sent = bounded(deadline, send_body(down, upstream, head, t))
+            .await
+            .map_err(|_| {
                 let cause = "the request body took longer than request_body_timeout";
                 Failure::downstream(408, cause, Body::Partial)
-            })?,
-            None => sending.await,
-        };
+            })?;
         match sent {
             Ok(whole) => Ok(whole),
             Err(TransferError::Read(e)) => {
