@@ -13,6 +13,7 @@
 //! end the connection the same way.
 
 mod head;
+mod reuse;
 mod wakes;
 
 use super::{dispatch, finish, head_stages, logged, response_edits, Counted, Head, Target, Via};
@@ -29,6 +30,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use h2::server::SendResponse;
 use h2::RecvStream;
+use reuse::{Reused, Slot};
 use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -86,6 +88,8 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     let ctx = from.ctx;
     let at_once = config.http2.max_concurrent_streams as usize;
     let mut streams = FuturesUnordered::new();
+    // The box of the last stream that finished, for the next one (see `reuse`).
+    let mut spare = None;
     // Made once: a timer or a waiter made on every turn cost about 2,000 instructions
     // per request (callgrind). The timer is moved on only when it fires before the
     // connection has idled long enough (see `idled`), not as each stream finishes.
@@ -105,14 +109,15 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     poll_fn(|cx| {
         wakes.enter(cx.waker());
         for _ in 0..ROUNDS_PER_PASS {
-            if wakes.take(STREAMS) && finish_streams(&mut streams, &wakes) {
+            if wakes.take(STREAMS) && finish_streams(&mut streams, &mut spare, &wakes) {
                 idle_since = crate::clock::now();
             }
             if wakes.take(CONN) {
                 let room = streams.len() < at_once && !draining;
                 match drive(&mut conn, &wakes, room, from.peer) {
                     Poll::Ready(Some((request, respond))) => {
-                        streams.push(Box::pin(one_stream(from, request, respond)));
+                        let stream = one_stream(from, request, respond);
+                        streams.push(Reused::new(spare.take(), stream));
                         // The new stream is to be polled; the connection may hold more.
                         wakes.raise(CONN | STREAMS);
                     }
@@ -197,15 +202,17 @@ fn drive<S: AsyncRead + AsyncWrite + Unpin>(
     })
 }
 
-/// Polls the streams that were woken, with their own waker; true when the last one
-/// finished (the connection is idle).
+/// Polls the streams that were woken, with their own waker, keeping the box of one that
+/// finished in `spare`; true when the last one finished (the connection is idle).
 fn finish_streams<F: Future<Output = ()>>(
-    streams: &mut FuturesUnordered<F>,
+    streams: &mut FuturesUnordered<Reused<F>>,
+    spare: &mut Option<Slot<F>>,
     wakes: &Wakes,
 ) -> bool {
     let mut cx = task::Context::from_waker(&wakes.streams);
     let mut finished = false;
-    while let Poll::Ready(Some(())) = streams.poll_next_unpin(&mut cx) {
+    while let Poll::Ready(Some(slot)) = streams.poll_next_unpin(&mut cx) {
+        *spare = Some(slot);
         finished = true;
     }
     if finished {
