@@ -28,9 +28,11 @@ const EVERY: u32 = 100;
 /// Samples a measurement takes (at a quarter of the limit).
 const MEASURE: u32 = 20;
 /// Samples in a window, at least (and at least the limit): one latency's noise must not
-/// move the limit, so it moves once per window on the window's mean (Netflix's
-/// `WindowedLimit` does the same).
+/// move the limit, so it moves once per window on the window's median latency (Netflix's
+/// `WindowedLimit` with a percentile sample window).
 const WINDOW: u32 = 10;
+/// Latencies a window keeps for its median, at most (a larger window's first ones).
+const KEPT: usize = 512;
 
 #[derive(Debug, Clone)]
 pub struct Vegas {
@@ -45,12 +47,35 @@ pub struct Vegas {
 }
 
 /// The samples of the window under way.
+///
+/// The median rather than the mean: noise only ever adds latency (a stalled thread, a
+/// busy machine), and a few slow samples in a window moved the mean enough for Vegas to
+/// read a queue and shrink the limit below the knee (an adaptive limit of 8 to 21 for a
+/// knee of 20 on a shared host, with the mean). A real queue at the server delays
+/// every request, and moves the median as much as the mean.
 #[derive(Debug, Clone, Default)]
 struct Window {
     samples: u32,
-    rtt_sum: Duration,
+    rtts: Vec<Duration>,
     in_flight_max: u32,
     failed: bool,
+}
+
+impl Window {
+    /// The median latency of the samples kept (zero for none), and starts the next
+    /// window (keeping the room).
+    fn close(&mut self) -> (Duration, u32, bool) {
+        let median = if self.rtts.is_empty() {
+            Duration::ZERO
+        } else {
+            let middle = self.rtts.len() / 2;
+            *self.rtts.select_nth_unstable(middle).1
+        };
+        let closed = (median, self.in_flight_max, self.failed);
+        self.rtts.clear();
+        (self.samples, self.in_flight_max, self.failed) = (0, 0, false);
+        closed
+    }
 }
 
 impl Vegas {
@@ -89,24 +114,26 @@ impl Vegas {
         }
         let w = &mut self.window;
         w.samples += 1;
-        w.rtt_sum += rtt;
+        if w.rtts.len() < KEPT {
+            w.rtts.push(rtt);
+        }
         w.in_flight_max = w.in_flight_max.max(in_flight);
         w.failed |= failed;
         if w.samples < WINDOW.max(self.limit as u32) {
             return self.limit();
         }
-        let w = std::mem::take(&mut self.window);
+        let (rtt, in_flight_max, failed) = w.close();
         self.windows += 1;
         if self.windows >= EVERY {
             self.windows = 0;
             self.measure();
             return self.limit();
         }
-        self.update(w.rtt_sum / w.samples, w.in_flight_max, w.failed);
+        self.update(rtt, in_flight_max, failed);
         self.limit()
     }
 
-    /// Vegas's rule on one window: its mean latency, the most requests it saw on the
+    /// Vegas's rule on one window: its median latency, the most requests it saw on the
     /// server, and whether any failed.
     fn update(&mut self, rtt: Duration, in_flight: u32, failed: bool) {
         let step = self.limit.log10().max(1.0);
@@ -163,12 +190,17 @@ mod tests {
     /// A server with `threads` threads and `work` per request, under more demand than
     /// it takes: requests beyond the threads wait in its queue.
     fn settle(threads: u32, work: Duration) -> Vec<u32> {
+        settle_with(threads, work, |_| 1.0)
+    }
+
+    /// [`settle`], the `i`th latency multiplied by `noise(i)`.
+    fn settle_with(threads: u32, work: Duration, noise: impl Fn(u32) -> f64) -> Vec<u32> {
         let mut vegas = Vegas::new(10_000);
         let mut seen = Vec::new();
         for i in 0..200_000 {
             let in_flight = vegas.limit();
             let waves = (f64::from(in_flight) / f64::from(threads)).max(1.0);
-            let rtt = work.mul_f64(waves);
+            let rtt = work.mul_f64(waves * noise(i));
             vegas.sample(rtt, in_flight, false);
             // The limit outside the short measurements of the no-load latency.
             if i >= 100_000 && vegas.measuring.is_none() {
@@ -192,6 +224,20 @@ mod tests {
         // Four threads: a queue of one or two is already a third of the pool.
         let seen = settle(4, Duration::from_millis(20));
         assert!(seen.iter().all(|l| (4..=7).contains(l)), "{seen:?}");
+    }
+
+    #[test]
+    fn stalls_on_some_requests_do_not_pull_the_limit_under_the_knee() {
+        // One request in four takes twice as long (a busy machine), whatever the queue.
+        let seen = settle_with(20, Duration::from_millis(20), |i| {
+            if i % 4 == 0 {
+                2.0
+            } else {
+                1.0
+            }
+        });
+        let (lo, hi) = (*seen.iter().min().unwrap(), *seen.iter().max().unwrap());
+        assert!(lo >= 20 && hi <= 26, "the limit went from {lo} to {hi}");
     }
 
     #[test]
