@@ -106,7 +106,7 @@ fn per_step_counts(name: &str, steps: Vec<Step>) -> Vec<(sluice_bench::report::S
 }
 
 #[test]
-fn each_steps_throughput_is_the_backends_own_count_over_that_step_within_2_percent() {
+fn each_steps_throughput_is_the_backends_own_count_over_that_step() {
     let users = |users| Step {
         load: Load::Users {
             users,
@@ -130,13 +130,26 @@ fn each_steps_throughput_is_the_backends_own_count_over_that_step_within_2_perce
             s.samples, *backend,
             "every sample of the step, and only those"
         );
-        let backend_rate = *backend as f64 / step.duration_s;
+        // Throughput is the backend's count over the span the samples took (first start
+        // to last end)...
+        let backend_rate = *backend as f64 / s.span_s;
         let off = (s.throughput_rps - backend_rate).abs() / backend_rate;
         assert!(
-            off < 0.02,
+            off < 0.005,
             "{} req/s reported, backend {backend_rate:.1} over {} s",
             s.throughput_rps,
-            step.duration_s
+            s.span_s
+        );
+        // ...and that span is the step, less the first request's start and the last
+        // one's end: a step's duration counted the progress watcher's last 100 ms tick
+        // once. (Compared in time, not as 2% of the rate: on a busy machine one stalled
+        // request at the step's edge took 41 ms.)
+        let edges = step.duration_s - s.span_s;
+        assert!(
+            (-0.001..0.08).contains(&edges),
+            "step {} s, samples over {} s",
+            step.duration_s,
+            s.span_s
         );
     }
     // The steps differ: more users, higher rate, more throughput.

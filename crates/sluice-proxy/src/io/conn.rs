@@ -3,6 +3,7 @@
 use crate::io::server::ServerStream;
 use crate::io::stream::{readable, Stream};
 use bytes::BytesMut;
+use futures_util::future::{Either, FutureExt};
 use std::future::{poll_fn, Future};
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -152,7 +153,6 @@ pub fn bounded<F: Future>(
     deadline: Option<Instant>,
     work: F,
 ) -> impl Future<Output = Result<F::Output, tokio::time::error::Elapsed>> {
-    use futures_util::future::{Either, FutureExt};
     match deadline {
         Some(at) => Either::Left(timeout_at(at, work)),
         None => Either::Right(work.map(Ok)),
