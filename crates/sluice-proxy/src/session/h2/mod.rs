@@ -27,6 +27,7 @@ use crate::http1::request::Rejection;
 use crate::metrics::ListenerStats;
 use crate::record::Outcome;
 use bytes::{Bytes, BytesMut};
+use futures_util::future::FutureExt;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use h2::server::SendResponse;
 use h2::RecvStream;
@@ -37,6 +38,7 @@ use std::pin::Pin;
 use std::task::{self, ready, Poll};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+use tokio::task::coop::unconstrained;
 use tokio::time::{Instant, Sleep};
 use wakes::{Wakes, CONN, STREAMS};
 
@@ -157,25 +159,28 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
 /// it each time (about 450 instructions a request, callgrind).
 ///
 /// Once polled (`armed`), the timer wakes this task when it fires, so until then it is
-/// only asked whether it has.
+/// only asked whether it has. It is polled outside tokio's cooperative budget: a poll
+/// the budget refuses makes no timer and registers no waker, and an armed timer that
+/// was never registered would leave an idle connection open for good.
 fn idled(
     mut idle: Pin<&mut Sleep>,
     until: Instant,
     armed: &mut bool,
     cx: &mut task::Context<'_>,
 ) -> bool {
+    let mut poll = |idle: Pin<&mut Sleep>| unconstrained(idle).poll_unpin(cx).is_ready();
     if *armed && !idle.is_elapsed() {
         return false;
     }
     *armed = true;
-    if idle.as_mut().poll(cx).is_pending() {
+    if !poll(idle.as_mut()) {
         return false;
     }
     if crate::clock::now() >= until {
         return true;
     }
     idle.as_mut().reset(until);
-    idle.poll(cx).is_ready()
+    poll(idle)
 }
 
 /// Polls the connection with its own waker: it accepts a stream when there is `room`
@@ -349,4 +354,38 @@ fn stages(
     };
     let raw = head::stand_in(parts, body, &joined, slots)?;
     head_stages(from.ctx, &raw, from.origin, scratch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Spends this task's cooperative budget, as a busy pass over a connection does.
+    fn spend_budget(cx: &mut task::Context<'_>) {
+        for _ in 0..1_000 {
+            let mut spend = std::pin::pin!(tokio::task::consume_budget());
+            if spend.as_mut().poll(cx).is_pending() {
+                return;
+            }
+        }
+        panic!("the budget never ran out");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_timer_first_polled_with_no_budget_left_still_fires() {
+        let idle = tokio::time::sleep(Duration::from_secs(1));
+        tokio::pin!(idle);
+        let until = Instant::now() + Duration::from_secs(1);
+        let mut armed = false;
+        let first = poll_fn(|cx| {
+            spend_budget(cx);
+            Poll::Ready(idled(idle.as_mut(), until, &mut armed, cx))
+        })
+        .await;
+        assert!(!first && armed);
+        tokio::time::advance(Duration::from_millis(1_100)).await;
+        let later = poll_fn(|cx| Poll::Ready(idled(idle.as_mut(), until, &mut armed, cx))).await;
+        assert!(later, "the timer was never made, so it never fired");
+    }
 }
