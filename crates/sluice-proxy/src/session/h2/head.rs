@@ -112,14 +112,8 @@ impl<'b> Fields<'_, 'b> {
     }
 }
 
-/// The text of the stand-in head, for the access log and error messages.
-pub fn text(parts: &Parts, body: bool, out: &mut BytesMut) {
-    let mut joined = Vec::new();
-    join_cookies(parts, &mut joined);
-    let mut slots = vec![httparse::EMPTY_HEADER; slots_needed(parts)];
-    let Ok(raw) = stand_in(parts, body, &joined, &mut slots) else {
-        return;
-    };
+/// The text of a stand-in head, for the access log and error messages.
+pub fn write(raw: &RawRequest<'_, '_>, out: &mut BytesMut) {
     for part in [raw.method, " ", raw.target, " HTTP/1.1\r\n"] {
         out.extend_from_slice(part.as_bytes());
     }
@@ -138,14 +132,14 @@ mod tests {
 
     fn text_of(request: http::Request<()>, body: bool) -> String {
         let (parts, ()) = request.into_parts();
-        let mut out = BytesMut::new();
-        text(&parts, body, &mut out);
-        let text = String::from_utf8(out.to_vec()).unwrap();
-        // The length the stand-in head reports is that of its text.
         let mut joined = Vec::new();
         join_cookies(&parts, &mut joined);
         let mut slots = vec![httparse::EMPTY_HEADER; slots_needed(&parts)];
         let raw = stand_in(&parts, body, &joined, &mut slots).unwrap();
+        let mut out = BytesMut::new();
+        write(&raw, &mut out);
+        let text = String::from_utf8(out.to_vec()).unwrap();
+        // The length the stand-in head reports is that of its text.
         assert_eq!(raw.head_len, text.len());
         text
     }

@@ -286,7 +286,7 @@ async fn serve_stream(
     let (ctx, peer, listener) = (from.ctx, from.peer, from.listener);
     let body = !recv.is_end_stream();
     let timeout = ctx.gen().shared.config.client_idle_timeout;
-    let (req, target, gen) = match stages(from, &parts, body, scratch) {
+    let (req, target, gen) = match stages(from, &parts, body, (text, scratch)) {
         Ok((req, _, gen)) if from.crowded => (req, super::crowded(), gen),
         Ok(parsed) => parsed,
         Err(rejection) => {
@@ -307,9 +307,6 @@ async fn serve_stream(
         }
     };
     let unrouted = matches!(target, Target::Unrouted);
-    if unrouted || gen.shared.access_log.is_some() {
-        head::text(&parts, body, text);
-    }
     let logged = logged(&gen, text, &mut scratch.log);
     // The log names the protocol the client spoke, not the head it stands for.
     if let Some(((end, _), _)) = logged {
@@ -334,12 +331,13 @@ async fn serve_stream(
     finish(ctx, &gen, listener, &outcome, logged, &scratch.log);
 }
 
-/// The stream's head through the shared stages, as the HTTP/1.1 head it stands for.
+/// The stream's head through the shared stages, as the HTTP/1.1 head it stands for;
+/// its text goes to `text` when the access log or a "no route" error will read it.
 fn stages(
     from: &From<'_>,
     parts: &http::request::Parts,
     body: bool,
-    scratch: &mut Scratch,
+    (text, scratch): (&mut BytesMut, &mut Scratch),
 ) -> Result<Head, Rejection> {
     let mut joined = Vec::new();
     head::join_cookies(parts, &mut joined);
@@ -353,7 +351,12 @@ fn stages(
         &mut on_heap[..]
     };
     let raw = head::stand_in(parts, body, &joined, slots)?;
-    head_stages(from.ctx, &raw, from.origin, scratch)
+    let staged = head_stages(from.ctx, &raw, from.origin, scratch)?;
+    let (_, target, gen) = &staged;
+    if matches!(target, Target::Unrouted) || gen.shared.access_log.is_some() {
+        head::write(&raw, text);
+    }
+    Ok(staged)
 }
 
 #[cfg(test)]
