@@ -113,8 +113,12 @@ fn keep_alive_off_is_named_and_the_proof_turns_it_on() {
     let row = rows.iter().find(|r| r["role"] == "named").unwrap();
     assert_eq!(row["change"], "upstream keep-alive on", "{proof}");
     // A connection per request costs the balancer several times what a pooled one
-    // does: turning the pool on must raise throughput well beyond noise.
-    assert!(row["gain_pct"].as_f64().unwrap() > 20.0, "{proof}");
+    // does: turning the pool on must raise throughput beyond noise. Noise is what the
+    // control (the same step again) moved by itself, and under the lab's own bar for a
+    // confirmed gain (15%); a fixed 20% sat at this host's noise.
+    let gain = row["gain_pct"].as_f64().unwrap();
+    let noise = rows[0]["gain_pct"].as_f64().unwrap().abs();
+    assert!(gain >= 15.0 && gain > noise, "{proof}");
     assert_ne!(row["verdict"]["resource"], "keepalive", "{proof}");
 }
 

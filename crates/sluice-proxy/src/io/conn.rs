@@ -6,13 +6,15 @@ use bytes::BytesMut;
 use futures_util::future::{Either, FutureExt};
 use std::future::{poll_fn, Future};
 use std::io;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::time::{timeout, timeout_at, Instant};
+use tokio::task::coop::unconstrained;
+use tokio::time::{timeout, timeout_at, Instant, Sleep};
 
 /// Read buffers grow in steps of this size; large bodies stream through at most a few of
 /// them, which is what keeps a 1 GiB transfer in bounded memory.
@@ -25,6 +27,8 @@ pub struct Conn<S = TcpStream> {
     /// Counts the connection among its server's open ones while it lives (a limited
     /// server's: see `state::idle`).
     pub counted: Option<Counted>,
+    /// The deadline of the read in progress (see [`ReadTimer`]).
+    timer: ReadTimer,
 }
 
 /// One connection in a count of open connections, until dropped; and the worker thread
@@ -62,6 +66,7 @@ impl<S: Stream> Conn<S> {
             stream,
             buf: BytesMut::with_capacity(READ_CHUNK),
             counted: None,
+            timer: ReadTimer::default(),
         }
     }
 
@@ -71,26 +76,30 @@ impl<S: Stream> Conn<S> {
             stream,
             buf: BytesMut::new(),
             counted: None,
+            timer: ReadTimer::default(),
         }
     }
 
     /// Reads more bytes into the buffer, failing with `TimedOut` after `limit`.
     /// Returns 0 at end of stream.
     pub async fn fill(&mut self, limit: Duration) -> io::Result<usize> {
-        self.reserve();
-        match timeout(limit, self.stream.read_buf(&mut self.buf)).await {
-            Ok(result) => result,
-            Err(_) => Err(io::ErrorKind::TimedOut.into()),
-        }
+        self.fill_until(crate::clock::now() + limit).await
     }
 
     /// Like [`Conn::fill`], with an absolute deadline.
     pub async fn fill_until(&mut self, deadline: Instant) -> io::Result<usize> {
         self.reserve();
-        match timeout_at(deadline, self.stream.read_buf(&mut self.buf)).await {
-            Ok(result) => result,
-            Err(_) => Err(io::ErrorKind::TimedOut.into()),
-        }
+        let Conn {
+            stream, buf, timer, ..
+        } = self;
+        let mut read = std::pin::pin!(stream.read_buf(buf));
+        poll_fn(|cx| match read.as_mut().poll(cx) {
+            Poll::Pending if timer.passed(deadline, cx) => {
+                Poll::Ready(Err(io::ErrorKind::TimedOut.into()))
+            }
+            other => other,
+        })
+        .await
     }
 
     /// Reads what the stream has without waiting (`WouldBlock` when it has nothing).
@@ -121,6 +130,34 @@ impl Conn<ServerStream> {
     /// and sent nothing unasked. Costs at most one non-blocking read.
     pub fn is_reusable(&mut self) -> bool {
         self.stream.is_reusable()
+    }
+}
+
+/// The timer of a connection's reads, kept from one read to the next.
+///
+/// A `tokio::time::timeout` around every read made a timer each time, and the read of a
+/// response nearly always waits: the timer went into the runtime's wheel and out again
+/// for every request (about 450 instructions a request, callgrind, and a lock of the
+/// timer driver each way). This one is made once per connection; moving its deadline
+/// later only marks it (tokio fires it at the old time, finds the later one and moves
+/// it on), so it is registered again only when it fired or a deadline came earlier.
+///
+/// Between reads the timer stays registered with the waker of the last task that
+/// read; if it fires then, it wakes that task once for nothing.
+#[derive(Default)]
+struct ReadTimer(Option<Pin<Box<Sleep>>>);
+
+impl ReadTimer {
+    /// Whether `deadline` has passed; if not, the task is woken by then.
+    fn passed(&mut self, deadline: Instant, cx: &mut Context<'_>) -> bool {
+        let sleep = self
+            .0
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if sleep.deadline() != deadline {
+            sleep.as_mut().reset(deadline);
+        }
+        // Outside the cooperative budget: this read's own poll already counted.
+        unconstrained(sleep.as_mut()).poll_unpin(cx).is_ready()
     }
 }
 
@@ -156,5 +193,80 @@ pub fn bounded<F: Future>(
     match deadline {
         Some(at) => Either::Left(timeout_at(at, work)),
         None => Either::Right(work.map(Ok)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+    use tokio::time::sleep;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// A connected pair on loopback: the peer's end and ours as a `Conn`.
+    async fn pair() -> (TcpStream, Conn) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let peer = TcpStream::connect(listener.local_addr().unwrap());
+        let (peer, accepted) = tokio::join!(peer, listener.accept());
+        (peer.unwrap(), Conn::new(accepted.unwrap().0))
+    }
+
+    /// `conn.fill(limit)`, and how long it took on the (paused) clock. A read the timer
+    /// never ends fails the test after a minute instead of hanging it.
+    async fn timed_fill(conn: &mut Conn, limit: Duration) -> (io::Result<usize>, Duration) {
+        let started = Instant::now();
+        let read = timeout(Duration::from_secs(60), conn.fill(limit)).await;
+        (read.expect("the read's timer never fired"), started.elapsed())
+    }
+
+    /// Sends each of `script`'s bytes to the peer after its delay (one after the
+    /// other), from another task that then keeps the connection open.
+    fn send_later(mut peer: TcpStream, script: &'static [(u64, &'static [u8])]) {
+        tokio::spawn(async move {
+            for (delay, bytes) in script {
+                sleep(Duration::from_millis(*delay)).await;
+                peer.write_all(bytes).await.unwrap();
+            }
+            sleep(Duration::from_secs(3600)).await;
+        });
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_read_keeps_its_own_deadline_later_or_earlier() {
+        let (peer, mut conn) = pair().await;
+        send_later(peer, &[(20, b"a"), (250, b"b")]);
+        let (read, took) = timed_fill(&mut conn, 100 * MS).await;
+        assert_eq!(read.unwrap(), 1);
+        assert!(took < 100 * MS, "{took:?}");
+        // A later deadline: the first one (100 ms) passes during this read and must
+        // not end it.
+        let (read, took) = timed_fill(&mut conn, 300 * MS).await;
+        assert_eq!(read.unwrap(), 1, "cut short after {took:?}");
+        assert!(took >= 250 * MS, "{took:?}");
+        // An earlier deadline than the last one is kept too.
+        let (read, took) = timed_fill(&mut conn, 50 * MS).await;
+        assert_eq!(read.unwrap_err().kind(), io::ErrorKind::TimedOut);
+        assert!((50 * MS..100 * MS).contains(&took), "{took:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_in_another_task_is_woken_at_its_deadline() {
+        // A pooled connection read by one request's task, then by another's: the
+        // timer, registered by the first, must wake the second.
+        let (peer, mut conn) = pair().await;
+        send_later(peer, &[(10, b"a")]);
+        let mut conn = tokio::spawn(async move {
+            let (read, _) = timed_fill(&mut conn, 50 * MS).await;
+            assert_eq!(read.unwrap(), 1);
+            conn
+        })
+        .await
+        .unwrap();
+        let (read, took) = tokio::spawn(async move { timed_fill(&mut conn, 200 * MS).await })
+            .await
+            .unwrap();
+        assert_eq!(read.unwrap_err().kind(), io::ErrorKind::TimedOut);
+        assert!((200 * MS..250 * MS).contains(&took), "{took:?}");
     }
 }

@@ -118,7 +118,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
                 let room = streams.len() < at_once && !draining;
                 match drive(&mut conn, &wakes, room, from.peer) {
                     Poll::Ready(Some((request, respond))) => {
-                        let stream = one_stream(from, request, respond);
+                        let stream = || one_stream(from, request, respond);
                         streams.push(Reused::new(spare.take(), stream));
                         // The new stream is to be polled; the connection may hold more.
                         wakes.raise(CONN | STREAMS);
