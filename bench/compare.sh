@@ -20,7 +20,7 @@
 # (and any position effect) is spread over all three instead of landing on one.
 # The report shows the median over the rounds, and each figure as a ratio to nginx.
 #
-# Usage:  [RUNS=3] [DUR=5] [RATE=5000] [H2_CLIENTS=40] [BASELINE=bin] [ACCESS_LOG=1] [HTTPS=0] bench/compare.sh [--build]
+# Usage:  [RUNS=3] [DUR=5] [RATE=5000] [H2_CLIENTS=40] [BASELINE=bin] [PGO=1] [ACCESS_LOG=1] [HTTPS=0] bench/compare.sh [--build]
 #   --build   rebuild target/release/sluice first (it is built anyway if missing).
 #   ACCESS_LOG=1  every balancer writes an access log (sluice's combined format;
 #             nginx's combined, buffered as sluice's is: buffer=32k flush=1s; HAProxy's
@@ -29,6 +29,8 @@
 #   BASELINE  another sluice binary (an older build, or one built with `--features ring`)
 #             measured as `sluice-base` in the same rounds, for before/after figures of
 #             a change; it must know `tls` listeners unless HTTPS=0.
+#   PGO=1     also measure the profile-guided build (scripts/build-pgo.sh, built first
+#             if missing; with --build, rebuilt) as `sluice-pgo`, in the same rounds.
 #   HTTPS=0   skip the HTTPS measurements (3.).
 #
 # The results go to bench/runs/<date>-compare/ (summary.md, results.jsonl, and the
@@ -51,12 +53,15 @@ BALANCERS=(sluice nginx haproxy)
 BASELINE=${BASELINE:-}
 ACCESS_LOG=${ACCESS_LOG:-}
 HTTPS=${HTTPS:-1}
+PGO=${PGO:-}
 [[ -n $BASELINE ]] && BALANCERS+=(sluice-base)
+[[ -n $PGO ]] && BALANCERS+=(sluice-pgo)
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
 SLUICE_BIN=$CARGO_TARGET_DIR/release/sluice
-COMMAND_LINE="RUNS=$RUNS DUR=$DUR RATE=$RATE H2_CLIENTS=$H2_CLIENTS HTTPS=$HTTPS${BASELINE:+ BASELINE=$BASELINE}${ACCESS_LOG:+ ACCESS_LOG=$ACCESS_LOG} $0${*:+ $*}"
+PGO_BIN=$REPO/target/pgo/release/sluice
+COMMAND_LINE="RUNS=$RUNS DUR=$DUR RATE=$RATE H2_CLIENTS=$H2_CLIENTS HTTPS=$HTTPS${BASELINE:+ BASELINE=$BASELINE}${PGO:+ PGO=$PGO}${ACCESS_LOG:+ ACCESS_LOG=$ACCESS_LOG} $0${*:+ $*}"
 
 BUILD=0
 for arg in "$@"; do
@@ -170,6 +175,11 @@ ensure_sluice() {
         (cd "$REPO" && cargo build --release -p sluice)
     fi
     [[ -x $SLUICE_BIN ]] || die "no binary at $SLUICE_BIN after the build"
+    if [[ -n $PGO ]] && { (( BUILD )) || [[ ! -x $PGO_BIN ]]; }; then
+        log "building sluice with profile-guided optimisation (scripts/build-pgo.sh)"
+        "$REPO/scripts/build-pgo.sh"
+    fi
+    [[ -z $PGO || -x $PGO_BIN ]] || die "no binary at $PGO_BIN after scripts/build-pgo.sh"
     # A binary older than the last commit that changed code probably does not contain
     # it; say so loudly. (cargo leaves the binary untouched when only docs changed.)
     local built committed
@@ -206,7 +216,7 @@ EOF
 # Generated at run time into $WORK (and copied to the results directory), so that
 # the ports can be chosen freshly and nothing touches /etc.
 
-# The TLS listener of a sluice config (NAME: sluice or sluice-base).
+# The TLS listener of a sluice config (NAME: sluice, sluice-pgo or sluice-base).
 tls_listener_of() {
     [[ $HTTPS == 1 ]] || return 0
     printf '[[listener]]\nbind = "127.0.0.1:%s"\ntls = { cert = "%s", key = "%s" }\n' \
@@ -224,8 +234,8 @@ write_certificate() {
 
 write_sluice_config() {
     local name=${1:-sluice} log=""
-    if [[ -n $ACCESS_LOG && $name == sluice ]]; then
-        log="access_log = \"$WORK/sluice-access.log\""
+    if [[ -n $ACCESS_LOG && ( $name == sluice || $name == sluice-pgo ) ]]; then
+        log="access_log = \"$WORK/$name-access.log\""
     fi
     cat >"$WORK/$name.toml" <<EOF
 workers = $WORKERS
@@ -336,8 +346,10 @@ EOF
 
 start_all() {
     read -r B1_PORT B2_PORT PORT_OF[sluice] PORT_OF[nginx] PORT_OF[haproxy] PORT_OF[sluice-base] \
-        TLS_PORT_OF[sluice] TLS_PORT_OF[nginx] TLS_PORT_OF[haproxy] BASE_TLS_PORT <<<"$(free_ports 10)"
+        TLS_PORT_OF[sluice] TLS_PORT_OF[nginx] TLS_PORT_OF[haproxy] BASE_TLS_PORT \
+        PORT_OF[sluice-pgo] PGO_TLS_PORT <<<"$(free_ports 12)"
     [[ -n $BASELINE ]] && TLS_PORT_OF[sluice-base]=$BASE_TLS_PORT
+    [[ -n $PGO ]] && TLS_PORT_OF[sluice-pgo]=$PGO_TLS_PORT
     [[ $HTTPS == 1 ]] || TLS_PORT_OF=()
     mkdir -p "$OUT/servers" "$OUT/configs"
 
@@ -358,6 +370,10 @@ start_all() {
     if [[ -n $BASELINE ]]; then
         write_sluice_config sluice-base
         SLUICE_LOG=warn start sluice-base "$OUT/servers/sluice-base.log" "$BASELINE" serve -c "$WORK/sluice-base.toml"
+    fi
+    if [[ -n $PGO ]]; then
+        write_sluice_config sluice-pgo
+        SLUICE_LOG=warn start sluice-pgo "$OUT/servers/sluice-pgo.log" "$PGO_BIN" serve -c "$WORK/sluice-pgo.toml"
     fi
     # -e: the log nginx uses before it has read the config (default is /var/log/nginx).
     start nginx "$OUT/servers/nginx.log" nginx -p "$WORK/nginx/" -e "$WORK/nginx/logs/error.log" \
@@ -494,6 +510,7 @@ machine_info() {
     echo "- machine: $(nproc) CPUs ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)), kernel $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     # HEAD may have moved since the binary was built (others commit too), so say when it was built.
     echo "- sluice: $("$SLUICE_BIN" --version 2>&1 | head -n1), git $commit$dirty; binary built $(date -u -r "$SLUICE_BIN" '+%Y-%m-%d %H:%M:%S UTC')$STALE"
+    [[ -n $PGO ]] && echo "- sluice-pgo: $PGO_BIN (scripts/build-pgo.sh; binary built $(date -u -r "$PGO_BIN" '+%Y-%m-%d %H:%M:%S UTC'))"
     [[ -n $BASELINE ]] && echo "- sluice-base: $BASELINE ($("$BASELINE" --version 2>&1 | head -n1), binary built $(date -u -r "$BASELINE" '+%Y-%m-%d %H:%M:%S UTC'))"
     echo "- nginx: $(nginx -v 2>&1 | head -n1)"
     echo "- haproxy: $(haproxy -v 2>&1 | head -n1)"
@@ -665,7 +682,7 @@ def median(xs):
 
 def report(path):
     recs = [json.loads(line) for line in open(path) if line.strip()]
-    order = ["sluice", "nginx", "haproxy", "sluice-base"]
+    order = ["sluice", "sluice-pgo", "nginx", "haproxy", "sluice-base"]
     order = [b for b in order if any(r["balancer"] == b for r in recs)]
     rows = {}
     for b in order:
