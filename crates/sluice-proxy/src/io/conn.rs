@@ -217,7 +217,10 @@ mod tests {
     async fn timed_fill(conn: &mut Conn, limit: Duration) -> (io::Result<usize>, Duration) {
         let started = Instant::now();
         let read = timeout(Duration::from_secs(60), conn.fill(limit)).await;
-        (read.expect("the read's timer never fired"), started.elapsed())
+        (
+            read.expect("the read's timer never fired"),
+            started.elapsed(),
+        )
     }
 
     /// Sends each of `script`'s bytes to the peer after its delay (one after the
