@@ -189,8 +189,14 @@ ensure_sluice() {
         STALE=" (OLDER than the code at $(git -C "$REPO" rev-parse --short HEAD), or the code has uncommitted changes; rerun with --build)"
         log "WARNING: $SLUICE_BIN is older than the last commit; rerun with --build to measure the current code"
     fi
+    # The same check for the profile-guided binary, which is kept between runs.
+    if [[ -n $PGO ]] && (( $(stat -c %Y "$PGO_BIN") < committed )); then
+        PGO_STALE=" (OLDER than the code at $(git -C "$REPO" rev-parse --short HEAD); rerun with --build)"
+        log "WARNING: $PGO_BIN is older than the last commit; rerun with --build to measure the current code"
+    fi
 }
 STALE=
+PGO_STALE=
 
 # free_ports N: N distinct free TCP ports on 127.0.0.1. The kernel picks them (bind to
 # port 0, all sockets held open until we have N, so they differ); ss double-checks
@@ -510,7 +516,7 @@ machine_info() {
     echo "- machine: $(nproc) CPUs ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)), kernel $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     # HEAD may have moved since the binary was built (others commit too), so say when it was built.
     echo "- sluice: $("$SLUICE_BIN" --version 2>&1 | head -n1), git $commit$dirty; binary built $(date -u -r "$SLUICE_BIN" '+%Y-%m-%d %H:%M:%S UTC')$STALE"
-    [[ -n $PGO ]] && echo "- sluice-pgo: $PGO_BIN (scripts/build-pgo.sh; binary built $(date -u -r "$PGO_BIN" '+%Y-%m-%d %H:%M:%S UTC'))"
+    [[ -n $PGO ]] && echo "- sluice-pgo: $PGO_BIN (scripts/build-pgo.sh; binary built $(date -u -r "$PGO_BIN" '+%Y-%m-%d %H:%M:%S UTC'))$PGO_STALE"
     [[ -n $BASELINE ]] && echo "- sluice-base: $BASELINE ($("$BASELINE" --version 2>&1 | head -n1), binary built $(date -u -r "$BASELINE" '+%Y-%m-%d %H:%M:%S UTC'))"
     echo "- nginx: $(nginx -v 2>&1 | head -n1)"
     echo "- haproxy: $(haproxy -v 2>&1 | head -n1)"
