@@ -19,6 +19,10 @@
 # rotate the order from one round to the next, so that noise on this shared machine
 # (and any position effect) is spread over all three instead of landing on one.
 # The report shows the median over the rounds, and each figure as a ratio to nginx.
+# Around every CPU reading we also read what else the machine did (/proc/stat's steal
+# and busy ticks against our own process tree's, and /proc/pressure/cpu): the report
+# lists each round's CPU per request beside the share other guests and other programs
+# took, and names a run contended when they took more than 5% and 10%.
 #
 # Usage:  [RUNS=3] [DUR=5] [RATE=5000] [H2_CLIENTS=40] [BASELINE=bin] [PGO=1] [ACCESS_LOG=1] [HTTPS=0] bench/compare.sh [--build]
 #   --build   rebuild target/release/sluice first (it is built anyway if missing).
@@ -441,11 +445,12 @@ measure() {
     log "round $round: $name: h2load ${EFFECTIVE_RATE} req/s for ${DUR}s"
     local h2_cmd=(h2load --h1 -c "$H2_CLIENTS" -t 1 --rps "$RPS_PER_CLIENT" -D "$DUR" "$url")
     echo "# $name, round $round: ${h2_cmd[*]}" >"$h2_log"
-    local before after
-    before=$(python3 "$HELPER" ticks "${PID_OF[$name]}")
+    local before after host_before host_after
+    read -r before host_before <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
     bounded $(( DUR + 30 )) "${h2_cmd[@]}" >>"$h2_log" 2>&1 || die "$name: h2load failed (exit $?); see $h2_log"
-    after=$(python3 "$HELPER" ticks "${PID_OF[$name]}")
+    read -r after host_after <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
     echo "# balancer CPU (utime+stime, process tree of pid ${PID_OF[$name]}): $before -> $after ticks at $CLK_TCK/s" >>"$h2_log"
+    echo "# host (steal/all/busy/ours ticks, PSI cpu some us): $host_before -> $host_after" >>"$h2_log"
 
     kill -0 "${PID_OF[$name]}" 2>/dev/null || die "$name died during the measurement; see $OUT/servers/$name.log"
     local tls=()
@@ -469,11 +474,12 @@ measure_tls() {
     log "round $round: $name: keep-alive TLS, h2load ${EFFECTIVE_RATE} req/s for ${DUR}s"
     local h2_cmd=(h2load --h1 -c "$H2_CLIENTS" -t 1 --rps "$RPS_PER_CLIENT" -D "$DUR" "$url")
     echo "# $name, round $round: ${h2_cmd[*]}" >"$ka_log"
-    local before after
-    before=$(python3 "$HELPER" ticks "${PID_OF[$name]}")
+    local before after host_before host_after
+    read -r before host_before <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
     bounded $(( DUR + 30 )) "${h2_cmd[@]}" >>"$ka_log" 2>&1 || die "$name: h2load over TLS failed; see $ka_log"
-    after=$(python3 "$HELPER" ticks "${PID_OF[$name]}")
+    read -r after host_after <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
     echo "# balancer CPU (utime+stime, process tree of pid ${PID_OF[$name]}): $before -> $after ticks at $CLK_TCK/s" >>"$ka_log"
+    echo "# host (steal/all/busy/ours ticks, PSI cpu some us): $host_before -> $host_after" >>"$ka_log"
     kill -0 "${PID_OF[$name]}" 2>/dev/null || die "$name died during the TLS measurement; see $OUT/servers/$name.log"
     TLS_RESULT=("$hs_log" "$ka_log" "$before" "$after")
     sleep 1
@@ -494,11 +500,12 @@ measure_h2() {
     log "round $round: $name: HTTP/2, h2load ${EFFECTIVE_RATE} req/s for ${DUR}s"
     local cost_cmd=(h2load -c "$H2_CLIENTS" -m 1 -t 1 --rps "$RPS_PER_CLIENT" -D "$DUR" "$url")
     echo "# $name, round $round: ${cost_cmd[*]}" >"$cost_log"
-    local before after
-    before=$(python3 "$HELPER" ticks "${PID_OF[$name]}")
+    local before after host_before host_after
+    read -r before host_before <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
     bounded $(( DUR + 30 )) "${cost_cmd[@]}" >>"$cost_log" 2>&1 || die "$name: h2load (HTTP/2, rate) failed; see $cost_log"
-    after=$(python3 "$HELPER" ticks "${PID_OF[$name]}")
+    read -r after host_after <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
     echo "# balancer CPU (utime+stime, process tree of pid ${PID_OF[$name]}): $before -> $after ticks at $CLK_TCK/s" >>"$cost_log"
+    echo "# host (steal/all/busy/ours ticks, PSI cpu some us): $host_before -> $host_after" >>"$cost_log"
     TLS_RESULT+=("$sat_log" "$cost_log" "$before" "$after")
 }
 
@@ -551,13 +558,14 @@ write_helper() {
     HELPER=$WORK/compare_helper.py
     cat >"$HELPER" <<'PYEOF'
 """Helper for bench/compare.sh. Subcommands:
-  ticks PID                         utime+stime (clock ticks) of PID and all its descendants
+  ticks PID ROOT                    utime+stime (clock ticks) of PID and all its descendants,
+                                    then the host reading (see host_reading)
   record NAME ROUND WRK H2 T0 T1 HZ parse one round's logs, print a JSON line
   report RESULTS.jsonl              print the Markdown summary (medians, ratios to nginx)
 """
 import json, os, re, statistics, sys
 
-def ticks(root):
+def processes():
     # ppid and utime+stime for every process; the comm field may hold spaces or ')',
     # so split after the last ')'. Fields 14 and 15 (1-based) are utime and stime,
     # i.e. index 11 and 12 after the ')' (which starts at field 3, state).
@@ -570,14 +578,51 @@ def ticks(root):
                 rest = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue  # exited while we looked
-        procs[int(entry)] = (int(rest[1]), int(rest[11]) + int(rest[12]))
+        # Fields 16 and 17 (cutime, cstime): children that exited and were waited for.
+        procs[int(entry)] = (int(rest[1]), int(rest[11]) + int(rest[12]), int(rest[13]) + int(rest[14]))
+    return procs
+
+def ticks(procs, root, reaped=False):
+    """CPU ticks of root and its descendants; with reaped, also of the descendants that
+    already exited (a load generator that ran in the window and is gone)."""
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()
         if pid in procs:
-            total += procs[pid][1]
-            todo.extend(p for p, (ppid, _) in procs.items() if ppid == pid)
+            total += procs[pid][1] + (procs[pid][2] if reaped else 0)
+            todo.extend(p for p, (ppid, _, _) in procs.items() if ppid == pid)
     return total
+
+def host_reading(procs, root):
+    """What else ran on the machine: 'steal/all/busy/ours/psi'. steal, all and busy are
+    the whole machine's clock ticks (/proc/stat: stolen by other guests of the
+    hypervisor, all, all but idle and iowait); ours is the ticks of this script's
+    process tree (balancers, backends, load generators); psi is the kernel's total of
+    microseconds in which some task waited for a CPU (/proc/pressure/cpu; 0 if absent).
+    Busy minus ours is CPU that other programs on this machine took."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    psi = 0
+    try:
+        with open("/proc/pressure/cpu") as f:
+            psi = int(f.readline().rsplit("total=", 1)[1])
+    except (OSError, IndexError, ValueError):
+        pass
+    return f"{v[7]}/{sum(v)}/{sum(v) - v[3] - v[4]}/{ticks(procs, root, reaped=True)}/{psi}"
+
+def parse_host(text):
+    """The host line a CPU window wrote: percentages of the window's CPU time stolen by
+    other guests and taken by other programs here, and PSI 'some' as a share of wall time."""
+    m = re.search(r"^# host \(.*\): (\S+) -> (\S+)$", text, re.M)
+    if not m:
+        return None
+    a, b = ([int(x) for x in g.split("/")] for g in m.groups())
+    steal, total, busy, ours, psi = (y - x for x, y in zip(a, b))
+    if total <= 0:
+        return None
+    wall_us = total / os.cpu_count() / os.sysconf("SC_CLK_TCK") * 1e6
+    return {"steal_pct": 100 * steal / total, "others_pct": 100 * max(busy - ours, 0) / total,
+            "psi_some_pct": 100 * psi / wall_us}
 
 UNITS_US = {"us": 1, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
 
@@ -619,7 +664,19 @@ def parse_h2load(text):
     out["status"] = dict(zip(("2xx", "3xx", "4xx", "5xx"), map(int, m.groups()))) if m else {}
     m = re.search(r"^time for request:\s+(\S+)\s+(\S+)\s+(\S+)", text, re.M)
     out["req_time_mean_us"] = duration_us(m.group(3)) if m else None
+    out["host"] = parse_host(text)
     return out
+
+STEAL_PCT, OTHERS_PCT = 5, 10
+
+def contention(run):
+    """A problem line if others took enough of the CPU during this fixed-rate run
+    to make its CPU figure suspect (a starved process loses cache, and waits)."""
+    h = run.get("host")
+    if h and (h["steal_pct"] > STEAL_PCT or h["others_pct"] > OTHERS_PCT):
+        return (f"contended: {h['steal_pct']:.1f}% of CPU stolen by other guests, "
+                f"{h['others_pct']:.1f}% taken by other programs here")
+    return None
 
 def problems(rec):
     """Everything about one record that makes its numbers suspect."""
@@ -638,6 +695,8 @@ def problems(rec):
         p.append(f"h2load: {non2xx} non-2xx responses")
     if h["rps"] is not None and h["rps"] < 0.95 * rec["target_rate"]:
         p.append(f"h2load: reached only {h['rps']:.0f} of {rec['target_rate']} req/s")
+    if contention(h):
+        p.append("h2load: " + contention(h))
     if rec["cpu_ticks"] < 20:
         p.append(f"CPU: only {rec['cpu_ticks']} clock ticks measured; the figure is coarse (raise DUR)")
     return p
@@ -680,6 +739,8 @@ def tls_record(rec, hs_path, ka_path, t0, t1, *h2, hz):
             bad = {k: r[k] for k in ("failed", "errored", "timeout") if r[k]}
             if bad or sum(v for k, v in run["status"].items() if k != "2xx"):
                 rec["problems"].append(f"HTTP/2 {name}: {bad or 'non-2xx responses'}")
+        if contention(rate):
+            rec["problems"].append("HTTP/2 rate: " + contention(rate))
     return t
 
 def median(xs):
@@ -734,6 +795,7 @@ def report(path):
         print(f"| {b} | {num(r['h2rps'], '{:,.0f}')} | {num(r['h2mean'] and r['h2mean'] / 1e3, '{:.2f}')} |")
     print()
     tls_report(recs, order)
+    rounds_report(recs, order)
     issues = [(r["round"], r["balancer"], p) for r in recs for p in r["problems"]]
     if issues:
         print("Problems seen (these runs' numbers are suspect):")
@@ -792,10 +854,48 @@ def h2_report(recs, order):
               f"| {ratio(r['cpu'], base['cpu'])} | {r['rate']:,.0f} |")
     print()
 
+def cost_runs(rec):
+    """(label, CPU µs/req, h2load run) for each fixed-rate run of one record."""
+    runs = [("HTTP/1.1", rec["cpu_us_per_req"], rec["h2load"])]
+    t = rec.get("tls")
+    if t:
+        runs.append(("keep-alive TLS", t["cpu_us_per_req"], t["h2load"]))
+        if "h2" in t:
+            runs.append(("HTTP/2", t["h2"]["cpu_us_per_req"], t["h2"]["rate"]))
+    return runs
+
+def rounds_report(recs, order):
+    """Every round's CPU per request, with what else ran on the machine meanwhile, so
+    a reader can tell a spread of the balancer's own from a noisy neighbour's."""
+    rounds = sorted({r["round"] for r in recs})
+    print("CPU µs per request in each round, and the host during that run: "
+          "(s) = % of the machine's CPU stolen by other guests, (o) = % taken by "
+          f"other programs on this machine. Runs above {STEAL_PCT}% (s) or {OTHERS_PCT}% (o) "
+          "are listed under problems.")
+    print()
+    print("| balancer | run | " + " | ".join(f"round {n}" for n in rounds) + " |")
+    print("|---|---|" + "---:|" * len(rounds))
+    for b in order:
+        by_round = {r["round"]: cost_runs(r) for r in recs if r["balancer"] == b}
+        labels = [label for label, _, _ in next(iter(by_round.values()), [])]
+        for i, label in enumerate(labels):
+            cells = []
+            for n in rounds:
+                runs = by_round.get(n)
+                if not runs or i >= len(runs) or runs[i][1] is None:
+                    cells.append("n/a")
+                    continue
+                h = runs[i][2].get("host")
+                host = f" ({h['steal_pct']:.0f}s {h['others_pct']:.0f}o)" if h else ""
+                cells.append(f"{runs[i][1]:.1f}{host}")
+            print(f"| {b} | {label} | " + " | ".join(cells) + " |")
+    print()
+
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
-    if cmd == "ticks" and len(argv) == 3:
-        print(ticks(int(argv[2])))
+    if cmd == "ticks" and len(argv) == 4:
+        procs = processes()
+        print(ticks(procs, int(argv[2])), host_reading(procs, int(argv[3])))
     elif cmd == "record" and len(argv) in (9, 13, 17):
         record(*argv[2:])
     elif cmd == "report" and len(argv) == 3:
