@@ -599,7 +599,7 @@ def host_reading(procs, root):
     hypervisor, all, all but idle and iowait); ours is the ticks of this script's
     process tree (balancers, backends, load generators); psi is the kernel's total of
     microseconds in which some task waited for a CPU (/proc/pressure/cpu; 0 if absent).
-    Busy minus ours is CPU that other programs on this machine took."""
+    Busy minus steal minus ours is CPU that other programs on this machine took."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:9]]
     psi = 0
@@ -621,7 +621,8 @@ def parse_host(text):
     if total <= 0:
         return None
     wall_us = total / os.cpu_count() / os.sysconf("SC_CLK_TCK") * 1e6
-    return {"steal_pct": 100 * steal / total, "others_pct": 100 * max(busy - ours, 0) / total,
+    # busy counts stolen ticks too; others are what is left after ours and the stolen.
+    return {"steal_pct": 100 * steal / total, "others_pct": 100 * max(busy - steal - ours, 0) / total,
             "psi_some_pct": 100 * psi / wall_us}
 
 UNITS_US = {"us": 1, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
