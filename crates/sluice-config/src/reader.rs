@@ -53,12 +53,26 @@ impl<'a> Reader<'a> {
 
     /// Records an error for every key of `table` not in `allowed`.
     pub fn only_keys(&mut self, table: &dyn TableLike, allowed: &[&str], what: &str) {
+        self.only_keys_or_moved(table, allowed, what, &[]);
+    }
+
+    /// [`Reader::only_keys`], where a key named in `moved` is one that belongs in
+    /// another table: its error gives the hint paired with it (where to write it).
+    pub fn only_keys_or_moved(
+        &mut self,
+        table: &dyn TableLike,
+        allowed: &[&str],
+        what: &str,
+        moved: &[(&str, &str)],
+    ) {
         for (key, _) in table.iter() {
             if !allowed.contains(&key) {
                 let span = table.key(key).and_then(|k| k.span());
-                let hint = match closest(key, allowed) {
-                    Some(near) => format!("did you mean `{near}`?"),
-                    None => format!("{what} takes: {}", allowed.join(", ")),
+                let elsewhere = moved.iter().find(|(k, _)| *k == key);
+                let hint = match (elsewhere, closest(key, allowed)) {
+                    (Some((_, hint)), _) => hint.to_string(),
+                    (None, Some(near)) => format!("did you mean `{near}`?"),
+                    (None, None) => format!("{what} takes: {}", allowed.join(", ")),
                 };
                 self.error(span, format!("unknown key `{key}` in {what}"), hint);
             }

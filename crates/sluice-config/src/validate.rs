@@ -41,6 +41,17 @@ const LISTENER_KEYS: &[&str] = &[
     "proxy_protocol",
     "proxy_protocol_from",
 ];
+/// Keys written on a listener that belong in its `tls` table or in `[http2]`.
+const LISTENER_MOVED: &[(&str, &str)] = &[
+    ("cert", TLS_FORM),
+    ("key", TLS_FORM),
+    ("certificates", TLS_FORM),
+    ("acme", "it belongs inside `tls`: tls = { acme = true }"),
+    ("max_concurrent_streams", HTTP2_PLACE),
+    ("window", HTTP2_PLACE),
+];
+const TLS_FORM: &str = "it belongs inside `tls`: tls = { cert = \"fullchain.pem\", key = \"privkey.pem\", certificates = [{ cert = \"other.pem\", key = \"other.key\" }] }";
+const HTTP2_PLACE: &str = "HTTP/2 limits are set for all listeners in the top-level [http2] table";
 const HTTP2_KEYS: &[&str] = &["max_concurrent_streams", "window"];
 const UPSTREAM_KEYS: &[&str] = &[
     "hash_key",
@@ -267,7 +278,7 @@ fn listeners(r: &mut Reader, root: &dyn TableLike) -> Vec<Listener> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for (table, span) in entries {
-        r.only_keys(table, LISTENER_KEYS, "[[listener]]");
+        r.only_keys_or_moved(table, LISTENER_KEYS, "[[listener]]", LISTENER_MOVED);
         let Some((bind, bind_span)) = r.string(table, "bind") else {
             if table.get("bind").is_none() {
                 r.error(

@@ -485,6 +485,28 @@ servers = ["127.0.0.1:9101"]
 }
 
 #[test]
+fn tls_and_http2_keys_written_on_the_listener_say_where_they_belong() {
+    let text = r#"
+[[listener]]
+bind = "0.0.0.0:443"
+tls = { cert = "a.pem", key = "a.key" }
+certificates = [{ cert = "b.pem", key = "b.key" }]
+max_concurrent_streams = 64
+[[route]]
+upstream = "app"
+[upstream.app]
+servers = ["127.0.0.1:9101"]
+"#;
+    assert_eq!(
+        errors(text),
+        [
+            "bad.toml:5:1: unknown key `certificates` in [[listener]] (it belongs inside `tls`: tls = { cert = \"fullchain.pem\", key = \"privkey.pem\", certificates = [{ cert = \"other.pem\", key = \"other.key\" }] })",
+            "bad.toml:6:1: unknown key `max_concurrent_streams` in [[listener]] (HTTP/2 limits are set for all listeners in the top-level [http2] table)",
+        ]
+    );
+}
+
+#[test]
 fn answering_routes_and_header_edits_are_checked() {
     let text = r#"
 [[route]]
