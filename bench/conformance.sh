@@ -60,7 +60,14 @@ response_headers = { set = { "Strict-Transport-Security" = "max-age=63072000; in
 servers = ["127.0.0.1:$APP"]
 TOML
 cp sluice.toml "$OUT/"
-SLUICE_LOG=warn "$SLUICE" backend --listen "127.0.0.1:$APP" --workers 1 >backend.log 2>&1 & PIDS+=($!)
+# The app answers after 20 ms, as an app server does. Several h2spec cases send a
+# request's HEADERS and, a moment later, a frame that makes it malformed (a second
+# HEADERS without END_STREAM, DATA beyond content-length, a window overflow), and expect
+# the stream reset for it. With an instant app sluice may already have relayed the whole
+# answer and closed the stream (an early response, which RFC 9113 8.1 allows) when that
+# frame arrives, and the case fails by timing: one case in 2 of 8 full runs on
+# 2026-11-26, a different one each time, every time after the answer's DATA frame.
+SLUICE_LOG=warn "$SLUICE" backend --listen "127.0.0.1:$APP" --workers 1 --delay 20ms >backend.log 2>&1 & PIDS+=($!)
 SLUICE_LOG=warn "$SLUICE" serve -c sluice.toml >sluice.log 2>&1 & PIDS+=($!)
 for port in "$APP" "$H2C"; do
     until curl -s -o /dev/null "http://127.0.0.1:$port/"; do sleep 0.1; done
