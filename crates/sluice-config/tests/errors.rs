@@ -466,6 +466,11 @@ tls = "yes"
 [[listener]]
 bind = "0.0.0.0:446"
 tls = {}
+[[listener]]
+bind = "0.0.0.0:447"
+tls = { cert = "a.pem", key = "a.key" }
+certificates = [{ cert = "b.pem", key = "b.key" }]
+max_concurrent_streams = 64
 [[route]]
 upstream = "app"
 [upstream.app]
@@ -480,28 +485,9 @@ servers = ["127.0.0.1:9101"]
             "bad.toml:7:92: unknown key `ciphers` in `tls` (`tls` takes: cert, key, certificates, acme)",
             "bad.toml:10:7: `tls` must be a table (write tls = { cert = \"fullchain.pem\", key = \"privkey.pem\" })",
             "bad.toml:13:7: `tls` names no certificate (add cert = \"fullchain.pem\" and key = \"privkey.pem\", or acme = true)",
-        ]
-    );
-}
-
-#[test]
-fn tls_and_http2_keys_written_on_the_listener_say_where_they_belong() {
-    let text = r#"
-[[listener]]
-bind = "0.0.0.0:443"
-tls = { cert = "a.pem", key = "a.key" }
-certificates = [{ cert = "b.pem", key = "b.key" }]
-max_concurrent_streams = 64
-[[route]]
-upstream = "app"
-[upstream.app]
-servers = ["127.0.0.1:9101"]
-"#;
-    assert_eq!(
-        errors(text),
-        [
-            "bad.toml:5:1: unknown key `certificates` in [[listener]] (it belongs inside `tls`: tls = { cert = \"fullchain.pem\", key = \"privkey.pem\", certificates = [{ cert = \"other.pem\", key = \"other.key\" }] })",
-            "bad.toml:6:1: unknown key `max_concurrent_streams` in [[listener]] (HTTP/2 limits are set for all listeners in the top-level [http2] table)",
+            // Keys of `tls` or of [http2] written on the listener: where they belong.
+            "bad.toml:17:1: unknown key `certificates` in [[listener]] (it belongs inside `tls`: tls = { cert = \"fullchain.pem\", key = \"privkey.pem\", certificates = [{ cert = \"other.pem\", key = \"other.key\" }] })",
+            "bad.toml:18:1: unknown key `max_concurrent_streams` in [[listener]] (HTTP/2 limits are set for all listeners in the top-level [http2] table)",
         ]
     );
 }
