@@ -22,7 +22,8 @@
 # Around every CPU reading we also read what else the machine did (/proc/stat's steal
 # and busy ticks against our own process tree's, and /proc/pressure/cpu): the report
 # lists each round's CPU per request beside the share other guests and other programs
-# took, and names a run contended when they took more than 5% and 10%.
+# took, and names a run contended when other guests stole more than 5% of the CPU or
+# other programs took more than 10%; PSI's share is kept in results.jsonl.
 #
 # Usage:  [RUNS=3] [DUR=5] [RATE=5000] [H2_CLIENTS=40] [BASELINE=bin] [PGO=1] [ACCESS_LOG=1] [HTTPS=0] bench/compare.sh [--build]
 #   --build   rebuild target/release/sluice first (it is built anyway if missing).
