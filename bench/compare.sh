@@ -203,19 +203,11 @@ ensure_sluice() {
 STALE=
 PGO_STALE=
 
-# free_ports N: N distinct free TCP ports on 127.0.0.1. The kernel picks them (bind to
-# port 0, all sockets held open until we have N, so they differ); ss double-checks
-# that nothing listens there.
+# free_ports N: N distinct free TCP ports on 127.0.0.1 (scripts/free-ports); ss
+# double-checks that nothing listens there.
 free_ports() {
     local ports
-    ports=$(python3 - "$1" <<'EOF'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-)
+    ports=$("$REPO/scripts/free-ports" "$1")
     local p
     for p in $ports; do
         [[ -z $(ss -Hltn "sport = :$p") ]] || die "port $p already has a listener"

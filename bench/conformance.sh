@@ -39,10 +39,7 @@ printf 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\ncrlDistributi
 openssl x509 -req -in req.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 365 \
     -extfile ext.cnf -out cert.pem 2>/dev/null
 
-read -r APP TLS H2C <<<"$(python3 -c 'import socket
-s=[socket.socket() for _ in range(3)]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(*[x.getsockname()[1] for x in s])')"
+read -r APP TLS H2C <<<"$("$REPO/scripts/free-ports" 3)"
 cat >sluice.toml <<TOML
 [[listener]]
 bind = "127.0.0.1:$TLS"

@@ -56,7 +56,7 @@ install_tools() {
 }
 
 start_target() {
-    PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    PORT=$("$REPO/scripts/free-ports" 1)
     mkdir -p "$WORK/nginx"
     cat >"$WORK/nginx/nginx.conf" <<CFG
 worker_processes 1;

@@ -56,12 +56,7 @@ RUSTFLAGS="-Cprofile-generate=$DATA" CARGO_TARGET_DIR=$GEN_DIR \
 GEN=$GEN_DIR/release/sluice
 
 log "2/3: training on 127.0.0.1"
-ports=$(python3 -c '
-import socket
-s = [socket.socket() for _ in range(4)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(" ".join(str(x.getsockname()[1]) for x in s))')
-read -r B1 B2 PLAIN TLS <<<"$ports"
+read -r B1 B2 PLAIN TLS <<<"$("$REPO/scripts/free-ports" 4)"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
     -subj /CN=localhost -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
 cat >"$WORK/sluice.toml" <<EOF
