@@ -79,7 +79,7 @@ PIDS+=($!)
 SLUICE_LOG=warn "$GEN" backend --workers 1 --listen "127.0.0.1:$B2" --name b2 >"$WORK/b2.log" 2>&1 &
 PIDS+=($!)
 SLUICE_LOG=warn "$GEN" serve -c "$WORK/sluice.toml" >"$WORK/serve.log" 2>&1 &
-SERVE=$!
+PIDS+=($!)
 for _ in $(seq 100); do
     curl -sfk -o /dev/null "https://127.0.0.1:$TLS/" && break
     sleep 0.1
@@ -94,8 +94,8 @@ train h2load --h1 -c 500 -t 1 -n 500 "https://127.0.0.1:$TLS/"
 train "$GEN" bench -q --users 20 -d 3s "http://127.0.0.1:$PLAIN/"
 train "$GEN" bench -q --rate 2000 -d 3s "http://127.0.0.1:$PLAIN/"
 # Profiles are written when a process exits: a graceful stop, not a kill.
-kill -TERM "$SERVE" "${PIDS[@]}"
-wait "$SERVE" "${PIDS[@]}" || true
+kill -TERM "${PIDS[@]}"
+wait "${PIDS[@]}" || true
 PIDS=()
 "$PROFDATA" merge -o "$GEN_DIR/merged.profdata" "$DATA"
 
