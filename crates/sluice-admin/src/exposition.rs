@@ -150,6 +150,18 @@ fn config(enc: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), Error> {
         "Worker threads serving requests",
         s.workers as u64,
     )?;
+    single(
+        enc,
+        "sluice_client_connections",
+        "Client connections open now, on every listener",
+        s.client_connections,
+    )?;
+    single(
+        enc,
+        "sluice_client_connections_max",
+        "The most client connections open at once (what the open-file limit leaves after a reserve); at it new ones wait in the listen queue",
+        s.client_connections_max,
+    )?;
     let reloads = [
         (vec![("result", "applied".to_string())], s.reloads),
         (vec![("result", "refused".to_string())], s.reload_failures),

@@ -22,13 +22,15 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use sluice_accept::AcceptBackoff;
 use sluice_proxy::View;
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::sync::watch;
+use std::time::{Duration, Instant};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 /// A running admin listener; it stops when this is dropped.
 pub struct Admin {
@@ -53,6 +55,17 @@ struct State {
     token: Option<String>,
 }
 
+/// The most bytes a request head may take (hyper's read buffer, its smallest): the
+/// admin API's requests are a line and a few fields.
+const MAX_HEAD: usize = 8192;
+/// The most fields a request head may have.
+const MAX_FIELDS: usize = 64;
+/// The longest a connection stays open, whatever it does: a client that reads a
+/// response a byte a minute, or sends a body that slowly, is cut off here.
+const MAX_LIFETIME: Duration = Duration::from_secs(60);
+/// Refusals at the cap closer together than this are not logged again.
+const WARN_EVERY: Duration = Duration::from_secs(60);
+
 /// Binds `config.bind` (an error names the address) and serves on a thread of its own.
 pub fn start(config: &sluice_config::Admin, view: View, info: Info) -> io::Result<Admin> {
     let listener = std::net::TcpListener::bind(config.bind)
@@ -64,11 +77,19 @@ pub fn start(config: &sluice_config::Admin, view: View, info: Info) -> io::Resul
         info,
         token: config.token.clone(),
     });
+    let limits = Limits {
+        max_conns: config.max_conns as usize,
+        header_timeout: config.header_timeout,
+    };
     let (stop, stopped) = watch::channel(false);
     let thread = std::thread::Builder::new()
         .name("sluice-admin".into())
-        .spawn(move || serve(listener, state, stopped))?;
-    tracing::info!(%addr, "admin listener serving /metrics, /api and the dashboard at /");
+        .spawn(move || serve(listener, state, limits, stopped))?;
+    tracing::info!(
+        %addr,
+        max_conns = config.max_conns,
+        "admin listener serving /metrics, /api and the dashboard at /"
+    );
     Ok(Admin {
         addr,
         stop,
@@ -76,7 +97,19 @@ pub fn start(config: &sluice_config::Admin, view: View, info: Info) -> io::Resul
     })
 }
 
-fn serve(listener: std::net::TcpListener, state: Arc<State>, mut stop: watch::Receiver<bool>) {
+/// What one connection may hold: `[admin]`'s `max_conns` and `header_timeout`.
+#[derive(Clone, Copy)]
+struct Limits {
+    max_conns: usize,
+    header_timeout: Duration,
+}
+
+fn serve(
+    listener: std::net::TcpListener,
+    state: Arc<State>,
+    limits: Limits,
+    mut stop: watch::Receiver<bool>,
+) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -88,23 +121,69 @@ fn serve(listener: std::net::TcpListener, state: Arc<State>, mut stop: watch::Re
         let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
             return;
         };
+        let name = format!(
+            "admin listener {}",
+            listener
+                .local_addr()
+                .map_or(String::new(), |a| a.to_string())
+        );
+        let mut backoff = AcceptBackoff::new(name);
+        let slots = Arc::new(Semaphore::new(limits.max_conns));
+        let mut warned: Option<Instant> = None;
         loop {
-            let (stream, _) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(a) => a,
-                    Err(_) => continue,
-                },
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
                 _ = stop.wait_for(|s| *s) => return,
             };
-            let state = state.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| answer(req, state.clone()));
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
+            let stream = match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    backoff.failed(&e).await;
+                    continue;
+                }
+            };
+            backoff.accepted();
+            // At the cap, closed at once: a flood of connections here holds at most
+            // `max_conns` descriptors, and the proxy keeps the rest.
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                warn_at_cap(&mut warned, limits.max_conns);
+                continue;
+            };
+            tokio::spawn(connection(stream, state.clone(), limits, slot));
         }
     });
+}
+
+/// Serves one connection within its limits: the head within `header_timeout` of the
+/// start or of the previous response, at most [`MAX_HEAD`] bytes and [`MAX_FIELDS`]
+/// fields, and the whole connection within [`MAX_LIFETIME`].
+async fn connection(
+    stream: tokio::net::TcpStream,
+    state: Arc<State>,
+    limits: Limits,
+    _slot: OwnedSemaphorePermit,
+) {
+    let service = hyper::service::service_fn(move |req| answer(req, state.clone()));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_buf_size(MAX_HEAD)
+        .max_headers(MAX_FIELDS);
+    let served = http.serve_connection(TokioIo::new(stream), service);
+    let _ = tokio::time::timeout(MAX_LIFETIME, served).await;
+}
+
+/// Says, once a minute at most, that connections are closed at the cap.
+fn warn_at_cap(warned: &mut Option<Instant>, max_conns: usize) {
+    if warned.is_some_and(|at| at.elapsed() < WARN_EVERY) {
+        return;
+    }
+    *warned = Some(Instant::now());
+    tracing::warn!(
+        max_conns,
+        "admin listener: {max_conns} connections open, its max_conns; new ones are closed at \
+         once until some end (raise [admin] max_conns if these are your own clients)"
+    );
 }
 
 type Reply = Response<Full<Bytes>>;

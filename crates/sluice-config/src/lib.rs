@@ -25,7 +25,10 @@ mod servers;
 mod tls;
 mod validate;
 
-pub use admin::DEFAULT_BIND as DEFAULT_ADMIN_BIND;
+pub use admin::{
+    DEFAULT_BIND as DEFAULT_ADMIN_BIND, DEFAULT_HEADER_TIMEOUT as DEFAULT_ADMIN_HEADER_TIMEOUT,
+    DEFAULT_MAX_CONNS as DEFAULT_ADMIN_MAX_CONNS,
+};
 pub use error::{ConfigError, Errors};
 pub use model::{
     AccessLog, Acme, Action, Admin, Balance, CertificateFiles, Config, Discover, DnsQuery,

@@ -141,6 +141,23 @@ pub enum LogFormat {
 pub struct Admin {
     pub bind: SocketAddr,
     pub token: Option<String>,
+    /// Connections held open at once; more are accepted and closed at once.
+    pub max_conns: u32,
+    /// A request head must come within this of the connection's start or of the end of
+    /// its previous response (so it is the idle keep-alive deadline too).
+    pub header_timeout: Duration,
+}
+
+impl Admin {
+    /// An admin listener on `bind` with the default limits.
+    pub fn new(bind: SocketAddr, token: Option<String>) -> Admin {
+        Admin {
+            bind,
+            token,
+            max_conns: crate::admin::DEFAULT_MAX_CONNS,
+            header_timeout: crate::admin::DEFAULT_HEADER_TIMEOUT,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

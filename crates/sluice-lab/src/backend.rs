@@ -64,6 +64,7 @@ use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use sluice_accept::AcceptBackoff;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -280,16 +281,21 @@ pub async fn serve_with_stats(
         tokio::spawn(serve_stats(l, stats.clone()));
     }
     let cap = (sim.max_conns > 0).then(|| Arc::new(tokio::sync::Semaphore::new(sim.max_conns)));
+    let mut backoff = AcceptBackoff::new(format!("backend {}", local_name(&listener)));
     loop {
         // At the cap, stop accepting: new connections wait in the kernel's listen queue.
         let slot = match &cap {
             Some(cap) => cap.clone().acquire_owned().await.ok(),
             None => None,
         };
-        let Ok((stream, _)) = listener.accept().await else {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                backoff.failed(&e).await;
+                continue;
+            }
         };
+        backoff.accepted();
         let _ = stream.set_nodelay(true);
         stats.connections.fetch_add(1, Ordering::Relaxed);
         let open = stats.conns_open.fetch_add(1, Ordering::Relaxed) + 1;
@@ -313,11 +319,16 @@ pub async fn serve_with_stats(
 
 /// Answers every request on `listener` with the counters of `/__stats`.
 async fn serve_stats(listener: TcpListener, stats: Arc<Stats>) {
+    let mut backoff = AcceptBackoff::new(format!("backend stats {}", local_name(&listener)));
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                backoff.failed(&e).await;
+                continue;
+            }
         };
+        backoff.accepted();
         let stats = stats.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |_req: Request<Incoming>| {
@@ -329,6 +340,13 @@ async fn serve_stats(listener: TcpListener, stats: Arc<Stats>) {
                 .await;
         });
     }
+}
+
+/// The listener's address, as logs name it.
+fn local_name(listener: &TcpListener) -> String {
+    listener
+        .local_addr()
+        .map_or(String::new(), |a| a.to_string())
 }
 
 /// Binds `addr` and serves on a background task of the current runtime.

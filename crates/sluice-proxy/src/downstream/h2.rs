@@ -94,7 +94,10 @@ impl Http2<'_> {
     }
 
     /// Writes `head` to the server, then the request body from the stream's DATA
-    /// frames: as they are for a known length, chunked otherwise.
+    /// frames: as they are for a known length, chunked otherwise. What completes the
+    /// request for the server (the last bytes of a known length, the last chunk) is
+    /// written only once the stream has ended well: a stream reset at its end (trailers
+    /// that make it malformed) leaves the server an incomplete request, never a whole one.
     pub async fn send_request_body<W: AsyncWrite + Unpin>(
         &mut self,
         head: &[u8],
@@ -109,19 +112,16 @@ impl Http2<'_> {
             Framing::Length(n) => Some(n),
             _ => None,
         };
-        loop {
-            let next = poll_fn(|cx| self.recv.poll_data(cx));
-            let data = match tokio::time::timeout(t.read_timeout, next).await {
-                Err(_) => return Err(TransferError::Read(io::ErrorKind::TimedOut.into())),
-                Ok(Some(Ok(data))) => data,
-                Ok(Some(Err(e))) => return Err(TransferError::Read(io::Error::other(e))),
-                Ok(None) => break,
-            };
-            let _ = self.recv.flow_control().release_capacity(data.len());
+        let mut last = Bytes::new();
+        while let Some(data) = self.next_data(t.read_timeout).await? {
             if let Some(n) = left.as_mut() {
                 *n = n
                     .checked_sub(data.len() as u64)
                     .ok_or_else(|| too_long(t))?;
+                if *n == 0 {
+                    last = data;
+                    continue;
+                }
             }
             self.out.clear();
             frame(self.out, &data, left.is_none());
@@ -129,12 +129,27 @@ impl Http2<'_> {
                 .await
                 .map_err(TransferError::Write)?;
         }
-        match left {
-            Some(0) => Ok(()),
-            Some(_) => Err(TransferError::Read(io::ErrorKind::UnexpectedEof.into())),
-            None => write_all(to, b"0\r\n\r\n", t.write_timeout)
-                .await
-                .map_err(TransferError::Write),
+        let end: &[u8] = match left {
+            Some(0) => &last,
+            Some(_) => return Err(TransferError::Read(io::ErrorKind::UnexpectedEof.into())),
+            None => b"0\r\n\r\n",
+        };
+        write_all(to, end, t.write_timeout)
+            .await
+            .map_err(TransferError::Write)
+    }
+
+    /// The stream's next DATA (its window released), `None` at its end, within `limit`.
+    async fn next_data(&mut self, limit: Duration) -> Result<Option<Bytes>, TransferError> {
+        let next = poll_fn(|cx| self.recv.poll_data(cx));
+        match tokio::time::timeout(limit, next).await {
+            Err(_) => Err(TransferError::Read(io::ErrorKind::TimedOut.into())),
+            Ok(Some(Ok(data))) => {
+                let _ = self.recv.flow_control().release_capacity(data.len());
+                Ok(Some(data))
+            }
+            Ok(Some(Err(e))) => Err(TransferError::Read(io::Error::other(e))),
+            Ok(None) => Ok(None),
         }
     }
 

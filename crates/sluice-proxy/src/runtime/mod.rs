@@ -1,8 +1,9 @@
 //! The process around the data path: binding listeners (`listen`), one worker thread per
-//! core (`worker`), the active health-check thread (`checks`), the thread that follows
+//! core (`worker`), the cap on client connections the descriptors allow (`capacity`), the active health-check thread (`checks`), the thread that follows
 //! certificate files (`certificates`), and [`server::Proxy`], which starts, reloads and
 //! stops them all.
 
+pub mod capacity;
 pub mod certificates;
 pub mod checks;
 pub mod listen;

@@ -2,11 +2,13 @@
 //! thread per core (or as configured), hand them new configurations, stop them gracefully.
 
 use crate::metrics::ProxyStats;
+use crate::runtime::capacity::ClientCap;
 use crate::runtime::checks;
 use crate::runtime::listen::{self, Bound};
 use crate::runtime::view::View;
 use crate::runtime::worker::{self, Reload, Start};
 use crate::state::generation::Shared;
+use sluice_accept::OpenFiles;
 use sluice_config::Config;
 use std::collections::HashMap;
 use std::io;
@@ -35,6 +37,7 @@ pub struct Proxy {
     /// Listen address as configured -> as bound (port 0 resolved).
     listening: Arc<Mutex<Vec<(SocketAddr, SocketAddr)>>>,
     stats: Arc<ProxyStats>,
+    cap: Arc<ClientCap>,
 }
 
 /// What a reload changed.
@@ -72,7 +75,7 @@ impl Proxy {
     /// address cannot be bound.
     pub fn start(config: Config) -> io::Result<Proxy> {
         resolved(&config)?;
-        raise_fd_limit();
+        let cap = client_cap(&config);
         let workers = worker_count(&config);
         let mut listening = Vec::new();
         let mut per_worker: Vec<Vec<Bound>> = (0..workers).map(|_| Vec::new()).collect();
@@ -112,6 +115,7 @@ impl Proxy {
                 stopped_accepting: acks.clone(),
                 stats: stats.clone(),
                 draining_workers: draining_workers.clone(),
+                cap: cap.clone(),
             };
             handles.push(
                 std::thread::Builder::new()
@@ -120,7 +124,13 @@ impl Proxy {
             );
         }
         let addrs: Vec<SocketAddr> = listening.iter().map(|(_, a)| *a).collect();
-        tracing::info!(workers, listeners = ?addrs, "sluice is serving");
+        tracing::info!(
+            workers,
+            listeners = ?addrs,
+            open_files = cap.limit().soft,
+            client_connections_max = cap.max(),
+            "sluice is serving"
+        );
         Ok(Proxy {
             shutdown,
             drain,
@@ -131,6 +141,7 @@ impl Proxy {
             current,
             listening: Arc::new(Mutex::new(listening)),
             stats,
+            cap,
         })
     }
 
@@ -146,6 +157,7 @@ impl Proxy {
             stats: self.stats.clone(),
             listening: self.listening.clone(),
             workers: self.workers.len(),
+            cap: self.cap.clone(),
         }
     }
 
@@ -293,12 +305,16 @@ fn summarise(
     }
 }
 
-/// Lifts the open-file limit to the hard limit, so the number of concurrent clients is
-/// bounded by the machine and not by a default of 1024.
-fn raise_fd_limit() {
-    if let Err(e) = rlimit::increase_nofile_limit(u64::MAX) {
-        tracing::warn!(cause = %e, "could not raise the open-file limit");
-    }
+/// Lifts the open-file limit to the hard limit (so the number of concurrent clients is
+/// bounded by the machine and not by a default of 1024), and caps client connections
+/// below it.
+fn client_cap(config: &Config) -> Arc<ClientCap> {
+    let limit = OpenFiles::raise().unwrap_or(OpenFiles {
+        soft: 1024,
+        hard: 1024,
+    });
+    let admin = config.admin.as_ref().map_or(0, |a| a.max_conns as usize);
+    Arc::new(ClientCap::new(limit, admin))
 }
 
 /// Refuses a config whose server host names were not resolved (the caller resolves

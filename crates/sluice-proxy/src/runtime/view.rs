@@ -3,6 +3,7 @@
 //! counter slots and takes no lock a request takes.
 
 use crate::metrics::{HistogramTotal, ListenerTotals, ProxyStats, ServerTotals};
+use crate::runtime::capacity::ClientCap;
 use crate::state::generation::Shared;
 use crate::state::health::now_ns;
 use crate::state::upstream::ServerError;
@@ -19,6 +20,7 @@ pub struct View {
     pub(crate) stats: Arc<ProxyStats>,
     pub(crate) listening: Arc<Mutex<Vec<(SocketAddr, SocketAddr)>>>,
     pub(crate) workers: usize,
+    pub(crate) cap: Arc<ClientCap>,
 }
 
 /// Everything an observer reads, at one moment.
@@ -26,6 +28,11 @@ pub struct View {
 pub struct Snapshot {
     pub started: SystemTime,
     pub workers: usize,
+    /// Client connections open now, on every listener.
+    pub client_connections: u64,
+    /// The most client connections open at once: what the open-file limit leaves after
+    /// a reserve (new ones wait in the listen queue at it).
+    pub client_connections_max: u64,
     /// 1 at start, one more per applied reload.
     pub generation: u64,
     pub reloads: u64,
@@ -151,6 +158,8 @@ impl View {
         Snapshot {
             started: stats.started,
             workers: self.workers,
+            client_connections: self.cap.open() as u64,
+            client_connections_max: self.cap.max() as u64,
             generation: stats.generation.get(),
             reloads: stats.reloads.get(),
             reload_failures: stats.reload_failures.get(),

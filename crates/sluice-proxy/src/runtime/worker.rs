@@ -4,11 +4,13 @@
 
 use crate::context::Context;
 use crate::metrics::{ListenerStats, ProxyStats};
+use crate::runtime::capacity::{ClientCap, Slot};
 use crate::runtime::listen::Bound;
 use crate::session::{self, Via};
 use crate::state::clients::Entered;
 use crate::state::generation::{Generation, Shared};
 use crate::tls::TlsListener;
+use sluice_accept::AcceptBackoff;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -44,6 +46,8 @@ pub struct Start {
     pub stats: Arc<ProxyStats>,
     /// Workers that have not finished their drain yet, all together.
     pub draining_workers: Arc<std::sync::atomic::AtomicUsize>,
+    /// Client connections of all workers against what the descriptors allow.
+    pub cap: Arc<ClientCap>,
 }
 
 /// An accepting listener: its stop signal and its task.
@@ -58,6 +62,7 @@ struct Worker {
     listeners: RefCell<HashMap<SocketAddr, Listening>>,
     connections: Cell<usize>,
     all_closed: Notify,
+    cap: Arc<ClientCap>,
 }
 
 /// Runs a worker until shutdown and the end of its grace period.
@@ -76,6 +81,7 @@ pub fn run(start: Start) -> std::io::Result<()> {
             listeners: RefCell::new(HashMap::new()),
             connections: Cell::new(0),
             all_closed: Notify::new(),
+            cap: start.cap,
         });
         listen(&w, start.listeners)?;
         tokio::task::spawn_local(reap_idle(w.ctx.clone()));
@@ -160,18 +166,20 @@ struct Accepting {
 }
 
 async fn accept_loop(w: Rc<Worker>, a: Accepting) {
+    let mut backoff = AcceptBackoff::new(format!("listener {}", a.configured));
     loop {
         // Also checked here: a drain that began while we slept after an error is not missed.
         if w.ctx.draining() {
             return;
         }
         let accepted = tokio::select! {
-            accepted = a.listener.accept() => accepted,
+            accepted = accept(&w.cap, &a.listener) => accepted,
             _ = w.ctx.drain_signal() => return,
             _ = a.stop.notified() => return,
         };
         match accepted {
-            Ok((stream, peer)) => {
+            Ok((stream, peer, slot)) => {
+                backoff.accepted();
                 let _ = stream.set_nodelay(true);
                 let open = Open::new(w.clone());
                 let configured = a.configured;
@@ -179,15 +187,24 @@ async fn accept_loop(w: Rc<Worker>, a: Accepting) {
                 tokio::task::spawn_local(async move {
                     let ctx = &open.0.ctx;
                     connection(ctx, stream, peer, configured, &stats).await;
+                    drop(slot);
                 });
             }
-            Err(e) => {
-                // Out of file descriptors or similar: keep serving the connections we have.
-                tracing::warn!(cause = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            // Out of file descriptors or similar: keep serving the connections we have,
+            // and try again after a pause (the listener stays readable: no spinning).
+            Err(e) => backoff.failed(&e).await,
         }
     }
+}
+
+/// The next connection, once the process is under its cap of client connections.
+async fn accept(
+    cap: &Arc<ClientCap>,
+    listener: &TcpListener,
+) -> std::io::Result<(tokio::net::TcpStream, SocketAddr, Slot)> {
+    let slot = cap.enter().await;
+    let (stream, peer) = listener.accept().await?;
+    Ok((stream, peer, slot))
 }
 
 /// Serves one accepted connection on the listener configured at `configured`: its
@@ -306,24 +323,40 @@ async fn serve_plain(
 }
 
 /// Whether the connection's first bytes are the HTTP/2 client preface (peeked: they
-/// stay in the socket for whichever protocol reads them).
+/// stay in the socket for whichever protocol reads them). Waits for the socket to be
+/// readable between peeks, never on a timer: a client that sends part of the preface
+/// and stops costs what an idle connection costs.
 async fn starts_with_preface(stream: &tokio::net::TcpStream) -> bool {
-    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-    let mut buf = [0u8; PREFACE.len()];
     loop {
-        let n = match stream.peek(&mut buf).await {
-            Ok(n) => n,
-            Err(_) => return false,
-        };
-        if n == 0 || !PREFACE.starts_with(&buf[..n]) {
+        if stream.readable().await.is_err() {
             return false;
         }
-        if n == PREFACE.len() {
-            return true;
+        // A peek that shows only part of the preface answers WouldBlock, which clears
+        // the socket's readiness (unless more came since it was read): the next
+        // `readable` waits for new bytes instead of peeking the same ones again.
+        match stream.try_io(tokio::io::Interest::READABLE, || peek_preface(stream)) {
+            Ok(is_preface) => return is_preface,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(_) => return false,
         }
-        // Part of the preface came: the rest follows in a moment.
-        tokio::time::sleep(Duration::from_millis(2)).await;
     }
+}
+
+/// One peek at the first bytes: whether they are the preface, or WouldBlock while they
+/// are a part of it.
+fn peek_preface(stream: &tokio::net::TcpStream) -> std::io::Result<bool> {
+    use nix::sys::socket::{recv, MsgFlags};
+    use std::os::fd::AsRawFd;
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    let mut buf = [0u8; PREFACE.len()];
+    let n = recv(stream.as_raw_fd(), &mut buf, MsgFlags::MSG_PEEK)?;
+    if n == 0 || !PREFACE.starts_with(&buf[..n]) {
+        return Ok(false);
+    }
+    if n == PREFACE.len() {
+        return Ok(true);
+    }
+    Err(std::io::ErrorKind::WouldBlock.into())
 }
 
 /// Counts one open client connection for as long as it lives. Counted by a guard so

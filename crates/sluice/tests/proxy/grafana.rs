@@ -623,10 +623,7 @@ async fn every_metric_the_dashboard_queries_is_in_the_scrape() {
     );
     let p = proxy(&config);
     let admin = sluice_admin::start(
-        &sluice_config::Admin {
-            bind: loopback(),
-            token: None,
-        },
+        &sluice_config::Admin::new(loopback(), None),
         p.view(),
         sluice_admin::Info::default(),
     )

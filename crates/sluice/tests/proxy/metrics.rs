@@ -8,10 +8,7 @@ use std::time::{Duration, Instant};
 
 /// An admin listener on 127.0.0.1:0 for `p`.
 fn admin(p: &TestProxy, token: Option<&str>) -> sluice_admin::Admin {
-    let config = sluice_config::Admin {
-        bind: loopback(),
-        token: token.map(String::from),
-    };
+    let config = sluice_config::Admin::new(loopback(), token.map(String::from));
     sluice_admin::start(&config, p.view(), sluice_admin::Info::default()).unwrap()
 }
 

@@ -23,13 +23,24 @@ pub fn slots_needed(parts: &Parts) -> usize {
 pub fn join_cookies(parts: &Parts, out: &mut Vec<u8>) {
     let mut cookies = parts.headers.get_all(http::header::COOKIE).iter();
     if let (Some(first), Some(_)) = (cookies.next(), cookies.next()) {
-        // Each crumb trimmed, as `stand_in` trims every value.
-        out.extend_from_slice(first.as_bytes().trim_ascii());
+        out.extend_from_slice(first.as_bytes());
         for value in parts.headers.get_all(http::header::COOKIE).iter().skip(1) {
             out.extend_from_slice(b"; ");
-            out.extend_from_slice(value.as_bytes().trim_ascii());
+            out.extend_from_slice(value.as_bytes());
         }
     }
+}
+
+/// Why the request's fields make it malformed (RFC 9113 section 8.2.1), if they do: a
+/// value that starts or ends with a space or a tab. The h2 crate passes such a value on
+/// (it checks only what HTTP/1.1 forbids too); the stream must be reset, not answered.
+pub fn malformed(parts: &Parts) -> Option<&'static str> {
+    let padded = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
+    parts
+        .headers
+        .values()
+        .any(|v| padded(v.as_bytes().first()) || padded(v.as_bytes().last()))
+        .then_some("a field value starts or ends with whitespace (RFC 9113 8.2.1)")
 }
 
 /// The stand-in head of a request, its fields written into `slots` (at least
@@ -58,9 +69,8 @@ pub fn stand_in<'h, 'b>(
     }
     let mut cookie = None;
     for (name, value) in &parts.headers {
-        // Trimmed, as httparse trims an HTTP/1 field's value: the h2 crate passes on
-        // the whitespace RFC 9113 forbids there, and hash keys must not see it.
-        let value = value.as_bytes().trim_ascii();
+        // Never padded: `malformed` refused the stream first.
+        let value = value.as_bytes();
         match name.as_str() {
             "host" if authority.is_some() => {}
             "cookie" => cookie = Some(value),
@@ -151,7 +161,7 @@ mod tests {
             .uri("https://shop.test:8443/cart?id=1")
             .header("cookie", "a=1")
             .header("x-one", "1")
-            .header("cookie", " b=2")
+            .header("cookie", "b=2")
             .body(())
             .unwrap();
         assert_eq!(
@@ -162,13 +172,27 @@ mod tests {
             .uri("https://a.test/")
             .header("content-length", "0")
             .header("cookie", "only=1")
-            .header("x-padded", " v ")
+            .header("x-inner", "a b")
             .body(())
             .unwrap();
         assert_eq!(
             text_of(request, false),
-            "GET / HTTP/1.1\r\nhost: a.test\r\ncontent-length: 0\r\nx-padded: v\r\ncookie: only=1\r\n\r\n"
+            "GET / HTTP/1.1\r\nhost: a.test\r\ncontent-length: 0\r\nx-inner: a b\r\ncookie: only=1\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn padded_values_are_malformed_and_inner_spaces_are_not() {
+        let parts = |value: &str| {
+            let request = http::Request::builder().header("x-a", value);
+            request.body(()).unwrap().into_parts().0
+        };
+        for padded in [" v", "v ", "\tv", "v\t", " "] {
+            assert!(malformed(&parts(padded)).is_some(), "{padded:?}");
+        }
+        for fine in ["v", "a b", "a\tb", ""] {
+            assert_eq!(malformed(&parts(fine)), None, "{fine:?}");
+        }
     }
 
     #[test]

@@ -286,6 +286,13 @@ async fn serve_stream(
     let (ctx, peer, listener) = (from.ctx, from.peer, from.listener);
     let body = !recv.is_end_stream();
     let timeout = ctx.gen().shared.config.client_idle_timeout;
+    if let Some(why) = head::malformed(&parts) {
+        // A malformed request is a stream error (RFC 9113 8.1.1): reset, not answered.
+        respond.send_reset(h2::Reason::PROTOCOL_ERROR);
+        let mut outcome = Outcome::unrouted(400, Failure::downstream(400, why, Body::Partial));
+        outcome.client = Some(peer);
+        return finish(ctx, &ctx.gen(), listener, &outcome, None, "");
+    }
     let (req, target, gen) = match stages(from, &parts, body, (text, scratch)) {
         Ok((req, _, gen)) if from.crowded => (req, super::crowded(), gen),
         Ok(parsed) => parsed,
