@@ -58,7 +58,8 @@ pub(crate) fn admin(r: &mut Reader, root: &dyn TableLike, listeners: &[Listener]
             "add token = \"...\" (clients send it as `Authorization: Bearer ...`), or bind to 127.0.0.1",
         );
     }
-    if listeners.iter().any(|l| l.bind == addr) {
+    // Port 0 is any free port: two of them never collide.
+    if addr.port() != 0 && listeners.iter().any(|l| l.bind == addr) {
         r.error(
             span,
             format!("the admin listener's {addr} is also a [[listener]]"),

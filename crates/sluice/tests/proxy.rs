@@ -14,6 +14,7 @@ mod proxy {
     mod dashboard;
     mod discovery;
     mod errors;
+    mod exhaustion;
     mod forwarded;
     mod framing;
     mod grafana;

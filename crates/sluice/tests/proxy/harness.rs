@@ -381,11 +381,35 @@ impl SluiceProcess {
         let path = dir.file(name, config);
         let args = ["serve".to_string(), "-c".into(), path.display().to_string()];
         let filter = format!("{log},sluice_proxy::runtime::server=info");
-        Self::start(dir, path, &args, &filter, "sluice is serving").await
+        Self::start(dir, path, &args, &filter, "sluice is serving", None).await
+    }
+
+    /// [`serve`](Self::serve) under an open-file limit of `nofile`, soft and hard (set
+    /// by `prlimit`, which then runs sluice in its place).
+    pub async fn serve_with_nofile(
+        name: &str,
+        config: &str,
+        log: &str,
+        nofile: u64,
+    ) -> SluiceProcess {
+        let dir = TempDir::new("serve");
+        let path = dir.file(name, config);
+        let args = ["serve".to_string(), "-c".into(), path.display().to_string()];
+        let filter = format!("{log},sluice_proxy::runtime::server=info");
+        Self::start(dir, path, &args, &filter, "sluice is serving", Some(nofile)).await
     }
 
     /// `sluice backend --workers 1` named `name` on `listen` (127.0.0.1:0 for any port).
     pub async fn backend(name: &str, listen: SocketAddr) -> SluiceProcess {
+        Self::backend_with_nofile(name, listen, None).await
+    }
+
+    /// [`backend`](Self::backend), under an open-file limit when `nofile` gives one.
+    pub async fn backend_with_nofile(
+        name: &str,
+        listen: SocketAddr,
+        nofile: Option<u64>,
+    ) -> SluiceProcess {
         let dir = TempDir::new("backend");
         let args = ["backend", "--workers", "1", "--name", name, "--listen"].map(String::from);
         let mut args = args.to_vec();
@@ -395,8 +419,9 @@ impl SluiceProcess {
             dir,
             path,
             &args,
-            "warn,sluice::commands=info",
+            "warn,sluice::commands=info,sluice_accept=info",
             "backend serving",
+            nofile,
         )
         .await
     }
@@ -407,9 +432,19 @@ impl SluiceProcess {
         args: &[String],
         filter: &str,
         ready: &str,
+        nofile: Option<u64>,
     ) -> SluiceProcess {
         let log = dir.0.join("stderr.log");
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        let sluice = env!("CARGO_BIN_EXE_sluice");
+        let mut command = match nofile {
+            Some(n) => {
+                let mut c = std::process::Command::new("prlimit");
+                c.arg(format!("--nofile={n}:{n}")).arg("--").arg(sluice);
+                c
+            }
+            None => std::process::Command::new(sluice),
+        };
+        let child = command
             .args(args)
             .env("SLUICE_LOG", filter)
             .env("NO_COLOR", "1")
@@ -470,6 +505,16 @@ impl Drop for SluiceProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// CPU seconds a process has used, user and system, from /proc.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name (which may hold spaces) in parentheses.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
 }
 
 /// The socket addresses written in a log line, in order.

@@ -457,3 +457,178 @@ async fn the_access_log_names_http2() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+// ---- malformed requests (RFC 9113 8.1.1) are reset, and a partial preface costs nothing
+
+const PROTOCOL_ERROR: u32 = 1;
+
+/// A frame read back: its type, flags, stream and payload.
+type Frame = (u8, u8, u32, Vec<u8>);
+
+/// Reads frames until `done` holds for those read, within 10 s; all of them.
+async fn frames_until(c: &mut TcpStream, done: impl Fn(&[Frame]) -> bool) -> Vec<Frame> {
+    let until = Instant::now() + Duration::from_secs(10);
+    let (mut buf, mut frames, mut chunk) = (Vec::new(), Vec::new(), [0u8; 16384]);
+    loop {
+        while buf.len() >= 9 {
+            let len =
+                (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
+            if buf.len() < 9 + len {
+                break;
+            }
+            let stream = u32::from_be_bytes(buf[5..9].try_into().unwrap()) & 0x7fff_ffff;
+            frames.push((buf[3], buf[4], stream, buf[9..9 + len].to_vec()));
+            buf.drain(..9 + len);
+        }
+        if done(&frames) {
+            return frames;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, c.read(&mut chunk)).await {
+            Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+            _ => panic!("closed or 10 s passed; frames so far: {frames:?}"),
+        }
+    }
+}
+
+/// The error code of the RST_STREAM sent on `stream`, if one was.
+fn reset_code(frames: &[Frame], stream: u32) -> Option<u32> {
+    frames
+        .iter()
+        .find(|f| f.0 == RST_STREAM && f.2 == stream)
+        .map(|f| u32::from_be_bytes(f.3[..4].try_into().unwrap()))
+}
+
+fn answered(frames: &[Frame], stream: u32) -> bool {
+    frames.iter().any(|f| f.0 == HEADERS && f.2 == stream)
+}
+
+/// A proxy with one plain listener taking h2c, in front of `server`; its address.
+fn h2c_proxy(server: SocketAddr) -> (TestProxy, SocketAddr) {
+    let body = format!("[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{server}\"]\n");
+    let p = proxy_with(
+        &body,
+        "[[listener]]\nbind = \"127.0.0.1:0\"\nhttp2 = true\n",
+    );
+    let addr = p.addr;
+    (p, addr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_field_value_with_leading_or_trailing_whitespace_resets_its_stream() {
+    let app = backend("a").await;
+    let (_p, plain) = h2c_proxy(app);
+    let before = backend_stats(app).await.1;
+    let mut c = attacker(plain).await;
+    for (stream, value) in [(1, &b" padded"[..]), (3, b"padded\t")] {
+        let mut block = get_block();
+        block.push(0x00);
+        hpack_string(&mut block, b"x-padded");
+        hpack_string(&mut block, value);
+        let headers = frame(HEADERS, END_STREAM | END_HEADERS, stream, &block);
+        c.write_all(&headers).await.unwrap();
+    }
+    // The connection lives on: a well-formed request after them is answered.
+    let get = frame(HEADERS, END_STREAM | END_HEADERS, 5, &get_block());
+    c.write_all(&get).await.unwrap();
+    let frames = frames_until(&mut c, |f| {
+        answered(f, 5) && reset_code(f, 1).is_some() && reset_code(f, 3).is_some()
+    })
+    .await;
+    assert_eq!(reset_code(&frames, 1), Some(PROTOCOL_ERROR), "{frames:?}");
+    assert_eq!(reset_code(&frames, 3), Some(PROTOCOL_ERROR), "{frames:?}");
+    assert!(!answered(&frames, 1) && !answered(&frames, 3), "{frames:?}");
+    // Only the well-formed request (and this count's own) reached the server.
+    assert_eq!(backend_stats(app).await.1 - before, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trailers_with_a_pseudo_header_reset_the_stream_and_never_complete_upstream() {
+    // The server keeps every byte it is sent, and says when its connection ended.
+    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let server = super::harness::raw_backend(move |mut s| {
+        let seen_tx = seen_tx.clone();
+        async move {
+            let mut got = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = s.read(&mut chunk).await {
+                got.extend_from_slice(&chunk[..n]);
+            }
+            let _ = seen_tx.send(got);
+        }
+    })
+    .await;
+    let (_p, plain) = h2c_proxy(server);
+    let mut c = attacker(plain).await;
+    // POST /upload with content-length 5, its 5 bytes, then trailers carrying `:path`.
+    let mut block = vec![0x83, 0x86, 0x04];
+    hpack_string(&mut block, b"/upload");
+    block.push(0x01);
+    hpack_string(&mut block, b"localhost");
+    block.push(0x00);
+    hpack_string(&mut block, b"content-length");
+    hpack_string(&mut block, b"5");
+    c.write_all(&frame(HEADERS, END_HEADERS, 1, &block))
+        .await
+        .unwrap();
+    c.write_all(&frame(DATA, 0, 1, b"hello")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let trailers = frame(HEADERS, END_STREAM | END_HEADERS, 1, &[0x84]);
+    c.write_all(&trailers).await.unwrap();
+    let frames = frames_until(&mut c, |f| reset_code(f, 1).is_some()).await;
+    assert_eq!(reset_code(&frames, 1), Some(PROTOCOL_ERROR), "{frames:?}");
+    // Whatever reached the server is not a whole request: the body's last bytes were
+    // held back until the stream ended, and it ended reset.
+    let got = tokio::time::timeout(Duration::from_secs(5), seen.recv()).await;
+    let got = got.ok().flatten().unwrap_or_default();
+    let text = String::from_utf8_lossy(&got);
+    assert!(
+        !text.contains("hello"),
+        "the server got the whole request: {text:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_partial_prefaces_cost_what_idle_connections_cost() {
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
+    let app = backend("a").await;
+    let config = format!(
+        "workers = 2\nheader_timeout = \"30s\"\n[[listener]]\nbind = \"127.0.0.1:0\"\nhttp2 = true\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{app}\"]\n"
+    );
+    let sluice = super::harness::SluiceProcess::serve("prefaces.toml", &config, "warn").await;
+    let addr = sluice.addr();
+    // One client sends the preface in two parts, 300 ms apart: still HTTP/2.
+    let mut split = TcpStream::connect(addr).await.unwrap();
+    split.write_all(&PREFACE[..10]).await.unwrap();
+    let mut idle = Vec::new();
+    for _ in 0..1000 {
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(&PREFACE[..16]).await.unwrap();
+        idle.push(c);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    split.write_all(&PREFACE[10..]).await.unwrap();
+    split.write_all(&frame(SETTINGS, 0, 0, &[])).await.unwrap();
+    let get = frame(HEADERS, END_STREAM | END_HEADERS, 1, &get_block());
+    split.write_all(&get).await.unwrap();
+    let frames = frames_until(&mut split, |f| answered(f, 1)).await;
+    assert!(answered(&frames, 1), "{frames:?}");
+    // 3 s with 1,000 connections each holding part of the preface.
+    let pid = sluice.child.id();
+    let before = super::harness::cpu_seconds(pid);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let used = super::harness::cpu_seconds(pid) - before;
+    assert!(
+        used < 0.15,
+        "{used:.2} s of CPU in 3 s for 1,000 partial prefaces (5% of a core is 0.15 s)"
+    );
+    // They are still open, waiting (header_timeout is 30 s), not closed to save work.
+    let mut probe = [0u8; 1];
+    for c in idle.iter_mut().take(50) {
+        let read = tokio::time::timeout(Duration::from_millis(5), c.read(&mut probe)).await;
+        assert!(
+            read.is_err(),
+            "a partial-preface connection was closed early"
+        );
+    }
+}
