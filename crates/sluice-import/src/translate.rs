@@ -212,7 +212,7 @@ impl Translator {
         for e in d.block() {
             if e.name == "worker_connections" {
                 notes.push(e.note(format!(
-                    "{}: sluice has no per-worker connection cap: it takes as many connections as its file-descriptor limit allows (raised to the hard limit at start), so this number no longer caps users",
+                    "{}: sluice has no per-worker connection cap: it takes as many client connections as its open-file limit allows less a reserve for connections to servers (the limit raised to the hard limit at start; the start-up line says both figures), so this number no longer caps users",
                     e.arg(0).unwrap_or("")
                 )));
             } else {

@@ -71,28 +71,27 @@ impl ClientCap {
         self.open.load(Ordering::Acquire)
     }
 
-    /// A slot for the next connection, once there is room.
-    pub async fn enter(self: &Arc<Self>) -> Slot {
+    /// Returns once the process is under its cap (at once when it is). Room is not
+    /// taken: an accept loop waits here, then accepts and [`enter`](Self::enter)s, so
+    /// a loop waiting for a connection holds no slot. Workers taking the last room at
+    /// the same moment may go over the cap by one connection each.
+    pub async fn room(&self) {
         loop {
             // Registered before the check, so a slot freed in between still wakes us.
             let mut freed = pin!(self.freed.notified());
             freed.as_mut().enable();
-            if let Some(slot) = self.try_enter() {
-                return slot;
+            if self.open() < self.max {
+                return;
             }
             self.warn();
             freed.await;
         }
     }
 
-    fn try_enter(self: &Arc<Self>) -> Option<Slot> {
-        let max = self.max;
-        self.open
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| Slot(self.clone()))
+    /// Counts an accepted connection for as long as its slot lives.
+    pub fn enter(self: &Arc<Self>) -> Slot {
+        self.open.fetch_add(1, Ordering::AcqRel);
+        Slot(self.clone())
     }
 
     fn warn(&self) {
@@ -131,23 +130,25 @@ mod tests {
     async fn at_the_cap_a_connection_waits_for_one_to_close() {
         let cap = cap(322);
         assert_eq!(cap.max(), 2);
-        let a = cap.enter().await;
-        let _b = cap.enter().await;
+        cap.room().await;
+        let a = cap.enter();
+        cap.room().await;
+        let _b = cap.enter();
         assert_eq!(cap.open(), 2);
         let waiting = tokio::spawn({
             let cap = cap.clone();
-            async move { cap.enter().await }
+            async move { cap.room().await }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(
             !waiting.is_finished(),
-            "a third connection entered a cap of 2"
+            "room for a third connection in a cap of 2"
         );
         drop(a);
-        let _c = tokio::time::timeout(Duration::from_secs(5), waiting)
+        tokio::time::timeout(Duration::from_secs(5), waiting)
             .await
             .expect("a freed slot wakes the waiting accept")
             .unwrap();
-        assert_eq!(cap.open(), 2);
+        assert_eq!(cap.open(), 1);
     }
 }

@@ -202,9 +202,9 @@ async fn accept(
     cap: &Arc<ClientCap>,
     listener: &TcpListener,
 ) -> std::io::Result<(tokio::net::TcpStream, SocketAddr, Slot)> {
-    let slot = cap.enter().await;
+    cap.room().await;
     let (stream, peer) = listener.accept().await?;
-    Ok((stream, peer, slot))
+    Ok((stream, peer, cap.enter()))
 }
 
 /// Serves one accepted connection on the listener configured at `configured`: its
