@@ -4,7 +4,9 @@
 
 use crate::limit::{OpenFiles, HOW_TO_RAISE};
 use std::io;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
 
 /// The first wait after a failed accept.
 const FIRST_DELAY: Duration = Duration::from_millis(5);
@@ -74,6 +76,21 @@ impl AcceptBackoff {
             );
         } else {
             tracing::warn!(cause = %e, "{}: accept failed; retrying every {retry} ms at most", self.what);
+        }
+    }
+
+    /// The next connection on `listener`: a failed accept is waited out
+    /// ([`failed`](Self::failed)) and tried again. Cancel-safe, so it can stand in a
+    /// `select!` beside a stop signal.
+    pub async fn accept(&mut self, listener: &TcpListener) -> (TcpStream, SocketAddr) {
+        loop {
+            match listener.accept().await {
+                Ok(accepted) => {
+                    self.accepted();
+                    return accepted;
+                }
+                Err(e) => self.failed(&e).await,
+            }
         }
     }
 

@@ -131,18 +131,10 @@ fn serve(
         let slots = Arc::new(Semaphore::new(limits.max_conns));
         let mut warned: Option<Instant> = None;
         loop {
-            let accepted = tokio::select! {
-                accepted = listener.accept() => accepted,
+            let (stream, _) = tokio::select! {
+                accepted = backoff.accept(&listener) => accepted,
                 _ = stop.wait_for(|s| *s) => return,
             };
-            let stream = match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    backoff.failed(&e).await;
-                    continue;
-                }
-            };
-            backoff.accepted();
             // At the cap, closed at once: a flood of connections here holds at most
             // `max_conns` descriptors, and the proxy keeps the rest.
             let Ok(slot) = slots.clone().try_acquire_owned() else {

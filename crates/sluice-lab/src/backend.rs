@@ -288,14 +288,7 @@ pub async fn serve_with_stats(
             Some(cap) => cap.clone().acquire_owned().await.ok(),
             None => None,
         };
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                backoff.failed(&e).await;
-                continue;
-            }
-        };
-        backoff.accepted();
+        let (stream, _) = backoff.accept(&listener).await;
         let _ = stream.set_nodelay(true);
         stats.connections.fetch_add(1, Ordering::Relaxed);
         let open = stats.conns_open.fetch_add(1, Ordering::Relaxed) + 1;
@@ -321,14 +314,7 @@ pub async fn serve_with_stats(
 async fn serve_stats(listener: TcpListener, stats: Arc<Stats>) {
     let mut backoff = AcceptBackoff::new(format!("backend stats {}", local_name(&listener)));
     loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                backoff.failed(&e).await;
-                continue;
-            }
-        };
-        backoff.accepted();
+        let (stream, _) = backoff.accept(&listener).await;
         let stats = stats.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |_req: Request<Incoming>| {

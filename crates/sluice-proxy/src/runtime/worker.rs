@@ -4,7 +4,7 @@
 
 use crate::context::Context;
 use crate::metrics::{ListenerStats, ProxyStats};
-use crate::runtime::capacity::{ClientCap, Slot};
+use crate::runtime::capacity::ClientCap;
 use crate::runtime::listen::Bound;
 use crate::session::{self, Via};
 use crate::state::clients::Entered;
@@ -172,39 +172,28 @@ async fn accept_loop(w: Rc<Worker>, a: Accepting) {
         if w.ctx.draining() {
             return;
         }
-        let accepted = tokio::select! {
-            accepted = accept(&w.cap, &a.listener) => accepted,
+        // Under the process's cap of client connections first; a failed accept (out of
+        // descriptors) is waited out, and the connections we have are served meanwhile.
+        let next = async {
+            w.cap.room().await;
+            backoff.accept(&a.listener).await
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = next => accepted,
             _ = w.ctx.drain_signal() => return,
             _ = a.stop.notified() => return,
         };
-        match accepted {
-            Ok((stream, peer, slot)) => {
-                backoff.accepted();
-                let _ = stream.set_nodelay(true);
-                let open = Open::new(w.clone());
-                let configured = a.configured;
-                let stats = a.stats.clone();
-                tokio::task::spawn_local(async move {
-                    let ctx = &open.0.ctx;
-                    connection(ctx, stream, peer, configured, &stats).await;
-                    drop(slot);
-                });
-            }
-            // Out of file descriptors or similar: keep serving the connections we have,
-            // and try again after a pause (the listener stays readable: no spinning).
-            Err(e) => backoff.failed(&e).await,
-        }
+        let slot = w.cap.enter();
+        let _ = stream.set_nodelay(true);
+        let open = Open::new(w.clone());
+        let configured = a.configured;
+        let stats = a.stats.clone();
+        tokio::task::spawn_local(async move {
+            let ctx = &open.0.ctx;
+            connection(ctx, stream, peer, configured, &stats).await;
+            drop(slot);
+        });
     }
-}
-
-/// The next connection, once the process is under its cap of client connections.
-async fn accept(
-    cap: &Arc<ClientCap>,
-    listener: &TcpListener,
-) -> std::io::Result<(tokio::net::TcpStream, SocketAddr, Slot)> {
-    cap.room().await;
-    let (stream, peer) = listener.accept().await?;
-    Ok((stream, peer, cap.enter()))
 }
 
 /// Serves one accepted connection on the listener configured at `configured`: its

@@ -194,18 +194,11 @@ async fn goaway_after(c: &mut TcpStream, frames: &mut Vec<(u8, u32)>) -> Option<
     let mut buf = Vec::new();
     let mut chunk = [0u8; 16384];
     loop {
-        while buf.len() >= 9 {
-            let len =
-                (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
-            if buf.len() < 9 + len {
-                break;
+        for (kind, _, stream, payload) in split_frames(&mut buf) {
+            if kind == GOAWAY && payload.len() >= 8 {
+                return Some(u32::from_be_bytes(payload[4..8].try_into().unwrap()));
             }
-            if buf[3] == GOAWAY && len >= 8 {
-                return Some(u32::from_be_bytes(buf[13..17].try_into().unwrap()));
-            }
-            let stream = u32::from_be_bytes(buf[5..9].try_into().unwrap()) & 0x7fff_ffff;
-            frames.push((buf[3], stream));
-            buf.drain(..9 + len);
+            frames.push((kind, stream));
         }
         let left = until.saturating_duration_since(Instant::now());
         match tokio::time::timeout(left, c.read(&mut chunk)).await {
@@ -465,21 +458,27 @@ const PROTOCOL_ERROR: u32 = 1;
 /// A frame read back: its type, flags, stream and payload.
 type Frame = (u8, u8, u32, Vec<u8>);
 
+/// The whole frames at the start of `buf`, taken out of it.
+fn split_frames(buf: &mut Vec<u8>) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    while buf.len() >= 9 {
+        let len = (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
+        if buf.len() < 9 + len {
+            break;
+        }
+        let stream = u32::from_be_bytes(buf[5..9].try_into().unwrap()) & 0x7fff_ffff;
+        frames.push((buf[3], buf[4], stream, buf[9..9 + len].to_vec()));
+        buf.drain(..9 + len);
+    }
+    frames
+}
+
 /// Reads frames until `done` holds for those read, within 10 s; all of them.
 async fn frames_until(c: &mut TcpStream, done: impl Fn(&[Frame]) -> bool) -> Vec<Frame> {
     let until = Instant::now() + Duration::from_secs(10);
     let (mut buf, mut frames, mut chunk) = (Vec::new(), Vec::new(), [0u8; 16384]);
     loop {
-        while buf.len() >= 9 {
-            let len =
-                (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
-            if buf.len() < 9 + len {
-                break;
-            }
-            let stream = u32::from_be_bytes(buf[5..9].try_into().unwrap()) & 0x7fff_ffff;
-            frames.push((buf[3], buf[4], stream, buf[9..9 + len].to_vec()));
-            buf.drain(..9 + len);
-        }
+        frames.extend(split_frames(&mut buf));
         if done(&frames) {
             return frames;
         }
