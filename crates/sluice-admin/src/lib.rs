@@ -63,6 +63,8 @@ const MAX_FIELDS: usize = 64;
 /// The longest a connection stays open, whatever it does: a client that reads a
 /// response a byte a minute, or sends a body that slowly, is cut off here.
 const MAX_LIFETIME: Duration = Duration::from_secs(60);
+/// How long a request in flight at [`MAX_LIFETIME`] has to finish.
+const LIFETIME_GRACE: Duration = Duration::from_secs(5);
 /// Refusals at the cap closer together than this are not logged again.
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
@@ -161,8 +163,16 @@ async fn connection(
         .header_read_timeout(limits.header_timeout)
         .max_buf_size(MAX_HEAD)
         .max_headers(MAX_FIELDS);
-    let served = http.serve_connection(TokioIo::new(stream), service);
-    let _ = tokio::time::timeout(MAX_LIFETIME, served).await;
+    let mut served = std::pin::pin!(http.serve_connection(TokioIo::new(stream), service));
+    if tokio::time::timeout(MAX_LIFETIME, served.as_mut())
+        .await
+        .is_err()
+    {
+        // A request in flight (a dashboard's poll) is finished, then the connection
+        // closes; a client that will not take its answer is cut off after a grace.
+        served.as_mut().graceful_shutdown();
+        let _ = tokio::time::timeout(LIFETIME_GRACE, served).await;
+    }
 }
 
 /// Says, once a minute at most, that connections are closed at the cap.

@@ -398,12 +398,13 @@ fn weighted(text: &str, method: &str, headers: &[String], body: &[u8]) -> anyhow
 
 /// Lifts the open-file limit to the hard limit and checks that every connection fits.
 fn enough_files(connections: usize) -> anyhow::Result<()> {
-    let limit = rlimit::increase_nofile_limit(u64::MAX).unwrap_or(1024);
+    let limit = sluice_accept::OpenFiles::raise().map_or(1024, |l| l.soft);
     // Some room for the process's own files (stdio, the event loops, the JSON).
     let needed = connections as u64 + 64;
     if needed > limit {
         return Err(anyhow!(
-            "{connections} connections need {needed} open files, and this process may open {limit}: raise the hard limit (ulimit -Hn, or LimitNOFILE in systemd) or use fewer users"
+            "{connections} connections need {needed} open files, and this process may open {limit}: {} or use fewer users",
+            sluice_accept::HOW_TO_RAISE
         ));
     }
     Ok(())

@@ -189,7 +189,8 @@ pub fn backend(
             ),
             None => None,
         };
-        tracing::info!(listen = %listener.local_addr()?, name, "backend serving");
+        let open_files = sluice_accept::OpenFiles::raise().map_or(0, |l| l.soft);
+        tracing::info!(listen = %listener.local_addr()?, name, open_files, "backend serving");
         let options = backend::Options { name, delay, stomp };
         tokio::select! {
             _ = backend::serve_with_stats(listener, stats, options, sim) => {}
