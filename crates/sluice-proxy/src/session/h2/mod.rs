@@ -289,9 +289,7 @@ async fn serve_stream(
     if let Some(why) = head::malformed(&parts) {
         // A malformed request is a stream error (RFC 9113 8.1.1): reset, not answered.
         respond.send_reset(h2::Reason::PROTOCOL_ERROR);
-        let mut outcome = Outcome::unrouted(400, Failure::downstream(400, why, Body::Partial));
-        outcome.client = Some(peer);
-        return finish(ctx, &ctx.gen(), listener, &outcome, None, "");
+        return refused(from, 400, why);
     }
     let (req, target, gen) = match stages(from, &parts, body, (text, scratch)) {
         Ok((req, _, gen)) if from.crowded => (req, super::crowded(), gen),
@@ -307,10 +305,7 @@ async fn serve_stream(
                 edits: None,
             });
             down.send_error(rejection.status, false).await;
-            let failure = Failure::downstream(rejection.status, rejection.reason, Body::Partial);
-            let mut outcome = Outcome::unrouted(rejection.status, failure);
-            outcome.client = Some(peer);
-            return finish(ctx, &ctx.gen(), listener, &outcome, None, "");
+            return refused(from, rejection.status, rejection.reason);
         }
     };
     let unrouted = matches!(target, Target::Unrouted);
@@ -336,6 +331,13 @@ async fn serve_stream(
     let mut outcome = dispatch(ctx, &gen, &mut down, &req, target, prepared, unrouted).await;
     outcome.client = Some(peer);
     finish(ctx, &gen, listener, &outcome, logged, &scratch.log);
+}
+
+/// Records a stream sluice answered with `status` itself (or reset), for `why`.
+fn refused(from: &From<'_>, status: u16, why: &'static str) {
+    let mut outcome = Outcome::unrouted(status, Failure::downstream(status, why, Body::Partial));
+    outcome.client = Some(from.peer);
+    finish(from.ctx, &from.ctx.gen(), from.listener, &outcome, None, "");
 }
 
 /// The stream's head through the shared stages, as the HTTP/1.1 head it stands for;
