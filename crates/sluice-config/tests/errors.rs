@@ -387,6 +387,43 @@ fn the_admin_listener_is_loopback_unless_it_has_a_token() {
 }
 
 #[test]
+fn the_admin_listener_limits_have_defaults_and_are_checked() {
+    use std::time::Duration;
+    let with = |admin: &str| format!("{GOOD}\n[admin]\n{admin}\n");
+    let admin = parse("a.toml", &with("")).unwrap().admin.unwrap();
+    assert_eq!(
+        (admin.max_conns, admin.header_timeout),
+        (64, Duration::from_secs(5))
+    );
+    let set = with("max_conns = 8\nheader_timeout = \"2s\"");
+    let admin = parse("a.toml", &set).unwrap().admin.unwrap();
+    assert_eq!(
+        (admin.max_conns, admin.header_timeout),
+        (8, Duration::from_secs(2))
+    );
+    // Every problem at once, each where it is.
+    let line = GOOD.matches('\n').count() + 3;
+    let bad = errors(&with("max_conns = 0\nheader_timeout = \"0s\""));
+    assert_eq!(bad.len(), 2, "{bad:?}");
+    assert!(
+        bad[0].starts_with(&format!(
+            "bad.toml:{line}:13: `max_conns` must be at least 1"
+        )),
+        "{bad:?}"
+    );
+    assert!(
+        bad[1].contains("`header_timeout` must be above zero"),
+        "{bad:?}"
+    );
+    // Port 0 (any free port) never collides with a listener's port 0.
+    let any = format!(
+        "{}\n[admin]\nbind = \"127.0.0.1:0\"\n",
+        GOOD.replace("127.0.0.1:8080", "127.0.0.1:0")
+    );
+    assert!(parse("a.toml", &any).is_ok(), "{:?}", errors(&any));
+}
+
+#[test]
 fn access_log_keys() {
     use sluice_config::{LogFormat, LogTarget};
     let c = parse(

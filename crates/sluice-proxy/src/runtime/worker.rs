@@ -316,15 +316,21 @@ async fn serve_plain(
 /// readable between peeks, never on a timer: a client that sends part of the preface
 /// and stops costs what an idle connection costs.
 async fn starts_with_preface(stream: &tokio::net::TcpStream) -> bool {
+    use tokio::io::Interest;
     loop {
-        if stream.readable().await.is_err() {
+        let Ok(ready) = stream.ready(Interest::READABLE).await else {
             return false;
-        }
+        };
         // A peek that shows only part of the preface answers WouldBlock, which clears
         // the socket's readiness (unless more came since it was read): the next
-        // `readable` waits for new bytes instead of peeking the same ones again.
-        match stream.try_io(tokio::io::Interest::READABLE, || peek_preface(stream)) {
+        // `ready` waits for new bytes instead of peeking the same ones again.
+        match stream.try_io(Interest::READABLE, || peek_preface(stream)) {
             Ok(is_preface) => return is_preface,
+            // Closed by the client is a readiness no peek clears: what it sent is all
+            // there will be, and part of a preface is no preface.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && ready.is_read_closed() => {
+                return false
+            }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
             Err(_) => return false,
         }

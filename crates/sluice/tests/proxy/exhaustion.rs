@@ -3,7 +3,7 @@
 //! listener and a lab backend. Each listener must hold its own (close what it must,
 //! never spin a core retrying `accept`) and leave the others serving.
 
-use super::harness::{backend, cpu_seconds, curl, get, SluiceProcess};
+use super::harness::{backend, cpu_over, curl, get, SluiceProcess};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -55,13 +55,6 @@ async fn closed_within(conns: Vec<TcpStream>, limit: Duration) -> Vec<Option<Dur
         out.push(w.await.unwrap());
     }
     out
-}
-
-/// CPU seconds `pid` uses over `period`.
-async fn cpu_over(pid: u32, period: Duration) -> f64 {
-    let before = cpu_seconds(pid);
-    tokio::time::sleep(period).await;
-    cpu_seconds(pid) - before
 }
 
 /// `sluice status`'s source, `/api/status` on the admin listener: its HTTP code.

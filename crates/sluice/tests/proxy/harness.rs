@@ -517,6 +517,13 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     ticks / 100.0
 }
 
+/// CPU seconds `pid` uses over `period`.
+pub async fn cpu_over(pid: u32, period: Duration) -> f64 {
+    let before = cpu_seconds(pid);
+    tokio::time::sleep(period).await;
+    cpu_seconds(pid) - before
+}
+
 /// The socket addresses written in a log line, in order.
 fn socket_addrs(line: &str) -> Vec<SocketAddr> {
     line.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == ':'))
