@@ -5,6 +5,7 @@
 //! The JSON's `verdict` objects (`{"tier": NAME, "evidence": [...]}`), at the top and in
 //! each configuration, are an interface: add fields, never rename.
 
+use crate::judge::thresholds::{FLAT_GAIN_PCT, PROOF_GAIN_PCT, PROOF_RUNNER_UP_PCT};
 use crate::judge::{Judged, Resource, Verdict};
 use crate::spec::Experiment;
 use serde::Serialize;
@@ -119,9 +120,8 @@ pub struct Proof {
     pub users: usize,
     pub tps: f64,
     pub rows: Vec<ProofRow>,
-    /// Against the control run, the named resource's enlargement raised throughput by
-    /// 15% or more, and the runner-up's by less than 10% (or a third of the named one's
-    /// gain).
+    /// Against the control run, the named resource's enlargement raised throughput
+    /// enough and the runner-up's did not ([`confirms`]).
     pub confirmed: bool,
     pub summary: String,
 }
@@ -223,15 +223,20 @@ impl ProofRow {
     }
 }
 
+/// Whether the proof's gains confirm the verdict: the named resource, enlarged, gains
+/// [`PROOF_GAIN_PCT`] or more; the runner-up, enlarged, under [`PROOF_RUNNER_UP_PCT`] or
+/// under a third of the named one's gain (on a shared, noisy machine a runner-up may
+/// move by a few percent either way).
+pub fn confirms(named_gain_pct: f64, runner_up_gain_pct: Option<f64>) -> bool {
+    named_gain_pct >= PROOF_GAIN_PCT
+        && runner_up_gain_pct.is_none_or(|r| r < (named_gain_pct / 3.0).max(PROOF_RUNNER_UP_PCT))
+}
+
 impl Proof {
     pub fn of(servers: usize, users: usize, tps: f64, rows: Vec<ProofRow>) -> Proof {
         let named = rows.iter().find(|r| r.role == "named");
         let runner = rows.iter().find(|r| r.role == "runner-up");
-        // On a shared, noisy machine a runner-up may move by a few percent either way:
-        // it must stay under 10%, or under a third of the named resource's gain.
-        let confirmed = named.is_some_and(|n| {
-            n.gain_pct >= 15.0 && runner.is_none_or(|r| r.gain_pct < (n.gain_pct / 3.0).max(10.0))
-        });
+        let confirmed = named.is_some_and(|n| confirms(n.gain_pct, runner.map(|r| r.gain_pct)));
         let mut summary = match named {
             Some(n) => format!("{} ({}): {:+.0}% TPS", n.change, n.tier, whole(n.gain_pct)),
             None => "the named resource cannot be enlarged here".into(),
@@ -340,7 +345,7 @@ impl LabReport {
             self.verdict = self.compare_variants();
             return;
         }
-        let flat = self.scale_out.iter().find(|g| g.gain_pct < 10.0);
+        let flat = self.scale_out.iter().find(|g| g.gain_pct < FLAT_GAIN_PCT);
         let at = flat
             .and_then(|g| self.configurations.iter().find(|c| c.servers == g.to))
             .unwrap_or(last);

@@ -3,6 +3,7 @@
 //! step, judge the step; then prove the last verdict by re-running its step with the
 //! named resource enlarged, and with the runner-up enlarged instead.
 
+use crate::judge::thresholds::ENLARGE;
 use crate::judge::{self, Load, ProcInfo, Resource};
 use crate::real::Watched;
 use crate::report::{self, Configuration, LabReport, Proof, ProofRow, StepResult};
@@ -259,20 +260,20 @@ fn rerun(
     measure(&target, &t.watched(), &sampler, spec, stop)
 }
 
-/// The experiment with `r` made 1.5 times larger (or, for keep-alive, turned on).
+/// The experiment with `r` made [`ENLARGE`] times larger (or, for keep-alive, turned on).
 pub fn enlarged(e: &Experiment, r: &Resource) -> Option<Experiment> {
     let mut e = e.clone();
-    let grow = |n: usize| (n as f64 * 1.5).ceil() as usize;
+    let grow = |n: usize| (n as f64 * ENLARGE).ceil() as usize;
     match (r.tier.as_str(), r.resource.as_str()) {
-        ("lb", "cpu") => e.lb.cpu = Some(e.lb.cpu? * 1.5),
+        ("lb", "cpu") => e.lb.cpu = Some(e.lb.cpu? * ENLARGE),
         ("lb", "keepalive") => e.lb.keepalive = true,
-        ("app", "cpu") => e.app.cpu = Some(e.app.cpu? * 1.5),
+        ("app", "cpu") => e.app.cpu = Some(e.app.cpu? * ENLARGE),
         ("app", "threads") => e.app.threads = grow(e.app.threads),
         ("app", "db_pool") => e.app.db_pool = grow(e.app.db_pool),
         ("app", "connections") => e.app.max_conns = grow(e.app.max_conns),
         ("db", "cpu") => {
             let db = e.db.as_mut()?;
-            db.cpu = Some(db.cpu? * 1.5);
+            db.cpu = Some(db.cpu? * ENLARGE);
         }
         ("db", "threads") => {
             let db = e.db.as_mut()?;

@@ -10,12 +10,8 @@
 //! servers refused none of them, and left no connection waiting, were failed by the
 //! balancer itself, and count as held.
 
+use super::thresholds::{POOL_BUSY as BUSY, QUEUE_WAITED as WAITED};
 use super::{pct, round2, Delta, Load, Resource};
-
-/// A real share of requests waited: the same bar as for a pool.
-const WAITED: f64 = 0.05;
-/// A pool this busy is at its knee, whatever holds the rest of its requests back.
-const BUSY: f64 = 0.8;
 
 /// How long and how often requests waited in the balancer over the step.
 struct Held {

@@ -1,0 +1,96 @@
+//! Which saturated resource the verdict names: a saturated CPU first, else the deepest
+//! saturated pool or cap; and the runner-up the proof enlarges instead.
+
+use super::{Resource, Verdict};
+
+/// Saturated CPU first, by utilisation; else the deepest saturated pool or cap.
+pub(super) fn choose(resources: &[Resource]) -> Verdict {
+    let depth = |r: &Resource| match (r.tier.as_str(), r.resource.as_str()) {
+        ("db", _) => 4,
+        (_, "db_pool") => 3,
+        (_, "threads") => 2,
+        (_, "connections") => 1,
+        _ => 0,
+    };
+    // A whole machine's CPU (node_exporter) is full when a process on it is: the
+    // process, when one is saturated too, is the more useful name.
+    let hard = resources
+        .iter()
+        .filter(|r| r.saturated && matches!(r.resource.as_str(), "cpu" | "keepalive"))
+        .max_by(|a, b| {
+            (!a.machine, a.utilisation)
+                .partial_cmp(&(!b.machine, b.utilisation))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+    let soft = || {
+        resources.iter().filter(|r| r.saturated).max_by(|a, b| {
+            depth(a)
+                .cmp(&depth(b))
+                .then(a.utilisation.total_cmp(&b.utilisation))
+        })
+    };
+    match hard.or_else(soft) {
+        Some(r) => Verdict {
+            tier: Some(r.tier.clone()),
+            resource: Some(r.resource.clone()),
+            summary: format!("{} was saturated", r.label),
+            evidence: r
+                .evidence
+                .iter()
+                .cloned()
+                .chain(also_saturated(resources, r))
+                .collect(),
+        },
+        None => {
+            let top = resources
+                .iter()
+                .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
+            Verdict {
+                tier: None,
+                resource: None,
+                summary: match top {
+                    Some(r) => format!(
+                        "no tier was saturated (the busiest: {}, {:.0}%): more users would load them further",
+                        r.label,
+                        r.utilisation * 100.0
+                    ),
+                    None => "no tier was sampled".into(),
+                },
+                evidence: top.map(|r| r.evidence.clone()).unwrap_or_default(),
+            }
+        }
+    }
+}
+
+/// The other saturated resources (not `named`'s kind on another process), so a reader
+/// sees what was close.
+pub(super) fn also_saturated(resources: &[Resource], named: &Resource) -> Option<String> {
+    // One entry per kind of resource: the app servers' pools share a label, and the
+    // fullest of them speaks for the rest.
+    let mut fullest: Vec<(&str, f64)> = Vec::new();
+    for o in resources.iter().filter(|o| o.saturated) {
+        if o.tier == named.tier && o.resource == named.resource {
+            continue;
+        }
+        match fullest.iter_mut().find(|(label, _)| *label == o.label) {
+            Some((_, u)) => *u = u.max(o.utilisation),
+            None => fullest.push((&o.label, o.utilisation)),
+        }
+    }
+    let others: Vec<String> = fullest
+        .iter()
+        .map(|(label, u)| format!("{label} ({:.0}%)", u * 100.0))
+        .collect();
+    (!others.is_empty()).then(|| format!("also saturated: {}", others.join(", ")))
+}
+
+/// The runner-up to `named`: the most used resource of another kind or tier.
+pub fn runner_up<'r>(resources: &'r [Resource], named: &Verdict) -> Option<&'r Resource> {
+    resources
+        .iter()
+        .filter(|r| {
+            Some(&r.tier) != named.tier.as_ref() || Some(&r.resource) != named.resource.as_ref()
+        })
+        .filter(|r| r.enlarge.is_some())
+        .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
+}

@@ -1,0 +1,74 @@
+//! Findings that come with any verdict: upstream keep-alive off, the machine's CPUs
+//! taken by other processes, STOMP messages lost between rooms split over servers.
+
+use super::thresholds::{
+    CONTENDED_PSI_PCT, CONTENDED_TIER_BELOW, KEEPALIVE_OFF_PER_REQUEST, LOST_MESSAGES_PCT,
+};
+use super::{Delta, Load, Resource, Verdict};
+
+/// Findings that come with any verdict: a balancer opening a connection per request.
+/// When that balancer's CPU is the saturated resource, the cause is named instead.
+pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<String> {
+    let apps: Vec<&Delta> = deltas.iter().filter(|d| d.info.tier == "app").collect();
+    let opened: f64 = apps.iter().map(|d| d.counter("connections")).sum();
+    let requests: f64 = apps.iter().map(|d| d.counter("requests")).sum();
+    let time_wait: u64 = apps.iter().map(|d| d.b.tcp.time_wait).sum();
+    if requests < 1.0 || opened / requests < KEEPALIVE_OFF_PER_REQUEST {
+        return Vec::new();
+    }
+    let finding = format!(
+        "upstream keep-alive is off: {:.2} new connections to the app servers per request; {time_wait} sockets in TIME_WAIT",
+        opened / requests
+    );
+    if let Some(lb) = resources
+        .iter_mut()
+        .find(|r| r.tier == "lb" && r.resource == "cpu" && r.saturated)
+    {
+        lb.resource = "keepalive".into();
+        lb.label = "the balancer's CPU, spent opening a new upstream connection per request (keep-alive off),".into();
+        lb.evidence.push(finding.clone());
+        lb.enlarge = Some("upstream keep-alive on".into());
+    }
+    vec![finding]
+}
+
+/// Tasks waited for a CPU in a fifth of the step or more (PSI) while no process was
+/// at its CPU budget: the tiers' CPUs are taken by others on the machine (seed 000's
+/// first architecture: nginx starved by its neighbours). PSI is machine-wide here
+/// (cgroup v1 has none per group), so it is a finding, never a verdict.
+pub(super) fn starved(pressure: Option<f64>, resources: &[Resource]) -> Option<String> {
+    let p = pressure.filter(|p| *p >= CONTENDED_PSI_PCT)?;
+    let busiest = resources
+        .iter()
+        .filter(|r| r.resource == "cpu")
+        .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))?;
+    (busiest.utilisation < CONTENDED_TIER_BELOW).then(|| {
+        format!(
+            "the machine's CPUs were contended in {p}% of the step (PSI) while no tier used 70% of its budget (the busiest: {}, {:.0}%): other processes on this machine take the CPU",
+            busiest.label,
+            busiest.utilisation * 100.0
+        )
+    })
+}
+
+/// Messages lost between users of one room: the balancer sent them to different
+/// servers, whose brokers do not share subscriptions. A finding with any verdict, and
+/// the verdict itself when no tier was saturated.
+pub(super) fn lost_messages(load: Load, verdict: Verdict, findings: &mut Vec<String>) -> Verdict {
+    let Some(lost) = load.lost_pct.filter(|l| *l > LOST_MESSAGES_PCT) else {
+        return verdict;
+    };
+    let finding = format!(
+        "{lost}% of STOMP message copies were lost: users of one room reached different servers, whose brokers do not share subscriptions; hash on the room (balance = \"hash\", hash_key = \"$arg_room\")"
+    );
+    findings.push(finding.clone());
+    if verdict.tier.is_some() {
+        return verdict;
+    }
+    Verdict {
+        tier: Some("lb".into()),
+        resource: Some("balance".into()),
+        summary: format!("the balancer split rooms over servers: {lost}% of messages lost"),
+        evidence: vec![finding],
+    }
+}

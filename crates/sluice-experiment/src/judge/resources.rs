@@ -1,0 +1,245 @@
+//! The resources of one step, each judged against its own budget (the USE method):
+//! a process's CPU, its pools (counters of the simulated tiers, or an exporter's
+//! gauges), its connection cap; the balancer's own metrics as evidence beside its CPU.
+
+use super::thresholds::{
+    CAP_HELD_SHARE, CAP_MEAN_FULL, CPU_SATURATED, CPU_THROTTLED_PCT, CPU_THROTTLED_UTIL, ENLARGE,
+    GAUGE_BUSY_ALONE, GAUGE_PENDING_SHARE, POOL_BUSY, POOL_WAITED,
+};
+use super::{cores, pct, queue, round2, tier_word, Delta, Load, Resource};
+
+/// Every resource of every process, with the balancer's own metrics beside its CPU.
+pub(super) fn resources(deltas: &[Delta], load: Load) -> Vec<Resource> {
+    let mut resources = Vec::new();
+    for d in deltas {
+        resources.extend(cpu(d));
+        resources.extend(pool(d, "threads", "pool", load));
+        resources.extend(pool(d, "db_pool", "db_pool", load));
+        resources.extend(cap(d));
+        resources.extend(exported_pools(d));
+        resources.extend(queue::resource(d, load));
+        if let Some(r) = resources
+            .iter_mut()
+            .find(|r| r.tier == d.info.tier && r.resource == "cpu")
+        {
+            r.evidence.extend(balancer_metrics(d));
+        }
+    }
+    resources
+}
+
+fn cpu(d: &Delta) -> Option<Resource> {
+    if d.info.budget_cores <= 0.0 || (d.a.cpu_s == 0.0 && d.b.cpu_s == 0.0) {
+        return None; // an exporter without CPU figures
+    }
+    let u = d.cpu_util();
+    let throttled = d.throttled_pct();
+    let used = u * d.info.budget_cores;
+    let mut evidence = vec![format!(
+        "{} used {:.2} of its {} ({}): {:.0}%",
+        d.info.name,
+        used,
+        cores(d.info.budget_cores),
+        d.info.budget,
+        u * 100.0
+    )];
+    if throttled > 0.0 {
+        evidence.push(format!(
+            "{} was throttled in {throttled}% of its quota periods",
+            d.info.name
+        ));
+    }
+    Some(Resource {
+        tier: d.info.tier.clone(),
+        resource: "cpu".into(),
+        label: format!(
+            "{}'s CPU ({}, {})",
+            tier_word(&d.info.tier),
+            cores(d.info.budget_cores),
+            d.info.budget
+        ),
+        utilisation: round2(u),
+        saturated: u >= CPU_SATURATED
+            || (u >= CPU_THROTTLED_UTIL && throttled >= CPU_THROTTLED_PCT),
+        evidence,
+        enlarge: d.info.budget.starts_with("cgroup").then(|| {
+            format!(
+                "CPU budget {} -> {} cores",
+                d.info.budget_cores,
+                round2(d.info.budget_cores * ENLARGE)
+            )
+        }),
+        machine: d.info.budget.contains("node_exporter"),
+    })
+}
+
+/// A pool whose counters start with `prefix` (`pool_*`: worker threads; `db_pool_*`).
+fn pool(d: &Delta, resource: &str, prefix: &str, load: Load) -> Option<Resource> {
+    let (size_key, busy_key) = if prefix == "pool" {
+        ("pool_threads", "pool_busy_ms")
+    } else {
+        ("db_pool_size", "db_pool_busy_ms")
+    };
+    let size = d.gauge(size_key).filter(|s| *s > 0.0)?;
+    let (waits_key, wait_key, entered_key) = if prefix == "pool" {
+        ("queue_waits", "queue_wait_ms", "pool_entered")
+    } else {
+        ("db_waits", "db_wait_ms", "db_queries")
+    };
+    let u = d.counter(busy_key) / (d.seconds * 1000.0 * size);
+    let (waits, wait_ms, served) = (
+        d.counter(waits_key),
+        d.counter(wait_key),
+        d.counter(entered_key),
+    );
+    let mean_wait = if served > 0.0 { wait_ms / served } else { 0.0 };
+    let what = if prefix == "pool" {
+        "threads"
+    } else {
+        "database connections"
+    };
+    let mut evidence = vec![format!(
+        "{}'s {size} {what} were {:.0}% busy",
+        d.info.name,
+        u * 100.0
+    )];
+    if waits > 0.0 {
+        evidence.push(format!(
+            "{waits:.0} requests waited for one, {mean_wait:.1} ms on average ({:.0}% of the response time)",
+            pct(mean_wait, load.mean_ms)
+        ));
+    }
+    let label = if prefix == "pool" {
+        format!("{}'s thread pool ({size} threads)", tier_word(&d.info.tier))
+    } else {
+        format!("the database pool ({size} connections per app server)")
+    };
+    Some(Resource {
+        tier: d.info.tier.clone(),
+        resource: resource.into(),
+        label,
+        utilisation: round2(u),
+        saturated: u >= POOL_BUSY && waits >= POOL_WAITED * served,
+        evidence,
+        enlarge: Some(format!("{resource} {size} -> {}", (size * ENLARGE).ceil())),
+        machine: false,
+    })
+}
+
+/// A connection cap (`max_conns`): reached in most seconds with connections queued.
+fn cap(d: &Delta) -> Option<Resource> {
+    let cap = d.gauge("max_conns").filter(|c| *c > 0.0)?;
+    let open = d.series("conns_open");
+    let at_cap = open.iter().filter(|o| **o >= cap).count();
+    let share = at_cap as f64 / open.len().max(1) as f64;
+    let queued = d.accept_queue_max();
+    let mean_open = open.iter().sum::<f64>() / open.len().max(1) as f64;
+    Some(Resource {
+        tier: d.info.tier.clone(),
+        resource: "connections".into(),
+        label: format!("{}'s connection cap ({cap} connections)", tier_word(&d.info.tier)),
+        utilisation: round2(mean_open / cap),
+        saturated: (share >= CAP_HELD_SHARE || mean_open / cap >= CAP_MEAN_FULL) && queued > 0,
+        evidence: vec![format!(
+            "{} held its cap of {cap} connections in {:.0}% of the seconds sampled, with up to {queued} more waiting unaccepted in its listen queue",
+            d.info.name,
+            share * 100.0
+        )],
+        enlarge: Some(format!("connections {cap} -> {}", (cap * ENLARGE).ceil())),
+        machine: false,
+    })
+}
+
+/// Pools that exporters report as gauges, sampled each second: (resource, busy, size,
+/// waiting). Micrometer's names (Spring Boot's `/actuator/prometheus`) and the JMX
+/// exporter's usual Tomcat rule.
+const EXPORTED_POOLS: &[(&str, &str, &str, Option<&str>)] = &[
+    (
+        "threads",
+        "tomcat_threads_busy_threads",
+        "tomcat_threads_config_max_threads",
+        None,
+    ),
+    (
+        "threads",
+        "tomcat_threadpool_currentthreadsbusy",
+        "tomcat_threadpool_maxthreads",
+        None,
+    ),
+    (
+        "db_pool",
+        "hikaricp_connections_active",
+        "hikaricp_connections_max",
+        Some("hikaricp_connections_pending"),
+    ),
+];
+
+/// A pool read from gauges: utilisation is the mean of busy over the size; saturated
+/// at [`POOL_BUSY`] with requests pending in [`GAUGE_PENDING_SHARE`] of the samples (or,
+/// without a pending gauge, at [`GAUGE_BUSY_ALONE`]).
+fn exported_pools(d: &Delta) -> Vec<Resource> {
+    let mut out = Vec::new();
+    for (resource, busy, size, pending) in EXPORTED_POOLS {
+        let (b, s) = (d.series(busy), d.series(size));
+        let Some(max) = s.iter().copied().reduce(f64::max).filter(|m| *m > 0.0) else {
+            continue;
+        };
+        let u = b.iter().sum::<f64>() / b.len().max(1) as f64 / max;
+        let waiting = pending.map(|k| d.series(k));
+        let share = waiting
+            .as_ref()
+            .map(|w| w.iter().filter(|v| **v > 0.0).count() as f64 / w.len().max(1) as f64);
+        let saturated = match share {
+            Some(share) => u >= POOL_BUSY && share >= GAUGE_PENDING_SHARE,
+            None => u >= GAUGE_BUSY_ALONE,
+        };
+        let mut evidence = vec![format!(
+            "{}: {busy} averaged {:.0}% of {size} ({max})",
+            d.info.name,
+            u * 100.0
+        )];
+        if let (Some(p), Some(share)) = (pending, share) {
+            evidence.push(format!(
+                "{p} above 0 in {:.0}% of the seconds sampled",
+                share * 100.0
+            ));
+        }
+        out.push(Resource {
+            tier: d.info.tier.clone(),
+            resource: (*resource).into(),
+            label: format!(
+                "{}'s {} ({max})",
+                d.info.tier,
+                if *resource == "threads" {
+                    "thread pool"
+                } else {
+                    "database pool"
+                }
+            ),
+            utilisation: round2(u),
+            saturated,
+            evidence,
+            enlarge: None,
+            machine: false,
+        });
+    }
+    out
+}
+
+/// What sluice's `/metrics` says of a step, as evidence beside its CPU: requests to
+/// the servers, connections reused from the pool, requests in flight, failures.
+fn balancer_metrics(d: &Delta) -> Vec<String> {
+    let requests = d.counter("sluice_upstream_requests_total");
+    if requests < 1.0 {
+        return Vec::new();
+    }
+    let opened = d.counter("sluice_upstream_connections_opened_total");
+    let failed = d.counter(crate::sample::LB_FAILED);
+    let in_flight = d.series("sluice_upstream_requests_in_flight");
+    let mean = in_flight.iter().sum::<f64>() / in_flight.len().max(1) as f64;
+    vec![format!(
+        "{} (its /metrics): {requests:.0} requests to the servers, {:.0}% on reused connections, {mean:.1} in flight on average, {failed:.0} failed",
+        d.info.name,
+        pct((requests - opened).max(0.0), requests)
+    )]
+}

@@ -1,0 +1,550 @@
+//! The judge's rules on synthetic readings: each threshold of [`super::thresholds`] at
+//! its value and either side of it, the order in which a saturated resource is chosen,
+//! and the proof's bar. They run in milliseconds; the end-to-end runs in
+//! `crates/sluice/tests/lab.rs` check the same rules on real tiers.
+
+use super::choice::choose;
+use super::findings::{findings, lost_messages, starved};
+use super::thresholds::*;
+use super::validity::validity;
+use super::*;
+use crate::sample::{exposition_counters, ProcReading, Reading};
+use std::collections::BTreeMap;
+
+/// A reading of one process at `t` whose exporter said `text`.
+fn reading(t: f64, cpu_s: f64, text: &str) -> Reading {
+    Reading {
+        t,
+        procs: vec![ProcReading {
+            cpu_s,
+            counters: exposition_counters(text),
+            ..ProcReading::default()
+        }],
+        ..Reading::default()
+    }
+}
+
+/// One process of `tier` with a budget of one core.
+fn one(tier: &str) -> Vec<ProcInfo> {
+    vec![ProcInfo {
+        name: format!("{tier}-1"),
+        tier: tier.into(),
+        budget_cores: 1.0,
+        budget: "cgroup v1 cpu quota".into(),
+    }]
+}
+
+/// A step of 10 users, 100 req/s at 100 ms: Little's law holds.
+fn load() -> Load {
+    Load {
+        users: 10,
+        think_s: 0.0,
+        tps: 100.0,
+        mean_ms: 100.0,
+        requests: 1000,
+        errors: 0,
+        generator_cores: 1.0,
+        littles_law: true,
+        lost_pct: None,
+        balancer_limited: false,
+    }
+}
+
+/// A 10 s step of one process from `start` to `end` (counters and gauges by name).
+fn step(start: ProcReading, end: ProcReading) -> Vec<Reading> {
+    [(0.0, start), (10.0, end)]
+        .into_iter()
+        .map(|(t, p)| Reading {
+            t,
+            procs: vec![p],
+            ..Reading::default()
+        })
+        .collect()
+}
+
+fn counters(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// The resource `kind` of the only process judged over `readings`.
+fn resource(tier: &str, readings: &[Reading], kind: &str) -> Resource {
+    let judged = judge(&one(tier), readings, load());
+    let found = judged.resources.iter().find(|r| r.resource == kind);
+    found
+        .unwrap_or_else(|| panic!("no {kind} in {:?}", judged.resources))
+        .clone()
+}
+
+/// A CPU used `util` of its one-core budget over 10 s, throttled in `throttled` of 100
+/// quota periods.
+fn cpu_at(util: f64, throttled: u64) -> Resource {
+    let start = ProcReading {
+        cpu_s: 1.0,
+        ..ProcReading::default()
+    };
+    let mut end = ProcReading {
+        cpu_s: 1.0 + util * 10.0,
+        ..ProcReading::default()
+    };
+    end.throttling.periods = 100;
+    end.throttling.throttled = throttled;
+    resource("app", &step(start, end), "cpu")
+}
+
+#[test]
+fn cpu_is_saturated_at_its_threshold_or_throttled_at_the_lower_one() {
+    let table = [
+        (CPU_SATURATED - 0.01, 0, false),
+        (CPU_SATURATED, 0, true),
+        (CPU_SATURATED + 0.01, 0, true),
+        (CPU_THROTTLED_UTIL - 0.01, CPU_THROTTLED_PCT as u64, false),
+        (CPU_THROTTLED_UTIL, CPU_THROTTLED_PCT as u64, true),
+        (CPU_THROTTLED_UTIL, CPU_THROTTLED_PCT as u64 - 1, false),
+        (
+            CPU_THROTTLED_UTIL + 0.01,
+            CPU_THROTTLED_PCT as u64 + 1,
+            true,
+        ),
+    ];
+    for (util, throttled, saturated) in table {
+        let r = cpu_at(util, throttled);
+        assert_eq!(
+            r.saturated, saturated,
+            "CPU {util} throttled {throttled}%: {r:?}"
+        );
+    }
+}
+
+/// A pool of 10 (`pool_*` or `db_*` counters) busy `busy` of its thread-time over 10 s,
+/// `waited` of its 1,000 requests having waited for it.
+fn pool_at(prefix: &str, busy: f64, waited: f64) -> Resource {
+    let keys = match prefix {
+        "pool" => [
+            "pool_threads",
+            "pool_busy_ms",
+            "queue_waits",
+            "pool_entered",
+        ],
+        _ => ["db_pool_size", "db_pool_busy_ms", "db_waits", "db_queries"],
+    };
+    let end = ProcReading {
+        counters: counters(&[
+            (keys[0], 10.0),
+            (keys[1], busy * 10.0 * 1000.0 * 10.0),
+            (keys[2], waited * 1000.0),
+            (keys[3], 1000.0),
+        ]),
+        ..ProcReading::default()
+    };
+    let start = ProcReading {
+        counters: counters(&[(keys[0], 10.0)]),
+        ..ProcReading::default()
+    };
+    let kind = if prefix == "pool" {
+        "threads"
+    } else {
+        "db_pool"
+    };
+    resource("app", &step(start, end), kind)
+}
+
+#[test]
+fn a_pool_is_saturated_busy_at_its_knee_with_requests_waiting() {
+    let table = [
+        (POOL_BUSY - 0.01, POOL_WAITED, false),
+        (POOL_BUSY, POOL_WAITED, true),
+        (POOL_BUSY, POOL_WAITED - 0.001, false),
+        (POOL_BUSY + 0.01, POOL_WAITED + 0.01, true),
+    ];
+    for prefix in ["pool", "db"] {
+        for (busy, waited, saturated) in table {
+            let r = pool_at(prefix, busy, waited);
+            assert_eq!(r.saturated, saturated, "{prefix} {busy} {waited}: {r:?}");
+            assert!((r.utilisation - busy).abs() < 0.006, "{r:?}");
+        }
+    }
+}
+
+/// A cap of 100 connections sampled 10 times, open as `open` says, with `queued`
+/// connections waiting unaccepted at the busiest moment.
+fn cap_at(open: &[f64], queued: u64) -> Resource {
+    let readings: Vec<Reading> = open
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let mut p = ProcReading {
+                counters: counters(&[("max_conns", 100.0), ("conns_open", *o)]),
+                ..ProcReading::default()
+            };
+            p.tcp.accept_queue = if i == 5 { queued } else { 0 };
+            Reading {
+                t: i as f64,
+                procs: vec![p],
+                ..Reading::default()
+            }
+        })
+        .collect();
+    resource("app", &readings, "connections")
+}
+
+#[test]
+fn a_cap_is_saturated_held_or_nearly_full_with_connections_queued() {
+    let held = |n: usize, rest: f64| {
+        let mut open = vec![rest; 10];
+        open[..n].fill(100.0);
+        open
+    };
+    let share = (CAP_HELD_SHARE * 10.0) as usize;
+    let full = CAP_MEAN_FULL * 100.0;
+    let table = [
+        (held(share, 0.0), 3, true),
+        (held(share - 1, 0.0), 3, false),
+        (held(share, 0.0), 0, false),
+        (vec![full; 10], 3, true),
+        (vec![full - 1.0; 10], 3, false),
+    ];
+    for (open, queued, saturated) in table {
+        let r = cap_at(&open, queued);
+        assert_eq!(r.saturated, saturated, "{open:?} queued {queued}: {r:?}");
+    }
+}
+
+/// Gauges as Spring Boot exports them, over 10 samples: HikariCP `active` of 10 with
+/// `pending` above 0 in `pending_in` of them, Tomcat's `busy` threads of 100.
+fn gauges_at(active: f64, pending_in: usize, busy: f64) -> Vec<Resource> {
+    let readings: Vec<Reading> = (0..10)
+        .map(|i| {
+            let pending = if i < pending_in { 3.0 } else { 0.0 };
+            let text = format!(
+                "hikaricp_connections_active {active}\nhikaricp_connections_max 10\nhikaricp_connections_pending {pending}\ntomcat_threads_busy_threads {busy}\ntomcat_threads_config_max_threads 100\n"
+            );
+            reading(i as f64, 0.0, &text)
+        })
+        .collect();
+    judge(&one("app"), &readings, load()).resources
+}
+
+#[test]
+fn exported_pools_are_saturated_busy_with_requests_pending_or_nearly_full() {
+    let pending = (GAUGE_PENDING_SHARE * 10.0) as usize;
+    let hikari = POOL_BUSY * 10.0;
+    let tomcat = GAUGE_BUSY_ALONE * 100.0;
+    let table = [
+        (hikari, pending, tomcat, true, true),
+        (hikari - 0.1, pending, tomcat - 1.0, false, false),
+        (hikari, pending - 1, tomcat + 1.0, false, true),
+    ];
+    for (active, pending_in, busy, db_saturated, threads_saturated) in table {
+        let resources = gauges_at(active, pending_in, busy);
+        let of = |kind: &str| resources.iter().find(|r| r.resource == kind).unwrap();
+        assert_eq!(of("db_pool").saturated, db_saturated, "{resources:?}");
+        assert_eq!(of("threads").saturated, threads_saturated, "{resources:?}");
+    }
+}
+
+#[test]
+fn a_step_is_invalid_when_the_generator_is_busy_or_littles_law_fails() {
+    let users = load().users as f64;
+    let table = [
+        (GENERATOR_BUSY - 0.01, users, true),
+        (GENERATOR_BUSY, users, false),
+        (0.5, users * (1.0 + LITTLES_LAW_TOLERANCE), true),
+        (0.5, users * (1.0 + LITTLES_LAW_TOLERANCE) + 0.1, false),
+        (0.5, users * (1.0 - LITTLES_LAW_TOLERANCE) - 0.1, false),
+    ];
+    for (generator, in_system, valid) in table {
+        let why = validity(load(), generator, in_system);
+        assert_eq!(why.is_none(), valid, "{generator} {in_system}: {why:?}");
+    }
+    // Little's law is not asked of a scenario, whose users think inside their steps.
+    let scenario = Load {
+        littles_law: false,
+        ..load()
+    };
+    assert_eq!(validity(scenario, 0.5, 3.0), None);
+}
+
+#[test]
+fn keep_alive_off_is_found_from_new_connections_per_request() {
+    let apps = |per_request: f64| {
+        let end = ProcReading {
+            counters: counters(&[("connections", per_request * 1000.0), ("requests", 1000.0)]),
+            ..ProcReading::default()
+        };
+        step(ProcReading::default(), end)
+    };
+    for (per_request, found) in [
+        (KEEPALIVE_OFF_PER_REQUEST - 0.01, false),
+        (KEEPALIVE_OFF_PER_REQUEST, true),
+    ] {
+        let judged = judge(&one("app"), &apps(per_request), load());
+        let said = judged
+            .findings
+            .iter()
+            .any(|f| f.contains("keep-alive is off"));
+        assert_eq!(said, found, "{per_request}: {:?}", judged.findings);
+    }
+    // The balancer's saturated CPU is then named for its keep-alive.
+    let mut resources = vec![saturated("lb", "cpu", 0.95, false)];
+    let procs = one("app");
+    let readings = apps(1.0);
+    let deltas: Vec<Delta> = vec![Delta {
+        info: &procs[0],
+        a: &readings[0].procs[0],
+        b: &readings[1].procs[0],
+        seconds: 10.0,
+        index: 0,
+        readings: &readings,
+    }];
+    findings(&deltas, &mut resources);
+    assert_eq!(resources[0].resource, "keepalive");
+}
+
+#[test]
+fn other_processes_take_the_cpu_when_it_is_contended_and_no_tier_is_busy() {
+    let table = [
+        (CONTENDED_PSI_PCT, CONTENDED_TIER_BELOW - 0.01, true),
+        (CONTENDED_PSI_PCT - 0.1, CONTENDED_TIER_BELOW - 0.01, false),
+        (CONTENDED_PSI_PCT, CONTENDED_TIER_BELOW, false),
+    ];
+    for (psi, busiest, found) in table {
+        let resources = [resource_of("app", "cpu", busiest, false)];
+        assert_eq!(
+            starved(Some(psi), &resources).is_some(),
+            found,
+            "{psi} {busiest}"
+        );
+    }
+    assert_eq!(
+        starved(None, &[resource_of("app", "cpu", 0.1, false)]),
+        None
+    );
+}
+
+#[test]
+fn lost_messages_name_the_balancer_only_when_no_tier_is_saturated() {
+    for (lost, found) in [(LOST_MESSAGES_PCT, false), (LOST_MESSAGES_PCT + 0.1, true)] {
+        let load = Load {
+            lost_pct: Some(lost),
+            ..load()
+        };
+        let mut findings = Vec::new();
+        let verdict = lost_messages(load, Verdict::default(), &mut findings);
+        assert_eq!(findings.len(), usize::from(found), "{lost}");
+        assert_eq!(verdict.tier.is_some(), found, "{lost}: {verdict:?}");
+    }
+    let named = Verdict {
+        tier: Some("db".into()),
+        ..Verdict::default()
+    };
+    let load = Load {
+        lost_pct: Some(50.0),
+        ..load()
+    };
+    let kept = lost_messages(load, named, &mut Vec::new());
+    assert_eq!(kept.tier.as_deref(), Some("db"));
+}
+
+fn resource_of(tier: &str, kind: &str, utilisation: f64, machine: bool) -> Resource {
+    Resource {
+        tier: tier.into(),
+        resource: kind.into(),
+        label: format!("{tier} {kind}"),
+        utilisation,
+        saturated: false,
+        evidence: vec![format!("{tier} {kind} evidence")],
+        enlarge: Some("larger".into()),
+        machine,
+    }
+}
+
+fn saturated(tier: &str, kind: &str, utilisation: f64, machine: bool) -> Resource {
+    Resource {
+        saturated: true,
+        ..resource_of(tier, kind, utilisation, machine)
+    }
+}
+
+/// A verdict's tier and resource.
+type Named = (Option<String>, Option<String>);
+
+/// The tier and resource `choose` names among `resources`.
+fn chosen(resources: &[Resource]) -> Named {
+    let v = choose(resources);
+    (v.tier, v.resource)
+}
+
+fn named(tier: &str, kind: &str) -> Named {
+    (Some(tier.into()), Some(kind.into()))
+}
+
+#[test]
+fn a_saturated_cpu_is_chosen_before_any_pool_and_the_deepest_pool_before_others() {
+    let table: [(Vec<Resource>, Named); 6] = [
+        // CPU first, even when a pool reads fuller: the pool fills because of it.
+        (
+            vec![
+                saturated("app", "db_pool", 0.99, false),
+                saturated("app", "cpu", 0.86, false),
+            ],
+            named("app", "cpu"),
+        ),
+        // The busiest of two saturated CPUs.
+        (
+            vec![
+                saturated("app", "cpu", 0.9, false),
+                saturated("db", "cpu", 0.95, false),
+            ],
+            named("db", "cpu"),
+        ),
+        // A process before its whole machine (node_exporter), however full that is.
+        (
+            vec![
+                saturated("host", "cpu", 1.0, true),
+                saturated("app", "cpu", 0.86, false),
+            ],
+            named("app", "cpu"),
+        ),
+        // The deepest pool: the database's, then the app's database pool, threads, cap.
+        (
+            vec![
+                saturated("app", "connections", 1.0, false),
+                saturated("app", "threads", 0.99, false),
+                saturated("app", "db_pool", 0.81, false),
+            ],
+            named("app", "db_pool"),
+        ),
+        (
+            vec![
+                saturated("app", "db_pool", 0.99, false),
+                saturated("db", "threads", 0.81, false),
+            ],
+            named("db", "threads"),
+        ),
+        // Nothing saturated: no tier, however busy.
+        (vec![resource_of("app", "cpu", 0.84, false)], (None, None)),
+    ];
+    for (resources, expected) in table {
+        assert_eq!(chosen(&resources), expected, "{resources:?}");
+    }
+    // The others saturated are said beside the verdict.
+    let both = [
+        saturated("app", "cpu", 0.9, false),
+        saturated("app", "threads", 0.9, false),
+    ];
+    let v = choose(&both);
+    assert!(
+        v.evidence
+            .iter()
+            .any(|e| e.starts_with("also saturated: app threads (90%)")),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn the_runner_up_is_the_most_used_other_resource_that_can_be_enlarged() {
+    let verdict = Verdict {
+        tier: Some("app".into()),
+        resource: Some("cpu".into()),
+        ..Verdict::default()
+    };
+    let mut fixed = resource_of("db", "cpu", 0.99, false);
+    fixed.enlarge = None;
+    let resources = [
+        resource_of("app", "cpu", 0.95, false),
+        fixed,
+        resource_of("app", "threads", 0.6, false),
+        resource_of("lb", "cpu", 0.4, false),
+    ];
+    let r = runner_up(&resources, &verdict).unwrap();
+    assert_eq!((r.tier.as_str(), r.resource.as_str()), ("app", "threads"));
+}
+
+#[test]
+fn the_proof_confirms_a_large_gain_against_a_small_runner_up() {
+    use crate::report::confirms;
+    let table = [
+        (PROOF_GAIN_PCT, None, true),
+        (PROOF_GAIN_PCT - 0.1, None, false),
+        (PROOF_GAIN_PCT, Some(PROOF_RUNNER_UP_PCT - 0.1), true),
+        (PROOF_GAIN_PCT, Some(PROOF_RUNNER_UP_PCT), false),
+        // A large gain tolerates a runner-up under a third of it.
+        (60.0, Some(19.9), true),
+        (60.0, Some(20.0), false),
+    ];
+    for (named, runner, confirmed) in table {
+        assert_eq!(confirms(named, runner), confirmed, "{named} {runner:?}");
+    }
+}
+
+#[test]
+fn a_spring_boot_app_waiting_on_hikari_is_named_for_its_database_pool() {
+    // Micrometer's names, as Spring Boot's /actuator/prometheus writes them.
+    let full = "# TYPE hikaricp_connections_active gauge\nhikaricp_connections_active{pool=\"HikariPool-1\"} 10.0\nhikaricp_connections_max{pool=\"HikariPool-1\"} 10.0\nhikaricp_connections_pending{pool=\"HikariPool-1\"} 7.0\ntomcat_threads_busy_threads{name=\"http-nio-8080\"} 40.0\ntomcat_threads_config_max_threads{name=\"http-nio-8080\"} 200.0\n";
+    let readings: Vec<Reading> = (0..5)
+        .map(|i| reading(i as f64, 0.2 * i as f64, full))
+        .collect();
+    let procs = [ProcInfo {
+        name: "app".into(),
+        tier: "app".into(),
+        budget_cores: 2.0,
+        budget: "the machine's 2 cores".into(),
+    }];
+    let load = Load {
+        users: 50,
+        think_s: 0.0,
+        tps: 500.0,
+        mean_ms: 100.0,
+        requests: 2000,
+        errors: 0,
+        generator_cores: 1.0,
+        littles_law: true,
+        lost_pct: None,
+        balancer_limited: false,
+    };
+    let j = judge(&procs, &readings, load);
+    assert_eq!(j.verdict.tier.as_deref(), Some("app"), "{:?}", j.verdict);
+    assert_eq!(
+        j.verdict.resource.as_deref(),
+        Some("db_pool"),
+        "{:?}",
+        j.verdict
+    );
+    let threads = j
+        .resources
+        .iter()
+        .find(|r| r.resource == "threads")
+        .unwrap();
+    assert_eq!((threads.utilisation, threads.saturated), (0.2, false));
+    // The CPU, 10% of its budget, is not what limits it.
+    let cpu = j.resources.iter().find(|r| r.resource == "cpu").unwrap();
+    assert!(!cpu.saturated && cpu.utilisation < 0.2, "{cpu:?}");
+    // An idle pool names nothing.
+    let idle = full.replace("} 7.0", "} 0.0").replace(
+        "active{pool=\"HikariPool-1\"} 10.0",
+        "active{pool=\"HikariPool-1\"} 2.0",
+    );
+    let readings: Vec<Reading> = (0..5)
+        .map(|i| reading(i as f64, 0.2 * i as f64, &idle))
+        .collect();
+    assert_eq!(judge(&procs, &readings, load).verdict.tier, None);
+}
+
+#[test]
+fn the_manuals_table_of_thresholds_is_the_code() {
+    let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"));
+    let rows: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("| threshold | value |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let expected: Vec<String> = ALL
+        .iter()
+        .map(|(name, value)| format!("| `{name}` | {value} |"))
+        .collect();
+    assert_eq!(
+        rows, expected,
+        "README.md's table under \"How the lab judges\""
+    );
+}

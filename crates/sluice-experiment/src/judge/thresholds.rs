@@ -1,0 +1,83 @@
+//! Every threshold the lab judges by, each once, with why it is where it is. The rules
+//! that use them (`resources`, `queue`, `validity`, `findings`, `choice`, and the proof
+//! in `report`) name these constants; the README's "How the lab judges" points here.
+
+/// Defines each threshold as a constant, and [`ALL`] with every one by name.
+macro_rules! thresholds {
+    ($($(#[doc = $doc:expr])* $name:ident = $value:expr;)*) => {
+        $($(#[doc = $doc])* pub const $name: f64 = $value;)*
+        /// Every threshold by name: the README's table of them is checked against it.
+        pub const ALL: &[(&str, f64)] = &[$((stringify!($name), $name)),*];
+    };
+}
+
+thresholds! {
+    // ---- a resource is saturated
+
+    /// A process's CPU over its budget at or above this is saturated. Not 100%: CPU time
+    /// is read in 10 ms ticks and a tier at its quota reads a little below it.
+    CPU_SATURATED = 0.85;
+    /// ...or at or above this while throttled in [`CPU_THROTTLED_PCT`] of its quota
+    /// periods: over a short step a tier at its quota can read as 70-80%, and throttling
+    /// says the quota is what stopped it.
+    CPU_THROTTLED_UTIL = 0.70;
+    /// Percent of its quota periods a throttled CPU must be throttled in.
+    CPU_THROTTLED_PCT = 50.0;
+
+    /// A pool (worker threads, database connections) busy at least this share of its
+    /// thread-milliseconds is at its knee: a request holds it for part of its time in the
+    /// app only, so a limiting pool reads below 100%.
+    POOL_BUSY = 0.80;
+    /// ...with at least this share of the requests it served having waited for it.
+    POOL_WAITED = 0.05;
+
+    /// A pool read from an exporter's gauges (Tomcat, HikariCP) is saturated at
+    /// [`POOL_BUSY`] on average with requests pending in at least this share of the samples.
+    GAUGE_PENDING_SHARE = 0.5;
+    /// ...or, without a pending gauge (Tomcat's threads), busy at least this on average.
+    GAUGE_BUSY_ALONE = 0.95;
+
+    /// A connection cap is saturated when it was held in at least this share of the
+    /// seconds sampled...
+    CAP_HELD_SHARE = 0.80;
+    /// ...or was this full on average (a step's tail, while stuck requests run out their
+    /// timeout, drains it below the cap), in both cases with connections queued unaccepted.
+    CAP_MEAN_FULL = 0.90;
+
+    /// A balancer's queue is saturated (and a pool [`POOL_BUSY`] behind it too) when at
+    /// least this share of requests waited in it: the same bar as a pool's waits.
+    QUEUE_WAITED = POOL_WAITED;
+
+    // ---- a step is valid
+
+    /// The load generator at or above this share of its CPU measured itself, not a tier.
+    GENERATOR_BUSY = 0.85;
+    /// Little's law (throughput x (response time + think time)) may differ from the users
+    /// configured by at most this share before the step is invalid.
+    LITTLES_LAW_TOLERANCE = 0.20;
+
+    // ---- findings
+
+    /// Percent of a step in which tasks waited for a CPU (PSI some) that makes the
+    /// machine's CPUs contended...
+    CONTENDED_PSI_PCT = 20.0;
+    /// ...when no tier's CPU was used this much: then others on the machine took it.
+    CONTENDED_TIER_BELOW = 0.70;
+    /// New connections to the app servers per request at or above this: keep-alive is off.
+    KEEPALIVE_OFF_PER_REQUEST = 0.5;
+    /// Percent of STOMP message copies lost above which rooms are split over servers.
+    LOST_MESSAGES_PCT = 1.0;
+
+    // ---- scale-out and the proof
+
+    /// A step from one number of servers to the next that gains less than this percent of
+    /// throughput is flat, and the saturated tier of the flat configuration explains it.
+    FLAT_GAIN_PCT = 10.0;
+    /// How much larger the proof makes the named resource and the runner-up.
+    ENLARGE = 1.5;
+    /// The named resource, enlarged, must gain at least this percent over the control...
+    PROOF_GAIN_PCT = 15.0;
+    /// ...and the runner-up, enlarged, less than this percent, or less than a third of the
+    /// named resource's gain when that is larger.
+    PROOF_RUNNER_UP_PCT = 10.0;
+}
