@@ -9,14 +9,10 @@ use toml_edit::{Item, TableLike};
 
 const ADMIN_KEYS: &[&str] = &["bind", "token", "max_conns", "header_timeout"];
 
-/// Connections the admin listener holds at once by default: a few scrapers, dashboards
-/// and `sluice` commands, and no more than a flood can use up without starving the proxy.
-pub const DEFAULT_MAX_CONNS: u32 = 64;
+const DEFAULT_MAX_CONNS: u32 = Admin::DEFAULT_MAX_CONNS;
 /// The most `max_conns` may be.
 const MAX_CONNS: u64 = 65_536;
-/// How long a request head may take by default, from the connection's start or the end
-/// of its previous response: the same 5 s nginx and HAProxy gave strangers in a trial.
-pub const DEFAULT_HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+const DEFAULT_HEADER_TIMEOUT: std::time::Duration = Admin::DEFAULT_HEADER_TIMEOUT;
 
 /// Where the admin listener binds when `[admin]` gives no `bind`.
 pub const DEFAULT_BIND: &str = "127.0.0.1:9901";

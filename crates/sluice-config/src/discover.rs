@@ -5,7 +5,7 @@
 
 use crate::model::{Discover, DnsQuery, Resolver};
 use crate::reader::Reader;
-use crate::validate::Span;
+use crate::reader::Span;
 use std::net::SocketAddr;
 use std::time::Duration;
 use toml_edit::{InlineTable, TableLike};
@@ -39,7 +39,7 @@ pub fn entry(r: &mut Reader, t: &InlineTable, span: Span) -> Option<Discover> {
         );
         return None;
     }
-    let weight = crate::servers::weight(r, t)?;
+    let weight = crate::entry::weight(r, t)?;
     Some(Discover {
         name: text,
         query,
@@ -56,7 +56,7 @@ fn query(text: &str) -> Option<DnsQuery> {
     let text = text.trim_end_matches('.');
     if let Some((host, port)) = text.rsplit_once(':') {
         let port: u16 = port.parse().ok().filter(|p| *p > 0)?;
-        return crate::servers::host_name(host).then(|| DnsQuery::Address {
+        return crate::entry::host_name(host).then(|| DnsQuery::Address {
             host: host.to_ascii_lowercase(),
             port,
         });
@@ -64,7 +64,7 @@ fn query(text: &str) -> Option<DnsQuery> {
     let mut labels = text.split('.');
     let service = labels.next().is_some_and(|l| l.starts_with('_'));
     let proto = labels.next().is_some_and(|l| l.starts_with('_'));
-    (service && proto && crate::servers::host_name(text))
+    (service && proto && crate::entry::host_name(text))
         .then(|| DnsQuery::Service(text.to_ascii_lowercase()))
 }
 

@@ -11,6 +11,7 @@ mod admin;
 mod answer;
 mod balance;
 mod discover;
+mod entry;
 mod error;
 mod headers;
 mod key;
@@ -25,10 +26,7 @@ mod servers;
 mod tls;
 mod validate;
 
-pub use admin::{
-    DEFAULT_BIND as DEFAULT_ADMIN_BIND, DEFAULT_HEADER_TIMEOUT as DEFAULT_ADMIN_HEADER_TIMEOUT,
-    DEFAULT_MAX_CONNS as DEFAULT_ADMIN_MAX_CONNS,
-};
+pub use admin::DEFAULT_BIND as DEFAULT_ADMIN_BIND;
 pub use error::{ConfigError, Errors};
 pub use model::{
     AccessLog, Acme, Action, Admin, Balance, CertificateFiles, Config, Discover, DnsQuery,

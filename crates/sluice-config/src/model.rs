@@ -149,13 +149,21 @@ pub struct Admin {
 }
 
 impl Admin {
+    /// Connections the admin listener holds at once by default: a few scrapers,
+    /// dashboards and `sluice` commands, and no more than a flood can use up without
+    /// starving the proxy.
+    pub const DEFAULT_MAX_CONNS: u32 = 64;
+    /// How long a request head may take by default, from the connection's start or the
+    /// end of its previous response: the 5 s nginx and HAProxy gave strangers in a trial.
+    pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
     /// An admin listener on `bind` with the default limits.
     pub fn new(bind: SocketAddr, token: Option<String>) -> Admin {
         Admin {
             bind,
             token,
-            max_conns: crate::admin::DEFAULT_MAX_CONNS,
-            header_timeout: crate::admin::DEFAULT_HEADER_TIMEOUT,
+            max_conns: Admin::DEFAULT_MAX_CONNS,
+            header_timeout: Admin::DEFAULT_HEADER_TIMEOUT,
         }
     }
 }

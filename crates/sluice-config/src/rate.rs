@@ -4,7 +4,7 @@
 
 use crate::model::RateLimit;
 use crate::reader::Reader;
-use crate::validate::Span;
+use crate::reader::Span;
 use toml_edit::TableLike;
 
 const LIMIT_KEYS: &[&str] = &["rate", "burst", "key"];

@@ -9,6 +9,9 @@ use std::ops::Range;
 use std::time::Duration;
 use toml_edit::{Item, TableLike, Value};
 
+/// Where a key or value is in its file (byte offsets), when it is there at all.
+pub(crate) type Span = Option<Range<usize>>;
+
 pub struct Reader<'a> {
     pub file: &'a str,
     pub text: &'a str,
@@ -272,6 +275,43 @@ fn edit_distance(a: &str, b: &str) -> usize {
         prev = row;
     }
     prev[b.len()]
+}
+
+/// The tables under `key`, written either as `[[key]]` or as an inline array of tables.
+pub(crate) fn tables<'t>(
+    r: &mut Reader,
+    root: &'t dyn TableLike,
+    key: &str,
+) -> Vec<(&'t dyn TableLike, Span)> {
+    match root.get(key) {
+        None => Vec::new(),
+        Some(Item::ArrayOfTables(aot)) => aot
+            .iter()
+            .map(|t| (t as &dyn TableLike, t.span()))
+            .collect(),
+        Some(Item::Value(Value::Array(array))) => array
+            .iter()
+            .filter_map(|v| match v.as_inline_table() {
+                Some(t) => Some((t as &dyn TableLike, v.span())),
+                None => {
+                    r.error(
+                        v.span(),
+                        format!("each `{key}` entry must be a table"),
+                        format!("write [[{key}]] sections"),
+                    );
+                    None
+                }
+            })
+            .collect(),
+        Some(other) => {
+            r.error(
+                other.span(),
+                format!("`{key}` must be a list of tables"),
+                format!("write [[{key}]] sections"),
+            );
+            Vec::new()
+        }
+    }
 }
 
 #[cfg(test)]

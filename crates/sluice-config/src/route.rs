@@ -5,7 +5,7 @@
 
 use crate::model::{Action, HostMatch, Listener, RateLimit, Route, Upstream};
 use crate::reader::Reader;
-use crate::validate::{tables, Span};
+use crate::reader::{tables, Span};
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -135,7 +135,7 @@ fn server(r: &mut Reader, entry: &Value) -> Option<Server> {
         return None;
     };
     let (addr, host) = server_addr(r, &text, span, "addr")?;
-    let weight = weight(r, t)?;
+    let weight = crate::entry::weight(r, t)?;
     let backup = r.boolean(t, "backup").unwrap_or(false);
     let max_conns = crate::limits::max_conns(r, t);
     Some(Server {
@@ -161,7 +161,7 @@ fn server_addr(
     }
     let named = text.rsplit_once(':').and_then(|(host, port)| {
         let port: u16 = port.parse().ok().filter(|p| *p > 0)?;
-        host_name(host).then(|| (host.to_string(), port))
+        crate::entry::host_name(host).then(|| (host.to_string(), port))
     });
     let Some((host, port)) = named else {
         r.error(
@@ -173,34 +173,6 @@ fn server_addr(
     };
     let place = crate::tls::place(r, span);
     Some((SocketAddr::from(([0, 0, 0, 0], port)), Some((host, place))))
-}
-
-/// A DNS name: dot-separated labels of letters, digits, `-` and `_`, not all digits.
-pub(crate) fn host_name(host: &str) -> bool {
-    let label = |l: &str| {
-        !l.is_empty()
-            && l.len() <= 63
-            && l.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    };
-    host.len() <= 253
-        && host.split('.').all(label)
-        && !host.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-}
-
-/// A server's weight: 1 when not given, at least 1 when given.
-pub(crate) fn weight(r: &mut Reader, t: &dyn TableLike) -> Option<u32> {
-    match r.integer(t, "weight", 10_000).unwrap_or(1) {
-        0 => {
-            r.error(
-                t.get("weight").and_then(|w| w.span()),
-                "`weight` must be at least 1",
-                "remove the server to take it out of rotation",
-            );
-            None
-        }
-        w => Some(w as u32),
-    }
 }
 
 pub fn socket_addr(r: &mut Reader, text: &str, span: Span, key: &str) -> Option<SocketAddr> {

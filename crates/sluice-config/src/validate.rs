@@ -2,15 +2,12 @@
 
 use crate::error::{ConfigError, Errors};
 use crate::model::{AccessLog, Config, Http2Limits, Listener, LogFormat, LogTarget, Upstream};
-use crate::reader::Reader;
+use crate::reader::{tables, Reader, Span};
 use crate::resilience;
 use crate::servers::socket_addr;
 use std::collections::HashSet;
-use std::ops::Range;
 use std::time::Duration;
-use toml_edit::{ImDocument, Item, TableLike, Value};
-
-pub(crate) type Span = Option<Range<usize>>;
+use toml_edit::{ImDocument, Item, TableLike};
 
 const TOP_KEYS: &[&str] = &[
     "workers",
@@ -227,43 +224,6 @@ fn access_log(r: &mut Reader, root: &dyn TableLike) -> Option<AccessLog> {
         path => LogTarget::File(path.into()),
     };
     Some(AccessLog { target, format })
-}
-
-/// The tables under `key`, written either as `[[key]]` or as an inline array of tables.
-pub(crate) fn tables<'t>(
-    r: &mut Reader,
-    root: &'t dyn TableLike,
-    key: &str,
-) -> Vec<(&'t dyn TableLike, Span)> {
-    match root.get(key) {
-        None => Vec::new(),
-        Some(Item::ArrayOfTables(aot)) => aot
-            .iter()
-            .map(|t| (t as &dyn TableLike, t.span()))
-            .collect(),
-        Some(Item::Value(Value::Array(array))) => array
-            .iter()
-            .filter_map(|v| match v.as_inline_table() {
-                Some(t) => Some((t as &dyn TableLike, v.span())),
-                None => {
-                    r.error(
-                        v.span(),
-                        format!("each `{key}` entry must be a table"),
-                        format!("write [[{key}]] sections"),
-                    );
-                    None
-                }
-            })
-            .collect(),
-        Some(other) => {
-            r.error(
-                other.span(),
-                format!("`{key}` must be a list of tables"),
-                format!("write [[{key}]] sections"),
-            );
-            Vec::new()
-        }
-    }
 }
 
 fn listeners(r: &mut Reader, root: &dyn TableLike) -> Vec<Listener> {

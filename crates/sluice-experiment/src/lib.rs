@@ -8,6 +8,7 @@
 //! must never be imported by the data path, and it never generates load itself:
 //! `sluice-bench` does, so the lab measures with the same generator users run.
 
+pub mod budget;
 pub mod builtin;
 pub mod html;
 pub mod judge;

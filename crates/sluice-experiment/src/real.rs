@@ -8,7 +8,7 @@
 //! applies it: its cgroup's CPU quota (v1 `cpu.cfs_quota_us`, v2 `cpu.max`, the
 //! tightest along its path), else its CPU affinity, else the machine's cores.
 
-use crate::topology::Budget;
+use crate::budget::Budget;
 use anyhow::{anyhow, bail};
 use std::path::{Path, PathBuf};
 
@@ -98,7 +98,7 @@ pub fn process_budget(pid: u32) -> (Budget, Option<PathBuf>) {
             Some(q.dir),
         );
     }
-    let machine = crate::topology::machine_budget();
+    let machine = crate::budget::machine_budget();
     match affinity(pid) {
         Some(n) if (n as f64) < machine.cores => (
             Budget {

@@ -5,7 +5,8 @@
 //! The JSON's `verdict` objects (`{"tier": NAME, "evidence": [...]}`), at the top and in
 //! each configuration, are an interface: add fields, never rename.
 
-use crate::judge::thresholds::{FLAT_GAIN_PCT, PROOF_GAIN_PCT, PROOF_RUNNER_UP_PCT};
+use crate::judge::proof::confirms;
+use crate::judge::thresholds::FLAT_GAIN_PCT;
 use crate::judge::{Judged, Resource, Verdict};
 use crate::spec::Experiment;
 use serde::Serialize;
@@ -223,15 +224,6 @@ impl ProofRow {
     }
 }
 
-/// Whether the proof's gains confirm the verdict: the named resource, enlarged, gains
-/// [`PROOF_GAIN_PCT`] or more; the runner-up, enlarged, under [`PROOF_RUNNER_UP_PCT`] or
-/// under a third of the named one's gain (on a shared, noisy machine a runner-up may
-/// move by a few percent either way).
-pub fn confirms(named_gain_pct: f64, runner_up_gain_pct: Option<f64>) -> bool {
-    named_gain_pct >= PROOF_GAIN_PCT
-        && runner_up_gain_pct.is_none_or(|r| r < (named_gain_pct / 3.0).max(PROOF_RUNNER_UP_PCT))
-}
-
 impl Proof {
     pub fn of(servers: usize, users: usize, tps: f64, rows: Vec<ProofRow>) -> Proof {
         let named = rows.iter().find(|r| r.role == "named");
@@ -294,12 +286,12 @@ impl LabReport {
 
     /// The report of a measured deployment: one configuration, its steps.
     pub fn deployment(
-        d: &crate::run::Deployment,
+        target: &str,
+        watched: &[crate::real::Watched],
         c: Configuration,
         interrupted: bool,
     ) -> LabReport {
-        let tiers = d
-            .tiers
+        let tiers = watched
             .iter()
             .map(|w| TierInfo {
                 name: w.name.clone(),
@@ -312,7 +304,7 @@ impl LabReport {
             .collect();
         let mut r = LabReport::new_empty(interrupted);
         r.deployment = Some(DeploymentInfo {
-            target: d.target.clone(),
+            target: target.to_string(),
             tiers,
         });
         r.configurations = vec![c];

@@ -370,7 +370,7 @@ pub fn run_deployment(
         steps.push(step);
     }
     let config = Configuration::of(servers, None, steps);
-    let mut report = LabReport::deployment(d, config, *stop.borrow());
+    let mut report = LabReport::deployment(&d.target, &d.tiers, config, *stop.borrow());
     report.started_unix_ms = started;
     report.conclude();
     Ok(report)
@@ -388,7 +388,7 @@ fn fill_exporter_budgets(tiers: &mut [Watched]) -> anyhow::Result<()> {
             ));
         }
         if let Some(n) = counters.get(crate::sample::NODE_CPUS) {
-            w.budget = crate::topology::Budget {
+            w.budget = crate::budget::Budget {
                 cores: *n,
                 method: format!("the machine's {n} CPUs (node_exporter)"),
             };

@@ -7,6 +7,7 @@
 //! once (nginx's workers) are inside too. Without root there is no budget: the tier runs
 //! on the machine's cores and the report says so.
 
+use crate::budget::{machine_budget, thread_budget, Budget};
 use crate::lb_config::{self, Layout};
 use crate::spec::{Experiment, LbKind};
 use anyhow::{anyhow, Context};
@@ -15,14 +16,6 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// The CPU a process may use, and who set it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Budget {
-    pub cores: f64,
-    /// `cgroup v1 cpu quota`, `N worker threads`, or `the machine's N cores`.
-    pub method: String,
-}
 
 /// One running process of a tier.
 pub struct Proc {
@@ -357,30 +350,6 @@ fn app_args(e: &Experiment, addr: SocketAddr, name: &str, db: Option<SocketAddr>
         ]);
     }
     args
-}
-
-/// The machine's cores: the budget of a process nobody limited.
-pub fn machine_budget() -> Budget {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    Budget {
-        cores: cores as f64,
-        method: format!("the machine's {cores} cores"),
-    }
-}
-
-/// A process with `threads` busy threads can use at most that many cores.
-pub fn thread_budget(b: Budget, threads: usize) -> Budget {
-    if (threads as f64) < b.cores {
-        Budget {
-            cores: threads as f64,
-            method: format!(
-                "{threads} worker thread{}",
-                if threads == 1 { "" } else { "s" }
-            ),
-        }
-    } else {
-        b
-    }
 }
 
 /// A loopback address no one listens on now.

@@ -11,6 +11,7 @@ mod emit;
 mod known;
 mod location;
 mod plan;
+mod scope;
 mod translate;
 mod tree;
 mod upstream;

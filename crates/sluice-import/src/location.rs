@@ -2,7 +2,7 @@
 //! what its directives ask for.
 
 use crate::plan::{Action, Route};
-use crate::translate::Scope;
+use crate::scope::Scope;
 use crate::tree::Node;
 use crate::Notes;
 

@@ -22,6 +22,7 @@
 
 mod choice;
 mod findings;
+pub mod proof;
 mod queue;
 mod resources;
 pub mod thresholds;

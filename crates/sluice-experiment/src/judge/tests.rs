@@ -462,7 +462,7 @@ fn the_runner_up_is_the_most_used_other_resource_that_can_be_enlarged() {
 
 #[test]
 fn the_proof_confirms_a_large_gain_against_a_small_runner_up() {
-    use crate::report::confirms;
+    use super::proof::confirms;
     let table = [
         (PROOF_GAIN_PCT, None, true),
         (PROOF_GAIN_PCT - 0.1, None, false),

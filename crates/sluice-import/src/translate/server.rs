@@ -38,7 +38,7 @@ const READ_HERE: &[&str] = &[
 
 impl Translator {
     pub(super) fn server(&mut self, block: &Node, outer: &Scope, notes: &mut Notes) {
-        let scope = outer.enter(block.block(), self, notes);
+        let scope = outer.enter(block.block(), &mut self.plan, notes);
         let (binds, defaults) = self.listens(block, &scope, notes);
         let names = names(block, notes);
         let routes = self.routes(block, &scope, notes);
@@ -209,7 +209,7 @@ impl Translator {
                 return;
             }
         };
-        let scope = outer.enter(loc.block(), self, notes);
+        let scope = outer.enter(loc.block(), &mut self.plan, notes);
         let mut route = location::route(loc, &scope, notes);
         route.path = path;
         for d in loc.block() {

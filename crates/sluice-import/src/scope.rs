@@ -1,0 +1,154 @@
+//! What each level of nginx's contexts (main, `http`, `server`, `location`) hands down
+//! to the levels under it, by nginx's rule for array directives such as
+//! `proxy_set_header`: a level that sets any of them inherits none from above.
+
+use crate::plan::{duration, unknown_variable, Plan, Route};
+use crate::tree::Node;
+use crate::Notes;
+
+/// What a level inherits (nginx's rule for array directives such as `proxy_set_header`
+/// and `add_header`: a level that sets any of them inherits none from above).
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    request_set: Vec<(String, String)>,
+    request_remove: Vec<String>,
+    response_set: Vec<(String, String)>,
+    response_remove: Vec<String>,
+    pub root: Option<String>,
+    certs: Vec<(String, String)>,
+    cert: Option<String>,
+    key: Option<String>,
+    connect_timeout: Option<String>,
+    read_timeout: Option<String>,
+    limits: Vec<String>,
+}
+
+impl Scope {
+    /// Puts what the scope sets on `route`.
+    pub fn apply(&self, route: &mut Route) {
+        route.request_set = self.request_set.clone();
+        route.request_remove = self.request_remove.clone();
+        route.response_set = self.response_set.clone();
+        route.response_remove = self.response_remove.clone();
+        route.limits = self.limits.clone();
+        route.connect_timeout = self.connect_timeout.clone();
+        route.read_timeout = self.read_timeout.clone();
+    }
+
+    /// The certificate and key in effect here, if both are set.
+    pub fn certs(&self) -> &[(String, String)] {
+        &self.certs
+    }
+
+    /// The scope of a block inside this one, with the block's own directives taken in.
+    pub(crate) fn enter(&self, block: &[Node], plan: &mut Plan, notes: &mut Notes) -> Scope {
+        let mut inner = self.clone();
+        let sets = |name: &str| block.iter().any(|d| d.name == name);
+        if sets("proxy_set_header") {
+            inner.request_set.clear();
+            inner.request_remove.clear();
+        }
+        if sets("add_header") {
+            inner.response_set.clear();
+        }
+        if sets("proxy_hide_header") {
+            inner.response_remove.clear();
+        }
+        if sets("limit_req") {
+            inner.limits.clear();
+        }
+        for d in block {
+            inner.take(d, plan, notes);
+        }
+        inner
+    }
+
+    /// Takes in one directive of the level, if it is one that is inherited.
+    fn take(&mut self, d: &Node, plan: &mut Plan, notes: &mut Notes) {
+        let (a0, a1) = (d.arg(0).unwrap_or(""), d.arg(1).unwrap_or(""));
+        match d.name.as_str() {
+            "proxy_set_header" => self.set_header(d, a0, a1, notes),
+            "add_header" => match unknown_variable(a1) {
+                Some(var) => {
+                    notes.push(d.note(format!("{a0} {a1}: sluice has no {var}; left out")))
+                }
+                None => self.response_set.push((a0.into(), a1.into())),
+            },
+            "proxy_hide_header" => self.response_remove.push(a0.into()),
+            "root" => self.root = Some(a0.into()),
+            "ssl_certificate" => self.cert = Some(a0.into()),
+            "ssl_certificate_key" => self.key = Some(a0.into()),
+            "proxy_connect_timeout" => self.connect_timeout = duration(a0),
+            "proxy_read_timeout" => self.read_timeout = duration(a0),
+            "limit_req" => self.limit(d, plan, notes),
+            _ => {}
+        }
+        if let (Some(c), Some(k)) = (&self.cert, &self.key) {
+            let pair = (c.clone(), k.clone());
+            if !self.certs.contains(&pair) {
+                self.certs = vec![pair];
+            }
+        }
+    }
+
+    fn set_header(&mut self, d: &Node, name: &str, value: &str, notes: &mut Notes) {
+        let lower = name.to_ascii_lowercase();
+        let done_by_sluice = match lower.as_str() {
+            "host" => value == "$host" || value == "$http_host",
+            "x-forwarded-for" => value == "$proxy_add_x_forwarded_for",
+            "x-real-ip" => value == "$remote_addr",
+            "x-forwarded-proto" => value == "$scheme",
+            "x-forwarded-host" => value == "$host" || value == "$http_host",
+            "upgrade" | "connection" => true,
+            _ => false,
+        };
+        if let Some(var) = unknown_variable(value) {
+            notes.push(d.note(format!("{name} {value}: sluice has no {var}; left out")));
+        } else if done_by_sluice {
+            notes.push(d.note(format!(
+                "{name} {value}: sluice sends it itself (Host as the client sent it; X-Forwarded-For, X-Real-IP, X-Forwarded-Proto and -Host set; WebSocket upgrades passed through): nothing to write"
+            )));
+        } else if value.is_empty() {
+            self.request_remove.push(name.into());
+        } else {
+            self.request_set.push((name.into(), value.into()));
+        }
+    }
+
+    fn limit(&mut self, d: &Node, plan: &mut Plan, notes: &mut Notes) {
+        let param = |key: &str| {
+            d.args
+                .iter()
+                .find_map(|a| a.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+        };
+        let Some(zone) = param("zone") else {
+            return;
+        };
+        let burst = param("burst").and_then(|b| b.parse().ok());
+        match plan.limits.iter_mut().find(|l| l.name == zone) {
+            Some(l) => {
+                l.burst = l.burst.max(burst);
+                self.limits.push(zone.to_string());
+                if !d.args.iter().any(|a| a == "nodelay") {
+                    notes.push(d.note("without nodelay nginx delays requests over the rate (up to burst); sluice answers them 429 at once, as with nodelay"));
+                }
+            }
+            None => notes.push(d.note(format!(
+                "zone={zone}: no limit_req_zone of that name; not translated"
+            ))),
+        }
+    }
+}
+
+/// Directives a level's [`Scope`] takes in (for the routes under it).
+pub(crate) const INHERITED: &[&str] = &[
+    "proxy_set_header",
+    "add_header",
+    "proxy_hide_header",
+    "root",
+    "ssl_certificate",
+    "ssl_certificate_key",
+    "proxy_connect_timeout",
+    "proxy_read_timeout",
+    "limit_req",
+];
