@@ -314,7 +314,7 @@
     }
     const table = el('table');
     const head = el('tr');
-    for (const name of ['time', 'ago', 'route', 'status', 'cause']) head.append(el('th', '', name));
+    for (const name of ['time', 'ago', 'route', 'status', 'kind', 'cause']) head.append(el('th', '', name));
     const thead = el('thead');
     thead.append(head);
     table.append(thead);
@@ -327,6 +327,7 @@
         el('td', 'ago num', `${fmtDuration(Math.max(0, now - e.at_unix))} ago`),
         el('td', 'route', e.route),
         el('td', 'status num', String(e.status)),
+        el('td', 'kind', e.kind || ''),
         el('td', 'cause', e.cause),
       );
       body.append(tr);

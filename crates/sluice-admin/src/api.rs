@@ -99,7 +99,7 @@ fn server(v: &ServerView) -> Value {
         "ejected_for_s": v.ejected_for.map(|d| d.as_secs_f64()),
         "drained": v.drained,
         "last_errors": v.last_errors.iter().map(|e| json!({
-            "at_unix": unix(e.at), "route": e.route, "status": e.status, "cause": e.cause,
+            "at_unix": unix(e.at), "route": e.route, "status": e.status, "kind": e.kind, "cause": e.cause,
         })).collect::<Vec<_>>(),
         "in_flight": v.in_flight,
         "max_conns": v.max_conns,

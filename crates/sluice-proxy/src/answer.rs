@@ -7,7 +7,7 @@
 //! apply here as on relayed responses. Never reaches a server.
 
 use crate::downstream::Downstream;
-use crate::failure::{Body, Failure};
+use crate::failure::{Body, Failure, Kind};
 use crate::files::{self, FileRequest};
 use crate::http1::check::{Checked, Request};
 use crate::http1::encode::Edits;
@@ -183,10 +183,10 @@ pub async fn send<'g, S: Stream>(
         server: None,
         status: local.status,
         tries: 0,
-        failure: sent
-            .as_ref()
-            .err()
-            .map(|e| Failure::downstream(local.status, format!("answer not sent: {e}"), body)),
+        failure: sent.as_ref().err().map(|e| {
+            let cause = format!("answer not sent: {e}");
+            Failure::downstream(Kind::ClientGone, local.status, cause, body)
+        }),
         keep_alive,
         bytes_sent: sent.unwrap_or(0),
         upstream_time: None,

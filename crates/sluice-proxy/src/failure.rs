@@ -80,11 +80,86 @@ pub enum Retry {
     Never,
 }
 
+/// What went wrong, as the decisions that follow a failure read it: ejection counts it
+/// by kind, the server's last errors and the access log name it. The cause says the
+/// rest in words and is never read to decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// No connection to the server (refused, unreachable, or too slow to accept).
+    Connect,
+    /// The server did not answer within its `read_timeout`.
+    Timeout,
+    /// The connection to the server ended or broke before the response was whole.
+    Reset,
+    /// The server's response cannot be relayed (malformed, or too large).
+    BadResponse,
+    /// The server answered with a status counted as its failure.
+    Status,
+    /// The client went away, or could not be written to.
+    ClientGone,
+    /// The client was too slow sending its request.
+    ClientSlow,
+    /// The client's request is malformed or refused as it stands (4xx, 501).
+    Malformed,
+    /// No route matches the request.
+    NoRoute,
+    /// Over a rate limit or the client's connection limit.
+    Limited,
+    /// Every server was at its `max_conns` too long, or the queue was full.
+    Overloaded,
+    /// No server could be picked.
+    Unavailable,
+    /// No response within the route's `timeout`.
+    Deadline,
+}
+
+impl Kind {
+    /// Its name in the API, logs and metrics: `connect`, `bad_response`...
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Connect => "connect",
+            Kind::Timeout => "timeout",
+            Kind::Reset => "reset",
+            Kind::BadResponse => "bad_response",
+            Kind::Status => "status",
+            Kind::ClientGone => "client_gone",
+            Kind::ClientSlow => "client_slow",
+            Kind::Malformed => "malformed",
+            Kind::NoRoute => "no_route",
+            Kind::Limited => "limited",
+            Kind::Overloaded => "overloaded",
+            Kind::Unavailable => "unavailable",
+            Kind::Deadline => "deadline",
+        }
+    }
+
+    /// The kind of a failure reading the request body from the client: too slow, a
+    /// malformed body (chunked framing, more than its length), or the client gone.
+    pub fn reading_client(e: &std::io::Error) -> Kind {
+        match e.kind() {
+            std::io::ErrorKind::TimedOut => Kind::ClientSlow,
+            std::io::ErrorKind::InvalidData => Kind::Malformed,
+            _ => Kind::ClientGone,
+        }
+    }
+
+    /// The kind of a request sluice refused with `status` as it arrived: too slow
+    /// (408), or malformed.
+    pub fn refused(status: u16) -> Kind {
+        if status == 408 {
+            Kind::ClientSlow
+        } else {
+            Kind::Malformed
+        }
+    }
+}
+
 /// A failed request, as the client will see it and the log will say it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{cause}")]
 pub struct Failure {
     pub side: Side,
+    pub kind: Kind,
     /// The status the client gets, if it gets a response at all.
     pub status: u16,
     pub cause: Cow<'static, str>,
@@ -97,6 +172,7 @@ pub struct Failure {
 impl Failure {
     /// The server is to blame, with `body` as it stands.
     pub fn upstream(
+        kind: Kind,
         status: u16,
         cause: impl Into<Cow<'static, str>>,
         body: Body,
@@ -104,6 +180,7 @@ impl Failure {
     ) -> Self {
         Failure {
             side: Side::Upstream,
+            kind,
             status,
             cause: cause.into(),
             body,
@@ -113,9 +190,15 @@ impl Failure {
     }
 
     /// The client is to blame (gone, too slow, a malformed body).
-    pub fn downstream(status: u16, cause: impl Into<Cow<'static, str>>, body: Body) -> Self {
+    pub fn downstream(
+        kind: Kind,
+        status: u16,
+        cause: impl Into<Cow<'static, str>>,
+        body: Body,
+    ) -> Self {
         Failure {
             side: Side::Downstream,
+            kind,
             status,
             cause: cause.into(),
             body,
@@ -128,6 +211,7 @@ impl Failure {
     pub fn unavailable(body: Body) -> Self {
         Failure {
             side: Side::Internal,
+            kind: Kind::Unavailable,
             status: 503,
             cause: "no server available".into(),
             body,
@@ -141,6 +225,7 @@ impl Failure {
     pub fn overloaded(cause: &'static str, body: Body) -> Self {
         Failure {
             side: Side::Internal,
+            kind: Kind::Overloaded,
             status: 503,
             cause: cause.into(),
             body,
@@ -154,6 +239,7 @@ impl Failure {
     pub fn deadline(body: Body) -> Self {
         Failure {
             side: Side::Internal,
+            kind: Kind::Deadline,
             status: 504,
             cause: "no response within the route's timeout".into(),
             body,
@@ -165,6 +251,7 @@ impl Failure {
     /// A response whose status counts as a server failure (it is still delivered).
     pub fn status(status: u16) -> Self {
         Failure::upstream(
+            Kind::Status,
             status,
             format!("status {status}"),
             Body::Whole,
@@ -234,6 +321,7 @@ mod tests {
         for (side, body, retry, idempotent, risk, expected) in table {
             let f = Failure {
                 side,
+                kind: Kind::Reset,
                 status: 502,
                 cause: "x".into(),
                 body,
@@ -250,20 +338,64 @@ mod tests {
 
     #[test]
     fn fresh_resends() {
-        let stale = Failure::upstream(502, "reset", Body::None, Retry::StaleConnection);
+        let stale = Failure::upstream(
+            Kind::Reset,
+            502,
+            "reset",
+            Body::None,
+            Retry::StaleConnection,
+        );
         assert!(stale.may_resend_fresh(true, true));
         assert!(
             !stale.may_resend_fresh(false, true),
             "a new connection failed"
         );
         assert!(!stale.may_resend_fresh(true, false), "not idempotent");
-        let with_body = Failure::upstream(502, "reset", Body::Unread, Retry::StaleConnection);
+        let with_body = Failure::upstream(
+            Kind::Reset,
+            502,
+            "reset",
+            Body::Unread,
+            Retry::StaleConnection,
+        );
         assert!(
             !with_body.may_resend_fresh(true, true),
             "a body cannot be replayed"
         );
-        let processed = Failure::upstream(504, "timeout", Body::None, Retry::MaybeProcessed);
+        let processed = Failure::upstream(
+            Kind::Timeout,
+            504,
+            "timeout",
+            Body::None,
+            Retry::MaybeProcessed,
+        );
         assert!(!processed.may_resend_fresh(true, true));
+    }
+
+    #[test]
+    fn kinds_come_from_what_happened_never_from_the_cause() {
+        use std::io::{Error, ErrorKind};
+        assert_eq!(
+            Kind::reading_client(&Error::from(ErrorKind::TimedOut)),
+            Kind::ClientSlow
+        );
+        assert_eq!(
+            Kind::reading_client(&Error::from(ErrorKind::InvalidData)),
+            Kind::Malformed
+        );
+        assert_eq!(
+            Kind::reading_client(&Error::from(ErrorKind::ConnectionReset)),
+            Kind::ClientGone
+        );
+        assert_eq!(Kind::refused(408), Kind::ClientSlow);
+        for status in [400, 404, 405, 413, 431, 501] {
+            assert_eq!(Kind::refused(status), Kind::Malformed, "{status}");
+        }
+        // A cause that reads like a status is still what its kind says.
+        let f = Failure::upstream(Kind::Reset, 502, "status 502", Body::Whole, Retry::Never);
+        assert_eq!((f.kind, f.kind.name()), (Kind::Reset, "reset"));
+        assert_eq!(Failure::status(500).kind, Kind::Status);
+        assert_eq!(Failure::deadline(Body::None).kind.name(), "deadline");
     }
 
     #[test]
@@ -272,7 +404,13 @@ mod tests {
         assert!(Body::Unread.untouched() && !Body::Unread.consumed());
         assert!(!Body::Whole.untouched() && Body::Whole.consumed());
         assert!(!Body::Partial.untouched() && !Body::Partial.consumed());
-        let f = Failure::upstream(502, "closed", Body::None, Retry::MaybeProcessed);
+        let f = Failure::upstream(
+            Kind::Reset,
+            502,
+            "closed",
+            Body::None,
+            Retry::MaybeProcessed,
+        );
         assert_eq!(f.to_string(), "closed");
         assert_eq!(f.with_body_partial().body, Body::Partial);
     }

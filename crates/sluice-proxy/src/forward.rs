@@ -5,7 +5,7 @@
 
 use crate::context::Context;
 use crate::downstream::Downstream;
-use crate::failure::{Body, Failure, Retry};
+use crate::failure::{Body, Failure, Kind, Retry};
 use crate::http1::check::Request;
 use crate::http1::head::Framing;
 use crate::http1::response::MAX_RESPONSE_HEAD;
@@ -177,7 +177,12 @@ async fn buffer_body<S: Stream>(
                 400
             };
             let cause = format!("reading the request body from the client: {e}");
-            Err(Failure::downstream(status, cause, Body::Partial))
+            Err(Failure::downstream(
+                Kind::reading_client(&e),
+                status,
+                cause,
+                Body::Partial,
+            ))
         }
     }
 }
@@ -268,6 +273,7 @@ impl<'g> Scope<'_, 'g> {
             at: std::time::SystemTime::now(),
             route: route.path.clone(),
             status: f.status,
+            kind: f.kind.name(),
             cause: f.cause.to_string(),
         });
         if let Some(eject) = up.servers[server]
@@ -358,7 +364,13 @@ impl<'g> Scope<'_, 'g> {
                 let cause = format!(
                     "server failed in the middle of a response ({e}); closing the client connection"
                 );
-                outcome.failure = Some(Failure::upstream(502, cause, Body::Whole, Retry::Never));
+                outcome.failure = Some(Failure::upstream(
+                    Kind::Reset,
+                    502,
+                    cause,
+                    Body::Whole,
+                    Retry::Never,
+                ));
             }
             Err(TransferError::Write(e)) => {
                 tracing::debug!(cause = %e, "client stopped reading the response");
@@ -408,10 +420,32 @@ impl<'g> Scope<'_, 'g> {
 
 /// What an ejection is counted as, from the failure that caused it.
 fn eject_cause(f: &Failure) -> EjectCause {
-    match (f.retry, f.status) {
-        (Retry::NotSent, _) => EjectCause::Connect,
-        (_, 504) => EjectCause::Timeout,
-        _ if f.body == Body::Whole && f.cause.starts_with("status ") => EjectCause::Status,
+    match f.kind {
+        Kind::Connect => EjectCause::Connect,
+        Kind::Timeout | Kind::Deadline => EjectCause::Timeout,
+        Kind::Status => EjectCause::Status,
         _ => EjectCause::Error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ejection_is_counted_by_the_kind_of_its_failure() {
+        let upstream =
+            |kind, status| Failure::upstream(kind, status, "x", Body::None, Retry::Never);
+        let table = [
+            (upstream(Kind::Connect, 502), EjectCause::Connect),
+            (upstream(Kind::Connect, 504), EjectCause::Connect),
+            (upstream(Kind::Timeout, 504), EjectCause::Timeout),
+            (Failure::status(503), EjectCause::Status),
+            (upstream(Kind::Reset, 502), EjectCause::Error),
+            (upstream(Kind::BadResponse, 502), EjectCause::Error),
+        ];
+        for (f, cause) in table {
+            assert_eq!(eject_cause(&f), cause, "{:?}", f.kind);
+        }
     }
 }

@@ -63,7 +63,7 @@ pub fn record(outcome: &Outcome<'_>) {
     let status = outcome.status;
     match &outcome.failure {
         Some(f) if f.side == Side::Downstream => {
-            tracing::info!(%client, route, status, cause = %f.cause, "request refused")
+            tracing::info!(%client, route, status, kind = f.kind.name(), cause = %f.cause, "request refused")
         }
         Some(f) => tracing::warn!(
             %client,
@@ -73,6 +73,7 @@ pub fn record(outcome: &Outcome<'_>) {
             status,
             tries = outcome.tries,
             side = ?f.side,
+            kind = f.kind.name(),
             cause = %f.cause,
             "request failed"
         ),

@@ -1,7 +1,7 @@
 //! An HTTP/1 client, as the forwarding stages see it for one request: every byte sluice
 //! writes to it, and the cleanup of its connection after a response, live here.
 
-use crate::failure::{Body, Failure};
+use crate::failure::{Body, Failure, Kind};
 use crate::files;
 use crate::http1::encode::{self, Delivery, Edits};
 use crate::http1::reply;
@@ -40,7 +40,14 @@ impl<S: Stream> Http1<'_, S> {
             self.timeout,
         )
         .await;
-        sent.map_err(|e| Failure::downstream(400, format!("client gone: {e}"), Body::Unread))
+        sent.map_err(|e| {
+            Failure::downstream(
+                Kind::ClientGone,
+                400,
+                format!("client gone: {e}"),
+                Body::Unread,
+            )
+        })
     }
 
     /// Writes a 1xx response head into the output buffer; false when the client gets
@@ -61,7 +68,14 @@ impl<S: Stream> Http1<'_, S> {
     /// Sends the 1xx head prepared by [`Http1::prepare_interim`].
     pub async fn send_interim(&mut self) -> Result<(), Failure> {
         let sent = write_all(&mut self.conn.stream, self.out, self.timeout).await;
-        sent.map_err(|e| Failure::downstream(400, format!("client gone: {e}"), Body::Partial))
+        sent.map_err(|e| {
+            Failure::downstream(
+                Kind::ClientGone,
+                400,
+                format!("client gone: {e}"),
+                Body::Partial,
+            )
+        })
     }
 
     /// Writes the final response head into the output buffer (it goes out with the

@@ -7,6 +7,7 @@
 //! removed ones lose them, and a server whose upstream drops its `health` table is
 //! considered up again.
 
+use crate::failure::Kind;
 use crate::state::generation::Shared;
 use crate::state::health::now_ns;
 use crate::state::upstream::ServerState;
@@ -137,10 +138,8 @@ async fn check_loop(
                     server.remember(crate::state::upstream::ServerError {
                         at: std::time::SystemTime::now(),
                         route: format!("health check {}", check.path),
-                        status: cause
-                            .strip_prefix("status ")
-                            .and_then(|s| s.parse().ok())
-                            .unwrap_or(0),
+                        status: cause.status,
+                        kind: cause.kind.name(),
                         cause: format!("server down: {cause}"),
                     });
                 }
@@ -149,17 +148,52 @@ async fn check_loop(
     }
 }
 
+/// A failed check: what kind of failure, the status when the server answered one (0
+/// otherwise), and why in words.
+#[derive(Debug)]
+struct Failed {
+    kind: Kind,
+    status: u16,
+    cause: String,
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.cause)
+    }
+}
+
 /// One check: connect, GET the path, read the status line, all within the timeout.
 async fn probe(
     addr: SocketAddr,
     check: &HealthCheck,
     tls: Option<&ClientTls>,
-) -> Result<(), String> {
+) -> Result<(), Failed> {
+    let failed = |kind, status, cause| {
+        Err(Failed {
+            kind,
+            status,
+            cause,
+        })
+    };
     match tokio::time::timeout(check.timeout, exchange(addr, check, tls)).await {
         Ok(Ok(status)) if (check.expect.0..=check.expect.1).contains(&status) => Ok(()),
-        Ok(Ok(status)) => Err(format!("status {status}")),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {:?}", check.timeout)),
+        Ok(Ok(status)) => failed(Kind::Status, status, format!("status {status}")),
+        Ok(Err(e)) => failed(exchange_kind(&e), 0, e.to_string()),
+        Err(_) => failed(
+            Kind::Timeout,
+            0,
+            format!("no answer within {:?}", check.timeout),
+        ),
+    }
+}
+
+/// The kind of a check that failed before a status came back.
+fn exchange_kind(e: &io::Error) -> Kind {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused | io::ErrorKind::HostUnreachable => Kind::Connect,
+        io::ErrorKind::InvalidData => Kind::BadResponse,
+        _ => Kind::Reset,
     }
 }
 

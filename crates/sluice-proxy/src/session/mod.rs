@@ -11,7 +11,7 @@ use crate::context::Context;
 use crate::downstream::buffers::{Buffers, Scratch};
 use crate::downstream::h1::Http1;
 use crate::downstream::Downstream;
-use crate::failure::{Body, Failure, Side};
+use crate::failure::{Body, Failure, Kind, Side};
 use crate::forward::forward;
 use crate::http1::check::{check, Request};
 use crate::http1::encode::{self, Edits, Origin};
@@ -548,7 +548,8 @@ async fn reject<S: Stream>(down: &mut Downstream<'_, S>, rejection: Rejection) -
     if down.send_error(rejection.status, true).await {
         down.conclude(true, false).await;
     }
-    let failure = Failure::downstream(rejection.status, rejection.reason, Body::Partial);
+    let kind = Kind::refused(rejection.status);
+    let failure = Failure::downstream(kind, rejection.status, rejection.reason, Body::Partial);
     Outcome::unrouted(rejection.status, failure)
 }
 
@@ -593,7 +594,7 @@ async fn limited<'g, S: Stream>(
     Outcome {
         keep_alive,
         route: path,
-        ..Outcome::unrouted(429, Failure::downstream(429, cause, body))
+        ..Outcome::unrouted(429, Failure::downstream(Kind::Limited, 429, cause, body))
     }
 }
 
@@ -607,7 +608,7 @@ async fn not_found<S: Stream>(
     let keep_alive = req.keep_alive && body.consumed();
     let sent = down.send_error(404, !keep_alive).await;
     let keep_alive = sent && down.conclude(!body.consumed(), keep_alive).await;
-    let failure = Failure::downstream(404, format!("no route matches {what}"), body);
+    let failure = Failure::downstream(Kind::NoRoute, 404, format!("no route matches {what}"), body);
     Outcome {
         keep_alive,
         ..Outcome::unrouted(404, failure)

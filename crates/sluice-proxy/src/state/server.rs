@@ -45,6 +45,8 @@ pub struct ServerError {
     pub at: SystemTime,
     pub route: String,
     pub status: u16,
+    /// What kind of failure: `Kind::name` (`connect`, `timeout`, `status`...).
+    pub kind: &'static str,
     pub cause: String,
 }
 

@@ -4,7 +4,7 @@
 
 use crate::clock;
 use crate::downstream::Downstream;
-use crate::failure::{Body, Failure, Retry, Side};
+use crate::failure::{Body, Failure, Kind, Retry, Side};
 use crate::http1::check::Request;
 use crate::http1::encode::Delivery;
 use crate::http1::head::{put_header, Framing};
@@ -132,6 +132,7 @@ impl Attempt<'_> {
             Err(_) => (504, Cow::Borrowed("connect timed out")),
         };
         Err(Failure::upstream(
+            Kind::Connect,
             status,
             cause,
             Body::unread(self.req.framing),
@@ -186,7 +187,7 @@ impl Attempt<'_> {
             };
             return sent.map(|()| true).map_err(|e| {
                 let cause = format!("sending the request: {e}");
-                Failure::upstream(502, cause, Body::None, Retry::StaleConnection)
+                Failure::upstream(Kind::Reset, 502, cause, Body::None, Retry::StaleConnection)
             });
         }
         let t = Transfer {
@@ -204,7 +205,7 @@ impl Attempt<'_> {
             .await
             .map_err(|_| {
                 let cause = "the request body took longer than request_body_timeout";
-                Failure::downstream(408, cause, Body::Partial)
+                Failure::downstream(Kind::ClientSlow, 408, cause, Body::Partial)
             })?;
         match sent {
             Ok(whole) => Ok(whole),
@@ -215,7 +216,12 @@ impl Attempt<'_> {
                     400
                 };
                 let cause = format!("reading the request body from the client: {e}");
-                Err(Failure::downstream(status, cause, Body::Partial))
+                Err(Failure::downstream(
+                    Kind::reading_client(&e),
+                    status,
+                    cause,
+                    Body::Partial,
+                ))
             }
             Err(TransferError::Write(e)) => {
                 let body = match self.req.framing {
@@ -223,7 +229,13 @@ impl Attempt<'_> {
                     _ => Body::Partial,
                 };
                 let cause = format!("sending the request: {e}");
-                Err(Failure::upstream(502, cause, body, Retry::StaleConnection))
+                Err(Failure::upstream(
+                    Kind::Reset,
+                    502,
+                    cause,
+                    body,
+                    Retry::StaleConnection,
+                ))
             }
         }
     }
@@ -319,6 +331,7 @@ impl Attempt<'_> {
             )),
             Ok(_) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::TimedOut => Err(Failure::upstream(
+                Kind::Timeout,
                 504,
                 "server did not respond in time (read_timeout)",
                 Body::sent(self.req.framing),
@@ -330,7 +343,13 @@ impl Attempt<'_> {
 
     /// A response that cannot be relayed: not retried, since the server did answer.
     fn broken(&self, cause: &'static str) -> Failure {
-        Failure::upstream(502, cause, Body::sent(self.req.framing), Retry::Never)
+        Failure::upstream(
+            Kind::BadResponse,
+            502,
+            cause,
+            Body::sent(self.req.framing),
+            Retry::Never,
+        )
     }
 
     /// The connection ended or broke before the response was complete: with nothing of
@@ -341,7 +360,7 @@ impl Attempt<'_> {
         } else {
             Retry::MaybeProcessed
         };
-        Failure::upstream(502, cause, Body::sent(self.req.framing), retry)
+        Failure::upstream(Kind::Reset, 502, cause, Body::sent(self.req.framing), retry)
     }
 }
 

@@ -138,6 +138,8 @@ fn check(dom: &str, live: SocketAddr, dead: SocketAddr) {
     );
     let cause = cell(panel, "cause");
     assert!(!cause.is_empty(), "{panel}");
+    // Its kind, as the failure was classified: the dead server refused the connection.
+    assert!(panel.contains("<td class=\"kind\">connect</td>"), "{panel}");
     // Charts: a line per server and one for all, in each of the two charts.
     assert!(dom.matches("<path ").count() >= 2, "no chart line drawn");
 }

@@ -21,7 +21,7 @@ use crate::context::Context;
 use crate::downstream::buffers::{Buffers, Scratch};
 use crate::downstream::h2::Http2;
 use crate::downstream::Downstream;
-use crate::failure::{Body, Failure};
+use crate::failure::{Body, Failure, Kind};
 use crate::http1::encode::Origin;
 use crate::http1::request::Rejection;
 use crate::metrics::ListenerStats;
@@ -335,7 +335,10 @@ async fn serve_stream(
 
 /// Records a stream sluice answered with `status` itself (or reset), for `why`.
 fn refused(from: &From<'_>, status: u16, why: &'static str) {
-    let mut outcome = Outcome::unrouted(status, Failure::downstream(status, why, Body::Partial));
+    let mut outcome = Outcome::unrouted(
+        status,
+        Failure::downstream(Kind::refused(status), status, why, Body::Partial),
+    );
     outcome.client = Some(from.peer);
     finish(from.ctx, &from.ctx.gen(), from.listener, &outcome, None, "");
 }
