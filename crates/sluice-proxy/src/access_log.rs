@@ -8,7 +8,6 @@
 //!
 //! Formatting takes no lock and allocates nothing once the buffers have grown.
 
-use crate::record::Shown;
 use sluice_config::{AccessLog as Config, LogFormat, LogTarget};
 use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
@@ -316,6 +315,18 @@ pub fn capture(head: &[u8], into: &mut String) -> (usize, usize) {
     let referer_end = into.len();
     into.push_str(agent);
     (request_end, referer_end)
+}
+
+/// A value, or `-` when there is none (as access logs write it).
+pub(crate) struct Shown<T>(pub Option<T>);
+
+impl<T: std::fmt::Display> std::fmt::Display for Shown<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(v) => v.fmt(f),
+            None => f.write_str("-"),
+        }
+    }
 }
 
 #[cfg(test)]

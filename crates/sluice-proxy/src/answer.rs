@@ -166,7 +166,7 @@ pub fn challenge(key_authorization: &str, checked: &Checked<'_>, out: &mut Vec<u
 pub async fn send<'g, S: Stream>(
     down: &mut Downstream<'_, S>,
     req: &Request,
-    route: Option<&'g str>,
+    route: Option<usize>,
     local: Local,
     head: &[u8],
 ) -> Outcome<'g> {

@@ -287,13 +287,11 @@ impl<'g> Scope<'_, 'g> {
         }
     }
 
-    /// The outcome so far, on `server` with the status the client got (counted for the
-    /// route: this is called once per request).
+    /// The outcome so far, on `server` with the status the client got.
     fn outcome(&self, server: Option<usize>, status: u16, tries: usize) -> Outcome<'g> {
-        self.gen.shared.routes[self.route].response(status);
         Outcome {
             client: None,
-            route: Some(&self.gen.shared.config.routes[self.route].path),
+            route: Some(self.route),
             upstream: Some(&self.up.config.name),
             server: server.map(|s| self.up.addr(s)),
             status,

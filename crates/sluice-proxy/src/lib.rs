@@ -25,8 +25,9 @@
 //! 5. **Deliver** through the client seam (`downstream`): the response head and streamed
 //!    body (`io::body`), or a tunnel after `101` (`io::tunnel`), or sluice's own error
 //!    reply (`http1::reply`); then the connection's cleanup (lingering close).
-//! 6. **Record** (`record`): the request's outcome, once, for the log (and, later, the
-//!    metrics and access log). Then the session reads the next head or closes.
+//! 6. **Record** (`record`): the request's outcome, once: its listener's and route's
+//!    counts, its access log line and its tracing line. Then the session reads the
+//!    next head or closes.
 //!
 //! Dependencies point one way, from the stages above to the layers below:
 //! `runtime` -> `session` -> `forward` -> {`upstream`, `downstream`, `route`, `state`,

@@ -1,19 +1,26 @@
-//! The record stage: every finished request passes here once, with its [`Outcome`].
-//!
-//! This is where the access log and per-worker counters and histograms attach (the
-//! observability work fills it in); today it writes the request's log line: a warning for
-//! a failure, naming route, upstream, server, status and cause, and a debug line otherwise.
+//! The record stage: every finished request passes here once, with its [`Outcome`],
+//! and this is the one place its facts go: the listener's counts (requests, and what
+//! sluice answered itself by status), the route's count by status, the access log's
+//! line and the tracing line. Per-attempt figures (a server's responses, latency,
+//! ejections) stay at the attempt, beside the stage that knows them.
 
+use crate::access_log::{Entry, Shown};
+use crate::context::Context;
 use crate::failure::{Failure, Side};
+use crate::metrics::ListenerStats;
+use crate::state::generation::Generation;
 use std::net::SocketAddr;
+use std::time::SystemTime;
+use tokio::time::Instant;
 
 /// What became of one request.
 #[derive(Debug)]
 pub struct Outcome<'a> {
     /// The client's address (set by the connection that read the request).
     pub client: Option<SocketAddr>,
-    /// The route's path prefix, or `None` when no route matched.
-    pub route: Option<&'a str>,
+    /// The route's index in the generation that served the request, or `None` when no
+    /// route matched.
+    pub route: Option<usize>,
     pub upstream: Option<&'a str>,
     /// The server that answered last (or failed last).
     pub server: Option<SocketAddr>,
@@ -52,12 +59,80 @@ impl Outcome<'_> {
     }
 }
 
-/// Records one finished request. A failure the client caused is logged at info level
+/// What the access log needs that only the connection knows: when the request began,
+/// and its request line, Referer and User-Agent as the client sent them.
+pub struct Logged<'t> {
+    pub started: (Instant, SystemTime),
+    pub request: &'t str,
+    pub referer: &'t str,
+    pub user_agent: &'t str,
+}
+
+/// Records one finished request: counted on its listener and route, written to the
+/// access log (when there is one and `logged` says what to write), and traced.
+pub(crate) fn record(
+    ctx: &Context,
+    gen: &Generation,
+    listener: &ListenerStats,
+    outcome: &Outcome<'_>,
+    logged: Option<Logged<'_>>,
+) {
+    count(gen, listener, outcome);
+    if let Some(logged) = logged.filter(|_| gen.shared.access_log.is_some()) {
+        log(ctx, gen, outcome, logged);
+    }
+    trace(gen, outcome);
+}
+
+/// Counts a request on its listener (with what sluice answered itself, by status) and
+/// on its route, by the status the client got.
+fn count(gen: &Generation, listener: &ListenerStats, outcome: &Outcome<'_>) {
+    let slot = listener.local();
+    slot.requests.add(1);
+    if let Some(f) = &outcome.failure {
+        if f.side != Side::Upstream {
+            slot.reject(outcome.status);
+        }
+    }
+    if let Some(r) = outcome.route {
+        gen.shared.routes[r].response(outcome.status);
+    }
+}
+
+/// The request's access log line.
+fn log(ctx: &Context, gen: &Generation, outcome: &Outcome<'_>, logged: Logged<'_>) {
+    ctx.log(
+        gen,
+        &Entry {
+            client: outcome.client,
+            at: logged.started.1,
+            request: logged.request,
+            referer: logged.referer,
+            user_agent: logged.user_agent,
+            status: outcome.status,
+            bytes_sent: outcome.bytes_sent,
+            request_time: logged.started.0.elapsed(),
+            upstream: outcome.server,
+            upstream_time: outcome.upstream_time,
+            queue_time: outcome.queue_time,
+            tries: outcome.tries,
+            route: route_path(gen, outcome),
+        },
+    );
+}
+
+fn route_path<'g>(gen: &'g Generation, outcome: &Outcome<'_>) -> Option<&'g str> {
+    outcome
+        .route
+        .map(|r| gen.shared.config.routes[r].path.as_str())
+}
+
+/// The request's tracing line. A failure the client caused is logged at info level
 /// (they are common and not the operator's to fix); others are warnings. Nothing is
-/// formatted unless its log line is enabled: this runs on every request.
-pub fn record(outcome: &Outcome<'_>) {
+/// formatted unless its line is enabled: this runs on every request.
+fn trace(gen: &Generation, outcome: &Outcome<'_>) {
     let client = Shown(outcome.client.map(|c| c.ip()));
-    let route = outcome.route.unwrap_or("-");
+    let route = route_path(gen, outcome).unwrap_or("-");
     let upstream = outcome.upstream.unwrap_or("-");
     let server = Shown(outcome.server);
     let status = outcome.status;
@@ -78,17 +153,5 @@ pub fn record(outcome: &Outcome<'_>) {
             "request failed"
         ),
         None => tracing::debug!(%client, route, upstream, %server, status, "request done"),
-    }
-}
-
-/// A value, or `-` when there is none (as access logs write it).
-pub(crate) struct Shown<T>(pub Option<T>);
-
-impl<T: std::fmt::Display> std::fmt::Display for Shown<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.0 {
-            Some(v) => v.fmt(f),
-            None => f.write_str("-"),
-        }
     }
 }

@@ -5,20 +5,20 @@
 
 pub mod h2;
 
-use crate::access_log::{self, Entry};
+use crate::access_log;
 use crate::answer::{self, Local};
 use crate::context::Context;
 use crate::downstream::buffers::{Buffers, Scratch};
 use crate::downstream::h1::Http1;
 use crate::downstream::Downstream;
-use crate::failure::{Body, Failure, Kind, Side};
+use crate::failure::{Body, Failure, Kind};
 use crate::forward::forward;
 use crate::http1::check::{check, Request};
 use crate::http1::encode::{self, Edits, Origin};
 use crate::http1::request::{self, RawRequest, Rejection};
 use crate::io::{Conn, Stream};
 use crate::metrics::ListenerStats;
-use crate::record::{record, Outcome};
+use crate::record::{record, Logged, Outcome};
 use crate::route::key::{self, View};
 use crate::state::generation::Generation;
 use bytes::Buf;
@@ -95,9 +95,13 @@ async fn exchange<S: Stream>(
                 let mut down = http1(client, &mut scratch.out, false, timeout, None);
                 let mut outcome = Box::pin(reject(&mut down, rejection)).await;
                 outcome.client = Some(peer);
-                count(listener, &outcome);
-                log(ctx, &ctx.gen(), &outcome, started, ("-", "-", "-"));
-                return record(&outcome);
+                let logged = Logged {
+                    started,
+                    request: "-",
+                    referer: "-",
+                    user_agent: "-",
+                };
+                return record(ctx, &ctx.gen(), listener, &outcome, Some(logged));
             }
         };
         // The access log's view of the head, copied before the head leaves the buffer
@@ -113,7 +117,13 @@ async fn exchange<S: Stream>(
         let (head, key) = (&scratch.head, &scratch.key);
         let mut outcome = dispatch(ctx, &gen, &mut down, &req, target, (head, key), unrouted).await;
         outcome.client = Some(peer);
-        finish(ctx, &gen, listener, &outcome, logged, &scratch.log);
+        record(
+            ctx,
+            &gen,
+            listener,
+            &outcome,
+            captured(logged, &scratch.log),
+        );
         if !outcome.keep_alive || ctx.draining() {
             return;
         }
@@ -127,12 +137,23 @@ pub(crate) fn crowded() -> Target {
 
 /// When there is an access log: where the request line, Referer and User-Agent end in
 /// `log` (copied from `head`), and when the request began.
-type Logged = Option<((usize, usize), (Instant, SystemTime))>;
+type Captured = Option<((usize, usize), (Instant, SystemTime))>;
 
-fn logged(gen: &Generation, head: &[u8], log: &mut String) -> Logged {
+fn logged(gen: &Generation, head: &[u8], log: &mut String) -> Captured {
     gen.shared.access_log.is_some().then(|| {
         let fields = access_log::capture(head, log);
         (fields, (crate::clock::now(), SystemTime::now()))
+    })
+}
+
+/// What the record stage writes to the access log, from what [`logged`] captured into
+/// `text`.
+pub(crate) fn captured(captured: Captured, text: &str) -> Option<Logged<'_>> {
+    captured.map(|((request_end, referer_end), started)| Logged {
+        started,
+        request: &text[..request_end],
+        referer: &text[request_end..referer_end],
+        user_agent: &text[referer_end..],
     })
 }
 
@@ -161,81 +182,10 @@ pub(crate) async fn dispatch<'g, S: Stream>(
     // out of every connection's task.
     match target {
         Target::Forward(r, u) => forward(ctx, gen, down, req, (r, u), head, key).await,
-        Target::Answer(r, local) => {
-            let route = &gen.shared.config.routes[r];
-            let sent = answer::send(down, req, Some(&route.path), local, head);
-            let outcome = Box::pin(sent).await;
-            gen.shared.routes[r].response(outcome.status);
-            outcome
-        }
+        Target::Answer(r, local) => Box::pin(answer::send(down, req, Some(r), local, head)).await,
         Target::Challenge(local) => Box::pin(answer::send(down, req, None, local, head)).await,
         Target::Unrouted => Box::pin(not_found(down, req, unrouted.unwrap_or_default())).await,
-        Target::Limited(r, wait) => Box::pin(limited(gen, down, req, r, wait)).await,
-    }
-}
-
-/// After a request: counted on its listener, logged, recorded.
-pub(crate) fn finish(
-    ctx: &Context,
-    gen: &Generation,
-    listener: &ListenerStats,
-    outcome: &Outcome<'_>,
-    logged: Logged,
-    log_text: &str,
-) {
-    count(listener, outcome);
-    if let Some(((request_end, referer_end), started)) = logged {
-        let fields = (
-            &log_text[..request_end],
-            &log_text[request_end..referer_end],
-            &log_text[referer_end..],
-        );
-        log(ctx, gen, outcome, started, fields);
-    }
-    record(outcome);
-}
-
-/// Writes the request's access log line, when there is an access log. `fields`: the
-/// request line, Referer and User-Agent.
-fn log(
-    ctx: &Context,
-    gen: &Generation,
-    outcome: &Outcome<'_>,
-    started: (Instant, SystemTime),
-    fields: (&str, &str, &str),
-) {
-    if gen.shared.access_log.is_none() {
-        return;
-    }
-    let (request, referer, user_agent) = fields;
-    ctx.log(
-        gen,
-        &Entry {
-            client: outcome.client,
-            at: started.1,
-            request,
-            referer,
-            user_agent,
-            status: outcome.status,
-            bytes_sent: outcome.bytes_sent,
-            request_time: started.0.elapsed(),
-            upstream: outcome.server,
-            upstream_time: outcome.upstream_time,
-            queue_time: outcome.queue_time,
-            tries: outcome.tries,
-            route: outcome.route,
-        },
-    );
-}
-
-/// Counts a request on its listener, and what sluice answered itself by status.
-fn count(listener: &ListenerStats, outcome: &Outcome<'_>) {
-    let slot = listener.local();
-    slot.requests.add(1);
-    if let Some(f) = &outcome.failure {
-        if f.side != Side::Upstream {
-            slot.reject(outcome.status);
-        }
+        Target::Limited(r, wait) => Box::pin(limited(down, req, r, wait)).await,
     }
 }
 
@@ -570,30 +520,25 @@ fn host_and_path(head: &[u8]) -> String {
 }
 
 /// Answers a request a rate limit refused: 429, with when to come back.
-async fn limited<'g, S: Stream>(
-    gen: &'g Generation,
+async fn limited<S: Stream>(
     down: &mut Downstream<'_, S>,
     req: &Request,
     route: Option<usize>,
     wait: Duration,
-) -> Outcome<'g> {
+) -> Outcome<'static> {
     // The body was not read: the connection cannot be reused unless there was none.
     let body = Body::unread(req.framing);
     let keep_alive = req.keep_alive && body.consumed() && route.is_some();
     let after = wait.as_secs_f64().ceil().max(1.0) as u32;
     let sent = down.send_error_after(429, !keep_alive, Some(after)).await;
     let keep_alive = sent && down.conclude(!body.consumed(), keep_alive).await;
-    let (path, cause) = match route {
-        Some(r) => {
-            gen.shared.routes[r].response(429);
-            let path = &gen.shared.config.routes[r].path;
-            (Some(path.as_str()), "over the route's rate limit")
-        }
-        None => (None, "the client has max_conns_per_client connections open"),
+    let cause = match route {
+        Some(_) => "over the route's rate limit",
+        None => "the client has max_conns_per_client connections open",
     };
     Outcome {
         keep_alive,
-        route: path,
+        route,
         ..Outcome::unrouted(429, Failure::downstream(Kind::Limited, 429, cause, body))
     }
 }

@@ -16,7 +16,7 @@ mod head;
 mod reuse;
 mod wakes;
 
-use super::{dispatch, finish, head_stages, logged, response_edits, Counted, Head, Target, Via};
+use super::{captured, dispatch, head_stages, logged, response_edits, Counted, Head, Target, Via};
 use crate::context::Context;
 use crate::downstream::buffers::{Buffers, Scratch};
 use crate::downstream::h2::Http2;
@@ -25,7 +25,7 @@ use crate::failure::{Body, Failure, Kind};
 use crate::http1::encode::Origin;
 use crate::http1::request::Rejection;
 use crate::metrics::ListenerStats;
-use crate::record::Outcome;
+use crate::record::{record, Outcome};
 use bytes::{Bytes, BytesMut};
 use futures_util::future::FutureExt;
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -330,7 +330,13 @@ async fn serve_stream(
     let prepared = (&scratch.head[..], &scratch.key[..]);
     let mut outcome = dispatch(ctx, &gen, &mut down, &req, target, prepared, unrouted).await;
     outcome.client = Some(peer);
-    finish(ctx, &gen, listener, &outcome, logged, &scratch.log);
+    record(
+        ctx,
+        &gen,
+        listener,
+        &outcome,
+        captured(logged, &scratch.log),
+    );
 }
 
 /// Records a stream sluice answered with `status` itself (or reset), for `why`.
@@ -340,7 +346,7 @@ fn refused(from: &From<'_>, status: u16, why: &'static str) {
         Failure::downstream(Kind::refused(status), status, why, Body::Partial),
     );
     outcome.client = Some(from.peer);
-    finish(from.ctx, &from.ctx.gen(), from.listener, &outcome, None, "");
+    record(from.ctx, &from.ctx.gen(), from.listener, &outcome, None);
 }
 
 /// The stream's head through the shared stages, as the HTTP/1.1 head it stands for;
