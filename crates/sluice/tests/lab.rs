@@ -8,6 +8,8 @@
 //! Each run is a few seconds (one configuration, one short step). They run one at a
 //! time, since each measures CPU on the same two cores.
 
+mod support;
+
 use serde_json::Value;
 use std::process::Command;
 use std::sync::Mutex;
@@ -203,15 +205,6 @@ fn a_bad_experiment_file_is_refused_with_its_place() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A free loopback port.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Waits until `port` accepts connections.
 fn wait_listening(port: u16) {
     for _ in 0..200 {
@@ -258,7 +251,7 @@ struct Deployment {
 
 fn deployment() -> Deployment {
     let sluice = env!("CARGO_BIN_EXE_sluice");
-    let app_port = free_port();
+    let app_port = support::free_port();
     let app = start(
         sluice,
         &[
@@ -275,7 +268,7 @@ fn deployment() -> Deployment {
     wait_listening(app_port);
     let dir = std::env::temp_dir().join(format!("sluice-lab-deploy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let lb_port = free_port();
+    let lb_port = support::free_port();
     let config = dir.join("sluice.toml");
     let upstream = format!("[upstream.app]\nservers = [\"127.0.0.1:{app_port}\"]\n");
     let route = "[[route]]\npath = \"/\"\nupstream = \"app\"\n";
@@ -286,7 +279,7 @@ fn deployment() -> Deployment {
     .unwrap();
     let lb = start(sluice, &["serve", "-c", config.to_str().unwrap()]);
     wait_listening(lb_port);
-    let node_port = free_port();
+    let node_port = support::free_port();
     let listen = format!("--web.listen-address=127.0.0.1:{node_port}");
     let collectors = [
         "--collector.disable-defaults",
@@ -385,7 +378,7 @@ fn browser_dom(page: &std::path::Path) -> String {
 fn the_html_report_draws_its_charts_and_keeps_user_text_as_text() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let sluice = env!("CARGO_BIN_EXE_sluice");
-    let app_port = free_port();
+    let app_port = support::free_port();
     let app = start(
         sluice,
         &["backend", "--listen", &format!("127.0.0.1:{app_port}")],
@@ -433,7 +426,7 @@ fn the_html_report_draws_its_charts_and_keeps_user_text_as_text() {
 fn a_generator_short_of_cpu_makes_the_step_invalid_instead_of_blaming_a_tier() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let sluice = env!("CARGO_BIN_EXE_sluice");
-    let app_port = free_port();
+    let app_port = support::free_port();
     let app = start(
         sluice,
         &["backend", "--listen", &format!("127.0.0.1:{app_port}")],

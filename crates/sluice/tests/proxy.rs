@@ -2,6 +2,8 @@
 //! TCP peers that misbehave on purpose), clients that speak HTTP/1.1 byte for byte.
 //! The slow fault-injection and soak tests are in `slow.rs`, a target of their own.
 
+mod support;
+
 mod proxy {
     pub mod harness;
 

@@ -4,6 +4,8 @@
 //! `sluice bench` with 10,000 users.
 //! `cargo test` runs them with everything else.
 
+mod support;
+
 mod proxy {
     pub mod harness;
     pub mod load;

@@ -8,15 +8,6 @@ use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-/// A free port on 127.0.0.1 (bound, then released for the process that needs it).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// pebble, killed when dropped.
 struct Pebble {
     child: std::process::Child,
@@ -49,12 +40,12 @@ async fn pebble(dir: &TempDir, http_port: u16) -> Pebble {
         dir.file("pebble.pem", &cert.pem()),
         dir.file("pebble.key", &key.serialize_pem()),
     );
-    let (listen, management) = (free_port(), free_port());
+    let (listen, management) = (crate::support::free_port(), crate::support::free_port());
     let config = serde_json::json!({"pebble": {
         "listenAddress": format!("127.0.0.1:{listen}"),
         "managementListenAddress": format!("127.0.0.1:{management}"),
         "certificate": cert_path, "privateKey": key_path,
-        "httpPort": http_port, "tlsPort": free_port(), "ocspResponderURL": "",
+        "httpPort": http_port, "tlsPort": crate::support::free_port(), "ocspResponderURL": "",
         "externalAccountBindingRequired": false,
     }});
     let config_path = dir.file("pebble.json", &config.to_string());
@@ -90,7 +81,7 @@ async fn curl(args: Vec<String>) -> (i32, String) {
 async fn a_certificate_is_obtained_from_pebble_and_served_without_a_restart() {
     let dir = TempDir::new("acme");
     let app = backend("a").await;
-    let (http_port, https_port) = (free_port(), free_port());
+    let (http_port, https_port) = (crate::support::free_port(), crate::support::free_port());
     let pebble = pebble(&dir, http_port).await;
     let (http, https): (SocketAddr, SocketAddr) = (
         format!("127.0.0.1:{http_port}").parse().unwrap(),

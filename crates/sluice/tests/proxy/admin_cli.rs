@@ -5,13 +5,6 @@
 use super::harness::*;
 use std::process::Command;
 
-fn free_port() -> std::net::SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
 fn sluice(args: &[&str], config: &std::path::Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(args)
@@ -25,7 +18,7 @@ fn sluice(args: &[&str], config: &std::path::Path) -> std::process::Output {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reload_waits_for_the_answer_and_status_shows_the_servers() {
     let (a, b) = (backend("a").await, backend("b").await);
-    let admin = free_port();
+    let admin = crate::support::free_addr();
     let config = |servers: &str, extra: &str| {
         format!("[admin]\nbind = \"{admin}\"\n[[listener]]\nbind = \"127.0.0.1:0\"\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [{servers}]\n{extra}")
     };
@@ -87,8 +80,8 @@ async fn wait_for_log(log: &std::path::Path, text: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_a_person_can_read() {
     let a = backend("a").await;
-    let later = free_port();
-    let listen = free_port();
+    let later = crate::support::free_addr();
+    let listen = crate::support::free_addr();
     let dir = TempDir::new("logs");
     let config = |servers: &str| {
         format!("[[listener]]\nbind = \"{listen}\"\n[[route]]\nhost = \"app.test\"\nupstream = \"app\"\n[upstream.app]\nservers = [{servers}]\nmax_fails = 1\neject_for = \"1s\"\n")

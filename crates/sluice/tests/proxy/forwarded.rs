@@ -85,7 +85,7 @@ struct Haproxy {
 
 impl Haproxy {
     async fn start(server: SocketAddr, send: &str) -> (Haproxy, SocketAddr) {
-        let listen = free_port();
+        let listen = crate::support::free_addr();
         let dir = TempDir::new("haproxy");
         let cfg = format!(
             "global\n    nbthread 1\ndefaults\n    mode tcp\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\nfrontend fe\n    bind {listen}\n    default_backend be\nbackend be\n    server s1 {server} {send}\n"
@@ -122,13 +122,6 @@ fn haproxy() -> &'static str {
     } else {
         "haproxy"
     }
-}
-
-fn free_port() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,5 @@
-//! What the command-line tests of `sluice bench` share: lab backends in this process,
-//! and their own counts.
+//! What the end-to-end test targets share: lab backends in this process and their own
+//! counts, and free loopback ports for what a test starts.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
@@ -54,4 +54,18 @@ pub fn stat(addr: SocketAddr, key: &str) -> u64 {
 /// The requests a lab backend has answered (its own count, minus this question).
 pub fn answered(addr: SocketAddr) -> u64 {
     stat(addr, "requests") - 1
+}
+
+/// A loopback address with a port free now (the kernel's pick), for a process a test
+/// starts that must be told its address before it binds.
+pub fn free_addr() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// The port of [`free_addr`].
+pub fn free_port() -> u16 {
+    free_addr().port()
 }
