@@ -75,6 +75,41 @@ impl TestProxy {
 }
 
 impl TestProxy {
+    /// Waits until `holds` is true of the proxy's state (what the admin API shows), 10 s
+    /// at most: tests order events on state, not on time.
+    pub async fn until(&self, what: &str, holds: impl Fn(&sluice_proxy::Snapshot) -> bool) {
+        let view = self.view();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !holds(&view.snapshot()) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never {what} within 10 s"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    /// Waits until the first upstream has `n` requests in flight on its servers.
+    pub async fn until_in_flight(&self, n: u32) {
+        self.until(&format!("{n} in flight"), |s| {
+            s.upstreams[0]
+                .servers
+                .iter()
+                .map(|v| v.in_flight)
+                .sum::<u32>()
+                == n
+        })
+        .await
+    }
+
+    /// Waits until `n` requests wait in the first upstream's queue.
+    pub async fn until_queued(&self, n: u64) {
+        self.until(&format!("{n} queued"), |s| {
+            s.upstreams[0].queue.waiting == n
+        })
+        .await
+    }
+
     /// Reloads with a whole config `text`: what changed, or why nothing did.
     pub fn try_reload(&self, text: &str) -> io::Result<sluice_proxy::ReloadSummary> {
         let config = sluice_config::parse("test.toml", text).unwrap();

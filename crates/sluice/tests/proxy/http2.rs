@@ -422,7 +422,7 @@ async fn a_shutdown_lets_http2_requests_in_flight_finish() {
     let mut a = https(&p, "/delay?ms=800");
     a.extend(args(&["-w", " %{http_code} %{http_version}"]));
     let slow = tokio::spawn(curl(a));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    p.until_in_flight(1).await;
     let stopping = p.clone();
     tokio::task::spawn_blocking(move || stopping.shutdown())
         .await

@@ -63,11 +63,11 @@ async fn queued_requests_go_in_arrival_order_and_the_queue_is_bounded() {
     let p = proxy(&config);
     // One request in flight, then three queued in turn, then one too many.
     let mut waiting = vec![spawn_get(p.addr, "/first")];
-    for name in ["/q1", "/q2", "/q3"] {
-        tokio::time::sleep(Duration::from_millis(40)).await;
+    p.until_in_flight(1).await;
+    for (queued, name) in ["/q1", "/q2", "/q3"].into_iter().enumerate() {
         waiting.push(spawn_get(p.addr, name));
+        p.until_queued(queued as u64 + 1).await;
     }
-    tokio::time::sleep(Duration::from_millis(40)).await;
     let (over, took) = spawn_get(p.addr, "/over").await.unwrap();
     assert_eq!(over.status, 503, "{over:?}");
     assert_eq!(over.header("retry-after"), Some("1"));
@@ -92,7 +92,7 @@ async fn a_request_that_waits_past_queue_timeout_gets_503_with_retry_after() {
     );
     let p = proxy(&config);
     let busy = spawn_get(p.addr, "/slow");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    p.until_in_flight(1).await;
     let (reply, took) = spawn_get(p.addr, "/waits").await.unwrap();
     assert_eq!(reply.status, 503, "{reply:?}");
     assert_eq!(reply.header("retry-after"), Some("1"));
@@ -130,10 +130,10 @@ async fn with_hashing_a_queued_request_waits_for_its_own_server() {
     }
     let (ka, kb) = (keys.0.unwrap(), keys.1.unwrap());
     let first = spawn_get(p.addr, &format!("/one?k={ka}"));
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    p.until_in_flight(1).await;
     // Same key: waits for server a although b has room; another key goes to b at once.
     let second = spawn_get(p.addr, &format!("/two?k={ka}"));
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    p.until_queued(1).await;
     let (other, took) = spawn_get(p.addr, &format!("/other?k={kb}")).await.unwrap();
     assert_eq!(other.status, 200);
     assert!(took < Duration::from_millis(300), "{took:?}");
