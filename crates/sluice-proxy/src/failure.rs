@@ -169,6 +169,14 @@ pub struct Failure {
     pub retry_after: Option<u32>,
 }
 
+/// A request refused as it arrived: the client is to blame, and what is left of its
+/// body is on the connection, which closes.
+impl From<crate::http1::request::Rejection> for Failure {
+    fn from(r: crate::http1::request::Rejection) -> Self {
+        Failure::downstream(Kind::refused(r.status), r.status, r.reason, Body::Partial)
+    }
+}
+
 impl Failure {
     /// The server is to blame, with `body` as it stands.
     pub fn upstream(
@@ -396,6 +404,34 @@ mod tests {
         assert_eq!((f.kind, f.kind.name()), (Kind::Reset, "reset"));
         assert_eq!(Failure::status(500).kind, Kind::Status);
         assert_eq!(Failure::deadline(Body::None).kind.name(), "deadline");
+    }
+
+    #[test]
+    fn codec_errors_say_what_they_are_and_become_failures_in_one_place() {
+        use crate::http1::chunked::Malformed;
+        use crate::http1::head::FramingError;
+        use crate::http1::request::reject;
+        let slow = Failure::from(reject(
+            408,
+            "request head not received within header_timeout",
+        ));
+        assert_eq!(
+            (slow.side, slow.kind, slow.body),
+            (Side::Downstream, Kind::ClientSlow, Body::Partial)
+        );
+        assert_eq!(
+            slow.to_string(),
+            "request head not received within header_timeout"
+        );
+        let large = Failure::from(reject(431, "too many header lines"));
+        assert_eq!((large.status, large.kind), (431, Kind::Malformed));
+        let smuggle = FramingError::LengthAndChunked;
+        assert_eq!(smuggle.to_string(), smuggle.as_str());
+        let chunk = Malformed("junk after the chunk size");
+        assert_eq!(
+            chunk.to_string(),
+            "malformed chunked body: junk after the chunk size"
+        );
     }
 
     #[test]

@@ -24,7 +24,8 @@
 pub const MAX_EXTENSION_BYTES: usize = 4096;
 
 /// Why a chunked body was rejected.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("malformed chunked body: {0}")]
 pub struct Malformed(pub &'static str);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -72,7 +72,8 @@ impl<'a> ConnectionTokens<'a> {
 }
 
 /// Why a message's framing headers cannot be trusted.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.as_str())]
 pub enum FramingError {
     BadContentLength,
     ConflictingContentLength,
@@ -86,6 +87,7 @@ pub enum FramingError {
 }
 
 impl FramingError {
+    /// What is wrong, in words (also its `Display`): a `Rejection`'s reason.
     pub fn as_str(&self) -> &'static str {
         match self {
             FramingError::BadContentLength => "invalid Content-Length",

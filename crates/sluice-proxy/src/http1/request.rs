@@ -7,8 +7,10 @@ use std::mem::MaybeUninit;
 /// The most header lines a request may have; more gets 431.
 pub const MAX_HEADERS: usize = 100;
 
-/// A request that cannot be forwarded, with the status it gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A request that cannot be forwarded, with the status it gets. Every codec error a
+/// client's request meets ends as one; `Failure` is made from it in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
 pub struct Rejection {
     pub status: u16,
     pub reason: &'static str,

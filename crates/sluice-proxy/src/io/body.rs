@@ -97,7 +97,7 @@ fn take_chunked<S>(
     let start = out.len();
     let used = decoder
         .decode(&src.buf, |data| out.extend_from_slice(data))
-        .map_err(|e| TransferError::Read(io::Error::new(io::ErrorKind::InvalidData, e.0)))?;
+        .map_err(|e| TransferError::Read(io::Error::new(io::ErrorKind::InvalidData, e)))?;
     src.buf.advance(used);
     let done = decoder.is_done();
     if !dechunk {

@@ -498,8 +498,7 @@ async fn reject<S: Stream>(down: &mut Downstream<'_, S>, rejection: Rejection) -
     if down.send_error(rejection.status, true).await {
         down.conclude(true, false).await;
     }
-    let kind = Kind::refused(rejection.status);
-    let failure = Failure::downstream(kind, rejection.status, rejection.reason, Body::Partial);
+    let failure = Failure::from(rejection);
     Outcome::unrouted(rejection.status, failure)
 }
 

@@ -289,7 +289,10 @@ async fn serve_stream(
     if let Some(why) = head::malformed(&parts) {
         // A malformed request is a stream error (RFC 9113 8.1.1): reset, not answered.
         respond.send_reset(h2::Reason::PROTOCOL_ERROR);
-        return refused(from, 400, why);
+        return refused(
+            from,
+            Failure::downstream(Kind::Malformed, 400, why, Body::Partial),
+        );
     }
     let (req, target, gen) = match stages(from, &parts, body, (text, scratch)) {
         Ok((req, _, gen)) if from.crowded => (req, super::crowded(), gen),
@@ -305,7 +308,7 @@ async fn serve_stream(
                 edits: None,
             });
             down.send_error(rejection.status, false).await;
-            return refused(from, rejection.status, rejection.reason);
+            return refused(from, Failure::from(rejection));
         }
     };
     let unrouted = matches!(target, Target::Unrouted);
@@ -339,12 +342,9 @@ async fn serve_stream(
     );
 }
 
-/// Records a stream sluice answered with `status` itself (or reset), for `why`.
-fn refused(from: &From<'_>, status: u16, why: &'static str) {
-    let mut outcome = Outcome::unrouted(
-        status,
-        Failure::downstream(Kind::refused(status), status, why, Body::Partial),
-    );
+/// Records a stream sluice answered itself (or reset) for `failure`.
+fn refused(from: &From<'_>, failure: Failure) {
+    let mut outcome = Outcome::unrouted(failure.status, failure);
     outcome.client = Some(from.peer);
     record(from.ctx, &from.ctx.gen(), from.listener, &outcome, None);
 }
