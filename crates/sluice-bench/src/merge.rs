@@ -36,8 +36,20 @@ pub enum MergeError {
     Histogram {
         index: usize,
         step: usize,
-        why: String,
+        why: DecodeError,
     },
+}
+
+/// Why a histogram of a report (base64 of V2 + DEFLATE) cannot be read back. The
+/// histogram crate's own errors are kept as their words: they compare as nothing else.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("not base64: {0}")]
+    Base64(#[from] base64::DecodeError),
+    #[error("not an HdrHistogram: {0}")]
+    Histogram(String),
+    #[error("beyond the recorder's bounds: {0}")]
+    Bounds(String),
 }
 
 /// One report of all of `reports`, step by step.
@@ -105,7 +117,7 @@ fn merge_step(reports: &[Report], i: usize) -> Result<StepReport, MergeError> {
         .unwrap_or(start_ms);
     let mut recorder = Recorder::default();
     for (index, s) in steps.iter().enumerate() {
-        let bad = |why: String| MergeError::Histogram {
+        let bad = |why: DecodeError| MergeError::Histogram {
             index,
             step: i,
             why,
@@ -154,7 +166,7 @@ fn merge_step(reports: &[Report], i: usize) -> Result<StepReport, MergeError> {
 }
 
 /// The steps' STOMP deliveries added up, if they have any.
-fn delivery(steps: &[&StepReport]) -> Result<Option<DeliverySummary>, String> {
+fn delivery(steps: &[&StepReport]) -> Result<Option<DeliverySummary>, DecodeError> {
     let mut total: Option<DeliverySummary> = None;
     for d in steps.iter().filter_map(|s| s.delivery.as_ref()) {
         let part = DeliverySummary {
@@ -177,8 +189,8 @@ fn delivery(steps: &[&StepReport]) -> Result<Option<DeliverySummary>, String> {
 
 /// What a report says of a set of samples, back as a tally, its times shifted by
 /// `offset_us` (its start's distance from the earliest start).
-fn tally(s: &Summary, seconds: &[SecondReport], offset_us: u64) -> Result<Tally, String> {
-    let latency = |hdr: &str, l: &Latencies| -> Result<Latency, String> {
+fn tally(s: &Summary, seconds: &[SecondReport], offset_us: u64) -> Result<Tally, DecodeError> {
+    let latency = |hdr: &str, l: &Latencies| -> Result<Latency, DecodeError> {
         Ok(Latency {
             histogram: decode(hdr)?,
             moments: moments(s.samples, l),
@@ -228,16 +240,15 @@ fn moments(count: u64, l: &Latencies) -> Moments {
 }
 
 /// A histogram from its base64 V2 (+ DEFLATE) form, widened to the recorder's bounds.
-pub(crate) fn decode(text: &str) -> Result<Histogram<u64>, String> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text)
-        .map_err(|e| e.to_string())?;
+pub(crate) fn decode(text: &str) -> Result<Histogram<u64>, DecodeError> {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(text)?;
     let mut h: Histogram<u64> = Deserializer::new()
         .deserialize(&mut &bytes[..])
-        .map_err(|e| format!("{e:?}"))?;
+        .map_err(|e| DecodeError::Histogram(format!("{e:?}")))?;
     // Merged histograms must share the recorder's bounds.
     let mut wide = Latency::default().histogram;
-    wide.add(&h).map_err(|e| format!("{e:?}"))?;
+    wide.add(&h)
+        .map_err(|e| DecodeError::Bounds(format!("{e:?}")))?;
     std::mem::swap(&mut h, &mut wide);
     Ok(h)
 }

@@ -60,9 +60,22 @@ fn push_escaped(out: &mut String, value: &str) {
     }
 }
 
+/// Why a STOMP frame from the server cannot be read.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("a STOMP frame without a blank line")]
+    NoBlankLine,
+    #[error("not a STOMP command: {0:?}")]
+    Command(String),
+    #[error("bad STOMP header line {0:?}")]
+    HeaderLine(String),
+    #[error("bad escape in a STOMP header: \\{0:?}")]
+    Escape(Option<char>),
+}
+
 /// The frames in one WebSocket message (a broker may batch several, and send bare
 /// end-of-lines as heart-beats).
-pub fn frames(text: &str) -> impl Iterator<Item = Result<Frame, String>> + '_ {
+pub fn frames(text: &str) -> impl Iterator<Item = Result<Frame, FrameError>> + '_ {
     text.split('\0')
         .map(|f| f.trim_start_matches(['\r', '\n']))
         .filter(|f| !f.is_empty())
@@ -70,19 +83,19 @@ pub fn frames(text: &str) -> impl Iterator<Item = Result<Frame, String>> + '_ {
 }
 
 /// One frame, without its NUL.
-pub fn parse(text: &str) -> Result<Frame, String> {
-    let (head, body) = split_head(text).ok_or("a STOMP frame without a blank line")?;
+pub fn parse(text: &str) -> Result<Frame, FrameError> {
+    let (head, body) = split_head(text).ok_or(FrameError::NoBlankLine)?;
     let mut lines = head.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
     let command = lines.next().unwrap_or_default().to_string();
     if command.is_empty() || !command.bytes().all(|b| b.is_ascii_uppercase()) {
-        return Err(format!("not a STOMP command: {command:?}"));
+        return Err(FrameError::Command(command));
     }
     let raw = command == "CONNECTED";
     let mut headers = Vec::new();
     for line in lines {
         let (name, value) = line
             .split_once(':')
-            .ok_or_else(|| format!("bad STOMP header line {line:?}"))?;
+            .ok_or_else(|| FrameError::HeaderLine(line.to_string()))?;
         let value = if raw {
             value.to_string()
         } else {
@@ -107,7 +120,7 @@ fn split_head(text: &str) -> Option<(&str, &str)> {
     Some((&text[..i], &text[i + len..]))
 }
 
-fn unescape(value: &str) -> Result<String, String> {
+fn unescape(value: &str) -> Result<String, FrameError> {
     let mut out = String::with_capacity(value.len());
     let mut chars = value.chars();
     while let Some(c) = chars.next() {
@@ -120,7 +133,7 @@ fn unescape(value: &str) -> Result<String, String> {
             Some('r') => '\r',
             Some('c') => ':',
             Some('\\') => '\\',
-            other => return Err(format!("bad escape in a STOMP header: \\{other:?}")),
+            other => return Err(FrameError::Escape(other)),
         });
     }
     Ok(out)
@@ -168,6 +181,26 @@ mod tests {
         assert!(parse("lower\n\n").is_err());
         assert!(parse("SEND\nno-colon\n\n").is_err());
         assert!(parse("SEND\nx:\\t\n\n").is_err());
+    }
+
+    #[test]
+    fn a_broken_frame_says_what_is_wrong() {
+        let table = [
+            ("MESSAGE\nno blank line", FrameError::NoBlankLine),
+            ("message\n\n", FrameError::Command("message".into())),
+            (
+                "MESSAGE\nno colon\n\n",
+                FrameError::HeaderLine("no colon".into()),
+            ),
+            ("MESSAGE\na:\\x\n\n", FrameError::Escape(Some('x'))),
+        ];
+        for (text, error) in table {
+            assert_eq!(parse(text).unwrap_err(), error, "{text:?}");
+        }
+        assert_eq!(
+            FrameError::Escape(Some('x')).to_string(),
+            "bad escape in a STOMP header: \\Some('x')"
+        );
     }
 
     #[test]
