@@ -16,6 +16,7 @@ use crate::http1::reply::reason;
 use crate::io::Stream;
 use crate::record::Outcome;
 use crate::route::key::{self, View};
+use crate::route::RouteId;
 use sluice_config::{Action, Return, Route};
 
 /// An answer whose head is prepared: its status and what follows the head.
@@ -166,7 +167,7 @@ pub fn challenge(key_authorization: &str, checked: &Checked<'_>, out: &mut Vec<u
 pub async fn send<'g, S: Stream>(
     down: &mut Downstream<'_, S>,
     req: &Request,
-    route: Option<usize>,
+    route: Option<RouteId>,
     local: Local,
     head: &[u8],
 ) -> Outcome<'g> {

@@ -14,6 +14,7 @@ use crate::io::conn::bounded;
 use crate::io::{Conn, ServerStream, Stream};
 use crate::metrics::EjectCause;
 use crate::record::Outcome;
+use crate::route::{RouteId, UpstreamId};
 use crate::state::generation::Generation;
 use crate::state::health::now_ns;
 use crate::state::upstream::{InFlight, Pick, ServerError, UpstreamShared};
@@ -24,13 +25,13 @@ use std::sync::Arc;
 const MAX_TRIES: usize = 11;
 
 /// Forwards `req` (its head for the server in `head`, its hash key in `key`) on `route`
-/// (the route's index and its upstream's).
+/// (the route and its upstream).
 pub async fn forward<'g, S: Stream>(
     ctx: &Context,
     gen: &'g Generation,
     down: &mut Downstream<'_, S>,
     req: &Request,
-    route: (usize, usize),
+    route: (RouteId, UpstreamId),
     head: &[u8],
     key: &[u8],
 ) -> Outcome<'g> {
@@ -46,11 +47,11 @@ async fn try_servers<'g, S: Stream>(
     gen: &'g Generation,
     down: &mut Downstream<'_, S>,
     (req, head, key): (&Request, &[u8], &[u8]),
-    route: (usize, usize),
+    route: (RouteId, UpstreamId),
     queued: &mut Option<std::time::Duration>,
 ) -> Outcome<'g> {
     let (route, u) = route;
-    let up = &gen.shared.upstreams[u];
+    let up = gen.shared.upstream(u);
     let scope = Scope {
         ctx,
         gen,
@@ -67,7 +68,9 @@ async fn try_servers<'g, S: Stream>(
         Some(_) => Body::Whole,
         None => Body::unread(req.framing),
     };
-    let deadline = gen.shared.config.routes[route]
+    let deadline = gen
+        .shared
+        .route(route)
         .timeout
         .map(|t| crate::clock::now() + t);
     let mut tried = [0usize; MAX_TRIES];
@@ -257,7 +260,7 @@ fn may_retry(
 struct Scope<'a, 'g> {
     ctx: &'a Context,
     gen: &'g Generation,
-    route: usize,
+    route: RouteId,
     up: &'g UpstreamShared,
 }
 
@@ -268,7 +271,7 @@ impl<'g> Scope<'_, 'g> {
             return;
         }
         let up = self.up;
-        let route = &self.gen.shared.config.routes[self.route];
+        let route = &self.gen.shared.route(self.route);
         up.servers[server].remember(ServerError {
             at: std::time::SystemTime::now(),
             route: route.path.clone(),
@@ -282,7 +285,7 @@ impl<'g> Scope<'_, 'g> {
         {
             let cause = eject_cause(f) as usize;
             up.servers[server].stats.local().ejections[cause].add(1);
-            let route = &self.gen.shared.config.routes[self.route].path;
+            let route = &self.gen.shared.route(self.route).path;
             tracing::warn!(route = %route, upstream = %up.config.name, server = %up.addr(server), cause = %f.cause, eject_for = ?eject, "server ejected after repeated failures");
         }
     }
@@ -346,7 +349,7 @@ impl<'g> Scope<'_, 'g> {
             Ok(sent) => {
                 outcome.bytes_sent = sent;
                 if !failed_status && up.servers[server].health.succeeded() {
-                    let route = &self.gen.shared.config.routes[self.route].path;
+                    let route = &self.gen.shared.route(self.route).path;
                     tracing::info!(route = %route, upstream = %up.config.name, server = %up.addr(server), "server back after its ejection: a request succeeded");
                 }
                 if resp.reusable {
@@ -387,7 +390,7 @@ impl<'g> Scope<'_, 'g> {
         server: usize,
         upstream: &mut Conn<ServerStream>,
     ) {
-        let (route, up) = (&self.gen.shared.config.routes[self.route], self.up);
+        let (route, up) = (&self.gen.shared.route(self.route), self.up);
         let retired = up.servers[server].retired();
         let end = down
             .tunnel(upstream, route.tunnel_idle_timeout, retired)

@@ -8,6 +8,7 @@ use crate::access_log::{Entry, Shown};
 use crate::context::Context;
 use crate::failure::{Failure, Side};
 use crate::metrics::ListenerStats;
+use crate::route::RouteId;
 use crate::state::generation::Generation;
 use std::net::SocketAddr;
 use std::time::SystemTime;
@@ -20,7 +21,7 @@ pub struct Outcome<'a> {
     pub client: Option<SocketAddr>,
     /// The route's index in the generation that served the request, or `None` when no
     /// route matched.
-    pub route: Option<usize>,
+    pub route: Option<RouteId>,
     pub upstream: Option<&'a str>,
     /// The server that answered last (or failed last).
     pub server: Option<SocketAddr>,
@@ -95,7 +96,7 @@ fn count(gen: &Generation, listener: &ListenerStats, outcome: &Outcome<'_>) {
         }
     }
     if let Some(r) = outcome.route {
-        gen.shared.routes[r].response(outcome.status);
+        gen.shared.route_stats(r).response(outcome.status);
     }
 }
 
@@ -122,9 +123,7 @@ fn log(ctx: &Context, gen: &Generation, outcome: &Outcome<'_>, logged: Logged<'_
 }
 
 fn route_path<'g>(gen: &'g Generation, outcome: &Outcome<'_>) -> Option<&'g str> {
-    outcome
-        .route
-        .map(|r| gen.shared.config.routes[r].path.as_str())
+    outcome.route.map(|r| gen.shared.route(r).path.as_str())
 }
 
 /// The request's tracing line. A failure the client caused is logged at info level

@@ -4,3 +4,14 @@
 
 pub mod key;
 pub mod router;
+
+/// A route's place in its generation: its index in `config.routes` and in the
+/// generation's route counters alike. A type of its own, so that a route and an
+/// upstream index never swap silently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouteId(pub(crate) usize);
+
+/// An upstream's place in its generation: in `config.upstreams` and the generation's
+/// upstream states alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UpstreamId(pub(crate) usize);

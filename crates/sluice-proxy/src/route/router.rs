@@ -6,6 +6,7 @@
 //! fall through to another host's routes. A route limited to some listeners is only
 //! seen by requests that came in on one of them.
 
+use super::RouteId;
 use sluice_config::{Config, HostMatch};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -20,7 +21,7 @@ pub struct Router {
 
 struct Entry {
     path: String,
-    route: usize,
+    route: RouteId,
     /// The listeners it serves (as configured); all when empty.
     listeners: Vec<SocketAddr>,
 }
@@ -33,7 +34,7 @@ impl Router {
         for (i, r) in config.routes.iter().enumerate() {
             let entry = Entry {
                 path: r.path.clone(),
-                route: i,
+                route: RouteId(i),
                 listeners: r.listeners.clone(),
             };
             match &r.host {
@@ -58,9 +59,9 @@ impl Router {
         }
     }
 
-    /// The index of the route for a request to `host` (without port) and `path` that
-    /// came in on `listener` (its address as configured), if any.
-    pub fn find(&self, listener: SocketAddr, host: &str, path: &str) -> Option<usize> {
+    /// The route for a request to `host` (without port) and `path` that came in on
+    /// `listener` (its address as configured), if any.
+    pub fn find(&self, listener: SocketAddr, host: &str, path: &str) -> Option<RouteId> {
         let entries = self.host_routes(host);
         entries
             .iter()
@@ -127,15 +128,21 @@ mod tests {
     #[test]
     fn host_then_longest_prefix() {
         let r = router();
-        assert_eq!(r.find(any(), "other.org", "/api/v1"), Some(1));
-        assert_eq!(r.find(any(), "other.org", "/apix"), Some(0));
-        assert_eq!(r.find(any(), "www.example.com", "/api/v1"), Some(2));
-        assert_eq!(r.find(any(), "WWW.Example.COM.", "/"), Some(2));
-        assert_eq!(r.find(any(), "a.eu.example.com", "/x/1"), Some(3));
+        assert_eq!(r.find(any(), "other.org", "/api/v1"), Some(RouteId(1)));
+        assert_eq!(r.find(any(), "other.org", "/apix"), Some(RouteId(0)));
+        assert_eq!(
+            r.find(any(), "www.example.com", "/api/v1"),
+            Some(RouteId(2))
+        );
+        assert_eq!(r.find(any(), "WWW.Example.COM.", "/"), Some(RouteId(2)));
+        assert_eq!(r.find(any(), "a.eu.example.com", "/x/1"), Some(RouteId(3)));
         assert_eq!(r.find(any(), "a.eu.example.com", "/y"), None);
-        assert_eq!(r.find(any(), "shop.example.com", "/cart/1"), Some(4));
+        assert_eq!(
+            r.find(any(), "shop.example.com", "/cart/1"),
+            Some(RouteId(4))
+        );
         assert_eq!(r.find(any(), "shop.example.com", "/"), None);
-        assert_eq!(r.find(any(), "example.com", "/"), Some(0));
+        assert_eq!(r.find(any(), "example.com", "/"), Some(RouteId(0)));
     }
 
     #[test]
@@ -162,15 +169,15 @@ mod tests {
             "127.0.0.1:80".parse().unwrap(),
             "127.0.0.1:443".parse().unwrap(),
         );
-        assert_eq!(r.find(http, "a.test", "/x"), Some(0));
-        assert_eq!(r.find(https, "a.test", "/x"), Some(1));
+        assert_eq!(r.find(http, "a.test", "/x"), Some(RouteId(0)));
+        assert_eq!(r.find(https, "a.test", "/x"), Some(RouteId(1)));
         assert_eq!(
             r.find(http, "a.test", "/.well-known/acme-challenge/t"),
-            Some(2)
+            Some(RouteId(2))
         );
         assert_eq!(
             r.find(https, "a.test", "/.well-known/acme-challenge/t"),
-            Some(2)
+            Some(RouteId(2))
         );
     }
 }

@@ -20,9 +20,9 @@ use crate::io::{Conn, Stream};
 use crate::metrics::ListenerStats;
 use crate::record::{record, Logged, Outcome};
 use crate::route::key::{self, View};
+use crate::route::{RouteId, UpstreamId};
 use crate::state::generation::Generation;
 use bytes::Buf;
-use sluice_config::Route;
 use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -159,7 +159,7 @@ pub(crate) fn captured(captured: Captured, text: &str) -> Option<Logged<'_>> {
 
 /// The route's changes to the response head, when it has any.
 fn response_edits<'a>(gen: &'a Generation, target: &Target, lines: &'a [u8]) -> Option<Edits<'a>> {
-    let rules = &gen.shared.config.routes[target.route()?].response_headers;
+    let rules = &gen.shared.route(target.route()?).response_headers;
     (!rules.is_empty()).then_some(Edits { rules, lines })
 }
 
@@ -225,20 +225,20 @@ fn http1<'a, S>(
 pub(crate) enum Target {
     /// Forward on this route to this upstream (its head for the server is in
     /// `scratch.head`).
-    Forward(usize, usize),
+    Forward(RouteId, UpstreamId),
     /// Answered by sluice on this route (its whole answer head is in `scratch.head`).
-    Answer(usize, Local),
+    Answer(RouteId, Local),
     /// An ACME HTTP-01 challenge sluice answers itself (the answer in `scratch.head`).
     Challenge(Local),
     /// No route matches.
     Unrouted,
     /// A limit refused it: 429, come back after this long. The route's rate limit, or
     /// (no route) the client has too many connections open, and this one closes.
-    Limited(Option<usize>, Duration),
+    Limited(Option<RouteId>, Duration),
 }
 
 impl Target {
-    fn route(&self) -> Option<usize> {
+    fn route(&self) -> Option<RouteId> {
         match self {
             Target::Forward(r, _) | Target::Answer(r, _) => Some(*r),
             // sluice's own refusal: not edited like the route's answers.
@@ -353,7 +353,7 @@ pub(crate) fn head_stages(
             return Ok((checked.request, Target::Limited(Some(r), wait), gen.clone()));
         }
     }
-    let config = route.map(|r| &gen.shared.config.routes[r]);
+    let config = route.map(|r| gen.shared.route(r));
     let answers = config.filter(|c| c.upstream().is_none());
     if let Some(c) = config.filter(|c| !c.response_headers.set.is_empty()) {
         key::render(&c.response_headers, &view, &mut scratch.response_edits);
@@ -393,7 +393,7 @@ pub(crate) fn head_stages(
     );
     request::forwarded_lines_fit(lines)?;
     checked.request.upgrade = upgrade.map(str::to_string);
-    let upstream = config.and_then(Route::upstream);
+    let upstream = route.and_then(|r| gen.shared.upstream_of(r));
     let target = match (route, upstream) {
         (Some(r), Some(u)) => Target::Forward(r, u),
         _ => Target::Unrouted,
@@ -407,11 +407,11 @@ fn route(
     listener: SocketAddr,
     view: &View<'_>,
     key: &mut Vec<u8>,
-) -> Option<usize> {
+) -> Option<RouteId> {
     let route = gen.router.find(listener, view.host, view.target)?;
     key.clear();
-    let upstream = gen.shared.config.routes[route].upstream();
-    if let Some(template) = upstream.and_then(|u| gen.shared.upstreams[u].key_template()) {
+    let upstream = gen.shared.upstream_of(route);
+    if let Some(template) = upstream.and_then(|u| gen.shared.upstream(u).key_template()) {
         key::evaluate(template, view, key);
     }
     Some(route)
@@ -421,11 +421,11 @@ fn route(
 /// it (each of the route's limits counts it, in order, until one refuses).
 fn rate_limited(
     gen: &Generation,
-    r: usize,
+    r: RouteId,
     view: &View<'_>,
     key: &mut Vec<u8>,
 ) -> Option<Duration> {
-    gen.shared.config.routes[r].limits.iter().find_map(|l| {
+    gen.shared.route(r).limits.iter().find_map(|l| {
         let limiter = &gen.shared.limits[*l];
         key.clear();
         key::evaluate(&limiter.config.key, view, key);
@@ -441,12 +441,13 @@ fn acme_challenge(gen: &Generation, target: &str) -> Option<String> {
 }
 
 /// True when the route lets a client switch to `protocol` (the first one it offers).
-fn allows_upgrade(gen: &Generation, route: Option<usize>, protocol: &str) -> bool {
+fn allows_upgrade(gen: &Generation, route: Option<RouteId>, protocol: &str) -> bool {
     let first = protocol.split(',').next().unwrap_or("");
     let first = first.trim_matches([' ', '\t']);
     let first = first.split('/').next().unwrap_or(first);
     route.is_some_and(|r| {
-        gen.shared.config.routes[r]
+        gen.shared
+            .route(r)
             .upgrade
             .iter()
             .any(|p| p.eq_ignore_ascii_case(first))
@@ -522,7 +523,7 @@ fn host_and_path(head: &[u8]) -> String {
 async fn limited<S: Stream>(
     down: &mut Downstream<'_, S>,
     req: &Request,
-    route: Option<usize>,
+    route: Option<RouteId>,
     wait: Duration,
 ) -> Outcome<'static> {
     // The body was not read: the connection cannot be reused unless there was none.

@@ -10,6 +10,7 @@ use crate::access_log::AccessLog;
 use crate::acme::Challenges;
 use crate::metrics::RouteStats;
 use crate::route::router::Router;
+use crate::route::{RouteId, UpstreamId};
 use crate::state::clients::ClientConns;
 use crate::state::limits::{self, Limiter};
 use crate::state::upstream::{ServerState, UpstreamShared};
@@ -43,6 +44,26 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Route `r`'s settings.
+    pub fn route(&self, r: RouteId) -> &sluice_config::Route {
+        &self.config.routes[r.0]
+    }
+
+    /// Route `r`'s counters.
+    pub fn route_stats(&self, r: RouteId) -> &RouteStats {
+        &self.routes[r.0]
+    }
+
+    /// Upstream `u`'s state (its servers, balancer and queue).
+    pub fn upstream(&self, u: UpstreamId) -> &UpstreamShared {
+        &self.upstreams[u.0]
+    }
+
+    /// The upstream route `r` forwards to, if it forwards.
+    pub fn upstream_of(&self, r: RouteId) -> Option<UpstreamId> {
+        self.route(r).upstream().map(UpstreamId)
+    }
+
     /// The state for `config`, carried over from `previous` where it stays. The access
     /// log is `previous`'s when its settings did not change; [`Shared::open`] opens a
     /// new one.
@@ -180,17 +201,19 @@ const REPORT_EVERY: u32 = 32;
 
 impl Generation {
     /// Counts a request to upstream `u` toward its retry budget.
-    pub fn count_request(&self, u: usize) {
-        let n = self.unreported[u].get() + 1;
-        self.unreported[u].set(n);
+    pub fn count_request(&self, u: UpstreamId) {
+        let n = self.unreported[u.0].get() + 1;
+        self.unreported[u.0].set(n);
         if n >= REPORT_EVERY {
             self.report(u);
         }
     }
 
     /// Adds the requests counted so far to upstream `u`'s budget (before spending from it).
-    pub fn report(&self, u: usize) {
-        self.shared.upstreams[u].deposit(self.unreported[u].replace(0));
+    pub fn report(&self, u: UpstreamId) {
+        self.shared
+            .upstream(u)
+            .deposit(self.unreported[u.0].replace(0));
     }
 
     pub fn new(shared: Arc<Shared>) -> Self {
