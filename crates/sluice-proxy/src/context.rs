@@ -44,7 +44,7 @@ impl Context {
     }
 
     /// The current generation; a request keeps the one it started with.
-    pub fn gen(&self) -> Rc<Generation> {
+    pub fn generation(&self) -> Rc<Generation> {
         self.generation.borrow().clone()
     }
 
@@ -53,9 +53,9 @@ impl Context {
         *self.generation.borrow_mut() = Rc::new(Generation::new(shared));
     }
 
-    /// Appends a line to the access log of `gen` (written out in batches).
-    pub fn log(&self, gen: &Generation, entry: &Entry<'_>) {
-        let Some(log) = &gen.shared.access_log else {
+    /// Appends a line to the access log of `generation` (written out in batches).
+    pub fn log(&self, generation: &Generation, entry: &Entry<'_>) {
+        let Some(log) = &generation.shared.access_log else {
             return;
         };
         let mut buf = self.log.borrow_mut();
@@ -71,7 +71,7 @@ impl Context {
         if buf.is_empty() {
             return;
         }
-        match &self.gen().shared.access_log {
+        match &self.generation().shared.access_log {
             Some(log) => log.write(&mut buf),
             None => buf.clear(),
         }

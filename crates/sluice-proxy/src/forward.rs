@@ -28,7 +28,7 @@ const MAX_TRIES: usize = 11;
 /// (the route and its upstream).
 pub async fn forward<'g, S: Stream>(
     ctx: &Context,
-    gen: &'g Generation,
+    generation: &'g Generation,
     down: &mut Downstream<'_, S>,
     req: &Request,
     route: (RouteId, UpstreamId),
@@ -36,7 +36,8 @@ pub async fn forward<'g, S: Stream>(
     key: &[u8],
 ) -> Outcome<'g> {
     let mut queued = None;
-    let mut outcome = try_servers(ctx, gen, down, (req, head, key), route, &mut queued).await;
+    let mut outcome =
+        try_servers(ctx, generation, down, (req, head, key), route, &mut queued).await;
     outcome.queue_time = queued;
     outcome
 }
@@ -44,22 +45,22 @@ pub async fn forward<'g, S: Stream>(
 /// [`forward`]'s tries; `queued` adds up the time spent waiting for a server with room.
 async fn try_servers<'g, S: Stream>(
     ctx: &Context,
-    gen: &'g Generation,
+    generation: &'g Generation,
     down: &mut Downstream<'_, S>,
     (req, head, key): (&Request, &[u8], &[u8]),
     route: (RouteId, UpstreamId),
     queued: &mut Option<std::time::Duration>,
 ) -> Outcome<'g> {
     let (route, u) = route;
-    let up = gen.shared.upstream(u);
+    let up = generation.shared.upstream(u);
     let scope = Scope {
         ctx,
-        gen,
+        generation,
         route,
         up,
     };
-    gen.count_request(u);
-    let body = match buffer_body(&gen.shared.config, up, down, req).await {
+    generation.count_request(u);
+    let body = match buffer_body(&generation.shared.config, up, down, req).await {
         Ok(body) => body,
         Err(f) => return scope.fail(down, req, None, f, 0).await,
     };
@@ -68,7 +69,7 @@ async fn try_servers<'g, S: Stream>(
         Some(_) => Body::Whole,
         None => Body::unread(req.framing),
     };
-    let deadline = gen
+    let deadline = generation
         .shared
         .route(route)
         .timeout
@@ -101,8 +102,8 @@ async fn try_servers<'g, S: Stream>(
             server,
             req,
             draining: ctx.draining(),
-            max_trailer_bytes: gen.shared.config.max_header_bytes,
-            body_timeout: gen.shared.config.request_body_timeout,
+            max_trailer_bytes: generation.shared.config.max_header_bytes,
+            body_timeout: generation.shared.config.request_body_timeout,
             body: body.as_deref(),
         };
         let ran = bounded(deadline, attempt.run(down, head)).await;
@@ -117,7 +118,7 @@ async fn try_servers<'g, S: Stream>(
                 if f.server_fault() {
                     up.learn(server, took, true);
                 }
-                match may_retry(up, req, &f, tries, || gen.report(u)) {
+                match may_retry(up, req, &f, tries, || generation.report(u)) {
                     Retrying::Yes => stats.retries.add(1),
                     Retrying::BudgetEmpty => {
                         stats.budget_exhausted.add(1);
@@ -259,7 +260,7 @@ fn may_retry(
 /// Where a request is going: what logging and failure accounting need.
 struct Scope<'a, 'g> {
     ctx: &'a Context,
-    gen: &'g Generation,
+    generation: &'g Generation,
     route: RouteId,
     up: &'g UpstreamShared,
 }
@@ -271,7 +272,7 @@ impl<'g> Scope<'_, 'g> {
             return;
         }
         let up = self.up;
-        let route = &self.gen.shared.route(self.route);
+        let route = &self.generation.shared.route(self.route);
         up.servers[server].remember(ServerError {
             at: std::time::SystemTime::now(),
             route: route.path.clone(),
@@ -285,7 +286,7 @@ impl<'g> Scope<'_, 'g> {
         {
             let cause = eject_cause(f) as usize;
             up.servers[server].stats.local().ejections[cause].add(1);
-            let route = &self.gen.shared.route(self.route).path;
+            let route = &self.generation.shared.route(self.route).path;
             tracing::warn!(route = %route, upstream = %up.config.name, server = %up.addr(server), cause = %f.cause, eject_for = ?eject, "server ejected after repeated failures");
         }
     }
@@ -349,7 +350,7 @@ impl<'g> Scope<'_, 'g> {
             Ok(sent) => {
                 outcome.bytes_sent = sent;
                 if !failed_status && up.servers[server].health.succeeded() {
-                    let route = &self.gen.shared.route(self.route).path;
+                    let route = &self.generation.shared.route(self.route).path;
                     tracing::info!(route = %route, upstream = %up.config.name, server = %up.addr(server), "server back after its ejection: a request succeeded");
                 }
                 if resp.reusable {
@@ -390,7 +391,7 @@ impl<'g> Scope<'_, 'g> {
         server: usize,
         upstream: &mut Conn<ServerStream>,
     ) {
-        let (route, up) = (&self.gen.shared.route(self.route), self.up);
+        let (route, up) = (&self.generation.shared.route(self.route), self.up);
         let retired = up.servers[server].retired();
         let end = down
             .tunnel(upstream, route.tunnel_idle_timeout, retired)

@@ -73,21 +73,21 @@ pub struct Logged<'t> {
 /// access log (when there is one and `logged` says what to write), and traced.
 pub(crate) fn record(
     ctx: &Context,
-    gen: &Generation,
+    generation: &Generation,
     listener: &ListenerStats,
     outcome: &Outcome<'_>,
     logged: Option<Logged<'_>>,
 ) {
-    count(gen, listener, outcome);
-    if let Some(logged) = logged.filter(|_| gen.shared.access_log.is_some()) {
-        log(ctx, gen, outcome, logged);
+    count(generation, listener, outcome);
+    if let Some(logged) = logged.filter(|_| generation.shared.access_log.is_some()) {
+        log(ctx, generation, outcome, logged);
     }
-    trace(gen, outcome);
+    trace(generation, outcome);
 }
 
 /// Counts a request on its listener (with what sluice answered itself, by status) and
 /// on its route, by the status the client got.
-fn count(gen: &Generation, listener: &ListenerStats, outcome: &Outcome<'_>) {
+fn count(generation: &Generation, listener: &ListenerStats, outcome: &Outcome<'_>) {
     let slot = listener.local();
     slot.requests.add(1);
     if let Some(f) = &outcome.failure {
@@ -96,14 +96,14 @@ fn count(gen: &Generation, listener: &ListenerStats, outcome: &Outcome<'_>) {
         }
     }
     if let Some(r) = outcome.route {
-        gen.shared.route_stats(r).response(outcome.status);
+        generation.shared.route_stats(r).response(outcome.status);
     }
 }
 
 /// The request's access log line.
-fn log(ctx: &Context, gen: &Generation, outcome: &Outcome<'_>, logged: Logged<'_>) {
+fn log(ctx: &Context, generation: &Generation, outcome: &Outcome<'_>, logged: Logged<'_>) {
     ctx.log(
-        gen,
+        generation,
         &Entry {
             client: outcome.client,
             at: logged.started.1,
@@ -117,21 +117,23 @@ fn log(ctx: &Context, gen: &Generation, outcome: &Outcome<'_>, logged: Logged<'_
             upstream_time: outcome.upstream_time,
             queue_time: outcome.queue_time,
             tries: outcome.tries,
-            route: route_path(gen, outcome),
+            route: route_path(generation, outcome),
         },
     );
 }
 
-fn route_path<'g>(gen: &'g Generation, outcome: &Outcome<'_>) -> Option<&'g str> {
-    outcome.route.map(|r| gen.shared.route(r).path.as_str())
+fn route_path<'g>(generation: &'g Generation, outcome: &Outcome<'_>) -> Option<&'g str> {
+    outcome
+        .route
+        .map(|r| generation.shared.route(r).path.as_str())
 }
 
 /// The request's tracing line. A failure the client caused is logged at info level
 /// (they are common and not the operator's to fix); others are warnings. Nothing is
 /// formatted unless its line is enabled: this runs on every request.
-fn trace(gen: &Generation, outcome: &Outcome<'_>) {
+fn trace(generation: &Generation, outcome: &Outcome<'_>) {
     let client = Shown(outcome.client.map(|c| c.ip()));
-    let route = route_path(gen, outcome).unwrap_or("-");
+    let route = route_path(generation, outcome).unwrap_or("-");
     let upstream = outcome.upstream.unwrap_or("-");
     let server = Shown(outcome.server);
     let status = outcome.status;

@@ -184,9 +184,9 @@ fn the_manifest_has_the_structure_its_readme_describes() {
     assert_eq!(pvc["apiVersion"], "v1");
     assert_eq!(strings(&pvc["spec"]["accessModes"]), ["ReadWriteMany"]);
 
-    let gen = find(&docs, "Job", "sluice-bench-gen");
-    let spec = &gen["spec"];
-    assert_eq!(gen["apiVersion"], "batch/v1");
+    let generator = find(&docs, "Job", "sluice-bench-gen");
+    let spec = &generator["spec"];
+    assert_eq!(generator["apiVersion"], "batch/v1");
     assert_eq!(spec["completionMode"], "Indexed");
     assert_eq!(spec["completions"], 5);
     assert_eq!(
@@ -235,7 +235,7 @@ fn the_manifest_has_the_structure_its_readme_describes() {
         merge["spec"]["suspend"], true,
         "the merge waits to be unsuspended"
     );
-    for job in [gen, merge] {
+    for job in [generator, merge] {
         let pod = &job["spec"]["template"]["spec"];
         assert_eq!(
             pod["volumes"][0]["persistentVolumeClaim"]["claimName"],

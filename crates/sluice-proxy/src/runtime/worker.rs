@@ -106,7 +106,7 @@ pub fn run(start: Start) -> std::io::Result<()> {
 async fn outlive_other_drains(draining: &std::sync::atomic::AtomicUsize, ctx: &Context) {
     use std::sync::atomic::Ordering;
     draining.fetch_sub(1, Ordering::AcqRel);
-    let grace = ctx.gen().shared.config.shutdown_grace;
+    let grace = ctx.generation().shared.config.shutdown_grace;
     let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(1);
     while draining.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -206,8 +206,8 @@ async fn connection(
     configured: SocketAddr,
     stats: &ListenerStats,
 ) {
-    let gen = ctx.gen();
-    let config = &gen.shared.config;
+    let generation = ctx.generation();
+    let config = &generation.shared.config;
     let listener = config.listeners.iter().find(|l| l.bind == configured);
     if let Some(l) = listener.filter(|l| l.proxy_protocol) {
         if !l.proxy_protocol_from.is_empty()
@@ -224,9 +224,9 @@ async fn connection(
             }
         }
     }
-    let tls = gen.shared.tls.get(&configured).cloned();
+    let tls = generation.shared.tls.get(&configured).cloned();
     let h2c = tls.is_none() && h2c(config, configured);
-    let (_entered, crowded) = count_client(&gen, configured, peer.ip());
+    let (_entered, crowded) = count_client(&generation, configured, peer.ip());
     let trusted = config.trusted_proxies.iter().any(|n| n.contains(peer.ip()));
     let via = |proto| Via {
         listener: configured,
@@ -234,7 +234,7 @@ async fn connection(
         crowded,
         trusted,
     };
-    drop(gen);
+    drop(generation);
     match tls {
         None if h2c => serve_plain(ctx, stream, peer, stats, via("http")).await,
         None => session::serve(ctx, stream, peer, stats, via("http")).await,
@@ -244,11 +244,15 @@ async fn connection(
 
 /// Counts a connection against its client's `max_conns_per_client` on `listener`:
 /// the count (dropped when the connection ends) and whether the client is over it.
-fn count_client(gen: &Generation, listener: SocketAddr, ip: IpAddr) -> (Option<Entered>, bool) {
-    let Some(conns) = gen.shared.clients.get(&listener) else {
+fn count_client(
+    generation: &Generation,
+    listener: SocketAddr,
+    ip: IpAddr,
+) -> (Option<Entered>, bool) {
+    let Some(conns) = generation.shared.clients.get(&listener) else {
         return (None, false);
     };
-    let config = gen
+    let config = generation
         .shared
         .config
         .listeners
@@ -271,7 +275,7 @@ async fn serve_tls(
     (peer, stats): (SocketAddr, &ListenerStats),
     via: Via,
 ) {
-    let limit = ctx.gen().shared.config.header_timeout;
+    let limit = ctx.generation().shared.config.header_timeout;
     match tokio::time::timeout(limit, tls.acceptor.accept(stream)).await {
         Ok(Ok(stream)) if stream.get_ref().1.alpn_protocol() == Some(b"h2") => {
             session::h2::serve(ctx, stream, peer, stats, via).await
@@ -302,7 +306,7 @@ async fn serve_plain(
     stats: &ListenerStats,
     via: Via,
 ) {
-    let limit = ctx.gen().shared.config.header_timeout;
+    let limit = ctx.generation().shared.config.header_timeout;
     let preface = tokio::time::timeout(limit, starts_with_preface(&stream)).await;
     if matches!(preface, Ok(true)) {
         session::h2::serve(ctx, stream, peer, stats, via).await
@@ -394,7 +398,7 @@ async fn drain(w: &Worker) {
             wait.await;
         }
     };
-    let grace = w.ctx.gen().shared.config.shutdown_grace;
+    let grace = w.ctx.generation().shared.config.shutdown_grace;
     if tokio::time::timeout(grace, closed).await.is_err() {
         tracing::warn!(
             open = w.connections.get(),
@@ -409,9 +413,10 @@ async fn reap_idle(ctx: Rc<Context>) {
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tick.tick().await;
-        let gen = ctx.gen();
-        ctx.pool.reap(|addr| gen.shared.addresses.contains(addr));
-        for server in gen.shared.upstreams.iter().flat_map(|u| &u.servers) {
+        let generation = ctx.generation();
+        ctx.pool
+            .reap(|addr| generation.shared.addresses.contains(addr));
+        for server in generation.shared.upstreams.iter().flat_map(|u| &u.servers) {
             server.idle.reap(!server.limited());
         }
         // At most half a second between a request and its log line.

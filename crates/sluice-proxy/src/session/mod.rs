@@ -85,13 +85,13 @@ async fn exchange<S: Stream>(
     let mut first = Some(accepted);
     loop {
         let waited = read_head(ctx, client, &origin, &mut scratch, first.take()).await;
-        let (req, target, gen) = match waited {
-            Ok(Some((req, _, gen))) if via.crowded => (req, crowded(), gen),
+        let (req, target, generation) = match waited {
+            Ok(Some((req, _, generation))) if via.crowded => (req, crowded(), generation),
             Ok(Some(parsed)) => parsed,
             Ok(None) => return,
             Err(rejection) => {
                 let started = (crate::clock::now(), SystemTime::now());
-                let timeout = ctx.gen().shared.config.client_idle_timeout;
+                let timeout = ctx.generation().shared.config.client_idle_timeout;
                 let mut down = http1(client, &mut scratch.out, false, timeout, None);
                 let mut outcome = Box::pin(reject(&mut down, rejection)).await;
                 outcome.client = Some(peer);
@@ -101,25 +101,34 @@ async fn exchange<S: Stream>(
                     referer: "-",
                     user_agent: "-",
                 };
-                return record(ctx, &ctx.gen(), listener, &outcome, Some(logged));
+                return record(ctx, &ctx.generation(), listener, &outcome, Some(logged));
             }
         };
         // The access log's view of the head, copied before the head leaves the buffer
         // (and its clocks read only when there is a log).
-        let logged = logged(&gen, &client.buf[..req.head_len], &mut scratch.log);
+        let logged = logged(&generation, &client.buf[..req.head_len], &mut scratch.log);
         // Named in the log line of a 404 (read before the head leaves the buffer).
         let unrouted =
             matches!(target, Target::Unrouted).then(|| host_and_path(&client.buf[..req.head_len]));
         client.buf.advance(req.head_len);
-        let timeout = gen.shared.config.client_idle_timeout;
-        let edits = response_edits(&gen, &target, &scratch.response_edits);
+        let timeout = generation.shared.config.client_idle_timeout;
+        let edits = response_edits(&generation, &target, &scratch.response_edits);
         let mut down = http1(client, &mut scratch.out, req.http10, timeout, edits);
         let (head, key) = (&scratch.head, &scratch.key);
-        let mut outcome = dispatch(ctx, &gen, &mut down, &req, target, (head, key), unrouted).await;
+        let mut outcome = dispatch(
+            ctx,
+            &generation,
+            &mut down,
+            &req,
+            target,
+            (head, key),
+            unrouted,
+        )
+        .await;
         outcome.client = Some(peer);
         record(
             ctx,
-            &gen,
+            &generation,
             listener,
             &outcome,
             captured(logged, &scratch.log),
@@ -139,8 +148,8 @@ pub(crate) fn crowded() -> Target {
 /// `log` (copied from `head`), and when the request began.
 type Captured = Option<((usize, usize), (Instant, SystemTime))>;
 
-fn logged(gen: &Generation, head: &[u8], log: &mut String) -> Captured {
-    gen.shared.access_log.is_some().then(|| {
+fn logged(generation: &Generation, head: &[u8], log: &mut String) -> Captured {
+    generation.shared.access_log.is_some().then(|| {
         let fields = access_log::capture(head, log);
         (fields, (crate::clock::now(), SystemTime::now()))
     })
@@ -158,8 +167,12 @@ pub(crate) fn captured(captured: Captured, text: &str) -> Option<Logged<'_>> {
 }
 
 /// The route's changes to the response head, when it has any.
-fn response_edits<'a>(gen: &'a Generation, target: &Target, lines: &'a [u8]) -> Option<Edits<'a>> {
-    let rules = &gen.shared.route(target.route()?).response_headers;
+fn response_edits<'a>(
+    generation: &'a Generation,
+    target: &Target,
+    lines: &'a [u8],
+) -> Option<Edits<'a>> {
+    let rules = &generation.shared.route(target.route()?).response_headers;
     (!rules.is_empty()).then_some(Edits { rules, lines })
 }
 
@@ -168,7 +181,7 @@ fn response_edits<'a>(gen: &'a Generation, target: &Target, lines: &'a [u8]) -> 
 /// hash key. HTTP/1 connections and HTTP/2 streams share it.
 pub(crate) async fn dispatch<'g, S: Stream>(
     ctx: &Context,
-    gen: &'g Generation,
+    generation: &'g Generation,
     down: &mut Downstream<'_, S>,
     req: &Request,
     target: Target,
@@ -181,7 +194,7 @@ pub(crate) async fn dispatch<'g, S: Stream>(
     // docs/architecture.md). The rarer answers below are boxed, keeping their state
     // out of every connection's task.
     match target {
-        Target::Forward(r, u) => forward(ctx, gen, down, req, (r, u), head, key).await,
+        Target::Forward(r, u) => forward(ctx, generation, down, req, (r, u), head, key).await,
         Target::Answer(r, local) => Box::pin(answer::send(down, req, Some(r), local, head)).await,
         Target::Challenge(local) => Box::pin(answer::send(down, req, None, local, head)).await,
         Target::Unrouted => Box::pin(not_found(down, req, unrouted.unwrap_or_default())).await,
@@ -266,7 +279,7 @@ async fn read_head<S: Stream>(
     accepted: Option<Instant>,
 ) -> Result<Option<Head>, Rejection> {
     let (header_timeout, keepalive_timeout) = {
-        let config = &ctx.gen().shared.config;
+        let config = &ctx.generation().shared.config;
         (config.header_timeout, config.keepalive_timeout)
     };
     let mut deadline = match accepted {
@@ -311,7 +324,7 @@ pub(crate) fn parse_head(
     if buf.is_empty() {
         return Ok(None);
     }
-    let max = ctx.gen().shared.config.max_header_bytes;
+    let max = ctx.generation().shared.config.max_header_bytes;
     let mut headers = request::header_slots();
     let Some(raw) = request::parse(buf, &mut headers)? else {
         return if buf.len() >= max {
@@ -331,9 +344,9 @@ pub(crate) fn head_stages(
     origin: &Origin<'_>,
     scratch: &mut Scratch,
 ) -> Result<Head, Rejection> {
-    let gen = ctx.gen();
+    let generation = ctx.generation();
     let mut checked = check(raw)?;
-    if raw.head_len > gen.shared.config.max_header_bytes {
+    if raw.head_len > generation.shared.config.max_header_bytes {
         return Err(too_large());
     }
     let view = View {
@@ -343,17 +356,25 @@ pub(crate) fn head_stages(
         client_ip: origin.client_ip,
         scheme: origin.proto,
     };
-    if let Some(key_authorization) = acme_challenge(&gen, view.target) {
+    if let Some(key_authorization) = acme_challenge(&generation, view.target) {
         let local = answer::challenge(&key_authorization, &checked, &mut scratch.head);
-        return Ok((checked.request, Target::Challenge(local), gen.clone()));
+        return Ok((
+            checked.request,
+            Target::Challenge(local),
+            generation.clone(),
+        ));
     }
-    let route = route(&gen, origin.listener, &view, &mut scratch.key);
+    let route = route(&generation, origin.listener, &view, &mut scratch.key);
     if let Some(r) = route {
-        if let Some(wait) = rate_limited(&gen, r, &view, &mut scratch.limit_key) {
-            return Ok((checked.request, Target::Limited(Some(r), wait), gen.clone()));
+        if let Some(wait) = rate_limited(&generation, r, &view, &mut scratch.limit_key) {
+            return Ok((
+                checked.request,
+                Target::Limited(Some(r), wait),
+                generation.clone(),
+            ));
         }
     }
-    let config = route.map(|r| gen.shared.route(r));
+    let config = route.map(|r| generation.shared.route(r));
     let answers = config.filter(|c| c.upstream().is_none());
     if let Some(c) = config.filter(|c| !c.response_headers.set.is_empty()) {
         key::render(&c.response_headers, &view, &mut scratch.response_edits);
@@ -371,7 +392,11 @@ pub(crate) fn head_stages(
             edits.as_ref(),
             &mut scratch.head,
         );
-        return Ok((checked.request, Target::Answer(r, local), gen.clone()));
+        return Ok((
+            checked.request,
+            Target::Answer(r, local),
+            generation.clone(),
+        ));
     }
     let edits = config.filter(|c| !c.request_headers.is_empty()).map(|c| {
         key::render(&c.request_headers, &view, &mut scratch.request_edits);
@@ -382,7 +407,7 @@ pub(crate) fn head_stages(
     });
     let upgrade = checked
         .offered_upgrade
-        .filter(|p| allows_upgrade(&gen, route, p));
+        .filter(|p| allows_upgrade(&generation, route, p));
     let lines = encode::request_head(
         &mut scratch.head,
         raw.headers,
@@ -393,25 +418,25 @@ pub(crate) fn head_stages(
     );
     request::forwarded_lines_fit(lines)?;
     checked.request.upgrade = upgrade.map(str::to_string);
-    let upstream = route.and_then(|r| gen.shared.upstream_of(r));
+    let upstream = route.and_then(|r| generation.shared.upstream_of(r));
     let target = match (route, upstream) {
         (Some(r), Some(u)) => Target::Forward(r, u),
         _ => Target::Unrouted,
     };
-    Ok((checked.request, target, gen.clone()))
+    Ok((checked.request, target, generation.clone()))
 }
 
 /// The route for a request, and its hash key in `key` when its upstream hashes.
 fn route(
-    gen: &Generation,
+    generation: &Generation,
     listener: SocketAddr,
     view: &View<'_>,
     key: &mut Vec<u8>,
 ) -> Option<RouteId> {
-    let route = gen.router.find(listener, view.host, view.target)?;
+    let route = generation.router.find(listener, view.host, view.target)?;
     key.clear();
-    let upstream = gen.shared.upstream_of(route);
-    if let Some(template) = upstream.and_then(|u| gen.shared.upstream(u).key_template()) {
+    let upstream = generation.shared.upstream_of(route);
+    if let Some(template) = upstream.and_then(|u| generation.shared.upstream(u).key_template()) {
         key::evaluate(template, view, key);
     }
     Some(route)
@@ -420,13 +445,13 @@ fn route(
 /// How long until the request would be allowed, if a rate limit of route `r` refuses
 /// it (each of the route's limits counts it, in order, until one refuses).
 fn rate_limited(
-    gen: &Generation,
+    generation: &Generation,
     r: RouteId,
     view: &View<'_>,
     key: &mut Vec<u8>,
 ) -> Option<Duration> {
-    gen.shared.route(r).limits.iter().find_map(|l| {
-        let limiter = &gen.shared.limits[*l];
+    generation.shared.route(r).limits.iter().find_map(|l| {
+        let limiter = &generation.shared.limits[*l];
         key.clear();
         key::evaluate(&limiter.config.key, view, key);
         limiter.check(key)
@@ -435,18 +460,19 @@ fn rate_limited(
 
 /// The key authorization when the request asks for an ACME challenge sluice is being
 /// validated on (before any route: a CA must reach it whatever the routes say).
-fn acme_challenge(gen: &Generation, target: &str) -> Option<String> {
-    gen.shared.config.acme.as_ref()?;
-    gen.shared.challenges.answer(target)
+fn acme_challenge(generation: &Generation, target: &str) -> Option<String> {
+    generation.shared.config.acme.as_ref()?;
+    generation.shared.challenges.answer(target)
 }
 
 /// True when the route lets a client switch to `protocol` (the first one it offers).
-fn allows_upgrade(gen: &Generation, route: Option<RouteId>, protocol: &str) -> bool {
+fn allows_upgrade(generation: &Generation, route: Option<RouteId>, protocol: &str) -> bool {
     let first = protocol.split(',').next().unwrap_or("");
     let first = first.trim_matches([' ', '\t']);
     let first = first.split('/').next().unwrap_or(first);
     route.is_some_and(|r| {
-        gen.shared
+        generation
+            .shared
             .route(r)
             .upgrade
             .iter()

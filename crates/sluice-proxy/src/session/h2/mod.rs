@@ -52,7 +52,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     via: Via,
 ) {
     let _open = Counted::open(listener);
-    let config = ctx.gen().shared.config.clone();
+    let config = ctx.generation().shared.config.clone();
     let handshake = builder(&config).handshake(stream);
     let Ok(Ok(conn)) = tokio::time::timeout(config.header_timeout, handshake).await else {
         return;
@@ -285,7 +285,7 @@ async fn serve_stream(
 ) {
     let (ctx, peer, listener) = (from.ctx, from.peer, from.listener);
     let body = !recv.is_end_stream();
-    let timeout = ctx.gen().shared.config.client_idle_timeout;
+    let timeout = ctx.generation().shared.config.client_idle_timeout;
     if let Some(why) = head::malformed(&parts) {
         // A malformed request is a stream error (RFC 9113 8.1.1): reset, not answered.
         respond.send_reset(h2::Reason::PROTOCOL_ERROR);
@@ -294,8 +294,8 @@ async fn serve_stream(
             Failure::downstream(Kind::Malformed, 400, why, Body::Partial),
         );
     }
-    let (req, target, gen) = match stages(from, &parts, body, (text, scratch)) {
-        Ok((req, _, gen)) if from.crowded => (req, super::crowded(), gen),
+    let (req, target, generation) = match stages(from, &parts, body, (text, scratch)) {
+        Ok((req, _, generation)) if from.crowded => (req, super::crowded(), generation),
         Ok(parsed) => parsed,
         Err(rejection) => {
             let mut down: Downstream<'_, TcpStream> = Downstream::Http2(Http2 {
@@ -312,7 +312,7 @@ async fn serve_stream(
         }
     };
     let unrouted = matches!(target, Target::Unrouted);
-    let logged = logged(&gen, text, &mut scratch.log);
+    let logged = logged(&generation, text, &mut scratch.log);
     // The log names the protocol the client spoke, not the head it stands for.
     if let Some(((end, _), _)) = logged {
         if scratch.log[..end].ends_with("HTTP/1.1") {
@@ -320,7 +320,7 @@ async fn serve_stream(
         }
     }
     let unrouted = unrouted.then(|| super::host_and_path(text));
-    let edits = response_edits(&gen, &target, &scratch.response_edits);
+    let edits = response_edits(&generation, &target, &scratch.response_edits);
     let mut down: Downstream<'_, TcpStream> = Downstream::Http2(Http2 {
         respond: &mut respond,
         recv: &mut recv,
@@ -331,11 +331,20 @@ async fn serve_stream(
         edits,
     });
     let prepared = (&scratch.head[..], &scratch.key[..]);
-    let mut outcome = dispatch(ctx, &gen, &mut down, &req, target, prepared, unrouted).await;
+    let mut outcome = dispatch(
+        ctx,
+        &generation,
+        &mut down,
+        &req,
+        target,
+        prepared,
+        unrouted,
+    )
+    .await;
     outcome.client = Some(peer);
     record(
         ctx,
-        &gen,
+        &generation,
         listener,
         &outcome,
         captured(logged, &scratch.log),
@@ -346,7 +355,13 @@ async fn serve_stream(
 fn refused(from: &From<'_>, failure: Failure) {
     let mut outcome = Outcome::unrouted(failure.status, failure);
     outcome.client = Some(from.peer);
-    record(from.ctx, &from.ctx.gen(), from.listener, &outcome, None);
+    record(
+        from.ctx,
+        &from.ctx.generation(),
+        from.listener,
+        &outcome,
+        None,
+    );
 }
 
 /// The stream's head through the shared stages, as the HTTP/1.1 head it stands for;
@@ -370,8 +385,8 @@ fn stages(
     };
     let raw = head::stand_in(parts, body, &joined, slots)?;
     let staged = head_stages(from.ctx, &raw, from.origin, scratch)?;
-    let (_, target, gen) = &staged;
-    if matches!(target, Target::Unrouted) || gen.shared.access_log.is_some() {
+    let (_, target, generation) = &staged;
+    if matches!(target, Target::Unrouted) || generation.shared.access_log.is_some() {
         head::write(&raw, text);
     }
     Ok(staged)
