@@ -36,13 +36,10 @@ def cpu_seconds(pid):
 
 
 def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    """N free loopback ports, from scripts/free-ports (shared by the bench scripts)."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "free-ports")
+    out = subprocess.run([sys.executable, script, str(n)], check=True, capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
 
 
 def wait_port(port, deadline=20):

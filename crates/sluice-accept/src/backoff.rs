@@ -3,9 +3,10 @@
 //! descriptors ran out, and say when it accepts again.
 
 use crate::limit::{OpenFiles, HOW_TO_RAISE};
+use crate::rarely::Rarely;
 use std::io;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 
 /// The first wait after a failed accept.
@@ -13,9 +14,6 @@ const FIRST_DELAY: Duration = Duration::from_millis(5);
 /// The longest wait: an accept loop out of descriptors recovers within it once one is
 /// closed, and costs a few wake-ups a second until then.
 pub const MAX_DELAY: Duration = Duration::from_millis(200);
-/// Episodes closer together than this are not warned about again (a listener that
-/// runs out again and again logs one line a minute, not one per episode).
-const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// The failures of one listener's accept loop: call [`failed`](Self::failed) on an
 /// error (it waits) and [`accepted`](Self::accepted) on each connection.
@@ -25,8 +23,9 @@ pub struct AcceptBackoff {
     what: String,
     /// Failures in a row since the last accepted connection.
     failures: u64,
-    delay: Duration,
-    warned: Option<Instant>,
+    /// Episodes are warned about at most once a minute (a listener that runs out again
+    /// and again logs one line a minute, not one per episode).
+    warned: Rarely,
 }
 
 impl AcceptBackoff {
@@ -34,8 +33,7 @@ impl AcceptBackoff {
         AcceptBackoff {
             what: what.into(),
             failures: 0,
-            delay: FIRST_DELAY,
-            warned: None,
+            warned: Rarely::default(),
         }
     }
 
@@ -52,14 +50,13 @@ impl AcceptBackoff {
 
     /// Counts a failure, logs it when due, and returns how long to wait.
     fn note_failure(&mut self, e: &io::Error) -> Duration {
-        if self.failures == 0 && self.warned.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
-            self.warned = Some(Instant::now());
+        if self.failures == 0 && self.warned.due() {
             self.warn(e);
         }
+        // 5 ms, doubling with each failure in a row, up to MAX_DELAY.
+        let doublings = self.failures.min(16) as u32;
         self.failures += 1;
-        let wait = self.delay;
-        self.delay = (self.delay * 2).min(MAX_DELAY);
-        wait
+        FIRST_DELAY.saturating_mul(1 << doublings).min(MAX_DELAY)
     }
 
     fn warn(&self, e: &io::Error) {
@@ -103,7 +100,6 @@ impl AcceptBackoff {
                 self.what
             );
             self.failures = 0;
-            self.delay = FIRST_DELAY;
         }
     }
 }
@@ -139,10 +135,13 @@ mod tests {
     fn an_episode_soon_after_the_last_is_not_warned_about_again() {
         let mut b = AcceptBackoff::new("listener test");
         b.note_failure(&emfile());
-        let first = b.warned.expect("the first episode is warned about");
+        assert!(!b.warned.due(), "the first episode was warned about");
         b.accepted();
         b.note_failure(&emfile());
-        assert_eq!(b.warned, Some(first));
+        assert!(
+            !b.warned.due(),
+            "the second was not, a minute not having passed"
+        );
     }
 
     #[test]

@@ -11,6 +11,8 @@
 
 mod backoff;
 mod limit;
+mod rarely;
 
 pub use backoff::AcceptBackoff;
 pub use limit::{OpenFiles, HOW_TO_RAISE};
+pub use rarely::Rarely;

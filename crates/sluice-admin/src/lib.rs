@@ -23,13 +23,13 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use sluice_accept::AcceptBackoff;
+use sluice_accept::{AcceptBackoff, Rarely};
 use sluice_proxy::View;
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 /// A running admin listener; it stops when this is dropped.
@@ -52,7 +52,8 @@ impl Drop for Admin {
 struct State {
     view: View,
     info: Info,
-    token: Option<String>,
+    /// `[admin]` as configured: its token and its limits.
+    config: sluice_config::Admin,
 }
 
 /// The most bytes a request head may take (hyper's read buffer, its smallest): the
@@ -65,8 +66,6 @@ const MAX_FIELDS: usize = 64;
 const MAX_LIFETIME: Duration = Duration::from_secs(60);
 /// How long a request in flight at [`MAX_LIFETIME`] has to finish.
 const LIFETIME_GRACE: Duration = Duration::from_secs(5);
-/// Refusals at the cap closer together than this are not logged again.
-const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// Binds `config.bind` (an error names the address) and serves on a thread of its own.
 pub fn start(config: &sluice_config::Admin, view: View, info: Info) -> io::Result<Admin> {
@@ -77,16 +76,12 @@ pub fn start(config: &sluice_config::Admin, view: View, info: Info) -> io::Resul
     let state = Arc::new(State {
         view,
         info,
-        token: config.token.clone(),
+        config: config.clone(),
     });
-    let limits = Limits {
-        max_conns: config.max_conns as usize,
-        header_timeout: config.header_timeout,
-    };
     let (stop, stopped) = watch::channel(false);
     let thread = std::thread::Builder::new()
         .name("sluice-admin".into())
-        .spawn(move || serve(listener, state, limits, stopped))?;
+        .spawn(move || serve(listener, state, stopped))?;
     tracing::info!(
         %addr,
         max_conns = config.max_conns,
@@ -99,19 +94,7 @@ pub fn start(config: &sluice_config::Admin, view: View, info: Info) -> io::Resul
     })
 }
 
-/// What one connection may hold: `[admin]`'s `max_conns` and `header_timeout`.
-#[derive(Clone, Copy)]
-struct Limits {
-    max_conns: usize,
-    header_timeout: Duration,
-}
-
-fn serve(
-    listener: std::net::TcpListener,
-    state: Arc<State>,
-    limits: Limits,
-    mut stop: watch::Receiver<bool>,
-) {
+fn serve(listener: std::net::TcpListener, state: Arc<State>, mut stop: watch::Receiver<bool>) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -130,8 +113,9 @@ fn serve(
                 .map_or(String::new(), |a| a.to_string())
         );
         let mut backoff = AcceptBackoff::new(name);
-        let slots = Arc::new(Semaphore::new(limits.max_conns));
-        let mut warned: Option<Instant> = None;
+        let max_conns = state.config.max_conns as usize;
+        let slots = Arc::new(Semaphore::new(max_conns));
+        let mut warned = Rarely::default();
         loop {
             let (stream, _) = tokio::select! {
                 accepted = backoff.accept(&listener) => accepted,
@@ -140,10 +124,12 @@ fn serve(
             // At the cap, closed at once: a flood of connections here holds at most
             // `max_conns` descriptors, and the proxy keeps the rest.
             let Ok(slot) = slots.clone().try_acquire_owned() else {
-                warn_at_cap(&mut warned, limits.max_conns);
+                if warned.due() {
+                    warn_at_cap(max_conns);
+                }
                 continue;
             };
-            tokio::spawn(connection(stream, state.clone(), limits, slot));
+            tokio::spawn(connection(stream, state.clone(), slot));
         }
     });
 }
@@ -151,16 +137,12 @@ fn serve(
 /// Serves one connection within its limits: the head within `header_timeout` of the
 /// start or of the previous response, at most [`MAX_HEAD`] bytes and [`MAX_FIELDS`]
 /// fields, and the whole connection within [`MAX_LIFETIME`].
-async fn connection(
-    stream: tokio::net::TcpStream,
-    state: Arc<State>,
-    limits: Limits,
-    _slot: OwnedSemaphorePermit,
-) {
+async fn connection(stream: tokio::net::TcpStream, state: Arc<State>, _slot: OwnedSemaphorePermit) {
+    let header_timeout = state.config.header_timeout;
     let service = hyper::service::service_fn(move |req| answer(req, state.clone()));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
+        .header_read_timeout(header_timeout)
         .max_buf_size(MAX_HEAD)
         .max_headers(MAX_FIELDS);
     let mut served = std::pin::pin!(http.serve_connection(TokioIo::new(stream), service));
@@ -175,12 +157,8 @@ async fn connection(
     }
 }
 
-/// Says, once a minute at most, that connections are closed at the cap.
-fn warn_at_cap(warned: &mut Option<Instant>, max_conns: usize) {
-    if warned.is_some_and(|at| at.elapsed() < WARN_EVERY) {
-        return;
-    }
-    *warned = Some(Instant::now());
+/// Says that connections are closed at the cap.
+fn warn_at_cap(max_conns: usize) {
     tracing::warn!(
         max_conns,
         "admin listener: {max_conns} connections open, its max_conns; new ones are closed at \
@@ -196,13 +174,13 @@ async fn answer(req: Request<Incoming>, state: Arc<State>) -> Result<Reply, Infa
             return Ok(dashboard::reply(asset));
         }
     }
-    if let Some(why) = foreign(&req, state.token.is_some()) {
+    if let Some(why) = foreign(&req, state.config.token.is_some()) {
         return Ok(json(
             StatusCode::FORBIDDEN,
             &serde_json::json!({ "error": why }),
         ));
     }
-    if !authorized(&req, state.token.as_deref()) {
+    if !authorized(&req, state.config.token.as_deref()) {
         let mut reply = json(
             StatusCode::UNAUTHORIZED,
             &serde_json::json!({"error": "a bearer token is required"}),

@@ -9,11 +9,6 @@ use toml_edit::{Item, TableLike};
 
 const ADMIN_KEYS: &[&str] = &["bind", "token", "max_conns", "header_timeout"];
 
-const DEFAULT_MAX_CONNS: u32 = Admin::DEFAULT_MAX_CONNS;
-/// The most `max_conns` may be.
-const MAX_CONNS: u64 = 65_536;
-const DEFAULT_HEADER_TIMEOUT: std::time::Duration = Admin::DEFAULT_HEADER_TIMEOUT;
-
 /// Where the admin listener binds when `[admin]` gives no `bind`.
 pub const DEFAULT_BIND: &str = "127.0.0.1:9901";
 
@@ -62,21 +57,12 @@ pub(crate) fn admin(r: &mut Reader, root: &dyn TableLike, listeners: &[Listener]
             "give the admin listener a port of its own: proxied traffic never shares it",
         );
     }
-    let max_conns = match r.integer(table, "max_conns", MAX_CONNS) {
-        Some(0) => {
-            r.error(
-                table.get("max_conns").and_then(Item::span),
-                "`max_conns` must be at least 1",
-                format!("leave it out for {DEFAULT_MAX_CONNS}"),
-            );
-            DEFAULT_MAX_CONNS
-        }
-        Some(n) => n as u32,
-        None => DEFAULT_MAX_CONNS,
-    };
+    let hint = "leave it out for 64, enough for a few scrapers and dashboards";
+    let max_conns =
+        crate::limits::count(r, table, "max_conns", hint).unwrap_or(Admin::DEFAULT_MAX_CONNS);
     let header_timeout = r
         .timeout(table, "header_timeout")
-        .unwrap_or(DEFAULT_HEADER_TIMEOUT);
+        .unwrap_or(Admin::DEFAULT_HEADER_TIMEOUT);
     Some(Admin {
         bind: addr,
         token,

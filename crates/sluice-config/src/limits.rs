@@ -17,7 +17,7 @@ pub fn max_conns(r: &mut Reader, t: &dyn TableLike) -> Option<u32> {
 }
 
 /// A count of connections under `key`: at least 1 when given (0 is refused with `hint`).
-fn count(r: &mut Reader, t: &dyn TableLike, key: &str, hint: &str) -> Option<u32> {
+pub(crate) fn count(r: &mut Reader, t: &dyn TableLike, key: &str, hint: &str) -> Option<u32> {
     match r.integer(t, key, MAX_CONNS)? {
         0 => {
             let span = t.get(key).and_then(|v| v.span());

@@ -6,18 +6,15 @@
 //! new connections wait in the kernel's listen queue (as at HAProxy's `maxconn`) until
 //! one closes, and the first wait is logged with the figures and how to raise them.
 
-use sluice_accept::{OpenFiles, HOW_TO_RAISE};
+use sluice_accept::{OpenFiles, Rarely, HOW_TO_RAISE};
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 /// Descriptors kept back from client connections, at least: servers' connections,
 /// health checks, logs, DNS, a reload.
 const MIN_RESERVE: u64 = 256;
-/// Waits closer together than this are not logged again.
-const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// The process's count of open client connections against its cap, shared by the
 /// workers.
@@ -26,7 +23,7 @@ pub struct ClientCap {
     max: usize,
     limit: OpenFiles,
     freed: Notify,
-    warned: Mutex<Option<Instant>>,
+    warned: Mutex<Rarely>,
 }
 
 /// One client connection counted against the cap, for as long as it lives.
@@ -52,7 +49,7 @@ impl ClientCap {
             max: usize::try_from(max).unwrap_or(usize::MAX),
             limit,
             freed: Notify::new(),
-            warned: Mutex::new(None),
+            warned: Mutex::new(Rarely::default()),
         }
     }
 
@@ -95,11 +92,9 @@ impl ClientCap {
     }
 
     fn warn(&self) {
-        let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
-        if warned.is_some_and(|at| at.elapsed() < WARN_EVERY) {
+        if !self.warned.lock().unwrap_or_else(|p| p.into_inner()).due() {
             return;
         }
-        *warned = Some(Instant::now());
         tracing::warn!(
             max = self.max,
             "client connections at their cap of {}, what {} leave after a reserve for \
@@ -114,6 +109,7 @@ impl ClientCap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn cap(soft: u64) -> Arc<ClientCap> {
         Arc::new(ClientCap::new(OpenFiles { soft, hard: soft }, 64))

@@ -542,18 +542,9 @@ impl Drop for SluiceProcess {
     }
 }
 
-/// CPU seconds a process has used, user and system, from /proc.
-pub fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // The fields after the command name (which may hold spaces) in parentheses.
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
-    ticks / 100.0
-}
-
 /// CPU seconds `pid` uses over `period`.
 pub async fn cpu_over(pid: u32, period: Duration) -> f64 {
+    let cpu_seconds = sluice_lab::procfs::cpu_seconds;
     let before = cpu_seconds(pid);
     tokio::time::sleep(period).await;
     cpu_seconds(pid) - before
