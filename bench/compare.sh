@@ -66,7 +66,11 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
 SLUICE_BIN=$CARGO_TARGET_DIR/release/sluice
 PGO_BIN=$REPO/target/pgo/release/sluice
-COMMAND_LINE="RUNS=$RUNS DUR=$DUR RATE=$RATE H2_CLIENTS=$H2_CLIENTS HTTPS=$HTTPS${BASELINE:+ BASELINE=$BASELINE}${PGO:+ PGO=$PGO}${ACCESS_LOG:+ ACCESS_LOG=$ACCESS_LOG} $0${*:+ $*}"
+# The baseline is named by the commit it says it was built from, not by a path of this
+# machine (the summary is committed; the path means nothing elsewhere).
+BASELINE_NAME=""
+[[ -n $BASELINE ]] && BASELINE_NAME="<sluice at $("$BASELINE" --version 2>/dev/null | sed -n 's/.*commit \([0-9a-f]*\).*/\1/p')>"
+COMMAND_LINE="RUNS=$RUNS DUR=$DUR RATE=$RATE H2_CLIENTS=$H2_CLIENTS HTTPS=$HTTPS${BASELINE:+ BASELINE=$BASELINE_NAME}${PGO:+ PGO=$PGO}${ACCESS_LOG:+ ACCESS_LOG=$ACCESS_LOG} $0${*:+ $*}"
 
 BUILD=0
 for arg in "$@"; do
@@ -517,7 +521,7 @@ machine_info() {
     # HEAD may have moved since the binary was built (others commit too), so say when it was built.
     echo "- sluice: $("$SLUICE_BIN" --version 2>&1 | head -n1), git $commit$dirty; binary built $(date -u -r "$SLUICE_BIN" '+%Y-%m-%d %H:%M:%S UTC')$STALE"
     [[ -n $PGO ]] && echo "- sluice-pgo: $PGO_BIN (scripts/build-pgo.sh; binary built $(date -u -r "$PGO_BIN" '+%Y-%m-%d %H:%M:%S UTC'))$PGO_STALE"
-    [[ -n $BASELINE ]] && echo "- sluice-base: $BASELINE ($("$BASELINE" --version 2>&1 | head -n1), binary built $(date -u -r "$BASELINE" '+%Y-%m-%d %H:%M:%S UTC'))"
+    [[ -n $BASELINE ]] && echo "- sluice-base: $BASELINE_NAME ($("$BASELINE" --version 2>&1 | head -n1), binary built $(date -u -r "$BASELINE" '+%Y-%m-%d %H:%M:%S UTC'))"
     echo "- nginx: $(nginx -v 2>&1 | head -n1)"
     echo "- haproxy: $(haproxy -v 2>&1 | head -n1)"
     echo "- wrk: $(wrk -v 2>&1 | head -n1 || true)"
