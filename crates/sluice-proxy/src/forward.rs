@@ -16,9 +16,9 @@ use crate::metrics::EjectCause;
 use crate::record::Outcome;
 use crate::route::{RouteId, UpstreamId};
 use crate::state::generation::Generation;
+use crate::state::group::{InFlight, Pick, ServerError, ServerGroup};
 use crate::state::health::now_ns;
-use crate::state::upstream::{InFlight, Pick, ServerError, UpstreamShared};
-use crate::upstream::attempt::{Answer, Attempt};
+use crate::upstream::attempt::{Attempt, Received};
 use std::sync::Arc;
 
 /// Servers one request may try: the first plus at most this many retries.
@@ -108,7 +108,7 @@ async fn try_servers<'g, S: Stream>(
         };
         let ran = bounded(deadline, attempt.run(down, head)).await;
         match ran.unwrap_or_else(|_| Err(past_deadline(req, body.is_some()))) {
-            Ok(answer) => return scope.deliver(down, server, answer, tries, started).await,
+            Ok(received) => return scope.deliver(down, server, received, tries, started).await,
             Err(f) => {
                 let stats = up.servers[server].stats.local();
                 stats.response(f.status);
@@ -149,7 +149,7 @@ fn past_deadline(req: &Request, buffered: bool) -> Failure {
 /// none, or a `100-continue` or upgrade, which wait for the server's word).
 async fn buffer_body<S: Stream>(
     config: &sluice_config::Config,
-    up: &UpstreamShared,
+    up: &ServerGroup,
     down: &mut Downstream<'_, S>,
     req: &Request,
 ) -> Result<Option<Vec<u8>>, Failure> {
@@ -195,7 +195,7 @@ async fn buffer_body<S: Stream>(
 /// the upstream's queue. `Err(None)`: no server is available; `Err(Some)`: the queue
 /// was full or the wait ran out.
 async fn slot<'u>(
-    up: &'u UpstreamShared,
+    up: &'u ServerGroup,
     key: &[u8],
     random: u64,
     tried: &[usize],
@@ -237,7 +237,7 @@ enum Retrying {
 /// [`Failure::may_retry_elsewhere`]), tries remain, and the retry budget has a token.
 /// `report` brings the budget up to date before a token is spent from it.
 fn may_retry(
-    up: &UpstreamShared,
+    up: &ServerGroup,
     req: &Request,
     f: &Failure,
     tries: usize,
@@ -262,7 +262,7 @@ struct Scope<'a, 'g> {
     ctx: &'a Context,
     generation: &'g Generation,
     route: RouteId,
-    up: &'g UpstreamShared,
+    up: &'g ServerGroup,
 }
 
 impl<'g> Scope<'_, 'g> {
@@ -313,16 +313,16 @@ impl<'g> Scope<'_, 'g> {
         &self,
         down: &mut Downstream<'_, S>,
         server: usize,
-        answer: Answer,
+        received: Received,
         tries: usize,
         started: tokio::time::Instant,
     ) -> Outcome<'g> {
-        let Answer {
+        let Received {
             mut upstream,
             resp,
             delivery,
             request_body_unread,
-        } = answer;
+        } = received;
         let mut outcome = self.outcome(Some(server), resp.status, tries);
         let up = self.up;
         let stats = up.servers[server].stats.local();

@@ -10,15 +10,21 @@
 //!
 //! # A request's path
 //!
-//! 1. **Accept** (`runtime::worker`): a worker's listener accepts; the connection gets a
-//!    task running [`session::serve`] with the worker's [`context::Context`].
-//! 2. **Read the head** (`session`): with no buffer while idle (`downstream::buffers`),
-//!    within `header_timeout` (from the accept for the first request) or
-//!    `keepalive_timeout` of idleness.
-//! 3. **Parse** (`http1::request`), **check** (`http1::check`: method, target, `Host`,
-//!    framing), **route** (`route`: host and path, and the hash key), **encode** the head
-//!    for the server (`http1::encode`).
-//! 4. **Forward** (`forward`): pick a server (`state::upstream`), make an **attempt**
+//! 1. **Accept** (`runtime::worker`): a worker's listener accepts; the connection's
+//!    facts are written down once (`client::Client`) and it gets a task running
+//!    [`session::serve`] (or `session::h2::serve`) with the worker's
+//!    [`context::Context`].
+//! 2. **Read the head** (`session::h1`): with no buffer while idle
+//!    (`downstream::buffers`), within `header_timeout` (from the accept for the first
+//!    request) or `keepalive_timeout` of idleness. An HTTP/2 stream's fields stand for
+//!    the same head (`session::h2::head`).
+//! 3. **Parse** (`http1::request`), then the stages both protocols share
+//!    (`session::stages`): **check** (`http1::check`: method, target, `Host`, framing),
+//!    **route** (`route`: host and path, and the hash key), the route's rate limits, and
+//!    **encode** the head for the server (`http1::encode`). Then one function serves the
+//!    request (`session::request`): steps 4 to 6.
+//! 4. **Forward** (`forward`) or answer (`answer`, `session::refusals`): pick a server
+//!    (`state::group`), make an **attempt**
 //!    (`upstream::attempt`: a pooled or new connection from `upstream::pool`, head and
 //!    body out, response head back), retry on another server when the [`failure`]
 //!    allows it and the budget has a token.
@@ -37,6 +43,7 @@
 mod access_log;
 pub mod acme;
 mod answer;
+mod client;
 mod clock;
 mod context;
 mod downstream;
@@ -59,7 +66,7 @@ pub use runtime::view::{
     DnsView, LimitView, ListenerView, QueueView, RouteView, ServerView, Snapshot, UpstreamView,
     View,
 };
-pub use state::upstream::ServerError;
+pub use state::group::ServerError;
 
 #[doc(hidden)]
 pub mod testing;

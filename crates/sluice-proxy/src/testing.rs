@@ -2,9 +2,10 @@
 //! tests against other parsers. Not an API: hidden from the docs, shaped for checking
 //! (owned results, no sockets), and free to change with the codec.
 
+use crate::client::Client;
 use crate::http1::check::check;
 use crate::http1::chunked::ChunkedDecoder;
-use crate::http1::encode::{self, Delivery, Origin};
+use crate::http1::encode::{self, Delivery};
 use crate::http1::head::Framing;
 use crate::http1::request;
 use crate::http1::response::{self, Asked};
@@ -27,12 +28,11 @@ pub struct AcceptedRequest {
 /// Parses a request head as the proxy does: parse, check, route (every upgrade allowed),
 /// encode. `Ok(None)`: incomplete. `Err`: the status and reason the client would get.
 pub fn parse_request(input: &[u8]) -> Result<Option<AcceptedRequest>, (u16, &'static str)> {
-    let origin = Origin {
-        client_ip: "192.0.2.1",
-        proto: "http",
-        listener: std::net::SocketAddr::from(([127, 0, 0, 1], 80)),
-        trusted: false,
-    };
+    let client = Client::new(
+        "192.0.2.1:40000".parse().unwrap(),
+        std::net::SocketAddr::from(([127, 0, 0, 1], 80)),
+        "http",
+    );
     let reject = |r: request::Rejection| (r.status, r.reason);
     let mut headers = request::header_slots();
     let Some(raw) = request::parse(input, &mut headers).map_err(reject)? else {
@@ -41,7 +41,7 @@ pub fn parse_request(input: &[u8]) -> Result<Option<AcceptedRequest>, (u16, &'st
     let checked = check(&raw).map_err(reject)?;
     let mut out = Vec::new();
     let upgrade = checked.offered_upgrade;
-    let lines = encode::request_head(&mut out, raw.headers, &checked, &origin, upgrade, None);
+    let lines = encode::request_head(&mut out, raw.headers, &checked, &client, upgrade, None);
     request::forwarded_lines_fit(lines).map_err(reject)?;
     Ok(Some(AcceptedRequest {
         head_len: raw.head_len,

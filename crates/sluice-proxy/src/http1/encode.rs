@@ -4,6 +4,7 @@
 //! end-to-end headers as they came, hop-by-hop headers dropped, and sluice's own
 //! forwarding, framing and connection headers. No allocation: this runs on every request.
 
+use crate::client::Client;
 use crate::http1::check::Checked;
 use crate::http1::head::{put_decimal, put_header, ConnectionTokens, Framing};
 use crate::http1::response::{Response, ResponseHead};
@@ -23,17 +24,6 @@ impl Edits<'_> {
     }
 }
 
-/// Facts about the client connection: what the forwarding headers carry, and the
-/// listener it came in on (as configured), which routing needs.
-pub struct Origin<'a> {
-    pub client_ip: &'a str,
-    pub proto: &'a str,
-    pub listener: std::net::SocketAddr,
-    /// The client is a trusted proxy: the X-Real-IP, X-Forwarded-Proto and
-    /// X-Forwarded-Host it sends are kept, not replaced.
-    pub trusted: bool,
-}
-
 /// The request head for the server: `upgrade` is the protocol the route lets the client
 /// switch to, if any. Returns how many header lines the server will get (counting the
 /// `Host` an attempt adds to an HTTP/1.0 request without one), so that sluice can keep
@@ -42,32 +32,33 @@ pub fn request_head(
     out: &mut Vec<u8>,
     headers: &[httparse::Header<'_>],
     checked: &Checked<'_>,
-    origin: &Origin<'_>,
+    client: &Client,
     upgrade: Option<&str>,
     edits: Option<&Edits<'_>>,
 ) -> usize {
     out.clear();
     write_request_line(out, checked.method, checked.path);
-    let client = Client {
+    let forwarding = Forwarding {
         conn: &checked.conn,
         host: checked.host,
-        origin,
+        client,
     };
     write_headers(
         out,
         headers,
-        &client,
+        &forwarding,
         checked.request.framing,
         upgrade,
         edits,
     )
 }
 
-/// What the forwarding headers say of the client.
-struct Client<'a> {
+/// What the forwarding headers say of the client: its connection, and what its
+/// request's `Connection` header and `Host` say.
+struct Forwarding<'a> {
     conn: &'a ConnectionTokens<'a>,
     host: &'a str,
-    origin: &'a Origin<'a>,
+    client: &'a Client,
 }
 
 fn write_request_line(out: &mut Vec<u8>, method: &str, path: &str) {
@@ -95,19 +86,19 @@ fn is_ours(name: &str) -> bool {
 fn write_headers(
     out: &mut Vec<u8>,
     headers: &[httparse::Header<'_>],
-    client: &Client<'_>,
+    forwarding: &Forwarding<'_>,
     framing: Framing,
     upgrade: Option<&str>,
     edits: Option<&Edits<'_>>,
 ) -> usize {
     let mut lines = 0;
     for h in headers {
-        if !client.conn.strips(h.name) && !is_ours(h.name) && !Edits::drops(edits, h.name) {
+        if !forwarding.conn.strips(h.name) && !is_ours(h.name) && !Edits::drops(edits, h.name) {
             put_header(out, h.name.as_bytes(), h.value);
             lines += 1;
         }
     }
-    lines += forwarding_headers(out, headers, client, edits);
+    lines += forwarding_headers(out, headers, forwarding, edits);
     if let Some(e) = edits {
         out.extend_from_slice(e.lines);
         lines += e.lines.iter().filter(|b| **b == b'\n').count();
@@ -138,10 +129,10 @@ fn write_headers(
 fn forwarding_headers(
     out: &mut Vec<u8>,
     headers: &[httparse::Header<'_>],
-    client: &Client<'_>,
+    forwarding: &Forwarding<'_>,
     edits: Option<&Edits<'_>>,
 ) -> usize {
-    let (host, origin) = (client.host, client.origin);
+    let (host, client) = (forwarding.host, forwarding.client);
     let ours = |name: &str| !Edits::drops(edits, name);
     // A trusted proxy's value of a header, if it sent one: its last line, the one the
     // proxy nearest sluice wrote when it appended rather than replaced.
@@ -152,7 +143,7 @@ fn forwarding_headers(
                 .rev()
                 .find(|h| h.name.eq_ignore_ascii_case(name))
         };
-        origin.trusted.then(sent).flatten().map(|h| h.value)
+        client.trusted.then(sent).flatten().map(|h| h.value)
     };
     if !host.is_empty() && ours("host") {
         put_header(out, b"Host", host.as_bytes());
@@ -167,15 +158,15 @@ fn forwarding_headers(
             out.extend_from_slice(h.value);
             out.extend_from_slice(b", ");
         }
-        out.extend_from_slice(origin.client_ip.as_bytes());
+        out.extend_from_slice(client.ip.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
     if ours("x-real-ip") {
-        let ip = kept("x-real-ip").unwrap_or(origin.client_ip.as_bytes());
+        let ip = kept("x-real-ip").unwrap_or(client.ip.as_bytes());
         put_header(out, b"X-Real-IP", ip);
     }
     if ours("x-forwarded-proto") {
-        let proto = kept("x-forwarded-proto").unwrap_or(origin.proto.as_bytes());
+        let proto = kept("x-forwarded-proto").unwrap_or(client.proto.as_bytes());
         put_header(out, b"X-Forwarded-Proto", proto);
     }
     let forwarded_host = kept("x-forwarded-host").or((!host.is_empty()).then_some(host.as_bytes()));

@@ -20,22 +20,22 @@ mod tests {
     //! The stages together, as a connection runs them: parse, check, route, encode.
 
     use super::check::{check, Request};
-    use super::encode::{self, Delivery, Origin};
+    use super::encode::{self, Delivery};
     use super::head::Framing;
     use super::request::{self, Rejection, MAX_HEADERS};
     use super::response::{self, Asked, Response};
+    use crate::client::Client;
 
     type Run = Result<Option<(Request, String, String)>, Rejection>;
 
     /// A request head through every stage; the "route" is `host|path`, and only
     /// `websocket` upgrades are allowed.
     fn run_bytes(raw: &[u8]) -> Run {
-        let origin = Origin {
-            client_ip: "10.0.0.9",
-            proto: "http",
-            listener: "127.0.0.1:80".parse().unwrap(),
-            trusted: false,
-        };
+        let client = Client::new(
+            "10.0.0.9:40000".parse().unwrap(),
+            "127.0.0.1:80".parse().unwrap(),
+            "http",
+        );
         let mut headers = request::header_slots();
         let Some(head) = request::parse(raw, &mut headers)? else {
             return Ok(None);
@@ -45,7 +45,7 @@ mod tests {
         let upgrade = checked.offered_upgrade.filter(|p| *p == "websocket");
         checked.request.upgrade = upgrade.map(str::to_string);
         let mut out = Vec::new();
-        let lines = encode::request_head(&mut out, head.headers, &checked, &origin, upgrade, None);
+        let lines = encode::request_head(&mut out, head.headers, &checked, &client, upgrade, None);
         request::forwarded_lines_fit(lines)?;
         Ok(Some((
             checked.request,

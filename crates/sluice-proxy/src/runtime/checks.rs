@@ -9,8 +9,8 @@
 
 use crate::failure::Kind;
 use crate::state::generation::Shared;
+use crate::state::group::ServerState;
 use crate::state::health::now_ns;
-use crate::state::upstream::ServerState;
 use crate::tls::client::ClientTls;
 use sluice_config::{HealthCheck, UpstreamTls};
 use std::collections::HashMap;
@@ -135,7 +135,7 @@ async fn check_loop(
                 if up && bad >= check.fall && server.health.set_checked(false, now) {
                     tracing::warn!(upstream = %upstream, server = %server.addr, cause = %cause, "server down: health checks fail");
                     // Shown with its request failures, so one look says why it is down.
-                    server.remember(crate::state::upstream::ServerError {
+                    server.remember(crate::state::group::ServerError {
                         at: std::time::SystemTime::now(),
                         route: format!("health check {}", check.path),
                         status: cause.status,

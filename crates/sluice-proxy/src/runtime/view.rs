@@ -5,8 +5,8 @@
 use crate::metrics::{HistogramTotal, ListenerTotals, ProxyStats, ServerTotals};
 use crate::runtime::capacity::ClientCap;
 use crate::state::generation::Shared;
+use crate::state::group::ServerError;
 use crate::state::health::now_ns;
-use crate::state::upstream::ServerError;
 use sluice_config::{Action, Balance};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

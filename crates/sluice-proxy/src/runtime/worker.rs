@@ -2,11 +2,12 @@
 //! request [`Context`] (pool of upstream connections, buffers). What it shares with other
 //! workers is the per-upstream state in `Shared` (balancers, in-flight counts, health).
 
+use crate::client::Client;
 use crate::context::Context;
 use crate::metrics::{ListenerStats, ProxyStats};
 use crate::runtime::capacity::ClientCap;
 use crate::runtime::listen::Bound;
-use crate::session::{self, Via};
+use crate::session;
 use crate::state::clients::Entered;
 use crate::state::generation::{Generation, Shared};
 use crate::tls::TlsListener;
@@ -228,17 +229,17 @@ async fn connection(
     let h2c = tls.is_none() && h2c(config, configured);
     let (_entered, crowded) = count_client(&generation, configured, peer.ip());
     let trusted = config.trusted_proxies.iter().any(|n| n.contains(peer.ip()));
-    let via = |proto| Via {
-        listener: configured,
-        proto,
-        crowded,
+    let proto = if tls.is_some() { "https" } else { "http" };
+    let client = Client {
         trusted,
+        crowded,
+        ..Client::new(peer, configured, proto)
     };
     drop(generation);
     match tls {
-        None if h2c => serve_plain(ctx, stream, peer, stats, via("http")).await,
-        None => session::serve(ctx, stream, peer, stats, via("http")).await,
-        Some(tls) => serve_tls(ctx, &tls, stream, (peer, stats), via("https")).await,
+        None if h2c => serve_plain(ctx, stream, &client, stats).await,
+        None => session::serve(ctx, stream, &client, stats).await,
+        Some(tls) => serve_tls(ctx, &tls, stream, &client, stats).await,
     }
 }
 
@@ -272,22 +273,22 @@ async fn serve_tls(
     ctx: &Context,
     tls: &TlsListener,
     stream: tokio::net::TcpStream,
-    (peer, stats): (SocketAddr, &ListenerStats),
-    via: Via,
+    client: &Client,
+    stats: &ListenerStats,
 ) {
     let limit = ctx.generation().shared.config.header_timeout;
     match tokio::time::timeout(limit, tls.acceptor.accept(stream)).await {
         Ok(Ok(stream)) if stream.get_ref().1.alpn_protocol() == Some(b"h2") => {
-            session::h2::serve(ctx, stream, peer, stats, via).await
+            session::h2::serve(ctx, stream, client, stats).await
         }
-        Ok(Ok(stream)) => session::serve(ctx, stream, peer, stats, via).await,
+        Ok(Ok(stream)) => session::serve(ctx, stream, client, stats).await,
         Ok(Err(e)) => {
             stats.local().tls_failed.add(1);
-            tracing::debug!(client = %peer, cause = %e, "TLS handshake failed");
+            tracing::debug!(client = %client.peer, cause = %e, "TLS handshake failed");
         }
         Err(_) => {
             stats.local().tls_failed.add(1);
-            tracing::debug!(client = %peer, "TLS handshake timed out");
+            tracing::debug!(client = %client.peer, "TLS handshake timed out");
         }
     }
 }
@@ -302,16 +303,15 @@ fn h2c(config: &sluice_config::Config, addr: SocketAddr) -> bool {
 async fn serve_plain(
     ctx: &Context,
     stream: tokio::net::TcpStream,
-    peer: SocketAddr,
+    client: &Client,
     stats: &ListenerStats,
-    via: Via,
 ) {
     let limit = ctx.generation().shared.config.header_timeout;
     let preface = tokio::time::timeout(limit, starts_with_preface(&stream)).await;
     if matches!(preface, Ok(true)) {
-        session::h2::serve(ctx, stream, peer, stats, via).await
+        session::h2::serve(ctx, stream, client, stats).await
     } else {
-        session::serve(ctx, stream, peer, stats, via).await
+        session::serve(ctx, stream, client, stats).await
     }
 }
 

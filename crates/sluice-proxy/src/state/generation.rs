@@ -12,8 +12,8 @@ use crate::metrics::RouteStats;
 use crate::route::router::Router;
 use crate::route::{RouteId, UpstreamId};
 use crate::state::clients::ClientConns;
+use crate::state::group::{ServerGroup, ServerState};
 use crate::state::limits::{self, Limiter};
-use crate::state::upstream::{ServerState, UpstreamShared};
 use crate::tls::client::ClientTls;
 use crate::tls::TlsListener;
 use sluice_config::{Config, Route};
@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 pub struct Shared {
     pub config: Arc<Config>,
-    pub upstreams: Vec<Arc<UpstreamShared>>,
+    pub upstreams: Vec<Arc<ServerGroup>>,
     /// Each route's counters (by index of `config.routes`), carried over a reload for a
     /// route with the same host and path.
     pub routes: Vec<Arc<RouteStats>>,
@@ -55,7 +55,7 @@ impl Shared {
     }
 
     /// Upstream `u`'s state (its servers, balancer and queue).
-    pub fn upstream(&self, u: UpstreamId) -> &UpstreamShared {
+    pub fn upstream(&self, u: UpstreamId) -> &ServerGroup {
         &self.upstreams[u.0]
     }
 
@@ -109,7 +109,7 @@ impl Shared {
             Vec<Option<ClientTls>>,
         ),
     ) -> Self {
-        let upstreams: Vec<Arc<UpstreamShared>> = config
+        let upstreams: Vec<Arc<ServerGroup>> = config
             .upstreams
             .iter()
             .zip(clients)
@@ -118,7 +118,7 @@ impl Shared {
                     previous.and_then(|p| p.upstreams.iter().find(|o| o.config.name == u.name));
                 match old {
                     Some(old) if old.config == *u => old.clone(),
-                    _ => Arc::new(UpstreamShared::new(u.clone(), old.map(|o| &**o), client)),
+                    _ => Arc::new(ServerGroup::new(u.clone(), old.map(|o| &**o), client)),
                 }
             })
             .collect();

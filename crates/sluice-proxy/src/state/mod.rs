@@ -1,5 +1,5 @@
 //! What workers share, and what a config generation is built into: per-upstream
-//! balancers and retry budgets (`upstream`), each server's state (`server`), health
+//! balancers and retry budgets of each upstream's servers (`group`), each server's state (`server`), health
 //! (`health`) and, while it is limited, idle connections (`idle`), rate limits
 //! (`limits`), connections per client (`clients`), the queue of requests waiting for a
 //! server with room (`queue`), and the generation that ties them to a config
@@ -8,9 +8,9 @@
 pub mod adaptive;
 pub mod clients;
 pub mod generation;
+pub mod group;
 pub mod health;
 pub mod idle;
 pub mod limits;
 pub mod queue;
 pub mod server;
-pub mod upstream;

@@ -12,7 +12,7 @@ use crate::http1::response::{self, Asked, Response, MAX_RESPONSE_HEAD};
 use crate::io::body::{Transfer, TransferError};
 use crate::io::conn::bounded;
 use crate::io::{write_all, Conn, ServerStream, Stream};
-use crate::state::upstream::UpstreamShared;
+use crate::state::group::ServerGroup;
 use crate::tls::client::ClientTls;
 use crate::upstream::pool::Pool;
 use bytes::Buf;
@@ -26,7 +26,7 @@ use tokio::net::TcpStream;
 const MAX_INTERIM: usize = 8;
 
 /// What the buffered bytes of a response head gave.
-enum Head {
+enum Buffered {
     /// Not all of it yet.
     Incomplete,
     /// A 1xx head, prepared for the client when `relay` (an HTTP/1.0 client gets none).
@@ -36,7 +36,7 @@ enum Head {
 }
 
 /// A response whose head is read (and prepared for the client): the body is next.
-pub struct Answer {
+pub struct Received {
     pub upstream: Conn<ServerStream>,
     pub resp: Response,
     pub delivery: Delivery,
@@ -48,7 +48,7 @@ pub struct Answer {
 /// One attempt: everything it needs besides the connections and buffers.
 pub struct Attempt<'a> {
     pub pool: &'a Pool,
-    pub up: &'a UpstreamShared,
+    pub up: &'a ServerGroup,
     pub server: usize,
     pub req: &'a Request,
     /// The worker is draining: the client connection will close after this response.
@@ -69,7 +69,7 @@ impl Attempt<'_> {
         &self,
         down: &mut Downstream<'_, S>,
         head: &[u8],
-    ) -> Result<Answer, Failure> {
+    ) -> Result<Received, Failure> {
         // The pool is per address: a connection of the other kind (plain or TLS, from
         // another upstream listing the same address) is not this upstream's.
         let tls = self.up.tls.is_some();
@@ -89,7 +89,7 @@ impl Attempt<'_> {
                     if let Some(started) = started {
                         self.up.observe(self.server, started.elapsed());
                     }
-                    return Ok(Answer {
+                    return Ok(Received {
                         upstream,
                         resp,
                         delivery,
@@ -266,8 +266,8 @@ impl Attempt<'_> {
         let mut interim = 0;
         loop {
             match self.take_head(upstream, down, keep_alive)? {
-                Head::Final(resp, delivery) => return Ok((resp, delivery)),
-                Head::Interim { relay } => {
+                Buffered::Final(resp, delivery) => return Ok((resp, delivery)),
+                Buffered::Interim { relay } => {
                     interim += 1;
                     if interim > MAX_INTERIM {
                         return Err(self.broken("too many 1xx responses"));
@@ -276,7 +276,7 @@ impl Attempt<'_> {
                         down.send_interim().await?;
                     }
                 }
-                Head::Incomplete => self.read_more(upstream).await?,
+                Buffered::Incomplete => self.read_more(upstream).await?,
             }
         }
     }
@@ -289,13 +289,13 @@ impl Attempt<'_> {
         upstream: &mut Conn<ServerStream>,
         down: &mut Downstream<'_, S>,
         keep_alive: bool,
-    ) -> Result<Head, Failure> {
+    ) -> Result<Buffered, Failure> {
         let asked = Asked {
             is_head: self.req.is_head,
             upgrade: self.req.upgrade.as_deref(),
         };
         if upstream.buf.is_empty() {
-            return Ok(Head::Incomplete);
+            return Ok(Buffered::Incomplete);
         }
         let mut headers = response::header_slots();
         let parsed = response::parse(&upstream.buf, &mut headers);
@@ -307,15 +307,15 @@ impl Attempt<'_> {
             None if upstream.buf.len() > MAX_RESPONSE_HEAD => {
                 return Err(self.broken("response head too large"))
             }
-            None => return Ok(Head::Incomplete),
+            None => return Ok(Buffered::Incomplete),
         };
         let resp = response::classify(&head, asked).map_err(|c| self.broken(c))?;
         let taken = if resp.interim {
-            Head::Interim {
+            Buffered::Interim {
                 relay: down.prepare_interim(&head, &resp),
             }
         } else {
-            Head::Final(resp, down.prepare_response(&head, &resp, keep_alive))
+            Buffered::Final(resp, down.prepare_response(&head, &resp, keep_alive))
         };
         upstream.buf.advance(resp.head_len);
         Ok(taken)

@@ -196,7 +196,10 @@ async fn all_servers_down_then_back() {
     assert_eq!(get(p.addr, "/").await.status, 200);
     backends.iter_mut().for_each(SluiceProcess::kill);
     // Within a check interval both are marked down; then every request is a quick 503.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    p.until("both servers checked down", |s| {
+        s.upstreams[0].servers.iter().all(|v| !v.checked_up)
+    })
+    .await;
     let mut c = Client::connect(p.addr).await;
     for _ in 0..20 {
         let started = Instant::now();

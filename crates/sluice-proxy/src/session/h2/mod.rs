@@ -16,16 +16,18 @@ mod head;
 mod reuse;
 mod wakes;
 
-use super::{captured, dispatch, head_stages, logged, response_edits, Counted, Head, Target, Via};
+use super::refusals::{host_and_path, refused};
+use super::request::{self, captured, logged, response_edits, Prepared};
+use super::stages::{head_stages, Staged, Target};
+use super::Counted;
+use crate::client::Client;
 use crate::context::Context;
 use crate::downstream::buffers::{Buffers, Scratch};
 use crate::downstream::h2::Http2;
 use crate::downstream::Downstream;
 use crate::failure::{Body, Failure, Kind};
-use crate::http1::encode::Origin;
 use crate::http1::request::Rejection;
 use crate::metrics::ListenerStats;
-use crate::record::{record, Outcome};
 use bytes::{Bytes, BytesMut};
 use futures_util::future::FutureExt;
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -47,30 +49,16 @@ use wakes::{Wakes, CONN, STREAMS};
 pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     ctx: &Context,
     stream: S,
-    peer: SocketAddr,
-    listener: &ListenerStats,
-    via: Via,
+    client: &Client,
+    stats: &ListenerStats,
 ) {
-    let _open = Counted::open(listener);
+    let _open = Counted::open(stats);
     let config = ctx.generation().shared.config.clone();
     let handshake = builder(&config).handshake(stream);
     let Ok(Ok(conn)) = tokio::time::timeout(config.header_timeout, handshake).await else {
         return;
     };
-    let client_ip = peer.ip().to_string();
-    let origin = Origin {
-        client_ip: &client_ip,
-        proto: via.proto,
-        listener: via.listener,
-        trusted: via.trusted,
-    };
-    let from = From {
-        ctx,
-        peer,
-        listener,
-        origin: &origin,
-        crowded: via.crowded,
-    };
+    let from = From { ctx, client, stats };
     run(conn, &from, &config).await;
 }
 
@@ -103,7 +91,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
     // Polled once, so the drain wakes this task; after that `ctx.draining()` says it
     // (the flag is set before the waiters are woken).
     let mut drain_armed = false;
-    let mut draining = from.crowded;
+    let mut draining = from.client.crowded;
     if draining {
         conn.graceful_shutdown();
     }
@@ -116,7 +104,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
             }
             if wakes.take(CONN) {
                 let room = streams.len() < at_once && !draining;
-                match drive(&mut conn, &wakes, room, from.peer) {
+                match drive(&mut conn, &wakes, room, from.client.peer) {
                     Poll::Ready(Some((request, respond))) => {
                         let stream = || one_stream(from, request, respond);
                         streams.push(Reused::new(spare.take(), stream));
@@ -241,15 +229,13 @@ fn builder(config: &sluice_config::Config) -> h2::server::Builder {
     builder
 }
 
-/// What every stream of a connection shares: the worker and where the client is.
+/// What every stream of a connection shares: the worker, the client connection and its
+/// listener's counters. (A client over `max_conns_per_client` has every stream answered
+/// 429, and is sent GOAWAY at once.)
 struct From<'a> {
     ctx: &'a Context,
-    peer: SocketAddr,
-    listener: &'a ListenerStats,
-    origin: &'a Origin<'a>,
-    /// Over `max_conns_per_client`: every stream is answered 429, and GOAWAY is sent at
-    /// once.
-    crowded: bool,
+    client: &'a Client,
+    stats: &'a ListenerStats,
 }
 
 /// One stream: its head through the shared stages, then the shared dispatch.
@@ -283,21 +269,21 @@ async fn serve_stream(
     mut respond: SendResponse<Bytes>,
     (text, scratch): (&mut BytesMut, &mut Scratch),
 ) {
-    let (ctx, peer, listener) = (from.ctx, from.peer, from.listener);
+    let (ctx, client) = (from.ctx, (from.client, from.stats));
+    let started = || (crate::clock::now(), std::time::SystemTime::now());
     let body = !recv.is_end_stream();
     let timeout = ctx.generation().shared.config.client_idle_timeout;
     if let Some(why) = head::malformed(&parts) {
         // A malformed request is a stream error (RFC 9113 8.1.1): reset, not answered.
         respond.send_reset(h2::Reason::PROTOCOL_ERROR);
-        return refused(
-            from,
-            Failure::downstream(Kind::Malformed, 400, why, Body::Partial),
-        );
+        let failure = Failure::downstream(Kind::Malformed, 400, why, Body::Partial);
+        return refused(ctx, client, failure, started());
     }
-    let (req, target, generation) = match stages(from, &parts, body, (text, scratch)) {
-        Ok((req, _, generation)) if from.crowded => (req, super::crowded(), generation),
-        Ok(parsed) => parsed,
+    let staged = match stages(from, &parts, body, (text, scratch)) {
+        Ok(staged) if from.client.crowded => staged.crowded(),
+        Ok(staged) => staged,
         Err(rejection) => {
+            let started = started();
             let mut down: Downstream<'_, TcpStream> = Downstream::Http2(Http2 {
                 respond: &mut respond,
                 recv: &mut recv,
@@ -308,60 +294,36 @@ async fn serve_stream(
                 edits: None,
             });
             down.send_error(rejection.status, false).await;
-            return refused(from, Failure::from(rejection));
+            return refused(ctx, client, Failure::from(rejection), started);
         }
     };
-    let unrouted = matches!(target, Target::Unrouted);
-    let logged = logged(&generation, text, &mut scratch.log);
+    let log = logged(&staged.generation, text, &mut scratch.log);
     // The log names the protocol the client spoke, not the head it stands for.
-    if let Some(((end, _), _)) = logged {
+    if let Some(((end, _), _)) = log {
         if scratch.log[..end].ends_with("HTTP/1.1") {
             scratch.log.replace_range(end - 8..end, "HTTP/2.0");
         }
     }
-    let unrouted = unrouted.then(|| super::host_and_path(text));
-    let edits = response_edits(&generation, &target, &scratch.response_edits);
+    let unrouted = matches!(staged.target, Target::Unrouted).then(|| host_and_path(text));
+    // The route's response edits borrow the generation while `staged` moves on.
+    let generation = staged.generation.clone();
+    let edits = response_edits(&generation, &staged.target, &scratch.response_edits);
     let mut down: Downstream<'_, TcpStream> = Downstream::Http2(Http2 {
         respond: &mut respond,
         recv: &mut recv,
         out: &mut scratch.out,
         pending: None,
-        is_head: req.is_head,
+        is_head: staged.request.is_head,
         timeout,
         edits,
     });
-    let prepared = (&scratch.head[..], &scratch.key[..]);
-    let mut outcome = dispatch(
-        ctx,
-        &generation,
-        &mut down,
-        &req,
-        target,
-        prepared,
+    let prepared = Prepared {
+        head: &scratch.head,
+        key: &scratch.key,
         unrouted,
-    )
-    .await;
-    outcome.client = Some(peer);
-    record(
-        ctx,
-        &generation,
-        listener,
-        &outcome,
-        captured(logged, &scratch.log),
-    );
-}
-
-/// Records a stream sluice answered itself (or reset) for `failure`.
-fn refused(from: &From<'_>, failure: Failure) {
-    let mut outcome = Outcome::unrouted(failure.status, failure);
-    outcome.client = Some(from.peer);
-    record(
-        from.ctx,
-        &from.ctx.generation(),
-        from.listener,
-        &outcome,
-        None,
-    );
+        logged: captured(log, &scratch.log),
+    };
+    request::serve(ctx, client, &mut down, staged, prepared).await;
 }
 
 /// The stream's head through the shared stages, as the HTTP/1.1 head it stands for;
@@ -371,7 +333,7 @@ fn stages(
     parts: &http::request::Parts,
     body: bool,
     (text, scratch): (&mut BytesMut, &mut Scratch),
-) -> Result<Head, Rejection> {
+) -> Result<Staged, Rejection> {
     let mut joined = Vec::new();
     head::join_cookies(parts, &mut joined);
     let needed = head::slots_needed(parts);
@@ -384,9 +346,8 @@ fn stages(
         &mut on_heap[..]
     };
     let raw = head::stand_in(parts, body, &joined, slots)?;
-    let staged = head_stages(from.ctx, &raw, from.origin, scratch)?;
-    let (_, target, generation) = &staged;
-    if matches!(target, Target::Unrouted) || generation.shared.access_log.is_some() {
+    let staged = head_stages(from.ctx, &raw, from.client, scratch)?;
+    if matches!(staged.target, Target::Unrouted) || staged.generation.shared.access_log.is_some() {
         head::write(&raw, text);
     }
     Ok(staged)

@@ -18,7 +18,7 @@ pub const STREAMS: u8 = 2;
 
 /// The flags, and the task to wake when a flag is raised outside a pass.
 #[derive(Default)]
-struct Shared {
+struct WakeState {
     flags: AtomicU8,
     polling: AtomicBool,
     task: AtomicWaker,
@@ -26,7 +26,7 @@ struct Shared {
 
 /// One part's waker: raises its flag.
 struct Flag {
-    shared: Arc<Shared>,
+    shared: Arc<WakeState>,
     bit: u8,
 }
 
@@ -45,7 +45,7 @@ impl Wake for Flag {
 
 /// The wakers of a connection's two parts, and their flags.
 pub struct Wakes {
-    shared: Arc<Shared>,
+    shared: Arc<WakeState>,
     pub conn: Waker,
     pub streams: Waker,
 }
@@ -53,7 +53,7 @@ pub struct Wakes {
 impl Wakes {
     /// Both flags raised: the first pass polls both parts.
     pub fn new() -> Wakes {
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(WakeState::default());
         shared.flags.store(CONN | STREAMS, Ordering::SeqCst);
         let waker = |bit| {
             Waker::from(Arc::new(Flag {

@@ -1,6 +1,6 @@
-//! An upstream as all workers share it: its servers, its balancer, its retry budget,
-//! and its queue (picking a server goes through the queue when servers have
-//! `max_conns`).
+//! An upstream (a named group of servers) as all workers share it: its servers, its
+//! balancer, its retry budget, and its queue (picking a server goes through the queue
+//! when servers have `max_conns`).
 //!
 //! One balancer serves every worker: `least_conn` and `random_two` see the whole
 //! process's load, and round robin keeps its exact sequence however the kernel spreads
@@ -34,7 +34,7 @@ pub enum Pick<'q> {
     None,
 }
 
-pub struct UpstreamShared {
+pub struct ServerGroup {
     pub config: Upstream,
     /// TLS to the servers, when the upstream has `tls`.
     pub tls: Option<ClientTls>,
@@ -47,13 +47,9 @@ pub struct UpstreamShared {
     limited: bool,
 }
 
-impl UpstreamShared {
+impl ServerGroup {
     /// Builds the upstream, reusing the state of servers listed in `previous`.
-    pub fn new(
-        config: Upstream,
-        previous: Option<&UpstreamShared>,
-        tls: Option<ClientTls>,
-    ) -> Self {
+    pub fn new(config: Upstream, previous: Option<&ServerGroup>, tls: Option<ClientTls>) -> Self {
         let servers: Vec<Arc<ServerState>> = config
             .servers
             .iter()
@@ -72,7 +68,7 @@ impl UpstreamShared {
             // Limits raised or servers added: waiters take the new room first.
             queue.pump(&mut queue.lock(), &servers);
         }
-        UpstreamShared {
+        ServerGroup {
             tls,
             limited: config.adaptive || config.servers.iter().any(|s| s.max_conns.is_some()),
             servers,
@@ -295,7 +291,7 @@ const BUDGET_RESERVE: f64 = 10.0;
 impl RetryBudget {
     /// A budget that keeps the tokens of the upstream it replaces: a reload must not hand a
     /// failing upstream a fresh reserve of retries.
-    fn carried(ratio: f64, previous: Option<&UpstreamShared>) -> Self {
+    fn carried(ratio: f64, previous: Option<&ServerGroup>) -> Self {
         let tokens = previous.map_or(BUDGET_RESERVE, |p| {
             p.budget.lock().unwrap_or_else(|e| e.into_inner()).tokens
         });

@@ -1,0 +1,241 @@
+//! A request head's stages, the same for both protocols: check, route (with the hash
+//! key), the route's rate limits, and encode (the head for the server, or the whole
+//! answer when sluice answers itself). What comes out is a [`Staged`] request: where it
+//! goes, and the generation that routed it.
+
+use crate::answer::{self, Local};
+use crate::client::Client;
+use crate::context::Context;
+use crate::downstream::buffers::Scratch;
+use crate::http1::check::{check, Checked, Request};
+use crate::http1::encode::{self, Edits};
+use crate::http1::request::{self, RawRequest, Rejection};
+use crate::route::key::{self, View};
+use crate::route::{RouteId, UpstreamId};
+use crate::state::generation::Generation;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Where a request goes, decided with its head.
+pub(crate) enum Target {
+    /// Forward on this route to this upstream (its head for the server is in
+    /// `scratch.head`).
+    Forward(RouteId, UpstreamId),
+    /// Answered by sluice on this route (its whole answer head is in `scratch.head`).
+    Answer(RouteId, Local),
+    /// An ACME HTTP-01 challenge sluice answers itself (the answer in `scratch.head`).
+    Challenge(Local),
+    /// No route matches.
+    Unrouted,
+    /// A limit refused it: 429, come back after this long. The route's rate limit, or
+    /// (no route) the client has too many connections open, and this one closes.
+    Limited(Option<RouteId>, Duration),
+}
+
+impl Target {
+    /// The route whose response header edits apply to what the client gets.
+    pub(crate) fn route(&self) -> Option<RouteId> {
+        match self {
+            Target::Forward(r, _) | Target::Answer(r, _) => Some(*r),
+            // sluice's own refusal: not edited like the route's answers.
+            Target::Challenge(_) | Target::Unrouted | Target::Limited(..) => None,
+        }
+    }
+}
+
+/// A request whose head passed its stages: the request, where it goes, and the
+/// generation that routed it (the request is served by that generation to the end).
+pub(crate) struct Staged {
+    pub request: Request,
+    pub target: Target,
+    pub generation: Rc<Generation>,
+}
+
+impl Staged {
+    /// The same request, answered 429 whatever it asked for: its client is over
+    /// `max_conns_per_client`.
+    pub(crate) fn crowded(self) -> Staged {
+        Staged {
+            target: Target::Limited(None, Duration::from_secs(1)),
+            ..self
+        }
+    }
+}
+
+/// A parsed head through its stages: check, route, encode. The head for the server (or
+/// the answer's head) ends up in `scratch.head`, the hash key (when the upstream
+/// hashes) in `scratch.key`. HTTP/2 streams come in here with the head their fields
+/// stand for (`session::h2`), without writing it out.
+pub(crate) fn head_stages(
+    ctx: &Context,
+    raw: &RawRequest<'_, '_>,
+    client: &Client,
+    scratch: &mut Scratch,
+) -> Result<Staged, Rejection> {
+    let generation = ctx.generation();
+    let checked = check(raw)?;
+    if raw.head_len > generation.shared.config.max_header_bytes {
+        return Err(too_large());
+    }
+    let view = View {
+        host: checked.routing_host(),
+        target: checked.routing_path(),
+        headers: raw.headers,
+        client_ip: &client.ip,
+        scheme: client.proto,
+    };
+    let staged = |request, target| Staged {
+        request,
+        target,
+        generation: generation.clone(),
+    };
+    if let Some(key_authorization) = acme_challenge(&generation, view.target) {
+        let local = answer::challenge(&key_authorization, &checked, &mut scratch.head);
+        return Ok(staged(checked.request, Target::Challenge(local)));
+    }
+    let route = route(&generation, client.listener, &view, &mut scratch.key);
+    if let Some(r) = route {
+        if let Some(wait) = rate_limited(&generation, r, &view, &mut scratch.limit_key) {
+            return Ok(staged(checked.request, Target::Limited(Some(r), wait)));
+        }
+    }
+    if let Some(c) = route.map(|r| generation.shared.route(r)) {
+        if !c.response_headers.set.is_empty() {
+            key::render(&c.response_headers, &view, &mut scratch.response_edits);
+        }
+    }
+    let (request, target) = match route {
+        Some(r) if generation.shared.route(r).upstream().is_none() => {
+            let local = answer_locally(&generation, r, &view, (raw, &checked), scratch);
+            (checked.request, Target::Answer(r, local))
+        }
+        _ => encode_for_server(&generation, route, &view, (raw, checked), client, scratch)?,
+    };
+    Ok(staged(request, target))
+}
+
+/// The whole answer of route `r`, which answers itself, into `scratch.head`.
+fn answer_locally(
+    generation: &Generation,
+    r: RouteId,
+    view: &View<'_>,
+    (raw, checked): (&RawRequest<'_, '_>, &Checked<'_>),
+    scratch: &mut Scratch,
+) -> Local {
+    let c = generation.shared.route(r);
+    let edits = (!c.response_headers.is_empty()).then_some(Edits {
+        rules: &c.response_headers,
+        lines: &scratch.response_edits,
+    });
+    answer::prepare(
+        c,
+        view,
+        checked,
+        raw.headers,
+        edits.as_ref(),
+        &mut scratch.head,
+    )
+}
+
+/// The head for the server into `scratch.head` (with the route's request header edits
+/// and the upgrade it allows), and where the request goes: its route's upstream, or
+/// nowhere.
+fn encode_for_server(
+    generation: &Generation,
+    route: Option<RouteId>,
+    view: &View<'_>,
+    (raw, mut checked): (&RawRequest<'_, '_>, Checked<'_>),
+    client: &Client,
+    scratch: &mut Scratch,
+) -> Result<(Request, Target), Rejection> {
+    let config = route.map(|r| generation.shared.route(r));
+    let edits = config.filter(|c| !c.request_headers.is_empty()).map(|c| {
+        key::render(&c.request_headers, view, &mut scratch.request_edits);
+        Edits {
+            rules: &c.request_headers,
+            lines: &scratch.request_edits,
+        }
+    });
+    let upgrade = checked
+        .offered_upgrade
+        .filter(|p| allows_upgrade(generation, route, p));
+    let lines = encode::request_head(
+        &mut scratch.head,
+        raw.headers,
+        &checked,
+        client,
+        upgrade,
+        edits.as_ref(),
+    );
+    request::forwarded_lines_fit(lines)?;
+    checked.request.upgrade = upgrade.map(str::to_string);
+    let upstream = route.and_then(|r| generation.shared.upstream_of(r));
+    let target = match (route, upstream) {
+        (Some(r), Some(u)) => Target::Forward(r, u),
+        _ => Target::Unrouted,
+    };
+    Ok((checked.request, target))
+}
+
+/// The route for a request, and its hash key in `key` when its upstream hashes.
+fn route(
+    generation: &Generation,
+    listener: SocketAddr,
+    view: &View<'_>,
+    key: &mut Vec<u8>,
+) -> Option<RouteId> {
+    let route = generation.router.find(listener, view.host, view.target)?;
+    key.clear();
+    let upstream = generation.shared.upstream_of(route);
+    if let Some(template) = upstream.and_then(|u| generation.shared.upstream(u).key_template()) {
+        key::evaluate(template, view, key);
+    }
+    Some(route)
+}
+
+/// How long until the request would be allowed, if a rate limit of route `r` refuses
+/// it (each of the route's limits counts it, in order, until one refuses).
+fn rate_limited(
+    generation: &Generation,
+    r: RouteId,
+    view: &View<'_>,
+    key: &mut Vec<u8>,
+) -> Option<Duration> {
+    generation.shared.route(r).limits.iter().find_map(|l| {
+        let limiter = &generation.shared.limits[*l];
+        key.clear();
+        key::evaluate(&limiter.config.key, view, key);
+        limiter.check(key)
+    })
+}
+
+/// The key authorization when the request asks for an ACME challenge sluice is being
+/// validated on (before any route: a CA must reach it whatever the routes say).
+fn acme_challenge(generation: &Generation, target: &str) -> Option<String> {
+    generation.shared.config.acme.as_ref()?;
+    generation.shared.challenges.answer(target)
+}
+
+/// True when the route lets a client switch to `protocol` (the first one it offers).
+fn allows_upgrade(generation: &Generation, route: Option<RouteId>, protocol: &str) -> bool {
+    let first = protocol.split(',').next().unwrap_or("");
+    let first = first.trim_matches([' ', '\t']);
+    let first = first.split('/').next().unwrap_or(first);
+    route.is_some_and(|r| {
+        generation
+            .shared
+            .route(r)
+            .upgrade
+            .iter()
+            .any(|p| p.eq_ignore_ascii_case(first))
+    })
+}
+
+/// The refusal of a head larger than `max_header_bytes`.
+pub(crate) fn too_large() -> Rejection {
+    Rejection {
+        status: 431,
+        reason: "request head larger than max_header_bytes",
+    }
+}
