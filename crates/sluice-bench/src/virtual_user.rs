@@ -4,11 +4,11 @@
 //! HTTP steps share one keep-alive connection per user; WebSocket and STOMP steps, the
 //! user's one WebSocket. Every step's outcome is a sample under the step's name.
 
-use crate::conn::{connect, Connection};
+use crate::conn::{connect, Connection, ExchangeError};
 use crate::plan::Length;
 use crate::scenario::{Action, Scenario, ScenarioStep, Stomp, Template};
 use crate::stomp;
-use crate::websocket::{Incoming, WsConn, CLOSED};
+use crate::websocket::{Incoming, SocketError, WsConn};
 use crate::worker::{Check, Outgoing, StepOutcome, Worker};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -17,6 +17,30 @@ use tokio::time::Instant;
 
 /// How often a user that finished its loop looks whether its messages have all come.
 const DELIVERY_POLL: Duration = Duration::from_millis(20);
+
+/// Why a WebSocket or STOMP step failed. Its `Display` is the error kind reports count
+/// by: the words are the ones the generator always counted.
+#[derive(Debug, thiserror::Error)]
+enum StepError {
+    #[error("no websocket open (a ws step comes first)")]
+    NoSocket,
+    /// The TCP connection for the WebSocket (its words: `connect: ...`).
+    #[error(transparent)]
+    Connect(ExchangeError),
+    #[error(transparent)]
+    Socket(#[from] SocketError),
+    #[error("not subscribed to {0}")]
+    NotSubscribed(String),
+    /// The broker's ERROR frame, by its `message` header (else its body).
+    #[error("STOMP ERROR: {0}")]
+    Stomp(String),
+    /// Text where a STOMP frame was due: a frame that did not parse (described by the
+    /// reader) or a message that is no STOMP at all, counted as its own words.
+    #[error("{0}")]
+    NotAFrame(String),
+    #[error("timeout")]
+    Timeout,
+}
 
 /// This thread's users of a scenario step: users `index, index + threads, ...`.
 pub async fn run_scenario(
@@ -128,7 +152,10 @@ impl VirtualUser {
         let began = Instant::now();
         let outcome = tokio::select! {
             r = tokio::time::timeout(timeout, self.socket_step(&step.action)) => {
-                r.unwrap_or_else(|_| StepOutcome { error: Some("timeout".into()), ..Default::default() })
+                r.unwrap_or_else(|_| StepOutcome {
+                    error: Some(StepError::Timeout.to_string()),
+                    ..Default::default()
+                })
             }
             () = w.interrupted() => return,
         };
@@ -208,7 +235,7 @@ impl VirtualUser {
             Action::WsSend(text) => {
                 let text = self.render(text);
                 match self.ws() {
-                    Ok(ws) => ws.send(text).await,
+                    Ok(ws) => ws.send(text).await.map_err(StepError::from),
                     Err(e) => Err(e),
                 }
             }
@@ -228,29 +255,27 @@ impl VirtualUser {
                 bytes_out,
             },
             Err(e) => StepOutcome {
-                error: Some(e),
+                error: Some(e.to_string()),
                 bytes_in,
                 bytes_out: 0,
             },
         }
     }
 
-    fn ws(&mut self) -> Result<&mut WsConn, String> {
-        self.ws
-            .as_mut()
-            .ok_or_else(|| "no websocket open (a ws step comes first)".to_string())
+    fn ws(&mut self) -> Result<&mut WsConn, StepError> {
+        self.ws.as_mut().ok_or(StepError::NoSocket)
     }
 
     async fn open(
         &mut self,
         path: &Template,
         headers: &[(String, Template)],
-    ) -> Result<(), String> {
+    ) -> Result<(), StepError> {
         self.ws = None;
         let target = &self.scenario.target;
         let stream = connect(target.addr, self.w.source())
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(StepError::Connect)?;
         let headers = self.render_headers(headers);
         let path = self.render(path);
         let deliveries = self.w.deliveries.clone();
@@ -269,7 +294,7 @@ impl VirtualUser {
 
     /// Waits for a message containing `text`, dropping others (as JMeter's WebSocket
     /// read sampler does).
-    async fn expect(&mut self, text: &Template) -> Result<u64, String> {
+    async fn expect(&mut self, text: &Template) -> Result<u64, StepError> {
         let needle = self.render(text);
         let ws = self.ws()?;
         ws.inbox
@@ -283,10 +308,11 @@ impl VirtualUser {
             .await
     }
 
-    async fn close(&mut self) -> Result<u64, String> {
+    async fn close(&mut self) -> Result<u64, StepError> {
         let result = self.ws()?.close().await;
         self.ws = None;
-        result.map(|()| 0)
+        result?;
+        Ok(0)
     }
 
     /// The next id for a subscription or a receipt, unique within this user.
@@ -295,7 +321,7 @@ impl VirtualUser {
         format!("{prefix}-{}-{}", self.user, self.frames)
     }
 
-    async fn stomp(&mut self, step: &Stomp) -> Result<u64, String> {
+    async fn stomp(&mut self, step: &Stomp) -> Result<u64, StepError> {
         match step {
             Stomp::Connect { headers } => self.stomp_connect(headers).await,
             Stomp::Subscribe {
@@ -313,7 +339,7 @@ impl VirtualUser {
         }
     }
 
-    async fn stomp_connect(&mut self, headers: &[(String, Template)]) -> Result<u64, String> {
+    async fn stomp_connect(&mut self, headers: &[(String, Template)]) -> Result<u64, StepError> {
         let host = self.scenario.target.authority.clone();
         let extra = self.render_headers(headers);
         // The step's headers first: in STOMP the first of a repeated header counts, and a
@@ -346,7 +372,7 @@ impl VirtualUser {
         destination: &Template,
         headers: &[(String, Template)],
         receipt: bool,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, StepError> {
         let destination = self.render(destination);
         let id = self.next_id("sub");
         let receipt_id = self.next_id("receipt");
@@ -374,17 +400,17 @@ impl VirtualUser {
         Ok(n)
     }
 
-    async fn unsubscribe(&mut self, destination: &Template) -> Result<u64, String> {
+    async fn unsubscribe(&mut self, destination: &Template) -> Result<u64, StepError> {
         let destination = self.render(destination);
         let i = self
             .subscriptions
             .iter()
             .position(|(d, _)| *d == destination)
-            .ok_or_else(|| format!("not subscribed to {destination}"))?;
+            .ok_or_else(|| StepError::NotSubscribed(destination.clone()))?;
         let (destination, id) = self.subscriptions.swap_remove(i);
         self.w.deliveries.unsubscribed(&destination, self.user);
         let frame = stomp::encode("UNSUBSCRIBE", &[("id", id.as_str())], "");
-        self.ws()?.send(frame).await
+        Ok(self.ws()?.send(frame).await?)
     }
 
     async fn stomp_send(
@@ -392,7 +418,7 @@ impl VirtualUser {
         destination: &Template,
         headers: &[(String, Template)],
         body: &Template,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, StepError> {
         let destination = self.render(destination);
         let seq = self.sent;
         self.sent += 1;
@@ -407,7 +433,7 @@ impl VirtualUser {
         let deliveries = self.w.deliveries.clone();
         deliveries.sending(&destination, self.user, seq, std::time::Instant::now());
         let sent = match self.ws() {
-            Ok(ws) => ws.send(frame).await,
+            Ok(ws) => ws.send(frame).await.map_err(StepError::from),
             Err(e) => Err(e),
         };
         if sent.is_err() {
@@ -416,7 +442,7 @@ impl VirtualUser {
         sent
     }
 
-    async fn disconnect(&mut self, receipt: bool) -> Result<u64, String> {
+    async fn disconnect(&mut self, receipt: bool) -> Result<u64, StepError> {
         self.w.deliveries.leave(self.user);
         self.subscriptions.clear();
         let receipt_id = self.next_id("receipt");
@@ -437,7 +463,7 @@ impl VirtualUser {
             {
                 // Some brokers (RabbitMQ's web-stomp) close at once instead of sending
                 // the receipt: after a DISCONNECT that is the graceful end too.
-                Err(e) if e == CLOSED => {}
+                Err(StepError::Socket(SocketError::Closed)) => {}
                 other => other?,
             }
         }
@@ -460,16 +486,70 @@ impl VirtualUser {
 /// Whether `item` is the frame a STOMP step waits for (`command`, with `receipt-id`
 /// `receipt` when given): `Some(Ok)` if so, `Some(Err)` for an ERROR frame or garbage,
 /// `None` to drop it and keep waiting.
-fn answer(item: &Incoming, command: &str, receipt: Option<&str>) -> Option<Result<(), String>> {
+fn answer(item: &Incoming, command: &str, receipt: Option<&str>) -> Option<Result<(), StepError>> {
     match item {
         Incoming::Frame(f) if f.command == command => {
             (receipt.is_none() || f.header("receipt-id") == receipt).then_some(Ok(()))
         }
-        Incoming::Frame(f) if f.command == "ERROR" => Some(Err(format!(
-            "STOMP ERROR: {}",
-            f.header("message").unwrap_or(f.body.trim())
+        Incoming::Frame(f) if f.command == "ERROR" => Some(Err(StepError::Stomp(
+            f.header("message").unwrap_or(f.body.trim()).into(),
         ))),
         Incoming::Frame(_) => None,
-        Incoming::Text(t) => Some(Err(t.clone())),
+        Incoming::Text(t) => Some(Err(StepError::NotAFrame(t.clone()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(command: &str, headers: &[(&str, &str)], body: &str) -> Incoming {
+        Incoming::Frame(stomp::Frame {
+            command: command.into(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+            body: body.into(),
+        })
+    }
+
+    /// Reports count errors by their words: the typed errors must read as the strings
+    /// they replaced.
+    #[test]
+    fn step_errors_read_as_the_kinds_reports_count() {
+        let words = |item: &Incoming| match answer(item, "RECEIPT", Some("r-1")) {
+            Some(Err(e)) => e.to_string(),
+            other => panic!("{other:?}"),
+        };
+        let denied = frame("ERROR", &[("message", "denied")], "details");
+        assert_eq!(words(&denied), "STOMP ERROR: denied");
+        assert_eq!(words(&frame("ERROR", &[], " body \n")), "STOMP ERROR: body");
+        let garbage = Incoming::Text("malformed STOMP frame: x".into());
+        assert_eq!(words(&garbage), "malformed STOMP frame: x");
+        assert!(answer(
+            &frame("RECEIPT", &[("receipt-id", "r-1")], ""),
+            "RECEIPT",
+            Some("r-1")
+        )
+        .is_some_and(|r| r.is_ok()));
+        assert!(answer(
+            &frame("RECEIPT", &[("receipt-id", "r-2")], ""),
+            "RECEIPT",
+            Some("r-1")
+        )
+        .is_none());
+        let closed = StepError::from(SocketError::Closed);
+        assert_eq!(closed.to_string(), "websocket closed");
+        assert_eq!(StepError::Timeout.to_string(), "timeout");
+        assert_eq!(SocketError::Rejected(403).to_string(), "status 403");
+        assert_eq!(
+            StepError::Connect(ExchangeError::Connect("connection refused".into())).to_string(),
+            "connect: connection refused"
+        );
+        assert_eq!(
+            StepError::NotSubscribed("/topic/a".into()).to_string(),
+            "not subscribed to /topic/a"
+        );
     }
 }

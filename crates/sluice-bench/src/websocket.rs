@@ -28,8 +28,30 @@ const BUFFER: usize = 4096;
 
 type Socket = WebSocketStream<TcpStream>;
 
-/// The error of a wait that found the connection closed.
-pub const CLOSED: &str = "websocket closed";
+/// Why a WebSocket could not be opened or used. Its `Display` is the error kind reports
+/// count by, so a tungstenite error is part of the words rather than a `source()` (a
+/// chain would print it twice).
+#[derive(Debug, thiserror::Error)]
+pub enum SocketError {
+    #[error("websocket request: {0}")]
+    Request(WsError),
+    #[error("bad header name {0:?}")]
+    HeaderName(String),
+    #[error("bad header value {0:?}")]
+    HeaderValue(String),
+    /// The server answered the upgrade with a status of its own, not 101.
+    #[error("status {0}")]
+    Rejected(u16),
+    #[error("websocket: {0}")]
+    Handshake(WsError),
+    #[error("websocket send: {0}")]
+    Send(WsError),
+    #[error("websocket close: {0}")]
+    Close(WsError),
+    /// A wait found the connection closed with nothing left to read.
+    #[error("websocket closed")]
+    Closed,
+}
 
 /// What arrived and was not a marked STOMP message.
 #[derive(Debug)]
@@ -61,12 +83,13 @@ impl Inbox {
     }
 
     /// Takes messages until `accept` says what to do with one: `Some(result)` ends the
-    /// wait with it; `None` drops the message and goes on. Errors once the connection
-    /// closed with nothing left.
-    pub async fn wait_for<T>(
+    /// wait with it; `None` drops the message and goes on. Errors with
+    /// [`SocketError::Closed`] once the connection closed with nothing left. Generic in
+    /// the error so that `accept` can refuse a message in the caller's own terms.
+    pub async fn wait_for<T, E: From<SocketError>>(
         &self,
-        mut accept: impl FnMut(&Incoming) -> Option<Result<T, String>>,
-    ) -> Result<T, String> {
+        mut accept: impl FnMut(&Incoming) -> Option<Result<T, E>>,
+    ) -> Result<T, E> {
         loop {
             let next = self.items.borrow_mut().pop_front();
             match next {
@@ -75,7 +98,7 @@ impl Inbox {
                         return done;
                     }
                 }
-                None if self.closed.get() => return Err(CLOSED.into()),
+                None if self.closed.get() => return Err(SocketError::Closed.into()),
                 None => self.arrived.notified().await,
             }
         }
@@ -105,15 +128,15 @@ impl WsConn {
         headers: &[(String, String)],
         user: u32,
         deliveries: Arc<Deliveries>,
-    ) -> Result<WsConn, String> {
+    ) -> Result<WsConn, SocketError> {
         let mut request = format!("ws://{authority}{path}")
             .into_client_request()
-            .map_err(|e| format!("websocket request: {e}"))?;
+            .map_err(SocketError::Request)?;
         for (name, value) in headers {
             let name = http_name(name)?;
             let value = value
                 .parse()
-                .map_err(|_| format!("bad header value {value:?}"))?;
+                .map_err(|_| SocketError::HeaderValue(value.clone()))?;
             request.headers_mut().append(name, value);
         }
         let config = WebSocketConfig::default()
@@ -122,7 +145,7 @@ impl WsConn {
         let (socket, _) =
             tokio_tungstenite::client_async_with_config(request, stream, Some(config))
                 .await
-                .map_err(|e| handshake_error(&e))?;
+                .map_err(handshake_error)?;
         let (sink, stream) = socket.split();
         let inbox = Rc::new(Inbox::default());
         let reader = tokio::task::spawn_local(read(stream, inbox.clone(), user, deliveries));
@@ -134,33 +157,31 @@ impl WsConn {
     }
 
     /// Sends one text message; returns its size.
-    pub async fn send(&mut self, text: String) -> Result<u64, String> {
+    pub async fn send(&mut self, text: String) -> Result<u64, SocketError> {
         let n = text.len() as u64;
         self.sink
             .send(Message::text(text))
             .await
-            .map_err(|e| format!("websocket send: {e}"))?;
+            .map_err(SocketError::Send)?;
         Ok(n)
     }
 
     /// Sends a close frame; the reader ends when the server answers it.
-    pub async fn close(&mut self) -> Result<(), String> {
-        self.sink
-            .close()
-            .await
-            .map_err(|e| format!("websocket close: {e}"))
+    pub async fn close(&mut self) -> Result<(), SocketError> {
+        self.sink.close().await.map_err(SocketError::Close)
     }
 }
 
-fn http_name(name: &str) -> Result<tokio_tungstenite::tungstenite::http::HeaderName, String> {
+fn http_name(name: &str) -> Result<tokio_tungstenite::tungstenite::http::HeaderName, SocketError> {
     name.parse()
-        .map_err(|_| format!("bad header name {name:?}"))
+        .map_err(|_| SocketError::HeaderName(name.into()))
 }
 
-fn handshake_error(e: &WsError) -> String {
+/// A refused upgrade counts by its status, as an HTTP request's failure does.
+fn handshake_error(e: WsError) -> SocketError {
     match e {
-        WsError::Http(response) => format!("status {}", response.status().as_u16()),
-        e => format!("websocket: {e}"),
+        WsError::Http(response) => SocketError::Rejected(response.status().as_u16()),
+        e => SocketError::Handshake(e),
     }
 }
 

@@ -4,12 +4,13 @@
 //!
 //! This crate owns experiments (`spec`), starting tiers (`topology`, `lb_config`),
 //! sampling them (`sample`, `prom`, `real` for tiers it did not start), judging
-//! (`judge`) and reporting (`report`, `html`). It
-//! must never be imported by the data path, and it never generates load itself:
-//! `sluice-bench` does, so the lab measures with the same generator users run.
+//! (`judge`) and reporting (`report`, `html`), and says why a run failed in typed errors
+//! (`error`). It must never be imported by the data path, and it never generates load
+//! itself: `sluice-bench` does, so the lab measures with the same generator users run.
 
 pub mod budget;
 pub mod builtin;
+pub mod error;
 pub mod html;
 pub mod judge;
 pub mod lb_config;

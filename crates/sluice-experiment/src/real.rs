@@ -9,8 +9,25 @@
 //! tightest along its path), else its CPU affinity, else the machine's cores.
 
 use crate::budget::Budget;
-use anyhow::{anyhow, bail};
 use std::path::{Path, PathBuf};
+
+/// Why a `--tier` cannot be watched. Each names the flag as written, to be fixed there.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TierError {
+    #[error("--tier {0}: write NAME=PID[,PID...] or NAME=http://HOST:PORT/metrics")]
+    Form(String),
+    #[error("--tier {0}: a name and at least one pid or URL")]
+    Empty(String),
+    #[error("--tier {tier}={item}: HTTPS exporters are not read yet; use an http:// endpoint")]
+    Https { tier: String, item: String },
+    #[error("--tier {tier}={item}: not a pid or an http:// URL")]
+    NotPid { tier: String, item: String },
+    #[error("--tier {tier}={pid}: no such process")]
+    NoProcess { tier: String, pid: u32 },
+    /// An exporter's URL that gave nothing to read (found at the first reading).
+    #[error("--tier {tier}={url}: no Prometheus metrics there")]
+    NoMetrics { tier: String, url: String },
+}
 
 /// One thing the sampler watches: a local process or an exporter's URL.
 #[derive(Debug, Clone)]
@@ -29,12 +46,12 @@ pub struct Watched {
 
 /// Parses `--tier NAME=PID,PID` / `--tier NAME=URL`, each element a pid or an
 /// `http://` URL of Prometheus text.
-pub fn parse_tier(spec: &str) -> anyhow::Result<Vec<Watched>> {
-    let (tier, list) = spec.split_once('=').ok_or_else(|| {
-        anyhow!("--tier {spec}: write NAME=PID[,PID...] or NAME=http://HOST:PORT/metrics")
-    })?;
+pub fn parse_tier(spec: &str) -> Result<Vec<Watched>, TierError> {
+    let (tier, list) = spec
+        .split_once('=')
+        .ok_or_else(|| TierError::Form(spec.into()))?;
     if tier.is_empty() || list.is_empty() {
-        bail!("--tier {spec}: a name and at least one pid or URL");
+        return Err(TierError::Empty(spec.into()));
     }
     let items: Vec<&str> = list.split(',').collect();
     let mut out = Vec::new();
@@ -49,7 +66,7 @@ pub fn parse_tier(spec: &str) -> anyhow::Result<Vec<Watched>> {
     Ok(out)
 }
 
-fn watched(tier: &str, name: String, item: &str) -> anyhow::Result<Watched> {
+fn watched(tier: &str, name: String, item: &str) -> Result<Watched, TierError> {
     if item.starts_with("http://") {
         return Ok(Watched {
             name,
@@ -66,13 +83,20 @@ fn watched(tier: &str, name: String, item: &str) -> anyhow::Result<Watched> {
         });
     }
     if item.starts_with("https://") {
-        bail!("--tier {tier}={item}: HTTPS exporters are not read yet; use an http:// endpoint");
+        return Err(TierError::Https {
+            tier: tier.into(),
+            item: item.into(),
+        });
     }
-    let pid: u32 = item
-        .parse()
-        .map_err(|_| anyhow!("--tier {tier}={item}: not a pid or an http:// URL"))?;
+    let pid: u32 = item.parse().map_err(|_| TierError::NotPid {
+        tier: tier.into(),
+        item: item.into(),
+    })?;
     if !Path::new(&format!("/proc/{pid}")).exists() {
-        bail!("--tier {tier}={pid}: no such process");
+        return Err(TierError::NoProcess {
+            tier: tier.into(),
+            pid,
+        });
     }
     let (budget, cgroup) = process_budget(pid);
     Ok(Watched {
@@ -144,9 +168,24 @@ mod tests {
             db[0].stats.as_deref(),
             Some("http://127.0.0.1:9100/metrics")
         );
-        assert!(parse_tier("app").is_err());
-        assert!(parse_tier("app=notapid").is_err());
-        assert!(parse_tier(&format!("app={}", u32::MAX)).is_err());
+        assert_eq!(
+            parse_tier("app").unwrap_err().to_string(),
+            "--tier app: write NAME=PID[,PID...] or NAME=http://HOST:PORT/metrics"
+        );
+        assert_eq!(
+            parse_tier("app=notapid").unwrap_err().to_string(),
+            "--tier app=notapid: not a pid or an http:// URL"
+        );
+        let max = u32::MAX;
+        assert_eq!(
+            parse_tier(&format!("app={max}")).unwrap_err().to_string(),
+            format!("--tier app={max}: no such process")
+        );
+        assert!(matches!(parse_tier("app="), Err(TierError::Empty(_))));
+        assert!(matches!(
+            parse_tier("db=https://h/"),
+            Err(TierError::Https { .. })
+        ));
         assert_eq!(affinity(me).map(|n| n > 0), Some(true));
     }
 }

@@ -3,14 +3,14 @@
 //! step, judge the step; then prove the last verdict by re-running its step with the
 //! named resource enlarged, and with the runner-up enlarged instead.
 
+use crate::error::{chain, Error};
 use crate::judge::thresholds::ENLARGE;
 use crate::judge::{self, Load, ProcInfo, Resource};
-use crate::real::Watched;
+use crate::real::{TierError, Watched};
 use crate::report::{self, Configuration, LabReport, Proof, ProofRow, StepResult};
 use crate::sample::Sampler;
 use crate::spec::{Experiment, ScenarioFile};
 use crate::topology::{Launch, Topology};
-use anyhow::anyhow;
 use sluice_bench::scenario::Scenario;
 use sluice_bench::{Length, Plan, RequestSpec, Step, Target, Weighted};
 use std::path::PathBuf;
@@ -31,7 +31,7 @@ pub struct Options {
 }
 
 /// Runs `e`; `stop` turning true ends it early with what was measured.
-pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> anyhow::Result<LabReport> {
+pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> Result<LabReport, Error> {
     let started = report::now_unix_ms();
     let mut configurations = Vec::new();
     let mut warnings = Vec::new();
@@ -62,7 +62,7 @@ pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> anyhow:
                 }
                 Err(err) if configurations.is_empty() => return Err(err),
                 Err(err) => {
-                    warnings.push(format!("stopped at {servers} servers: {err:#}"));
+                    warnings.push(format!("stopped at {servers} servers: {}", chain(&err)));
                     break 'variants;
                 }
             }
@@ -74,7 +74,7 @@ pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> anyhow:
     if e.prove && !*stop.borrow() {
         match prove(e, &report, o, stop) {
             Ok(proof) => report.proof = proof,
-            Err(err) => report.warnings.push(format!("no proof: {err:#}")),
+            Err(err) => report.warnings.push(format!("no proof: {}", chain(&err))),
         }
     }
     report.conclude();
@@ -88,7 +88,7 @@ fn steps(
     servers: usize,
     o: &Options,
     stop: &watch::Receiver<bool>,
-) -> anyhow::Result<Vec<StepResult>> {
+) -> Result<Vec<StepResult>, Error> {
     let sampler = Sampler::start(&topology.watched());
     let mut steps = Vec::new();
     for &users in &e.users {
@@ -144,7 +144,7 @@ fn measure(
     sampler: &Sampler,
     s: StepSpec,
     stop: &watch::Receiver<bool>,
-) -> anyhow::Result<StepResult> {
+) -> Result<StepResult, Error> {
     if !s.warmup.is_zero() {
         load(target, &s, s.warmup, stop)?;
     }
@@ -199,18 +199,21 @@ fn load(
     s: &StepSpec,
     length: Duration,
     stop: &watch::Receiver<bool>,
-) -> anyhow::Result<sluice_bench::report::StepReport> {
+) -> Result<sluice_bench::report::StepReport, Error> {
     let (users, think) = (s.users, s.think);
-    let target = Target::parse(url).map_err(|e| anyhow!("{url}: {e}"))?;
+    let target = Target::parse(url).map_err(|source| Error::Target {
+        url: url.into(),
+        source,
+    })?;
     let scenario = match s.scenario {
         Some(f) => {
-            let mut scenario = Scenario::parse(&f.name, &f.text).map_err(|e| anyhow!("{e}"))?;
+            let mut scenario = Scenario::parse(&f.name, &f.text).map_err(Error::Scenario)?;
             scenario.target = target.clone();
             Some(std::sync::Arc::new(scenario))
         }
         None => None,
     };
-    let request = RequestSpec::new("GET", target, &[], Vec::new()).map_err(|e| anyhow!("{e}"))?;
+    let request = RequestSpec::new("GET", target, &[], Vec::new()).map_err(Error::Request)?;
     let plan = Plan {
         steps: vec![Step {
             load: sluice_bench::Load::Users {
@@ -232,12 +235,8 @@ fn load(
         source_addrs: Vec::new(),
         scenario,
     };
-    let report = sluice_bench::run(plan, stop, &|_, _, _| {}, &mut |_| {})?;
-    report
-        .steps
-        .into_iter()
-        .next()
-        .ok_or_else(|| anyhow!("the step was interrupted before it started"))
+    let report = sluice_bench::run(plan, stop, &|_, _, _| {}, &mut |_| {}).map_err(Error::Load)?;
+    report.steps.into_iter().next().ok_or(Error::Interrupted)
 }
 
 /// `step` again, on freshly started tiers of experiment `e`.
@@ -247,7 +246,7 @@ fn rerun(
     name: &str,
     o: &Options,
     stop: &watch::Receiver<bool>,
-) -> anyhow::Result<StepResult> {
+) -> Result<StepResult, Error> {
     let dir = o.dir.join(name);
     let launch = Launch {
         sluice: &o.sluice,
@@ -291,7 +290,7 @@ fn prove(
     report: &LabReport,
     o: &Options,
     stop: &watch::Receiver<bool>,
-) -> anyhow::Result<Option<Proof>> {
+) -> Result<Option<Proof>, Error> {
     let Some(config) = report.configurations.last() else {
         return Ok(None);
     };
@@ -344,7 +343,7 @@ pub fn run_deployment(
     d: &mut Deployment,
     o: &Options,
     stop: &watch::Receiver<bool>,
-) -> anyhow::Result<LabReport> {
+) -> Result<LabReport, Error> {
     let started = report::now_unix_ms();
     fill_exporter_budgets(&mut d.tiers)?;
     let sampler = Sampler::start(&d.tiers);
@@ -377,15 +376,15 @@ pub fn run_deployment(
 }
 
 /// An exporter's tier is judged against its machine's CPU count (node_exporter's).
-fn fill_exporter_budgets(tiers: &mut [Watched]) -> anyhow::Result<()> {
+fn fill_exporter_budgets(tiers: &mut [Watched]) -> Result<(), TierError> {
     for w in tiers.iter_mut().filter(|w| w.pid.is_none()) {
         let url = w.stats.clone().unwrap_or_default();
         let counters = crate::sample::counters(&url);
         if counters.is_empty() {
-            return Err(anyhow!(
-                "--tier {}={url}: no Prometheus metrics there",
-                w.tier
-            ));
+            return Err(TierError::NoMetrics {
+                tier: w.tier.clone(),
+                url,
+            });
         }
         if let Some(n) = counters.get(crate::sample::NODE_CPUS) {
             w.budget = crate::budget::Budget {

@@ -8,14 +8,18 @@
 //! on the machine's cores and the report says so.
 
 use crate::budget::{machine_budget, thread_budget, Budget};
+use crate::error::Error;
 use crate::lb_config::{self, Layout};
 use crate::spec::{Experiment, LbKind};
-use anyhow::{anyhow, Context};
 use sluice_lab::cpu_budget::CpuBudget;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// How long a tier has to accept connections once started: generous, since a tier not
+/// listening by then is stuck and the step would measure nothing.
+const READY_WITHIN: Duration = Duration::from_secs(10);
 
 /// One running process of a tier.
 pub struct Proc {
@@ -51,10 +55,13 @@ pub struct Launch<'a> {
 impl Topology {
     /// Starts the database (if any), `servers` app servers and the balancer, and waits
     /// until each accepts connections.
-    pub fn start(e: &Experiment, servers: usize, how: &Launch) -> anyhow::Result<Topology> {
-        std::fs::create_dir_all(how.dir)?;
+    pub fn start(e: &Experiment, servers: usize, how: &Launch) -> Result<Topology, Error> {
+        create_dir(how.dir)?;
         // Absolute: nginx reads its paths against its prefix, not our directory.
-        let dir = how.dir.canonicalize()?;
+        let dir = how
+            .dir
+            .canonicalize()
+            .map_err(Error::io(format!("resolving {}", how.dir.display())))?;
         let how = &Launch {
             sluice: how.sluice,
             dir: &dir,
@@ -88,14 +95,9 @@ impl Topology {
         Ok(t)
     }
 
-    fn start_lb(
-        &mut self,
-        e: &Experiment,
-        apps: &[SocketAddr],
-        how: &Launch,
-    ) -> anyhow::Result<()> {
+    fn start_lb(&mut self, e: &Experiment, apps: &[SocketAddr], how: &Launch) -> Result<(), Error> {
         let dir = how.dir.join("lb");
-        std::fs::create_dir_all(&dir)?;
+        create_dir(&dir)?;
         let admin = free_addr()?;
         let layout = Layout {
             listen: self.target,
@@ -105,7 +107,7 @@ impl Topology {
         };
         let (file, text) = lb_config::render(&e.lb, &layout);
         let path = dir.join(file);
-        std::fs::write(&path, text)?;
+        std::fs::write(&path, text).map_err(Error::io(format!("writing {}", path.display())))?;
         let p = path.display().to_string();
         let d = format!("{}/", dir.display());
         let (program, args): (PathBuf, Vec<String>) = match e.lb.run {
@@ -146,7 +148,7 @@ impl Topology {
         cpu: Option<f64>,
         how: &Launch,
         mut args: Vec<String>,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), Error> {
         let stats = free_addr()?;
         args.extend(["--stats-listen".into(), stats.to_string()]);
         let p = self.spawn(name, tier, addr, cpu, how, how.sluice, &args)?;
@@ -165,7 +167,7 @@ impl Topology {
         how: &Launch,
         program: &Path,
         args: &[String],
-    ) -> anyhow::Result<&mut Proc> {
+    ) -> Result<&mut Proc, Error> {
         let cgroup = match cpu.map(|c| CpuBudget::create(name, c)) {
             Some(Ok(b)) => Some(b),
             Some(Err(e)) => {
@@ -176,11 +178,14 @@ impl Topology {
             }
             None => None,
         };
-        let log = std::fs::File::create(how.dir.join(format!("{name}.log")))?;
-        let mut cmd = command(cgroup.as_ref(), program, args, log)?;
-        let child = cmd
+        let log = how.dir.join(format!("{name}.log"));
+        let child = command(cgroup.as_ref(), program, args, &log)?
             .spawn()
-            .with_context(|| format!("starting {name}: {}", program.display()))?;
+            .map_err(|source| Error::Start {
+                name: name.into(),
+                program: program.into(),
+                source,
+            })?;
         let budget = match &cgroup {
             Some(b) => Budget {
                 cores: b.cpus,
@@ -256,15 +261,18 @@ fn stop(p: &mut Proc) {
     let _ = p.child.wait();
 }
 
-/// The command that starts `program` with `args`, its output to `log`, inside
-/// `cgroup` from its first instruction when given (the shell joins the group, then
-/// becomes the program).
+/// The command that starts `program` with `args`, its output to a new file `log`,
+/// inside `cgroup` from its first instruction when given (the shell joins the group,
+/// then becomes the program).
 fn command(
     cgroup: Option<&CpuBudget>,
     program: &Path,
     args: &[String],
-    log: std::fs::File,
-) -> std::io::Result<Command> {
+    log: &Path,
+) -> Result<Command, Error> {
+    let (stdout, stderr) = std::fs::File::create(log)
+        .and_then(|f| Ok((f.try_clone()?, f)))
+        .map_err(Error::io(format!("creating {}", log.display())))?;
     let mut cmd = match cgroup {
         Some(b) => {
             let mut c = Command::new("sh");
@@ -288,8 +296,8 @@ fn command(
             sluice_lab::cpu::per_microsecond().to_string(),
         )
         .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
+        .stdout(stdout)
+        .stderr(stderr);
     Ok(cmd)
 }
 
@@ -353,25 +361,30 @@ fn app_args(e: &Experiment, addr: SocketAddr, name: &str, db: Option<SocketAddr>
 }
 
 /// A loopback address no one listens on now.
-fn free_addr() -> anyhow::Result<SocketAddr> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?)
+fn free_addr() -> Result<SocketAddr, Error> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(Error::io("picking a free loopback port".into()))
 }
 
-fn find_program(name: &str) -> anyhow::Result<PathBuf> {
+fn create_dir(dir: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))
+}
+
+fn find_program(name: &str) -> Result<PathBuf, Error> {
     for dir in ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"] {
         let p = Path::new(dir).join(name);
         if p.exists() {
             return Ok(p);
         }
     }
-    Err(anyhow!(
-        "--lb {name}: {name} is not installed (on Debian: apt-get install {name})"
-    ))
+    Err(Error::NotInstalled(name.into()))
 }
 
-/// Waits until `p` accepts connections (10 s), or says why it did not.
-fn wait_ready(p: &mut Proc, dir: &Path) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(10);
+/// Waits until `p` accepts connections ([`READY_WITHIN`]), or says why it did not,
+/// with its log.
+fn wait_ready(p: &mut Proc, dir: &Path) -> Result<(), Error> {
+    let deadline = Instant::now() + READY_WITHIN;
     loop {
         if TcpStream::connect_timeout(&p.addr, Duration::from_millis(200)).is_ok() {
             return Ok(());
@@ -379,19 +392,19 @@ fn wait_ready(p: &mut Proc, dir: &Path) -> anyhow::Result<()> {
         let log = dir.join(format!("{}.log", p.name));
         let tail = || std::fs::read_to_string(&log).unwrap_or_default();
         if let Ok(Some(status)) = p.child.try_wait() {
-            return Err(anyhow!(
-                "{} exited ({status}) before it listened:\n{}",
-                p.name,
-                tail()
-            ));
+            return Err(Error::Exited {
+                name: p.name.clone(),
+                status,
+                log: tail(),
+            });
         }
         if Instant::now() > deadline {
-            return Err(anyhow!(
-                "{} did not listen on {} within 10 s:\n{}",
-                p.name,
-                p.addr,
-                tail()
-            ));
+            return Err(Error::NotReady {
+                name: p.name.clone(),
+                addr: p.addr,
+                within: READY_WITHIN,
+                log: tail(),
+            });
         }
         std::thread::sleep(Duration::from_millis(50));
     }
