@@ -30,7 +30,8 @@
     ["throughput", "Throughput /s", function (s) { return fixed(s.throughput_rps, 2); }],
     ["peak_tps", "Peak TPS", function (s) { return String(s.peak_tps); }],
     ["received", "Received KiB/s", function (s) { return fixed(s.received_kib_s, 2); }],
-    ["sent", "Sent KiB/s", function (s) { return fixed(s.sent_kib_s, 2); }]
+    ["sent", "Sent KiB/s", function (s) { return fixed(s.sent_kib_s, 2); }],
+    ["statuses", "Status codes", statuses]
   ];
 
   // The latency figures of a `Latencies` (flattened into a summary, or on its own).
@@ -40,6 +41,14 @@
     ["p90", "90%", "p90_ms"], ["p95", "95%", "p95_ms"], ["p99", "99%", "p99_ms"],
     ["p999", "99.9%", "p999_ms"]
   ];
+
+  // `200 × 9900, 503 × 100`: every response by its status (results written before
+  // statuses were counted have none).
+  function statuses(s) {
+    var codes = Object.keys(s.statuses || {});
+    if (codes.length === 0) { return "-"; }
+    return codes.map(function (c) { return c + " \u00d7 " + s.statuses[c]; }).join(", ");
+  }
 
   function fixed(n, digits) {
     return n === null || n === undefined ? "-" : Number(n).toFixed(digits);
@@ -170,6 +179,14 @@
       add(section, "p", "warning", step.missed + " requests missed: their time came and " +
         "they could not be sent before the step ended (raise --max-in-flight).");
     }
+    var c = step.connections;
+    if (c && c.tls_handshakes > 0) {
+      add(section, "p", "meta", "TLS: " + c.tls_handshakes + " handshakes (" + c.tls_resumed +
+        " resumed), " + fixed(c.tls_handshakes_per_s, 1) + "/s over " + c.opened +
+        " connections; handshake p50 " + fixed(c.handshake.p50_ms, 3) + " ms, p99 " +
+        fixed(c.handshake.p99_ms, 3) + " ms.");
+    }
+    (step.warnings || []).forEach(function (w) { add(section, "p", "warning", w); });
     var kinds = Object.keys(step.error_kinds);
     if (kinds.length > 0) {
       var list = add(section, "ul", "errors");

@@ -5,10 +5,14 @@
 //! proxy's parser could share its bugs); it is lenient where the proxy is strict, since
 //! its job is to count what comes back, not to guard anything.
 
+use crate::target::Target;
+use crate::tls::{self, ClientStream, Handshake};
 use bytes::{Buf, BytesMut};
+use rustls::ClientConfig;
 use std::io;
 use std::mem::MaybeUninit;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::time::Instant;
@@ -18,6 +22,9 @@ use tokio::time::Instant;
 pub enum ExchangeError {
     #[error("connect: {0}")]
     Connect(String),
+    /// The TLS handshake failed (a certificate not trusted, no common version, ...).
+    #[error("tls: {0}")]
+    Tls(String),
     #[error("timeout")]
     Timeout,
     #[error("closed before a whole response")]
@@ -48,10 +55,42 @@ pub async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> Result<TcpStre
         .map_err(|e| ExchangeError::Connect(e.kind().to_string()))
 }
 
+/// A connection to `target` (TCP, then TLS for `https://`), from `source` when given.
+/// `tls`: the run's client config (the process's default when the plan has none).
+pub async fn open_stream(
+    target: &Target,
+    tls: Option<&Arc<ClientConfig>>,
+    source: Option<IpAddr>,
+) -> Result<(ClientStream, Option<Handshake>), ExchangeError> {
+    let tcp = connect(target.addr, source).await?;
+    let Some(name) = target.tls.clone() else {
+        return Ok((ClientStream::Plain(tcp), None));
+    };
+    let config = match tls {
+        Some(config) => config.clone(),
+        None => tls::default_config().map_err(ExchangeError::Tls)?,
+    };
+    let (stream, handshake) = tls::handshake(tcp, &config, name)
+        .await
+        .map_err(|e| ExchangeError::Tls(tls_cause(&e)))?;
+    Ok((stream, Some(handshake)))
+}
+
+/// A failed handshake's cause, as reports count it: rustls's words, without the io
+/// wrapping around them.
+fn tls_cause(e: &io::Error) -> String {
+    match e.get_ref() {
+        Some(inner) => inner.to_string(),
+        None => e.kind().to_string(),
+    }
+}
+
 /// What came back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
     pub status: u16,
+    /// The `Location` of a redirect (3xx), as sent.
+    pub location: Option<String>,
     /// Bytes read for this response, head and body.
     pub bytes_in: u64,
     /// The connection can carry another request.
@@ -63,7 +102,7 @@ pub struct Reply {
 }
 
 pub struct Connection {
-    stream: TcpStream,
+    stream: ClientStream,
     buf: BytesMut,
     /// Requests this connection has carried.
     pub requests: u64,
@@ -75,14 +114,20 @@ const READ_CHUNK: usize = 16 * 1024;
 const MAX_CAPTURE: usize = 1 << 20;
 
 impl Connection {
-    /// Connects to `addr`, from `source` when given (to spread over loopback addresses).
-    pub async fn open(addr: SocketAddr, source: Option<IpAddr>) -> Result<Self, ExchangeError> {
-        let stream = connect(addr, source).await?;
-        Ok(Connection {
+    /// Connects to `target`, from `source` when given (to spread over loopback
+    /// addresses); its TLS handshake, if it had one.
+    pub async fn open(
+        target: &Target,
+        tls: Option<&Arc<ClientConfig>>,
+        source: Option<IpAddr>,
+    ) -> Result<(Self, Option<Handshake>), ExchangeError> {
+        let (stream, handshake) = open_stream(target, tls, source).await?;
+        let conn = Connection {
             stream,
             buf: BytesMut::with_capacity(READ_CHUNK),
             requests: 0,
-        })
+        };
+        Ok((conn, handshake))
     }
 
     /// Sends `request` and reads its whole response. `head_request`: the request was
@@ -97,6 +142,8 @@ impl Connection {
         self.requests += 1;
         let written = Instant::now();
         self.stream.write_all(request).await.map_err(io_error)?;
+        // TLS may hold the last record until flushed (a no-op on plain TCP).
+        self.stream.flush().await.map_err(io_error)?;
         let mut bytes_in = 0;
         loop {
             let (head, n) = self.read_head(&mut bytes_in).await?;
@@ -115,6 +162,7 @@ impl Connection {
             let complete = self.skip_body(body, &mut bytes_in, capture).await?;
             return Ok(Reply {
                 status: head.status,
+                location: head.location,
                 bytes_in,
                 reusable: head.keep_alive && complete,
                 written,
@@ -229,6 +277,8 @@ enum Body {
 
 struct Head {
     status: u16,
+    /// A redirect's `Location` (read for 3xx only: it costs an allocation).
+    location: Option<String>,
     len: usize,
     body: Body,
     keep_alive: bool,
@@ -253,7 +303,11 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ExchangeError> {
     };
     let mut body = Body::UntilClose;
     let mut keep_alive = minor == 1;
+    let mut location = None;
     for h in res.headers.iter() {
+        if (300..400).contains(&status) && h.name.eq_ignore_ascii_case("location") {
+            location = Some(String::from_utf8_lossy(h.value).into_owned());
+        }
         if h.name.eq_ignore_ascii_case("content-length") {
             let n = std::str::from_utf8(h.value)
                 .ok()
@@ -274,6 +328,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ExchangeError> {
     }
     Ok(Some(Head {
         status,
+        location,
         len,
         body,
         keep_alive: keep_alive && body != Body::UntilClose,

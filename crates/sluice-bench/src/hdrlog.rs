@@ -57,6 +57,8 @@ mod tests {
                         sent_us: at,
                         ended_us: at + 250 + i,
                         error: None,
+                        status: Some(200),
+                        location: None,
                         bytes_in: 1,
                         bytes_out: 1,
                     });

@@ -17,7 +17,7 @@ const PAGE_CSS: &str = include_str!("../assets/report.css");
 
 /// The base64 histograms: what `sluice bench merge` needs, tens of KiB per step that the
 /// page never reads.
-const HISTOGRAM_KEYS: [&str; 3] = ["hdr", "hdr_uncorrected", "hdr_send_lag"];
+const HISTOGRAM_KEYS: [&str; 4] = ["hdr", "hdr_uncorrected", "hdr_send_lag", "hdr_handshake"];
 
 /// Installed before anything else runs, so that an error in uPlot itself is reported too.
 /// A test (and a user wondering why a chart is missing) reads `data-error` on `<body>`.
@@ -134,6 +134,9 @@ mod tests {
             sent_bytes: 512,
             span_s: 1.0,
             error_kinds: BTreeMap::from([(EVIL.to_string(), 1)]),
+            statuses: BTreeMap::from([("200".to_string(), 9), ("503".to_string(), 1)]),
+            status_classes: BTreeMap::from([("2xx".to_string(), 9), ("5xx".to_string(), 1)]),
+            redirects: BTreeMap::new(),
             uncorrected: latencies(),
             send_lag: latencies(),
             hdr: "HDRBASE64".into(),
@@ -172,6 +175,8 @@ mod tests {
                 delivered_per_s: 4.0,
                 hdr: "HDRBASE64".into(),
             }),
+            connections: None,
+            warnings: vec![EVIL.to_string()],
             generator: None,
             interrupted: false,
         };

@@ -29,6 +29,7 @@ pub mod stats;
 pub mod stomp;
 pub mod target;
 pub mod threshold;
+pub mod tls;
 mod virtual_user;
 mod websocket;
 mod worker;

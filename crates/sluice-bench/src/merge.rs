@@ -5,9 +5,9 @@
 
 use crate::delivery::DeliverySummary;
 use crate::plan::{Length, Load, Step};
-use crate::report::{Latencies, Report, SecondReport, StepReport, Summary};
+use crate::report::{ConnectionsReport, Latencies, Report, SecondReport, StepReport, Summary};
 use crate::runner::StepRun;
-use crate::stats::{Latency, Moments, Recorder, Second, Tally};
+use crate::stats::{Connections, Latency, Moments, Recorder, Second, Tally};
 use base64::Engine;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
@@ -126,6 +126,7 @@ fn merge_step(reports: &[Report], i: usize) -> Result<StepReport, MergeError> {
         let mut part = Recorder {
             total: tally(&s.summary, &s.per_second, offset_us).map_err(bad)?,
             missed: s.missed,
+            connections: connections(s.connections.as_ref()).map_err(bad)?,
             ..Recorder::default()
         };
         for (label, summary) in &s.labels {
@@ -219,11 +220,36 @@ fn tally(s: &Summary, seconds: &[SecondReport], offset_us: u64) -> Result<Tally,
         send_lag: latency(&s.hdr_send_lag, &s.send_lag)?,
         errors: s.errors,
         error_kinds: s.error_kinds.clone(),
+        statuses: s
+            .statuses
+            .iter()
+            .filter_map(|(code, n)| Some((code.parse().ok()?, *n)))
+            .collect(),
+        locations: s.redirects.clone(),
         bytes_in: s.received_bytes,
         bytes_out: s.sent_bytes,
         seconds: per_second,
         first_start_us: (s.samples > 0).then_some(offset_us),
         last_end_us: offset_us + (s.span_s * 1e6).round() as u64,
+    })
+}
+
+/// A report's connections and handshakes, back as counts and a histogram.
+fn connections(c: Option<&ConnectionsReport>) -> Result<Connections, DecodeError> {
+    let Some(c) = c else {
+        return Ok(Connections::default());
+    };
+    let handshakes = match (&c.hdr_handshake, &c.handshake) {
+        (Some(hdr), Some(l)) => Latency {
+            histogram: decode(hdr)?,
+            moments: moments(c.tls_handshakes, l),
+        },
+        _ => Latency::default(),
+    };
+    Ok(Connections {
+        opened: c.opened,
+        handshakes,
+        resumed: c.tls_resumed,
     })
 }
 
@@ -270,6 +296,8 @@ mod tests {
                 sent_us: at + 7,
                 ended_us: at + latency,
                 error: error.then(|| "status 503".to_string()),
+                status: Some(if error { 503 } else { 200 }),
+                location: None,
                 bytes_in: 100,
                 bytes_out: 40,
             });

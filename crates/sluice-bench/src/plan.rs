@@ -64,9 +64,79 @@ pub struct Plan {
     pub source_addrs: Vec<IpAddr>,
     /// What each user does, when it is a scenario rather than `requests` (then empty).
     pub scenario: Option<Arc<Scenario>>,
+    /// The statuses that count as success (`--ok-status`); the others are errors.
+    pub ok_status: OkStatus,
+    /// TLS for `https://` targets (`--insecure`, `--cacert`, `--tls-resume`, ...), one
+    /// config for the whole run; none: the system's roots, resumption on.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+/// The statuses that count as success: ranges such as `200-399,404`. By default
+/// 200-399, as k6's `http_req_failed` and JMeter have it: a transport error or a status
+/// of 400 or more is an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OkStatus(Vec<(u16, u16)>);
+
+impl Default for OkStatus {
+    fn default() -> Self {
+        OkStatus(vec![(200, 399)])
+    }
+}
+
+impl OkStatus {
+    /// Parses `200-399,404`: codes and inclusive ranges of codes from 100 to 599.
+    pub fn parse(text: &str) -> Result<OkStatus, String> {
+        let code = |c: &str| match c.trim().parse::<u16>() {
+            Ok(n) if (100..=599).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "`{c}` is not a status code (100 to 599) in `{text}`; write e.g. 200-399,404"
+            )),
+        };
+        let ranges = text
+            .split(',')
+            .map(|part| match part.split_once('-') {
+                Some((a, b)) => Ok((code(a)?, code(b)?)),
+                None => code(part).map(|n| (n, n)),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some((a, b)) = ranges.iter().find(|(a, b)| a > b) {
+            return Err(format!("`{a}-{b}` is an empty range in `{text}`"));
+        }
+        Ok(OkStatus(ranges))
+    }
+
+    pub fn passes(&self, status: u16) -> bool {
+        self.0.iter().any(|(a, b)| (*a..=*b).contains(&status))
+    }
+}
+
+impl std::fmt::Display for OkStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self
+            .0
+            .iter()
+            .map(|(a, b)| {
+                if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}-{b}")
+                }
+            })
+            .collect();
+        f.write_str(&parts.join(","))
+    }
 }
 
 impl Plan {
+    /// Whether any request (or the scenario's target) is `https://`.
+    pub fn uses_tls(&self) -> bool {
+        let scenario = self
+            .scenario
+            .as_ref()
+            .is_some_and(|s| s.target.tls.is_some());
+        scenario || self.requests.iter().any(|w| w.request.target.tls.is_some())
+    }
+
     /// The most connections a step of this plan can hold open at once.
     pub fn max_connections(&self) -> usize {
         let per_user = match &self.scenario {
@@ -185,6 +255,8 @@ mod tests {
             pace: Duration::ZERO,
             source_addrs: vec![],
             scenario: None,
+            ok_status: Default::default(),
+            tls: None,
         }
     }
 

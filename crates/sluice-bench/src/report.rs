@@ -10,7 +10,7 @@
 use crate::delivery::DeliverySummary;
 use crate::plan::{Length, Load};
 use crate::runner::StepRun;
-use crate::stats::{Latency, Tally};
+use crate::stats::{Connections, Latency, Tally};
 use base64::Engine;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -58,10 +58,51 @@ pub struct StepReport {
     /// STOMP message delivery, for a scenario that speaks STOMP.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub delivery: Option<DeliveryReport>,
+    /// The connections the step opened and their TLS handshakes (absent from results
+    /// written before they were counted).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub connections: Option<ConnectionsReport>,
+    /// What the reader should know before trusting the figures (most responses were
+    /// redirects, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// What the step cost the generator itself (absent from merged results).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub generator: Option<GeneratorReport>,
     pub interrupted: bool,
+}
+
+/// The connections of a step: how many were opened, and their TLS handshakes (the cost
+/// a front door pays per new client: `--no-keepalive` makes one per request).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ConnectionsReport {
+    pub opened: u64,
+    pub tls_handshakes: u64,
+    /// Handshakes that resumed a session (`--tls-resume on`).
+    pub tls_resumed: u64,
+    /// Full and resumed handshakes per second over the step.
+    pub tls_handshakes_per_s: f64,
+    /// Each handshake's time, from the ClientHello to its end (the TCP connect before it
+    /// not included).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub handshake: Option<Latencies>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub hdr_handshake: Option<String>,
+}
+
+impl ConnectionsReport {
+    pub fn of(c: &Connections, elapsed_s: f64) -> ConnectionsReport {
+        let handshakes = c.handshakes.moments.count;
+        let tls = handshakes > 0;
+        ConnectionsReport {
+            opened: c.opened,
+            tls_handshakes: handshakes,
+            tls_resumed: c.resumed,
+            tls_handshakes_per_s: (handshakes as f64 / elapsed_s.max(1e-6) * 100.0).round() / 100.0,
+            handshake: tls.then(|| Latencies::of(&c.handshakes)),
+            hdr_handshake: tls.then(|| encode_histogram(&c.handshakes.histogram)),
+        }
+    }
 }
 
 /// The generator's own memory over a step.
@@ -140,6 +181,15 @@ pub struct Summary {
     /// From the first send to the last completion (what throughput divides by).
     pub span_s: f64,
     pub error_kinds: BTreeMap<String, u64>,
+    /// Responses by status code (`"200": n`), errors or not; a transport error has none.
+    #[serde(default)]
+    pub statuses: BTreeMap<String, u64>,
+    /// The same by class (`"2xx": n`).
+    #[serde(default)]
+    pub status_classes: BTreeMap<String, u64>,
+    /// Where redirects pointed (`Location`: count), the first 8 distinct targets.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub redirects: BTreeMap<String, u64>,
     /// Latency from when each request was actually sent: what a tool without
     /// coordinated-omission correction reports. Equal to the above for users.
     pub uncorrected: Latencies,
@@ -255,6 +305,13 @@ impl Summary {
                 (span_s * 1e6).round() / 1e6
             },
             error_kinds: t.error_kinds.clone(),
+            statuses: t
+                .statuses
+                .iter()
+                .map(|(code, n)| (code.to_string(), *n))
+                .collect(),
+            status_classes: classes(&t.statuses),
+            redirects: t.locations.clone(),
             uncorrected: Latencies::of(&t.sent),
             send_lag: Latencies::of(&t.send_lag),
             hdr: encode_histogram(&t.corrected.histogram),
@@ -272,7 +329,9 @@ impl StepReport {
             Load::Rate { rate, .. } => (None, Some(rate)),
         };
         let t = &run.recorder.total;
+        let summary = Summary::of(t, elapsed_s);
         StepReport {
+            warnings: redirect_warning(&summary).into_iter().collect(),
             users,
             rate,
             duration_s: (elapsed_s * 1000.0).round() / 1000.0,
@@ -280,8 +339,9 @@ impl StepReport {
                 .started
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
-            summary: Summary::of(t, elapsed_s),
+            summary,
             missed: run.recorder.missed,
+            connections: Some(ConnectionsReport::of(&run.recorder.connections, elapsed_s)),
             per_second: t
                 .seconds
                 .iter()
@@ -316,6 +376,50 @@ impl StepReport {
             interrupted: run.interrupted,
         }
     }
+}
+
+/// Counts by status class (`2xx`) of counts by status code.
+pub fn classes<K: ToString>(statuses: &BTreeMap<K, u64>) -> BTreeMap<String, u64> {
+    let mut classes = BTreeMap::new();
+    for (code, n) in statuses {
+        let code = code.to_string();
+        let class = format!("{}xx", &code[..1]);
+        *classes.entry(class).or_default() += n;
+    }
+    classes
+}
+
+/// A warning when at least half of a step's responses were redirects: a load test of a
+/// redirect measures the redirect, not the page (a plain listener that sends every
+/// client to HTTPS answers fast and never errs).
+pub fn redirect_warning(s: &Summary) -> Option<String> {
+    let redirects = s.status_classes.get("3xx").copied().unwrap_or(0);
+    if redirects == 0 || redirects * 2 < s.samples {
+        return None;
+    }
+    let (status, _) = s
+        .statuses
+        .iter()
+        .filter(|(code, _)| code.starts_with('3'))
+        .max_by_key(|(_, n)| **n)?;
+    let whole = if redirects == s.samples {
+        format!("all {redirects} responses were {status}")
+    } else {
+        let pct = redirects as f64 * 100.0 / s.samples as f64;
+        format!(
+            "{redirects} of {} responses ({pct:.1}%) were redirects, most {status}",
+            s.samples
+        )
+    };
+    let to = s.redirects.iter().max_by_key(|(_, n)| **n).map(|(l, _)| l);
+    let hint = match to {
+        Some(l) if l.to_ascii_lowercase().starts_with("https://") => "did you mean https://?",
+        _ => "the redirects were measured, not the pages they point to",
+    };
+    let to = to.map(|l| format!(" to {l}")).unwrap_or_default();
+    Some(format!(
+        "{whole}{to}: {hint} (redirects count as success; --ok-status 200-299 counts them as errors)"
+    ))
 }
 
 /// How a step is named in the table.
@@ -382,14 +486,61 @@ pub fn table(report: &Report) -> String {
                 g.rss_peak_kib as f64 / 1024.0
             ));
         }
+        if let Some(c) = step.connections.as_ref().filter(|c| c.tls_handshakes > 0) {
+            out.push_str(&format!("{:<15} {}\n", step_name(step), tls_line(c)));
+        }
+        if let Some(line) = statuses_line(&step.summary) {
+            out.push_str(&format!("{:<15} {line}\n", step_name(step)));
+        }
         for (kind, n) in &step.summary.error_kinds {
             out.push_str(&format!("{:<15} errors: {n} x {kind}\n", step_name(step)));
+        }
+        for warning in &step.warnings {
+            out.push_str(&format!("{:<15} warning: {warning}\n", step_name(step)));
         }
     }
     if report.interrupted {
         out.push_str("interrupted: the last step holds what was measured until then\n");
     }
     out
+}
+
+/// `TLS: 1200 handshakes (1100 resumed), 240.0/s; handshake p50 .. ms, ...`
+fn tls_line(c: &ConnectionsReport) -> String {
+    let mut line = format!(
+        "TLS: {} handshakes ({} resumed), {:.1}/s, {} connections",
+        c.tls_handshakes, c.tls_resumed, c.tls_handshakes_per_s, c.opened
+    );
+    if let Some(h) = &c.handshake {
+        line.push_str(&format!(
+            "; handshake p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            h.p50_ms, h.p99_ms, h.max_ms
+        ));
+    }
+    line
+}
+
+/// `statuses: 200 x 9900, 503 x 100 (2xx 99.0%, 5xx 1.0%)`, when responses came.
+pub fn statuses_line(s: &Summary) -> Option<String> {
+    let total: u64 = s.statuses.values().sum();
+    if total == 0 {
+        return None;
+    }
+    let codes: Vec<String> = s
+        .statuses
+        .iter()
+        .map(|(c, n)| format!("{c} x {n}"))
+        .collect();
+    let classes: Vec<String> = s
+        .status_classes
+        .iter()
+        .map(|(c, n)| format!("{c} {:.1}%", *n as f64 * 100.0 / total as f64))
+        .collect();
+    Some(format!(
+        "statuses: {} ({})",
+        codes.join(", "),
+        classes.join(", ")
+    ))
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -406,5 +557,87 @@ pub fn length_text(length: Length) -> String {
     match length {
         Length::Duration(d) => format!("{}s", d.as_secs_f64()),
         Length::Iterations(n) => format!("{n} iterations"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{Recorder, Sample};
+
+    /// The summary of `n` responses of each `(status, location)`.
+    fn summary(responses: &[(u64, u16, Option<&str>)]) -> Summary {
+        let mut r = Recorder::default();
+        for &(n, status, location) in responses {
+            for i in 0..n {
+                r.record(&Sample {
+                    label: "GET /",
+                    intended_us: i,
+                    sent_us: i,
+                    ended_us: i + 100,
+                    error: (status >= 400).then(|| format!("status {status}")),
+                    status: Some(status),
+                    location,
+                    bytes_in: 0,
+                    bytes_out: 0,
+                });
+            }
+        }
+        Summary::of(&r.total, 1.0)
+    }
+
+    #[test]
+    fn statuses_are_counted_by_code_and_class() {
+        let s = summary(&[(90, 200, None), (5, 204, None), (5, 503, None)]);
+        let counts = |pairs: &[(&str, u64)]| -> BTreeMap<String, u64> {
+            pairs.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+        };
+        assert_eq!(s.statuses, counts(&[("200", 90), ("204", 5), ("503", 5)]));
+        assert_eq!(s.status_classes, counts(&[("2xx", 95), ("5xx", 5)]));
+        assert_eq!(
+            statuses_line(&s).unwrap(),
+            "statuses: 200 x 90, 204 x 5, 503 x 5 (2xx 95.0%, 5xx 5.0%)"
+        );
+        assert_eq!(redirect_warning(&s), None);
+    }
+
+    #[test]
+    fn a_step_of_redirects_says_where_they_went() {
+        let all = summary(&[(40, 301, Some("https://shop.test/"))]);
+        assert_eq!(
+            redirect_warning(&all).unwrap(),
+            "all 40 responses were 301 to https://shop.test/: did you mean https://? \
+             (redirects count as success; --ok-status 200-299 counts them as errors)"
+        );
+        let most = summary(&[(6, 302, Some("/login")), (4, 200, None)]);
+        let warning = redirect_warning(&most).unwrap();
+        assert!(
+            warning.starts_with("6 of 10 responses (60.0%) were redirects, most 302 to /login: the redirects were measured"),
+            "{warning}"
+        );
+        // Fewer than half: a site's normal redirects, no warning.
+        let few = summary(&[(4, 302, Some("/login")), (6, 200, None)]);
+        assert_eq!(redirect_warning(&few), None);
+    }
+
+    #[test]
+    fn redirect_targets_are_bounded() {
+        let mut r = Recorder::default();
+        for i in 0..100u64 {
+            let location = format!("/page/{i}");
+            r.record(&Sample {
+                label: "GET /",
+                intended_us: i,
+                sent_us: i,
+                ended_us: i + 1,
+                error: None,
+                status: Some(302),
+                location: Some(&location),
+                bytes_in: 0,
+                bytes_out: 0,
+            });
+        }
+        assert_eq!(r.total.locations.len(), crate::stats::MAX_LOCATIONS);
+        assert_eq!(r.total.statuses[&302], 100);
     }
 }

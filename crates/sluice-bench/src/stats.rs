@@ -121,6 +121,10 @@ pub struct Tally {
     pub errors: u64,
     /// Failures by kind (`status 503`, `connect: connection refused`, `timeout`, ...).
     pub error_kinds: BTreeMap<String, u64>,
+    /// Responses by status code, whether they count as errors or not.
+    pub statuses: BTreeMap<u16, u64>,
+    /// Where redirects pointed (`Location`), the first [`MAX_LOCATIONS`] distinct ones.
+    pub locations: BTreeMap<String, u64>,
     pub bytes_in: u64,
     pub bytes_out: u64,
     /// Per second of the step, by completion time.
@@ -138,9 +142,18 @@ pub struct Sample<'a> {
     pub sent_us: u64,
     pub ended_us: u64,
     pub error: Option<String>,
+    /// The response's status, when one came (none for a transport error or a
+    /// WebSocket or STOMP step).
+    pub status: Option<u16>,
+    /// A redirect's `Location`.
+    pub location: Option<&'a str>,
     pub bytes_in: u64,
     pub bytes_out: u64,
 }
+
+/// Distinct redirect targets kept per label: enough to name where redirects go without
+/// letting a server that redirects everywhere grow the report.
+pub const MAX_LOCATIONS: usize = 8;
 
 impl Tally {
     fn record(&mut self, s: &Sample<'_>) {
@@ -165,6 +178,12 @@ impl Tally {
             slot.errors += 1;
             *self.error_kinds.entry(kind.clone()).or_default() += 1;
         }
+        if let Some(status) = s.status {
+            *self.statuses.entry(status).or_default() += 1;
+        }
+        if let Some(location) = s.location {
+            count_location(&mut self.locations, location, 1);
+        }
         self.first_start_us = Some(
             self.first_start_us
                 .map_or(s.intended_us, |f| f.min(s.intended_us)),
@@ -179,6 +198,12 @@ impl Tally {
         self.errors += other.errors;
         for (kind, n) in &other.error_kinds {
             *self.error_kinds.entry(kind.clone()).or_default() += n;
+        }
+        for (status, n) in &other.statuses {
+            *self.statuses.entry(*status).or_default() += n;
+        }
+        for (location, n) in &other.locations {
+            count_location(&mut self.locations, location, *n);
         }
         self.bytes_in += other.bytes_in;
         self.bytes_out += other.bytes_out;
@@ -203,6 +228,34 @@ impl Tally {
     }
 }
 
+/// Counts `n` redirects to `location`, unless [`MAX_LOCATIONS`] others are counted
+/// already.
+pub fn count_location(locations: &mut BTreeMap<String, u64>, location: &str, n: u64) {
+    if let Some(count) = locations.get_mut(location) {
+        *count += n;
+    } else if locations.len() < MAX_LOCATIONS {
+        locations.insert(location.to_string(), n);
+    }
+}
+
+/// The connections a step opened, and what their TLS handshakes cost.
+#[derive(Debug, Clone, Default)]
+pub struct Connections {
+    pub opened: u64,
+    /// Each TLS handshake's time (without the TCP connect before it).
+    pub handshakes: Latency,
+    /// Handshakes that resumed a session.
+    pub resumed: u64,
+}
+
+impl Connections {
+    pub fn merge(&mut self, other: &Connections) {
+        self.opened += other.opened;
+        self.handshakes.merge(&other.handshakes);
+        self.resumed += other.resumed;
+    }
+}
+
 /// A worker's record of one step: a tally per label, and the whole.
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
@@ -210,9 +263,19 @@ pub struct Recorder {
     pub labels: BTreeMap<String, Tally>,
     /// Requests an open-model step meant to send but could not before it ended.
     pub missed: u64,
+    pub connections: Connections,
 }
 
 impl Recorder {
+    /// Counts a connection opened, with its TLS handshake if it had one.
+    pub fn opened(&mut self, handshake: Option<crate::tls::Handshake>) {
+        self.connections.opened += 1;
+        if let Some(h) = handshake {
+            self.connections.handshakes.record(h.took);
+            self.connections.resumed += u64::from(h.resumed);
+        }
+    }
+
     pub fn record(&mut self, s: &Sample<'_>) {
         self.total.record(s);
         if let Some(t) = self.labels.get_mut(s.label) {
@@ -230,6 +293,7 @@ impl Recorder {
             self.labels.entry(label.clone()).or_default().merge(t);
         }
         self.missed += other.missed;
+        self.connections.merge(&other.connections);
     }
 }
 
@@ -250,6 +314,8 @@ mod tests {
             sent_us: sent,
             ended_us: ended,
             error: error.map(String::from),
+            status: Some(if error.is_some() { 503 } else { 200 }),
+            location: None,
             bytes_in: 10,
             bytes_out: 5,
         }
@@ -286,6 +352,11 @@ mod tests {
         assert_eq!(a.total.samples(), 3);
         assert_eq!(a.total.errors, 1);
         assert_eq!(a.total.error_kinds["status 503"], 1);
+        assert_eq!(a.total.statuses, BTreeMap::from([(200, 2), (503, 1)]));
+        assert_eq!(
+            a.labels["GET /"].statuses,
+            BTreeMap::from([(200, 1), (503, 1)])
+        );
         assert_eq!(a.labels["GET /"].samples(), 2);
         assert_eq!(a.labels["POST /x"].samples(), 1);
         assert_eq!(a.missed, 3);

@@ -1,14 +1,17 @@
 //! What a load test sends: the target URL and the request, encoded once.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use rustls::pki_types::ServerName;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
 /// Why a target or request could not be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TargetError {
-    #[error("`{0}` is not an http:// URL (write it as http://host:port/path)")]
+    #[error("`{0}` is not an http:// or https:// URL (write it as http://host:port/path)")]
     NotHttp(String),
-    #[error("https:// is not supported yet: `{0}` (run against the plain-HTTP listener)")]
-    Https(String),
+    #[error("`{host}` is not a name TLS can verify: {why}")]
+    ServerName { host: String, why: String },
+    #[error("bad --resolve `{0}` (write it as HOST:PORT:ADDRESS, e.g. shop.test:443:127.0.0.1)")]
+    BadResolve(String),
     #[error("`{0}` has no host")]
     NoHost(String),
     #[error("`{url}`: bad port `{port}`")]
@@ -32,15 +35,46 @@ pub struct Target {
     pub path: String,
     /// The resolved address connections go to.
     pub addr: SocketAddr,
+    /// For `https://`: the name sent as SNI and verified in the server's certificate.
+    pub tls: Option<ServerName<'static>>,
+}
+
+/// curl's `--resolve HOST:PORT:ADDRESS`: connections for `HOST:PORT` go to `ADDRESS`,
+/// and the URL's name is still the one sent (`Host`, SNI) and verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolve {
+    pub host: String,
+    pub port: u16,
+    pub addr: IpAddr,
+}
+
+impl std::str::FromStr for Resolve {
+    type Err = TargetError;
+    fn from_str(text: &str) -> Result<Resolve, TargetError> {
+        let bad = || TargetError::BadResolve(text.into());
+        let (host, rest) = text.split_once(':').ok_or_else(bad)?;
+        let (port, addr) = rest.split_once(':').ok_or_else(bad)?;
+        let addr = addr.trim_start_matches('[').trim_end_matches(']');
+        Ok(Resolve {
+            host: host.to_ascii_lowercase(),
+            port: port.parse().map_err(|_| bad())?,
+            addr: addr.parse().map_err(|_| bad())?,
+        })
+    }
 }
 
 impl Target {
-    /// Parses `http://host[:port][/path]` and resolves the host.
+    /// Parses `http[s]://host[:port][/path]` and resolves the host.
     pub fn parse(url: &str) -> Result<Target, TargetError> {
-        let rest = if let Some(rest) = strip_scheme(url, "http://") {
-            rest
-        } else if strip_scheme(url, "https://").is_some() {
-            return Err(TargetError::Https(url.into()));
+        Target::parse_with(url, &[])
+    }
+
+    /// Like [`Target::parse`], with `resolve` overriding the system's resolver.
+    pub fn parse_with(url: &str, resolve: &[Resolve]) -> Result<Target, TargetError> {
+        let (rest, tls, default_port) = if let Some(rest) = strip_scheme(url, "http://") {
+            (rest, false, 80)
+        } else if let Some(rest) = strip_scheme(url, "https://") {
+            (rest, true, 443)
         } else {
             return Err(TargetError::NotHttp(url.into()));
         };
@@ -52,15 +86,34 @@ impl Target {
         if authority.is_empty() {
             return Err(TargetError::NoHost(url.into()));
         }
-        let (host, port) = split_port(url, authority)?;
-        let addr = resolve(host, port)?;
+        let (host, port) = split_port(url, authority, default_port)?;
+        let overridden = resolve
+            .iter()
+            .find(|r| r.port == port && r.host.eq_ignore_ascii_case(host));
+        let addr = match overridden {
+            Some(r) => SocketAddr::new(r.addr, port),
+            None => lookup(host, port)?,
+        };
+        let tls = match tls {
+            true => Some(server_name(host)?),
+            false => None,
+        };
         Ok(Target {
             url: url.into(),
             authority: authority.into(),
             path,
             addr,
+            tls,
         })
     }
+}
+
+/// The name TLS sends and verifies for `host` (a DNS name or an IP address).
+fn server_name(host: &str) -> Result<ServerName<'static>, TargetError> {
+    ServerName::try_from(host.to_string()).map_err(|e| TargetError::ServerName {
+        host: host.into(),
+        why: e.to_string(),
+    })
 }
 
 fn strip_scheme<'a>(url: &'a str, scheme: &str) -> Option<&'a str> {
@@ -69,8 +122,12 @@ fn strip_scheme<'a>(url: &'a str, scheme: &str) -> Option<&'a str> {
         .then(|| &url[scheme.len()..])
 }
 
-/// `host:port`, `[v6]:port`, or a host alone (port 80).
-fn split_port<'a>(url: &str, authority: &'a str) -> Result<(&'a str, u16), TargetError> {
+/// `host:port`, `[v6]:port`, or a host alone (the scheme's port).
+fn split_port<'a>(
+    url: &str,
+    authority: &'a str,
+    default_port: u16,
+) -> Result<(&'a str, u16), TargetError> {
     let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
         let (host, after) = rest
             .split_once(']')
@@ -83,7 +140,7 @@ fn split_port<'a>(url: &str, authority: &'a str) -> Result<(&'a str, u16), Targe
         }
     };
     let port = match port {
-        None => 80,
+        None => default_port,
         Some(p) => p.parse().map_err(|_| TargetError::BadPort {
             url: url.into(),
             port: p.into(),
@@ -92,7 +149,7 @@ fn split_port<'a>(url: &str, authority: &'a str) -> Result<(&'a str, u16), Targe
     Ok((host, port))
 }
 
-fn resolve(host: &str, port: u16) -> Result<SocketAddr, TargetError> {
+fn lookup(host: &str, port: u16) -> Result<SocketAddr, TargetError> {
     let failed = |cause: String| TargetError::Resolve {
         host: host.into(),
         cause,
@@ -201,10 +258,10 @@ mod tests {
             Target::parse("ftp://a/"),
             Err(TargetError::NotHttp(_))
         ));
-        assert!(matches!(
-            Target::parse("https://a/"),
-            Err(TargetError::Https(_))
-        ));
+        let t = Target::parse("https://localhost/x").unwrap();
+        assert_eq!(t.addr.port(), 443);
+        assert_eq!(t.tls, Some(ServerName::try_from("localhost").unwrap()));
+        assert_eq!(Target::parse("http://localhost/").unwrap().tls, None);
         assert!(matches!(
             Target::parse("http:///x"),
             Err(TargetError::NoHost(_))
@@ -217,6 +274,32 @@ mod tests {
             Target::parse("http://no-such-host.invalid/"),
             Err(TargetError::Resolve { .. })
         ));
+    }
+
+    #[test]
+    fn resolve_aims_a_name_at_an_address() {
+        let shop: Resolve = "shop.test:443:127.0.0.2".parse().unwrap();
+        let v6: Resolve = "shop.test:8443:[::1]".parse().unwrap();
+        let t = Target::parse_with("https://shop.test/cart", &[shop.clone(), v6]).unwrap();
+        assert_eq!(t.addr, "127.0.0.2:443".parse().unwrap());
+        assert_eq!(t.authority, "shop.test");
+        assert_eq!(t.tls, Some(ServerName::try_from("shop.test").unwrap()));
+        let t = Target::parse_with("https://shop.test:8443/", &[shop]);
+        assert!(
+            matches!(t, Err(TargetError::Resolve { .. })),
+            "another port: not aimed"
+        );
+        let v6: Resolve = "shop.test:8443:[::1]".parse().unwrap();
+        let t = Target::parse_with("https://SHOP.test:8443/", &[v6]).unwrap();
+        assert_eq!(t.addr, "[::1]:8443".parse().unwrap());
+        for bad in [
+            "shop.test",
+            "shop.test:443",
+            "shop.test:x:127.0.0.1",
+            "a:1:nowhere",
+        ] {
+            assert!(bad.parse::<Resolve>().is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! HTTP steps share one keep-alive connection per user; WebSocket and STOMP steps, the
 //! user's one WebSocket. Every step's outcome is a sample under the step's name.
 
-use crate::conn::{connect, Connection, ExchangeError};
+use crate::conn::{open_stream, Connection, ExchangeError};
 use crate::plan::Length;
 use crate::scenario::{Action, Scenario, ScenarioStep, Stomp, Template};
 use crate::stomp;
@@ -187,7 +187,7 @@ impl VirtualUser {
         };
         let bytes = self.encode_http(method, path, headers, body);
         let out = Outgoing {
-            addr: self.scenario.target.addr,
+            target: &self.scenario.target,
             bytes: &bytes,
             head: method == "HEAD",
             label: &step.name,
@@ -273,9 +273,11 @@ impl VirtualUser {
     ) -> Result<(), StepError> {
         self.ws = None;
         let target = &self.scenario.target;
-        let stream = connect(target.addr, self.w.source())
+        let tls = self.w.plan.tls.as_ref();
+        let (stream, handshake) = open_stream(target, tls, self.w.source())
             .await
             .map_err(StepError::Connect)?;
+        self.w.recorder.borrow_mut().opened(handshake);
         let headers = self.render_headers(headers);
         let path = self.render(path);
         let deliveries = self.w.deliveries.clone();

@@ -6,6 +6,7 @@
 
 use crate::delivery::Deliveries;
 use crate::stomp;
+use crate::tls::ClientStream;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use std::cell::{Cell, RefCell};
@@ -13,7 +14,6 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -26,7 +26,7 @@ const INBOX_CAP: usize = 256;
 /// Small buffers: 10,000 idle users must not cost 128 KiB each (tungstenite's default).
 const BUFFER: usize = 4096;
 
-type Socket = WebSocketStream<TcpStream>;
+type Socket = WebSocketStream<ClientStream>;
 
 /// Why a WebSocket could not be opened or used. Its `Display` is the error kind reports
 /// count by, so a tungstenite error is part of the words rather than a `source()` (a
@@ -122,7 +122,7 @@ impl WsConn {
     /// Connects to `addr` and upgrades `GET path` (with `headers`) to a WebSocket;
     /// `user` is who receives what arrives on it.
     pub async fn open(
-        stream: TcpStream,
+        stream: ClientStream,
         authority: &str,
         path: &str,
         headers: &[(String, String)],

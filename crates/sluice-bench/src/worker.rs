@@ -5,7 +5,7 @@
 use crate::conn::{Connection, ExchangeError, Reply};
 use crate::delivery::Deliveries;
 use crate::pacer::Pacer;
-use crate::plan::{Length, Plan};
+use crate::plan::{Length, OkStatus, Plan};
 use crate::progress::Progress;
 use crate::stats::{Recorder, Sample};
 use std::cell::{Cell, RefCell};
@@ -117,7 +117,7 @@ impl Worker {
         let i = self.plan_index(pick);
         let request = &self.plan.requests[i].request;
         let out = Outgoing {
-            addr: request.target.addr,
+            target: &request.target,
             bytes: &self.encoded[i],
             head: self.heads[i],
             label: &request.label,
@@ -140,11 +140,16 @@ impl Worker {
         };
         // A sample spans from its write (or its connect, for a new connection) to its
         // last byte; a failure, from the start of the attempt to when it was seen.
+        let mut reply = None;
         let (error, bytes_in, sent, ended) = match result {
-            Ok(Ok((reply, opened))) => {
-                let sent = opened.unwrap_or(reply.written);
-                let error = out.check.verdict(reply.status, body.as_deref());
-                (error, reply.bytes_in, sent, reply.completed)
+            Ok(Ok((got, opened))) => {
+                let sent = opened.unwrap_or(got.written);
+                let error = out
+                    .check
+                    .verdict(&self.plan.ok_status, got.status, body.as_deref());
+                let (bytes_in, completed) = (got.bytes_in, got.completed);
+                reply = Some(got);
+                (error, bytes_in, sent, completed)
             }
             Ok(Err(e)) => (Some(e.to_string()), 0, before, Instant::now()),
             Err(_) => {
@@ -161,6 +166,8 @@ impl Worker {
             sent_us: self.micros(sent),
             ended_us: self.micros(ended),
             error,
+            status: reply.as_ref().map(|r| r.status),
+            location: reply.as_ref().and_then(|r| r.location.as_deref()),
             bytes_in,
             bytes_out: out.bytes.len() as u64,
         });
@@ -178,6 +185,8 @@ impl Worker {
             sent_us: self.micros(began),
             ended_us: self.micros(ended),
             error: outcome.error,
+            status: None,
+            location: None,
             bytes_in: outcome.bytes_in,
             bytes_out: outcome.bytes_out,
         });
@@ -211,7 +220,11 @@ impl Worker {
                 Some(conn) => conn,
                 None => {
                     opened = Some(Instant::now());
-                    slot.insert(Connection::open(out.addr, self.source()).await?)
+                    let tls = self.plan.tls.as_ref();
+                    let (conn, handshake) =
+                        Connection::open(out.target, tls, self.source()).await?;
+                    self.recorder.borrow_mut().opened(handshake);
+                    slot.insert(conn)
                 }
             };
             match conn
@@ -265,7 +278,7 @@ pub struct StepOutcome {
 
 /// A request about to go: where, its bytes, and what its sample is.
 pub struct Outgoing<'a> {
-    pub addr: std::net::SocketAddr,
+    pub target: &'a crate::target::Target,
     pub bytes: &'a [u8],
     /// A HEAD request (its response has no body).
     pub head: bool,
@@ -278,18 +291,19 @@ pub struct Outgoing<'a> {
 /// What a response must be to count as a success.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Check<'a> {
-    /// Statuses that pass; empty: any 2xx or 3xx (as JMeter).
+    /// Statuses that pass; empty: those of the plan's `--ok-status`.
     pub statuses: &'a [u16],
     /// Text the body must contain.
     pub body: Option<&'a str>,
 }
 
 impl Check<'_> {
-    /// The error kind a response with `status` and `body` counts as, if any.
-    pub fn verdict(&self, status: u16, body: Option<&[u8]>) -> Option<String> {
+    /// The error kind a response with `status` and `body` counts as, if any. `ok`: the
+    /// statuses that pass when the check names none.
+    pub fn verdict(&self, ok: &OkStatus, status: u16, body: Option<&[u8]>) -> Option<String> {
         if self.statuses.is_empty() {
-            if let Some(e) = status_error(status) {
-                return Some(e);
+            if !ok.passes(status) {
+                return Some(format!("status {status}"));
             }
         } else if !self.statuses.contains(&status) {
             return Some(format!("check: status {status}"));
@@ -301,11 +315,6 @@ impl Check<'_> {
         });
         (!found).then(|| format!("check: body lacks {needle:?}"))
     }
-}
-
-/// A status JMeter counts as a failure: anything but 2xx and 3xx.
-fn status_error(status: u16) -> Option<String> {
-    (!(200..400).contains(&status)).then(|| format!("status {status}"))
 }
 
 /// The closed model: this thread's users, each in a loop until the step ends.
@@ -498,30 +507,42 @@ mod tests {
     #[test]
     fn checks() {
         let any = Check::default();
-        assert_eq!(any.verdict(204, None), None);
-        assert_eq!(any.verdict(500, None).as_deref(), Some("status 500"));
+        let ok = OkStatus::default();
+        assert_eq!(any.verdict(&ok, 204, None), None);
+        assert_eq!(any.verdict(&ok, 500, None).as_deref(), Some("status 500"));
         let statuses = [200, 404];
         let c = Check {
             statuses: &statuses,
             body: Some("ok"),
         };
-        assert_eq!(c.verdict(404, Some(b"is ok")), None);
+        assert_eq!(c.verdict(&ok, 404, Some(b"is ok")), None);
         assert_eq!(
-            c.verdict(201, Some(b"ok")).as_deref(),
+            c.verdict(&ok, 201, Some(b"ok")).as_deref(),
             Some("check: status 201")
         );
         assert_eq!(
-            c.verdict(200, Some(b"nope")).as_deref(),
+            c.verdict(&ok, 200, Some(b"nope")).as_deref(),
             Some("check: body lacks \"ok\"")
         );
     }
 
     #[test]
     fn statuses_that_count_as_errors() {
-        assert_eq!(status_error(200), None);
-        assert_eq!(status_error(304), None);
-        assert_eq!(status_error(404).as_deref(), Some("status 404"));
-        assert_eq!(status_error(503).as_deref(), Some("status 503"));
-        assert_eq!(status_error(101).as_deref(), Some("status 101"));
+        let verdict = |ok: &OkStatus, status| Check::default().verdict(ok, status, None);
+        let default = OkStatus::default();
+        assert_eq!(verdict(&default, 200), None);
+        assert_eq!(verdict(&default, 304), None);
+        assert_eq!(verdict(&default, 399), None);
+        assert_eq!(verdict(&default, 400).as_deref(), Some("status 400"));
+        assert_eq!(verdict(&default, 503).as_deref(), Some("status 503"));
+        assert_eq!(verdict(&default, 101).as_deref(), Some("status 101"));
+        let custom = OkStatus::parse("200-299, 404").unwrap();
+        assert_eq!(custom.to_string(), "200-299,404");
+        assert_eq!(verdict(&custom, 404), None);
+        assert_eq!(verdict(&custom, 301).as_deref(), Some("status 301"));
+        assert_eq!(verdict(&custom, 405).as_deref(), Some("status 405"));
+        for bad in ["", "20x", "200-", "99", "600", "399-200"] {
+            assert!(OkStatus::parse(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{backend_addr, plan, run};
-use sluice_bench::report::{DeliveryReport, Report};
+use sluice_bench::report::{ConnectionsReport, DeliveryReport, Report};
 use sluice_bench::{html, Length, Load, RequestSpec, Step, Target, Weighted};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -150,6 +150,10 @@ fn cell_after(dom: &str, row_id: &str, class: &str) -> String {
     dom[start..start + len].to_string()
 }
 
+fn latency_of(report: &Report) -> sluice_bench::report::Latencies {
+    report.steps[0].summary.latency.clone()
+}
+
 /// What every page must show, whatever the model.
 fn check_page(dom: &str, report: &Report) {
     let charts = report.steps.len() * CHARTS_PER_STEP;
@@ -169,6 +173,9 @@ fn check_page(dom: &str, report: &Report) {
             .unwrap_or_else(|_| panic!("samples cell {shown:?}"));
         assert_eq!(shown, step.summary.samples, "step {i} samples");
         assert!(step.summary.samples > 0);
+        // Every response of the lab backend is a 200, and the page counts them.
+        let statuses = cell_after(dom, &format!("step-{i}-total"), "statuses");
+        assert_eq!(statuses, format!("200 \u{d7} {}", step.summary.samples));
     }
     // The hostile label is text in the page, not markup: no <b> element came of it.
     assert!(dom.contains("GET /b &lt;/script&gt;&lt;!--&lt;script&gt;&lt;b&gt;bold&lt;/b&gt;"));
@@ -197,8 +204,20 @@ fn closed_model_page_draws_its_charts_and_tables() {
         delivered_per_s: 12.5,
         hdr: String::new(),
     });
+    // Made-up TLS figures and a warning: only that the page shows them.
+    report.steps[0].connections = Some(ConnectionsReport {
+        opened: 2,
+        tls_handshakes: 3,
+        tls_resumed: 1,
+        tls_handshakes_per_s: 1.5,
+        handshake: Some(latency_of(&report)),
+        hdr_handshake: None,
+    });
+    report.steps[0].warnings = vec!["all 3 responses were 301 to https://shop.test/".into()];
     let dom = render_in_browser("closed", &report);
     check_page(&dom, &report);
+    assert!(dom.contains("TLS: 3 handshakes (1 resumed), 1.5/s over 2 connections"));
+    assert!(dom.contains("<p class=\"warning\">all 3 responses were 301 to https://shop.test/</p>"));
     assert_eq!(
         dom.matches("class=\"delivery\"").count(),
         1,

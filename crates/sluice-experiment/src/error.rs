@@ -109,7 +109,7 @@ mod tests {
         };
         assert_eq!(
             chain(&e),
-            "ftp://x/: `ftp://x/` is not an http:// URL (write it as http://host:port/path)"
+            "ftp://x/: `ftp://x/` is not an http:// or https:// URL (write it as http://host:port/path)"
         );
         let e = Error::Tier(TierError::NoMetrics {
             tier: "db".into(),

@@ -234,6 +234,8 @@ fn load(
         pace: Duration::from_micros(100),
         source_addrs: Vec::new(),
         scenario,
+        ok_status: Default::default(),
+        tls: None,
     };
     let report = sluice_bench::run(plan, stop, &|_, _, _| {}, &mut |_| {}).map_err(Error::Load)?;
     report.steps.into_iter().next().ok_or(Error::Interrupted)

@@ -2,9 +2,12 @@
 
 use anyhow::{anyhow, Context};
 use clap::{Args, Subcommand};
+use sluice_bench::plan::OkStatus;
 use sluice_bench::report::{table, Report, StepReport};
 use sluice_bench::scenario::Scenario;
+use sluice_bench::target::Resolve;
 use sluice_bench::threshold::{failures, Threshold};
+use sluice_bench::tls::{self, TlsOptions};
 use sluice_bench::{Length, Load, Plan, RequestSpec, Snapshot, Step, Target, Weighted};
 use std::io::{IsTerminal, Write};
 use std::net::IpAddr;
@@ -70,6 +73,10 @@ pub struct BenchArgs {
     /// A request taking longer fails as `timeout`.
     #[arg(long, default_value = "30s")]
     timeout: String,
+    /// The statuses that count as success, e.g. 200-399,404; any other status is an
+    /// error, as is a transport error (k6's `http_req_failed` rule).
+    #[arg(long, default_value = "200-399")]
+    ok_status: String,
     /// Worker threads; 0 = one per core.
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -78,6 +85,24 @@ pub struct BenchArgs {
     /// counts in the latency and shows as the send lag.
     #[arg(long, default_value = "100us")]
     pace: String,
+    /// For https:// targets: accept any certificate (a test server's self-signed one).
+    #[arg(long, short = 'k')]
+    insecure: bool,
+    /// For https:// targets: trust the CA certificates in this PEM file instead of the
+    /// system's.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
+    /// Connect to ADDRESS for HOST:PORT, keeping the URL's name for Host, SNI and the
+    /// certificate (curl's --resolve), e.g. shop.test:443:127.0.0.1 (repeatable).
+    #[arg(long, value_name = "HOST:PORT:ADDRESS")]
+    resolve: Vec<String>,
+    /// TLS session resumption on new connections: on (a returning visitor) or off (each
+    /// connection a new one, a full handshake each).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    tls_resume: String,
+    /// Hold TLS to one version, 1.2 or 1.3 (default: both, as the server prefers).
+    #[arg(long, value_name = "VERSION")]
+    tls_version: Option<String>,
     /// Source addresses to spread connections over, e.g. 127.0.0.2,127.0.0.3.
     #[arg(long, value_delimiter = ',')]
     source_addrs: Vec<IpAddr>,
@@ -237,10 +262,16 @@ fn plan(args: &BenchArgs) -> anyhow::Result<(Plan, Vec<Threshold>)> {
         threads: args.threads,
         source_addrs: args.source_addrs.clone(),
         scenario: None,
+        ok_status: OkStatus::parse(&args.ok_status).map_err(|e| anyhow!("--ok-status: {e}"))?,
+        tls: None,
     };
+    let resolve = resolves(args)?;
     match &args.scenario {
-        Some(path) => scenario_plan(args, path, &mut plan)?,
-        None => request_plan(args, &mut plan)?,
+        Some(path) => scenario_plan(args, path, &resolve, &mut plan)?,
+        None => request_plan(args, &resolve, &mut plan)?,
+    }
+    if plan.uses_tls() {
+        plan.tls = Some(tls::client_config(&tls_options(args)?)?);
     }
     if let Some(note) = plan.spread_sources(sluice_bench::plan::ephemeral_ports()) {
         eprintln!("sluice bench: {note}");
@@ -250,7 +281,12 @@ fn plan(args: &BenchArgs) -> anyhow::Result<(Plan, Vec<Threshold>)> {
 }
 
 /// A scenario's steps, with what the command line overrides.
-fn scenario_plan(args: &BenchArgs, path: &std::path::Path, plan: &mut Plan) -> anyhow::Result<()> {
+fn scenario_plan(
+    args: &BenchArgs,
+    path: &std::path::Path,
+    resolve: &[Resolve],
+    plan: &mut Plan,
+) -> anyhow::Result<()> {
     if args.urls.len() > 1 {
         return Err(anyhow!(
             "with --scenario, give at most one URL: the target in place of the file's (its paths are in the steps)"
@@ -258,7 +294,7 @@ fn scenario_plan(args: &BenchArgs, path: &std::path::Path, plan: &mut Plan) -> a
     }
     let mut scenario = Scenario::load(path).map_err(|e| anyhow!("{e}"))?;
     if let Some(url) = args.urls.first() {
-        let target = Target::parse(url)?;
+        let target = Target::parse_with(url, resolve)?;
         if target.path != "/" {
             return Err(anyhow!(
                 "`{url}`: with --scenario the URL is the target alone, without a path (the steps have the paths)"
@@ -306,7 +342,7 @@ fn scenario_plan(args: &BenchArgs, path: &std::path::Path, plan: &mut Plan) -> a
 }
 
 /// Requests to URLs, in users or rate steps.
-fn request_plan(args: &BenchArgs, plan: &mut Plan) -> anyhow::Result<()> {
+fn request_plan(args: &BenchArgs, resolve: &[Resolve], plan: &mut Plan) -> anyhow::Result<()> {
     let loads = loads(args)?;
     let length = match (&args.duration, args.iterations) {
         (Some(d), _) => Length::Duration(duration("--duration", d)?),
@@ -333,7 +369,7 @@ fn request_plan(args: &BenchArgs, plan: &mut Plan) -> anyhow::Result<()> {
     let requests = args
         .urls
         .iter()
-        .map(|u| weighted(u, &args.method, &args.headers, &body))
+        .map(|u| weighted(u, resolve, &args.method, &args.headers, &body))
         .collect::<anyhow::Result<Vec<_>>>()?;
     plan.steps = loads
         .into_iter()
@@ -381,7 +417,13 @@ fn loads(args: &BenchArgs) -> anyhow::Result<Vec<Load>> {
 }
 
 /// `URL` or `URL@WEIGHT`.
-fn weighted(text: &str, method: &str, headers: &[String], body: &[u8]) -> anyhow::Result<Weighted> {
+fn weighted(
+    text: &str,
+    resolve: &[Resolve],
+    method: &str,
+    headers: &[String],
+    body: &[u8],
+) -> anyhow::Result<Weighted> {
     let (url, weight) = match text.rsplit_once('@') {
         Some((url, w)) if !w.contains('/') => {
             let w: u32 = w
@@ -391,9 +433,33 @@ fn weighted(text: &str, method: &str, headers: &[String], body: &[u8]) -> anyhow
         }
         _ => (text, 1),
     };
-    let target = Target::parse(url)?;
+    let target = Target::parse_with(url, resolve)?;
     let request = RequestSpec::new(method, target, headers, body.to_vec())?;
     Ok(Weighted { request, weight })
+}
+
+/// The `--resolve` overrides.
+fn resolves(args: &BenchArgs) -> anyhow::Result<Vec<Resolve>> {
+    Ok(args
+        .resolve
+        .iter()
+        .map(|r| r.parse())
+        .collect::<Result<Vec<Resolve>, _>>()?)
+}
+
+/// How the run speaks TLS, from its flags.
+fn tls_options(args: &BenchArgs) -> anyhow::Result<TlsOptions> {
+    let version = match &args.tls_version {
+        Some(v) => Some(v.parse().map_err(|e| anyhow!("--tls-version: {e}"))?),
+        None => None,
+    };
+    Ok(TlsOptions {
+        insecure: args.insecure,
+        cacert: args.cacert.clone(),
+        resume: args.tls_resume == "on",
+        version,
+        ..TlsOptions::default()
+    })
 }
 
 /// Lifts the open-file limit to the hard limit and checks that every connection fits.

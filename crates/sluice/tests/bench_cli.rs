@@ -36,7 +36,7 @@ fn bad_input_gets_a_clear_error_and_exit_code_2() {
     for (args, expected) in [
         (
             vec!["ftp://a/", "--users", "1", "-d", "1s"],
-            "not an http:// URL",
+            "not an http:// or https:// URL",
         ),
         (vec!["http://127.0.0.1:1/", "-d", "1s"], "give --users"),
         (

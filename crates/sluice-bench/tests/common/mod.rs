@@ -66,6 +66,8 @@ pub fn plan(url: &str, steps: Vec<Step>, keep_alive: bool) -> Plan {
         threads: 2,
         source_addrs: vec![],
         scenario: None,
+        ok_status: Default::default(),
+        tls: None,
     }
 }
 

@@ -129,6 +129,9 @@ async fn with_hashing_a_queued_request_waits_for_its_own_server() {
         }
     }
     let (ka, kb) = (keys.0.unwrap(), keys.1.unwrap());
+    // The last probe's slot is given back a moment after its client has the response:
+    // until then, "one in flight" could be the probe, and /one and /two would race.
+    p.until_in_flight(0).await;
     let first = spawn_get(p.addr, &format!("/one?k={ka}"));
     p.until_in_flight(1).await;
     // Same key: waits for server a although b has room; another key goes to b at once.

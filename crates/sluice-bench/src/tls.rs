@@ -1,0 +1,307 @@
+//! TLS for `https://` targets (and for the WebSocket steps of a scenario whose target is
+//! one): the client config of a run (the roots it trusts, ALPN, the versions, session
+//! resumption), the handshake, measured, and the stream a connection reads and writes,
+//! plain TCP or TLS.
+//!
+//! rustls with aws-lc-rs, as the proxy uses. One config serves every connection of a
+//! run, so with resumption on, a new connection resumes a session another one began
+//! (a returning browser); with it off, every connection pays a full handshake (a
+//! visitor the front door has never seen). Certificates are verified unless the user
+//! asks otherwise (`--insecure`).
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::Resumption;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, HandshakeKind, SignatureScheme};
+use std::io;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+/// How a run speaks TLS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// Accept any certificate (curl's `--insecure`): for a test server with a
+    /// self-signed certificate.
+    pub insecure: bool,
+    /// Trust the CA certificates in this PEM file instead of the system's.
+    pub cacert: Option<PathBuf>,
+    /// Resume sessions on new connections; off, every connection does a full handshake.
+    pub resume: bool,
+    /// Only this version; none: TLS 1.2 and 1.3, as the server prefers.
+    pub version: Option<Version>,
+    /// The ALPN protocols offered, in order of preference.
+    pub alpn: Vec<Vec<u8>>,
+}
+
+impl Default for TlsOptions {
+    fn default() -> Self {
+        TlsOptions {
+            insecure: false,
+            cacert: None,
+            resume: true,
+            version: None,
+            alpn: vec![b"http/1.1".to_vec()],
+        }
+    }
+}
+
+/// A TLS version a run can be held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    Tls12,
+    Tls13,
+}
+
+impl std::str::FromStr for Version {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "1.2" => Ok(Version::Tls12),
+            "1.3" => Ok(Version::Tls13),
+            _ => Err(format!(
+                "`{s}` is not a TLS version this tool speaks (1.2 or 1.3)"
+            )),
+        }
+    }
+}
+
+/// Why TLS could not be set up for a run.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("--cacert {path}: {why}")]
+    CaFile { path: String, why: String },
+    #[error("no CA certificates found on this system: give --cacert FILE (or --insecure for a test server)")]
+    NoRoots,
+    #[error("TLS setup failed: {0}")]
+    Setup(rustls::Error),
+}
+
+/// The client config for a run with `options`.
+pub fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, TlsError> {
+    let provider = provider();
+    let versions: &[&rustls::SupportedProtocolVersion] = match options.version {
+        None => rustls::DEFAULT_VERSIONS,
+        Some(Version::Tls12) => &[&rustls::version::TLS12],
+        Some(Version::Tls13) => &[&rustls::version::TLS13],
+    };
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(versions)
+        .map_err(TlsError::Setup)?;
+    let mut config = if options.insecure {
+        let verifier = Arc::new(AnyCertificate(provider.clone()));
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth()
+    } else {
+        let roots = roots(options.cacert.as_ref())?;
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = options.alpn.clone();
+    config.resumption = if options.resume {
+        Resumption::default()
+    } else {
+        Resumption::disabled()
+    };
+    Ok(Arc::new(config))
+}
+
+/// The config of a run that set none (a plan made in code): the system's roots,
+/// resumption on. Made once per process.
+pub fn default_config() -> Result<Arc<ClientConfig>, String> {
+    static CONFIG: OnceLock<Result<Arc<ClientConfig>, String>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| client_config(&TlsOptions::default()).map_err(|e| e.to_string()))
+        .clone()
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
+    PROVIDER
+        .get_or_init(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+        .clone()
+}
+
+/// The roots a run trusts: the certificates of `cacert`, or the system's.
+fn roots(cacert: Option<&PathBuf>) -> Result<rustls::RootCertStore, TlsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    let Some(path) = cacert else {
+        let found = rustls_native_certs::load_native_certs();
+        roots.add_parsable_certificates(found.certs);
+        return if roots.is_empty() {
+            Err(TlsError::NoRoots)
+        } else {
+            Ok(roots)
+        };
+    };
+    let failed = |why: String| TlsError::CaFile {
+        path: path.display().to_string(),
+        why,
+    };
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect())
+        .map_err(|e| failed(format!("cannot read certificates: {e}")))?;
+    let (added, _) = roots.add_parsable_certificates(certs);
+    if added == 0 {
+        return Err(failed("no usable CA certificate in the file".into()));
+    }
+    Ok(roots)
+}
+
+/// `--insecure`: any certificate passes, but the handshake's signatures are still
+/// checked, so the key exchange costs what it costs with a verified certificate.
+#[derive(Debug)]
+struct AnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.0.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.0.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A handshake, as the report counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handshake {
+    /// From the first byte of the ClientHello to the handshake's end (the TCP connect
+    /// before it is not included).
+    pub took: Duration,
+    /// The session was resumed (no certificate sent, no full key exchange).
+    pub resumed: bool,
+}
+
+/// The TLS handshake on `tcp` for `name`.
+pub async fn handshake(
+    tcp: TcpStream,
+    config: &Arc<ClientConfig>,
+    name: ServerName<'static>,
+) -> io::Result<(ClientStream, Handshake)> {
+    let started = Instant::now();
+    let stream = TlsConnector::from(config.clone())
+        .connect(name, tcp)
+        .await?;
+    let resumed = stream.get_ref().1.handshake_kind() == Some(HandshakeKind::Resumed);
+    let done = Handshake {
+        took: started.elapsed(),
+        resumed,
+    };
+    Ok((ClientStream::Tls(Box::new(stream)), done))
+}
+
+/// A connection's stream: plain TCP, or TLS over it.
+pub enum ClientStream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl ClientStream {
+    /// The protocol ALPN chose, if any.
+    pub fn alpn(&self) -> Option<&[u8]> {
+        match self {
+            ClientStream::Plain(_) => None,
+            ClientStream::Tls(s) => s.get_ref().1.alpn_protocol(),
+        }
+    }
+}
+
+impl AsyncRead for ClientStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ClientStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for ClientStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            ClientStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ClientStream::Plain(s) => Pin::new(s).poll_flush(cx),
+            ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ClientStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_as_written() {
+        assert_eq!("1.2".parse(), Ok(Version::Tls12));
+        assert_eq!("1.3".parse(), Ok(Version::Tls13));
+        assert!("1.1".parse::<Version>().is_err());
+    }
+
+    #[test]
+    fn a_missing_ca_file_is_named() {
+        let options = TlsOptions {
+            cacert: Some("/nonexistent/ca.pem".into()),
+            ..TlsOptions::default()
+        };
+        let e = client_config(&options).unwrap_err().to_string();
+        assert!(e.starts_with("--cacert /nonexistent/ca.pem: "), "{e}");
+    }
+}

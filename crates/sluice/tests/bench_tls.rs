@@ -1,0 +1,350 @@
+//! `sluice bench` against what our users serve: sluice itself over HTTPS (a test CA made
+//! here, the certificate's name aimed at loopback with `--resolve`), full and resumed
+//! handshakes, a plain listener that redirects every request to HTTPS, and a server
+//! whose errors are counted by status. Every count is checked against the backend's own.
+
+mod support;
+
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Command;
+use support::{answered, backend, free_addr};
+
+/// The name the test certificate is for; never resolved, always aimed with --resolve.
+const NAME: &str = "shop.test";
+
+/// A directory of the test's own, removed when dropped.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(label: &str) -> Dir {
+        let d =
+            std::env::temp_dir().join(format!("sluice-bench-tls-{label}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A test CA (`ca.pem`) and a certificate for [`NAME`] it signed (`cert.pem`,
+/// `key.pem`), in `dir`.
+fn certificates(dir: &Dir) {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "bench test CA");
+    let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec![NAME.to_string()])
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    dir.file("ca.pem", &ca.pem());
+    dir.file("cert.pem", &cert.pem());
+    dir.file("key.pem", &key.serialize_pem());
+}
+
+/// sluice in this process: an HTTPS listener in front of `app`, and a plain one that
+/// sends every request to HTTPS (as every seed's nginx.conf does). Returns the proxy
+/// and the two addresses.
+fn front_door(dir: &Dir, app: SocketAddr) -> (sluice_proxy::Proxy, SocketAddr, SocketAddr) {
+    let (https, plain) = (free_addr(), free_addr());
+    let (cert, key) = (dir.0.join("cert.pem"), dir.0.join("key.pem"));
+    let text = format!(
+        "workers = 1\n\
+         [[listener]]\nbind = \"{https}\"\ntls = {{ cert = {cert:?}, key = {key:?} }}\n\
+         [[listener]]\nbind = \"{plain}\"\n\
+         [[route]]\nlistener = \"{plain}\"\nredirect = \"https\"\n\
+         [[route]]\nlistener = \"{https}\"\nupstream = \"app\"\n\
+         [upstream.app]\nservers = [\"{app}\"]\n"
+    );
+    let config = sluice_config::parse("bench-tls.toml", &text).unwrap();
+    let proxy = sluice_proxy::Proxy::start(config).unwrap();
+    (proxy, https, plain)
+}
+
+/// Runs `sluice bench` with `args`; its exit code, stdout, and the JSON it wrote.
+fn bench(dir: &Dir, args: &[&str]) -> (i32, String, Value) {
+    let json = dir.0.join("out.json");
+    let _ = std::fs::remove_file(&json);
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .env("SLUICE_LOG", "warn")
+        .arg("bench")
+        .args(args)
+        .args(["--quiet", "--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report = std::fs::read_to_string(&json)
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap_or_else(|_| panic!("no JSON written; stdout:\n{stdout}\nstderr:\n{stderr}"));
+    (out.status.code().unwrap_or(-1), stdout, report)
+}
+
+/// Requests `app` answered since `before` (an earlier [`answered`]), not counting that
+/// earlier question itself.
+fn served_since(app: SocketAddr, before: u64) -> u64 {
+    answered(app) - before - 1
+}
+
+fn url(addr: SocketAddr, path: &str) -> String {
+    format!("https://{NAME}:{}{path}", addr.port())
+}
+
+fn aim(addr: SocketAddr) -> String {
+    format!("{NAME}:{}:{}", addr.port(), addr.ip())
+}
+
+fn ca(dir: &Dir) -> String {
+    dir.0.join("ca.pem").display().to_string()
+}
+
+#[test]
+fn https_through_sluice_is_loaded_and_counted_exactly() {
+    let dir = Dir::new("count");
+    certificates(&dir);
+    let app = backend();
+    let (_proxy, https, _) = front_door(&dir, app);
+    let before = answered(app);
+    let (code, table, report) = bench(
+        &dir,
+        &[
+            &url(https, "/"),
+            "--resolve",
+            &aim(https),
+            "--cacert",
+            &ca(&dir),
+            "--users",
+            "4",
+            "--iterations",
+            "50",
+        ],
+    );
+    assert_eq!(code, 0, "{table}");
+    let step = &report["steps"][0];
+    assert_eq!(step["samples"], 200, "{table}");
+    assert_eq!(step["errors"], 0, "{table}");
+    assert_eq!(step["statuses"]["200"], 200);
+    assert_eq!(step["status_classes"]["2xx"], 200);
+    assert_eq!(served_since(app, before), 200, "the backend's own count");
+    // Keep-alive: one connection, so one handshake, per user.
+    assert_eq!(step["connections"]["opened"], 4);
+    assert_eq!(step["connections"]["tls_handshakes"], 4);
+    assert!(step["connections"]["handshake"]["p50_ms"].as_f64().unwrap() > 0.0);
+    assert!(table.contains("TLS: 4 handshakes"), "{table}");
+    assert!(
+        table.contains("statuses: 200 x 200 (2xx 100.0%)"),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_handshake_per_request_resumes_unless_told_not_to() {
+    let dir = Dir::new("resume");
+    certificates(&dir);
+    let (_proxy, https, _) = front_door(&dir, backend());
+    let run = |resume: &str| {
+        let (code, table, report) = bench(
+            &dir,
+            &[
+                &url(https, "/"),
+                "--resolve",
+                &aim(https),
+                "--cacert",
+                &ca(&dir),
+                "--users",
+                "2",
+                "--iterations",
+                "30",
+                "--no-keepalive",
+                "--tls-resume",
+                resume,
+            ],
+        );
+        assert_eq!(code, 0, "{table}");
+        let c = report["steps"][0]["connections"].clone();
+        assert_eq!(c["tls_handshakes"], 60, "one per request: {table}");
+        c["tls_resumed"].as_u64().unwrap()
+    };
+    assert_eq!(run("off"), 0);
+    // Each user's first handshake is full; most later ones resume a ticket.
+    let resumed = run("on");
+    assert!(resumed >= 40, "{resumed} of 60 resumed");
+}
+
+#[test]
+fn an_untrusted_certificate_is_an_error_unless_insecure() {
+    let dir = Dir::new("trust");
+    certificates(&dir);
+    let app = backend();
+    let (_proxy, https, _) = front_door(&dir, app);
+    let target = url(https, "/");
+    let common = [
+        target.as_str(),
+        "--resolve",
+        &aim(https),
+        "--users",
+        "1",
+        "--iterations",
+        "5",
+    ];
+    // The system's roots do not know the test CA.
+    let (_, table, report) = bench(&dir, &common);
+    let step = &report["steps"][0];
+    assert_eq!(step["errors"], 5, "{table}");
+    let kinds = step["error_kinds"].as_object().unwrap();
+    assert!(
+        kinds
+            .keys()
+            .all(|k| k.starts_with("tls: invalid peer certificate")),
+        "{kinds:?}"
+    );
+    let mut insecure = common.to_vec();
+    insecure.push("--insecure");
+    let (code, table, report) = bench(&dir, &insecure);
+    assert_eq!(
+        (code, report["steps"][0]["errors"].as_u64()),
+        (0, Some(0)),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_redirecting_listener_shows_its_301s_and_says_so() {
+    let dir = Dir::new("redirect");
+    certificates(&dir);
+    let app = backend();
+    let (_proxy, _, plain) = front_door(&dir, app);
+    let before = answered(app);
+    let target = format!("http://{plain}/cart");
+    let (code, table, report) = bench(&dir, &[&target, "--users", "2", "--iterations", "20"]);
+    assert_eq!(code, 0, "{table}");
+    let step = &report["steps"][0];
+    assert_eq!(step["statuses"]["301"], 40, "{table}");
+    assert_eq!(step["errors"], 0, "a redirect is no error by default");
+    let location = format!("https://{}/cart", plain.ip());
+    assert_eq!(step["redirects"][&location], 40, "{}", step["redirects"]);
+    let warning = step["warnings"][0].as_str().unwrap();
+    assert!(
+        warning.starts_with(&format!(
+            "all 40 responses were 301 to {location}: did you mean https://?"
+        )),
+        "{warning}"
+    );
+    assert!(table.contains(&format!("warning: {warning}")), "{table}");
+    assert_eq!(
+        served_since(app, before),
+        0,
+        "no request reached the application"
+    );
+    // Counted as errors when the user says only 2xx is success.
+    let (_, _, report) = bench(
+        &dir,
+        &[
+            &target,
+            "--users",
+            "1",
+            "--iterations",
+            "5",
+            "--ok-status",
+            "200-299",
+        ],
+    );
+    assert_eq!(report["steps"][0]["errors"], 5);
+    assert_eq!(report["steps"][0]["error_kinds"]["status 301"], 5);
+}
+
+#[test]
+fn a_server_failing_one_request_in_ten_shows_ten_percent_errors() {
+    let dir = Dir::new("errors");
+    let app = backend();
+    let ok = format!("http://{app}/ok@9");
+    let failing = format!("http://{app}/status/500@1");
+    let (_, table, report) = bench(
+        &dir,
+        &[&ok, &failing, "--users", "2", "--iterations", "500"],
+    );
+    let step = &report["steps"][0];
+    let (fine, failed) = (
+        step["statuses"]["200"].as_u64().unwrap(),
+        step["statuses"]["500"].as_u64().unwrap(),
+    );
+    assert_eq!(fine + failed, 1000, "{table}");
+    assert_eq!(step["errors"].as_u64().unwrap(), failed);
+    assert_eq!(step["status_classes"]["5xx"].as_u64().unwrap(), failed);
+    let pct = step["error_pct"].as_f64().unwrap();
+    assert!((8.0..=12.0).contains(&pct), "{pct}% errors: {table}");
+    // Per label too.
+    let label = &step["labels"]["GET /status/500"];
+    assert_eq!(label["statuses"]["500"].as_u64().unwrap(), failed);
+}
+
+/// Seed 003's chat as production runs it: STOMP over wss:// through sluice's HTTPS
+/// listener, hashed on the room, and not one message lost.
+#[test]
+fn a_stomp_chat_over_wss_through_sluice_loses_nothing() {
+    let dir = Dir::new("wss");
+    certificates(&dir);
+    let brokers = support::backends(&["s1", "s2", "s3"], true);
+    let https = free_addr();
+    let (cert, key) = (dir.0.join("cert.pem"), dir.0.join("key.pem"));
+    let list: Vec<String> = brokers.iter().map(|s| format!("\"{s}\"")).collect();
+    let text = format!(
+        "[[listener]]\nbind = \"{https}\"\ntls = {{ cert = {cert:?}, key = {key:?} }}\n\
+         [[route]]\nupstream = \"chat\"\nupgrade = [\"websocket\"]\n\
+         [upstream.chat]\nservers = [{}]\nbalance = \"hash\"\nhash_key = \"$arg_room\"\n",
+        list.join(", ")
+    );
+    let config = sluice_config::parse("wss.toml", &text).unwrap();
+    let _proxy = sluice_proxy::Proxy::start(config).unwrap();
+    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/bench/stomp-chat.toml");
+    let target = format!("https://{NAME}:{}", https.port());
+    let (code, table, report) = bench(
+        &dir,
+        &[
+            "--scenario",
+            scenario.to_str().unwrap(),
+            &target,
+            "--resolve",
+            &aim(https),
+            "--cacert",
+            &ca(&dir),
+            "--users",
+            "20",
+            "--iterations",
+            "2",
+            "--ramp",
+            "0s",
+        ],
+    );
+    assert_eq!(code, 0, "{table}");
+    let step = &report["steps"][0];
+    for name in ["open", "connect", "subscribe", "disconnect"] {
+        assert_eq!(step["labels"][name]["errors"], 0, "{name}: {table}");
+        assert_eq!(step["labels"][name]["samples"], 20, "{name}: {table}");
+    }
+    assert_eq!(
+        step["connections"]["tls_handshakes"], 20,
+        "one wss:// per user"
+    );
+    let d = &step["delivery"];
+    assert_eq!(d["messages"], 60, "{d}");
+    assert_eq!(d["lost"], 0, "{d}");
+    assert!(d["delivered"].as_u64().unwrap() >= 60, "{d}");
+}
