@@ -17,7 +17,19 @@
 # Rounds rotate the tools' order; the summary gives medians and ratios to wrk (CPU and
 # throughput at saturation) or to h2load (CPU at the fixed rate).
 #
-# Usage: [RUNS=3] [DUR=8] [RATE=20000] bench/loadgen.sh
+# What our users serve, at fixed rates against nginx's HTTPS listener (a self-signed
+# ECDSA P-256 certificate made here; HTTP/2 by ALPN), with the tools that speak it:
+#   tls-rate      keep-alive HTTPS, TLS_RATE req/s over 64 connections;
+#   tls-new       a new connection and a full handshake per request, NEW_RATE req/s;
+#   tls-resumed   a new connection per request, the session resumed, NEW_RATE req/s;
+#   h2-1, h2-10   HTTP/2, TLS_RATE req/s: 64 connections with 1 stream each, and 8
+#                 connections with 10 streams each (h2load's -m, oha's -p).
+# (h2load opens no connection per request, so the two new-connection modes compare
+# sluice with oha, which does; whether oha resumes is its own business, and the table
+# says how many of sluice's handshakes resumed.)
+#
+# Usage: [RUNS=3] [DUR=8] [RATE=20000] [TLS_RATE=5000] [NEW_RATE=500]
+#        [MODES="saturation light rate tls-rate tls-new tls-resumed h2-1 h2-10"] bench/loadgen.sh
 # Installs what is missing: nginx, wrk, h2load (apt-get), oha (cargo install), k6 (go
 # install go.k6.io/k6). Results: bench/runs/<date>-loadgen/. Loopback only.
 
@@ -25,6 +37,9 @@ set -euo pipefail
 RUNS=${RUNS:-3}
 DUR=${DUR:-8}
 RATE=${RATE:-20000}
+TLS_RATE=${TLS_RATE:-5000}
+NEW_RATE=${NEW_RATE:-500}
+MODES=${MODES:-saturation light rate tls-rate tls-new tls-resumed h2-1 h2-10}
 CONNS=64
 NAME=loadgen
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -51,13 +66,19 @@ install_tools() {
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt[@]}"
     fi
     command -v oha >/dev/null || cargo install --locked oha
-    command -v k6 >/dev/null || go install go.k6.io/k6@latest
+    # k6 is in the HTTP/1.1 modes only.
+    if [[ " $MODES " =~ \ (saturation|light|rate)\  ]]; then
+        command -v k6 >/dev/null || go install go.k6.io/k6@latest
+    fi
     (cd "$REPO" && cargo build --release -p sluice && cargo build --release -p sluice-bench --example hyper_loop)
 }
 
 start_target() {
-    PORT=$("$REPO/scripts/free-ports" 1)
+    read -r PORT TLS_PORT <<<"$("$REPO/scripts/free-ports" 2 | tr "\n" " ")"
     mkdir -p "$WORK/nginx"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=localhost -addext subjectAltName=DNS:localhost \
+        -keyout "$WORK/nginx/key.pem" -out "$WORK/nginx/cert.pem" 2>/dev/null
     cat >"$WORK/nginx/nginx.conf" <<CFG
 worker_processes 1;
 worker_cpu_affinity 10;
@@ -70,6 +91,13 @@ http {
     client_body_temp_path $WORK/nginx/body; proxy_temp_path $WORK/nginx/proxy;
     fastcgi_temp_path $WORK/nginx/fcgi; uwsgi_temp_path $WORK/nginx/uwsgi; scgi_temp_path $WORK/nginx/scgi;
     server { listen 127.0.0.1:$PORT; location / { return 200 "ok\n"; } }
+    server {
+        listen 127.0.0.1:$TLS_PORT ssl http2;
+        ssl_certificate $WORK/nginx/cert.pem; ssl_certificate_key $WORK/nginx/key.pem;
+        ssl_session_cache shared:SSL:10m;
+        http2_max_requests 10000000;
+        location / { return 200 "ok\n"; }
+    }
 }
 CFG
     taskset -c 1 nginx -c "$WORK/nginx/nginx.conf" -g 'daemon off;' >"$WORK/nginx.log" 2>&1 &
@@ -123,6 +151,29 @@ command_for() {
         oha:rate) echo "oha -c $CONNS -z ${DUR}s -q $RATE --no-tui --output-format json $url" ;;
         k6:saturation) echo "k6 run -q --no-color --summary-export $out -e URL=$url -e CONNS=$CONNS -e DUR=$DUR $WORK/k6-vus.js" ;;
         k6:rate) echo "k6 run -q --no-color --summary-export $out -e URL=$url -e CONNS=$CONNS -e DUR=$DUR -e RATE=$RATE $WORK/k6-rate.js" ;;
+        *) tls_command_for "$@" ;;
+    esac
+}
+
+# tls_command_for TOOL MODE OUTFILE: the HTTPS and HTTP/2 modes (see the header).
+tls_command_for() {
+    local tool=$1 mode=$2 out=$3 url="https://localhost:$TLS_PORT/"
+    local sluice="$BIN/sluice bench $url --resolve localhost:$TLS_PORT:127.0.0.1 --insecure -d ${DUR}s --threads 1 -q --json $out"
+    local h2load="h2load -t 1 -D $DUR https://127.0.0.1:$TLS_PORT/"
+    local oha="oha -z ${DUR}s --insecure --no-tui --output-format json"
+    case $tool:$mode in
+        sluice:tls-rate) echo "$sluice --rate $TLS_RATE --max-in-flight $CONNS" ;;
+        h2load:tls-rate) echo "$h2load --h1 -c $CONNS --rps $(( TLS_RATE / CONNS ))" ;;
+        oha:tls-rate) echo "$oha -c $CONNS -q $TLS_RATE $url" ;;
+        sluice:tls-new) echo "$sluice --rate $NEW_RATE --max-in-flight $CONNS --no-keepalive --tls-resume off" ;;
+        oha:tls-new) echo "$oha -c $CONNS -q $NEW_RATE --disable-keepalive $url" ;;
+        sluice:tls-resumed) echo "$sluice --rate $NEW_RATE --max-in-flight $CONNS --no-keepalive --tls-resume on" ;;
+        sluice:h2-1) echo "$sluice --h2 --streams 1 --rate $TLS_RATE --max-in-flight $CONNS" ;;
+        h2load:h2-1) echo "$h2load -c $CONNS -m 1 --rps $(( TLS_RATE / CONNS ))" ;;
+        oha:h2-1) echo "$oha --http2 -c $CONNS -p 1 -q $TLS_RATE $url" ;;
+        sluice:h2-10) echo "$sluice --h2 --streams 10 --rate $TLS_RATE --max-in-flight 80" ;;
+        h2load:h2-10) echo "$h2load -c 8 -m 10 --rps $(( TLS_RATE / 8 ))" ;;
+        oha:h2-10) echo "$oha --http2 -c 8 -p 10 -q $TLS_RATE $url" ;;
         *) return 1 ;;
     esac
 }
@@ -154,7 +205,9 @@ def dur_ms(v):
 
 if tool == "sluice":
     step = json.load(open(base + ".json"))["steps"][0]
-    rec.update(requests=step["samples"], rps=step["throughput_rps"], p50_ms=step["p50_ms"], p99_ms=step["p99_ms"], errors=step["errors"])
+    rec.update(requests=step["samples"], rps=step["throughput_rps"], p50_ms=step["p50_ms"], p99_ms=step["p99_ms"], errors=step["errors"], mean_ms=step["mean_ms"])
+    c = step.get("connections") or {}
+    rec.update(handshakes=c.get("tls_handshakes"), resumed=c.get("tls_resumed"), connections=c.get("opened"))
 elif tool == "hyper":
     rec.update(json.loads(text.strip().splitlines()[-1]))
 elif tool == "wrk":
@@ -174,7 +227,7 @@ elif tool == "oha":
     d = json.loads(text[start:])
     s, p = d["summary"], d["latencyPercentiles"]
     codes = d.get("statusCodeDistribution", {})
-    rec.update(rps=s["requestsPerSec"], p50_ms=p["p50"] * 1000, p99_ms=p["p99"] * 1000,
+    rec.update(rps=s["requestsPerSec"], p50_ms=p["p50"] * 1000, p99_ms=p["p99"] * 1000, mean_ms=s["average"] * 1000,
                requests=sum(codes.values()), errors=sum(v for k, v in codes.items() if not k.startswith("2")))
 elif tool == "k6":
     m = json.load(open(base + ".json"))["metrics"]
@@ -187,9 +240,9 @@ PY
 }
 
 summarise() {
-    python3 - "$OUT/results.jsonl" "$RUNS" "$DUR" "$RATE" "$(git -C "$REPO" rev-parse --short HEAD)" <<'PY'
+    python3 - "$OUT/results.jsonl" "$RUNS" "$DUR" "$RATE" "$(git -C "$REPO" rev-parse --short HEAD)" "$TLS_RATE" "$NEW_RATE" "$MODES" <<'PY'
 import json, statistics, sys
-path, runs, dur, rate, commit = sys.argv[1:6]
+path, runs, dur, rate, commit, tls_rate, new_rate, modes = sys.argv[1:9]
 rows = [json.loads(l) for l in open(path)]
 tools = ["sluice", "hyper", "wrk", "h2load", "oha", "k6"]
 def med(tool, mode, key):
@@ -197,7 +250,7 @@ def med(tool, mode, key):
     return statistics.median(v) if v else None
 f = lambda v, fmt: fmt.format(v) if v is not None else "n/a"
 print(f"# Load generators on one core, medians of {runs} rounds (sluice {commit})\n")
-print(f"command: `RUNS={runs} DUR={dur} RATE={rate} bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator on CPU 0, one thread, 64 connections.\n")
+print(f"command: `RUNS={runs} DUR={dur} RATE={rate} TLS_RATE={tls_rate} NEW_RATE={new_rate} MODES=\"{modes}\" bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator on CPU 0, one thread, 64 connections.\n")
 print("## Saturation (64 connections): the highest rate one core reaches\n")
 print("| tool | req/s | ×wrk | p50 (ms) | p99 (ms) | CPU µs per request | ×wrk | errors |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -231,6 +284,28 @@ for t in tools:
     cpu = med(t, "rate", "cpu_us_per_req")
     print(f"| {t} | {f(med(t, 'rate', 'rps'), '{:,.0f}')} | {f(med(t, 'rate', 'p50_ms'), '{:.3f}')} | {f(med(t, 'rate', 'p99_ms'), '{:.3f}')} "
           f"| {f(cpu, '{:.2f}')} | {f(cpu and h_cpu and cpu / h_cpu, '{:.2f}×')} |")
+tls_modes = [("tls-rate", f"keep-alive HTTPS, {tls_rate} req/s"),
+             ("tls-new", f"new connection + full handshake per request, {new_rate} req/s"),
+             ("tls-resumed", f"new connection + resumed session per request, {new_rate} req/s"),
+             ("h2-1", f"HTTP/2, 64 connections x 1 stream, {tls_rate} req/s"),
+             ("h2-10", f"HTTP/2, 8 connections x 10 streams, {tls_rate} req/s")]
+if any(r["mode"] == m for r in rows for m, _ in tls_modes):
+    print("\n## HTTPS and HTTP/2 at fixed rates (nginx's TLS listener)\n")
+    print("| mode | tool | achieved req/s | mean (ms) | ×h2load | p50 (ms) | p99 (ms) | CPU µs per request | ×h2load | resumed / handshakes | errors |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for mode, what in tls_modes:
+        h = {k: med("h2load", mode, k) for k in ("cpu_us_per_req", "mean_ms")}
+        ratio = lambda v, ref: f(v and ref and v / ref, '{:.2f}×')
+        for t in ("sluice", "h2load", "oha"):
+            if med(t, mode, "rps") is None:
+                continue
+            cpu, mean = med(t, mode, "cpu_us_per_req"), med(t, mode, "mean_ms")
+            hs, rs = med(t, mode, "handshakes"), med(t, mode, "resumed")
+            resumed = f"{rs:.0f} / {hs:.0f}" if hs else ""
+            print(f"| {what} | {t} | {f(med(t, mode, 'rps'), '{:,.0f}')} | {f(mean, '{:.3f}')} | {ratio(mean, h['mean_ms'])} "
+                  f"| {f(med(t, mode, 'p50_ms'), '{:.3f}')} | {f(med(t, mode, 'p99_ms'), '{:.3f}')} | {f(cpu, '{:.2f}')} "
+                  f"| {ratio(cpu, h['cpu_us_per_req'])} | {resumed} | {f(med(t, mode, 'errors'), '{:.0f}')} |")
+    print("\n×h2load: the mean request time against h2load's (it reports no percentiles), the CPU per request against its. h2load opens no connection per request: the new-connection modes compare sluice with oha.")
 PY
 }
 
@@ -244,13 +319,13 @@ main() {
     start_target
     write_k6_scripts
     write_parser
-    local tools=(sluice hyper wrk h2load oha k6) round i k=6
+    local tools=(sluice hyper wrk h2load oha k6) round i k=6 mode
     for (( round = 1; round <= RUNS; round++ )); do
         for (( i = 0; i < k; i++ )); do
             local t=${tools[(i + round - 1) % k]}
-            measure "$t" saturation "$round"
-            measure "$t" light "$round"
-            measure "$t" rate "$round"
+            for mode in $MODES; do
+                measure "$t" "$mode" "$round"
+            done
         done
     done
     summarise | tee "$OUT/summary.md"

@@ -235,9 +235,17 @@
     var lat = function (key) {
       return per.map(function (p) { return p.requests > 0 ? p[key] : null; });
     };
+    // The last second is cut by the step's end: its counts are scaled to a rate, so
+    // that the curve does not fall towards zero where the load did not.
+    var covered = lastCovered(step);
+    var rate = function (key) {
+      return per.map(function (p, i) {
+        return i === per.length - 1 && covered < 0.999 ? p[key] / Math.max(covered, 0.001) : p[key];
+      });
+    };
     chart(row, "Transactions per second", "requests / s",
       [line("requests/s", "#1f6fb2"), line("errors/s", "#c62828")],
-      [x, per.map(function (p) { return p.requests; }), per.map(function (p) { return p.errors; })]);
+      [x, rate("requests"), rate("errors")]);
     chart(row, "Latency over time", "ms",
       [line("mean", "#6a1b9a"), line("p50", "#2e7d32"), line("p99", "#ef6c00"),
         line("max", "#c62828", true)],
@@ -248,12 +256,52 @@
     add(section, "p", "note", note);
   }
 
-  // The last second is cut by the step's end: its count is not a rate.
-  function partialSecond(step) {
+  // How much of its last second a step lasted (1 when it ended on a whole second).
+  function lastCovered(step) {
     var per = step.per_second;
-    if (per.length === 0) { return ""; }
-    var covered = step.duration_s - per[per.length - 1].second;
-    return covered < 0.999 ? "; the last covers only " + fixed(covered, 3) + " s" : "";
+    if (per.length === 0) { return 1; }
+    return Math.min(1, step.duration_s - per[per.length - 1].second);
+  }
+
+  function partialSecond(step) {
+    var covered = lastCovered(step);
+    return covered < 0.999 ? "; the last covers only " + fixed(covered, 3) +
+      " s, its counts scaled to a rate" : "";
+  }
+
+  // The curve a stepped test exists for: each step's load against its throughput,
+  // latency and errors (drawn when there are two steps or more).
+  function acrossSteps() {
+    if (data.steps.length < 2) { return; }
+    var section = add(root, "section", "steps");
+    add(section, "h2", null, "Across steps");
+    var row = add(section, "div", "charts");
+    var x = data.steps.map(function (s) { return open ? s.rate : s.users; });
+    var xLabel = open ? "requests / s offered" : "users";
+    var of = function (key) { return data.steps.map(function (s) { return s[key]; }); };
+    stepChart(row, "Throughput by step", xLabel, "requests / s",
+      [line("throughput", "#1f6fb2"), line("error %", "#c62828", true)],
+      [x, of("throughput_rps"), of("error_pct")]);
+    stepChart(row, "Latency by step", xLabel, "ms",
+      [line("p50", "#2e7d32"), line("p99", "#ef6c00"), line("max", "#c62828", true)],
+      [x, of("p50_ms"), of("p99_ms"), of("max_ms")]);
+    add(section, "p", "note", "Each point is one step. Throughput flat while latency " +
+      "rises with the load is saturation: more " + (open ? "offered load" : "users") +
+      " only wait longer.");
+  }
+
+  function stepChart(parent, title, xLabel, yLabel, series, columns) {
+    var box = add(parent, "div", "chart");
+    add(box, "h3", null, title);
+    var opts = {
+      width: chartWidth(parent.parentNode),
+      height: 260,
+      scales: { x: { time: false } },
+      axes: [{ label: xLabel }, { label: yLabel, size: 60 }],
+      series: [{ label: xLabel }].concat(series)
+    };
+    new uPlot(opts, columns, box);
+    charts += 1;
   }
 
   function step(s, i) {
@@ -267,6 +315,7 @@
   }
 
   header();
+  acrossSteps();
   data.steps.forEach(step);
   document.body.dataset.rendered = String(charts);
 })();

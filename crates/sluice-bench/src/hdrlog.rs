@@ -87,6 +87,8 @@ mod tests {
                         tool: "sluice bench test".into(),
                         requests: vec![],
                         model: "open".into(),
+                        protocol: "http/1.1".into(),
+                        streams_per_connection: None,
                         interrupted: false,
                         steps: vec![step],
                     })

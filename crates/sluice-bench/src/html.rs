@@ -189,6 +189,8 @@ mod tests {
                 weight: 1,
             }],
             model: "open".into(),
+            protocol: "h2".into(),
+            streams_per_connection: Some(10),
             interrupted: true,
             steps: vec![step],
         }

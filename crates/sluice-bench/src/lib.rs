@@ -18,6 +18,7 @@ pub mod conn;
 pub mod delivery;
 pub mod hdrlog;
 pub mod html;
+pub mod http2;
 pub mod merge;
 mod pacer;
 pub mod plan;
@@ -73,6 +74,13 @@ pub fn run(
         tool: format!("sluice bench {}", env!("CARGO_PKG_VERSION")),
         requests: request_infos(&plan),
         model: model.into(),
+        protocol: if plan.h2_streams.is_some() {
+            "h2"
+        } else {
+            "http/1.1"
+        }
+        .into(),
+        streams_per_connection: plan.h2_streams,
         interrupted: *stop.borrow(),
         steps,
     })

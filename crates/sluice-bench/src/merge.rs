@@ -69,6 +69,8 @@ pub fn merge(reports: &[Report]) -> Result<Report, MergeError> {
         tool: first.tool.clone(),
         requests: first.requests.clone(),
         model: first.model.clone(),
+        protocol: first.protocol.clone(),
+        streams_per_connection: first.streams_per_connection,
         interrupted: reports.iter().any(|r| r.interrupted),
         steps,
     })
@@ -250,6 +252,8 @@ fn connections(c: Option<&ConnectionsReport>) -> Result<Connections, DecodeError
         opened: c.opened,
         handshakes,
         resumed: c.tls_resumed,
+        goaways: c.h2_goaways,
+        resets: c.h2_resets,
     })
 }
 
@@ -326,6 +330,8 @@ mod tests {
                 weight: 1,
             }],
             model: "open".into(),
+            protocol: "http/1.1".into(),
+            streams_per_connection: None,
             interrupted: false,
             steps: vec![StepReport::of(&run)],
         }

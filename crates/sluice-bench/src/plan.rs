@@ -69,6 +69,9 @@ pub struct Plan {
     /// TLS for `https://` targets (`--insecure`, `--cacert`, `--tls-resume`, ...), one
     /// config for the whole run; none: the system's roots, resumption on.
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// `--h2`: HTTP/2, with at most this many streams at once on a connection (`--streams`);
+    /// none: HTTP/1.1.
+    pub h2_streams: Option<usize>,
 }
 
 /// The statuses that count as success: ranges such as `200-399,404`. By default
@@ -257,6 +260,7 @@ mod tests {
             scenario: None,
             ok_status: Default::default(),
             tls: None,
+            h2_streams: None,
         }
     }
 

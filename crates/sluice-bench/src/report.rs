@@ -26,9 +26,19 @@ pub struct Report {
     pub requests: Vec<RequestInfo>,
     /// `closed` (users) or `open` (rate).
     pub model: String,
+    /// What the requests spoke: `http/1.1`, or `h2` with `--h2` (and how many streams
+    /// at once per connection).
+    #[serde(default = "http11")]
+    pub protocol: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub streams_per_connection: Option<usize>,
     /// The run was interrupted (Ctrl-C): the last step holds what was measured until then.
     pub interrupted: bool,
     pub steps: Vec<StepReport>,
+}
+
+fn http11() -> String {
+    "http/1.1".into()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -88,6 +98,11 @@ pub struct ConnectionsReport {
     pub handshake: Option<Latencies>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub hdr_handshake: Option<String>,
+    /// HTTP/2: connections the server ended with GOAWAY, and streams it reset.
+    #[serde(default)]
+    pub h2_goaways: u64,
+    #[serde(default)]
+    pub h2_resets: u64,
 }
 
 impl ConnectionsReport {
@@ -101,6 +116,8 @@ impl ConnectionsReport {
             tls_handshakes_per_s: (handshakes as f64 / elapsed_s.max(1e-6) * 100.0).round() / 100.0,
             handshake: tls.then(|| Latencies::of(&c.handshakes)),
             hdr_handshake: tls.then(|| encode_histogram(&c.handshakes.histogram)),
+            h2_goaways: c.goaways,
+            h2_resets: c.resets,
         }
     }
 }
@@ -488,6 +505,16 @@ pub fn table(report: &Report) -> String {
         }
         if let Some(c) = step.connections.as_ref().filter(|c| c.tls_handshakes > 0) {
             out.push_str(&format!("{:<15} {}\n", step_name(step), tls_line(c)));
+        }
+        if let Some(c) = step
+            .connections
+            .as_ref()
+            .filter(|c| c.h2_goaways + c.h2_resets > 0)
+        {
+            out.push_str(&format!(
+                "{:<15} HTTP/2: {} connections ended by the server (GOAWAY), {} streams reset by it (RST_STREAM)\n",
+                step_name(step), c.h2_goaways, c.h2_resets
+            ));
         }
         if let Some(line) = statuses_line(&step.summary) {
             out.push_str(&format!("{:<15} {line}\n", step_name(step)));

@@ -173,7 +173,7 @@ fn work(
         }
         publisher.abort();
         progress.publish(index, &w.recorder.borrow().total.corrected.histogram);
-        w.recorder.take()
+        w.finish()
     });
     Ok(recorder)
 }

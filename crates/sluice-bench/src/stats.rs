@@ -246,6 +246,9 @@ pub struct Connections {
     pub handshakes: Latency,
     /// Handshakes that resumed a session.
     pub resumed: u64,
+    /// HTTP/2: connections the server ended with GOAWAY, and streams it reset.
+    pub goaways: u64,
+    pub resets: u64,
 }
 
 impl Connections {
@@ -253,6 +256,8 @@ impl Connections {
         self.opened += other.opened;
         self.handshakes.merge(&other.handshakes);
         self.resumed += other.resumed;
+        self.goaways += other.goaways;
+        self.resets += other.resets;
     }
 }
 
@@ -267,6 +272,13 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// Counts an HTTP/2 stream the server reset (RST_STREAM).
+    pub fn h2_error(&mut self, e: &crate::http2::H2Error) {
+        if let crate::http2::H2Error::Reset(_) = e {
+            self.connections.resets += 1;
+        }
+    }
+
     /// Counts a connection opened, with its TLS handshake if it had one.
     pub fn opened(&mut self, handshake: Option<crate::tls::Handshake>) {
         self.connections.opened += 1;

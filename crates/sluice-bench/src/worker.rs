@@ -4,10 +4,12 @@
 
 use crate::conn::{Connection, ExchangeError, Reply};
 use crate::delivery::Deliveries;
+use crate::http2::H2Pool;
 use crate::pacer::Pacer;
 use crate::plan::{Length, OkStatus, Plan};
 use crate::progress::Progress;
 use crate::stats::{Recorder, Sample};
+use crate::target::RequestSpec;
 use std::cell::{Cell, RefCell};
 use std::net::IpAddr;
 use std::rc::Rc;
@@ -32,6 +34,8 @@ pub struct Worker {
     next_source: Cell<usize>,
     /// STOMP deliveries of the step, shared by all its threads.
     pub deliveries: Arc<Deliveries>,
+    /// With `--h2`: this thread's HTTP/2 connections, shared by its users.
+    h2: Option<H2Pool>,
 }
 
 impl Worker {
@@ -44,6 +48,7 @@ impl Worker {
         progress: Arc<Progress>,
         deliveries: Arc<Deliveries>,
     ) -> Self {
+        let h2 = plan.h2_streams.map(H2Pool::new);
         Worker {
             encoded: plan
                 .requests
@@ -64,7 +69,18 @@ impl Worker {
             recorder: RefCell::new(Recorder::default()),
             next_source: Cell::new(index),
             deliveries,
+            h2,
         }
+    }
+
+    /// This thread's record of the step, once it is over (with its HTTP/2 connections'
+    /// GOAWAYs).
+    pub fn finish(&self) -> Recorder {
+        let mut recorder = self.recorder.take();
+        if let Some(pool) = &self.h2 {
+            recorder.connections.goaways += pool.goaways.get();
+        }
+        recorder
     }
 
     /// When a step of `length` ends: its start plus its duration; none for iterations.
@@ -112,10 +128,14 @@ impl Worker {
     }
 
     /// Sends request number `pick` of the plan's mix on `slot` (opening a connection if
-    /// it holds none), and records it with its latency counted from `intended`.
+    /// it holds none; with `--h2`, on a shared connection instead), and records it with
+    /// its latency counted from `intended`.
     pub async fn request(&self, slot: &mut Option<Connection>, pick: u64, intended: Instant) {
         let i = self.plan_index(pick);
         let request = &self.plan.requests[i].request;
+        if let Some(pool) = &self.h2 {
+            return self.send_h2(pool, request, intended).await;
+        }
         let out = Outgoing {
             target: &request.target,
             bytes: &self.encoded[i],
@@ -138,38 +158,91 @@ impl Worker {
             r = tokio::time::timeout(out.timeout, exchange) => r,
             () = self.interrupted() => return,
         };
-        // A sample spans from its write (or its connect, for a new connection) to its
-        // last byte; a failure, from the start of the attempt to when it was seen.
-        let mut reply = None;
-        let (error, bytes_in, sent, ended) = match result {
-            Ok(Ok((got, opened))) => {
-                let sent = opened.unwrap_or(got.written);
-                let error = out
-                    .check
-                    .verdict(&self.plan.ok_status, got.status, body.as_deref());
-                let (bytes_in, completed) = (got.bytes_in, got.completed);
-                reply = Some(got);
-                (error, bytes_in, sent, completed)
-            }
-            Ok(Err(e)) => (Some(e.to_string()), 0, before, Instant::now()),
+        let got = match result {
+            Ok(Ok((reply, opened))) => Ok(Got {
+                sent: opened.unwrap_or(reply.written),
+                status: reply.status,
+                location: reply.location,
+                bytes_in: reply.bytes_in,
+                completed: reply.completed,
+            }),
+            Ok(Err(e)) => Err(e.to_string()),
             Err(_) => {
                 *slot = None;
-                (Some("timeout".to_string()), 0, before, Instant::now())
+                Err("timeout".to_string())
             }
         };
+        let sample = (out.label, out.bytes.len() as u64);
+        self.settle(sample, (intended, before), got, &out.check, body.as_deref());
+    }
+
+    /// Sends `request` as an HTTP/2 stream on one of `pool`'s connections, and records
+    /// it (its GOAWAY or RST_STREAM, if the server sent one, counted apart too).
+    async fn send_h2(&self, pool: &H2Pool, request: &RequestSpec, intended: Instant) {
+        let before = Instant::now();
+        let exchange = pool.exchange(request, (self.plan.tls.as_ref(), self.source()));
+        let result = tokio::select! {
+            r = tokio::time::timeout(self.plan.timeout, exchange) => r,
+            () = self.interrupted() => return,
+        };
+        let got = match result {
+            Ok(Ok((reply, opened))) => {
+                if let Some(o) = &opened {
+                    self.recorder.borrow_mut().opened(o.handshake);
+                }
+                Ok(Got {
+                    sent: opened.map_or(reply.written, |o| o.started),
+                    status: reply.status,
+                    location: reply.location,
+                    bytes_in: reply.bytes_in,
+                    completed: reply.completed,
+                })
+            }
+            Ok(Err(e)) => {
+                self.recorder.borrow_mut().h2_error(&e);
+                Err(e.to_string())
+            }
+            Err(_) => Err("timeout".to_string()),
+        };
+        let sample = (request.label.as_str(), request.body.len() as u64);
+        self.settle(sample, (intended, before), got, &Check::default(), None);
+    }
+
+    /// Records one exchange's sample: `(label, bytes sent)`, `(intended, before)` (when
+    /// it was meant to go, and when the attempt began), what came back or why nothing
+    /// did, and the check its response must pass.
+    fn settle(
+        &self,
+        (label, bytes_out): (&str, u64),
+        (intended, before): (Instant, Instant),
+        got: Result<Got, String>,
+        check: &Check<'_>,
+        body: Option<&[u8]>,
+    ) {
+        // A sample spans from its write (or its connect, for a new connection) to its
+        // last byte; a failure, from the start of the attempt to when it was seen.
+        let (error, sent, ended) = match &got {
+            Ok(g) => (
+                check.verdict(&self.plan.ok_status, g.status, body),
+                g.sent,
+                g.completed,
+            ),
+            Err(e) => (Some(e.clone()), before, Instant::now()),
+        };
+        let got = got.ok();
         // In the closed model a request is meant to go when it goes.
         let intended = intended.min(sent);
         self.progress.count(error.is_some());
         self.recorder.borrow_mut().record(&Sample {
-            label: out.label,
+            label,
             intended_us: self.micros(intended),
             sent_us: self.micros(sent),
             ended_us: self.micros(ended),
             error,
-            status: reply.as_ref().map(|r| r.status),
-            location: reply.as_ref().and_then(|r| r.location.as_deref()),
-            bytes_in,
-            bytes_out: out.bytes.len() as u64,
+            status: got.as_ref().map(|g| g.status),
+            location: got.as_ref().and_then(|g| g.location.as_deref()),
+            bytes_in: got.as_ref().map_or(0, |g| g.bytes_in),
+            bytes_out,
         });
     }
 
@@ -266,6 +339,16 @@ impl Worker {
             () = self.interrupted() => false,
         }
     }
+}
+
+/// What one exchange came to, whatever the protocol: when it went (its connect, for a
+/// new connection) and ended, and what came back.
+struct Got {
+    sent: Instant,
+    completed: Instant,
+    status: u16,
+    location: Option<String>,
+    bytes_in: u64,
 }
 
 /// How a step other than an HTTP request went.

@@ -156,7 +156,10 @@ fn latency_of(report: &Report) -> sluice_bench::report::Latencies {
 
 /// What every page must show, whatever the model.
 fn check_page(dom: &str, report: &Report) {
-    let charts = report.steps.len() * CHARTS_PER_STEP;
+    // Two charts per step, and two across the steps when there are several.
+    let across = if report.steps.len() > 1 { 2 } else { 0 };
+    let charts = report.steps.len() * CHARTS_PER_STEP + across;
+    assert_eq!(dom.contains("<h2>Across steps</h2>"), across > 0);
     let body = body_tag(dom);
     assert!(!body.contains("data-error"), "script error: {body}");
     assert!(
@@ -212,6 +215,8 @@ fn closed_model_page_draws_its_charts_and_tables() {
         tls_handshakes_per_s: 1.5,
         handshake: Some(latency_of(&report)),
         hdr_handshake: None,
+        h2_goaways: 0,
+        h2_resets: 0,
     });
     report.steps[0].warnings = vec!["all 3 responses were 301 to https://shop.test/".into()];
     let dom = render_in_browser("closed", &report);

@@ -236,6 +236,7 @@ fn load(
         scenario,
         ok_status: Default::default(),
         tls: None,
+        h2_streams: None,
     };
     let report = sluice_bench::run(plan, stop, &|_, _, _| {}, &mut |_| {}).map_err(Error::Load)?;
     report.steps.into_iter().next().ok_or(Error::Interrupted)

@@ -55,8 +55,16 @@ pub struct BenchArgs {
     #[arg(long)]
     think: Option<String>,
     /// Open a connection per request (reproduces a TIME_WAIT pile-up).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "h2")]
     no_keepalive: bool,
+    /// Speak HTTP/2: over https:// by ALPN, over http:// with prior knowledge (h2c).
+    /// Users (or requests in flight) share connections, --streams at once on each.
+    #[arg(long, conflicts_with = "scenario")]
+    h2: bool,
+    /// With --h2: requests at once on one connection (h2load's -m); a new connection is
+    /// opened when every one is full.
+    #[arg(long, default_value_t = 1, requires = "h2")]
+    streams: usize,
     /// Open model: at most this many requests waiting for an answer; later ones go out
     /// late and their latency still counts from when they were meant to go.
     #[arg(long, default_value_t = 10_000)]
@@ -264,6 +272,7 @@ fn plan(args: &BenchArgs) -> anyhow::Result<(Plan, Vec<Threshold>)> {
         scenario: None,
         ok_status: OkStatus::parse(&args.ok_status).map_err(|e| anyhow!("--ok-status: {e}"))?,
         tls: None,
+        h2_streams: args.h2.then_some(args.streams.max(1)),
     };
     let resolve = resolves(args)?;
     match &args.scenario {
@@ -453,12 +462,13 @@ fn tls_options(args: &BenchArgs) -> anyhow::Result<TlsOptions> {
         Some(v) => Some(v.parse().map_err(|e| anyhow!("--tls-version: {e}"))?),
         None => None,
     };
+    let alpn: &[u8] = if args.h2 { b"h2" } else { b"http/1.1" };
     Ok(TlsOptions {
         insecure: args.insecure,
         cacert: args.cacert.clone(),
         resume: args.tls_resume == "on",
         version,
-        ..TlsOptions::default()
+        alpn: vec![alpn.to_vec()],
     })
 }
 

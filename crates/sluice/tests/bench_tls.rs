@@ -348,3 +348,183 @@ fn a_stomp_chat_over_wss_through_sluice_loses_nothing() {
     assert_eq!(d["lost"], 0, "{d}");
     assert!(d["delivered"].as_u64().unwrap() >= 60, "{d}");
 }
+
+/// Users share HTTP/2 connections, `--streams` at once on each: 20 users at 10 streams
+/// open 2 connections (over TLS, chosen by ALPN), and every request is counted.
+#[test]
+fn http2_users_share_connections_and_every_stream_is_counted() {
+    let dir = Dir::new("h2");
+    certificates(&dir);
+    let app = backend();
+    let (_proxy, https, _) = front_door(&dir, app);
+    let before = answered(app);
+    let (code, table, report) = bench(
+        &dir,
+        &[
+            &url(https, "/"),
+            "--resolve",
+            &aim(https),
+            "--cacert",
+            &ca(&dir),
+            "--h2",
+            "--streams",
+            "10",
+            "--users",
+            "20",
+            "--iterations",
+            "25",
+            "--threads",
+            "1",
+        ],
+    );
+    assert_eq!(code, 0, "{table}");
+    assert_eq!(report["protocol"], "h2");
+    assert_eq!(report["streams_per_connection"], 10);
+    let step = &report["steps"][0];
+    assert_eq!(step["samples"], 500, "{table}");
+    assert_eq!(step["statuses"]["200"], 500, "{table}");
+    assert_eq!(served_since(app, before), 500, "the backend's own count");
+    assert_eq!(step["connections"]["opened"], 2, "{table}");
+    assert_eq!(step["connections"]["tls_handshakes"], 2, "{table}");
+}
+
+/// h2c with prior knowledge, on a plain listener that takes it.
+#[test]
+fn http2_over_plain_tcp_is_h2c() {
+    let dir = Dir::new("h2c");
+    let app = backend();
+    let text = format!(
+        "[[listener]]\nbind = \"127.0.0.1:0\"\nhttp2 = true\n\
+         [[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{app}\"]\n"
+    );
+    let proxy =
+        sluice_proxy::Proxy::start(sluice_config::parse("h2c.toml", &text).unwrap()).unwrap();
+    let target = format!("http://{}/", proxy.local_addrs()[0]);
+    let (code, table, report) = bench(
+        &dir,
+        &[
+            &target,
+            "--h2",
+            "--streams",
+            "4",
+            "--users",
+            "4",
+            "--iterations",
+            "10",
+        ],
+    );
+    assert_eq!(code, 0, "{table}");
+    assert_eq!(report["steps"][0]["statuses"]["200"], 40, "{table}");
+    // A server that does not speak h2c answers the preface as a bad HTTP/1 request.
+    let plain = format!("http://{}/", backend());
+    let (_, table, report) = bench(&dir, &[&plain, "--h2", "--users", "1", "--iterations", "2"]);
+    assert_eq!(report["steps"][0]["errors"], 2, "{table}");
+}
+
+/// An HTTP/2 server of the test's own (the `h2` crate): it resets every tenth stream
+/// (RST_STREAM) and ends each connection after 25 streams (GOAWAY, then the streams in
+/// flight finish). Returns its address and its own counts: resets, GOAWAYs.
+fn unsteady_h2_server() -> (
+    SocketAddr,
+    std::sync::Arc<[std::sync::atomic::AtomicU64; 2]>,
+) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let counts: std::sync::Arc<[AtomicU64; 2]> = std::sync::Arc::default();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let shared = counts.clone();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let streams = std::sync::Arc::new(AtomicU64::new(0));
+            while let Ok((socket, _)) = listener.accept().await {
+                let (counts, streams) = (shared.clone(), streams.clone());
+                tokio::spawn(async move {
+                    let Ok(mut conn) = h2::server::handshake(socket).await else {
+                        return;
+                    };
+                    let mut served = 0;
+                    while let Some(Ok((_, mut respond))) = conn.accept().await {
+                        served += 1;
+                        if streams.fetch_add(1, Ordering::SeqCst) % 10 == 9 {
+                            respond.send_reset(h2::Reason::INTERNAL_ERROR);
+                            counts[0].fetch_add(1, Ordering::SeqCst);
+                        } else {
+                            let head = http::Response::builder().status(200).body(()).unwrap();
+                            let mut body = respond.send_response(head, false).unwrap();
+                            let _ = body.send_data(bytes::Bytes::from_static(b"ok\n"), true);
+                        }
+                        if served == 25 {
+                            conn.graceful_shutdown();
+                            counts[1].fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                });
+            }
+        });
+    });
+    (addr, counts)
+}
+
+/// GOAWAY and RST_STREAM are counted, never hidden: a reset stream is an error of its
+/// own kind, and a request the closing connection refused before it was sent goes on a
+/// new connection.
+#[test]
+fn http2_goaway_and_reset_streams_are_counted() {
+    use std::sync::atomic::Ordering;
+    let dir = Dir::new("goaway");
+    let (server, counts) = unsteady_h2_server();
+    let target = format!("http://{server}/");
+    let (_, table, report) = bench(
+        &dir,
+        &[
+            &target,
+            "--h2",
+            "--streams",
+            "4",
+            "--users",
+            "4",
+            "--iterations",
+            "30",
+            "--threads",
+            "1",
+        ],
+    );
+    let step = &report["steps"][0];
+    let (resets, goaways) = (
+        counts[0].load(Ordering::SeqCst),
+        counts[1].load(Ordering::SeqCst),
+    );
+    assert_eq!(step["samples"], 120, "{table}");
+    assert_eq!(resets, 12, "every tenth of 120 streams");
+    assert_eq!(step["errors"].as_u64(), Some(resets), "{table}");
+    assert_eq!(
+        step["error_kinds"]["h2: RST_STREAM (INTERNAL_ERROR)"].as_u64(),
+        Some(resets)
+    );
+    assert_eq!(
+        step["statuses"]["200"].as_u64(),
+        Some(120 - resets),
+        "{table}"
+    );
+    let c = &step["connections"];
+    assert_eq!(c["h2_resets"].as_u64(), Some(resets), "{c}");
+    // 120 streams at 25 or more a connection (the streams a client opens before the
+    // GOAWAY reaches it are still served).
+    assert!(goaways >= 2, "the server ended {goaways} connections");
+    let seen = c["h2_goaways"].as_u64().unwrap();
+    assert!(
+        seen + 1 >= goaways && seen <= goaways,
+        "{seen} of {goaways} GOAWAYs seen: {c}"
+    );
+    assert!(c["opened"].as_u64().unwrap() >= goaways, "{c}");
+    assert!(
+        table.contains("connections ended by the server (GOAWAY)"),
+        "{table}"
+    );
+}

@@ -68,6 +68,7 @@ pub fn plan(url: &str, steps: Vec<Step>, keep_alive: bool) -> Plan {
         scenario: None,
         ok_status: Default::default(),
         tls: None,
+        h2_streams: None,
     }
 }
 

@@ -1,0 +1,378 @@
+//! HTTP/2 (`--h2`): a worker thread's connections, each carrying up to `--streams`
+//! requests at once (h2load's `-m`), and one exchange as a stream on one of them.
+//!
+//! Users (closed model) and in-flight requests (open model) share the connections as a
+//! browser's tabs do: a request takes a connection with a stream free, and a new one is
+//! opened only when every connection is full. Over `https://` the protocol is chosen by
+//! ALPN (h2 only is offered); over `http://` it is h2c with prior knowledge. The client
+//! is the `h2` crate, not the proxy's code (the proxy's server side uses the same crate,
+//! so a parse bug there would not hide here: the frames are the crate's on both sides,
+//! and the proxy's own HTTP/2 checks are its, not the crate's).
+//!
+//! A connection the server ends with GOAWAY, and a stream it resets, are counted as
+//! such, in the error kinds and in the step's connection figures: never hidden behind a
+//! retry.
+
+use crate::conn::{open_stream, ExchangeError};
+use crate::target::{RequestSpec, Target};
+use crate::tls::Handshake;
+use bytes::Bytes;
+use h2::client::SendRequest;
+use rustls::ClientConfig;
+use std::cell::{Cell, RefCell};
+use std::net::IpAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// Windows large enough that flow control is not what a benchmark measures (h2load's
+/// defaults are 1 GiB for the connection and 64 KiB per stream; this is in between).
+const STREAM_WINDOW: u32 = 1 << 20;
+const CONNECTION_WINDOW: u32 = 1 << 24;
+
+/// What went wrong in an HTTP/2 exchange, counted by kind like HTTP/1's errors.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum H2Error {
+    #[error(transparent)]
+    Exchange(#[from] ExchangeError),
+    /// The server ended the connection (GOAWAY) before this stream's response.
+    #[error("h2: GOAWAY ({0})")]
+    GoAway(String),
+    /// The server reset the stream (RST_STREAM).
+    #[error("h2: RST_STREAM ({0})")]
+    Reset(String),
+    /// The TLS server chose another protocol than h2 (or none).
+    #[error("h2: the server did not choose h2 by ALPN")]
+    NoAlpn,
+    #[error("h2: {0}")]
+    Protocol(String),
+}
+
+impl H2Error {
+    fn of(e: &h2::Error) -> H2Error {
+        let reason = || e.reason().map_or("-".to_string(), |r| format!("{r:?}"));
+        if e.is_go_away() {
+            H2Error::GoAway(reason())
+        } else if e.is_reset() {
+            H2Error::Reset(reason())
+        } else if e.is_io() {
+            H2Error::Exchange(ExchangeError::Closed)
+        } else {
+            H2Error::Protocol(e.to_string())
+        }
+    }
+}
+
+/// One HTTP/2 connection of a worker, or one being opened.
+struct H2Conn {
+    send: RefCell<Option<SendRequest<Bytes>>>,
+    /// Streams taken on it (the request that opens it counts).
+    active: Cell<usize>,
+    /// Set when the connection is open, or failed to open.
+    ready: Notify,
+    /// It could not be opened, or it ended: new requests go elsewhere.
+    closed: Cell<bool>,
+    /// Why it could not be opened, for the requests that waited for it.
+    failed: RefCell<Option<H2Error>>,
+}
+
+/// A worker thread's HTTP/2 connections.
+pub struct H2Pool {
+    conns: RefCell<Vec<Rc<H2Conn>>>,
+    streams: usize,
+    /// Connections the server ended with GOAWAY.
+    pub goaways: Rc<Cell<u64>>,
+}
+
+/// A stream taken on a connection: given back when dropped.
+struct Taken(Rc<H2Conn>);
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        self.0.active.set(self.0.active.get() - 1);
+    }
+}
+
+/// What an exchange gave: the status (and a redirect's `Location`), body bytes, and
+/// when it was sent and ended.
+pub struct H2Reply {
+    pub status: u16,
+    pub location: Option<String>,
+    pub bytes_in: u64,
+    pub written: Instant,
+    pub completed: Instant,
+}
+
+impl H2Pool {
+    /// A pool whose connections carry at most `streams` requests at once.
+    pub fn new(streams: usize) -> H2Pool {
+        H2Pool {
+            conns: RefCell::default(),
+            streams: streams.max(1),
+            goaways: Rc::default(),
+        }
+    }
+
+    /// Sends `request` on a connection with a stream free (opening one, from `connect`'s
+    /// TLS config and source address, if none has); returns the reply and, if a
+    /// connection was opened for it, its start and handshake.
+    pub async fn exchange(
+        &self,
+        request: &RequestSpec,
+        connect: (Option<&Arc<ClientConfig>>, Option<IpAddr>),
+    ) -> Result<(H2Reply, Option<Opened>), H2Error> {
+        let mut opened = None;
+        // A connection the server is closing (GOAWAY) refuses new streams before they
+        // are sent: the request goes on another connection, as a browser's would. Once
+        // sent, whatever happens to it is its outcome.
+        for _ in 0..2 {
+            let (conn, opens) = self.take();
+            let _taken = Taken(conn.clone());
+            if opens {
+                opened = Some(self.open(&conn, &request.target, connect).await?);
+            } else {
+                self.wait_open(&conn).await?;
+            }
+            let send = conn.send.borrow().clone();
+            let Some(send) = send else { continue };
+            let (head, body) = self::request(request)?;
+            match start(send, head, body).await {
+                Ok((response, written)) => {
+                    return Ok((finish(response, written).await?, opened));
+                }
+                Err(e) if e.is_go_away() || e.is_io() => conn.closed.set(true),
+                Err(e) => return Err(H2Error::of(&e)),
+            }
+        }
+        Err(H2Error::Exchange(ExchangeError::Closed))
+    }
+
+    /// A connection with a stream free, the stream taken; true when the caller must
+    /// open it.
+    fn take(&self) -> (Rc<H2Conn>, bool) {
+        let mut conns = self.conns.borrow_mut();
+        conns.retain(|c| !c.closed.get() || c.active.get() > 0);
+        let free = conns
+            .iter()
+            .find(|c| !c.closed.get() && c.active.get() < self.streams);
+        if let Some(c) = free {
+            c.active.set(c.active.get() + 1);
+            return (c.clone(), false);
+        }
+        let c = Rc::new(H2Conn {
+            send: RefCell::new(None),
+            active: Cell::new(1),
+            ready: Notify::new(),
+            closed: Cell::new(false),
+            failed: RefCell::new(None),
+        });
+        conns.push(c.clone());
+        (c, true)
+    }
+
+    /// Waits for a connection another request is opening.
+    async fn wait_open(&self, conn: &H2Conn) -> Result<(), H2Error> {
+        loop {
+            let ready = conn.ready.notified();
+            if conn.send.borrow().is_some() {
+                return Ok(());
+            }
+            if let Some(e) = conn.failed.borrow().clone() {
+                return Err(e);
+            }
+            if conn.closed.get() {
+                return Err(H2Error::Exchange(ExchangeError::Closed));
+            }
+            ready.await;
+        }
+    }
+
+    /// Opens `conn` (TCP, TLS with ALPN h2 for `https://`, the HTTP/2 handshake) and
+    /// drives it on this thread until it ends.
+    async fn open(
+        &self,
+        conn: &Rc<H2Conn>,
+        target: &Target,
+        (tls, source): (Option<&Arc<ClientConfig>>, Option<IpAddr>),
+    ) -> Result<Opened, H2Error> {
+        let started = Instant::now();
+        let opened = handshake(target, tls, source).await;
+        let (send, driver, handshake) = match opened {
+            Ok(parts) => parts,
+            Err(e) => {
+                conn.closed.set(true);
+                *conn.failed.borrow_mut() = Some(e.clone());
+                conn.ready.notify_waiters();
+                return Err(e);
+            }
+        };
+        *conn.send.borrow_mut() = Some(send);
+        conn.ready.notify_waiters();
+        let (ended, goaways) = (conn.clone(), self.goaways.clone());
+        tokio::task::spawn_local(async move {
+            // The handles to send on are kept until it ends: a connection that ends
+            // well, or with a GOAWAY error, was ended by the server's GOAWAY.
+            let result = driver.await;
+            if result
+                .as_ref()
+                .map_or_else(h2::Error::is_go_away, |()| true)
+            {
+                goaways.set(goaways.get() + 1);
+            }
+            ended.closed.set(true);
+            *ended.send.borrow_mut() = None;
+        });
+        Ok(Opened { started, handshake })
+    }
+}
+
+/// Starts a stream: waits for the connection to take one, then sends the request (and
+/// its body). Returns the response to come, and when the request was written.
+async fn start(
+    send: SendRequest<Bytes>,
+    request: http::Request<()>,
+    body: Bytes,
+) -> Result<(h2::client::ResponseFuture, Instant), h2::Error> {
+    let mut send = send.ready().await?;
+    let written = Instant::now();
+    let (response, mut stream) = send.send_request(request, body.is_empty())?;
+    if !body.is_empty() {
+        stream.send_data(body, true)?;
+    }
+    Ok((response, written))
+}
+
+/// The rest of a stream: the response head, then its body to the end.
+async fn finish(
+    response: h2::client::ResponseFuture,
+    written: Instant,
+) -> Result<H2Reply, H2Error> {
+    let response = response.await.map_err(|e| H2Error::of(&e))?;
+    let status = response.status().as_u16();
+    let location = (300..400)
+        .contains(&status)
+        .then(|| response.headers().get(http::header::LOCATION))
+        .flatten()
+        .map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned());
+    let mut body = response.into_body();
+    let mut bytes_in = 0;
+    while let Some(data) = body.data().await {
+        let data = data.map_err(|e| H2Error::of(&e))?;
+        bytes_in += data.len() as u64;
+        let _ = body.flow_control().release_capacity(data.len());
+    }
+    Ok(H2Reply {
+        status,
+        location,
+        bytes_in,
+        written,
+        completed: Instant::now(),
+    })
+}
+
+/// A connection opened for a request: when its connect began, and its TLS handshake.
+pub struct Opened {
+    pub started: Instant,
+    pub handshake: Option<Handshake>,
+}
+
+type Driver = h2::client::Connection<crate::tls::ClientStream, Bytes>;
+
+/// A new HTTP/2 connection to `target`: the handle to send on, the connection to
+/// drive, and its TLS handshake.
+async fn handshake(
+    target: &Target,
+    tls: Option<&Arc<ClientConfig>>,
+    source: Option<IpAddr>,
+) -> Result<(SendRequest<Bytes>, Driver, Option<Handshake>), H2Error> {
+    let (stream, handshake) = open_stream(target, tls, source).await?;
+    if handshake.is_some() && stream.alpn() != Some(b"h2") {
+        return Err(H2Error::NoAlpn);
+    }
+    let (send, driver) = h2::client::Builder::new()
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .handshake(stream)
+        .await
+        .map_err(|e| H2Error::of(&e))?;
+    Ok((send, driver, handshake))
+}
+
+/// The HTTP/2 request for `spec`: `:authority` from its `Host`, and none of HTTP/1's
+/// connection headers (RFC 9113 8.2.2).
+fn request(spec: &RequestSpec) -> Result<(http::Request<()>, Bytes), H2Error> {
+    let bad = |e: String| H2Error::Protocol(format!("request: {e}"));
+    let target = &spec.target;
+    let scheme = if target.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let host = spec
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map_or(target.authority.as_str(), |(_, v)| v.as_str());
+    let uri = format!("{scheme}://{host}{}", target.path);
+    let mut builder = http::Request::builder()
+        .method(spec.method.as_str())
+        .uri(uri);
+    for (name, value) in &spec.headers {
+        if !CONNECTION_HEADERS
+            .iter()
+            .any(|h| name.eq_ignore_ascii_case(h))
+        {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+    }
+    let request = builder.body(()).map_err(|e| bad(e.to_string()))?;
+    Ok((request, Bytes::from(spec.body.clone())))
+}
+
+/// HTTP/1.1 headers HTTP/2 forbids (and `Host`, which becomes `:authority`).
+const CONNECTION_HEADERS: [&str; 6] = [
+    "host",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_drop_connection_headers_and_carry_the_authority() {
+        let target = Target::parse("http://127.0.0.1:8080/a?b=1").unwrap();
+        let headers = [
+            "Host: shop.test".to_string(),
+            "Connection: keep-alive".to_string(),
+            "X-Trace: 1".to_string(),
+        ];
+        let spec = RequestSpec::new("POST", target, &headers, b"hi".to_vec()).unwrap();
+        let (request, body) = request(&spec).unwrap();
+        assert_eq!(request.uri(), "http://shop.test/a?b=1");
+        assert_eq!(request.method(), "POST");
+        assert!(request.headers().get("connection").is_none());
+        assert!(request.headers().get("host").is_none());
+        assert_eq!(request.headers()["x-trace"], "1");
+        assert_eq!(&body[..], b"hi");
+    }
+
+    #[test]
+    fn a_full_connection_makes_the_next_request_open_another() {
+        let pool = H2Pool::new(2);
+        let (a, opens_a) = pool.take();
+        let (b, opens_b) = pool.take();
+        let (c, opens_c) = pool.take();
+        assert!(opens_a && !opens_b && opens_c);
+        assert!(Rc::ptr_eq(&a, &b) && !Rc::ptr_eq(&a, &c));
+        // A stream given back makes room on the first connection again.
+        drop(Taken(b));
+        let (d, opens_d) = pool.take();
+        assert!(!opens_d && Rc::ptr_eq(&a, &d));
+    }
+}
