@@ -23,6 +23,7 @@ pub mod merge;
 mod pacer;
 pub mod plan;
 pub mod progress;
+pub mod redirect;
 pub mod report;
 pub mod runner;
 pub mod scenario;
@@ -62,7 +63,13 @@ pub fn run(
         }
         let watch_step = |s: &Snapshot, elapsed: Duration| observe(i, s, elapsed);
         let ran = runner::run_step(&plan, *step, stop, &watch_step)?;
-        let report = StepReport::of(&ran);
+        let mut report = StepReport::of(&ran);
+        // Followed, redirects are the way to the pages, not a mistake to point out.
+        if !plan.follow {
+            report
+                .warnings
+                .extend(report::redirect_warning(&report.summary));
+        }
         finished(&report);
         steps.push(report);
     }

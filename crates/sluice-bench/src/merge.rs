@@ -165,7 +165,13 @@ fn merge_step(reports: &[Report], i: usize) -> Result<StepReport, MergeError> {
         memory: None,
         interrupted: steps.iter().any(|s| s.interrupted),
     };
-    Ok(StepReport::of(&run))
+    let mut merged = StepReport::of(&run);
+    for warning in steps.iter().flat_map(|s| &s.warnings) {
+        if !merged.warnings.contains(warning) {
+            merged.warnings.push(warning.clone());
+        }
+    }
+    Ok(merged)
 }
 
 /// The steps' STOMP deliveries added up, if they have any.

@@ -72,6 +72,10 @@ pub struct Plan {
     /// `--h2`: HTTP/2, with at most this many streams at once on a connection (`--streams`);
     /// none: HTTP/1.1.
     pub h2_streams: Option<usize>,
+    /// `--follow`: send the request each redirect asks for, each hop a sample.
+    pub follow: bool,
+    /// `--resolve`: names aimed at addresses, for the targets redirects lead to too.
+    pub resolve: Vec<crate::target::Resolve>,
 }
 
 /// The statuses that count as success: ranges such as `200-399,404`. By default
@@ -261,6 +265,8 @@ mod tests {
             ok_status: Default::default(),
             tls: None,
             h2_streams: None,
+            follow: false,
+            resolve: Vec::new(),
         }
     }
 

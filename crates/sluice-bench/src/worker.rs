@@ -8,6 +8,7 @@ use crate::http2::H2Pool;
 use crate::pacer::Pacer;
 use crate::plan::{Length, OkStatus, Plan};
 use crate::progress::Progress;
+use crate::redirect::{is_redirect, Redirects, MAX_HOPS};
 use crate::stats::{Recorder, Sample};
 use crate::target::RequestSpec;
 use std::cell::{Cell, RefCell};
@@ -36,6 +37,8 @@ pub struct Worker {
     pub deliveries: Arc<Deliveries>,
     /// With `--h2`: this thread's HTTP/2 connections, shared by its users.
     h2: Option<H2Pool>,
+    /// With `--follow`: where redirects led, resolved once.
+    redirects: Redirects,
 }
 
 impl Worker {
@@ -70,6 +73,7 @@ impl Worker {
             next_source: Cell::new(index),
             deliveries,
             h2,
+            redirects: Redirects::default(),
         }
     }
 
@@ -144,19 +148,76 @@ impl Worker {
             check: Check::default(),
             timeout: self.plan.timeout,
         };
-        self.send(slot, &out, intended).await;
+        let came = self.send(slot, &out, intended).await;
+        if self.plan.follow {
+            self.follow(slot, request, came).await;
+        }
+    }
+
+    /// `--follow`: sends the request each redirect asks for, one sample per hop, until
+    /// an answer that is no redirect (or [`MAX_HOPS`]). A hop to the request's own
+    /// server goes on the user's connection; one elsewhere on a connection of its own.
+    async fn follow(&self, slot: &mut Option<Connection>, first: &RequestSpec, came: Came) {
+        let (mut came, mut current) = (came, None::<RequestSpec>);
+        for hop in 0..=MAX_HOPS {
+            let Some((status, Some(location))) = came.take() else {
+                return;
+            };
+            if !is_redirect(status) || self.stopped() {
+                return;
+            }
+            let from = current.as_ref().unwrap_or(first);
+            let next = match hop {
+                MAX_HOPS => Err(format!("redirect: more than {MAX_HOPS} hops")),
+                _ => (self
+                    .redirects
+                    .next(from, status, &location, &self.plan.resolve))
+                .map_err(|e| format!("redirect: {e}")),
+            };
+            let next = match next {
+                Ok(next) => next,
+                Err(e) => return self.failed(&format!("{} (redirected)", first.label), e),
+            };
+            let bytes = next.encode(self.plan.keep_alive);
+            let out = Outgoing {
+                target: &next.target,
+                bytes: &bytes,
+                head: next.method == "HEAD",
+                label: &next.label,
+                check: Check::default(),
+                timeout: self.plan.timeout,
+            };
+            let home = next.target.addr == first.target.addr && next.target.tls == first.target.tls;
+            came = match home {
+                true => self.send(slot, &out, Instant::now()).await,
+                false => self.send(&mut None, &out, Instant::now()).await,
+            };
+            current = Some(next);
+        }
+    }
+
+    /// Records a sample that failed before anything was sent (a redirect that cannot be
+    /// followed).
+    fn failed(&self, label: &str, error: String) {
+        let now = Instant::now();
+        self.settle((label, 0), (now, now), Err(error), &Check::default(), None);
     }
 
     /// Sends `out` on `slot` (opening a connection if it holds none) and records the
     /// sample, its latency counted from `intended`. An interrupted run abandons the
     /// request: it has no outcome to record.
-    pub async fn send(&self, slot: &mut Option<Connection>, out: &Outgoing<'_>, intended: Instant) {
+    pub async fn send(
+        &self,
+        slot: &mut Option<Connection>,
+        out: &Outgoing<'_>,
+        intended: Instant,
+    ) -> Came {
         let before = Instant::now();
         let mut body = out.check.body.map(|_| Vec::new());
         let exchange = self.exchange(slot, out, body.as_mut());
         let result = tokio::select! {
             r = tokio::time::timeout(out.timeout, exchange) => r,
-            () = self.interrupted() => return,
+            () = self.interrupted() => return None,
         };
         let got = match result {
             Ok(Ok((reply, opened))) => Ok(Got {
@@ -172,8 +233,10 @@ impl Worker {
                 Err("timeout".to_string())
             }
         };
+        let came = got.as_ref().ok().map(|g| (g.status, g.location.clone()));
         let sample = (out.label, out.bytes.len() as u64);
         self.settle(sample, (intended, before), got, &out.check, body.as_deref());
+        came
     }
 
     /// Sends `request` as an HTTP/2 stream on one of `pool`'s connections, and records
@@ -340,6 +403,10 @@ impl Worker {
         }
     }
 }
+
+/// The status of what came back and, for a redirect, its `Location`; none when nothing
+/// came back.
+pub type Came = Option<(u16, Option<String>)>;
 
 /// What one exchange came to, whatever the protocol: when it went (its connect, for a
 /// new connection) and ended, and what came back.

@@ -237,6 +237,8 @@ fn load(
         ok_status: Default::default(),
         tls: None,
         h2_streams: None,
+        follow: false,
+        resolve: Vec::new(),
     };
     let report = sluice_bench::run(plan, stop, &|_, _, _| {}, &mut |_| {}).map_err(Error::Load)?;
     report.steps.into_iter().next().ok_or(Error::Interrupted)

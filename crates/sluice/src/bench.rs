@@ -81,6 +81,10 @@ pub struct BenchArgs {
     /// A request taking longer fails as `timeout`.
     #[arg(long, default_value = "30s")]
     timeout: String,
+    /// Follow redirects (301, 302, 303, 307, 308; 10 hops at most), each hop a sample of
+    /// its own under the request's label with " (redirected)".
+    #[arg(long, conflicts_with = "h2")]
+    follow: bool,
     /// The statuses that count as success, e.g. 200-399,404; any other status is an
     /// error, as is a transport error (k6's `http_req_failed` rule).
     #[arg(long, default_value = "200-399")]
@@ -273,13 +277,17 @@ fn plan(args: &BenchArgs) -> anyhow::Result<(Plan, Vec<Threshold>)> {
         ok_status: OkStatus::parse(&args.ok_status).map_err(|e| anyhow!("--ok-status: {e}"))?,
         tls: None,
         h2_streams: args.h2.then_some(args.streams.max(1)),
+        follow: args.follow,
+        resolve: Vec::new(),
     };
     let resolve = resolves(args)?;
+    plan.resolve = resolve.clone();
     match &args.scenario {
         Some(path) => scenario_plan(args, path, &resolve, &mut plan)?,
         None => request_plan(args, &resolve, &mut plan)?,
     }
-    if plan.uses_tls() {
+    // Redirects may lead to https:// too.
+    if plan.uses_tls() || plan.follow {
         plan.tls = Some(tls::client_config(&tls_options(args)?)?);
     }
     if let Some(note) = plan.spread_sources(sluice_bench::plan::ephemeral_ports()) {

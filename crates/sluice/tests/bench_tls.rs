@@ -528,3 +528,77 @@ fn http2_goaway_and_reset_streams_are_counted() {
         "{table}"
     );
 }
+
+/// `--follow`: each redirect is followed to the page it names (here from the plain
+/// listener to the HTTPS one, by the certificate's name), each hop a sample of its own;
+/// a loop stops after 10 hops, as an error.
+#[test]
+fn follow_reaches_the_backend_and_counts_each_hop() {
+    let dir = Dir::new("follow");
+    certificates(&dir);
+    let app = backend();
+    let (https, plain) = (free_addr(), free_addr());
+    let (cert, key) = (dir.0.join("cert.pem"), dir.0.join("key.pem"));
+    let text = format!(
+        "[[listener]]\nbind = \"{https}\"\ntls = {{ cert = {cert:?}, key = {key:?} }}\n\
+         [[listener]]\nbind = \"{plain}\"\n\
+         [[route]]\nlistener = \"{plain}\"\npath = \"/loop\"\n\
+         return = {{ status = 302, location = \"/loop\" }}\n\
+         [[route]]\nlistener = \"{plain}\"\n\
+         return = {{ status = 301, location = \"https://{NAME}:{}$request_uri\" }}\n\
+         [[route]]\nlistener = \"{https}\"\nupstream = \"app\"\n\
+         [upstream.app]\nservers = [\"{app}\"]\n",
+        https.port()
+    );
+    let _proxy =
+        sluice_proxy::Proxy::start(sluice_config::parse("follow.toml", &text).unwrap()).unwrap();
+    let before = answered(app);
+    let start = format!("http://{plain}/cart");
+    let (code, table, report) = bench(
+        &dir,
+        &[
+            &start,
+            "--follow",
+            "--resolve",
+            &aim(https),
+            "--cacert",
+            &ca(&dir),
+            "--users",
+            "2",
+            "--iterations",
+            "10",
+        ],
+    );
+    assert_eq!(code, 0, "{table}");
+    let step = &report["steps"][0];
+    assert_eq!(
+        step["labels"]["GET /cart"]["statuses"]["301"], 20,
+        "{table}"
+    );
+    assert_eq!(
+        step["labels"]["GET /cart (redirected)"]["statuses"]["200"], 20,
+        "{table}"
+    );
+    assert_eq!(step["errors"], 0, "{table}");
+    assert_eq!(
+        served_since(app, before),
+        20,
+        "every chain reached the application"
+    );
+    assert!(
+        step.get("warnings").is_none(),
+        "followed: no warning: {table}"
+    );
+    // A redirect to itself: ten hops followed, then an error.
+    let looping = format!("http://{plain}/loop");
+    let (_, table, report) = bench(
+        &dir,
+        &[&looping, "--follow", "--users", "1", "--iterations", "2"],
+    );
+    let step = &report["steps"][0];
+    assert_eq!(
+        step["error_kinds"]["redirect: more than 10 hops"], 2,
+        "{table}"
+    );
+    assert_eq!(step["statuses"]["302"], 22, "{table}");
+}

@@ -69,6 +69,8 @@ pub fn plan(url: &str, steps: Vec<Step>, keep_alive: bool) -> Plan {
         ok_status: Default::default(),
         tls: None,
         h2_streams: None,
+        follow: false,
+        resolve: Vec::new(),
     }
 }
 
