@@ -251,39 +251,42 @@ def med(tool, mode, key):
 f = lambda v, fmt: fmt.format(v) if v is not None else "n/a"
 print(f"# Load generators on one core, medians of {runs} rounds (sluice {commit})\n")
 print(f"command: `RUNS={runs} DUR={dur} RATE={rate} TLS_RATE={tls_rate} NEW_RATE={new_rate} MODES=\"{modes}\" bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator on CPU 0, one thread, 64 connections.\n")
-print("## Saturation (64 connections): the highest rate one core reaches\n")
-print("| tool | req/s | ×wrk | p50 (ms) | p99 (ms) | CPU µs per request | ×wrk | errors |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
-w_rps, w_cpu = med("wrk", "saturation", "rps"), med("wrk", "saturation", "cpu_us_per_req")
-for t in tools:
-    rps, cpu = med(t, "saturation", "rps"), med(t, "saturation", "cpu_us_per_req")
-    p50 = med(t, "saturation", "p50_ms")
-    p50 = p50 if p50 is not None else med(t, "saturation", "mean_ms")
-    note = "" if med(t, "saturation", "p50_ms") is not None else " (mean; h2load has no percentiles)"
-    print(f"| {t} | {f(rps, '{:,.0f}')} | {f(rps and w_rps and rps / w_rps, '{:.2f}×')} | {f(p50, '{:.3f}')}{note} | {f(med(t, 'saturation', 'p99_ms'), '{:.3f}')} "
-          f"| {f(cpu, '{:.2f}')} | {f(cpu and w_cpu and cpu / w_cpu, '{:.2f}×')} | {f(med(t, 'saturation', 'errors'), '{:.0f}')} |")
-print("\n## Light load (4 connections): the same load for every tool\n")
-print("| tool | req/s | ×wrk | p50 (ms) | ×wrk | p99 (ms) | ×wrk |")
-print("|---|---:|---:|---:|---:|---:|---:|")
-w = {k: med("wrk", "light", k) for k in ("rps", "p50_ms", "p99_ms")}
-for t in tools:
-    v = {k: med(t, "light", k) for k in ("rps", "p50_ms", "p99_ms")}
-    if v["p50_ms"] is None:
-        v["p50_ms"] = med(t, "light", "mean_ms")
-    r = lambda k: v[k] and w[k] and v[k] / w[k]
-    print(f"| {t} | {f(v['rps'], '{:,.0f}')} | {f(r('rps'), '{:.2f}×')} | {f(v['p50_ms'], '{:.3f}')}{'' if med(t, 'light', 'p50_ms') is not None else ' (mean)'} | {f(r('p50_ms'), '{:.2f}×')} "
-          f"| {f(v['p99_ms'], '{:.3f}')} | {f(r('p99_ms'), '{:.2f}×')} |")
-print(f"\n## Fixed rate ({rate} req/s): what holding a rate costs\n")
-print("| tool | achieved req/s | p50 (ms) | p99 (ms) | CPU µs per request | ×h2load |")
-print("|---|---:|---:|---:|---:|---:|")
-h_cpu = med("h2load", "rate", "cpu_us_per_req")
-for t in tools:
-    if t in ("wrk", "hyper"):
-        print(f"| {t} | n/a (no fixed rate) | | | | |")
-        continue
-    cpu = med(t, "rate", "cpu_us_per_req")
-    print(f"| {t} | {f(med(t, 'rate', 'rps'), '{:,.0f}')} | {f(med(t, 'rate', 'p50_ms'), '{:.3f}')} | {f(med(t, 'rate', 'p99_ms'), '{:.3f}')} "
-          f"| {f(cpu, '{:.2f}')} | {f(cpu and h_cpu and cpu / h_cpu, '{:.2f}×')} |")
+ran = {r["mode"] for r in rows}
+# The HTTP/1.1 tables, when their modes ran.
+if ran & {"saturation", "light", "rate"}:
+    print("## Saturation (64 connections): the highest rate one core reaches\n")
+    print("| tool | req/s | ×wrk | p50 (ms) | p99 (ms) | CPU µs per request | ×wrk | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    w_rps, w_cpu = med("wrk", "saturation", "rps"), med("wrk", "saturation", "cpu_us_per_req")
+    for t in tools:
+        rps, cpu = med(t, "saturation", "rps"), med(t, "saturation", "cpu_us_per_req")
+        p50 = med(t, "saturation", "p50_ms")
+        p50 = p50 if p50 is not None else med(t, "saturation", "mean_ms")
+        note = "" if med(t, "saturation", "p50_ms") is not None else " (mean; h2load has no percentiles)"
+        print(f"| {t} | {f(rps, '{:,.0f}')} | {f(rps and w_rps and rps / w_rps, '{:.2f}×')} | {f(p50, '{:.3f}')}{note} | {f(med(t, 'saturation', 'p99_ms'), '{:.3f}')} "
+              f"| {f(cpu, '{:.2f}')} | {f(cpu and w_cpu and cpu / w_cpu, '{:.2f}×')} | {f(med(t, 'saturation', 'errors'), '{:.0f}')} |")
+    print("\n## Light load (4 connections): the same load for every tool\n")
+    print("| tool | req/s | ×wrk | p50 (ms) | ×wrk | p99 (ms) | ×wrk |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    w = {k: med("wrk", "light", k) for k in ("rps", "p50_ms", "p99_ms")}
+    for t in tools:
+        v = {k: med(t, "light", k) for k in ("rps", "p50_ms", "p99_ms")}
+        if v["p50_ms"] is None:
+            v["p50_ms"] = med(t, "light", "mean_ms")
+        r = lambda k: v[k] and w[k] and v[k] / w[k]
+        print(f"| {t} | {f(v['rps'], '{:,.0f}')} | {f(r('rps'), '{:.2f}×')} | {f(v['p50_ms'], '{:.3f}')}{'' if med(t, 'light', 'p50_ms') is not None else ' (mean)'} | {f(r('p50_ms'), '{:.2f}×')} "
+              f"| {f(v['p99_ms'], '{:.3f}')} | {f(r('p99_ms'), '{:.2f}×')} |")
+    print(f"\n## Fixed rate ({rate} req/s): what holding a rate costs\n")
+    print("| tool | achieved req/s | p50 (ms) | p99 (ms) | CPU µs per request | ×h2load |")
+    print("|---|---:|---:|---:|---:|---:|")
+    h_cpu = med("h2load", "rate", "cpu_us_per_req")
+    for t in tools:
+        if t in ("wrk", "hyper"):
+            print(f"| {t} | n/a (no fixed rate) | | | | |")
+            continue
+        cpu = med(t, "rate", "cpu_us_per_req")
+        print(f"| {t} | {f(med(t, 'rate', 'rps'), '{:,.0f}')} | {f(med(t, 'rate', 'p50_ms'), '{:.3f}')} | {f(med(t, 'rate', 'p99_ms'), '{:.3f}')} "
+              f"| {f(cpu, '{:.2f}')} | {f(cpu and h_cpu and cpu / h_cpu, '{:.2f}×')} |")
 tls_modes = [("tls-rate", f"keep-alive HTTPS, {tls_rate} req/s"),
              ("tls-new", f"new connection + full handshake per request, {new_rate} req/s"),
              ("tls-resumed", f"new connection + resumed session per request, {new_rate} req/s"),
