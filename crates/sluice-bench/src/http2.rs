@@ -119,7 +119,7 @@ impl H2Pool {
     /// connection was opened for it, its start and handshake.
     pub async fn exchange(
         &self,
-        request: &RequestSpec,
+        (request, target): (&H2Request, &Target),
         connect: (Option<&Arc<ClientConfig>>, Option<IpAddr>),
     ) -> Result<(H2Reply, Option<Opened>), H2Error> {
         let mut opened = None;
@@ -130,13 +130,13 @@ impl H2Pool {
             let (conn, opens) = self.take();
             let _taken = Taken(conn.clone());
             if opens {
-                opened = Some(self.open(&conn, &request.target, connect).await?);
+                opened = Some(self.open(&conn, target, connect).await?);
             } else {
                 self.wait_open(&conn).await?;
             }
             let send = conn.send.borrow().clone();
             let Some(send) = send else { continue };
-            let (head, body) = self::request(request)?;
+            let (head, body) = request.parts();
             match start(send, head, body).await {
                 Ok((response, written)) => {
                     return Ok((finish(response, written).await?, opened));
@@ -299,35 +299,62 @@ async fn handshake(
     Ok((send, driver, handshake))
 }
 
-/// The HTTP/2 request for `spec`: `:authority` from its `Host`, and none of HTTP/1's
-/// connection headers (RFC 9113 8.2.2).
-fn request(spec: &RequestSpec) -> Result<(http::Request<()>, Bytes), H2Error> {
-    let bad = |e: String| H2Error::Protocol(format!("request: {e}"));
-    let target = &spec.target;
-    let scheme = if target.tls.is_some() {
-        "https"
-    } else {
-        "http"
-    };
-    let host = spec
-        .headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
-        .map_or(target.authority.as_str(), |(_, v)| v.as_str());
-    let uri = format!("{scheme}://{host}{}", target.path);
-    let mut builder = http::Request::builder()
-        .method(spec.method.as_str())
-        .uri(uri);
-    for (name, value) in &spec.headers {
-        if !CONNECTION_HEADERS
+/// A request of the plan as HTTP/2 sends it, made once per worker thread: `:authority`
+/// from its `Host`, none of HTTP/1's connection headers (RFC 9113 8.2.2). Each stream
+/// takes a copy (the URI and body are shared bytes; the header map is copied).
+pub struct H2Request {
+    method: http::Method,
+    uri: http::Uri,
+    headers: http::HeaderMap,
+    body: Bytes,
+}
+
+impl H2Request {
+    pub fn new(spec: &RequestSpec) -> Result<H2Request, H2Error> {
+        let bad = |e: String| H2Error::Protocol(format!("request: {e}"));
+        let target = &spec.target;
+        let scheme = if target.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let host = spec
+            .headers
             .iter()
-            .any(|h| name.eq_ignore_ascii_case(h))
-        {
-            builder = builder.header(name.as_str(), value.as_str());
+            .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+            .map_or(target.authority.as_str(), |(_, v)| v.as_str());
+        let uri = format!("{scheme}://{host}{}", target.path);
+        let mut headers = http::HeaderMap::new();
+        for (name, value) in &spec.headers {
+            if CONNECTION_HEADERS
+                .iter()
+                .any(|h| name.eq_ignore_ascii_case(h))
+            {
+                continue;
+            }
+            let name = http::HeaderName::try_from(name.as_str()).map_err(|e| bad(e.to_string()))?;
+            let value =
+                http::HeaderValue::try_from(value.as_str()).map_err(|e| bad(e.to_string()))?;
+            headers.append(name, value);
         }
+        Ok(H2Request {
+            method: http::Method::try_from(spec.method.as_str()).map_err(|e| bad(e.to_string()))?,
+            uri: uri
+                .parse()
+                .map_err(|e: http::uri::InvalidUri| bad(e.to_string()))?,
+            headers,
+            body: Bytes::from(spec.body.clone()),
+        })
     }
-    let request = builder.body(()).map_err(|e| bad(e.to_string()))?;
-    Ok((request, Bytes::from(spec.body.clone())))
+
+    /// The head and body of one stream.
+    fn parts(&self) -> (http::Request<()>, Bytes) {
+        let mut request = http::Request::new(());
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.uri.clone();
+        *request.headers_mut() = self.headers.clone();
+        (request, self.body.clone())
+    }
 }
 
 /// HTTP/1.1 headers HTTP/2 forbids (and `Host`, which becomes `:authority`).
@@ -353,7 +380,7 @@ mod tests {
             "X-Trace: 1".to_string(),
         ];
         let spec = RequestSpec::new("POST", target, &headers, b"hi".to_vec()).unwrap();
-        let (request, body) = request(&spec).unwrap();
+        let (request, body) = H2Request::new(&spec).unwrap().parts();
         assert_eq!(request.uri(), "http://shop.test/a?b=1");
         assert_eq!(request.method(), "POST");
         assert!(request.headers().get("connection").is_none());

@@ -4,7 +4,7 @@
 
 use crate::conn::{Connection, ExchangeError, Reply};
 use crate::delivery::Deliveries;
-use crate::http2::H2Pool;
+use crate::http2::{H2Error, H2Pool, H2Request};
 use crate::pacer::Pacer;
 use crate::plan::{Length, OkStatus, Plan};
 use crate::progress::Progress;
@@ -35,8 +35,9 @@ pub struct Worker {
     next_source: Cell<usize>,
     /// STOMP deliveries of the step, shared by all its threads.
     pub deliveries: Arc<Deliveries>,
-    /// With `--h2`: this thread's HTTP/2 connections, shared by its users.
-    h2: Option<H2Pool>,
+    /// With `--h2`: this thread's HTTP/2 connections, shared by its users, and each
+    /// request of the plan as a stream sends it.
+    h2: Option<(H2Pool, Vec<Result<H2Request, H2Error>>)>,
     /// With `--follow`: where redirects led, resolved once.
     redirects: Redirects,
 }
@@ -51,7 +52,10 @@ impl Worker {
         progress: Arc<Progress>,
         deliveries: Arc<Deliveries>,
     ) -> Self {
-        let h2 = plan.h2_streams.map(H2Pool::new);
+        let h2 = plan.h2_streams.map(|streams| {
+            let requests = plan.requests.iter().map(|w| H2Request::new(&w.request));
+            (H2Pool::new(streams), requests.collect())
+        });
         Worker {
             encoded: plan
                 .requests
@@ -81,7 +85,7 @@ impl Worker {
     /// GOAWAYs).
     pub fn finish(&self) -> Recorder {
         let mut recorder = self.recorder.take();
-        if let Some(pool) = &self.h2 {
+        if let Some((pool, _)) = &self.h2 {
             recorder.connections.goaways += pool.goaways.get();
         }
         recorder
@@ -137,8 +141,8 @@ impl Worker {
     pub async fn request(&self, slot: &mut Option<Connection>, pick: u64, intended: Instant) {
         let i = self.plan_index(pick);
         let request = &self.plan.requests[i].request;
-        if let Some(pool) = &self.h2 {
-            return self.send_h2(pool, request, intended).await;
+        if let Some((pool, prepared)) = &self.h2 {
+            return self.send_h2(pool, (request, &prepared[i]), intended).await;
         }
         let out = Outgoing {
             target: &request.target,
@@ -241,9 +245,19 @@ impl Worker {
 
     /// Sends `request` as an HTTP/2 stream on one of `pool`'s connections, and records
     /// it (its GOAWAY or RST_STREAM, if the server sent one, counted apart too).
-    async fn send_h2(&self, pool: &H2Pool, request: &RequestSpec, intended: Instant) {
+    async fn send_h2(
+        &self,
+        pool: &H2Pool,
+        (request, prepared): (&RequestSpec, &Result<H2Request, H2Error>),
+        intended: Instant,
+    ) {
         let before = Instant::now();
-        let exchange = pool.exchange(request, (self.plan.tls.as_ref(), self.source()));
+        let prepared = match prepared {
+            Ok(p) => p,
+            Err(e) => return self.failed(&request.label, e.to_string()),
+        };
+        let connect = (self.plan.tls.as_ref(), self.source());
+        let exchange = pool.exchange((prepared, &request.target), connect);
         let result = tokio::select! {
             r = tokio::time::timeout(self.plan.timeout, exchange) => r,
             () = self.interrupted() => return,
