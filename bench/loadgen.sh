@@ -32,7 +32,8 @@
 # due every 10 ms the same way (and, unlike h2load, counts the wait in the latency).
 #
 # Usage: [RUNS=3] [DUR=8] [RATE=20000] [TLS_RATE=5000] [NEW_RATE=500]
-#        [MODES="saturation light rate tls-rate tls-new tls-resumed h2-1 h2-10"] bench/loadgen.sh
+#        [MODES="saturation light rate tls-rate tls-new tls-resumed h2-1 h2-10"]
+#        [TOOLS="sluice sluice-paced hyper wrk h2load oha k6"] bench/loadgen.sh
 # Installs what is missing: nginx, wrk, h2load (apt-get), oha (cargo install), k6 (go
 # install go.k6.io/k6). Results: bench/runs/<date>-loadgen/. Loopback only.
 
@@ -43,6 +44,7 @@ RATE=${RATE:-20000}
 TLS_RATE=${TLS_RATE:-5000}
 NEW_RATE=${NEW_RATE:-500}
 MODES=${MODES:-saturation light rate tls-rate tls-new tls-resumed h2-1 h2-10}
+TOOLS=${TOOLS:-sluice sluice-paced hyper wrk h2load oha k6}
 CONNS=64
 NAME=loadgen
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -68,9 +70,11 @@ install_tools() {
     if (( ${#apt[@]} )); then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt[@]}"
     fi
-    command -v oha >/dev/null || cargo install --locked oha
+    if [[ " $TOOLS " == *" oha "* ]]; then
+        command -v oha >/dev/null || cargo install --locked oha
+    fi
     # k6 is in the HTTP/1.1 modes only.
-    if [[ " $MODES " =~ \ (saturation|light|rate)\  ]]; then
+    if [[ " $TOOLS " == *" k6 "* && " $MODES " =~ \ (saturation|light|rate)\  ]]; then
         command -v k6 >/dev/null || go install go.k6.io/k6@latest
     fi
     (cd "$REPO" && cargo build --release -p sluice && cargo build --release -p sluice-bench --example hyper_loop)
@@ -252,9 +256,9 @@ PY
 }
 
 summarise() {
-    python3 - "$OUT/results.jsonl" "$RUNS" "$DUR" "$RATE" "$(git -C "$REPO" rev-parse --short HEAD)" "$TLS_RATE" "$NEW_RATE" "$MODES" <<'PY'
+    python3 - "$OUT/results.jsonl" "$RUNS" "$DUR" "$RATE" "$(git -C "$REPO" rev-parse --short HEAD)" "$TLS_RATE" "$NEW_RATE" "$MODES" "$TOOLS" <<'PY'
 import json, statistics, sys
-path, runs, dur, rate, commit, tls_rate, new_rate, modes = sys.argv[1:9]
+path, runs, dur, rate, commit, tls_rate, new_rate, modes, tools_env = sys.argv[1:10]
 rows = [json.loads(l) for l in open(path)]
 tools = ["sluice", "hyper", "wrk", "h2load", "oha", "k6"]
 def med(tool, mode, key):
@@ -262,32 +266,38 @@ def med(tool, mode, key):
     return statistics.median(v) if v else None
 f = lambda v, fmt: fmt.format(v) if v is not None else "n/a"
 print(f"# Load generators on one core, medians of {runs} rounds (sluice {commit})\n")
-print(f"command: `RUNS={runs} DUR={dur} RATE={rate} TLS_RATE={tls_rate} NEW_RATE={new_rate} MODES=\"{modes}\" bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator on CPU 0, one thread, 64 connections.\n")
+print(f"command: `RUNS={runs} DUR={dur} RATE={rate} TLS_RATE={tls_rate} NEW_RATE={new_rate} MODES=\"{modes}\" TOOLS=\"{tools_env}\" bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator on CPU 0, one thread, 64 connections.\n")
 ran = {r["mode"] for r in rows}
-# The HTTP/1.1 tables, when their modes ran.
-if ran & {"saturation", "light", "rate"}:
+# The HTTP/1.1 tables, each when its mode ran.
+if "saturation" in ran:
     print("## Saturation (64 connections): the highest rate one core reaches\n")
     print("| tool | req/s | ×wrk | p50 (ms) | p99 (ms) | CPU µs per request | ×wrk | errors |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     w_rps, w_cpu = med("wrk", "saturation", "rps"), med("wrk", "saturation", "cpu_us_per_req")
     for t in tools:
+        if med(t, "saturation", "rps") is None:
+            continue
         rps, cpu = med(t, "saturation", "rps"), med(t, "saturation", "cpu_us_per_req")
         p50 = med(t, "saturation", "p50_ms")
         p50 = p50 if p50 is not None else med(t, "saturation", "mean_ms")
         note = "" if med(t, "saturation", "p50_ms") is not None else " (mean; h2load has no percentiles)"
         print(f"| {t} | {f(rps, '{:,.0f}')} | {f(rps and w_rps and rps / w_rps, '{:.2f}×')} | {f(p50, '{:.3f}')}{note} | {f(med(t, 'saturation', 'p99_ms'), '{:.3f}')} "
               f"| {f(cpu, '{:.2f}')} | {f(cpu and w_cpu and cpu / w_cpu, '{:.2f}×')} | {f(med(t, 'saturation', 'errors'), '{:.0f}')} |")
+if "light" in ran:
     print("\n## Light load (4 connections): the same load for every tool\n")
     print("| tool | req/s | ×wrk | p50 (ms) | ×wrk | p99 (ms) | ×wrk |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     w = {k: med("wrk", "light", k) for k in ("rps", "p50_ms", "p99_ms")}
     for t in tools:
+        if med(t, "light", "rps") is None:
+            continue
         v = {k: med(t, "light", k) for k in ("rps", "p50_ms", "p99_ms")}
         if v["p50_ms"] is None:
             v["p50_ms"] = med(t, "light", "mean_ms")
         r = lambda k: v[k] and w[k] and v[k] / w[k]
         print(f"| {t} | {f(v['rps'], '{:,.0f}')} | {f(r('rps'), '{:.2f}×')} | {f(v['p50_ms'], '{:.3f}')}{'' if med(t, 'light', 'p50_ms') is not None else ' (mean)'} | {f(r('p50_ms'), '{:.2f}×')} "
               f"| {f(v['p99_ms'], '{:.3f}')} | {f(r('p99_ms'), '{:.2f}×')} |")
+if "rate" in ran:
     print(f"\n## Fixed rate ({rate} req/s): what holding a rate costs\n")
     print("| tool | achieved req/s | p50 (ms) | p99 (ms) | CPU µs per request | ×h2load |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -306,8 +316,8 @@ tls_modes = [("tls-rate", f"keep-alive HTTPS, {tls_rate} req/s"),
              ("h2-10", f"HTTP/2, 8 connections x 10 streams, {tls_rate} req/s")]
 if any(r["mode"] == m for r in rows for m, _ in tls_modes):
     print("\n## HTTPS and HTTP/2 at fixed rates (nginx's TLS listener)\n")
-    print("| mode | tool | achieved req/s | mean (ms) | ×h2load | p50 (ms) | p99 (ms) | CPU µs per request | ×h2load | resumed / handshakes | errors |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| mode | tool | achieved req/s | mean (ms) | mean from the send (ms) | ×h2load | p50 (ms) | p99 (ms) | CPU µs per request | ×h2load | resumed / handshakes | errors |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for mode, what in tls_modes:
         h = {k: med("h2load", mode, k) for k in ("cpu_us_per_req", "mean_ms")}
         ratio = lambda v, ref: f(v and ref and v / ref, '{:.2f}×')
@@ -315,12 +325,14 @@ if any(r["mode"] == m for r in rows for m, _ in tls_modes):
             if med(t, mode, "rps") is None:
                 continue
             cpu, mean = med(t, mode, "cpu_us_per_req"), med(t, mode, "mean_ms")
+            sent = med(t, mode, "uncorrected_mean_ms")
+            sent = sent if sent is not None else (mean if t in ("h2load", "oha") else None)
             hs, rs = med(t, mode, "handshakes"), med(t, mode, "resumed")
             resumed = f"{rs:.0f} / {hs:.0f}" if hs else ""
-            print(f"| {what} | {t} | {f(med(t, mode, 'rps'), '{:,.0f}')} | {f(mean, '{:.3f}')} | {ratio(mean, h['mean_ms'])} "
+            print(f"| {what} | {t} | {f(med(t, mode, 'rps'), '{:,.0f}')} | {f(mean, '{:.3f}')} | {f(sent, '{:.3f}')} | {ratio(sent, h['mean_ms'])} "
                   f"| {f(med(t, mode, 'p50_ms'), '{:.3f}')} | {f(med(t, mode, 'p99_ms'), '{:.3f}')} | {f(cpu, '{:.2f}')} "
                   f"| {ratio(cpu, h['cpu_us_per_req'])} | {resumed} | {f(med(t, mode, 'errors'), '{:.0f}')} |")
-    print("\n×h2load: the mean request time against h2load's (it reports no percentiles), the CPU per request against its. h2load opens no connection per request: the new-connection modes compare sluice with oha.")
+    print("\nmean: sluice's from when each request was meant to go (the wait for a batch included); mean from the send: from when it went, as h2load and oha measure (h2load reports no percentiles). ×h2load: that mean, and the CPU per request, against h2load's. h2load opens no connection per request: the new-connection modes compare sluice with oha.")
 PY
 }
 
@@ -334,7 +346,8 @@ main() {
     start_target
     write_k6_scripts
     write_parser
-    local tools=(sluice sluice-paced hyper wrk h2load oha k6) round i k=7 mode
+    local tools=($TOOLS) round i mode
+    local k=${#tools[@]}
     for (( round = 1; round <= RUNS; round++ )); do
         for (( i = 0; i < k; i++ )); do
             local t=${tools[(i + round - 1) % k]}
