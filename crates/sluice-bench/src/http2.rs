@@ -94,6 +94,19 @@ impl Drop for Taken {
     }
 }
 
+/// A connection being opened; dropped while it is not open (its opener given up, or the
+/// open failed), it is marked closed and the requests waiting on it are woken.
+struct Abandoned(Rc<H2Conn>);
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        if self.0.send.borrow().is_none() {
+            self.0.closed.set(true);
+            self.0.ready.notify_waiters();
+        }
+    }
+}
+
 /// What an exchange gave: the status (and a redirect's `Location`), body bytes, and
 /// when it was sent and ended.
 pub struct H2Reply {
@@ -130,6 +143,9 @@ impl H2Pool {
             let (conn, opens) = self.take();
             let _taken = Taken(conn.clone());
             if opens {
+                // Given up (a timeout, the run interrupted) before the connection is
+                // open, it is closed for the requests waiting on it, not left to hang.
+                let _abandoned = Abandoned(conn.clone());
                 opened = Some(self.open(&conn, target, connect).await?);
             } else {
                 self.wait_open(&conn).await?;
@@ -401,5 +417,20 @@ mod tests {
         drop(Taken(b));
         let (d, opens_d) = pool.take();
         assert!(!opens_d && Rc::ptr_eq(&a, &d));
+    }
+
+    #[test]
+    fn a_connection_whose_opener_gave_up_is_not_waited_on() {
+        let pool = H2Pool::new(10);
+        let (a, opens) = pool.take();
+        assert!(opens);
+        // Its opener timed out: dropped mid-open, with another request waiting on it.
+        drop(Abandoned(a.clone()));
+        assert!(a.closed.get());
+        let (b, opens) = pool.take();
+        assert!(
+            opens && !Rc::ptr_eq(&a, &b),
+            "a new connection, not the abandoned one"
+        );
     }
 }
