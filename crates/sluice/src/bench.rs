@@ -309,7 +309,7 @@ fn scenario_plan(
             "with --scenario, give at most one URL: the target in place of the file's (its paths are in the steps)"
         ));
     }
-    let mut scenario = Scenario::load(path).map_err(|e| anyhow!("{e}"))?;
+    let mut scenario = Scenario::load(path, resolve).map_err(|e| anyhow!("{e}"))?;
     if let Some(url) = args.urls.first() {
         let target = Target::parse_with(url, resolve)?;
         if target.path != "/" {

@@ -312,15 +312,20 @@ fn a_stomp_chat_over_wss_through_sluice_loses_nothing() {
     );
     let config = sluice_config::parse("wss.toml", &text).unwrap();
     let _proxy = sluice_proxy::Proxy::start(config).unwrap();
-    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+    // Seed 003's scenario with its target where production has it: a name, over TLS,
+    // aimed at loopback by --resolve.
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples/bench/stomp-chat.toml");
-    let target = format!("https://{NAME}:{}", https.port());
+    let text = std::fs::read_to_string(example).unwrap();
+    let target = format!("target = \"https://{NAME}:{}\"", https.port());
+    let text = text.replace("target = \"http://127.0.0.1:8080\"", &target);
+    assert!(text.contains(&target));
+    let scenario = dir.file("chat.toml", &text);
     let (code, table, report) = bench(
         &dir,
         &[
             "--scenario",
             scenario.to_str().unwrap(),
-            &target,
             "--resolve",
             &aim(https),
             "--cacert",

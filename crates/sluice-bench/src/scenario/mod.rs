@@ -33,7 +33,7 @@
 
 mod steps;
 
-use crate::target::{Target, TargetError};
+use crate::target::{Resolve, Target, TargetError};
 
 use sluice_config::toml_edit::{Item, TableLike, Value};
 use sluice_config::{ConfigError, Errors, Reader};
@@ -231,11 +231,17 @@ impl Scenario {
 impl Scenario {
     /// Reads a scenario from `text`; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Scenario, Errors> {
+        Scenario::parse_with(file, text, &[])
+    }
+
+    /// Like [`Scenario::parse`], its `target` resolved with `resolve` (`--resolve`)
+    /// before the system's resolver.
+    pub fn parse_with(file: &str, text: &str, resolve: &[Resolve]) -> Result<Scenario, Errors> {
         let doc = Reader::parse_document(file, text).map_err(|e| Errors(vec![e]))?;
         let mut r = Reader::new(file, text);
         let root = doc.as_table();
         r.only_keys(root, TOP_KEYS, "a scenario");
-        let target = target(&mut r, root);
+        let target = target(&mut r, root, resolve);
         let users = users(&mut r, root);
         let duration = r.timeout(root, "duration");
         let iterations = r.integer(root, "iterations", 1 << 40);
@@ -273,8 +279,8 @@ impl Scenario {
         })
     }
 
-    /// Reads the scenario file at `path`.
-    pub fn load(path: &std::path::Path) -> Result<Scenario, Errors> {
+    /// Reads the scenario file at `path`, its `target` resolved with `resolve` first.
+    pub fn load(path: &std::path::Path, resolve: &[Resolve]) -> Result<Scenario, Errors> {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| {
             Errors(vec![ConfigError::whole_file(
@@ -283,11 +289,11 @@ impl Scenario {
                 "check the path given with --scenario",
             )])
         })?;
-        Scenario::parse(&name, &text)
+        Scenario::parse_with(&name, &text, resolve)
     }
 }
 
-fn target(r: &mut Reader, root: &dyn TableLike) -> Option<Target> {
+fn target(r: &mut Reader, root: &dyn TableLike, resolve: &[Resolve]) -> Option<Target> {
     let Some((url, span)) = r.string(root, "target") else {
         if root.get("target").is_none() {
             r.error(
@@ -298,7 +304,7 @@ fn target(r: &mut Reader, root: &dyn TableLike) -> Option<Target> {
         }
         return None;
     };
-    match Target::parse(&url) {
+    match Target::parse_with(&url, resolve) {
         Ok(t) if t.path == "/" => Some(t),
         Ok(_) => {
             r.error(
