@@ -142,7 +142,11 @@ impl Worker {
         let i = self.plan_index(pick);
         let request = &self.plan.requests[i].request;
         if let Some((pool, prepared)) = &self.h2 {
-            return self.send_h2(pool, (request, &prepared[i]), intended).await;
+            let came = self.send_h2(pool, (request, &prepared[i]), intended).await;
+            if self.plan.follow {
+                self.follow(slot, request, came).await;
+            }
+            return;
         }
         let out = Outgoing {
             target: &request.target,
@@ -160,7 +164,8 @@ impl Worker {
 
     /// `--follow`: sends the request each redirect asks for, one sample per hop, until
     /// an answer that is no redirect (or [`MAX_HOPS`]). A hop to the request's own
-    /// server goes on the user's connection; one elsewhere on a connection of its own.
+    /// server goes on the user's connection (with `--h2`, as a stream on the thread's
+    /// connections); one elsewhere on an HTTP/1.1 connection of its own.
     async fn follow(&self, slot: &mut Option<Connection>, first: &RequestSpec, came: Came) {
         let (mut came, mut current) = (came, None::<RequestSpec>);
         for hop in 0..=MAX_HOPS {
@@ -192,9 +197,13 @@ impl Worker {
                 timeout: self.plan.timeout,
             };
             let home = next.target.addr == first.target.addr && next.target.tls == first.target.tls;
-            came = match home {
-                true => self.send(slot, &out, Instant::now()).await,
-                false => self.send(&mut None, &out, Instant::now()).await,
+            came = match (home, &self.h2) {
+                (true, Some((pool, _))) => {
+                    let prepared = H2Request::new(&next);
+                    self.send_h2(pool, (&next, &prepared), Instant::now()).await
+                }
+                (true, None) => self.send(slot, &out, Instant::now()).await,
+                (false, _) => self.send(&mut None, &out, Instant::now()).await,
             };
             current = Some(next);
         }
@@ -250,17 +259,20 @@ impl Worker {
         pool: &H2Pool,
         (request, prepared): (&RequestSpec, &Result<H2Request, H2Error>),
         intended: Instant,
-    ) {
+    ) -> Came {
         let before = Instant::now();
         let prepared = match prepared {
             Ok(p) => p,
-            Err(e) => return self.failed(&request.label, e.to_string()),
+            Err(e) => {
+                self.failed(&request.label, e.to_string());
+                return None;
+            }
         };
         let connect = (self.plan.tls.as_ref(), self.source());
         let exchange = pool.exchange((prepared, &request.target), connect);
         let result = tokio::select! {
             r = tokio::time::timeout(self.plan.timeout, exchange) => r,
-            () = self.interrupted() => return,
+            () = self.interrupted() => return None,
         };
         let got = match result {
             Ok(Ok((reply, opened))) => {
@@ -281,8 +293,10 @@ impl Worker {
             }
             Err(_) => Err("timeout".to_string()),
         };
+        let came = got.as_ref().ok().map(|g| (g.status, g.location.clone()));
         let sample = (request.label.as_str(), request.body.len() as u64);
         self.settle(sample, (intended, before), got, &Check::default(), None);
+        came
     }
 
     /// Records one exchange's sample: `(label, bytes sent)`, `(intended, before)` (when

@@ -83,7 +83,7 @@ pub struct BenchArgs {
     timeout: String,
     /// Follow redirects (301, 302, 303, 307, 308; 10 hops at most), each hop a sample of
     /// its own under the request's label with " (redirected)".
-    #[arg(long, conflicts_with = "h2")]
+    #[arg(long)]
     follow: bool,
     /// The statuses that count as success, e.g. 200-399,404; any other status is an
     /// error, as is a transport error (k6's `http_req_failed` rule).

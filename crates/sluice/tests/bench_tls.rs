@@ -607,3 +607,54 @@ fn follow_reaches_the_backend_and_counts_each_hop() {
     );
     assert_eq!(step["statuses"]["302"], 22, "{table}");
 }
+
+/// `--follow` with `--h2`: a redirect to the same server is another stream on the
+/// connections the users share, not a connection of its own.
+#[test]
+fn http2_follow_stays_on_the_shared_connections() {
+    let dir = Dir::new("h2-follow");
+    certificates(&dir);
+    let app = backend();
+    let https = free_addr();
+    let (cert, key) = (dir.0.join("cert.pem"), dir.0.join("key.pem"));
+    let text = format!(
+        "[[listener]]\nbind = \"{https}\"\ntls = {{ cert = {cert:?}, key = {key:?} }}\n\
+         [[route]]\npath = \"/old\"\nreturn = {{ status = 302, location = \"/cart\" }}\n\
+         [[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{app}\"]\n"
+    );
+    let _proxy =
+        sluice_proxy::Proxy::start(sluice_config::parse("h2-follow.toml", &text).unwrap()).unwrap();
+    let before = answered(app);
+    let (code, table, report) = bench(
+        &dir,
+        &[
+            &url(https, "/old"),
+            "--resolve",
+            &aim(https),
+            "--cacert",
+            &ca(&dir),
+            "--h2",
+            "--streams",
+            "4",
+            "--follow",
+            "--users",
+            "4",
+            "--iterations",
+            "10",
+            "--threads",
+            "1",
+        ],
+    );
+    assert_eq!(code, 0, "{table}");
+    let step = &report["steps"][0];
+    assert_eq!(step["labels"]["GET /old"]["statuses"]["302"], 40, "{table}");
+    assert_eq!(
+        step["labels"]["GET /old (redirected)"]["statuses"]["200"], 40,
+        "{table}"
+    );
+    assert_eq!(served_since(app, before), 40);
+    assert_eq!(
+        step["connections"]["opened"], 1,
+        "4 users, 4 streams: {table}"
+    );
+}
