@@ -75,6 +75,10 @@ struct H2Conn {
     closed: Cell<bool>,
     /// Why it could not be opened, for the requests that waited for it.
     failed: RefCell<Option<H2Error>>,
+    /// When the connection's task last read and handled frames: a stream that ended
+    /// then is stamped complete at that moment, not when its request's task runs after
+    /// the others of a burst (see [`finish`]).
+    read_at: Cell<Instant>,
 }
 
 /// A worker thread's HTTP/2 connections.
@@ -155,7 +159,7 @@ impl H2Pool {
             let (head, body) = request.parts();
             match start(send, head, body).await {
                 Ok((response, written)) => {
-                    return Ok((finish(response, written).await?, opened));
+                    return Ok((finish(response, written, &conn).await?, opened));
                 }
                 Err(e) if e.is_go_away() || e.is_io() => conn.closed.set(true),
                 Err(e) => return Err(H2Error::of(&e)),
@@ -182,6 +186,7 @@ impl H2Pool {
             ready: Notify::new(),
             closed: Cell::new(false),
             failed: RefCell::new(None),
+            read_at: Cell::new(Instant::now()),
         });
         conns.push(c.clone());
         (c, true)
@@ -229,7 +234,13 @@ impl H2Pool {
         tokio::task::spawn_local(async move {
             // The handles to send on are kept until it ends: a connection that ends
             // well, or with a GOAWAY error, was ended by the server's GOAWAY.
-            let result = driver.await;
+            let mut driver = driver;
+            let result = std::future::poll_fn(|cx| {
+                let polled = std::future::Future::poll(std::pin::Pin::new(&mut driver), cx);
+                ended.read_at.set(Instant::now());
+                polled
+            })
+            .await;
             if result
                 .as_ref()
                 .map_or_else(h2::Error::is_go_away, |()| true)
@@ -259,10 +270,15 @@ async fn start(
     Ok((response, written))
 }
 
-/// The rest of a stream: the response head, then its body to the end.
+/// The rest of a stream: the response head, then its body to the end. It is complete
+/// when the connection's task handled its last frame (`read_at` after the body ended):
+/// the streams of a burst are read together, then each request's task runs in turn, and
+/// stamping them as they run would count the generator's own work on the burst in
+/// their latency (h2load stamps them as it reads the frames, too).
 async fn finish(
     response: h2::client::ResponseFuture,
     written: Instant,
+    conn: &H2Conn,
 ) -> Result<H2Reply, H2Error> {
     let response = response.await.map_err(|e| H2Error::of(&e))?;
     let status = response.status().as_u16();
@@ -283,7 +299,7 @@ async fn finish(
         location,
         bytes_in,
         written,
-        completed: Instant::now(),
+        completed: conn.read_at.get().max(written),
     })
 }
 
