@@ -80,7 +80,22 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<ExitCode> {
         response + think,
     );
     print!("{}", report(args, &c, response, think));
+    if let Some(hint) = https_hint(&args.target) {
+        print!("{hint}");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the bench commands above may need for an `https://` target.
+fn https_hint(target: &str) -> Option<&'static str> {
+    let https = target
+        .get(..8)
+        .is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+    https.then_some(
+        "\nOver HTTPS, sluice bench verifies the certificate against the system's roots: add\n\
+         --cacert FILE for your own CA (--insecure for a self-signed test certificate),\n\
+         --resolve NAME:PORT:ADDRESS to aim the name at one server, --h2 for HTTP/2.\n",
+    )
 }
 
 fn report(args: &PlanArgs, c: &Capacity, response: Duration, think: Duration) -> String {
@@ -155,5 +170,12 @@ mod tests {
         assert!((c.average_rps - 694.44).abs() < 0.01, "{c:?}");
         assert!((c.peak_rps - 2083.33).abs() < 0.01, "{c:?}");
         assert!((c.users - 520.83).abs() < 0.01, "{c:?}");
+    }
+
+    #[test]
+    fn an_https_target_is_told_how_to_trust_and_aim() {
+        let hint = https_hint("HTTPS://shop.test:8443").unwrap();
+        assert!(hint.contains("--cacert FILE") && hint.contains("--resolve"));
+        assert_eq!(https_hint("http://127.0.0.1:8080/"), None);
     }
 }
