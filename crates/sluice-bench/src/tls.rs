@@ -89,6 +89,9 @@ pub enum TlsError {
 /// The client config for a run with `options`.
 pub fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, TlsError> {
     let provider = provider();
+    // aws-lc seeds its random generator on first use, from CPU jitter: some tens of
+    // milliseconds of CPU that would otherwise land in the first handshake's time.
+    let _ = provider.secure_random.fill(&mut [0u8; 16]);
     let versions: &[&rustls::SupportedProtocolVersion] = match options.version {
         None => rustls::DEFAULT_VERSIONS,
         Some(Version::Tls12) => &[&rustls::version::TLS12],
