@@ -8,11 +8,15 @@
 //!   (coordinated omission corrected as wrk2 does), and the uncorrected figures are
 //!   kept beside it.
 //! - Results per step and label in JMeter's and nGrinder's terms plus HdrHistogram
-//!   percentiles, a per-second series and peak TPS ([`report`]); `--fail-if` thresholds.
+//!   percentiles, a per-second series and peak TPS ([`report`]), what came back by
+//!   status code, connections and TLS handshakes; `--fail-if` thresholds.
+//! - Over plain TCP or TLS ([`tls`], rustls), HTTP/1.1 or HTTP/2 ([`http2`]).
 //!
 //! This crate owns generating load and measuring it. It never imports the proxy: its
 //! HTTP/1 client is its own (on `httparse`), so a bug in the proxy's parser cannot hide
-//! behind the same bug here. The CLI (`sluice bench`) is a thin layer over [`run`].
+//! behind the same bug here. HTTP/2 is the `h2` crate's, which the proxy's server side
+//! also uses: the frame codec is shared, the proxy's own checks of a request are not.
+//! The CLI (`sluice bench`) is a thin layer over [`run`].
 
 pub mod conn;
 pub mod delivery;
