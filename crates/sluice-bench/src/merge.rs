@@ -30,6 +30,14 @@ pub enum MergeError {
         got: String,
         expected: String,
     },
+    #[error(
+        "report {index} spoke {got}, the first report {expected}: only runs of the same plan merge"
+    )]
+    Protocol {
+        index: usize,
+        got: String,
+        expected: String,
+    },
     #[error("report {index} is the same run as report {other} (same start and samples): give each generator's file once")]
     Twice { index: usize, other: usize },
     #[error("report {index}, step {step}: a histogram does not decode ({why})")]
@@ -78,6 +86,13 @@ pub fn merge(reports: &[Report]) -> Result<Report, MergeError> {
 
 /// Report `index` ran the plan `first` ran: as many steps, each of the same kind.
 fn same_plan(first: &Report, r: &Report, index: usize) -> Result<(), MergeError> {
+    if r.protocol != first.protocol {
+        return Err(MergeError::Protocol {
+            index,
+            got: r.protocol.clone(),
+            expected: first.protocol.clone(),
+        });
+    }
     if r.steps.len() != first.steps.len() {
         return Err(MergeError::Steps {
             index,
@@ -443,5 +458,14 @@ mod tests {
             })
         ));
         assert_eq!(merge(&[]), Err(MergeError::Nothing));
+        // HTTP/2 and HTTP/1.1 runs measure different things: not one plan.
+        let mut h2 = report(&[(0, 500, false)], 10, 1.0);
+        h2.protocol = "h2".into();
+        let h1 = report(&[(0, 500, false)], 0, 1.0);
+        let refused = merge(&[h1, h2]).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "report 1 spoke h2, the first report http/1.1: only runs of the same plan merge"
+        );
     }
 }
