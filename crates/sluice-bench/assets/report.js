@@ -202,24 +202,26 @@
     return half >= 420 ? half : Math.max(320, available - 8);
   }
 
-  function chart(parent, title, yLabel, series, columns) {
+  // A chart of `columns` (x first) in `parent`; `x` is the x axis (its label, and
+  // how its ticks read).
+  function chart(parent, title, x, yLabel, series, columns) {
     var box = add(parent, "div", "chart");
     add(box, "h3", null, title);
     var opts = {
       width: chartWidth(parent.parentNode),
       height: 260,
       scales: { x: { time: false } },
-      axes: [
-        { label: "second of the step", values: function (u, ticks) {
-          return ticks.map(function (t) { return Number.isInteger(t) ? String(t) : ""; });
-        } },
-        { label: yLabel, size: 60 }
-      ],
-      series: [{ label: "second" }].concat(series)
+      axes: [x, { label: yLabel, size: 60 }],
+      series: [{ label: x.label }].concat(series)
     };
     new uPlot(opts, columns, box);
     charts += 1;
   }
+
+  // The x axis of a step's charts: its seconds, whole ones only.
+  var SECONDS = { label: "second of the step", values: function (u, ticks) {
+    return ticks.map(function (t) { return Number.isInteger(t) ? String(t) : ""; });
+  } };
 
   function line(label, color, dash) {
     var s = { label: label, stroke: color, width: 2, points: { show: true, size: 5 } };
@@ -243,10 +245,10 @@
         return i === per.length - 1 && covered < 0.999 ? p[key] / Math.max(covered, 0.001) : p[key];
       });
     };
-    chart(row, "Transactions per second", "requests / s",
+    chart(row, "Transactions per second", SECONDS, "requests / s",
       [line("requests/s", "#1f6fb2"), line("errors/s", "#c62828")],
       [x, rate("requests"), rate("errors")]);
-    chart(row, "Latency over time", "ms",
+    chart(row, "Latency over time", SECONDS, "ms",
       [line("mean", "#6a1b9a"), line("p50", "#2e7d32"), line("p99", "#ef6c00"),
         line("max", "#c62828", true)],
       [x, lat("mean_ms"), lat("p50_ms"), lat("p99_ms"), lat("max_ms")]);
@@ -279,29 +281,15 @@
     var x = data.steps.map(function (s) { return open ? s.rate : s.users; });
     var xLabel = open ? "requests / s offered" : "users";
     var of = function (key) { return data.steps.map(function (s) { return s[key]; }); };
-    stepChart(row, "Throughput by step", xLabel, "requests / s",
+    chart(row, "Throughput by step", { label: xLabel }, "requests / s",
       [line("throughput", "#1f6fb2"), line("error %", "#c62828", true)],
       [x, of("throughput_rps"), of("error_pct")]);
-    stepChart(row, "Latency by step", xLabel, "ms",
+    chart(row, "Latency by step", { label: xLabel }, "ms",
       [line("p50", "#2e7d32"), line("p99", "#ef6c00"), line("max", "#c62828", true)],
       [x, of("p50_ms"), of("p99_ms"), of("max_ms")]);
     add(section, "p", "note", "Each point is one step. Throughput flat while latency " +
       "rises with the load is saturation: more " + (open ? "offered load" : "users") +
       " only wait longer.");
-  }
-
-  function stepChart(parent, title, xLabel, yLabel, series, columns) {
-    var box = add(parent, "div", "chart");
-    add(box, "h3", null, title);
-    var opts = {
-      width: chartWidth(parent.parentNode),
-      height: 260,
-      scales: { x: { time: false } },
-      axes: [{ label: xLabel }, { label: yLabel, size: 60 }],
-      series: [{ label: xLabel }].concat(series)
-    };
-    new uPlot(opts, columns, box);
-    charts += 1;
   }
 
   function step(s, i) {

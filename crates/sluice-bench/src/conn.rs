@@ -64,7 +64,7 @@ pub async fn open_stream(
 ) -> Result<(ClientStream, Option<Handshake>), ExchangeError> {
     let tcp = connect(target.addr, source).await?;
     let Some(name) = target.tls.clone() else {
-        return Ok((ClientStream::Plain(tcp), None));
+        return Ok((tokio_util::either::Either::Left(tcp), None));
     };
     let config = match tls {
         Some(config) => config.clone(),

@@ -319,7 +319,7 @@ async fn handshake(
     source: Option<IpAddr>,
 ) -> Result<(SendRequest<Bytes>, Driver, Option<Handshake>), H2Error> {
     let (stream, handshake) = open_stream(target, tls, source).await?;
-    if handshake.is_some() && stream.alpn() != Some(b"h2") {
+    if handshake.is_some() && crate::tls::alpn(&stream) != Some(b"h2") {
         return Err(H2Error::NoAlpn);
     }
     let (send, driver) = h2::client::Builder::new()

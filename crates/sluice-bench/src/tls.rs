@@ -17,15 +17,13 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, HandshakeKind, SignatureScheme};
 use std::io;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
+use tokio_util::either::Either;
 
 /// How a run speaks TLS.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,62 +226,18 @@ pub async fn handshake(
         took: started.elapsed(),
         resumed,
     };
-    Ok((ClientStream::Tls(Box::new(stream)), done))
+    Ok((Either::Right(Box::new(stream)), done))
 }
 
-/// A connection's stream: plain TCP, or TLS over it.
-pub enum ClientStream {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
-}
+/// A connection's stream: plain TCP (`Left`), or TLS over it (`Right`). tokio-util's
+/// `Either` reads and writes whichever it holds.
+pub type ClientStream = Either<TcpStream, Box<TlsStream<TcpStream>>>;
 
-impl ClientStream {
-    /// The protocol ALPN chose, if any.
-    pub fn alpn(&self) -> Option<&[u8]> {
-        match self {
-            ClientStream::Plain(_) => None,
-            ClientStream::Tls(s) => s.get_ref().1.alpn_protocol(),
-        }
-    }
-}
-
-impl AsyncRead for ClientStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ClientStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for ClientStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            ClientStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ClientStream::Plain(s) => Pin::new(s).poll_flush(cx),
-            ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ClientStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            ClientStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
+/// The protocol ALPN chose on `stream`, if any.
+pub fn alpn(stream: &ClientStream) -> Option<&[u8]> {
+    match stream {
+        Either::Left(_) => None,
+        Either::Right(tls) => tls.get_ref().1.alpn_protocol(),
     }
 }
 

@@ -29,7 +29,7 @@ pub struct AcceptedRequest {
 /// encode. `Ok(None)`: incomplete. `Err`: the status and reason the client would get.
 pub fn parse_request(input: &[u8]) -> Result<Option<AcceptedRequest>, (u16, &'static str)> {
     let client = Client::new(
-        "192.0.2.1:40000".parse().unwrap(),
+        std::net::SocketAddr::from(([192, 0, 2, 1], 40000)),
         std::net::SocketAddr::from(([127, 0, 0, 1], 80)),
         "http",
     );
