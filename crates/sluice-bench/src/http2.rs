@@ -52,10 +52,14 @@ pub enum H2Error {
 impl H2Error {
     fn of(e: &h2::Error) -> H2Error {
         let reason = || e.reason().map_or("-".to_string(), |r| format!("{r:?}"));
-        if e.is_go_away() {
+        // A GOAWAY or reset this client sent itself is the server's bytes breaking the
+        // protocol (an HTTP/1 server answering the preface, say), not the server's word.
+        if e.is_go_away() && e.is_remote() {
             H2Error::GoAway(reason())
-        } else if e.is_reset() {
+        } else if e.is_reset() && e.is_remote() {
             H2Error::Reset(reason())
+        } else if e.is_go_away() || e.is_reset() {
+            H2Error::Protocol(format!("the server broke the protocol ({})", reason()))
         } else if e.is_io() {
             H2Error::Exchange(ExchangeError::Closed)
         } else {
