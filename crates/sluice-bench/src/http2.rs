@@ -83,6 +83,9 @@ struct H2Conn {
     /// then is stamped complete at that moment, not when its request's task runs after
     /// the others of a burst (see [`finish`]).
     read_at: Cell<Instant>,
+    /// Streams queued and not yet written: the connection's task stamps them when it
+    /// next runs, which is when their frames go to the socket (see [`start`]).
+    unsent: RefCell<Vec<Rc<Cell<Option<Instant>>>>>,
 }
 
 /// A worker thread's HTTP/2 connections.
@@ -161,9 +164,9 @@ impl H2Pool {
             let send = conn.send.borrow().clone();
             let Some(send) = send else { continue };
             let (head, body) = request.parts();
-            match start(send, head, body).await {
+            match start(send, head, body, &conn).await {
                 Ok((response, written)) => {
-                    return Ok((finish(response, written, &conn).await?, opened));
+                    return Ok((finish(response, &written, &conn).await?, opened));
                 }
                 Err(e) if e.is_go_away() || e.is_io() => conn.closed.set(true),
                 Err(e) => return Err(H2Error::of(&e)),
@@ -191,6 +194,7 @@ impl H2Pool {
             closed: Cell::new(false),
             failed: RefCell::new(None),
             read_at: Cell::new(Instant::now()),
+            unsent: RefCell::default(),
         });
         conns.push(c.clone());
         (c, true)
@@ -240,6 +244,10 @@ impl H2Pool {
             // well, or with a GOAWAY error, was ended by the server's GOAWAY.
             let mut driver = driver;
             let result = std::future::poll_fn(|cx| {
+                let now = Instant::now();
+                for stamp in ended.unsent.borrow_mut().drain(..) {
+                    stamp.set(Some(now));
+                }
                 let polled = std::future::Future::poll(std::pin::Pin::new(&mut driver), cx);
                 ended.read_at.set(Instant::now());
                 polled
@@ -258,19 +266,41 @@ impl H2Pool {
     }
 }
 
-/// Starts a stream: waits for the connection to take one, then sends the request (and
-/// its body). Returns the response to come, and when the request was written.
+/// When a stream was written: set by its connection's task when it next runs after the
+/// stream was queued, or the moment it was queued if it never ran since.
+struct Written {
+    queued: Instant,
+    stamp: Rc<Cell<Option<Instant>>>,
+}
+
+impl Written {
+    fn at(&self) -> Instant {
+        self.stamp.get().unwrap_or(self.queued)
+    }
+}
+
+/// Starts a stream: waits for the connection to take one, then queues the request (and
+/// its body) for the connection's task to write. Returns the response to come, and the
+/// stamp of its write: in a burst, every request of the batch is queued before any
+/// connection's task runs, and stamping a request as it queues would count the
+/// generator's work on the rest of the batch in its latency (h2load stamps a request as
+/// it submits it, then writes it in the same turn of its loop).
 async fn start(
     send: SendRequest<Bytes>,
     request: http::Request<()>,
     body: Bytes,
-) -> Result<(h2::client::ResponseFuture, Instant), h2::Error> {
+    conn: &H2Conn,
+) -> Result<(h2::client::ResponseFuture, Written), h2::Error> {
     let mut send = send.ready().await?;
-    let written = Instant::now();
+    let written = Written {
+        queued: Instant::now(),
+        stamp: Rc::default(),
+    };
     let (response, mut stream) = send.send_request(request, body.is_empty())?;
     if !body.is_empty() {
         stream.send_data(body, true)?;
     }
+    conn.unsent.borrow_mut().push(written.stamp.clone());
     Ok((response, written))
 }
 
@@ -281,7 +311,7 @@ async fn start(
 /// their latency (h2load stamps them as it reads the frames, too).
 async fn finish(
     response: h2::client::ResponseFuture,
-    written: Instant,
+    written: &Written,
     conn: &H2Conn,
 ) -> Result<H2Reply, H2Error> {
     let response = response.await.map_err(|e| H2Error::of(&e))?;
@@ -298,6 +328,7 @@ async fn finish(
         bytes_in += data.len() as u64;
         let _ = body.flow_control().release_capacity(data.len());
     }
+    let written = written.at();
     Ok(H2Reply {
         status,
         location,

@@ -577,10 +577,15 @@ impl UserPlan {
 }
 
 /// The open model: this thread's share of the arrival schedule, request `k` of the
-/// whole step being meant for `start + k / rate`; thread `i` of `n` sends `k = i, i+n,
-/// ...`. At most `max_in_flight / n` of them wait for answers at once; the next goes as
-/// soon as one is answered, late, its latency counted from when it was meant to go.
-/// Requests whose time came and that could not go before the step ended are missed.
+/// whole step being due at `start + k / rate`; thread `i` of `n` sends `k = i, i+n,
+/// ...`. The thread wakes at most once per `pace` and sends, as one batch, what fell due
+/// since its last wake-up: a request is meant to go at its batch's time (its own time,
+/// when requests are further apart than `pace`), and its latency counts from then, so
+/// that the pace chosen is the schedule offered, not a wait charged to the server
+/// (h2load's clients send in batches the same way, every 10 ms). At most
+/// `max_in_flight / n` requests wait for answers at once; the next goes as soon as one
+/// is answered, late, its latency counted from when it was meant to go. Requests whose
+/// time came and that could not go before the step ended are missed.
 pub async fn run_rate(w: Rc<Worker>, rate: f64, max_in_flight: usize, duration: Duration) {
     let threads = w.threads as u64;
     let cap = max_in_flight.div_ceil(w.threads).max(1);
@@ -594,18 +599,19 @@ pub async fn run_rate(w: Rc<Worker>, rate: f64, max_in_flight: usize, duration: 
     let mut sent = 0;
     while sent < planned && !w.stopped() {
         let k = sent * threads + w.index as u64;
-        let intended = w.start + Duration::from_secs_f64(k as f64 / rate);
+        let due = w.start + Duration::from_secs_f64(k as f64 / rate);
         if !wait_for_slot(&w, &in_flight, cap, &freed, end).await {
             break;
         }
         // A request that is due goes at once; one to come waits, but never wakes the
         // thread sooner than `pace` after its last wake-up.
-        if intended > Instant::now() {
-            woke = intended.max(woke + w.plan.pace);
+        if due > Instant::now() {
+            woke = due.max(woke + w.plan.pace);
             if !w.wait_until(pacer.as_ref(), woke).await {
                 break;
             }
         }
+        let intended = due.max(woke);
         in_flight.set(in_flight.get() + 1);
         w.progress.active(1);
         let (w2, idle, in_flight, freed) =

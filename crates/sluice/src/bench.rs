@@ -92,10 +92,12 @@ pub struct BenchArgs {
     /// Worker threads; 0 = one per core.
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// Open model: wake at most once per this interval and send what is due. Finer is
-    /// more punctual and costs more CPU (a wake-up per request); the lateness it allows
-    /// counts in the latency and shows as the send lag.
-    #[arg(long, default_value = "100us")]
+    /// Open model: wake at most once per this interval and send what fell due as one
+    /// batch, each request timed from its batch's time (h2load's clients batch every
+    /// 10 ms). Finer is smoother and costs more CPU: `0` sends every request at its own
+    /// moment, a wake-up each. Lateness beyond the batch's time counts in the latency
+    /// and shows as the send lag.
+    #[arg(long, default_value = "1ms")]
     pace: String,
     /// For https:// targets: accept any certificate (a test server's self-signed one).
     #[arg(long, short = 'k')]
