@@ -29,7 +29,7 @@
 # says how many of sluice's handshakes resumed.) h2load's --rps is no even schedule: each
 # client's timer repeats every max(10 ms, 1/rps) and sends what is due, so its 64
 # clients send in bursts; `sluice-paced` is sluice with `--pace 10ms`, which sends what is
-# due every 10 ms the same way (and, unlike h2load, counts the wait in the latency).
+# due every 10 ms the same way (sluice's default batches every 1 ms).
 #
 # Usage: [RUNS=3] [DUR=8] [RATE=20000] [TLS_RATE=5000] [NEW_RATE=500]
 #        [MODES="saturation light rate tls-rate tls-new tls-resumed h2-1 h2-10"]
@@ -332,7 +332,7 @@ if any(r["mode"] == m for r in rows for m, _ in tls_modes):
             print(f"| {what} | {t} | {f(med(t, mode, 'rps'), '{:,.0f}')} | {f(mean, '{:.3f}')} | {f(sent, '{:.3f}')} | {ratio(sent, h['mean_ms'])} "
                   f"| {f(med(t, mode, 'p50_ms'), '{:.3f}')} | {f(med(t, mode, 'p99_ms'), '{:.3f}')} | {f(cpu, '{:.2f}')} "
                   f"| {ratio(cpu, h['cpu_us_per_req'])} | {resumed} | {f(med(t, mode, 'errors'), '{:.0f}')} |")
-    print("\nmean: sluice's from when each request was meant to go (the wait for a batch included); mean from the send: from when it went, as h2load and oha measure (h2load reports no percentiles). ×h2load: that mean, and the CPU per request, against h2load's. h2load opens no connection per request: the new-connection modes compare sluice with oha.")
+    print("\nmean: sluice's from when each request was meant to go (its batch's time; lateness beyond it included); mean from the send: from when it went, as h2load and oha measure (h2load reports no percentiles). ×h2load: that mean, and the CPU per request, against h2load's. h2load opens no connection per request: the new-connection modes compare sluice with oha.")
 PY
 }
 
