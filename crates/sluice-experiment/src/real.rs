@@ -8,7 +8,7 @@
 //! applies it: its cgroup's CPU quota (v1 `cpu.cfs_quota_us`, v2 `cpu.max`, the
 //! tightest along its path), else its CPU affinity, else the machine's cores.
 
-use crate::budget::Budget;
+use crate::budget::{Budget, Throttled};
 use std::path::{Path, PathBuf};
 
 /// Why a `--tier` cannot be watched. Each names the flag as written, to be fixed there.
@@ -39,8 +39,8 @@ pub struct Watched {
     pub port: Option<u16>,
     /// Where its counters are read.
     pub stats: Option<String>,
-    /// Its cgroup directory of the CPU controller, for throttling counters.
-    pub cgroup: Option<PathBuf>,
+    /// Where its budget's throttling counters are read.
+    pub throttled: Option<Throttled>,
     pub budget: Budget,
 }
 
@@ -74,7 +74,7 @@ fn watched(tier: &str, name: String, item: &str) -> Result<Watched, TierError> {
             pid: None,
             port: None,
             stats: Some(item.into()),
-            cgroup: None,
+            throttled: None,
             // Filled from the exporter's CPU count at the first reading.
             budget: Budget {
                 cores: 0.0,
@@ -105,7 +105,7 @@ fn watched(tier: &str, name: String, item: &str) -> Result<Watched, TierError> {
         pid: Some(pid),
         port: None,
         stats: None,
-        cgroup,
+        throttled: cgroup.map(Throttled::Cgroup),
         budget,
     })
 }

@@ -26,6 +26,8 @@ pub struct Options {
     pub sluice: PathBuf,
     /// Where configs and tier logs go.
     pub dir: PathBuf,
+    /// How the tiers' CPU budgets are held (decided before the run).
+    pub budgets: crate::budget::Enforcement,
     /// Called with a line of progress (a step done, a proof run).
     pub progress: Box<dyn Fn(&str) + Sync>,
 }
@@ -49,6 +51,7 @@ pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> Result<
             let launch = Launch {
                 sluice: &o.sluice,
                 dir: &dir,
+                budgets: &o.budgets,
             };
             // What was measured before a failure is kept: the report says where it
             // stopped and why.
@@ -256,6 +259,7 @@ fn rerun(
     let launch = Launch {
         sluice: &o.sluice,
         dir: &dir,
+        budgets: &o.budgets,
     };
     let t = Topology::start(e, step.servers, &launch)?;
     let sampler = Sampler::start(&t.watched());

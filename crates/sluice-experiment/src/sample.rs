@@ -142,9 +142,9 @@ fn read_proc(w: &Watched, tree: Option<Vec<u32>>, tcp: TcpStates) -> ProcReading
     let counters = w.stats.as_deref().map(counters).unwrap_or_default();
     let mut r = ProcReading {
         throttling: w
-            .cgroup
-            .as_deref()
-            .map(sluice_lab::cpu_budget::throttling_at)
+            .throttled
+            .as_ref()
+            .map(crate::budget::Throttled::read)
             .unwrap_or_default(),
         tcp,
         ..ProcReading::default()

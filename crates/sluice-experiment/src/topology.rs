@@ -4,14 +4,16 @@
 //!
 //! A budget is a cgroup (v1 `cpu` controller quota) the process joins before its first
 //! instruction (`sh -c 'echo $$ > cgroup.procs; exec ...'`), so the children it forks at
-//! once (nginx's workers) are inside too. Without root there is no budget: the tier runs
-//! on the machine's cores and the report says so.
+//! once (nginx's workers) are inside too. Where no cgroup can be made (not root), it is
+//! the lab's user-space duty cycle (`sluice_lab::cpu_duty`) over the process's tree; the
+//! report names which each tier had.
 
-use crate::budget::{machine_budget, thread_budget, Budget};
+use crate::budget::{machine_budget, thread_budget, Budget, Enforcement, Throttled};
 use crate::error::Error;
 use crate::lb_config::{self, Layout};
 use crate::spec::{Experiment, LbKind};
 use sluice_lab::cpu_budget::CpuBudget;
+use sluice_lab::cpu_duty::{self, DutyBudget};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -30,11 +32,37 @@ pub struct Proc {
     pub pid: u32,
     pub addr: SocketAddr,
     pub budget: Budget,
-    pub cgroup: Option<CpuBudget>,
+    pub limit: Option<Limit>,
     /// Where its counters are read: a simulated tier's `/__stats`, sluice's or HAProxy's
     /// `/metrics`.
     pub stats: Option<String>,
     child: Child,
+}
+
+/// What holds a process to its budget.
+pub enum Limit {
+    Cgroup(CpuBudget),
+    Duty(DutyBudget),
+}
+
+impl Limit {
+    fn budget(&self) -> Budget {
+        let (cores, method) = match self {
+            Limit::Cgroup(b) => (b.cpus, b.method),
+            Limit::Duty(d) => (d.cpus, cpu_duty::METHOD),
+        };
+        Budget {
+            cores,
+            method: method.into(),
+        }
+    }
+
+    fn throttled(&self) -> Throttled {
+        match self {
+            Limit::Cgroup(b) => Throttled::Cgroup(b.dir().to_path_buf()),
+            Limit::Duty(d) => Throttled::Duty(d.meter()),
+        }
+    }
 }
 
 /// The tiers of one configuration, stopped when dropped.
@@ -42,7 +70,7 @@ pub struct Topology {
     pub procs: Vec<Proc>,
     /// Where the users send their requests: the balancer.
     pub target: SocketAddr,
-    /// Why some tier has no budget it was given (not root, no cgroup v1).
+    /// Why some tier has not the budget it was given, or not the kind decided.
     pub warnings: Vec<String>,
 }
 
@@ -50,6 +78,8 @@ pub struct Topology {
 pub struct Launch<'a> {
     pub sluice: &'a Path,
     pub dir: &'a Path,
+    /// How budgets are held on this machine.
+    pub budgets: &'a Enforcement,
 }
 
 impl Topology {
@@ -65,6 +95,7 @@ impl Topology {
         let how = &Launch {
             sluice: how.sluice,
             dir: &dir,
+            budgets: how.budgets,
         };
         let mut t = Topology {
             procs: Vec::new(),
@@ -168,15 +199,17 @@ impl Topology {
         program: &Path,
         args: &[String],
     ) -> Result<&mut Proc, Error> {
-        let cgroup = match cpu.map(|c| CpuBudget::create(name, c)) {
-            Some(Ok(b)) => Some(b),
-            Some(Err(e)) => {
-                self.warnings.push(format!(
-                    "{name}: no CPU budget, it runs on the machine's cores ({e})"
-                ));
-                None
-            }
-            None => None,
+        let cgroup = match (cpu, how.budgets) {
+            (Some(c), Enforcement::Cgroup(_)) => match CpuBudget::create(name, c) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    self.warnings.push(format!(
+                        "{name}: no cgroup ({e}); the lab's duty cycle holds it instead"
+                    ));
+                    None
+                }
+            },
+            _ => None,
         };
         let log = how.dir.join(format!("{name}.log"));
         let child = command(cgroup.as_ref(), program, args, &log)?
@@ -186,13 +219,20 @@ impl Topology {
                 program: program.into(),
                 source,
             })?;
-        let budget = match &cgroup {
-            Some(b) => Budget {
-                cores: b.cpus,
-                method: b.method.into(),
+        let limit = match (cgroup, cpu) {
+            (Some(b), _) => Some(Limit::Cgroup(b)),
+            (None, Some(c)) => match DutyBudget::start(child.id(), c) {
+                Ok(d) => Some(Limit::Duty(d)),
+                Err(e) => {
+                    self.warnings.push(format!(
+                        "{name}: no CPU budget, it runs on the machine's cores ({e})"
+                    ));
+                    None
+                }
             },
-            None => machine_budget(),
+            (None, None) => None,
         };
+        let budget = limit.as_ref().map_or_else(machine_budget, Limit::budget);
         let last = self.procs.len();
         self.procs.push(Proc {
             name: name.into(),
@@ -200,7 +240,7 @@ impl Topology {
             pid: child.id(),
             addr,
             budget,
-            cgroup,
+            limit,
             stats: None,
             child,
         });
@@ -217,10 +257,7 @@ impl Topology {
                 pid: Some(p.pid),
                 port: Some(p.addr.port()),
                 stats: p.stats.clone(),
-                cgroup: p
-                    .cgroup
-                    .as_ref()
-                    .and_then(|c| c.procs_file().parent().map(Into::into)),
+                throttled: p.limit.as_ref().map(Limit::throttled),
                 budget: p.budget.clone(),
             })
             .collect()
@@ -243,6 +280,10 @@ impl Drop for Topology {
 
 /// SIGTERM to the process and its children, then SIGKILL to what is left after 3 s.
 fn stop(p: &mut Proc) {
+    // A process the duty cycle stopped would not see the TERM until continued.
+    if let Some(Limit::Duty(d)) = &mut p.limit {
+        d.release();
+    }
     let tree = sluice_lab::procfs::tree(p.pid);
     signal("-TERM", p.pid);
     let deadline = Instant::now() + Duration::from_secs(3);

@@ -111,6 +111,11 @@ impl CpuBudget {
         self.dir.join("cgroup.procs")
     }
 
+    /// The cgroup's directory (its `cpu.stat` has the throttling counters).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The kernel's throttling counters now.
     pub fn throttling(&self) -> Throttling {
         throttling_at(&self.dir)

@@ -8,6 +8,7 @@ pub mod backend;
 pub mod balance_sim;
 pub mod cpu;
 pub mod cpu_budget;
+pub mod cpu_duty;
 pub mod db_pool;
 pub mod hash_report;
 pub mod procfs;

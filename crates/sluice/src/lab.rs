@@ -2,6 +2,7 @@
 
 use anyhow::{anyhow, Context};
 use clap::Args;
+use sluice_experiment::budget::Enforcement;
 use sluice_experiment::spec::{Experiment, LbKind};
 use sluice_experiment::{builtin, report, run};
 use std::io::Write;
@@ -95,9 +96,11 @@ pub fn lab(args: LabArgs) -> anyhow::Result<ExitCode> {
         Some(out) => out.join("tiers"),
         None => std::env::temp_dir().join(format!("sluice-lab-{}", std::process::id())),
     };
+    let budgets = Enforcement::decide();
     eprintln!("{}", intro(&e));
+    eprintln!("{}", budgets.describe(&rerun_command()));
     println!("{}", report::header());
-    let options = progress_options(dir.clone())?;
+    let options = progress_options(dir.clone(), budgets)?;
     let result = run::run(&e, &options, &stop);
     if args.out.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
@@ -148,16 +151,18 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
     };
     let stop = crate::bench::interrupt_on_signal("sluice lab")?;
     println!("{}", report::header());
-    let options = progress_options(std::env::temp_dir())?;
+    // A deployment's budgets are its own, read from its processes: none is made here.
+    let options = progress_options(std::env::temp_dir(), Enforcement::decide())?;
     let report = run::run_deployment(&mut d, &options, &stop)?;
     finish(args, &report)
 }
 
 /// Progress lines on stdout, as each step ends.
-fn progress_options(dir: PathBuf) -> anyhow::Result<run::Options> {
+fn progress_options(dir: PathBuf, budgets: Enforcement) -> anyhow::Result<run::Options> {
     Ok(run::Options {
         sluice: std::env::current_exe().context("finding the sluice binary")?,
         dir,
+        budgets,
         progress: Box::new(|line| {
             println!("{line}");
             let _ = std::io::stdout().flush();
@@ -239,6 +244,26 @@ fn experiment(args: &LabArgs) -> Result<Experiment, String> {
         return Err("sluice lab: --servers and --users take numbers above 0".into());
     }
     Ok(e)
+}
+
+/// This very command, as root would run it: the binary by its full path (root's PATH
+/// rarely has `~/.cargo/bin`), each argument quoted where the shell needs it.
+fn rerun_command() -> String {
+    let exe = std::env::current_exe().map_or("sluice".into(), |p| p.display().to_string());
+    let args = std::env::args().skip(1).map(|a| {
+        let plain = a
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c));
+        if plain {
+            a
+        } else {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        }
+    });
+    std::iter::once(exe)
+        .chain(args)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// What is about to run, and for about how long.

@@ -185,6 +185,57 @@ fn the_default_run_says_which_server_added_nothing_and_why() {
 }
 
 #[test]
+fn without_root_the_lab_holds_the_budgets_itself_and_names_the_same_tiers() {
+    // The default experiment shortened as above, run as a user who cannot make cgroups
+    // (nobody, when these tests run as root): the first lines say which budgets it has
+    // and how to get the kernel's, and the verdicts are those the cgroups give.
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("sluice-lab-nonroot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let json = dir.join("report.json");
+    let root = Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+    let mut cmd = if root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_sluice"));
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+    };
+    cmd.args(["lab", "--servers", "1,2", "--users", "20", "-d", "3s"])
+        .args(["--warmup", "1s", "--no-prove", "--json"])
+        .arg(&json)
+        .env("TMPDIR", &dir);
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let first: Vec<&str> = stderr.lines().take(3).collect();
+    assert!(first[1].contains("duty cycle"), "{stderr}");
+    assert!(
+        first[2].contains("sudo ") && first[2].contains(" lab --servers 1,2"),
+        "{stderr}"
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let configs = report["configurations"].as_array().unwrap();
+    let verdict = |i: usize| {
+        let v = &configs[i]["verdict"];
+        (
+            v["tier"].clone(),
+            v["resource"].clone(),
+            v["summary"].to_string(),
+        )
+    };
+    let (tier, resource, summary) = verdict(0);
+    assert_eq!((tier, resource), ("app".into(), "cpu".into()), "{summary}");
+    assert!(summary.contains("user-space duty cycle"), "{summary}");
+    let (tier, resource, summary) = verdict(1);
+    assert_eq!((tier, resource), ("db".into(), "cpu".into()), "{summary}");
+}
+
+#[test]
 fn a_bad_experiment_file_is_refused_with_its_place() {
     let dir = std::env::temp_dir().join(format!("sluice-lab-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

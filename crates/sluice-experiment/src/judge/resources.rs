@@ -62,7 +62,7 @@ fn cpu(d: &Delta) -> Option<Resource> {
         saturated: u >= CPU_SATURATED
             || (u >= CPU_THROTTLED_UTIL && throttled >= CPU_THROTTLED_PCT),
         evidence,
-        enlarge: d.info.budget.starts_with("cgroup").then(|| {
+        enlarge: crate::budget::resizable(&d.info.budget).then(|| {
             format!(
                 "CPU budget {} -> {} cores",
                 d.info.budget_cores,
