@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// Why a `--tier` cannot be watched. Each names the flag as written, to be fixed there.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TierError {
-    #[error("--tier {0}: write NAME=PID[,PID...] or NAME=http://HOST:PORT/metrics")]
+    #[error("--tier {0}: write NAME=PID[,PID...], NAME=http://HOST:PORT/metrics, or NAME=PID@URL for both")]
     Form(String),
     #[error("--tier {0}: a name and at least one pid or URL")]
     Empty(String),
@@ -44,8 +44,13 @@ pub struct Watched {
     pub budget: Budget,
 }
 
-/// Parses `--tier NAME=PID,PID` / `--tier NAME=URL`, each element a pid or an
-/// `http://` URL of Prometheus text.
+/// Parses `--tier NAME=ITEM,ITEM...`, each item one instance of the tier: a pid, an
+/// `http://` URL of Prometheus text, or both as `PID@URL` (a process and its metrics).
+/// The same pid twice is one instance, and so is a bare URL on this machine whose port a
+/// bare pid of the list listens on (a Spring Boot actuator, a JMX exporter agent inside
+/// the JVM): an operator listing both for the same servers has that many servers, not
+/// twice as many. Instances are named by pid (`app[pid 1234]`), or by address for a URL
+/// alone (`db[10.0.0.5:9100]`).
 pub fn parse_tier(spec: &str) -> Result<Vec<Watched>, TierError> {
     let (tier, list) = spec
         .split_once('=')
@@ -53,17 +58,83 @@ pub fn parse_tier(spec: &str) -> Result<Vec<Watched>, TierError> {
     if tier.is_empty() || list.is_empty() {
         return Err(TierError::Empty(spec.into()));
     }
-    let items: Vec<&str> = list.split(',').collect();
-    let mut out = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let name = if items.len() == 1 {
-            tier.to_string()
-        } else {
-            format!("{tier}-{}", i + 1)
+    let mut out: Vec<Watched> = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        let w = instance(tier, item)?;
+        if w.pid.is_none() || out.iter().all(|o| o.pid != w.pid) {
+            out.push(w);
+        }
+    }
+    merge_metrics_into_processes(&mut out);
+    for w in &mut out {
+        w.name = match (w.pid, w.stats.as_deref()) {
+            (Some(pid), _) => format!("{tier}[pid {pid}]"),
+            (None, Some(url)) => format!("{tier}[{}]", authority(url)),
+            (None, None) => tier.to_string(),
         };
-        out.push(watched(tier, name, item.trim())?);
     }
     Ok(out)
+}
+
+/// One item of a `--tier` list: `PID`, `URL` or `PID@URL`.
+fn instance(tier: &str, item: &str) -> Result<Watched, TierError> {
+    match item.split_once('@') {
+        Some((pid, url)) if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => {
+            let mut w = watched(tier, String::new(), pid)?;
+            let metrics = watched(tier, String::new(), url)?;
+            if metrics.pid.is_some() {
+                return Err(TierError::NotPid {
+                    tier: tier.into(),
+                    item: item.into(),
+                });
+            }
+            w.stats = metrics.stats;
+            Ok(w)
+        }
+        _ => watched(tier, String::new(), item),
+    }
+}
+
+/// Joins each URL alone on a loopback address to the process of the list that listens
+/// on its port.
+fn merge_metrics_into_processes(list: &mut Vec<Watched>) {
+    let mut i = 0;
+    while i < list.len() {
+        let port = match (&list[i].pid, list[i].stats.as_deref()) {
+            (None, Some(url)) => local_port(url),
+            _ => None,
+        };
+        let owner = port.and_then(|port| {
+            list.iter().position(|w| {
+                w.stats.is_none()
+                    && w.pid.is_some_and(|pid| {
+                        let tree = sluice_lab::procfs::tree(pid);
+                        sluice_lab::procfs::listening_ports(&tree).contains(&port)
+                    })
+            })
+        });
+        match owner {
+            Some(o) => {
+                let url = list.remove(i).stats;
+                let o = if o > i { o - 1 } else { o };
+                list[o].stats = url;
+            }
+            None => i += 1,
+        }
+    }
+}
+
+/// `HOST:PORT` of an `http://` URL.
+fn authority(url: &str) -> &str {
+    let rest = url.strip_prefix("http://").unwrap_or(url);
+    rest.split('/').next().unwrap_or(rest)
+}
+
+/// The port of an `http://` URL on this machine's loopback (`127.x`, `localhost`, `[::1]`).
+fn local_port(url: &str) -> Option<u16> {
+    let (host, port) = authority(url).rsplit_once(':')?;
+    let local = host.starts_with("127.") || host == "localhost" || host == "[::1]";
+    local.then(|| port.parse().ok()).flatten()
 }
 
 fn watched(tier: &str, name: String, item: &str) -> Result<Watched, TierError> {
@@ -159,18 +230,29 @@ mod tests {
     #[test]
     fn tiers_are_read_from_the_command_line() {
         let me = std::process::id();
+        // The same process twice is one instance.
         let t = parse_tier(&format!("app={me},{me}")).unwrap();
-        assert_eq!(t.len(), 2);
-        assert_eq!((t[0].name.as_str(), t[1].name.as_str()), ("app-1", "app-2"));
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].name, format!("app[pid {me}]"));
         assert!(t[0].budget.cores > 0.0);
         let db = parse_tier("db=http://127.0.0.1:9100/metrics").unwrap();
         assert_eq!(
             db[0].stats.as_deref(),
             Some("http://127.0.0.1:9100/metrics")
         );
+        assert_eq!(db[0].name, "db[127.0.0.1:9100]");
+        let both = parse_tier(&format!(
+            "app={me}@http://127.0.0.1:8081/actuator/prometheus"
+        ));
+        let both = both.unwrap();
+        assert_eq!((both.len(), both[0].pid), (1, Some(me)));
+        assert_eq!(
+            both[0].stats.as_deref(),
+            Some("http://127.0.0.1:8081/actuator/prometheus")
+        );
         assert_eq!(
             parse_tier("app").unwrap_err().to_string(),
-            "--tier app: write NAME=PID[,PID...] or NAME=http://HOST:PORT/metrics"
+            "--tier app: write NAME=PID[,PID...], NAME=http://HOST:PORT/metrics, or NAME=PID@URL for both"
         );
         assert_eq!(
             parse_tier("app=notapid").unwrap_err().to_string(),
@@ -187,5 +269,28 @@ mod tests {
             Err(TierError::Https { .. })
         ));
         assert_eq!(affinity(me).map(|n| n > 0), Some(true));
+    }
+
+    #[test]
+    fn a_pid_and_the_metrics_url_it_serves_are_one_instance() {
+        let me = std::process::id();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let other_port = other.local_addr().unwrap().port();
+        drop(other);
+        // This process listens on `port`: its URL is its metrics, one server.
+        let url = format!("http://127.0.0.1:{port}/actuator/prometheus");
+        let t = parse_tier(&format!("app={me},{url}")).unwrap();
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!(
+            (t[0].pid, t[0].stats.as_deref()),
+            (Some(me), Some(url.as_str()))
+        );
+        // Nothing of it listens on `other_port`: a second instance, named by address.
+        let t = parse_tier(&format!("app={me},http://127.0.0.1:{other_port}/metrics")).unwrap();
+        assert_eq!(t.len(), 2, "{t:?}");
+        assert_eq!(t[1].name, format!("app[127.0.0.1:{other_port}]"));
+        drop(listener);
     }
 }

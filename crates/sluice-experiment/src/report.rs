@@ -5,8 +5,9 @@
 //! The JSON's `verdict` objects (`{"tier": NAME, "evidence": [...]}`), at the top and in
 //! each configuration, are an interface: add fields, never rename.
 
-use crate::judge::proof::confirms;
+use crate::judge::proof::{confirms, settled};
 use crate::judge::thresholds::FLAT_GAIN_PCT;
+use crate::judge::thresholds::{CONTROL_DRIFT_PCT, PROOF_GAIN_PCT};
 use crate::judge::{Judged, Resource, Verdict};
 use crate::spec::Experiment;
 use serde::Serialize;
@@ -121,8 +122,11 @@ pub struct Proof {
     pub users: usize,
     pub tps: f64,
     pub rows: Vec<ProofRow>,
+    /// How far the control run (the step again, unchanged; the last, when it had to be
+    /// repeated) moved from the step, percent: the noise the gains are read against.
+    pub noise_pct: f64,
     /// Against the control run, the named resource's enlargement raised throughput
-    /// enough and the runner-up's did not ([`confirms`]).
+    /// enough above the noise and the runner-up's did not ([`confirms`]).
     pub confirmed: bool,
     pub summary: String,
 }
@@ -197,13 +201,19 @@ impl Configuration {
 }
 
 impl ProofRow {
-    /// The control run: nothing changed; its gain is against the original step.
-    pub fn control(original: f64, again: &StepResult) -> ProofRow {
+    /// The control run: nothing changed; its gain is against the original step. A
+    /// control that moved too far is run once more (`repeat`).
+    pub fn control(original: f64, again: &StepResult, repeat: bool) -> ProofRow {
         ProofRow {
             tier: String::new(),
             resource: String::new(),
             role: "control".into(),
-            change: "none: the same step again".into(),
+            change: if repeat {
+                "none: the same step, once more"
+            } else {
+                "none: the same step again"
+            }
+            .into(),
             tps: again.tps,
             gain_pct: round1((again.tps / original.max(1e-9) - 1.0) * 100.0),
             verdict: again.judged.verdict.clone(),
@@ -228,7 +238,10 @@ impl Proof {
     pub fn of(servers: usize, users: usize, tps: f64, rows: Vec<ProofRow>) -> Proof {
         let named = rows.iter().find(|r| r.role == "named");
         let runner = rows.iter().find(|r| r.role == "runner-up");
-        let confirmed = named.is_some_and(|n| confirms(n.gain_pct, runner.map(|r| r.gain_pct)));
+        let controls = rows.iter().filter(|r| r.role == "control");
+        let noise = controls.clone().next_back().map_or(0.0, |c| c.gain_pct);
+        let confirmed =
+            named.is_some_and(|n| confirms(n.gain_pct, runner.map(|r| r.gain_pct), noise));
         let mut summary = match named {
             Some(n) => format!("{} ({}): {:+.0}% TPS", n.change, n.tier, whole(n.gain_pct)),
             None => "the named resource cannot be enlarged here".into(),
@@ -242,16 +255,27 @@ impl Proof {
                 whole(r.gain_pct)
             );
         }
-        summary.push_str(if confirmed {
-            ": confirmed"
+        let _ = write!(summary, " (noise {:.0}%)", whole(noise.abs()));
+        if !settled(noise) {
+            let spread = controls.map(|c| c.gain_pct.abs()).fold(0.0, f64::max);
+            let _ = write!(
+                summary,
+                ": not confirmed: identical runs differed by {:.0}%",
+                whole(spread)
+            );
         } else {
-            ": not confirmed"
-        });
+            summary.push_str(if confirmed {
+                ": confirmed"
+            } else {
+                ": not confirmed"
+            });
+        }
         Proof {
             servers,
             users,
             tps,
             rows,
+            noise_pct: noise,
             confirmed,
             summary,
         }
@@ -551,7 +575,8 @@ pub fn summary(r: &LabReport) -> String {
     out
 }
 
-/// The proof's table: each re-run, its change and its throughput.
+/// The proof's table: each re-run, its change, its throughput and its gain, the noise
+/// (how far the unchanged control moved) beside each gain, and what it settles.
 fn proof_text(p: &Proof) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -559,26 +584,45 @@ fn proof_text(p: &Proof) -> String {
         "\nProof ({} servers, {} users, {:.0} req/s; gains against the control run):",
         p.servers, p.users, p.tps
     );
+    let noise = whole(p.noise_pct.abs());
     for row in &p.rows {
+        let beside = if row.role == "control" {
+            "  (the noise)".to_string()
+        } else {
+            format!("  (noise {noise:.0}%)")
+        };
         let _ = writeln!(
             out,
-            "  {:<9} {:<40} {:>8.0} req/s {:>+6.0}%",
+            "  {:<9} {:<40} {:>8.0} req/s {:>+6.0}%{beside}",
             row.role,
             row.change,
             row.tps,
             whole(row.gain_pct)
         );
     }
-    let _ = writeln!(
-        out,
-        "  {}",
-        if p.confirmed {
-            "confirmed"
-        } else {
-            "not confirmed: the evidence does not settle it"
-        }
-    );
+    let _ = writeln!(out, "  {}", proof_conclusion(p));
     out
+}
+
+/// The proof's last line: what it settles, and by which bar.
+fn proof_conclusion(p: &Proof) -> String {
+    let noise = whole(p.noise_pct.abs());
+    if !settled(p.noise_pct) {
+        let spread = p
+            .rows
+            .iter()
+            .filter(|r| r.role == "control")
+            .map(|r| whole(r.gain_pct.abs()))
+            .fold(0.0, f64::max);
+        return format!(
+            "not confirmed: identical runs differed by {spread:.0}% (over {CONTROL_DRIFT_PCT:.0}% twice), so no gain here can be told from noise"
+        );
+    }
+    if p.confirmed {
+        format!("confirmed: the named gain clears the noise ({noise:.0}%) by {PROOF_GAIN_PCT:.0}% or more, the runner-up's does not")
+    } else {
+        format!("not confirmed: the named gain does not clear the noise ({noise:.0}%) by {PROOF_GAIN_PCT:.0}%, or the runner-up gained as much")
+    }
 }
 
 /// The table's header: tier columns are CPU% of budget / fullest pool %.
@@ -591,6 +635,54 @@ pub fn header() -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::{Proof, ProofRow};
+    use crate::judge::Verdict;
+
+    fn row(role: &str, change: &str, tps: f64, gain_pct: f64) -> ProofRow {
+        ProofRow {
+            tier: "db".into(),
+            resource: "cpu".into(),
+            role: role.into(),
+            change: change.into(),
+            tps,
+            gain_pct,
+            verdict: Verdict::default(),
+        }
+    }
+
+    #[test]
+    fn a_proof_whose_control_drifts_twice_is_not_confirmed_and_says_by_how_much() {
+        // The step gave 160 req/s; its identical re-runs 125 (-22%) and 128 (-20%).
+        let rows = vec![
+            row("control", "none: the same step again", 125.0, -22.0),
+            row("control", "none: the same step, once more", 128.0, -20.0),
+            row("named", "CPU budget 0.25 -> 0.38 cores", 240.0, 87.5),
+            row("runner-up", "db_pool 20 -> 30", 127.0, -0.8),
+        ];
+        let p = Proof::of(3, 40, 160.0, rows);
+        assert!(!p.confirmed);
+        assert!(
+            p.summary
+                .ends_with("not confirmed: identical runs differed by 22%"),
+            "{}",
+            p.summary
+        );
+        let text = super::proof_text(&p);
+        assert!(text.contains("+88%  (noise 20%)"), "{text}");
+        // The same gains over a quiet control are confirmed.
+        let rows = vec![
+            row("control", "none: the same step again", 158.0, -1.2),
+            row("named", "CPU budget 0.25 -> 0.38 cores", 240.0, 51.9),
+            row("runner-up", "db_pool 20 -> 30", 157.0, -0.6),
+        ];
+        let p = Proof::of(3, 40, 160.0, rows);
+        assert!(
+            p.confirmed && p.summary.ends_with("(noise 1%): confirmed"),
+            "{}",
+            p.summary
+        );
+    }
+
     #[test]
     fn a_gain_that_rounds_to_nothing_prints_without_a_sign_of_its_own() {
         assert_eq!(format!("{:.0}%", super::whole(-0.3)), "0%");

@@ -314,12 +314,21 @@ fn prove(
     };
     // The control: the same step on freshly started tiers, unchanged. Gains are
     // measured against it, so the noise of a fresh start is not taken for an effect.
-    let control = rerun(e, step, "proof-control", o, stop)?;
+    let mut control = rerun(e, step, "proof-control", o, stop)?;
     (o.progress)(&format!(
         "proof: control (unchanged) -> {:.0} req/s",
         control.tps
     ));
-    let mut rows = vec![ProofRow::control(step.tps, &control)];
+    let mut rows = vec![ProofRow::control(step.tps, &control, false)];
+    // A control far from its step is run once more: one outlier is not the noise.
+    if !judge::proof::settled(rows[0].gain_pct) {
+        control = rerun(e, step, "proof-control-2", o, stop)?;
+        (o.progress)(&format!(
+            "proof: control once more (the first moved {:+.0}%) -> {:.0} req/s",
+            rows[0].gain_pct, control.tps
+        ));
+        rows.push(ProofRow::control(step.tps, &control, true));
+    }
     let candidates = [
         Some(resource),
         judge::runner_up(&step.judged.resources, named),

@@ -118,6 +118,44 @@ pub fn tcp_states_of(ports: &[u16]) -> Vec<TcpStates> {
     states
 }
 
+/// The TCP ports `pids` listen on: their sockets (from their descriptors) matched with
+/// the listening sockets of the machine's tables. Empty for processes not ours to read.
+pub fn listening_ports(pids: &[u32]) -> Vec<u16> {
+    let mut inodes = std::collections::HashSet::new();
+    for pid in pids {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            let link = std::fs::read_link(fd.path()).unwrap_or_default();
+            let link = link.to_string_lossy();
+            if let Some(inode) = link
+                .strip_prefix("socket:[")
+                .and_then(|l| l.strip_suffix(']'))
+            {
+                inodes.insert(inode.to_string());
+            }
+        }
+    }
+    let mut ports = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let port = f.get(1).and_then(|a| a.rsplit_once(':'));
+            let port = port.and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
+            if let (Some(port), Some(&"0A"), Some(inode)) = (port, f.get(3), f.get(9)) {
+                if inodes.contains(*inode) {
+                    ports.push(port);
+                }
+            }
+        }
+    }
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
 /// Counts one socket of state `state` (hex, as /proc writes it); `queues` is its
 /// `tx:rx` field, whose rx is a listening socket's accept queue.
 fn count(s: &mut TcpStates, state: &str, queues: &str, local: bool) {

@@ -47,9 +47,11 @@ pub struct LabArgs {
     /// (with --tier for each tier, --users, --duration).
     #[arg(long, conflicts_with_all = ["experiment", "lb", "servers"])]
     target: Option<String>,
-    /// A tier of the deployment: NAME=PID[,PID...] for local processes, or
-    /// NAME=http://HOST:PORT/metrics for a Prometheus exporter (node_exporter, the JMX
-    /// exporter, sluice's /metrics). Repeatable.
+    /// A tier of the deployment, one item per instance: NAME=PID[,PID...] for local
+    /// processes, NAME=http://HOST:PORT/metrics for a Prometheus exporter (node_exporter,
+    /// the JMX exporter, Spring Boot's actuator, sluice's /metrics), or NAME=PID@URL for
+    /// a process and its metrics (a loopback URL on a port a listed pid listens on is
+    /// joined to it). Repeatable.
     #[arg(long, requires = "target")]
     tier: Vec<String>,
     /// Pause of each user between requests (closed model; overrides the experiment's).

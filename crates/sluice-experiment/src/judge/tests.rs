@@ -463,17 +463,36 @@ fn the_runner_up_is_the_most_used_other_resource_that_can_be_enlarged() {
 #[test]
 fn the_proof_confirms_a_large_gain_against_a_small_runner_up() {
     use super::proof::confirms;
+    // (named gain, runner-up gain, the control's drift, confirmed)
     let table = [
-        (PROOF_GAIN_PCT, None, true),
-        (PROOF_GAIN_PCT - 0.1, None, false),
-        (PROOF_GAIN_PCT, Some(PROOF_RUNNER_UP_PCT - 0.1), true),
-        (PROOF_GAIN_PCT, Some(PROOF_RUNNER_UP_PCT), false),
+        (PROOF_GAIN_PCT, None, 0.0, true),
+        (PROOF_GAIN_PCT - 0.1, None, 0.0, false),
+        (PROOF_GAIN_PCT, Some(PROOF_RUNNER_UP_PCT - 0.1), 0.0, true),
+        (PROOF_GAIN_PCT, Some(PROOF_RUNNER_UP_PCT), 0.0, false),
         // A large gain tolerates a runner-up under a third of it.
-        (60.0, Some(19.9), true),
-        (60.0, Some(20.0), false),
+        (60.0, Some(19.9), 0.0, true),
+        (60.0, Some(20.0), 0.0, false),
+        // The named gain must clear the noise by the whole bar, either way it moved.
+        (PROOF_GAIN_PCT + 5.0, None, 5.0, true),
+        (PROOF_GAIN_PCT + 4.9, None, -5.0, false),
+        // A runner-up within the noise is no rival.
+        (
+            40.0,
+            Some(CONTROL_DRIFT_PCT - 0.5),
+            CONTROL_DRIFT_PCT - 0.1,
+            true,
+        ),
+        // Identical runs that differed more than the bar prove nothing, however large.
+        (80.0, None, CONTROL_DRIFT_PCT, true),
+        (80.0, None, CONTROL_DRIFT_PCT + 0.1, false),
+        (80.0, None, -22.0, false),
     ];
-    for (named, runner, confirmed) in table {
-        assert_eq!(confirms(named, runner), confirmed, "{named} {runner:?}");
+    for (named, runner, noise, confirmed) in table {
+        assert_eq!(
+            confirms(named, runner, noise),
+            confirmed,
+            "{named} {runner:?} noise {noise}"
+        );
     }
 }
 

@@ -80,4 +80,8 @@ thresholds! {
     /// ...and the runner-up, enlarged, less than this percent, or less than a third of the
     /// named resource's gain when that is larger.
     PROOF_RUNNER_UP_PCT = 10.0;
+    /// The control (the same step again, unchanged) is the proof's noise: a control that
+    /// differs from its step by more than this percent is run a second time, and if that
+    /// one does too, identical runs differed too much for any gain to prove anything.
+    CONTROL_DRIFT_PCT = 10.0;
 }
