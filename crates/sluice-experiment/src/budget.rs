@@ -82,16 +82,16 @@ impl Enforcement {
     }
 
     /// The lines that open a run: the kind of budget, and when it is the duty cycle,
-    /// why, how close it holds, and the command that gives the kernel's (`command`: the
-    /// one being run).
+    /// why, how close it holds, and on a line of its own (to copy whole) the command
+    /// that gives the kernel's (`command`: the one being run).
     pub fn describe(&self, command: &str) -> String {
         match self {
             Enforcement::Cgroup(method) => format!("CPU budgets: the kernel's ({method})."),
             Enforcement::Duty { why } => format!(
                 "CPU budgets: the lab's own duty cycle (it stops and continues each tier, \
                  SIGSTOP/SIGCONT; within 1% of a cgroup quota on a busy loop), since no \
-                 cgroup could be made: {why}.\n\
-                 For the kernel's quotas run it as root: sudo {command}"
+                 cgroup could be made: {why}. For the kernel's quotas, run it as root:\n\
+                 \x20 sudo {command}"
             ),
         }
     }

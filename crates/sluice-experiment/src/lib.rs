@@ -20,4 +20,5 @@ pub mod report;
 pub mod run;
 pub mod sample;
 pub mod spec;
+pub mod text;
 pub mod topology;

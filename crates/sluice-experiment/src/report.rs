@@ -7,7 +7,6 @@
 
 use crate::judge::proof::{confirms, settled};
 use crate::judge::thresholds::FLAT_GAIN_PCT;
-use crate::judge::thresholds::{CONTROL_DRIFT_PCT, PROOF_GAIN_PCT};
 use crate::judge::{Judged, Resource, Verdict};
 use crate::spec::Experiment;
 use serde::Serialize;
@@ -146,7 +145,7 @@ pub struct ProofRow {
 }
 
 /// `x` rounded to a whole number for printing, never "-0".
-fn whole(x: f64) -> f64 {
+pub(crate) fn whole(x: f64) -> f64 {
     x.round() + 0.0
 }
 
@@ -366,31 +365,35 @@ impl LabReport {
             .and_then(|g| self.configurations.iter().find(|c| c.servers == g.to))
             .unwrap_or(last);
         let mut v = at.verdict.clone();
+        v.limit = v.summary.clone();
+        v.advice = advice(&v).into();
         let cause = match &v.tier {
-            Some(_) => format!("{}: {}; {}", v.summary, v.evidence.join("; "), advice(&v)),
+            Some(_) => format!("{}: {}; {}", v.summary, v.evidence.join("; "), v.advice),
             None => v.summary.clone(),
         };
-        v.summary = match flat {
+        v.context = match flat {
             Some(g) => format!(
-                "the {} server added {:.0}% TPS ({:.0} -> {:.0} req/s): {cause}",
+                "the {} server added {:.0}% TPS ({:.0} -> {:.0} req/s)",
                 ordinal(g.to),
                 whole(g.gain_pct),
                 g.tps_from,
                 g.tps_to
             ),
             None if self.scale_out.is_empty() => {
-                format!("with {} server{}: {cause}", at.servers, plural(at.servers))
+                format!("with {} server{}", at.servers, plural(at.servers))
             }
             None => format!(
-                "throughput grew with every server added ({}); with {}: {cause}",
+                "throughput grew with every server added ({}); with {} server{}",
                 self.scale_out
                     .iter()
                     .map(|g| format!("{:+.0}%", whole(g.gain_pct)))
                     .collect::<Vec<_>>()
                     .join(", "),
-                at.servers
+                at.servers,
+                plural(at.servers)
             ),
         };
+        v.summary = format!("{}: {cause}", v.context);
         if let Some(p) = &self.proof {
             v.evidence.push(format!("proof: {}", p.summary));
         }
@@ -426,11 +429,12 @@ impl LabReport {
             evidence: named
                 .map(|c| c.verdict.evidence.clone())
                 .unwrap_or_default(),
+            ..Default::default()
         }
     }
 }
 
-fn plural(n: usize) -> &'static str {
+pub(crate) fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
     } else {
@@ -468,171 +472,6 @@ fn advice(v: &Verdict) -> &'static str {
     }
 }
 
-/// One line per step, as it finishes.
-pub fn step_line(s: &StepResult) -> String {
-    let named = match (&s.judged.verdict.tier, s.judged.valid) {
-        (_, false) => format!(
-            "INVALID: {}",
-            s.judged.invalid_reason.as_deref().unwrap_or("")
-        ),
-        (Some(t), true) => format!("{t}: {}", s.judged.verdict.summary),
-        (None, true) => s.judged.verdict.summary.clone(),
-    };
-    let named = match &s.delivery {
-        Some(d) => format!("{}% of messages lost; {named}", d.lost_pct),
-        None => named,
-    };
-    format!(
-        "{:>7} {:>6} {:>8.1} {:>8.1} {:>8.1} {:>5.1} {}  {named}",
-        s.servers,
-        s.users,
-        s.tps,
-        s.mean_ms,
-        s.p99_ms,
-        s.error_pct,
-        tier_columns(s)
-    )
-}
-
-/// Each tier's CPU against its budget, and its fullest pool.
-fn tier_columns(s: &StepResult) -> String {
-    let mut out = String::new();
-    for t in &s.judged.tiers {
-        let pool = s
-            .judged
-            .resources
-            .iter()
-            // The balancer's queue is a share of requests held, not a pool's fullness.
-            .filter(|r| {
-                r.tier == t.tier && !matches!(r.resource.as_str(), "cpu" | "keepalive" | "queue")
-            })
-            .map(|r| r.utilisation)
-            .fold(None, |m: Option<f64>, u| Some(m.map_or(u, |m| m.max(u))));
-        let pool = pool.map_or(String::new(), |p| format!("/{:.0}", p * 100.0));
-        let cell = format!("{}{}", (t.cpu_util * 100.0).round(), pool);
-        let _ = write!(out, " {:>4} {:<8}", t.tier, cell);
-    }
-    out
-}
-
-/// The whole report as text: the table of steps, then [`summary`].
-pub fn table(r: &LabReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{}", header());
-    for c in &r.configurations {
-        for s in &c.steps {
-            let _ = writeln!(out, "{}", step_line(s));
-        }
-    }
-    out.push_str(&summary(r));
-    out
-}
-
-/// What follows the steps: each configuration's verdict, the scale-out gains, the
-/// proof, the warnings and the verdict.
-pub fn summary(r: &LabReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "\nPer configuration (its step with the most users):");
-    for c in &r.configurations {
-        let _ = writeln!(
-            out,
-            "  {} server{}{}: peak {:.0} req/s; {}",
-            c.servers,
-            plural(c.servers),
-            c.variant
-                .as_ref()
-                .map_or(String::new(), |v| format!(" ({v})")),
-            c.peak_tps,
-            c.verdict.summary
-        );
-        for e in &c.verdict.evidence {
-            let _ = writeln!(out, "      {e}");
-        }
-        for f in c
-            .findings
-            .iter()
-            .filter(|f| !c.verdict.evidence.contains(f))
-        {
-            let _ = writeln!(out, "      finding: {f}");
-        }
-    }
-    if !r.scale_out.is_empty() {
-        let gains: Vec<String> = r
-            .scale_out
-            .iter()
-            .map(|g| format!("{} -> {}: {:+.0}%", g.from, g.to, whole(g.gain_pct)))
-            .collect();
-        let _ = writeln!(out, "\nScale-out: {}", gains.join(", "));
-    }
-    if let Some(p) = &r.proof {
-        out.push_str(&proof_text(p));
-    }
-    for w in &r.warnings {
-        let _ = writeln!(out, "\nwarning: {w}");
-    }
-    let tier = r.verdict.tier.as_deref().unwrap_or("none");
-    let _ = writeln!(out, "\nVerdict ({tier}): {}", r.verdict.summary);
-    out
-}
-
-/// The proof's table: each re-run, its change, its throughput and its gain, the noise
-/// (how far the unchanged control moved) beside each gain, and what it settles.
-fn proof_text(p: &Proof) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "\nProof ({} servers, {} users, {:.0} req/s; gains against the control run):",
-        p.servers, p.users, p.tps
-    );
-    let noise = whole(p.noise_pct.abs());
-    for row in &p.rows {
-        let beside = if row.role == "control" {
-            "  (the noise)".to_string()
-        } else {
-            format!("  (noise {noise:.0}%)")
-        };
-        let _ = writeln!(
-            out,
-            "  {:<9} {:<40} {:>8.0} req/s {:>+6.0}%{beside}",
-            row.role,
-            row.change,
-            row.tps,
-            whole(row.gain_pct)
-        );
-    }
-    let _ = writeln!(out, "  {}", proof_conclusion(p));
-    out
-}
-
-/// The proof's last line: what it settles, and by which bar.
-fn proof_conclusion(p: &Proof) -> String {
-    let noise = whole(p.noise_pct.abs());
-    if !settled(p.noise_pct) {
-        let spread = p
-            .rows
-            .iter()
-            .filter(|r| r.role == "control")
-            .map(|r| whole(r.gain_pct.abs()))
-            .fold(0.0, f64::max);
-        return format!(
-            "not confirmed: identical runs differed by {spread:.0}% (over {CONTROL_DRIFT_PCT:.0}% twice), so no gain here can be told from noise"
-        );
-    }
-    if p.confirmed {
-        format!("confirmed: the named gain clears the noise ({noise:.0}%) by {PROOF_GAIN_PCT:.0}% or more, the runner-up's does not")
-    } else {
-        format!("not confirmed: the named gain does not clear the noise ({noise:.0}%) by {PROOF_GAIN_PCT:.0}%, or the runner-up gained as much")
-    }
-}
-
-/// The table's header: tier columns are CPU% of budget / fullest pool %.
-pub fn header() -> String {
-    format!(
-        "{:>7} {:>6} {:>8} {:>8} {:>8} {:>5}  tiers: CPU% of budget/fullest pool%  saturated",
-        "servers", "users", "req/s", "mean ms", "p99 ms", "err%"
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::{Proof, ProofRow};
@@ -667,8 +506,6 @@ mod tests {
             "{}",
             p.summary
         );
-        let text = super::proof_text(&p);
-        assert!(text.contains("+88%  (noise 20%)"), "{text}");
         // The same gains over a quiet control are confirmed.
         let rows = vec![
             row("control", "none: the same step again", 158.0, -1.2),

@@ -28,6 +28,10 @@ pub struct Options {
     pub dir: PathBuf,
     /// How the tiers' CPU budgets are held (decided before the run).
     pub budgets: crate::budget::Enforcement,
+    /// How wide the progress lines may be.
+    pub width: crate::text::Width,
+    /// Whether the progress table's header was printed (before the first step's line).
+    pub header_shown: std::sync::atomic::AtomicBool,
     /// Called with a line of progress (a step done, a proof run).
     pub progress: Box<dyn Fn(&str) + Sync>,
 }
@@ -101,10 +105,21 @@ fn steps(
         let target = format!("http://{}/", topology.target);
         let spec = StepSpec::of(e, servers, users);
         let step = measure(&target, &topology.watched(), &sampler, spec, stop)?;
-        (o.progress)(&report::step_line(&step));
+        progress_line(o, &step);
         steps.push(step);
     }
     Ok(steps)
+}
+
+/// A step's line in the progress table, after the table's header for the run's first.
+fn progress_line(o: &Options, step: &StepResult) {
+    if !o
+        .header_shown
+        .swap(true, std::sync::atomic::Ordering::SeqCst)
+    {
+        (o.progress)(&crate::text::header(step, o.width));
+    }
+    (o.progress)(&crate::text::step_line(step, o.width));
 }
 
 /// One step's load: its users, and how long to warm up and to measure.
@@ -383,7 +398,7 @@ pub fn run_deployment(
             balancer_limited: false,
         };
         let step = measure(&d.target, &d.tiers, &sampler, spec, stop)?;
-        (o.progress)(&report::step_line(&step));
+        progress_line(o, &step);
         steps.push(step);
     }
     let config = Configuration::of(servers, None, steps);

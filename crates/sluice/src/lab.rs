@@ -4,6 +4,7 @@ use anyhow::{anyhow, Context};
 use clap::Args;
 use sluice_experiment::budget::Enforcement;
 use sluice_experiment::spec::{Experiment, LbKind};
+use sluice_experiment::text::{self, Width};
 use sluice_experiment::{builtin, report, run};
 use std::io::Write;
 use std::path::PathBuf;
@@ -57,6 +58,10 @@ pub struct LabArgs {
     /// Pause of each user between requests (closed model; overrides the experiment's).
     #[arg(long)]
     think: Option<String>,
+    /// Print every cell and sentence in full, however wide (by default lines keep
+    /// within 120 columns and the table's saturated cells are short).
+    #[arg(long)]
+    wide: bool,
     /// Write the report as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -99,10 +104,16 @@ pub fn lab(args: LabArgs) -> anyhow::Result<ExitCode> {
         None => std::env::temp_dir().join(format!("sluice-lab-{}", std::process::id())),
     };
     let budgets = Enforcement::decide();
-    eprintln!("{}", intro(&e));
-    eprintln!("{}", budgets.describe(&rerun_command()));
-    println!("{}", report::header());
-    let options = progress_options(dir.clone(), budgets)?;
+    let w = width(&args);
+    eprint!("{}", text::wrap(&intro(&e), "", "  ", w));
+    for line in budgets.describe(&rerun_command()).lines() {
+        // The command to copy stays whole, however long.
+        match line.starts_with("  sudo ") {
+            true => eprintln!("{line}"),
+            false => eprint!("{}", text::wrap(line, "", "  ", w)),
+        }
+    }
+    let options = progress_options(dir.clone(), budgets, width(&args))?;
     let result = run::run(&e, &options, &stop);
     if args.out.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
@@ -152,19 +163,32 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
         duration,
     };
     let stop = crate::bench::interrupt_on_signal("sluice lab")?;
-    println!("{}", report::header());
     // A deployment's budgets are its own, read from its processes: none is made here.
-    let options = progress_options(std::env::temp_dir(), Enforcement::decide())?;
+    let options = progress_options(std::env::temp_dir(), Enforcement::decide(), width(args))?;
     let report = run::run_deployment(&mut d, &options, &stop)?;
     finish(args, &report)
 }
 
+fn width(args: &LabArgs) -> Width {
+    if args.wide {
+        Width::Wide
+    } else {
+        Width::Narrow
+    }
+}
+
 /// Progress lines on stdout, as each step ends.
-fn progress_options(dir: PathBuf, budgets: Enforcement) -> anyhow::Result<run::Options> {
+fn progress_options(
+    dir: PathBuf,
+    budgets: Enforcement,
+    width: Width,
+) -> anyhow::Result<run::Options> {
     Ok(run::Options {
         sluice: std::env::current_exe().context("finding the sluice binary")?,
         dir,
         budgets,
+        width,
+        header_shown: Default::default(),
         progress: Box::new(|line| {
             println!("{line}");
             let _ = std::io::stdout().flush();
@@ -175,8 +199,8 @@ fn progress_options(dir: PathBuf, budgets: Enforcement) -> anyhow::Result<run::O
 /// The summary after the steps' lines, the files asked for, and the exit code (130
 /// after an interruption: what was measured is written all the same).
 fn finish(args: &LabArgs, report: &report::LabReport) -> anyhow::Result<ExitCode> {
-    print!("{}", report::summary(report));
-    write_files(args, report, &report::table(report))?;
+    print!("{}", text::summary(report, width(args)));
+    write_files(args, report, &text::table(report, width(args)))?;
     Ok(if report.interrupted {
         ExitCode::from(130)
     } else {

@@ -47,6 +47,15 @@ fn report_of(cmd: &mut Command, json: &std::path::Path) -> (Value, String) {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
+    // Without --wide, every line fits 120 columns (the command to copy excepted).
+    let lines = stdout.lines().chain(stderr.lines());
+    for line in lines.filter(|l| !l.starts_with("  sudo ")) {
+        assert!(
+            line.chars().count() <= 120,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
     let text = std::fs::read_to_string(json).unwrap();
     (serde_json::from_str(&text).unwrap(), stdout)
 }
@@ -211,12 +220,16 @@ fn without_root_the_lab_holds_the_budgets_itself_and_names_the_same_tiers() {
     let out = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let first: Vec<&str> = stderr.lines().take(3).collect();
-    assert!(first[1].contains("duty cycle"), "{stderr}");
-    assert!(
-        first[2].contains("sudo ") && first[2].contains(" lab --servers 1,2"),
-        "{stderr}"
+    // Said before the first step: which budgets, and the whole command that gives the
+    // kernel's on a line of its own.
+    let before: Vec<&str> = stderr.lines().take(6).collect();
+    assert!(before.iter().any(|l| l.contains("duty cycle")), "{stderr}");
+    let sudo = before.iter().find(|l| l.starts_with("  sudo "));
+    let command = format!(
+        " lab --servers 1,2 --users 20 -d 3s --warmup 1s --no-prove --json {}",
+        json.display()
     );
+    assert!(sudo.is_some_and(|l| l.ends_with(&command)), "{stderr}");
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let configs = report["configurations"].as_array().unwrap();

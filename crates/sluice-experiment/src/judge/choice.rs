@@ -1,6 +1,7 @@
 //! Which saturated resource the verdict names: a saturated CPU first, else the deepest
 //! saturated pool or cap; and the runner-up the proof enlarges instead.
 
+use super::thresholds::CPU_SATURATED;
 use super::{Resource, Verdict};
 
 /// Saturated CPU first, by utilisation; else the deepest saturated pool or cap.
@@ -40,6 +41,7 @@ pub(super) fn choose(resources: &[Resource]) -> Verdict {
                 .cloned()
                 .chain(also_saturated(resources, r))
                 .collect(),
+            ..Default::default()
         },
         None => {
             let top = resources
@@ -57,6 +59,7 @@ pub(super) fn choose(resources: &[Resource]) -> Verdict {
                     None => "no tier was sampled".into(),
                 },
                 evidence: top.map(|r| r.evidence.clone()).unwrap_or_default(),
+                ..Default::default()
             }
         }
     }
@@ -77,9 +80,24 @@ pub(super) fn also_saturated(resources: &[Resource], named: &Resource) -> Option
             None => fullest.push((&o.label, o.utilisation)),
         }
     }
+    // A CPU below CPU_SATURATED is saturated only by the throttling rule: its average
+    // reads lower than the quota it kept running into, and the entry says so.
+    let cpus: Vec<&str> = resources
+        .iter()
+        .filter(|o| o.resource == "cpu")
+        .map(|o| o.label.as_str())
+        .collect();
     let others: Vec<String> = fullest
         .iter()
-        .map(|(label, u)| format!("{label} ({:.0}%)", u * 100.0))
+        .map(|(label, u)| {
+            let throttled = cpus.contains(label) && *u < CPU_SATURATED;
+            let how = if throttled {
+                ", throttled at its quota"
+            } else {
+                ""
+            };
+            format!("{label} ({:.0}%{how})", u * 100.0)
+        })
         .collect();
     (!others.is_empty()).then(|| format!("also saturated: {}", others.join(", ")))
 }

@@ -70,5 +70,6 @@ pub(super) fn lost_messages(load: Load, verdict: Verdict, findings: &mut Vec<Str
         resource: Some("balance".into()),
         summary: format!("the balancer split rooms over servers: {lost}% of messages lost"),
         evidence: vec![finding],
+        ..Default::default()
     }
 }

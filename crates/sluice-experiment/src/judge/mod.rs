@@ -95,6 +95,14 @@ pub struct Verdict {
     pub resource: Option<String>,
     pub summary: String,
     pub evidence: Vec<String>,
+    /// The run's verdict only, the summary's parts: where the run stopped scaling (or
+    /// what it came to), what was saturated there, and what to change.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub context: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub limit: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub advice: String,
 }
 
 /// Per tier, the figures of the scaling table.
@@ -251,6 +259,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
             resource: None,
             summary: format!("invalid step: {why}"),
             evidence: vec![why.clone()],
+            ..Default::default()
         },
         None => choose(&resources),
     };
