@@ -4,7 +4,9 @@
 //!
 //! This crate owns experiments (`spec`), starting tiers (`topology`, `lb_config`),
 //! sampling them (`sample`, `prom`, `real` for tiers it did not start), judging
-//! (`judge`) and reporting (`report`, `html`), and says why a run failed in typed errors
+//! (`judge`), CPU budgets and who holds them (`budget`: the kernel's cgroups or the
+//! lab's own duty cycle) and reporting (`report` the data, `text` the terminal's
+//! rendering, `html`), and says why a run failed in typed errors
 //! (`error`). It must never be imported by the data path, and it never generates load
 //! itself: `sluice-bench` does, so the lab measures with the same generator users run.
 

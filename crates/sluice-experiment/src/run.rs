@@ -207,6 +207,7 @@ fn proc_infos(watched: &[Watched]) -> Vec<ProcInfo> {
             tier: p.tier.clone(),
             budget_cores: p.budget.cores,
             budget: p.budget.method.clone(),
+            local: p.pid.is_some(),
         })
         .collect()
 }

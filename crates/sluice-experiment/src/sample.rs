@@ -39,6 +39,8 @@ pub struct Reading {
     pub procs: Vec<ProcReading>,
     /// The load generator: this process.
     pub generator_cpu_s: f64,
+    /// The machine's busy CPU seconds since boot (all its CPUs).
+    pub machine_busy_s: Option<f64>,
     pub listen_overflows: u64,
     pub pressure_us: Option<u64>,
 }
@@ -131,6 +133,7 @@ fn read(sources: &[Watched], started: Instant) -> Reading {
         t: started.elapsed().as_secs_f64(),
         procs,
         generator_cpu_s: procfs::cpu_seconds(std::process::id()),
+        machine_busy_s: procfs::machine_busy_seconds(),
         listen_overflows: procfs::listen_overflows().unwrap_or(0),
         pressure_us: procfs::cpu_pressure_total_us(),
     }

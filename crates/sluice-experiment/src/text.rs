@@ -166,6 +166,10 @@ fn configurations(r: &LabReport, w: Width) -> String {
         for e in &c.verdict.evidence {
             out.push_str(&wrap(e, "      ", "        ", w));
         }
+        let judged = c.steps.iter().rev().find(|s| s.judged.valid);
+        if let Some(m) = judged.and_then(|s| s.judged.machine_cpu.as_ref()) {
+            out.push_str(&wrap(&m.describe(), "      ", "        ", w));
+        }
         let findings = c
             .findings
             .iter()

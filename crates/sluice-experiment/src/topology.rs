@@ -16,6 +16,7 @@ use sluice_lab::cpu_budget::CpuBudget;
 use sluice_lab::cpu_duty::{self, DutyBudget};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -328,6 +329,11 @@ fn command(
         }
         None => Command::new(program),
     };
+    // Each tier in a process group of its own: a group holding a process the duty
+    // cycle stopped gets SIGHUP from the kernel when it is orphaned (POSIX), and the
+    // lab's group is orphaned when the shell that started it exits (a closed terminal,
+    // `nohup`, a CI step). A tier's own group keeps its parent, the lab, outside it.
+    cmd.process_group(0);
     cmd.args(args)
         .env("NO_COLOR", "1")
         // One calibration for every tier, measured here outside any quota: the CPU

@@ -213,6 +213,21 @@ pub fn cpu_pressure_total_us() -> Option<u64> {
         .ok()
 }
 
+/// CPU seconds the machine's CPUs spent busy since boot (user, nice, system, irq and
+/// softirq of /proc/stat; not idle, I/O wait or steal), summed over CPUs.
+pub fn machine_busy_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let ticks = |i: usize| f.get(i).copied().unwrap_or(0);
+    // user nice system idle iowait irq softirq steal
+    Some((ticks(0) + ticks(1) + ticks(2) + ticks(5) + ticks(6)) as f64 / 100.0)
+}
+
 fn parent_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat.rsplit_once(") ")?

@@ -4,7 +4,7 @@
 use super::thresholds::{
     CONTENDED_PSI_PCT, CONTENDED_TIER_BELOW, KEEPALIVE_OFF_PER_REQUEST, LOST_MESSAGES_PCT,
 };
-use super::{Delta, Load, Resource, Verdict};
+use super::{Delta, Load, MachineCpu, Resource, Verdict};
 
 /// Findings that come with any verdict: a balancer opening a connection per request.
 /// When that balancer's CPU is the saturated resource, the cause is named instead.
@@ -32,23 +32,42 @@ pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Stri
     vec![finding]
 }
 
-/// Tasks waited for a CPU in a fifth of the step or more (PSI) while no process was
-/// at its CPU budget: the tiers' CPUs are taken by others on the machine (seed 000's
-/// first architecture: nginx starved by its neighbours). PSI is machine-wide here
-/// (cgroup v1 has none per group), so it is a finding, never a verdict.
-pub(super) fn starved(pressure: Option<f64>, resources: &[Resource]) -> Option<String> {
+/// Tasks waited for a CPU in a fifth of the step or more (PSI) while no tier was at 70%
+/// of its CPU budget: the tiers' CPUs were taken, by processes other than the tiers and
+/// the load generator when they used a share of the machine worth naming (seed 000's
+/// first architecture: nginx starved by its neighbours), else by the lab's own. PSI is
+/// machine-wide here (cgroup v1 has none per group), so it is a finding, never a verdict.
+pub(super) fn starved(
+    pressure: Option<f64>,
+    resources: &[Resource],
+    machine: Option<&MachineCpu>,
+) -> Option<String> {
     let p = pressure.filter(|p| *p >= CONTENDED_PSI_PCT)?;
     let busiest = resources
         .iter()
         .filter(|r| r.resource == "cpu")
         .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))?;
-    (busiest.utilisation < CONTENDED_TIER_BELOW).then(|| {
-        format!(
-            "the machine's CPUs were contended in {p}% of the step (PSI) while no tier used 70% of its budget (the busiest: {}, {:.0}%): other processes on this machine take the CPU",
-            busiest.label,
-            busiest.utilisation * 100.0
-        )
-    })
+    if busiest.utilisation >= CONTENDED_TIER_BELOW {
+        return None;
+    }
+    let who = match machine {
+        Some(m) if !m.others_matter() => {
+            format!(
+                "the lab's own tiers and load generator took them ({})",
+                m.describe()
+            )
+        }
+        Some(m) => format!(
+            "other processes on this machine take the CPU ({})",
+            m.describe()
+        ),
+        None => "other processes on this machine take the CPU".into(),
+    };
+    Some(format!(
+        "the machine's CPUs were contended in {p}% of the step (PSI) while no tier used 70% of its budget (the busiest: {}, {:.0}%): {who}",
+        busiest.label,
+        busiest.utilisation * 100.0
+    ))
 }
 
 /// Messages lost between users of one room: the balancer sent them to different

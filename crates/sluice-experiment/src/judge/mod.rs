@@ -22,6 +22,7 @@
 
 mod choice;
 mod findings;
+mod machine;
 pub mod proof;
 mod queue;
 mod resources;
@@ -31,6 +32,7 @@ mod validity;
 use choice::choose;
 pub use choice::runner_up;
 use findings::{findings, lost_messages, starved};
+pub use machine::MachineCpu;
 use resources::resources;
 use validity::validity;
 
@@ -44,6 +46,8 @@ pub struct ProcInfo {
     pub tier: String,
     pub budget_cores: f64,
     pub budget: String,
+    /// A process of this machine (read from /proc), not an exporter's figures.
+    pub local: bool,
 }
 
 /// A step's own figures, from the load generator.
@@ -136,6 +140,9 @@ pub struct Judged {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_pressure_pct: Option<f64>,
     pub listen_overflows: u64,
+    /// The machine's CPU over the step, and who used it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine_cpu: Option<MachineCpu>,
     pub tiers: Vec<TierFigures>,
     pub resources: Vec<Resource>,
     pub findings: Vec<String>,
@@ -226,7 +233,20 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
             seconds,
         })
         .collect();
+    let machine_cpu = match (first.machine_busy_s, last.machine_busy_s) {
+        (Some(a), Some(b)) => {
+            let generator = last.generator_cpu_s - first.generator_cpu_s;
+            Some(MachineCpu::split(b - a, generator, seconds, &deltas))
+        }
+        _ => None,
+    };
     let mut resources = resources(&deltas, load);
+    resources.extend(machine::shared_tiers(&deltas));
+    resources.extend(
+        machine_cpu
+            .as_ref()
+            .and_then(|m| machine::shared_machine(&deltas, m)),
+    );
     if !resources.iter().any(|r| r.resource == "queue") {
         resources.extend(queue::shed(&deltas, load));
     }
@@ -252,7 +272,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         (Some(a), Some(b)) => Some(pct(b.saturating_sub(a) as f64 / 1e6, seconds)),
         _ => None,
     };
-    findings.extend(starved(pressure, &resources));
+    findings.extend(starved(pressure, &resources, machine_cpu.as_ref()));
     let verdict = match &invalid_reason {
         Some(why) => Verdict {
             tier: Some("loadgen".into()),
@@ -271,6 +291,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         generator_cpu_util: round2(generator_cpu_util),
         cpu_pressure_pct: pressure,
         listen_overflows: last.listen_overflows.saturating_sub(first.listen_overflows),
+        machine_cpu,
         tiers,
         resources,
         findings,

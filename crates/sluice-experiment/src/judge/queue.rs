@@ -168,6 +168,7 @@ mod tests {
             tier: tier.into(),
             budget_cores: 2.0,
             budget: "the machine's 2 cores".into(),
+            local: false,
         }
     }
 

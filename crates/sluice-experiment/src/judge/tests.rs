@@ -31,6 +31,7 @@ fn one(tier: &str) -> Vec<ProcInfo> {
         tier: tier.into(),
         budget_cores: 1.0,
         budget: "cgroup v1 cpu quota".into(),
+        local: true,
     }]
 }
 
@@ -310,14 +311,92 @@ fn other_processes_take_the_cpu_when_it_is_contended_and_no_tier_is_busy() {
     for (psi, busiest, found) in table {
         let resources = [resource_of("app", "cpu", busiest, false)];
         assert_eq!(
-            starved(Some(psi), &resources).is_some(),
+            starved(Some(psi), &resources, None).is_some(),
             found,
             "{psi} {busiest}"
         );
     }
     assert_eq!(
-        starved(None, &[resource_of("app", "cpu", 0.1, false)]),
+        starved(None, &[resource_of("app", "cpu", 0.1, false)], None),
         None
+    );
+    // "Other processes" are only those that are neither a tier nor the generator, and
+    // only when they used OTHER_PROCESSES_PCT of the machine or more.
+    let resources = [resource_of("app", "cpu", 0.5, false)];
+    let split = |other: f64| MachineCpu {
+        cores: 2.0,
+        busy: 1.9,
+        tiers: 1.9 - other - 0.1,
+        generator: 0.1,
+        other,
+    };
+    let edge = 2.0 * OTHER_PROCESSES_PCT / 100.0;
+    let found = starved(Some(90.0), &resources, Some(&split(edge))).unwrap();
+    assert!(found.contains("other processes on this machine"), "{found}");
+    let found = starved(Some(90.0), &resources, Some(&split(edge - 0.01))).unwrap();
+    assert!(
+        found.contains("the lab's own tiers and load generator"),
+        "{found}"
+    );
+}
+
+#[test]
+fn tiers_sharing_a_machine_without_budgets_are_judged_together_against_it() {
+    // Spring PetClinic as tried: two JVMs and PostgreSQL on one 2-core host, none in a
+    // budget; the JVMs used 0.86 and 0.96 cores (43% and 48% of the machine each).
+    let machine = |name: &str, tier: &str| ProcInfo {
+        name: name.into(),
+        tier: tier.into(),
+        budget_cores: 2.0,
+        budget: "the machine's 2 cores".into(),
+        local: true,
+    };
+    let procs = [
+        machine("app[pid 1]", "app"),
+        machine("app[pid 2]", "app"),
+        machine("db[pid 3]", "db"),
+    ];
+    let at = |t: f64| Reading {
+        t,
+        procs: [0.86, 0.96, 0.05]
+            .iter()
+            .map(|cores| ProcReading {
+                cpu_s: cores * t,
+                ..ProcReading::default()
+            })
+            .collect(),
+        generator_cpu_s: 0.06 * t,
+        machine_busy_s: Some(1.95 * t),
+        pressure_us: Some((0.94 * t * 1e6) as u64),
+        ..Reading::default()
+    };
+    let readings: Vec<Reading> = (0..=10).map(|i| at(i as f64)).collect();
+    let judged = judge(&procs, &readings, load());
+    let v = &judged.verdict;
+    assert_eq!(
+        (v.tier.as_deref(), v.resource.as_deref()),
+        (Some("app"), Some("cpu")),
+        "{v:?}"
+    );
+    let together = judged
+        .resources
+        .iter()
+        .find(|r| r.label.starts_with("the app tier's CPU"))
+        .unwrap();
+    assert!(
+        together.saturated && (together.utilisation - 0.91).abs() < 0.01,
+        "{together:?}"
+    );
+    let m = judged.machine_cpu.as_ref().unwrap();
+    assert_eq!((m.tiers, m.generator, m.other), (1.87, 0.06, 0.02), "{m:?}");
+    // Not put down to "other processes": they were the tiers' own.
+    assert!(
+        judged
+            .findings
+            .iter()
+            .all(|f| !f.contains("other processes")),
+        "{:?}",
+        judged.findings
     );
 }
 
@@ -508,6 +587,7 @@ fn a_spring_boot_app_waiting_on_hikari_is_named_for_its_database_pool() {
         tier: "app".into(),
         budget_cores: 2.0,
         budget: "the machine's 2 cores".into(),
+        local: false,
     }];
     let load = Load {
         users: 50,

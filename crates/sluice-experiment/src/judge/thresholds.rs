@@ -63,6 +63,9 @@ thresholds! {
     CONTENDED_PSI_PCT = 20.0;
     /// ...when no tier's CPU was used this much: then others on the machine took it.
     CONTENDED_TIER_BELOW = 0.70;
+    /// Percent of the machine's CPU used by processes other than the tiers and the load
+    /// generator from which contention is put down to them ("other processes").
+    OTHER_PROCESSES_PCT = 25.0;
     /// New connections to the app servers per request at or above this: keep-alive is off.
     KEEPALIVE_OFF_PER_REQUEST = 0.5;
     /// Percent of STOMP message copies lost above which rooms are split over servers.
