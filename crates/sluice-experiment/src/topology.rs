@@ -15,8 +15,8 @@ use crate::spec::{Experiment, LbKind};
 use sluice_lab::cpu_budget::CpuBudget;
 use sluice_lab::cpu_duty::{self, DutyBudget};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
