@@ -6,7 +6,7 @@
 //! sampling them (`sample`, `prom`, `real` for tiers it did not start), judging
 //! (`judge`), CPU budgets and who holds them (`budget`: the kernel's cgroups or the
 //! lab's own duty cycle) and reporting (`report` the data, `text` the terminal's
-//! rendering, `html`), and says why a run failed in typed errors
+//! rendering, `html`; `live` while it runs), and says why a run failed in typed errors
 //! (`error`). It must never be imported by the data path, and it never generates load
 //! itself: `sluice-bench` does, so the lab measures with the same generator users run.
 
@@ -16,6 +16,7 @@ pub mod error;
 pub mod html;
 pub mod judge;
 pub mod lb_config;
+pub mod live;
 pub mod prom;
 pub mod real;
 pub mod report;

@@ -6,6 +6,7 @@
 use crate::error::{chain, Error};
 use crate::judge::thresholds::ENLARGE;
 use crate::judge::{self, Load, ProcInfo, Resource};
+use crate::live::{self, Live};
 use crate::real::{TierError, Watched};
 use crate::report::{self, Configuration, LabReport, Proof, ProofRow, StepResult};
 use crate::sample::Sampler;
@@ -32,6 +33,8 @@ pub struct Options {
     pub width: crate::text::Width,
     /// Whether the progress table's header was printed (before the first step's line).
     pub header_shown: std::sync::atomic::AtomicBool,
+    /// What the run shows while it runs (the terminal's status line, `--live`'s page).
+    pub live: Live,
     /// Called with a line of progress (a step done, a proof run).
     pub progress: Box<dyn Fn(&str) + Sync>,
 }
@@ -104,7 +107,9 @@ fn steps(
         }
         let target = format!("http://{}/", topology.target);
         let spec = StepSpec::of(e, servers, users);
-        let step = measure(&target, &topology.watched(), &sampler, spec, stop)?;
+        let watched = topology.watched();
+        let sampling = Sampling::new(o, &sampler, &watched, String::new());
+        let step = measure(&target, &sampling, spec, stop)?;
         progress_line(o, &step);
         steps.push(step);
     }
@@ -113,6 +118,7 @@ fn steps(
 
 /// A step's line in the progress table, after the table's header for the run's first.
 fn progress_line(o: &Options, step: &StepResult) {
+    o.live.step_done(step);
     if !o
         .header_shown
         .swap(true, std::sync::atomic::Ordering::SeqCst)
@@ -155,19 +161,58 @@ impl<'a> StepSpec<'a> {
     }
 }
 
+/// What a step is measured with: the tiers' sampler, and the live view it feeds.
+struct Sampling<'a> {
+    live: &'a Live,
+    sampler: &'a Sampler,
+    watched: &'a [Watched],
+    /// Before the step's name in the live view: `proof-control: `.
+    prefix: String,
+}
+
+impl<'a> Sampling<'a> {
+    fn new(o: &'a Options, sampler: &'a Sampler, watched: &'a [Watched], prefix: String) -> Self {
+        Sampling {
+            live: &o.live,
+            sampler,
+            watched,
+            prefix,
+        }
+    }
+
+    /// The live view's figures, once a second while the generator runs.
+    fn observe(&self, snap: &sluice_bench::Snapshot, elapsed: Duration) {
+        let tiers = self
+            .sampler
+            .last_two()
+            .map(|(a, b)| live::tiers_between(self.watched, &a, &b))
+            .unwrap_or_default();
+        self.live.tick(snap, elapsed, tiers);
+    }
+}
+
 /// One step: warm up, then measure while sampling, then judge.
 fn measure(
     target: &str,
-    watched: &[Watched],
-    sampler: &Sampler,
+    sampling: &Sampling,
     s: StepSpec,
     stop: &watch::Receiver<bool>,
 ) -> Result<StepResult, Error> {
+    let (sampler, watched) = (sampling.sampler, sampling.watched);
+    let name = format!(
+        "{}{} server{}, {} users",
+        sampling.prefix,
+        s.servers,
+        if s.servers == 1 { "" } else { "s" },
+        s.users
+    );
     if !s.warmup.is_zero() {
-        load(target, &s, s.warmup, stop)?;
+        sampling.live.phase(format!("{name}: warm-up"));
+        load(target, &s, s.warmup, stop, sampling)?;
     }
+    sampling.live.phase(format!("{name}: measuring"));
     let first = sampler.now();
-    let bench = load(target, &s, s.duration, stop)?;
+    let bench = load(target, &s, s.duration, stop, sampling)?;
     let last = sampler.now();
     let readings = sampler.between(first.t, last.t);
     let sum = &bench.summary;
@@ -218,6 +263,7 @@ fn load(
     s: &StepSpec,
     length: Duration,
     stop: &watch::Receiver<bool>,
+    sampling: &Sampling,
 ) -> Result<sluice_bench::report::StepReport, Error> {
     let (users, think) = (s.users, s.think);
     let target = Target::parse(url).map_err(|source| Error::Target {
@@ -259,7 +305,10 @@ fn load(
         follow: false,
         resolve: Vec::new(),
     };
-    let report = sluice_bench::run(plan, stop, &|_, _, _| {}, &mut |_| {}).map_err(Error::Load)?;
+    let observe = |_: usize, snap: &sluice_bench::Snapshot, elapsed: Duration| {
+        sampling.observe(snap, elapsed)
+    };
+    let report = sluice_bench::run(plan, stop, &observe, &mut |_| {}).map_err(Error::Load)?;
     report.steps.into_iter().next().ok_or(Error::Interrupted)
 }
 
@@ -278,10 +327,12 @@ fn rerun(
         budgets: &o.budgets,
     };
     let t = Topology::start(e, step.servers, &launch)?;
-    let sampler = Sampler::start(&t.watched());
+    let watched = t.watched();
+    let sampler = Sampler::start(&watched);
     let target = format!("http://{}/", t.target);
     let spec = StepSpec::of(e, step.servers, step.users);
-    measure(&target, &t.watched(), &sampler, spec, stop)
+    let sampling = Sampling::new(o, &sampler, &watched, format!("{name}: "));
+    measure(&target, &sampling, spec, stop)
 }
 
 /// The experiment with `r` made [`ENLARGE`] times larger (or, for keep-alive, turned on).
@@ -398,7 +449,8 @@ pub fn run_deployment(
             // never put down to a limit of its own.
             balancer_limited: false,
         };
-        let step = measure(&d.target, &d.tiers, &sampler, spec, stop)?;
+        let sampling = Sampling::new(o, &sampler, &d.tiers, String::new());
+        let step = measure(&d.target, &sampling, spec, stop)?;
         progress_line(o, &step);
         steps.push(step);
     }

@@ -91,6 +91,17 @@ impl Sampler {
         r
     }
 
+    /// The last two readings, in time order: what the last second did.
+    pub fn last_two(&self) -> Option<(Reading, Reading)> {
+        let readings = self.readings.lock().expect("not poisoned");
+        let mut latest: Vec<&Reading> = readings.iter().rev().take(2).collect();
+        latest.sort_by(|a, b| a.t.total_cmp(&b.t));
+        match latest[..] {
+            [a, b] if b.t > a.t => Some((a.clone(), b.clone())),
+            _ => None,
+        }
+    }
+
     /// Every reading taken from `from` to `to` (seconds since the start), in time order.
     pub fn between(&self, from: f64, to: f64) -> Vec<Reading> {
         let mut all: Vec<Reading> = self

@@ -3,6 +3,7 @@
 use anyhow::{anyhow, Context};
 use clap::Args;
 use sluice_experiment::budget::Enforcement;
+use sluice_experiment::live::Live;
 use sluice_experiment::spec::{Experiment, LbKind};
 use sluice_experiment::text::{self, Width};
 use sluice_experiment::{builtin, report, run};
@@ -62,6 +63,11 @@ pub struct LabArgs {
     /// within 120 columns and the table's saturated cells are short).
     #[arg(long)]
     wide: bool,
+    /// While it runs, serve a page at this address (e.g. 127.0.0.1:9090) showing each
+    /// tier's CPU against its budget, throughput, p99 and errors once a second, the steps
+    /// done and the verdict forming.
+    #[arg(long, value_name = "ADDR")]
+    live: Option<std::net::SocketAddr>,
     /// Write the report as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -113,8 +119,11 @@ pub fn lab(args: LabArgs) -> anyhow::Result<ExitCode> {
             false => eprint!("{}", text::wrap(line, "", "  ", w)),
         }
     }
-    let options = progress_options(dir.clone(), budgets, width(&args))?;
+    let options = progress_options(&args, &e.name, dir.clone(), budgets)?;
     let result = run::run(&e, &options, &stop);
+    if let Ok(report) = &result {
+        options.live.finish(&report.verdict.summary);
+    }
     if args.out.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -164,8 +173,10 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
     };
     let stop = crate::bench::interrupt_on_signal("sluice lab")?;
     // A deployment's budgets are its own, read from its processes: none is made here.
-    let options = progress_options(std::env::temp_dir(), Enforcement::decide(), width(args))?;
+    let budgets = Enforcement::decide();
+    let options = progress_options(args, target, std::env::temp_dir(), budgets)?;
     let report = run::run_deployment(&mut d, &options, &stop)?;
+    options.live.finish(&report.verdict.summary);
     finish(args, &report)
 }
 
@@ -179,16 +190,25 @@ fn width(args: &LabArgs) -> Width {
 
 /// Progress lines on stdout, as each step ends.
 fn progress_options(
+    args: &LabArgs,
+    name: &str,
     dir: PathBuf,
     budgets: Enforcement,
-    width: Width,
 ) -> anyhow::Result<run::Options> {
+    let live = Live::new(name);
+    if let Some(addr) = args.live {
+        let bound = live
+            .serve(addr)
+            .with_context(|| format!("--live {addr}: serving the live page"))?;
+        eprintln!("sluice lab: live view at http://{bound}/");
+    }
     Ok(run::Options {
         sluice: std::env::current_exe().context("finding the sluice binary")?,
         dir,
         budgets,
-        width,
+        width: width(args),
         header_shown: Default::default(),
+        live,
         progress: Box::new(|line| {
             println!("{line}");
             let _ = std::io::stdout().flush();

@@ -410,6 +410,12 @@ fn a_deployment_it_did_not_start_is_measured_by_pid_and_through_node_exporter() 
 /// The DOM headless Chromium builds from `page` once its scripts ran (60 s at most).
 fn browser_dom(page: &std::path::Path) -> String {
     let profile = page.with_extension("profile");
+    browser_dom_of(&format!("file://{}", page.display()), &profile)
+}
+
+/// The DOM of the page at `url` after its scripts ran, in headless Chromium with its
+/// profile in `profile`.
+fn browser_dom_of(url: &str, profile: &std::path::Path) -> String {
     let out = Command::new("timeout")
         .arg("60")
         .arg(if std::path::Path::new("/usr/bin/chromium").exists() {
@@ -424,18 +430,55 @@ fn browser_dom(page: &std::path::Path) -> String {
             "--no-first-run",
         ])
         .args([
-            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
             "--virtual-time-budget=5000",
             "--dump-dom",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("file://{}", page.display()))
+        .arg(url)
         .stderr(std::process::Stdio::null())
         .output()
         .expect("chromium (scripts/test.sh installs it)");
     assert!(out.status.success(), "chromium: {}", out.status);
-    let _ = std::fs::remove_dir_all(&profile);
+    let _ = std::fs::remove_dir_all(profile);
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_live_page_shows_every_tier_while_the_run_goes_on() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let port = support::free_port();
+    let lab = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["lab", "--servers", "1", "--users", "10", "-d", "8s"])
+        .args(["--warmup", "1s", "--no-prove", "--live"])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_listening(port);
+    // Into the measured part of the step: a second of readings at least.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let profile = std::env::temp_dir().join(format!("sluice-live-{}.profile", std::process::id()));
+    let dom = browser_dom_of(&format!("http://127.0.0.1:{port}/"), &profile);
+    let out = lab.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dom.contains("data-updated=\""), "{dom}");
+    // Every tier's process, its CPU against its budget, the step being measured.
+    for name in [
+        "<td class=\"text\">db</td>",
+        "<td class=\"text\">app-1</td>",
+        "<td class=\"text\">lb</td>",
+    ] {
+        assert!(dom.contains(name), "{name} missing: {dom}");
+    }
+    assert!(dom.contains("cgroup v1 cpu quota"), "{dom}");
+    assert!(dom.contains("1 server, 10 users: measuring"), "{dom}");
+    assert!(!dom.contains("no answer from the lab"), "{dom}");
 }
 
 #[test]
