@@ -165,16 +165,19 @@
     var table = add(parent, "table");
     table.id = "proof";
     var head = add(add(table, "thead"), "tr");
-    ["", "change", "req/s", "gain", "then saturated"].forEach(function (h) { add(head, "th", "text", h); });
+    ["", "change", "req/s", "gain", "noise", "then saturated"].forEach(function (h) { add(head, "th", "text", h); });
     var body = add(table, "tbody");
+    // The control's drift from the step is the noise every gain is read against.
+    var noise = "\u00b1" + fixed(Math.abs(p.noise_pct), 0) + "%";
     p.rows.forEach(function (r) {
       var row = add(body, "tr");
       [r.role, r.change].forEach(function (v) { add(row, "td", "text", v); });
       add(row, "td", "", fixed(r.tps, 0));
       add(row, "td", "", (r.gain_pct >= 0 ? "+" : "") + fixed(r.gain_pct, 0) + "%");
+      add(row, "td", "", r.role === "control" ? "(the noise)" : noise);
       add(row, "td", "text", r.verdict.summary);
     });
-    add(parent, "p", "", p.confirmed ? "Confirmed." : "Not confirmed: the evidence does not settle it.");
+    add(parent, "p", "", (p.confirmed ? "Confirmed. " : "Not confirmed. ") + p.summary);
   }
 
   header();
