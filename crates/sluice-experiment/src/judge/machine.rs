@@ -5,6 +5,7 @@
 
 use super::thresholds::{CPU_SATURATED, OTHER_PROCESSES_PCT};
 use super::{round2, Delta, Resource};
+use crate::sample::Reading;
 use serde::Serialize;
 
 /// Cores of the machine busy over a step, and who used them.
@@ -50,6 +51,27 @@ impl MachineCpu {
     }
 }
 
+/// The machine's CPU between readings `first` and `last`, `seconds` apart; `None` where
+/// the kernel does not say.
+pub(super) fn split(
+    first: &Reading,
+    last: &Reading,
+    seconds: f64,
+    deltas: &[Delta],
+) -> Option<MachineCpu> {
+    let busy = last.machine_busy_s? - first.machine_busy_s?;
+    let generator = last.generator_cpu_s - first.generator_cpu_s;
+    Some(MachineCpu::split(busy, generator, seconds, deltas))
+}
+
+/// The resources of tiers sharing the machine without budgets: each such tier's
+/// processes together, and the machine itself when it is full.
+pub(super) fn shared(deltas: &[Delta], m: Option<&MachineCpu>) -> Vec<Resource> {
+    let mut out = shared_tiers(deltas);
+    out.extend(m.and_then(|m| shared_machine(deltas, m)));
+    out
+}
+
 /// A process nobody limited: its budget is the machine's cores.
 fn unbudgeted(d: &Delta) -> bool {
     d.info.local && d.info.budget.starts_with("the machine's")
@@ -57,7 +79,7 @@ fn unbudgeted(d: &Delta) -> bool {
 
 /// Each tier with several processes on this machine and no budget, judged as one: their
 /// CPU together against the machine's cores.
-pub(super) fn shared_tiers(deltas: &[Delta]) -> Vec<Resource> {
+fn shared_tiers(deltas: &[Delta]) -> Vec<Resource> {
     let mut names: Vec<&str> = deltas
         .iter()
         .filter(|d| unbudgeted(d))
@@ -102,7 +124,7 @@ fn tier_together(tier: &str, ds: &[&Delta]) -> Resource {
 
 /// The machine itself, when tiers without budgets share it and it is full: named for
 /// the unbudgeted tier that used the most of it, with the split as evidence.
-pub(super) fn shared_machine(deltas: &[Delta], m: &MachineCpu) -> Option<Resource> {
+fn shared_machine(deltas: &[Delta], m: &MachineCpu) -> Option<Resource> {
     let sharing: Vec<&Delta> = deltas.iter().filter(|d| unbudgeted(d)).collect();
     let u = m.busy / m.cores;
     if sharing.len() < 2 || u < CPU_SATURATED {

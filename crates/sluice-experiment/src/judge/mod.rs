@@ -233,20 +233,9 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
             seconds,
         })
         .collect();
-    let machine_cpu = match (first.machine_busy_s, last.machine_busy_s) {
-        (Some(a), Some(b)) => {
-            let generator = last.generator_cpu_s - first.generator_cpu_s;
-            Some(MachineCpu::split(b - a, generator, seconds, &deltas))
-        }
-        _ => None,
-    };
+    let machine_cpu = machine::split(first, last, seconds, &deltas);
     let mut resources = resources(&deltas, load);
-    resources.extend(machine::shared_tiers(&deltas));
-    resources.extend(
-        machine_cpu
-            .as_ref()
-            .and_then(|m| machine::shared_machine(&deltas, m)),
-    );
+    resources.extend(machine::shared(&deltas, machine_cpu.as_ref()));
     if !resources.iter().any(|r| r.resource == "queue") {
         resources.extend(queue::shed(&deltas, load));
     }
