@@ -5,6 +5,8 @@
 //! The JSON's `verdict` objects (`{"tier": NAME, "evidence": [...]}`), at the top and in
 //! each configuration, are an interface: add fields, never rename.
 
+use crate::judge::choice::HEADROOM;
+use crate::judge::plateau::{plateau, Plateau, Point};
 use crate::judge::proof::{confirms, settled};
 use crate::judge::thresholds::FLAT_GAIN_PCT;
 use crate::judge::{Judged, Resource, Verdict};
@@ -184,10 +186,22 @@ impl Configuration {
         let valid = || steps.iter().filter(|s| s.judged.valid);
         let last_valid = steps.iter().rev().find(|s| s.judged.valid);
         let peak_tps = valid().map(|s| s.tps).fold(0.0, f64::max);
-        let (verdict, findings) = match last_valid.or(steps.last()) {
+        let (mut verdict, findings) = match last_valid.or(steps.last()) {
             Some(s) => (s.judged.verdict.clone(), s.judged.findings.clone()),
             None => (Verdict::default(), Vec::new()),
         };
+        let points: Vec<Point> = valid()
+            .map(|s| Point {
+                users: s.users,
+                tps: s.tps,
+                mean_ms: s.mean_ms,
+            })
+            .collect();
+        if verdict.tier.is_none() && last_valid.is_some() {
+            if let Some(p) = plateau(&points) {
+                verdict = plateau_verdict(&p, verdict);
+            }
+        }
         Configuration {
             servers,
             variant,
@@ -196,6 +210,21 @@ impl Configuration {
             verdict,
             findings,
         }
+    }
+}
+
+/// A configuration whose steps plateaued with nothing measured saturated: said as a
+/// saturation the lab did not see, never as headroom (`step`: its last step's verdict).
+fn plateau_verdict(p: &Plateau, step: Verdict) -> Verdict {
+    let measured = step.summary.replace(HEADROOM, "");
+    let mut evidence = vec![format!("{measured}, yet users grew and throughput did not")];
+    evidence.extend(step.evidence);
+    Verdict {
+        tier: None,
+        resource: Some("plateau".into()),
+        summary: p.summary(),
+        evidence,
+        ..Default::default()
     }
 }
 
@@ -468,6 +497,9 @@ fn advice(v: &Verdict) -> &'static str {
         (_, Some("threads")) => "raise the thread pool if the CPU has room, or add servers",
         (_, Some("connections")) => "raise the connection cap",
         (_, Some("cpu")) => "add app servers or CPU",
+        (None, Some("plateau")) => {
+            "expose what saturated: give the tiers CPU budgets (a full one shows), and the app's pools their metrics (Tomcat's threads need server.tomcat.mbeanregistry.enabled=true; HikariCP's come with Micrometer); a single-threaded process (nginx with worker_processes 1, Redis, Node.js) is full at one core"
+        }
         _ => "",
     }
 }
@@ -487,6 +519,67 @@ mod tests {
             gain_pct,
             verdict: Verdict::default(),
         }
+    }
+
+    /// A valid step of `users` at `tps` (Little's law: mean = users / tps), whose own
+    /// verdict named nothing.
+    fn step(users: usize, tps: f64) -> super::StepResult {
+        super::StepResult {
+            servers: 1,
+            users,
+            tps,
+            mean_ms: users as f64 / tps * 1000.0,
+            p50_ms: 0.0,
+            p99_ms: 0.0,
+            error_pct: 0.0,
+            requests: 0,
+            delivery: None,
+            judged: crate::judge::Judged {
+                valid: true,
+                invalid_reason: None,
+                users_in_system: users as f64,
+                generator_cpu_util: 0.3,
+                cpu_pressure_pct: None,
+                listen_overflows: 0,
+                machine_cpu: None,
+                tiers: Vec::new(),
+                resources: Vec::new(),
+                findings: Vec::new(),
+                verdict: Verdict {
+                    summary: format!(
+                        "no tier was saturated (the busiest: the app server's CPU, 31%){}",
+                        crate::judge::choice::HEADROOM
+                    ),
+                    ..Verdict::default()
+                },
+            },
+        }
+    }
+
+    #[test]
+    fn a_plateau_with_nothing_measured_saturated_is_not_called_headroom() {
+        // As tried: 16 -> 32 users, 37.6k -> 38.3k req/s, latency doubled.
+        let c = super::Configuration::of(1, None, vec![step(16, 37_600.0), step(32, 38_300.0)]);
+        assert_eq!(
+            c.verdict.resource.as_deref(),
+            Some("plateau"),
+            "{:?}",
+            c.verdict
+        );
+        assert!(c
+            .verdict
+            .summary
+            .starts_with("a plateau: throughput stayed at 37600-38300 req/s from 16 to 32 users"));
+        assert!(
+            !c.verdict.summary.contains("more users"),
+            "{}",
+            c.verdict.summary
+        );
+        assert!(c.verdict.evidence[0].contains("the app server's CPU, 31%"));
+        // Throughput that grew with the users is headroom indeed.
+        let c = super::Configuration::of(1, None, vec![step(16, 20_000.0), step(32, 38_300.0)]);
+        assert_eq!(c.verdict.resource, None);
+        assert!(c.verdict.summary.ends_with(crate::judge::choice::HEADROOM));
     }
 
     #[test]

@@ -4,6 +4,10 @@
 use super::thresholds::CPU_SATURATED;
 use super::{Resource, Verdict};
 
+/// What a step with nothing saturated concludes, unless its configuration's steps show
+/// a plateau (`plateau.rs`), which takes it back.
+pub const HEADROOM: &str = ": more users would load them further";
+
 /// Saturated CPU first, by utilisation; else the deepest saturated pool or cap.
 pub(super) fn choose(resources: &[Resource]) -> Verdict {
     let depth = |r: &Resource| match (r.tier.as_str(), r.resource.as_str()) {
@@ -52,7 +56,7 @@ pub(super) fn choose(resources: &[Resource]) -> Verdict {
                 resource: None,
                 summary: match top {
                     Some(r) => format!(
-                        "no tier was saturated (the busiest: {}, {:.0}%): more users would load them further",
+                        "no tier was saturated (the busiest: {}, {:.0}%){HEADROOM}",
                         r.label,
                         r.utilisation * 100.0
                     ),

@@ -20,9 +20,10 @@
 //! - `findings` beside any verdict: keep-alive off (then a balancer whose CPU is full
 //!   is named for it), STOMP messages lost, CPU taken by other processes.
 
-mod choice;
+pub mod choice;
 mod findings;
 mod machine;
+pub mod plateau;
 pub mod proof;
 mod queue;
 mod resources;

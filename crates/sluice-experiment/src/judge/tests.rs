@@ -647,3 +647,32 @@ fn the_manuals_table_of_thresholds_is_the_code() {
         "README.md's table under \"How the lab judges\""
     );
 }
+
+#[test]
+fn a_plateau_is_flat_throughput_over_enough_more_users() {
+    use super::plateau::{plateau, Point};
+    let at = |users: usize, tps: f64| Point {
+        users,
+        tps,
+        mean_ms: users as f64 / tps * 1000.0,
+    };
+    let ratio = PLATEAU_USERS_RATIO;
+    let more = |n: usize| (n as f64 * ratio).ceil() as usize;
+    let flat = 1.0 + (FLAT_GAIN_PCT - 0.1) / 100.0;
+    let grew = 1.0 + FLAT_GAIN_PCT / 100.0;
+    // (steps, a plateau)
+    let table = [
+        (vec![at(20, 100.0), at(more(20), 100.0 * flat)], true),
+        (vec![at(20, 100.0), at(more(20), 100.0 * grew)], false),
+        // Too few more users to tell a plateau from a slow climb.
+        (vec![at(20, 100.0), at(more(20) - 1, 100.0)], false),
+        // The widest: from the first step the last is flat against.
+        (vec![at(10, 60.0), at(20, 100.0), at(40, 101.0)], true),
+        (vec![at(10, 100.0)], false),
+    ];
+    for (points, found) in table {
+        assert_eq!(plateau(&points).is_some(), found, "{points:?}");
+    }
+    let p = plateau(&[at(10, 60.0), at(20, 100.0), at(40, 101.0)]).unwrap();
+    assert_eq!(p.users, (20, 40));
+}

@@ -76,6 +76,9 @@ thresholds! {
     /// A step from one number of servers to the next that gains less than this percent of
     /// throughput is flat, and the saturated tier of the flat configuration explains it.
     FLAT_GAIN_PCT = 10.0;
+    /// Users grown this many times or more with throughput flat (a gain under
+    /// `FLAT_GAIN_PCT`) is a plateau: something saturated, measured or not.
+    PLATEAU_USERS_RATIO = 1.5;
     /// How much larger the proof makes the named resource and the runner-up.
     ENLARGE = 1.5;
     /// The named resource, enlarged, must gain at least this percent over the control...
