@@ -65,6 +65,7 @@ pub fn parse_tier(spec: &str) -> Result<Vec<Watched>, TierError> {
             out.push(w);
         }
     }
+    fold_process_trees(&mut out);
     merge_metrics_into_processes(&mut out);
     for w in &mut out {
         w.name = match (w.pid, w.stats.as_deref()) {
@@ -92,6 +93,34 @@ fn instance(tier: &str, item: &str) -> Result<Watched, TierError> {
             Ok(w)
         }
         _ => watched(tier, String::new(), item),
+    }
+}
+
+/// Drops each listed pid that descends from another listed pid (nginx's workers listed
+/// beside their master): a process is read with its whole tree, so it would count twice.
+/// Its metrics URL, if any, goes to the ancestor.
+fn fold_process_trees(list: &mut Vec<Watched>) {
+    let trees: Vec<Vec<u32>> = list
+        .iter()
+        .map(|w| w.pid.map(sluice_lab::procfs::tree).unwrap_or_default())
+        .collect();
+    let mut i = 0;
+    while i < list.len() {
+        let pid = list[i].pid;
+        let ancestor = (0..list.len()).find(|&j| {
+            j != i && pid.is_some_and(|p| list[j].pid != Some(p) && trees[j].contains(&p))
+        });
+        match ancestor {
+            Some(j) => {
+                let stats = list[i].stats.take();
+                if list[j].stats.is_none() {
+                    list[j].stats = stats;
+                }
+                list.remove(i);
+                return fold_process_trees(list);
+            }
+            None => i += 1,
+        }
     }
 }
 
@@ -269,6 +298,20 @@ mod tests {
             Err(TierError::Https { .. })
         ));
         assert_eq!(affinity(me).map(|n| n > 0), Some(true));
+    }
+
+    #[test]
+    fn a_child_listed_beside_its_parent_is_counted_once() {
+        let me = std::process::id();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let t = parse_tier(&format!("lb={me},{}", child.id())).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!(t[0].pid, Some(me));
     }
 
     #[test]

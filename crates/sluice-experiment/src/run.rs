@@ -477,6 +477,12 @@ fn fill_exporter_budgets(tiers: &mut [Watched]) -> Result<(), TierError> {
                 cores: *n,
                 method: format!("the machine's {n} CPUs (node_exporter)"),
             };
+        } else if let Some(n) = counters.get("system_cpu_count") {
+            // Micrometer's: the CPUs the JVM sees (its container's quota, rounded up).
+            w.budget = crate::budget::Budget {
+                cores: *n,
+                method: format!("the JVM's {n} CPUs (system_cpu_count)"),
+            };
         }
     }
     Ok(())

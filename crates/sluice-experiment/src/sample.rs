@@ -172,8 +172,11 @@ fn read_proc(w: &Watched, tree: Option<Vec<u32>>, tcp: TcpStates) -> ProcReading
         // A remote tier: its machine's busy CPU (node_exporter), else its process's.
         None => {
             let get = |k: &str| counters.get(k).copied();
+            // Micrometer (Spring Boot) counts a JVM's CPU in nanoseconds; the
+            // Prometheus client libraries in seconds.
             r.cpu_s = get(NODE_BUSY)
                 .or(get("process_cpu_seconds_total"))
+                .or(get("process_cpu_time_ns_total").map(|ns| ns / 1e9))
                 .unwrap_or(0.0);
             r.rss_kib = get("process_resident_memory_bytes").map_or(0, |b| (b / 1024.0) as u64);
             r.fds = get("process_open_fds").map_or(0, |n| n as u64);
@@ -276,4 +279,40 @@ fn unchunk(mut body: &str) -> String {
         body = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An exporter answering every request with `body` as Prometheus text, on loopback.
+    fn exporter(body: &'static str) -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut s in listener.incoming().flatten() {
+                let mut buf = [0u8; 4096];
+                let _ = std::io::Read::read(&mut s, &mut buf);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = s.write_all(head.as_bytes());
+                let _ = s.write_all(body.as_bytes());
+            }
+        });
+        format!("http://{addr}/actuator/prometheus")
+    }
+
+    #[test]
+    fn a_jvm_metrics_url_gives_its_cpu_in_nanoseconds() {
+        // Micrometer's names, as Spring Boot 3.5 writes them.
+        let url = exporter(
+            "# TYPE process_cpu_time_ns_total counter\nprocess_cpu_time_ns_total 2.5E10\n# TYPE system_cpu_count gauge\nsystem_cpu_count 2.0\n",
+        );
+        let tier = crate::real::parse_tier(&format!("app={url}")).unwrap();
+        let r = read(&tier, Instant::now());
+        assert_eq!(r.procs[0].cpu_s, 25.0);
+        assert_eq!(r.procs[0].counters.get("system_cpu_count"), Some(&2.0));
+    }
 }
