@@ -24,6 +24,9 @@ pub struct ProcReading {
     pub rss_kib: u64,
     pub fds: u64,
     pub throttling: Throttling,
+    /// CPU seconds of each thread of its process tree, by thread id: a process whose one
+    /// busy thread is full is saturated however many cores it may use.
+    pub threads: BTreeMap<u32, f64>,
     /// Sockets with its listening port at either end.
     pub tcp: TcpStates,
     /// Its own counters: `/__stats` keys, or each `/metrics` family summed over labels.
@@ -168,6 +171,10 @@ fn read_proc(w: &Watched, tree: Option<Vec<u32>>, tcp: TcpStates) -> ProcReading
             r.cpu_s = tree.iter().map(|p| procfs::cpu_seconds(*p)).sum();
             r.rss_kib = tree.iter().map(|p| procfs::rss_kib(*p)).sum();
             r.fds = tree.iter().map(|p| procfs::open_fds(*p)).sum();
+            r.threads = tree
+                .iter()
+                .flat_map(|p| procfs::thread_cpu_seconds(*p))
+                .collect();
         }
         // A remote tier: its machine's busy CPU (node_exporter), else its process's.
         None => {

@@ -57,9 +57,14 @@ fn fullest_pool(s: &StepResult) -> String {
     s.judged
         .resources
         .iter()
-        // CPU has its columns; the balancer's queue is a share of requests held, not a
-        // pool's fullness; keep-alive is no pool.
-        .filter(|r| !matches!(r.resource.as_str(), "cpu" | "keepalive" | "queue"))
+        // CPU (and a thread's) has its columns; the balancer's queue is a share of
+        // requests held, not a pool's fullness; keep-alive is no pool.
+        .filter(|r| {
+            !matches!(
+                r.resource.as_str(),
+                "cpu" | "thread" | "keepalive" | "queue"
+            )
+        })
         .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
         .map_or("-".into(), |r| {
             format!("{} {} {:.0}%", r.tier, r.resource, r.utilisation * 100.0)

@@ -57,10 +57,30 @@ pub fn tree_cpu_seconds(pid: u32) -> f64 {
 /// CPU time (user + system) of one process, seconds (0 if it is gone).
 pub fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat_cpu_seconds(&stat)
+}
+
+/// CPU time (user + system) of every thread of `pid`, seconds, by thread id (empty if
+/// it is gone or not ours to read).
+pub fn thread_cpu_seconds(pid: u32) -> Vec<(u32, f64)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| {
+            let tid: u32 = t.file_name().to_string_lossy().parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+            Some((tid, stat_cpu_seconds(&stat)))
+        })
+        .collect()
+}
+
+/// utime + stime of a `stat` line (fields 14 and 15; 12 and 13 after the name), seconds.
+fn stat_cpu_seconds(stat: &str) -> f64 {
     let fields: Vec<&str> = stat
         .rsplit_once(") ")
         .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-    // utime and stime are fields 14 and 15 of the line; 12 and 13 after the name.
     let ticks = |i: usize| {
         fields
             .get(i)

@@ -21,7 +21,7 @@ pub(super) fn choose(resources: &[Resource]) -> Verdict {
     // process, when one is saturated too, is the more useful name.
     let hard = resources
         .iter()
-        .filter(|r| r.saturated && matches!(r.resource.as_str(), "cpu" | "keepalive"))
+        .filter(|r| r.saturated && matches!(r.resource.as_str(), "cpu" | "keepalive" | "thread"))
         .max_by(|a, b| {
             (!a.machine, a.utilisation)
                 .partial_cmp(&(!b.machine, b.utilisation))

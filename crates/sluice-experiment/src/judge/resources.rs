@@ -13,6 +13,7 @@ pub(super) fn resources(deltas: &[Delta], load: Load) -> Vec<Resource> {
     let mut resources = Vec::new();
     for d in deltas {
         resources.extend(cpu(d));
+        resources.extend(busiest_thread(d));
         resources.extend(pool(d, "threads", "pool", load));
         resources.extend(pool(d, "db_pool", "db_pool", load));
         resources.extend(cap(d));
@@ -26,6 +27,36 @@ pub(super) fn resources(deltas: &[Delta], load: Load) -> Vec<Resource> {
         }
     }
     resources
+}
+
+/// A process's busiest thread against one core: a single-threaded process (nginx with
+/// one worker, Redis, Node.js, a Python server) is full at one core however many the
+/// machine has. Only where its budget is more than a core (else that budget says it).
+fn busiest_thread(d: &Delta) -> Option<Resource> {
+    if d.info.budget_cores <= 1.0 {
+        return None;
+    }
+    let (tid, used) =
+        d.b.threads
+            .iter()
+            .map(|(tid, b)| (*tid, b - d.a.threads.get(tid).copied().unwrap_or(*b)))
+            .max_by(|x, y| x.1.total_cmp(&y.1))?;
+    let u = used / d.seconds;
+    Some(Resource {
+        tier: d.info.tier.clone(),
+        resource: "thread".into(),
+        label: format!("{}'s busiest thread (one core)", tier_word(&d.info.tier)),
+        utilisation: round2(u),
+        saturated: u >= CPU_SATURATED,
+        evidence: vec![format!(
+            "{}: its thread {tid} used {u:.2} of one core, the process {:.2} of its {}",
+            d.info.name,
+            d.cpu_util() * d.info.budget_cores,
+            cores(d.info.budget_cores)
+        )],
+        enlarge: None,
+        machine: false,
+    })
 }
 
 fn cpu(d: &Delta) -> Option<Resource> {

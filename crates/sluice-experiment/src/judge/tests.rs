@@ -676,3 +676,47 @@ fn a_plateau_is_flat_throughput_over_enough_more_users() {
     let p = plateau(&[at(10, 60.0), at(20, 100.0), at(40, 101.0)]).unwrap();
     assert_eq!(p.users, (20, 40));
 }
+
+#[test]
+fn a_single_busy_thread_is_saturated_however_many_cores_the_machine_has() {
+    // nginx with one worker on a 2-core machine, no budget: the process at 49% of the
+    // machine is its one worker thread at 98% of a core.
+    let procs = [ProcInfo {
+        name: "lb[pid 7]".into(),
+        tier: "lb".into(),
+        budget_cores: 2.0,
+        budget: "the machine's 2 cores".into(),
+        local: true,
+    }];
+    let at = |t: f64, worker: f64| Reading {
+        t,
+        procs: vec![ProcReading {
+            cpu_s: worker * t + 0.01 * t,
+            threads: [(7, 0.01 * t), (8, worker * t)].into_iter().collect(),
+            ..ProcReading::default()
+        }],
+        ..Reading::default()
+    };
+    // (the worker's share of a core, saturated)
+    for (worker, saturated) in [(CPU_SATURATED, true), (CPU_SATURATED - 0.02, false)] {
+        let readings: Vec<Reading> = (0..=10).map(|i| at(i as f64, worker)).collect();
+        let judged = judge(&procs, &readings, load());
+        let thread = judged
+            .resources
+            .iter()
+            .find(|r| r.resource == "thread")
+            .unwrap();
+        assert_eq!(thread.saturated, saturated, "{thread:?}");
+        let named = judged.verdict.resource.as_deref() == Some("thread");
+        assert_eq!(named, saturated, "{:?}", judged.verdict);
+        let cpu = judged
+            .resources
+            .iter()
+            .find(|r| r.resource == "cpu")
+            .unwrap();
+        assert!(
+            !cpu.saturated,
+            "the process is at half the machine: {cpu:?}"
+        );
+    }
+}
