@@ -111,7 +111,9 @@
     var xs = steps.map(function (_, i) { return i + 1; });
     function pct(s, tier, pool) {
       var rs = s.resources.filter(function (r) {
-        return r.tier === tier && (pool ? r.resource !== "cpu" : r.resource === "cpu" || r.resource === "keepalive");
+        // A busiest thread is against one core, neither the budget nor a pool.
+        if (r.tier !== tier || r.resource === "thread") { return false; }
+        return pool ? r.resource !== "cpu" : r.resource === "cpu" || r.resource === "keepalive";
       });
       if (!rs.length) { return null; }
       return Math.max.apply(null, rs.map(function (r) { return r.utilisation * 100; }));
