@@ -43,9 +43,10 @@ pub(super) fn starved(
     machine: Option<&MachineCpu>,
 ) -> Option<String> {
     let p = pressure.filter(|p| *p >= CONTENDED_PSI_PCT)?;
+    // A full thread is a full tier too (a single-threaded process at one core).
     let busiest = resources
         .iter()
-        .filter(|r| r.resource == "cpu")
+        .filter(|r| matches!(r.resource.as_str(), "cpu" | "thread"))
         .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))?;
     if busiest.utilisation >= CONTENDED_TIER_BELOW {
         return None;
