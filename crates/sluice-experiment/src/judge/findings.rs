@@ -32,6 +32,28 @@ pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Stri
     vec![finding]
 }
 
+/// A JVM whose metrics have no Tomcat thread figures: Spring Boot publishes them only
+/// with `server.tomcat.mbeanregistry.enabled=true`, so its thread pool, a common limit,
+/// cannot be judged. Said once per tier.
+pub(super) fn missing_metrics(deltas: &[Delta]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for d in deltas {
+        let keys = || d.b.counters.keys();
+        let jvm = keys().any(|k| k.starts_with("jvm_"));
+        let tomcat = keys().any(|k| k.starts_with("tomcat_threads_"));
+        let said = out
+            .iter()
+            .any(|f| f.starts_with(&format!("{}: ", d.info.tier)));
+        if jvm && !tomcat && !said {
+            out.push(format!(
+                "{}: a JVM without Tomcat's thread metrics (set server.tomcat.mbeanregistry.enabled=true): its thread pool cannot be judged",
+                d.info.tier
+            ));
+        }
+    }
+    out
+}
+
 /// Tasks waited for a CPU in a fifth of the step or more (PSI) while no tier was at 70%
 /// of its CPU budget: the tiers' CPUs were taken, by processes other than the tiers and
 /// the load generator when they used a share of the machine worth naming (seed 000's

@@ -32,7 +32,7 @@ mod validity;
 
 use choice::choose;
 pub use choice::runner_up;
-use findings::{findings, lost_messages, starved};
+use findings::{findings, lost_messages, missing_metrics, starved};
 pub use machine::MachineCpu;
 use resources::resources;
 use validity::validity;
@@ -242,6 +242,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     }
     queue::attribute(&mut resources);
     let mut findings = findings(&deltas, &mut resources);
+    findings.extend(missing_metrics(&deltas));
     let tiers = tiers(&deltas, readings);
     let generator_cpu_util =
         (last.generator_cpu_s - first.generator_cpu_s) / (seconds * load.generator_cores);

@@ -720,3 +720,24 @@ fn a_single_busy_thread_is_saturated_however_many_cores_the_machine_has() {
         );
     }
 }
+
+#[test]
+fn a_jvm_without_tomcat_thread_metrics_is_said_to_be_missing_them() {
+    let jvm = "# TYPE jvm_threads_live_threads gauge\njvm_threads_live_threads 40.0\n";
+    let with_tomcat = "jvm_threads_live_threads 40.0\ntomcat_threads_busy_threads 3.0\ntomcat_threads_config_max_threads 200.0\n";
+    for (text, said) in [
+        (jvm, true),
+        (with_tomcat, false),
+        ("process_cpu_seconds_total 1.0\n", false),
+    ] {
+        let readings: Vec<Reading> = (0..5)
+            .map(|i| reading(i as f64, 0.1 * i as f64, text))
+            .collect();
+        let judged = judge(&one("app"), &readings, load());
+        let found = judged
+            .findings
+            .iter()
+            .any(|f| f.contains("server.tomcat.mbeanregistry.enabled=true"));
+        assert_eq!(found, said, "{text}: {:?}", judged.findings);
+    }
+}
