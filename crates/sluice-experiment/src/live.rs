@@ -181,15 +181,11 @@ fn status_line(s: &LiveState) -> String {
         s.error_pct,
         tiers.join("  ")
     );
-    text::wrap(&line, "", "", Width::Narrow)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_string()
+    text::fit(line, Width::Narrow)
 }
 
 /// Each watched process's CPU between readings `a` and `b`, as a percent of its budget
-/// (`None` for an exporter without CPU figures).
+/// (0 for an exporter without a CPU count).
 pub fn tiers_between(watched: &[Watched], a: &Reading, b: &Reading) -> Vec<LiveTier> {
     let dt = (b.t - a.t).max(1e-3);
     watched

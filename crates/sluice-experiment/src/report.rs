@@ -262,12 +262,22 @@ impl ProofRow {
     }
 }
 
+/// How far apart identical runs were: the largest drift of a control from its step.
+pub(crate) fn control_spread(rows: &[ProofRow]) -> f64 {
+    rows.iter()
+        .filter(|r| r.role == "control")
+        .map(|r| r.gain_pct.abs())
+        .fold(0.0, f64::max)
+}
+
 impl Proof {
     pub fn of(servers: usize, users: usize, tps: f64, rows: Vec<ProofRow>) -> Proof {
         let named = rows.iter().find(|r| r.role == "named");
         let runner = rows.iter().find(|r| r.role == "runner-up");
-        let controls = rows.iter().filter(|r| r.role == "control");
-        let noise = controls.clone().next_back().map_or(0.0, |c| c.gain_pct);
+        let noise = rows
+            .iter()
+            .rfind(|r| r.role == "control")
+            .map_or(0.0, |c| c.gain_pct);
         let confirmed =
             named.is_some_and(|n| confirms(n.gain_pct, runner.map(|r| r.gain_pct), noise));
         let mut summary = match named {
@@ -285,7 +295,7 @@ impl Proof {
         }
         let _ = write!(summary, " (noise {:.0}%)", whole(noise.abs()));
         if !settled(noise) {
-            let spread = controls.map(|c| c.gain_pct.abs()).fold(0.0, f64::max);
+            let spread = control_spread(&rows);
             let _ = write!(
                 summary,
                 ": not confirmed: identical runs differed by {:.0}%",

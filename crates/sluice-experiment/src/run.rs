@@ -3,6 +3,7 @@
 //! step, judge the step; then prove the last verdict by re-running its step with the
 //! named resource enlarged, and with the runner-up enlarged instead.
 
+use crate::budget::Enforcement;
 use crate::error::{chain, Error};
 use crate::judge::thresholds::ENLARGE;
 use crate::judge::{self, Load, ProcInfo, Resource};
@@ -27,8 +28,9 @@ pub struct Options {
     pub sluice: PathBuf,
     /// Where configs and tier logs go.
     pub dir: PathBuf,
-    /// How the tiers' CPU budgets are held (decided before the run).
-    pub budgets: crate::budget::Enforcement,
+    /// How the tiers' CPU budgets are held, decided before the run (to be said first);
+    /// `None` for a deployment, which has its own (decided here if an experiment runs).
+    pub budgets: Option<Enforcement>,
     /// How wide the progress lines may be.
     pub width: crate::text::Width,
     /// Whether the progress table's header was printed (before the first step's line).
@@ -42,6 +44,7 @@ pub struct Options {
 /// Runs `e`; `stop` turning true ends it early with what was measured.
 pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> Result<LabReport, Error> {
     let started = report::now_unix_ms();
+    let budgets = o.budgets.clone().unwrap_or_else(Enforcement::decide);
     let mut configurations = Vec::new();
     let mut warnings = Vec::new();
     'variants: for (i, (variant, lb)) in e.balancers().into_iter().enumerate() {
@@ -58,7 +61,7 @@ pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> Result<
             let launch = Launch {
                 sluice: &o.sluice,
                 dir: &dir,
-                budgets: &o.budgets,
+                budgets: &budgets,
             };
             // What was measured before a failure is kept: the report says where it
             // stopped and why.
@@ -321,10 +324,11 @@ fn rerun(
     stop: &watch::Receiver<bool>,
 ) -> Result<StepResult, Error> {
     let dir = o.dir.join(name);
+    let budgets = o.budgets.clone().unwrap_or_else(Enforcement::decide);
     let launch = Launch {
         sluice: &o.sluice,
         dir: &dir,
-        budgets: &o.budgets,
+        budgets: &budgets,
     };
     let t = Topology::start(e, step.servers, &launch)?;
     let watched = t.watched();

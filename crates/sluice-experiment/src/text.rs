@@ -6,7 +6,7 @@
 
 use crate::judge::proof::settled;
 use crate::judge::thresholds::{CONTROL_DRIFT_PCT, PROOF_GAIN_PCT};
-use crate::report::{plural, whole, LabReport, Proof, StepResult};
+use crate::report::{control_spread, plural, whole, LabReport, Proof, StepResult};
 use std::fmt::Write;
 
 /// The widest a line is by default.
@@ -233,12 +233,7 @@ fn proof_text(p: &Proof, w: Width) -> String {
 fn proof_conclusion(p: &Proof) -> String {
     let noise = whole(p.noise_pct.abs());
     if !settled(p.noise_pct) {
-        let spread = p
-            .rows
-            .iter()
-            .filter(|r| r.role == "control")
-            .map(|r| whole(r.gain_pct.abs()))
-            .fold(0.0, f64::max);
+        let spread = whole(control_spread(&p.rows));
         return format!(
             "not confirmed: identical runs differed by {spread:.0}% (over {CONTROL_DRIFT_PCT:.0}% twice), so no gain here can be told from noise"
         );
@@ -312,7 +307,7 @@ pub fn wrap(text: &str, first: &str, rest: &str, w: Width) -> String {
 }
 
 /// `line`, cut to [`NARROW`] columns (`Narrow`) with `…` where it was cut.
-fn fit(line: String, w: Width) -> String {
+pub fn fit(line: String, w: Width) -> String {
     if w == Width::Wide || line.chars().count() <= NARROW {
         return line;
     }

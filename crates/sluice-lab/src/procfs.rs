@@ -116,26 +116,34 @@ pub fn tcp_states(port: u16) -> TcpStates {
 /// thousands of sockets in TIME_WAIT, each read is a long file).
 pub fn tcp_states_of(ports: &[u16]) -> Vec<TcpStates> {
     let mut states = vec![TcpStates::default(); ports.len()];
-    let port_of = |addr: &str| {
-        addr.rsplit_once(':')
-            .and_then(|(_, p)| u16::from_str_radix(p, 16).ok())
-    };
+    tcp_sockets(|f| {
+        if f.len() < 5 {
+            return;
+        }
+        let (local, remote) = (port_of(f[1]), port_of(f[2]));
+        for (port, s) in ports.iter().zip(states.iter_mut()) {
+            if local == Some(*port) || remote == Some(*port) {
+                count(s, f[3], f[4], local == Some(*port));
+            }
+        }
+    });
+    states
+}
+
+/// Each socket of the machine's TCP tables (v4 and v6), as its line's fields.
+fn tcp_sockets(mut each: impl FnMut(&[&str])) {
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
         let text = std::fs::read_to_string(table).unwrap_or_default();
         for line in text.lines().skip(1) {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() < 5 {
-                continue;
-            }
-            let (local, remote) = (port_of(f[1]), port_of(f[2]));
-            for (port, s) in ports.iter().zip(states.iter_mut()) {
-                if local == Some(*port) || remote == Some(*port) {
-                    count(s, f[3], f[4], local == Some(*port));
-                }
-            }
+            each(&line.split_whitespace().collect::<Vec<_>>());
         }
     }
-    states
+}
+
+/// The port of an address field of the tables (`0100007F:1F90`).
+fn port_of(addr: &str) -> Option<u16> {
+    addr.rsplit_once(':')
+        .and_then(|(_, p)| u16::from_str_radix(p, 16).ok())
 }
 
 /// The TCP ports `pids` listen on: their sockets (from their descriptors) matched with
@@ -158,19 +166,14 @@ pub fn listening_ports(pids: &[u32]) -> Vec<u16> {
         }
     }
     let mut ports = Vec::new();
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let text = std::fs::read_to_string(table).unwrap_or_default();
-        for line in text.lines().skip(1) {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            let port = f.get(1).and_then(|a| a.rsplit_once(':'));
-            let port = port.and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
-            if let (Some(port), Some(&"0A"), Some(inode)) = (port, f.get(3), f.get(9)) {
-                if inodes.contains(*inode) {
-                    ports.push(port);
-                }
+    tcp_sockets(|f| {
+        let port = f.get(1).and_then(|a| port_of(a));
+        if let (Some(port), Some(&"0A"), Some(inode)) = (port, f.get(3), f.get(9)) {
+            if inodes.contains(*inode) {
+                ports.push(port);
             }
         }
-    }
+    });
     ports.sort_unstable();
     ports.dedup();
     ports

@@ -119,7 +119,7 @@ pub fn lab(args: LabArgs) -> anyhow::Result<ExitCode> {
             false => eprint!("{}", text::wrap(line, "", "  ", w)),
         }
     }
-    let options = progress_options(&args, &e.name, dir.clone(), budgets)?;
+    let options = progress_options(&args, &e.name, dir.clone(), Some(budgets))?;
     let result = run::run(&e, &options, &stop);
     if let Ok(report) = &result {
         options.live.finish(&report.verdict.summary);
@@ -173,8 +173,7 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
     };
     let stop = crate::bench::interrupt_on_signal("sluice lab")?;
     // A deployment's budgets are its own, read from its processes: none is made here.
-    let budgets = Enforcement::decide();
-    let options = progress_options(args, target, std::env::temp_dir(), budgets)?;
+    let options = progress_options(args, target, std::env::temp_dir(), None)?;
     let report = run::run_deployment(&mut d, &options, &stop)?;
     options.live.finish(&report.verdict.summary);
     finish(args, &report)
@@ -193,7 +192,7 @@ fn progress_options(
     args: &LabArgs,
     name: &str,
     dir: PathBuf,
-    budgets: Enforcement,
+    budgets: Option<Enforcement>,
 ) -> anyhow::Result<run::Options> {
     let live = Live::new(name);
     if let Some(addr) = args.live {
