@@ -163,10 +163,22 @@ struct Delta<'a> {
 }
 
 impl Delta<'_> {
-    /// A counter's value in each reading that has it.
+    /// A gauge's value in each reading taken under load that has it: not the step's
+    /// edges (read while the load generator started or stopped its users), nor a reading
+    /// within [`thresholds::GAUGE_SETTLE_S`] of the start, which a gauge its exporter
+    /// refreshes once a second (HikariCP's) can still show from the idle before. A step
+    /// too short to have such readings falls back to all of them.
     fn series(&self, key: &str) -> Vec<f64> {
         let i = self.index;
-        self.readings
+        let (start, end) = (self.readings[0].t, self.readings[self.readings.len() - 1].t);
+        let under_load = |r: &&Reading| r.t >= start + thresholds::GAUGE_SETTLE_S && r.t < end;
+        let inner: Vec<&Reading> = self.readings.iter().filter(under_load).collect();
+        let chosen: Vec<&Reading> = if inner.iter().any(|r| r.procs[i].counters.contains_key(key)) {
+            inner
+        } else {
+            self.readings.iter().collect()
+        };
+        chosen
             .iter()
             .filter_map(|r| r.procs[i].counters.get(key).copied())
             .collect()

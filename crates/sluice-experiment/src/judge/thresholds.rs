@@ -37,6 +37,12 @@ thresholds! {
     /// ...or, without a pending gauge (Tomcat's threads), busy at least this on average.
     GAUGE_BUSY_ALONE = 0.95;
 
+    /// Seconds after a step's start before a gauge's reading counts: HikariCP's gauges
+    /// are up to a second stale, and the step's first reading is taken as its users
+    /// start, so both can still show the idle between steps. Gauges are read from the
+    /// step's inner readings only (`Delta::series`).
+    GAUGE_SETTLE_S = 1.0;
+
     /// A connection cap is saturated when it was held in at least this share of the
     /// seconds sampled...
     CAP_HELD_SHARE = 0.80;
