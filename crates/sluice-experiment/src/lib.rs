@@ -3,7 +3,8 @@
 //! the numbers that prove it, then proves it by re-running with that resource enlarged.
 //!
 //! This crate owns experiments (`spec`), starting tiers (`topology`, `lb_config`),
-//! sampling them (`sample`, `prom`, `real` for tiers it did not start), judging
+//! sampling them (`sample`, `prom`, `real` for tiers it did not start, `database`
+//! for a database's sessions), judging
 //! (`judge`), CPU budgets and who holds them (`budget`: the kernel's cgroups or the
 //! lab's own duty cycle) and reporting (`report` the data, `text` the terminal's
 //! rendering, `html`; `live` while it runs), and says why a run failed in typed errors
@@ -12,6 +13,7 @@
 
 pub mod budget;
 pub mod builtin;
+pub mod database;
 pub mod error;
 pub mod html;
 pub mod judge;

@@ -4,26 +4,42 @@
 //! our own: exporters are the agents.
 //!
 //! `--tier app=1234,1235 --tier db=http://db.internal:9100/metrics`: a tier is a name
-//! and a list of pids or URLs. A local process's CPU budget is found the way the kernel
+//! and a list of pids or URLs. A database's URL (`postgres://`, `mysql://`) is read for
+//! its sessions (`crate::database`); on this machine, the process listening on its port
+//! is read too. A local process's CPU budget is found the way the kernel
 //! applies it: its cgroup's CPU quota (v1 `cpu.cfs_quota_us`, v2 `cpu.max`, the
 //! tightest along its path), else its CPU affinity, else the machine's cores.
 
 use crate::budget::{Budget, Throttled};
+use crate::database::DbUrl;
 use std::path::{Path, PathBuf};
 
 /// Why a `--tier` cannot be watched. Each names the flag as written, to be fixed there.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TierError {
-    #[error("--tier {0}: write NAME=PID[,PID...], NAME=http://HOST:PORT/metrics, or NAME=PID@URL for both")]
+    #[error("--tier {0}: write NAME=PID[,PID...], NAME=http://HOST:PORT/metrics, NAME=postgres://USER@HOST:PORT/DB (or mysql://), or NAME=PID@URL for both")]
     Form(String),
     #[error("--tier {0}: a name and at least one pid or URL")]
     Empty(String),
     #[error("--tier {tier}={item}: HTTPS exporters are not read yet; use an http:// endpoint")]
     Https { tier: String, item: String },
-    #[error("--tier {tier}={item}: not a pid or an http:// URL")]
+    #[error("--tier {tier}={item}: not a pid, an http:// URL or a database's URL (postgres://, mysql://)")]
     NotPid { tier: String, item: String },
     #[error("--tier {tier}={pid}: no such process")]
     NoProcess { tier: String, pid: u32 },
+    #[error("--tier {tier}={item}: {why}")]
+    DbUrl {
+        tier: String,
+        item: String,
+        why: String,
+    },
+    /// A database whose sessions cannot be read (found before the run).
+    #[error("--tier {tier}={url}: its sessions cannot be read: {error}")]
+    Database {
+        tier: String,
+        url: String,
+        error: String,
+    },
     /// An exporter's URL that gave nothing to read (found at the first reading).
     #[error("--tier {tier}={url}: no Prometheus metrics there")]
     NoMetrics { tier: String, url: String },
@@ -39,6 +55,8 @@ pub struct Watched {
     pub port: Option<u16>,
     /// Where its counters are read.
     pub stats: Option<String>,
+    /// Where its sessions are read, for a database.
+    pub database: Option<DbUrl>,
     /// Where its budget's throttling counters are read.
     pub throttled: Option<Throttled>,
     pub budget: Budget,
@@ -61,18 +79,23 @@ pub fn parse_tier(spec: &str) -> Result<Vec<Watched>, TierError> {
     let mut out: Vec<Watched> = Vec::new();
     for item in list.split(',').map(str::trim) {
         let w = instance(tier, item)?;
-        if w.pid.is_none() || out.iter().all(|o| o.pid != w.pid) {
-            out.push(w);
+        match out.iter_mut().find(|o| w.pid.is_some() && o.pid == w.pid) {
+            Some(same) => join(same, w),
+            None => out.push(w),
         }
     }
     fold_process_trees(&mut out);
     merge_metrics_into_processes(&mut out);
     for w in &mut out {
-        w.name = match (w.pid, w.stats.as_deref()) {
-            (Some(pid), _) => format!("{tier}[pid {pid}]"),
-            (None, Some(url)) => format!("{tier}[{}]", authority(url)),
-            (None, None) => tier.to_string(),
+        w.name = match (w.pid, w.stats.as_deref(), &w.database) {
+            (Some(pid), _, _) => format!("{tier}[pid {pid}]"),
+            (None, Some(url), _) => format!("{tier}[{}]", authority(url)),
+            (None, None, Some(db)) => format!("{tier}[{}:{}]", db.host, db.port),
+            (None, None, None) => tier.to_string(),
         };
+        if w.port.is_none() {
+            w.port = w.pid.and_then(only_listening_port);
+        }
     }
     Ok(out)
 }
@@ -82,17 +105,35 @@ fn instance(tier: &str, item: &str) -> Result<Watched, TierError> {
     match item.split_once('@') {
         Some((pid, url)) if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => {
             let mut w = watched(tier, String::new(), pid)?;
-            let metrics = watched(tier, String::new(), url)?;
-            if metrics.pid.is_some() {
+            if url.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(TierError::NotPid {
                     tier: tier.into(),
                     item: item.into(),
                 });
             }
-            w.stats = metrics.stats;
+            let mut of_url = watched(tier, String::new(), url)?;
+            // The pid given is the one read, whoever listens on the URL's port.
+            of_url.pid = w.pid;
+            join(&mut w, of_url);
             Ok(w)
         }
         _ => watched(tier, String::new(), item),
+    }
+}
+
+/// Two items that are one instance (the same pid; a pid and its URL): what each says.
+fn join(into: &mut Watched, other: Watched) {
+    into.stats = into.stats.take().or(other.stats);
+    into.database = into.database.take().or(other.database);
+    into.port = into.port.or(other.port);
+}
+
+/// The one port a process tree listens on, if it listens on exactly one: its sockets
+/// are the tier's socket figures.
+fn only_listening_port(pid: u32) -> Option<u16> {
+    match sluice_lab::procfs::listening_ports(&sluice_lab::procfs::tree(pid))[..] {
+        [port] => Some(port),
+        _ => None,
     }
 }
 
@@ -112,11 +153,9 @@ fn fold_process_trees(list: &mut Vec<Watched>) {
         });
         match ancestor {
             Some(j) => {
-                let stats = list[i].stats.take();
-                if list[j].stats.is_none() {
-                    list[j].stats = stats;
-                }
-                list.remove(i);
+                let child = list.remove(i);
+                let j = if j > i { j - 1 } else { j };
+                join(&mut list[j], child);
                 return fold_process_trees(list);
             }
             None => i += 1,
@@ -124,8 +163,8 @@ fn fold_process_trees(list: &mut Vec<Watched>) {
     }
 }
 
-/// Joins each URL alone on a loopback address to the process of the list that listens
-/// on its port.
+/// Joins each metrics URL alone on a loopback address to the process of the list that
+/// listens on its port.
 fn merge_metrics_into_processes(list: &mut Vec<Watched>) {
     let mut i = 0;
     while i < list.len() {
@@ -144,9 +183,9 @@ fn merge_metrics_into_processes(list: &mut Vec<Watched>) {
         });
         match owner {
             Some(o) => {
-                let url = list.remove(i).stats;
+                let alone = list.remove(i);
                 let o = if o > i { o - 1 } else { o };
-                list[o].stats = url;
+                join(&mut list[o], alone);
             }
             None => i += 1,
         }
@@ -167,6 +206,14 @@ fn local_port(url: &str) -> Option<u16> {
 }
 
 fn watched(tier: &str, name: String, item: &str) -> Result<Watched, TierError> {
+    if let Some(db) = DbUrl::parse(item) {
+        let db = db.map_err(|why| TierError::DbUrl {
+            tier: tier.into(),
+            item: item.into(),
+            why,
+        })?;
+        return Ok(database(tier, name, db));
+    }
     if item.starts_with("http://") {
         return Ok(Watched {
             name,
@@ -174,6 +221,7 @@ fn watched(tier: &str, name: String, item: &str) -> Result<Watched, TierError> {
             pid: None,
             port: None,
             stats: Some(item.into()),
+            database: None,
             throttled: None,
             // Filled from the exporter's CPU count at the first reading.
             budget: Budget {
@@ -205,9 +253,39 @@ fn watched(tier: &str, name: String, item: &str) -> Result<Watched, TierError> {
         pid: Some(pid),
         port: None,
         stats: None,
+        database: None,
         throttled: cgroup.map(Throttled::Cgroup),
         budget,
     })
+}
+
+/// A database's URL: its sessions, and on this machine the process listening on its
+/// port (found as root, or as the database's own user), with that process's budget.
+fn database(tier: &str, name: String, db: DbUrl) -> Watched {
+    let pid = db
+        .is_local()
+        .then(|| sluice_lab::procfs::listener_pid(db.port))
+        .flatten();
+    let (budget, cgroup) = match pid {
+        Some(pid) => process_budget(pid),
+        None => (
+            Budget {
+                cores: 0.0,
+                method: "not read (the database's process is not on this machine)".into(),
+            },
+            None,
+        ),
+    };
+    Watched {
+        name,
+        tier: tier.into(),
+        pid,
+        port: Some(db.port),
+        stats: None,
+        throttled: cgroup.map(Throttled::Cgroup),
+        budget,
+        database: Some(db),
+    }
 }
 
 /// The CPU a process may use: its cgroup quota, else its affinity, else the machine.
@@ -281,11 +359,11 @@ mod tests {
         );
         assert_eq!(
             parse_tier("app").unwrap_err().to_string(),
-            "--tier app: write NAME=PID[,PID...], NAME=http://HOST:PORT/metrics, or NAME=PID@URL for both"
+            "--tier app: write NAME=PID[,PID...], NAME=http://HOST:PORT/metrics, NAME=postgres://USER@HOST:PORT/DB (or mysql://), or NAME=PID@URL for both"
         );
         assert_eq!(
             parse_tier("app=notapid").unwrap_err().to_string(),
-            "--tier app=notapid: not a pid or an http:// URL"
+            "--tier app=notapid: not a pid, an http:// URL or a database's URL (postgres://, mysql://)"
         );
         let max = u32::MAX;
         assert_eq!(

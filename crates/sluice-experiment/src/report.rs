@@ -496,6 +496,15 @@ fn ordinal(n: usize) -> String {
 fn advice(v: &Verdict) -> &'static str {
     match (v.tier.as_deref(), v.resource.as_deref()) {
         (Some("loadgen"), _) => "give the load generator more CPU or another machine",
+        (_, Some("locks")) => {
+            "more pool or app servers will not help: every request waits on the same lock; shorten the transaction that holds it (commit sooner, nothing slow inside it) or spread the hot row (a row per shard, updates batched)"
+        }
+        (_, Some("io")) => {
+            "give the database more memory for its cache (shared_buffers, innodb_buffer_pool_size), faster storage, or fewer reads (an index)"
+        }
+        (_, Some("db_connections")) => {
+            "keep the app servers' pools (pool size x servers) below the database's max_connections, or raise it"
+        }
         (Some("db"), _) => "add database capacity, or send it fewer queries",
         (Some("lb"), Some("keepalive")) => "turn upstream keep-alive on",
         (Some("lb"), Some("balance")) => "hash on the room, so each room stays on one server",

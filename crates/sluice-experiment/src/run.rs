@@ -4,6 +4,7 @@
 //! named resource enlarged, and with the runner-up enlarged instead.
 
 use crate::budget::Enforcement;
+use crate::database::DbSampler;
 use crate::error::{chain, Error};
 use crate::judge::thresholds::ENLARGE;
 use crate::judge::{self, Load, ProcInfo, Resource};
@@ -435,7 +436,8 @@ pub fn run_deployment(
 ) -> Result<LabReport, Error> {
     let started = report::now_unix_ms();
     fill_exporter_budgets(&mut d.tiers)?;
-    let sampler = Sampler::start(&d.tiers);
+    let databases = connect_databases(&d.tiers)?;
+    let sampler = Sampler::with_databases(&d.tiers, databases);
     let servers = d.tiers.iter().filter(|w| w.tier == "app").count().max(1);
     let mut steps = Vec::new();
     for &users in &d.users {
@@ -465,9 +467,31 @@ pub fn run_deployment(
     Ok(report)
 }
 
+/// A sampler of each database's sessions, connected now: a wrong URL or password, or a
+/// user without the privileges to see sessions, is refused before the run.
+fn connect_databases(tiers: &[Watched]) -> Result<Vec<Option<DbSampler>>, TierError> {
+    tiers
+        .iter()
+        .map(|w| {
+            let Some(db) = &w.database else {
+                return Ok(None);
+            };
+            let conn = db.connect().map_err(|error| TierError::Database {
+                tier: w.tier.clone(),
+                url: db.shown(),
+                error,
+            })?;
+            Ok(Some(DbSampler::start(db.clone(), conn)))
+        })
+        .collect()
+}
+
 /// An exporter's tier is judged against its machine's CPU count (node_exporter's).
 fn fill_exporter_budgets(tiers: &mut [Watched]) -> Result<(), TierError> {
-    for w in tiers.iter_mut().filter(|w| w.pid.is_none()) {
+    for w in tiers
+        .iter_mut()
+        .filter(|w| w.pid.is_none() && w.stats.is_some())
+    {
         let url = w.stats.clone().unwrap_or_default();
         let counters = crate::sample::counters(&url);
         if counters.is_empty() {

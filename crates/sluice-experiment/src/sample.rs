@@ -8,6 +8,7 @@
 //! did is the difference between two readings (`judge.rs`). Every read is cheap (a few
 //! files, one loopback HTTP request per tier), so sampling does not load what it measures.
 
+use crate::database::DbSampler;
 use crate::real::Watched;
 use sluice_lab::cpu_budget::Throttling;
 use sluice_lab::procfs::{self, TcpStates};
@@ -31,6 +32,8 @@ pub struct ProcReading {
     pub tcp: TcpStates,
     /// Its own counters: `/__stats` keys, or each `/metrics` family summed over labels.
     pub counters: BTreeMap<String, f64>,
+    /// A database's sessions, sampled since the start (`crate::database`).
+    pub db: Option<crate::database::DbReading>,
 }
 
 /// Every tier at one moment.
@@ -51,15 +54,31 @@ pub struct Reading {
 /// A thread reading every tier each second until dropped.
 pub struct Sampler {
     readings: Arc<Mutex<Vec<Reading>>>,
-    sources: Arc<Vec<Watched>>,
+    sources: Arc<Sources>,
     started: Instant,
     stop: Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// What the sampler reads: the watched processes and URLs, and beside each that is a
+/// database, the thread sampling its sessions.
+struct Sources {
+    watched: Vec<Watched>,
+    databases: Vec<Option<DbSampler>>,
+}
+
 impl Sampler {
     pub fn start(watched: &[Watched]) -> Sampler {
-        let sources = Arc::new(watched.to_vec());
+        Sampler::with_databases(watched, Vec::new())
+    }
+
+    /// A sampler that also reads each database's sessions from `databases` (in the
+    /// order of `watched`; `None` for a tier that is not one).
+    pub fn with_databases(watched: &[Watched], databases: Vec<Option<DbSampler>>) -> Sampler {
+        let sources = Arc::new(Sources {
+            watched: watched.to_vec(),
+            databases,
+        });
         let readings = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let started = Instant::now();
@@ -129,18 +148,25 @@ impl Drop for Sampler {
     }
 }
 
-fn read(sources: &[Watched], started: Instant) -> Reading {
+fn read(sources: &Sources, started: Instant) -> Reading {
+    let watched = &sources.watched;
     // The process table and the socket tables are read once for every tier.
-    let pids: Vec<u32> = sources.iter().filter_map(|w| w.pid).collect();
+    let pids: Vec<u32> = watched.iter().filter_map(|w| w.pid).collect();
     let mut trees = procfs::trees(&pids).into_iter();
-    let ports: Vec<u16> = sources.iter().filter_map(|w| w.port).collect();
+    let ports: Vec<u16> = watched.iter().filter_map(|w| w.port).collect();
     let mut tcp = procfs::tcp_states_of(&ports).into_iter();
-    let procs = sources
+    let procs = watched
         .iter()
-        .map(|w| {
+        .enumerate()
+        .map(|(i, w)| {
             let tree = w.pid.and_then(|_| trees.next());
             let tcp = w.port.and_then(|_| tcp.next()).unwrap_or_default();
-            read_proc(w, tree, tcp)
+            let mut r = read_proc(w, tree, tcp);
+            r.db = sources
+                .databases
+                .get(i)
+                .and_then(|d| d.as_ref().map(DbSampler::reading));
+            r
         })
         .collect();
     Reading {
@@ -318,7 +344,11 @@ mod tests {
             "# TYPE process_cpu_time_ns_total counter\nprocess_cpu_time_ns_total 2.5E10\n# TYPE system_cpu_count gauge\nsystem_cpu_count 2.0\n",
         );
         let tier = crate::real::parse_tier(&format!("app={url}")).unwrap();
-        let r = read(&tier, Instant::now());
+        let sources = Sources {
+            watched: tier,
+            databases: Vec::new(),
+        };
+        let r = read(&sources, Instant::now());
         assert_eq!(r.procs[0].cpu_s, 25.0);
         assert_eq!(r.procs[0].counters.get("system_cpu_count"), Some(&2.0));
     }

@@ -258,6 +258,7 @@ impl Topology {
                 pid: Some(p.pid),
                 port: Some(p.addr.port()),
                 stats: p.stats.clone(),
+                database: None,
                 throttled: p.limit.as_ref().map(Limit::throttled),
                 budget: p.budget.clone(),
             })

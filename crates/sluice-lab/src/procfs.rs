@@ -179,6 +179,43 @@ pub fn listening_ports(pids: &[u32]) -> Vec<u16> {
     ports
 }
 
+/// The process listening on TCP `port` (of those sharing the socket, the one whose
+/// parent does not: nginx's master, PostgreSQL's postmaster). `None` when no process
+/// readable here holds it (another user's, unless this is root).
+pub fn listener_pid(port: u16) -> Option<u32> {
+    let mut inodes = std::collections::HashSet::new();
+    tcp_sockets(|f| {
+        if let (Some(p), Some(&"0A"), Some(inode)) =
+            (f.get(1).and_then(|a| port_of(a)), f.get(3), f.get(9))
+        {
+            if p == port {
+                inodes.insert(format!("socket:[{inode}]"));
+            }
+        }
+    });
+    if inodes.is_empty() {
+        return None;
+    }
+    let holders: Vec<u32> = std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+                return false;
+            };
+            fds.flatten().any(|fd| {
+                std::fs::read_link(fd.path())
+                    .is_ok_and(|l| inodes.contains(l.to_string_lossy().as_ref()))
+            })
+        })
+        .collect();
+    holders
+        .iter()
+        .copied()
+        .find(|pid| parent_of(*pid).is_none_or(|pp| !holders.contains(&pp)))
+}
+
 /// Counts one socket of state `state` (hex, as /proc writes it); `queues` is its
 /// `tx:rx` field, whose rx is a listening socket's accept queue.
 fn count(s: &mut TcpStates, state: &str, queues: &str, local: bool) {

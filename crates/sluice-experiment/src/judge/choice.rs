@@ -1,5 +1,7 @@
-//! Which saturated resource the verdict names: a saturated CPU first, else the deepest
-//! saturated pool or cap; and the runner-up the proof enlarges instead.
+//! Which saturated resource the verdict names: a saturated CPU first, then what
+//! saturated inside a database (a lock or its I/O: the pools in front of it fill
+//! because of it, and more pool only lengthens the queue), else the deepest saturated
+//! pool or cap; and the runner-up the proof enlarges instead.
 
 use super::thresholds::CPU_SATURATED;
 use super::{Resource, Verdict};
@@ -8,10 +10,13 @@ use super::{Resource, Verdict};
 /// a plateau (`plateau.rs`), which takes it back.
 pub const HEADROOM: &str = ": more users would load them further";
 
+/// Resources inside a database that the pools in front of it wait on.
+const INSIDE_DB: &[&str] = &["locks", "io"];
+
 /// Saturated CPU first, by utilisation; else the deepest saturated pool or cap.
 pub(super) fn choose(resources: &[Resource]) -> Verdict {
     let depth = |r: &Resource| match (r.tier.as_str(), r.resource.as_str()) {
-        ("db", _) => 4,
+        ("db", _) | (_, "db_connections") => 4,
         (_, "db_pool") => 3,
         (_, "threads") => 2,
         (_, "connections") => 1,
@@ -27,6 +32,12 @@ pub(super) fn choose(resources: &[Resource]) -> Verdict {
                 .partial_cmp(&(!b.machine, b.utilisation))
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
+    let inside_db = || {
+        resources
+            .iter()
+            .filter(|r| r.saturated && INSIDE_DB.contains(&r.resource.as_str()))
+            .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
+    };
     let soft = || {
         resources.iter().filter(|r| r.saturated).max_by(|a, b| {
             depth(a)
@@ -34,7 +45,7 @@ pub(super) fn choose(resources: &[Resource]) -> Verdict {
                 .then(a.utilisation.total_cmp(&b.utilisation))
         })
     };
-    match hard.or_else(soft) {
+    match hard.or_else(inside_db).or_else(soft) {
         Some(r) => Verdict {
             tier: Some(r.tier.clone()),
             resource: Some(r.resource.clone()),

@@ -15,12 +15,17 @@
 //!   between the users configured and those in the system; otherwise the step measured
 //!   the generator and says so.
 //! - `choice`: **which one**: a saturated CPU first (a pool that fills because its
-//!   tier's CPU is full is a symptom), else the deepest saturated pool (a database pool
+//!   tier's CPU is full is a symptom), then what saturated inside a database (a lock
+//!   fills the pools in front of it), else the deepest saturated pool (a database pool
 //!   fills app threads behind it, never the reverse). Nothing saturated: no tier.
+//! - `database`: **inside a database**, from its sessions sampled four times a second:
+//!   a lock (or I/O) that sessions waited on in nearly every sample, most of their time
+//!   in statements; its `max_connections` held.
 //! - `findings` beside any verdict: keep-alive off (then a balancer whose CPU is full
 //!   is named for it), STOMP messages lost, CPU taken by other processes.
 
 pub mod choice;
+mod database;
 mod findings;
 mod machine;
 pub mod plateau;
@@ -192,6 +197,14 @@ impl Delta<'_> {
             .max()
             .unwrap_or(0)
     }
+    /// What the database's sessions did over the step, where they are sampled.
+    fn db(&self) -> Option<crate::database::DbReading> {
+        let b = self.b.db.as_ref()?;
+        Some(match &self.a.db {
+            Some(a) => b.since(a),
+            None => b.clone(),
+        })
+    }
     fn counter(&self, key: &str) -> f64 {
         let get = |r: &ProcReading| r.counters.get(key).copied().unwrap_or(0.0);
         (get(self.b) - get(self.a)).max(0.0)
@@ -249,12 +262,14 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     let machine_cpu = machine::split(first, last, seconds, &deltas);
     let mut resources = resources(&deltas, load);
     resources.extend(machine::shared(&deltas, machine_cpu.as_ref()));
+    resources.extend(database::resources(&deltas));
     if !resources.iter().any(|r| r.resource == "queue") {
         resources.extend(queue::shed(&deltas, load));
     }
     queue::attribute(&mut resources);
     let mut findings = findings(&deltas, &mut resources);
     findings.extend(missing_metrics(&deltas));
+    findings.extend(database::findings(&deltas, &mut resources));
     let tiers = tiers(&deltas, readings);
     let generator_cpu_util =
         (last.generator_cpu_s - first.generator_cpu_s) / (seconds * load.generator_cores);

@@ -43,6 +43,14 @@ thresholds! {
     /// step's inner readings only (`Delta::series`).
     GAUGE_SETTLE_S = 1.0;
 
+    /// A database's locks (or its I/O) are saturated when sessions waited on them in at
+    /// least this share of its samples (taken four times a second): one holder at a time
+    /// with a queue nearly always behind it, the way a connection cap is held...
+    DB_WAIT_SHARE = 0.80;
+    /// ...and those waits took at least this share of its sessions' time in statements
+    /// (running or waiting): a few short waits beside busy statements are not the limit.
+    DB_WAIT_OF_ACTIVE = 0.50;
+
     /// A connection cap is saturated when it was held in at least this share of the
     /// seconds sampled...
     CAP_HELD_SHARE = 0.80;

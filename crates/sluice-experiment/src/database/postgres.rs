@@ -1,0 +1,136 @@
+//! PostgreSQL's sessions from `pg_stat_activity`: each client backend's state, what it
+//! waits on (`wait_event_type`/`wait_event`), its statement, and for a lock wait the
+//! statement of the session holding the lock (`pg_blocking_pids`). Statements of other
+//! users' sessions need `pg_read_all_stats` (or a superuser).
+
+use super::{statement_text, Class, Session, Sessions, Snapshot};
+use std::time::Duration;
+
+/// The sessions of the whole server, except this one. `pg_blocking_pids` is asked only
+/// for a session waiting on a lock: it takes the lock manager's locks to answer.
+const SESSIONS: &str = "SELECT a.state, a.wait_event_type, a.wait_event, a.query,
+    CASE WHEN a.wait_event_type = 'Lock' THEN
+        (SELECT b.query FROM pg_stat_activity b WHERE b.pid = (pg_blocking_pids(a.pid))[1])
+    END
+  FROM pg_stat_activity a
+  WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()";
+
+/// What `pg_stat_activity` shows in place of another user's statement.
+const HIDDEN: &str = "<insufficient privilege>";
+
+pub struct Postgres {
+    client: postgres::Client,
+    /// Connections a client may open: `max_connections` less the superusers' reserve.
+    max_connections: u64,
+}
+
+pub fn connect(url: &str) -> Result<Postgres, String> {
+    let mut config: postgres::Config = url.parse().map_err(|e| format!("{e}"))?;
+    config
+        .connect_timeout(Duration::from_secs(2))
+        .application_name("sluice lab");
+    let mut client = config
+        .connect(postgres::NoTls)
+        .map_err(|e| error_text(&e))?;
+    // A sample that cannot finish in a second is abandoned, never left running.
+    client
+        .batch_execute("SET statement_timeout = '1s'")
+        .map_err(|e| error_text(&e))?;
+    let row = client
+        .query_one(
+            "SELECT current_setting('max_connections')::int
+                  - current_setting('superuser_reserved_connections')::int",
+            &[],
+        )
+        .map_err(|e| error_text(&e))?;
+    let max: i32 = row.get(0);
+    Ok(Postgres {
+        client,
+        max_connections: max.max(0) as u64,
+    })
+}
+
+/// The server's own words (a wrong password, a missing database) before the driver's.
+fn error_text(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => db.message().to_string(),
+        None => e.to_string(),
+    }
+}
+
+impl Sessions for Postgres {
+    fn sample(&mut self) -> Result<Snapshot, String> {
+        let rows = self
+            .client
+            .query(SESSIONS, &[])
+            .map_err(|e| error_text(&e))?;
+        let mut snapshot = Snapshot {
+            // This session counts against the limit too.
+            connections: rows.len() as u64 + 1,
+            max_connections: self.max_connections,
+            ..Snapshot::default()
+        };
+        for row in rows {
+            let state: Option<String> = row.get(0);
+            let wait_type: Option<String> = row.get(1);
+            let wait: Option<String> = row.get(2);
+            let query: Option<String> = row.get(3);
+            let blocker: Option<String> = row.get(4);
+            if query.as_deref() == Some(HIDDEN) {
+                snapshot.hidden = true;
+            }
+            let Some(class) = classify(state.as_deref(), wait_type.as_deref()) else {
+                continue;
+            };
+            snapshot.sessions.push(Session {
+                class,
+                event: wait_type.map(|t| format!("{t}:{}", wait.unwrap_or_default())),
+                statement: query.as_deref().map(statement_text),
+                blocker: blocker.as_deref().map(statement_text),
+            });
+        }
+        Ok(snapshot)
+    }
+}
+
+/// A session's class from its state and wait; `None` for an idle one.
+fn classify(state: Option<&str>, wait_type: Option<&str>) -> Option<Class> {
+    match (state?, wait_type) {
+        ("active" | "fastpath function call", None) => Some(Class::Running),
+        ("active" | "fastpath function call", Some("Lock")) => Some(Class::Lock),
+        ("active" | "fastpath function call", Some("IO")) => Some(Class::Io),
+        ("active" | "fastpath function call", Some(_)) => Some(Class::Other),
+        (s, _) if s.starts_with("idle in transaction") => Some(Class::IdleInTransaction),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_are_classed_by_state_and_wait() {
+        let table = [
+            (Some("active"), None, Some(Class::Running)),
+            (Some("active"), Some("Lock"), Some(Class::Lock)),
+            (Some("active"), Some("IO"), Some(Class::Io)),
+            (Some("active"), Some("LWLock"), Some(Class::Other)),
+            (
+                Some("idle in transaction"),
+                Some("Client"),
+                Some(Class::IdleInTransaction),
+            ),
+            (
+                Some("idle in transaction (aborted)"),
+                None,
+                Some(Class::IdleInTransaction),
+            ),
+            (Some("idle"), Some("Client"), None),
+            (None, None, None),
+        ];
+        for (state, wait, class) in table {
+            assert_eq!(classify(state, wait), class, "{state:?} {wait:?}");
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! Inside a database, from its sessions sampled over the step (`crate::database`): a
+//! lock that most samples found sessions waiting on, I/O the same way, and the
+//! connections at `max_connections`. A lock is a resource of one holder at a time, so a
+//! queue in nearly every sample is saturation however idle the CPU; and it is the
+//! cause of the pool that fills in front of it, which more pool only lengthens.
+
+use super::thresholds::{CAP_HELD_SHARE, DB_WAIT_OF_ACTIVE, DB_WAIT_SHARE};
+use super::{pct, round2, tier_word, Delta, Resource};
+use crate::database::{top, Class, DbReading};
+
+/// What was measured inside each database over the step.
+pub(super) fn resources(deltas: &[Delta]) -> Vec<Resource> {
+    let mut out = Vec::new();
+    for d in deltas {
+        let Some(db) = d.db() else { continue };
+        if db.samples == 0 {
+            continue;
+        }
+        out.extend(wait(d, &db, Class::Lock));
+        out.extend(wait(d, &db, Class::Io));
+        out.extend(connections(d, &db));
+    }
+    out
+}
+
+/// Where the database's sessions spent the step, beside its CPU (or as a finding when
+/// its CPU is not read), and what kept the lab from seeing inside.
+pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<String> {
+    let mut out = Vec::new();
+    for d in deltas {
+        let Some(db) = d.db() else { continue };
+        if let Some(e) = &db.error {
+            out.push(format!("{}: its sessions were not read: {e}", d.info.name));
+        }
+        if db.samples == 0 {
+            continue;
+        }
+        if db.hidden {
+            out.push(format!(
+                "{}: other users' statements are hidden from the lab's user (PostgreSQL: GRANT pg_read_all_stats TO it)",
+                d.info.name
+            ));
+        }
+        let line = sessions_line(d, &db);
+        match resources
+            .iter_mut()
+            .find(|r| r.tier == d.info.tier && r.resource == "cpu")
+        {
+            Some(cpu) => cpu.evidence.push(line),
+            None => out.push(format!("{line} (its CPU is not read: give its pid)")),
+        }
+    }
+    out
+}
+
+/// "db[pid 812]: 0.4 sessions running on average (most: `SELECT ...`), 9.1 waiting on a
+/// lock, 0.8 idle in a transaction (40 samples)".
+fn sessions_line(d: &Delta, db: &DbReading) -> String {
+    let mut parts = vec![format!(
+        "{:.1} sessions running on average",
+        db.average(Class::Running)
+    )];
+    if let Some((s, _)) = top(&db.statements_of(Class::Running)).filter(|(s, _)| !s.is_empty()) {
+        parts[0].push_str(&format!(" (most: `{s}`)"));
+    }
+    for (class, what) in [
+        (Class::Lock, "waiting on a lock"),
+        (Class::Io, "waiting on I/O"),
+        (Class::Other, "waiting on something else"),
+        (Class::IdleInTransaction, "idle in a transaction"),
+    ] {
+        let n = db.average(class);
+        if n >= 0.05 {
+            parts.push(format!("{n:.1} {what}"));
+        }
+    }
+    format!(
+        "{}: {} ({} samples)",
+        d.info.name,
+        parts.join(", "),
+        db.samples
+    )
+}
+
+/// A wait class (locks, I/O) is saturated present in [`DB_WAIT_SHARE`] of the samples
+/// and taking [`DB_WAIT_OF_ACTIVE`] of the sessions' time in statements.
+fn wait(d: &Delta, db: &DbReading, class: Class) -> Option<Resource> {
+    let waiting = db.average(class);
+    if waiting == 0.0 {
+        return None;
+    }
+    let active: f64 = [Class::Running, Class::Lock, Class::Io, Class::Other]
+        .iter()
+        .map(|c| db.average(*c))
+        .sum();
+    let share = db.share_with(class);
+    let of_active = waiting / active.max(f64::EPSILON);
+    let events: std::collections::BTreeMap<String, u64> = db
+        .events
+        .iter()
+        .filter(|(e, _)| is_of(e, class))
+        .map(|(e, n)| (e.clone(), *n))
+        .collect();
+    let event = top(&events).map_or("", |(e, _)| e).to_string();
+    let (resource, what) = match class {
+        Class::Lock => ("locks", lock_kind(&event)),
+        _ => ("io", "disk I/O"),
+    };
+    let mut evidence = vec![format!(
+        "{}: {waiting:.1} sessions on average waited on {} ({event}), in {:.0}% of the samples; {:.0}% of the time its sessions spent in statements",
+        d.info.name,
+        if class == Class::Lock { "a lock" } else { "I/O" },
+        share * 100.0,
+        of_active * 100.0
+    )];
+    if let Some((s, of)) = top(&db.statements_of(class)).filter(|(s, _)| !s.is_empty()) {
+        evidence.push(format!("waiting: `{s}` ({:.0}% of the waits)", of * 100.0));
+    }
+    if class == Class::Lock {
+        evidence.push(match top(&db.holding) {
+            Some((s, _)) if !s.is_empty() => format!("held by: `{s}`"),
+            _ => "held by a transaction between statements (its client had not sent the next one)"
+                .into(),
+        });
+    }
+    Some(Resource {
+        tier: d.info.tier.clone(),
+        resource: resource.into(),
+        label: format!("{}'s {what}", tier_word(&d.info.tier)),
+        utilisation: round2(share),
+        saturated: share >= DB_WAIT_SHARE && of_active >= DB_WAIT_OF_ACTIVE,
+        evidence,
+        enlarge: None,
+        machine: false,
+    })
+}
+
+fn is_of(event: &str, class: Class) -> bool {
+    match class {
+        Class::Lock => event.starts_with("Lock:") || event.contains("lock"),
+        Class::Io => event.starts_with("IO:"),
+        _ => false,
+    }
+}
+
+/// What kind of lock a wait event names.
+fn lock_kind(event: &str) -> &'static str {
+    match event {
+        "Lock:transactionid" | "Lock:tuple" | "row lock (InnoDB)" => "row lock",
+        "Lock:advisory" => "advisory lock",
+        e if e.starts_with("Lock:relation") || e.contains("table") => "table lock",
+        _ => "locks",
+    }
+}
+
+/// The database at its `max_connections` in [`CAP_HELD_SHARE`] of the samples: the
+/// next connection is refused.
+fn connections(d: &Delta, db: &DbReading) -> Option<Resource> {
+    let max = db.max_connections;
+    if max == 0 {
+        return None;
+    }
+    let mean = db.connections as f64 / db.samples as f64;
+    let at_max = db.at_max as f64 / db.samples as f64;
+    Some(Resource {
+        tier: d.info.tier.clone(),
+        resource: "db_connections".into(),
+        label: format!("{}'s max_connections ({max})", tier_word(&d.info.tier)),
+        utilisation: round2(mean / max as f64),
+        saturated: at_max >= CAP_HELD_SHARE,
+        evidence: vec![format!(
+            "{}: {mean:.0} connections on average of {max}, at the limit in {}% of the samples",
+            d.info.name,
+            pct(db.at_max as f64, db.samples as f64)
+        )],
+        enlarge: None,
+        machine: false,
+    })
+}
