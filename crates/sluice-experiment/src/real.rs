@@ -305,7 +305,7 @@ pub fn process_budget(pid: u32) -> (Budget, Option<PathBuf>) {
         Some(n) if (n as f64) < machine.cores => (
             Budget {
                 cores: n as f64,
-                method: format!("CPU affinity: {n} cores"),
+                method: format!("CPU affinity: {n} core{}", if n == 1 { "" } else { "s" }),
             },
             None,
         ),

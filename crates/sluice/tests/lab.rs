@@ -269,17 +269,6 @@ fn a_bad_experiment_file_is_refused_with_its_place() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Waits until `port` accepts connections.
-fn wait_listening(port: u16) {
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("nothing listens on {port}");
-}
-
 /// Kills its process when dropped.
 struct Running(std::process::Child);
 
@@ -329,7 +318,7 @@ fn deployment() -> Deployment {
     let budget = sluice_lab::cpu_budget::CpuBudget::create("deployment-app", 0.2)
         .expect("root and cgroup v1");
     budget.add(app.0.id()).unwrap();
-    wait_listening(app_port);
+    support::wait_listening(app_port);
     let dir = std::env::temp_dir().join(format!("sluice-lab-deploy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let lb_port = support::free_port();
@@ -342,7 +331,7 @@ fn deployment() -> Deployment {
     )
     .unwrap();
     let lb = start(sluice, &["serve", "-c", config.to_str().unwrap()]);
-    wait_listening(lb_port);
+    support::wait_listening(lb_port);
     let node_port = support::free_port();
     let listen = format!("--web.listen-address=127.0.0.1:{node_port}");
     let collectors = [
@@ -354,7 +343,7 @@ fn deployment() -> Deployment {
         "prometheus-node-exporter",
         &[&[listen.as_str()][..], &collectors[..]].concat(),
     );
-    wait_listening(node_port);
+    support::wait_listening(node_port);
     Deployment {
         app,
         lb,
@@ -456,7 +445,7 @@ fn the_live_page_shows_every_tier_while_the_run_goes_on() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_listening(port);
+    support::wait_listening(port);
     // Into the measured part of the step: a second of readings at least.
     std::thread::sleep(std::time::Duration::from_secs(4));
     let profile = std::env::temp_dir().join(format!("sluice-live-{}.profile", std::process::id()));
@@ -490,7 +479,7 @@ fn the_html_report_draws_its_charts_and_keeps_user_text_as_text() {
         sluice,
         &["backend", "--listen", &format!("127.0.0.1:{app_port}")],
     );
-    wait_listening(app_port);
+    support::wait_listening(app_port);
     let dir = std::env::temp_dir().join(format!("sluice-lab-html-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (page, json) = (dir.join("report.html"), dir.join("report.json"));
@@ -538,7 +527,7 @@ fn a_generator_short_of_cpu_makes_the_step_invalid_instead_of_blaming_a_tier() {
         sluice,
         &["backend", "--listen", &format!("127.0.0.1:{app_port}")],
     );
-    wait_listening(app_port);
+    support::wait_listening(app_port);
     // The lab itself (the generator) in a budget far below what the backend can serve.
     let budget =
         sluice_lab::cpu_budget::CpuBudget::create("generator", 0.05).expect("root and cgroup v1");

@@ -6,14 +6,20 @@
 use super::{statement_text, Class, Session, Sessions, Snapshot};
 use std::time::Duration;
 
-/// The sessions of the whole server, except this one. `pg_blocking_pids` is asked only
-/// for a session waiting on a lock: it takes the lock manager's locks to answer.
+/// The sessions of the whole server, except this one (other users' sessions show as a
+/// row with a hidden statement and nothing else, to a user without the privilege).
+/// `pg_blocking_pids` is asked only for a session waiting on a lock: it takes the lock
+/// manager's locks to answer.
 const SESSIONS: &str = "SELECT a.state, a.wait_event_type, a.wait_event, a.query,
     CASE WHEN a.wait_event_type = 'Lock' THEN
         (SELECT b.query FROM pg_stat_activity b WHERE b.pid = (pg_blocking_pids(a.pid))[1])
     END
   FROM pg_stat_activity a
-  WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()";
+  WHERE a.pid <> pg_backend_pid()
+    AND (a.backend_type = 'client backend' OR a.query = '<insufficient privilege>')";
+
+/// Connections to the server's databases, which any user may read.
+const CONNECTIONS: &str = "SELECT sum(numbackends)::bigint FROM pg_stat_database";
 
 /// What `pg_stat_activity` shows in place of another user's statement.
 const HIDDEN: &str = "<insufficient privilege>";
@@ -64,9 +70,13 @@ impl Sessions for Postgres {
             .client
             .query(SESSIONS, &[])
             .map_err(|e| error_text(&e))?;
+        let connections: Option<i64> = self
+            .client
+            .query_one(CONNECTIONS, &[])
+            .map_err(|e| error_text(&e))?
+            .get(0);
         let mut snapshot = Snapshot {
-            // This session counts against the limit too.
-            connections: rows.len() as u64 + 1,
+            connections: connections.unwrap_or(0).max(0) as u64,
             max_connections: self.max_connections,
             ..Snapshot::default()
         };

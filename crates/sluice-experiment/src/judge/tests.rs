@@ -476,6 +476,46 @@ fn saturated(tier: &str, kind: &str, utilisation: f64, machine: bool) -> Resourc
     }
 }
 
+/// A database's sessions over a 10 s step of 40 samples: `waited` of them with
+/// sessions waiting on a lock, `waiting` session-samples waiting, `running` running.
+fn lock_waits(waited: u64, waiting: u64, running: u64) -> Resource {
+    let mut db = crate::database::DbReading {
+        samples: 40,
+        ..Default::default()
+    };
+    db.sessions.insert("lock".into(), waiting);
+    db.sessions.insert("running".into(), running);
+    db.samples_with.insert("lock".into(), waited);
+    db.events.insert("Lock:transactionid".into(), waiting);
+    let end = ProcReading {
+        db: Some(db),
+        ..ProcReading::default()
+    };
+    let start = ProcReading {
+        db: Some(Default::default()),
+        ..ProcReading::default()
+    };
+    resource("db", &step(start, end), "locks")
+}
+
+#[test]
+fn a_lock_is_saturated_waited_on_in_most_samples_for_most_of_the_time() {
+    let waited = (DB_WAIT_SHARE * 40.0) as u64;
+    // Session-samples: waits of `of_active` against 100 running-or-waiting.
+    let at = |of_active: f64| (of_active * 100.0) as u64;
+    let table = [
+        (waited, at(DB_WAIT_OF_ACTIVE), true),
+        (waited - 1, at(DB_WAIT_OF_ACTIVE), false),
+        (waited, at(DB_WAIT_OF_ACTIVE) - 1, false),
+        (40, 95, true),
+    ];
+    for (waited, waiting, saturated) in table {
+        let r = lock_waits(waited, waiting, 100 - waiting);
+        assert_eq!(r.saturated, saturated, "{waited} {waiting}: {r:?}");
+        assert_eq!(r.label, "the database's row lock");
+    }
+}
+
 /// A verdict's tier and resource.
 type Named = (Option<String>, Option<String>);
 
@@ -491,7 +531,25 @@ fn named(tier: &str, kind: &str) -> Named {
 
 #[test]
 fn a_saturated_cpu_is_chosen_before_any_pool_and_the_deepest_pool_before_others() {
-    let table: [(Vec<Resource>, Named); 6] = [
+    let table: [(Vec<Resource>, Named); 8] = [
+        // A lock inside the database before the app's pool that fills in front of it
+        // (issue 29: "add pool" was the advice for a hot row)...
+        (
+            vec![
+                saturated("app", "db_pool", 1.0, false),
+                saturated("app", "threads", 1.0, false),
+                saturated("db", "locks", 0.9, false),
+            ],
+            named("db", "locks"),
+        ),
+        // ...but after a saturated CPU, whose slow holders make others wait.
+        (
+            vec![
+                saturated("db", "locks", 1.0, false),
+                saturated("db", "cpu", 0.9, false),
+            ],
+            named("db", "cpu"),
+        ),
         // CPU first, even when a pool reads fuller: the pool fills because of it.
         (
             vec![

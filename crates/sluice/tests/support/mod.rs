@@ -69,3 +69,14 @@ pub fn free_addr() -> SocketAddr {
 pub fn free_port() -> u16 {
     free_addr().port()
 }
+
+/// Waits until `port` on loopback accepts connections (10 s at most).
+pub fn wait_listening(port: u16) {
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("nothing listens on {port}");
+}

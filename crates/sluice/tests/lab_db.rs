@@ -1,0 +1,427 @@
+//! `sluice lab --target` sees inside a real database: Debian's PostgreSQL and MariaDB,
+//! each started here in a directory of its own on a free loopback port, an app server
+//! in front of each (`support/db_app.py`: HTTP, a fixed pool of connections, one
+//! transaction per request), and the lab reading the database's sessions through a
+//! URL. Every request updating one hot row is named as that row's lock (never "add
+//! pool"), with the statement; a CPU-heavy query as the database's CPU.
+//!
+//! Each run is one short step; they run one at a time, since each measures CPU on the
+//! same two cores.
+
+mod support;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+/// One database and lab run at a time: they share the machine's CPU.
+static MACHINE: Mutex<()> = Mutex::new(());
+
+/// A directory the database's own user may write: as root, the database's user is
+/// `user` (PostgreSQL and MariaDB refuse to run as root); otherwise this user.
+fn database_dir(name: &str, user: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-lab-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    if is_root() {
+        let status = Command::new("chown").arg(user).arg(&dir).status().unwrap();
+        assert!(
+            status.success(),
+            "chown {user} (scripts/test.sh installs the database)"
+        );
+    }
+    dir
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+}
+
+/// `program args`, as the database's user when this is root; its output on failure.
+fn as_user(user: &str, program: &str, args: &[&str]) -> Command {
+    let mut cmd = if is_root() {
+        let mut c = Command::new("runuser");
+        c.args(["-u", user, "--", program]);
+        c
+    } else {
+        Command::new(program)
+    };
+    cmd.args(args);
+    cmd
+}
+
+fn run(mut cmd: Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A PostgreSQL server of its own (Debian's, the newest installed), stopped when
+/// dropped. `cpus`: the CPUs it may run on (`taskset`), all when `None`.
+struct Postgres {
+    bin: PathBuf,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Postgres {
+    fn start(cpus: Option<&str>) -> Postgres {
+        let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+            .expect("PostgreSQL (scripts/test.sh installs it)")
+            .flatten()
+            .map(|e| e.path().join("bin"))
+            .collect();
+        versions.sort();
+        let bin = versions.pop().expect("a PostgreSQL version");
+        let dir = database_dir("pg", "postgres");
+        let data = dir.join("data");
+        let tool = |name: &str| bin.join(name).to_string_lossy().into_owned();
+        run(as_user(
+            "postgres",
+            &tool("initdb"),
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+            ],
+        ));
+        let port = support::free_port();
+        let options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections=60",
+            dir.display()
+        );
+        let log = dir.join("log");
+        let pg_ctl = [
+            "-D",
+            data.to_str().unwrap(),
+            "-l",
+            log.to_str().unwrap(),
+            "-w",
+            "-o",
+            &options,
+            "start",
+        ];
+        run(match cpus {
+            Some(cpus) => as_user(
+                "postgres",
+                "taskset",
+                &[&["-c", cpus, &tool("pg_ctl")][..], &pg_ctl[..]].concat(),
+            ),
+            None => as_user("postgres", &tool("pg_ctl"), &pg_ctl),
+        });
+        let pg = Postgres { bin, dir, port };
+        pg.sql(
+            "CREATE TABLE stock (id int PRIMARY KEY, n bigint);
+             INSERT INTO stock VALUES (1, 1000000000);
+             CREATE ROLE watcher LOGIN;
+             CREATE ROLE lab LOGIN IN ROLE pg_read_all_stats;",
+        );
+        pg
+    }
+
+    fn sql(&self, sql: &str) {
+        let port = self.port.to_string();
+        let psql = self.bin.join("psql");
+        let args = ["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-q"];
+        run({
+            let mut c = Command::new(psql);
+            c.args(args).args(["-v", "ON_ERROR_STOP=1", "-c", sql]);
+            c
+        });
+    }
+
+    /// The app's connection string (psycopg2's).
+    fn dsn(&self) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname=postgres",
+            self.port
+        )
+    }
+
+    fn url(&self, user: &str) -> String {
+        format!("postgres://{user}@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let data = self.dir.join("data");
+        let pg_ctl = self.bin.join("pg_ctl").to_string_lossy().into_owned();
+        let _ = as_user(
+            "postgres",
+            &pg_ctl,
+            &["-D", data.to_str().unwrap(), "-m", "immediate", "stop"],
+        )
+        .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A MariaDB server of its own (Debian's), stopped when dropped.
+struct Mariadb {
+    server: Child,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Mariadb {
+    fn start() -> Mariadb {
+        let dir = database_dir("mariadb", "mysql");
+        let data = format!("--datadir={}", dir.join("data").display());
+        let user = if is_root() {
+            "--user=mysql"
+        } else {
+            "--no-defaults"
+        };
+        run({
+            let mut c = Command::new("mariadb-install-db");
+            c.args([
+                user,
+                &data,
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ]);
+            c
+        });
+        let port = support::free_port();
+        let socket = dir.join("sock");
+        let server = as_user(
+            "mysql",
+            "/usr/sbin/mariadbd",
+            &[
+                "--no-defaults",
+                &data,
+                &format!("--port={port}"),
+                "--bind-address=127.0.0.1",
+                &format!("--socket={}", socket.display()),
+                &format!("--pid-file={}", dir.join("pid").display()),
+                "--skip-log-bin",
+                "--innodb-buffer-pool-size=64M",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mariadbd (scripts/test.sh installs mariadb-server)");
+        let db = Mariadb { server, dir, port };
+        support::wait_listening(port);
+        run({
+            let mut c = Command::new("mariadb");
+            c.arg(format!("--socket={}", socket.display()));
+            c.args(["-u", "root", "-e"]);
+            c.arg(
+                "CREATE USER lab@'127.0.0.1' IDENTIFIED BY 'lab';
+                 GRANT ALL ON *.* TO lab@'127.0.0.1';
+                 CREATE DATABASE shop;
+                 CREATE TABLE shop.stock (id int PRIMARY KEY, n bigint) ENGINE=InnoDB;
+                 INSERT INTO shop.stock VALUES (1, 1000000000);",
+            );
+            c
+        });
+        db
+    }
+}
+
+impl Drop for Mariadb {
+    fn drop(&mut self) {
+        // The server runs as the database's user under runuser: its own pid file names it.
+        if let Ok(pid) = std::fs::read_to_string(self.dir.join("pid")) {
+            let _ = Command::new("kill").args(["-9", pid.trim()]).status();
+        }
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The app server in front of a database, killed when dropped.
+struct App {
+    child: Child,
+    port: u16,
+}
+
+impl App {
+    /// `db_app.py` on a free port: `driver` (`postgres` or `mysql`), `dsn`, a pool of
+    /// 10 connections, `work` (`hot` or `cpu`).
+    fn start(driver: &str, dsn: &str, work: &str) -> App {
+        let port = support::free_port();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/db_app.py");
+        let child = Command::new("/usr/bin/python3")
+            .arg(script)
+            .args([&port.to_string(), driver, dsn, "10", work])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect(
+                "Debian's python3 (scripts/test.sh installs python3-psycopg2, python3-pymysql)",
+            );
+        support::wait_listening(port);
+        App { child, port }
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `sluice lab --target` on `app` with the database tier `db_url`: the report and the
+/// terminal's text.
+fn lab(app: &App, db_url: &str, users: &str) -> (Value, String) {
+    let dir =
+        std::env::temp_dir().join(format!("sluice-lab-db-{}-{}", std::process::id(), app.port));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "lab",
+            "--target",
+            &format!("http://127.0.0.1:{}/", app.port),
+        ])
+        .args(["--tier", &format!("app={}", app.child.id())])
+        .args(["--tier", &format!("db={db_url}")])
+        .args(["--users", users, "-d", "4s", "--warmup", "1s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    println!("{stdout}");
+    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (report, stdout)
+}
+
+/// The evidence of the run's verdict, one string.
+fn evidence(report: &Value) -> String {
+    report["verdict"]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_hot_row_in_postgresql_is_named_as_its_lock_never_as_the_pool() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let pg = Postgres::start(None);
+    let app = App::start("postgres", &pg.dsn(), "hot");
+    // A read-only user with pg_read_all_stats, as the manual says to make.
+    let (report, stdout) = lab(&app, &pg.url("lab"), "20");
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"db".into(), &"locks".into()),
+        "{stdout}"
+    );
+    let evidence = evidence(&report);
+    assert!(evidence.contains("Lock:transactionid"), "{evidence}");
+    assert!(
+        evidence.contains("waiting: `UPDATE stock SET n = n - 1 WHERE id = 1`"),
+        "{evidence}"
+    );
+    assert!(evidence.contains("held by: `UPDATE stock"), "{evidence}");
+    let advice = v["advice"].as_str().unwrap();
+    assert!(
+        advice.starts_with("more pool or app servers will not help"),
+        "{advice}"
+    );
+    assert!(!advice.contains("add pool"), "{advice}");
+    // The database's process was found by its port: its CPU, well below its budget.
+    let db = &report["configurations"][0]["steps"][0]["tiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tier"] == "db")
+        .cloned()
+        .unwrap();
+    assert!(db["cpu_util"].as_f64().unwrap() < 0.5, "{db}");
+    // A user without pg_read_all_stats sees no other session's statement: said, and
+    // nothing is named from what it could not see.
+    let (report, stdout) = lab(&app, &pg.url("watcher"), "20");
+    let findings = report["configurations"][0]["steps"][0]["findings"].to_string();
+    assert!(findings.contains("GRANT pg_read_all_stats"), "{stdout}");
+    assert_ne!(report["verdict"]["resource"], "locks", "{stdout}");
+}
+
+#[test]
+fn a_cpu_heavy_query_is_named_as_the_databases_cpu() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    // One CPU for the database: its budget, read from its affinity.
+    let pg = Postgres::start(Some("0"));
+    let app = App::start("postgres", &pg.dsn(), "cpu");
+    let (report, stdout) = lab(&app, &pg.url("lab"), "10");
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"db".into(), &"cpu".into()),
+        "{stdout}"
+    );
+    let evidence = evidence(&report);
+    assert!(evidence.contains("CPU affinity: 1 core"), "{evidence}");
+    assert!(
+        evidence
+            .contains("sessions running on average (most: `SELECT count(*) FROM generate_series"),
+        "{evidence}"
+    );
+}
+
+#[test]
+fn mariadb_row_lock_waits_are_named_with_their_statement() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let db = Mariadb::start();
+    let dsn = format!("127.0.0.1:{}:lab:lab:shop", db.port);
+    let app = App::start("mysql", &dsn, "hot");
+    let url = format!("mysql://lab:lab@127.0.0.1:{}/shop", db.port);
+    let (report, stdout) = lab(&app, &url, "20");
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"db".into(), &"locks".into()),
+        "{stdout}"
+    );
+    let evidence = evidence(&report);
+    assert!(evidence.contains("row lock (InnoDB)"), "{evidence}");
+    assert!(
+        evidence.contains("waiting: `UPDATE stock SET n = n - 1 WHERE id = 1`"),
+        "{evidence}"
+    );
+    // The password is never printed.
+    assert!(!stdout.contains("lab:lab@"), "{stdout}");
+}
+
+#[test]
+fn a_database_the_lab_cannot_read_is_refused_before_the_run() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let pg = Postgres::start(None);
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["lab", "--target", "http://127.0.0.1:9/"])
+        .args(["--tier", &format!("db={}", pg.url("nosuchuser"))])
+        .args(["--users", "1", "-d", "1s"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "--tier db={}: its sessions cannot be read: role \"nosuchuser\" does not exist",
+            pg.url("nosuchuser")
+        )),
+        "{stderr}"
+    );
+}
