@@ -567,6 +567,7 @@ mod tests {
                 tiers: Vec::new(),
                 resources: Vec::new(),
                 findings: Vec::new(),
+                breakdown: None,
                 verdict: Verdict {
                     summary: format!(
                         "no tier was saturated (the busiest: the app server's CPU, 31%){}",

@@ -225,6 +225,10 @@ pub const NODE_BUSY: &str = "node_cpu_busy_seconds";
 pub const LB_FAILED: &str = "sluice_upstream_failed";
 /// node_exporter's CPU count (a derived gauge).
 pub const NODE_CPUS: &str = "node_cpus";
+/// The app's requests and their seconds (Micrometer's `http_server_requests_seconds`),
+/// without the actuator's own (the lab's scrapes among them): derived counters.
+pub const APP_REQUESTS: &str = "app_requests";
+pub const APP_REQUEST_SECONDS: &str = "app_request_seconds";
 
 /// A tier's counters from `url`: `key=value` words (`/__stats`) or Prometheus text.
 pub fn counters(url: &str) -> BTreeMap<String, f64> {
@@ -253,6 +257,19 @@ pub fn exposition_counters(body: &str) -> BTreeMap<String, f64> {
             && s.labels.get("code").is_some_and(|c| c == "5xx")
         {
             *out.entry(LB_FAILED.to_string()).or_insert(0.0) += s.value;
+        }
+        let actuator = s
+            .labels
+            .get("uri")
+            .is_some_and(|u| u.starts_with("/actuator"));
+        match s.name.as_str() {
+            "http_server_requests_seconds_count" if !actuator => {
+                *out.entry(APP_REQUESTS.to_string()).or_insert(0.0) += s.value
+            }
+            "http_server_requests_seconds_sum" if !actuator => {
+                *out.entry(APP_REQUEST_SECONDS.to_string()).or_insert(0.0) += s.value
+            }
+            _ => {}
         }
         if s.name == "node_cpu_seconds_total" {
             let mode = s.labels.get("mode").map_or("", |m| m.as_str());

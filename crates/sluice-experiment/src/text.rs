@@ -175,6 +175,9 @@ fn configurations(r: &LabReport, w: Width) -> String {
         if let Some(m) = judged.and_then(|s| s.judged.machine_cpu.as_ref()) {
             out.push_str(&wrap(&m.describe(), "      ", "        ", w));
         }
+        if let Some(b) = judged.and_then(|s| s.judged.breakdown.as_ref()) {
+            out.push_str(&wrap(&breakdown_line(b), "      ", "        ", w));
+        }
         let findings = c
             .findings
             .iter()
@@ -198,6 +201,39 @@ fn configurations(r: &LabReport, w: Width) -> String {
         }
     }
     out
+}
+
+/// "a request's 96.0 ms: before the app 2.1; in the database (db[pid 9]) 90.2: waiting
+/// on a lock 85.0, running 5.2".
+fn breakdown_line(b: &crate::judge::Breakdown) -> String {
+    let mut groups: Vec<String> = Vec::new();
+    let mut inner: Vec<String> = Vec::new();
+    for p in &b.parts {
+        let text = format!("{} {:.1}", p.part, p.ms);
+        if p.depth == 0 {
+            close_group(&mut groups, &mut inner);
+            groups.push(text);
+        } else {
+            inner.push(text);
+        }
+    }
+    close_group(&mut groups, &mut inner);
+    format!(
+        "where a request's {:.1} ms went (ms): {}",
+        b.response_ms,
+        groups.join("; ")
+    )
+}
+
+/// Ends the last group with its inner parts after a colon.
+fn close_group(groups: &mut [String], inner: &mut Vec<String>) {
+    if let Some(last) = groups.last_mut() {
+        if !inner.is_empty() {
+            last.push_str(": ");
+            last.push_str(&inner.join(", "));
+        }
+    }
+    inner.clear();
 }
 
 /// The proof's table: each re-run, its change, its throughput and its gain, the noise

@@ -21,9 +21,12 @@
 //! - `database`: **inside a database**, from its sessions sampled four times a second:
 //!   a lock (or I/O) that sessions waited on in nearly every sample, most of their time
 //!   in statements; its `max_connections` held.
+//! - `breakdown`: **where a request's time went**, from the app's and the database's own
+//!   figures (not a rule: the table beside the verdict); GC pauses as a finding.
 //! - `findings` beside any verdict: keep-alive off (then a balancer whose CPU is full
 //!   is named for it), STOMP messages lost, CPU taken by other processes.
 
+mod breakdown;
 pub mod choice;
 mod database;
 mod findings;
@@ -35,6 +38,7 @@ mod resources;
 pub mod thresholds;
 mod validity;
 
+pub use breakdown::{Breakdown, Part};
 use choice::choose;
 pub use choice::runner_up;
 use findings::{findings, lost_messages, missing_metrics, starved};
@@ -152,6 +156,9 @@ pub struct Judged {
     pub tiers: Vec<TierFigures>,
     pub resources: Vec<Resource>,
     pub findings: Vec<String>,
+    /// Where a request's time went, where the app or the database measured it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<Breakdown>,
     pub verdict: Verdict,
 }
 
@@ -270,6 +277,8 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     let mut findings = findings(&deltas, &mut resources);
     findings.extend(missing_metrics(&deltas));
     findings.extend(database::findings(&deltas, &mut resources));
+    findings.extend(breakdown::gc_pauses(&deltas));
+    let breakdown = breakdown::breakdown(&deltas, load);
     let tiers = tiers(&deltas, readings);
     let generator_cpu_util =
         (last.generator_cpu_s - first.generator_cpu_s) / (seconds * load.generator_cores);
@@ -313,6 +322,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         tiers,
         resources,
         findings,
+        breakdown,
         verdict,
     }
 }

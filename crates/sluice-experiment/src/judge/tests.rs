@@ -831,3 +831,62 @@ fn a_jvm_without_tomcat_thread_metrics_is_said_to_be_missing_them() {
         assert_eq!(found, said, "{text}: {:?}", judged.findings);
     }
 }
+
+/// Micrometer's timers over a step: `requests` to `/stock` taking `app_s` seconds in
+/// all, the actuator's own scrapes beside them, HikariCP's acquire and usage seconds,
+/// and `gc_s` of GC pauses.
+fn micrometer(requests: f64, app_s: f64, acquire_s: f64, usage_s: f64, gc_s: f64) -> String {
+    format!(
+        "http_server_requests_seconds_count{{method=\"GET\",status=\"200\",uri=\"/stock\"}} {requests}\n\
+         http_server_requests_seconds_sum{{method=\"GET\",status=\"200\",uri=\"/stock\"}} {app_s}\n\
+         http_server_requests_seconds_count{{method=\"GET\",status=\"200\",uri=\"/actuator/prometheus\"}} {requests}\n\
+         http_server_requests_seconds_sum{{method=\"GET\",status=\"200\",uri=\"/actuator/prometheus\"}} 1000\n\
+         hikaricp_connections_acquire_seconds_sum{{pool=\"HikariPool-1\"}} {acquire_s}\n\
+         hikaricp_connections_usage_seconds_sum{{pool=\"HikariPool-1\"}} {usage_s}\n\
+         jvm_gc_pause_seconds_count{{action=\"end of minor GC\",cause=\"G1 Evacuation Pause\",gc=\"G1 Young Generation\"}} 3\n\
+         jvm_gc_pause_seconds_sum{{action=\"end of minor GC\",cause=\"G1 Evacuation Pause\",gc=\"G1 Young Generation\"}} {gc_s}\n\
+         jvm_gc_pause_seconds_max{{action=\"end of minor GC\",cause=\"G1 Evacuation Pause\",gc=\"G1 Young Generation\"}} 0.2\n"
+    )
+}
+
+#[test]
+fn a_requests_time_is_broken_down_from_the_apps_own_timers() {
+    // 1000 requests over 10 s, 100 ms each at the generator; 80 ms each in the app: 50
+    // waiting for a connection, 20 holding one, 10 the rest. The actuator's scrapes
+    // (1000 s of them) are not the app's requests.
+    let readings = vec![
+        reading(0.0, 0.0, &micrometer(0.0, 0.0, 0.0, 0.0, 0.0)),
+        reading(10.0, 0.0, &micrometer(1000.0, 80.0, 50.0, 20.0, 0.1)),
+    ];
+    let judged = judge(&one("app"), &readings, load());
+    let b = judged.breakdown.expect("a breakdown");
+    let parts: Vec<(&str, f64, u8)> = b
+        .parts
+        .iter()
+        .map(|p| (p.part.as_str(), p.ms, p.depth))
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            ("before the app (balancer, network, accept queue)", 20.0, 0),
+            ("in the app server", 80.0, 0),
+            ("waiting for a pooled connection", 50.0, 1),
+            ("holding a pooled connection", 20.0, 1),
+            ("the rest (its CPU, threads, other calls)", 10.0, 1),
+        ]
+    );
+    // 0.1 s of pauses in 10 s is 1%: no finding; GC_PAUSED_PCT of the step is one.
+    assert!(!judged.findings.iter().any(|f| f.contains("GC paused")));
+    let paused = GC_PAUSED_PCT / 100.0 * 10.0;
+    let readings = vec![
+        reading(0.0, 0.0, &micrometer(0.0, 0.0, 0.0, 0.0, 0.0)),
+        reading(10.0, 0.0, &micrometer(1000.0, 80.0, 50.0, 20.0, paused)),
+    ];
+    let judged = judge(&one("app"), &readings, load());
+    let gc = judged.findings.iter().find(|f| f.contains("GC paused"));
+    assert!(
+        gc.is_some_and(|f| f.contains("the longest 200 ms")),
+        "{:?}",
+        judged.findings
+    );
+}

@@ -82,6 +82,9 @@ thresholds! {
     OTHER_PROCESSES_PCT = 25.0;
     /// New connections to the app servers per request at or above this: keep-alive is off.
     KEEPALIVE_OFF_PER_REQUEST = 0.5;
+    /// Percent of a step a JVM spent in GC pauses (`jvm_gc_pause_seconds`) from which
+    /// the pauses are a finding: every request in flight waits each one out.
+    GC_PAUSED_PCT = 5.0;
     /// Percent of STOMP message copies lost above which rooms are split over servers.
     LOST_MESSAGES_PCT = 1.0;
 
