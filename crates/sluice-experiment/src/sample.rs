@@ -356,17 +356,28 @@ mod tests {
 
     #[test]
     fn a_jvm_metrics_url_gives_its_cpu_in_nanoseconds() {
-        // Micrometer's names, as Spring Boot 3.5 writes them.
-        let url = exporter(
-            "# TYPE process_cpu_time_ns_total counter\nprocess_cpu_time_ns_total 2.5E10\n# TYPE system_cpu_count gauge\nsystem_cpu_count 2.0\n",
-        );
+        // What a real Spring Boot 3.5.7 app published (`lab/spring-app`), in both of
+        // its formats.
+        let om = exporter(include_str!(
+            "../tests/fixtures/spring-boot-3.5.7-under-load-openmetrics.txt"
+        ));
+        let tier = crate::real::parse_tier(&format!("app={om}")).unwrap();
+        let sources = Sources {
+            watched: tier,
+            databases: Vec::new(),
+        };
+        let r = read(&sources, Instant::now());
+        assert_eq!(r.procs[0].cpu_s, 18.84);
+        let url = exporter(include_str!(
+            "../tests/fixtures/spring-boot-3.5.7-under-load.txt"
+        ));
         let tier = crate::real::parse_tier(&format!("app={url}")).unwrap();
         let sources = Sources {
             watched: tier,
             databases: Vec::new(),
         };
         let r = read(&sources, Instant::now());
-        assert_eq!(r.procs[0].cpu_s, 25.0);
+        assert_eq!(r.procs[0].cpu_s, 14.26);
         assert_eq!(r.procs[0].counters.get("system_cpu_count"), Some(&2.0));
     }
 }

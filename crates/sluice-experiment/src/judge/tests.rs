@@ -890,3 +890,51 @@ fn a_requests_time_is_broken_down_from_the_apps_own_timers() {
         judged.findings
     );
 }
+
+/// What a real Spring Boot 3.5.7 app published (`lab/spring-app`): at ~10 s of a 20 s
+/// load of 20 connections on one hot row, and again as the load ended.
+const SPRING_UNDER_LOAD: &str =
+    include_str!("../../tests/fixtures/spring-boot-3.5.7-under-load.txt");
+const SPRING_AFTER_LOAD: &str =
+    include_str!("../../tests/fixtures/spring-boot-3.5.7-after-load.txt");
+
+#[test]
+fn a_real_spring_boot_apps_metrics_give_its_pools_and_where_its_time_went() {
+    // Two readings 10 s apart bound the step, one under load between them.
+    let readings = vec![
+        reading(0.0, 0.0, SPRING_UNDER_LOAD),
+        reading(5.0, 0.0, SPRING_UNDER_LOAD),
+        reading(10.0, 0.0, SPRING_AFTER_LOAD),
+    ];
+    let counters = &readings[0].procs[0].counters;
+    assert_eq!(counters["system_cpu_count"], 2.0);
+    assert_eq!(counters["process_cpu_time_ns_total"], 1.426e10);
+    let judged = judge(
+        &one("app"),
+        &readings,
+        Load {
+            mean_ms: 120.45,
+            tps: 168.0,
+            ..load()
+        },
+    );
+    let of = |kind: &str| {
+        judged
+            .resources
+            .iter()
+            .find(|r| r.resource == kind)
+            .unwrap()
+    };
+    // 20 of 20 Tomcat threads busy; 10 of 10 connections with 9 requests pending.
+    assert!(of("threads").saturated, "{:?}", of("threads"));
+    assert!(of("db_pool").saturated, "{:?}", of("db_pool"));
+    assert!(!judged.findings.iter().any(|f| f.contains("mbeanregistry")));
+    // 1,754 requests to /stock between the readings (the actuator's left out), 196.5 s
+    // in the app: 112.0 ms each, half waiting for a connection, half holding one.
+    let b = judged.breakdown.expect("a breakdown");
+    let ms = |part: &str| b.parts.iter().find(|p| p.part == part).unwrap().ms;
+    assert_eq!(ms("in the app server"), 112.03);
+    assert_eq!(ms("waiting for a pooled connection"), 55.54);
+    assert_eq!(ms("holding a pooled connection"), 55.36);
+    assert_eq!(ms("before the app (balancer, network, accept queue)"), 8.42);
+}

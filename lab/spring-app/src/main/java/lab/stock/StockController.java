@@ -1,0 +1,43 @@
+package lab.stock;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+@RestController
+public class StockController {
+    private final StockService stockService;
+
+    public StockController(StockService stockService) {
+        this.stockService = stockService;
+    }
+
+    /** The @Transactional work lives in StockService so the Spring proxy applies. */
+    @GetMapping("/stock")
+    public String stock() throws InterruptedException {
+        return stockService.decrement();
+    }
+
+    private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+    private volatile byte sink;
+
+    /** Burns roughly 5 ms of this thread's CPU time by hashing in a loop. */
+    @GetMapping("/cpu")
+    public String cpu() throws NoSuchAlgorithmException {
+        MessageDigest md = MessageDigest.getInstance("SHA-256");
+        byte[] buf = "seed".getBytes(StandardCharsets.UTF_8);
+        long start = THREADS.getCurrentThreadCpuTime();
+        while (THREADS.getCurrentThreadCpuTime() - start < 5_000_000L) {
+            for (int i = 0; i < 200; i++) {
+                buf = md.digest(buf);
+            }
+        }
+        sink = buf[0];
+        return "ok";
+    }
+}
