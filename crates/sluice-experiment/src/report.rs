@@ -200,6 +200,11 @@ impl Configuration {
         if verdict.tier.is_none() && last_valid.is_some() {
             if let Some(p) = plateau(&points) {
                 verdict = plateau_verdict(&p, verdict);
+                let at = |users| valid().find(|s| s.users == users);
+                let parts = |s: Option<&StepResult>| s.and_then(|s| s.judged.breakdown.clone());
+                if let (Some(a), Some(b)) = (parts(at(p.users.0)), parts(at(p.users.1))) {
+                    verdict.evidence.extend(crate::judge::plateau::grew(&a, &b));
+                }
             }
         }
         Configuration {

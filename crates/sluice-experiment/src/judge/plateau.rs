@@ -5,6 +5,7 @@
 //! even when no measured resource crossed its bar.
 
 use super::thresholds::{FLAT_GAIN_PCT, PLATEAU_USERS_RATIO};
+use super::Breakdown;
 
 /// One step, as the rule reads it.
 #[derive(Debug, Clone, Copy)]
@@ -50,5 +51,82 @@ impl Plateau {
             self.mean_ms.0,
             self.mean_ms.1
         )
+    }
+}
+
+/// Which part of a request's time grew most from the plateau's first step (`a`) to its
+/// last (`b`): where the requests queued, when no resource there was measured full. Of
+/// nested parts, the innermost (the app's wait for a connection, not the app's time).
+pub fn grew(a: &Breakdown, b: &Breakdown) -> Option<String> {
+    let leaf = |i: usize| {
+        b.parts
+            .get(i + 1)
+            .is_none_or(|next| next.depth <= b.parts[i].depth)
+    };
+    let (part, before, after) = b
+        .parts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| leaf(*i))
+        .filter_map(|(_, p)| {
+            let before = a.parts.iter().find(|q| q.part == p.part)?.ms;
+            Some((p.part.as_str(), before, p.ms))
+        })
+        .max_by(|x, y| (x.2 - x.1).total_cmp(&(y.2 - y.1)))?;
+    (after > before).then(|| {
+        format!(
+            "the time that grew: {part}, {before:.1} -> {after:.1} ms a request ({:.0}% of the response time's growth, {:.1} -> {:.1} ms)",
+            (after - before) / (b.response_ms - a.response_ms).max(f64::EPSILON) * 100.0,
+            a.response_ms,
+            b.response_ms
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::Part;
+
+    fn breakdown(response_ms: f64, parts: &[(&str, f64, u8)]) -> Breakdown {
+        Breakdown {
+            response_ms,
+            parts: parts
+                .iter()
+                .map(|(part, ms, depth)| Part {
+                    part: part.to_string(),
+                    ms: *ms,
+                    depth: *depth,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_part_that_grew_most_is_named_innermost_first() {
+        let a = breakdown(
+            30.0,
+            &[
+                ("before the app", 2.0, 0),
+                ("in the app server", 28.0, 0),
+                ("waiting for a pooled connection", 1.0, 1),
+                ("holding a pooled connection", 25.0, 1),
+            ],
+        );
+        let b = breakdown(
+            120.0,
+            &[
+                ("before the app", 8.0, 0),
+                ("in the app server", 112.0, 0),
+                ("waiting for a pooled connection", 56.0, 1),
+                ("holding a pooled connection", 55.0, 1),
+            ],
+        );
+        assert_eq!(
+            grew(&a, &b).unwrap(),
+            "the time that grew: waiting for a pooled connection, 1.0 -> 56.0 ms a request (61% of the response time's growth, 30.0 -> 120.0 ms)"
+        );
+        // Nothing grew: nothing to say.
+        assert_eq!(grew(&b, &b), None);
     }
 }
