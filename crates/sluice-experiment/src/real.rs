@@ -94,7 +94,12 @@ pub fn parse_tier(spec: &str) -> Result<Vec<Watched>, TierError> {
             (None, None, None) => tier.to_string(),
         };
         if w.port.is_none() {
-            w.port = w.pid.and_then(only_listening_port);
+            // Its sockets: the one port its process listens on, else a loopback URL's
+            // (a Spring Boot actuator answers on the app's own port).
+            w.port = w
+                .pid
+                .and_then(only_listening_port)
+                .or_else(|| w.stats.as_deref().and_then(local_port));
         }
     }
     Ok(out)

@@ -60,8 +60,11 @@ fn busiest_thread(d: &Delta) -> Option<Resource> {
 }
 
 fn cpu(d: &Delta) -> Option<Resource> {
-    if d.info.budget_cores <= 0.0 || (d.a.cpu_s == 0.0 && d.b.cpu_s == 0.0) {
-        return None; // an exporter without CPU figures
+    if d.info.budget_cores <= 0.0 {
+        return None; // an exporter without a CPU count
+    }
+    if d.a.cpu_s == 0.0 && d.b.cpu_s == 0.0 {
+        return cpu_usage_gauge(d); // an exporter without a CPU-time counter
     }
     let u = d.cpu_util();
     let throttled = d.throttled_pct();
@@ -101,6 +104,39 @@ fn cpu(d: &Delta) -> Option<Resource> {
             )
         }),
         machine: d.info.budget.contains("node_exporter"),
+    })
+}
+
+/// A JVM whose Micrometer has `process_cpu_usage` (its recent share of the CPUs it
+/// sees) but no CPU-time counter (Micrometer before 1.11's `process_cpu_time_ns_total`):
+/// the gauge's mean under load, less exact than a counter, said so.
+fn cpu_usage_gauge(d: &Delta) -> Option<Resource> {
+    let usage = d.series("process_cpu_usage");
+    if usage.is_empty() {
+        return None;
+    }
+    let cpus = d.gauge("system_cpu_count").unwrap_or(d.info.budget_cores);
+    // To the percent: what a gauge of recent use can say.
+    let u = round2(usage.iter().sum::<f64>() / usage.len() as f64 * cpus / d.info.budget_cores);
+    Some(Resource {
+        tier: d.info.tier.clone(),
+        resource: "cpu".into(),
+        label: format!(
+            "{}'s CPU ({}, {})",
+            tier_word(&d.info.tier),
+            cores(d.info.budget_cores),
+            d.info.budget
+        ),
+        utilisation: u,
+        saturated: u >= CPU_SATURATED,
+        evidence: vec![format!(
+            "{}: process_cpu_usage averaged {:.0}% of its {} (a gauge of recent use read each second, not a CPU-time counter)",
+            d.info.name,
+            u * 100.0,
+            cores(d.info.budget_cores)
+        )],
+        enlarge: None,
+        machine: false,
     })
 }
 

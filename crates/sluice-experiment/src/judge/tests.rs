@@ -938,3 +938,32 @@ fn a_real_spring_boot_apps_metrics_give_its_pools_and_where_its_time_went() {
     assert_eq!(ms("holding a pooled connection"), 55.36);
     assert_eq!(ms("before the app (balancer, network, accept queue)"), 8.42);
 }
+
+#[test]
+fn a_jvm_with_only_the_cpu_usage_gauge_is_judged_by_it() {
+    // Micrometer before 1.11: `process_cpu_usage` of its 2 CPUs, no CPU-time counter.
+    let at = |usage: f64| {
+        let text = format!("process_cpu_usage {usage}\nsystem_cpu_count 2.0\n");
+        let inner = (0..8).map(|i| reading(i as f64, 0.0, &text)).collect();
+        let idle = reading(0.0, 0.0, "process_cpu_usage 0.0\nsystem_cpu_count 2.0\n");
+        let procs = vec![ProcInfo {
+            budget_cores: 2.0,
+            local: false,
+            ..one("app").remove(0)
+        }];
+        let judged = judge(&procs, &framed(inner, idle.procs[0].clone()), load());
+        let cpu = judged
+            .resources
+            .iter()
+            .find(|r| r.resource == "cpu")
+            .cloned();
+        cpu.expect("a CPU from the gauge")
+    };
+    assert!(at(CPU_SATURATED).saturated);
+    let below = at(CPU_SATURATED - 0.01);
+    assert!(!below.saturated);
+    assert!(
+        below.evidence[0].contains("process_cpu_usage averaged 84%"),
+        "{below:?}"
+    );
+}
