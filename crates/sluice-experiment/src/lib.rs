@@ -27,3 +27,4 @@ pub mod sample;
 pub mod spec;
 pub mod text;
 pub mod topology;
+pub mod usl;

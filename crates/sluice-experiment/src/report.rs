@@ -34,6 +34,9 @@ pub struct LabReport {
     pub scale_out: Vec<Gain>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proof: Option<Proof>,
+    /// The rate the deployment must hold at its peak (`--peak-rate`, `sluice plan`'s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_rate: Option<f64>,
     pub verdict: Verdict,
 }
 
@@ -76,6 +79,9 @@ pub struct Configuration {
     pub verdict: Verdict,
     /// That step's findings (keep-alive off, messages lost, CPU taken by others).
     pub findings: Vec<String>,
+    /// The Universal Scalability Law fitted to its valid steps, with four or more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usl: Option<crate::usl::Usl>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -207,6 +213,12 @@ impl Configuration {
                 }
             }
         }
+        let usl = crate::usl::Usl::fit(
+            &points
+                .iter()
+                .map(|p| (p.users as f64, p.tps))
+                .collect::<Vec<_>>(),
+        );
         Configuration {
             servers,
             variant,
@@ -214,6 +226,7 @@ impl Configuration {
             peak_tps,
             verdict,
             findings,
+            usl,
         }
     }
 }
@@ -389,6 +402,7 @@ impl LabReport {
             configurations: Vec::new(),
             scale_out: Vec::new(),
             proof: None,
+            peak_rate: None,
             verdict: Verdict::default(),
         }
     }
@@ -440,6 +454,9 @@ impl LabReport {
         v.summary = format!("{}: {cause}", v.context);
         if let Some(p) = &self.proof {
             v.evidence.push(format!("proof: {}", p.summary));
+        }
+        if let Some(u) = &at.usl {
+            v.evidence.push(u.describe(self.peak_rate));
         }
         self.verdict = v;
     }
@@ -604,6 +621,23 @@ mod tests {
             c.verdict.summary
         );
         assert!(c.verdict.evidence[0].contains("the app server's CPU, 31%"));
+        // Four steps or more: the scalability law, with the plan's rate against it.
+        let steps = vec![
+            step(10, 190.0),
+            step(20, 200.0),
+            step(40, 199.0),
+            step(80, 201.0),
+        ];
+        let mut r = super::LabReport::new_empty(false);
+        r.configurations = vec![super::Configuration::of(1, None, steps)];
+        r.peak_rate = Some(450.0);
+        r.conclude();
+        let usl = r.verdict.evidence.last().unwrap();
+        assert!(
+            usl.starts_with("Universal Scalability Law over 4 steps")
+                && usl.ends_with("the plan's peak rate 450 req/s is beyond it: the limit named has to move first"),
+            "{usl}"
+        );
         // Throughput that grew with the users is headroom indeed.
         let c = super::Configuration::of(1, None, vec![step(16, 20_000.0), step(32, 38_300.0)]);
         assert_eq!(c.verdict.resource, None);

@@ -425,6 +425,8 @@ pub struct Deployment {
     pub think: Duration,
     pub warmup: Duration,
     pub duration: Duration,
+    /// The rate it must hold at its peak (`sluice plan`'s), for the scalability fit.
+    pub peak_rate: Option<f64>,
 }
 
 /// Measures a running deployment: users in steps against `d.target`, every tier
@@ -463,6 +465,7 @@ pub fn run_deployment(
     let config = Configuration::of(servers, None, steps);
     let mut report = LabReport::deployment(&d.target, &d.tiers, config, *stop.borrow());
     report.started_unix_ms = started;
+    report.peak_rate = d.peak_rate;
     report.conclude();
     Ok(report)
 }

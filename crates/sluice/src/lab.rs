@@ -51,11 +51,17 @@ pub struct LabArgs {
     target: Option<String>,
     /// A tier of the deployment, one item per instance: NAME=PID[,PID...] for local
     /// processes, NAME=http://HOST:PORT/metrics for a Prometheus exporter (node_exporter,
-    /// the JMX exporter, Spring Boot's actuator, sluice's /metrics), or NAME=PID@URL for
-    /// a process and its metrics (a loopback URL on a port a listed pid listens on is
-    /// joined to it). Repeatable.
+    /// the JMX exporter, Spring Boot's actuator, sluice's /metrics),
+    /// NAME=postgres://USER@HOST:PORT/DB or mysql://... for a database's sessions
+    /// (read-only), or NAME=PID@URL for a process and its metrics (a loopback URL on a
+    /// port a listed pid listens on is joined to it). Repeatable.
     #[arg(long, requires = "target")]
     tier: Vec<String>,
+    /// The rate the deployment must hold at its peak, req/s (`sluice plan`'s "peak
+    /// rate"): with 4 or more --users steps, the scalability law fitted to them says how
+    /// far its ceiling is from it.
+    #[arg(long, requires = "target", value_name = "REQ_PER_S")]
+    peak_rate: Option<f64>,
     /// Pause of each user between requests (closed model; overrides the experiment's).
     #[arg(long)]
     think: Option<String>,
@@ -170,6 +176,7 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
         think,
         warmup,
         duration,
+        peak_rate: args.peak_rate,
     };
     let stop = crate::bench::interrupt_on_signal("sluice lab")?;
     // A deployment's budgets are its own, read from its processes: none is made here.

@@ -115,9 +115,10 @@ fn report(args: &PlanArgs, c: &Capacity, response: Duration, think: Duration) ->
          \x20 sluice bench {t} --users {users} --think {think_s} -d 60s --fail-if 'throughput<{peak}'\n\
          \n\
          Then which tier gives first: users in steps up to half again the plan, every tier\n\
-         sampled (your balancer's and app servers' pids; add --tier db=http://DB_HOST:9100/metrics\n\
-         for a database machine with node_exporter):\n\
-         \x20 sluice lab --target {t} --tier lb=LB_PID --tier app=APP_PID,APP_PID --users {steps} --think {think_s} -d 60s\n",
+         sampled (your balancer's and app servers' pids; add --tier db=postgres://USER@DB_HOST/DB\n\
+         or mysql://... to see inside the database, --tier db=http://DB_HOST:9100/metrics for its\n\
+         machine's node_exporter), the scalability law fitted to the steps against the peak rate:\n\
+         \x20 sluice lab --target {t} --tier lb=LB_PID --tier app=APP_PID,APP_PID --users {steps} --think {think_s} -d 60s --peak-rate {peak}\n",
         args.dau,
         args.requests_per_user,
         c.requests_per_day,
