@@ -2,9 +2,9 @@
 //! X(N) = λN / (1 + σ(N-1) + κN(N-1)), where σ is contention (a share of the work that
 //! queues for one thing) and κ coherency (work that grows with every pair of users).
 //! Fitted to a run's steps by least squares on N/X, which is a quadratic in N:
-//! N/X = a + bN + cN², with λ = 1/(a+b+c), σ = 1 - aλ, κ = cλ. With σ, κ held at or
-//! above zero (a negative one is refitted without it). Four steps at least: three
-//! parameters need a fourth point to say anything about the fit.
+//! N/X = a + bN + cN², with λ = 1/(a+b+c), σ = 1 - aλ, κ = cλ; σ and κ are never
+//! negative (the law is fitted again without one that would be, and the best fit kept).
+//! Four steps at least: three parameters need a fourth point to say anything.
 
 use serde::Serialize;
 
@@ -43,19 +43,24 @@ impl Usl {
         }
         let ys: Vec<f64> = points.iter().map(|(n, x)| n / x).collect();
         let ns: Vec<f64> = points.iter().map(|p| p.0).collect();
-        let (lambda, sigma, kappa) = [2usize, 1, 0]
-            .iter()
-            .find_map(|&degree| params(&least_squares(&ns, &ys, degree)?))?;
-        let mut usl = Usl {
-            lambda,
-            sigma,
-            kappa,
-            r2: 0.0,
-            steps: points.len(),
-            peak_users: None,
-            peak_tps: None,
+        let candidate = |model: Model| {
+            let (lambda, sigma, kappa) = model.params(&least_squares(&ns, &ys, model.basis())?)?;
+            let mut usl = Usl {
+                lambda,
+                sigma,
+                kappa,
+                r2: 0.0,
+                steps: points.len(),
+                peak_users: None,
+                peak_tps: None,
+            };
+            usl.r2 = r_squared(&usl, &points);
+            Some(usl)
         };
-        usl.r2 = r_squared(&usl, &points);
+        let mut usl = MODELS
+            .into_iter()
+            .filter_map(candidate)
+            .max_by(|a, b| a.r2.total_cmp(&b.r2))?;
         (usl.peak_users, usl.peak_tps) = usl.peak();
         Some(usl)
     }
@@ -128,36 +133,69 @@ impl Usl {
     }
 }
 
-/// λ, σ, κ from N/X's coefficients, when none is negative.
-fn params(c: &[f64; 3]) -> Option<(f64, f64, f64)> {
-    let sum = c[0] + c[1] + c[2];
-    if sum <= 0.0 {
-        return None;
-    }
-    let lambda = 1.0 / sum;
-    let (sigma, kappa) = (1.0 - c[0] * lambda, c[2] * lambda);
-    let ok = (-1e-9..=1.0).contains(&sigma) && kappa >= -1e-9;
-    ok.then(|| (lambda, sigma.max(0.0), kappa.max(0.0)))
+/// The law with both, either or neither of σ and κ held at zero: the best fit of those
+/// whose parameters are not negative is the one kept (a flat top fits κ = 0, a curve
+/// that bends back σ = 0, a straight line both).
+#[derive(Debug, Clone, Copy)]
+enum Model {
+    Full,
+    NoContention,
+    NoCoherency,
+    Linear,
 }
 
-/// Coefficients of y = c0 + c1 n + c2 n² fitted by least squares, with the terms above
-/// `degree` held at zero (where σ or κ would be negative); `degree` 0 fits N/X = 1/λ.
-fn least_squares(ns: &[f64], ys: &[f64], degree: usize) -> Option<[f64; 3]> {
-    let k = degree + 1;
-    let mut a = vec![vec![0.0; k + 1]; k];
-    for (n, y) in ns.iter().zip(ys) {
-        let powers: Vec<f64> = (0..k).map(|p| n.powi(p as i32)).collect();
-        for i in 0..k {
-            for j in 0..k {
-                a[i][j] += powers[i] * powers[j];
-            }
-            a[i][k] += powers[i] * y;
+const MODELS: [Model; 4] = [
+    Model::Full,
+    Model::NoContention,
+    Model::NoCoherency,
+    Model::Linear,
+];
+
+impl Model {
+    /// N/X as a sum of these functions of N, each times a coefficient.
+    fn basis(self) -> &'static [fn(f64) -> f64] {
+        match self {
+            Model::Full => &[|_| 1.0, |n| n, |n| n * n],
+            Model::NoContention => &[|_| 1.0, |n| n * (n - 1.0)],
+            Model::NoCoherency => &[|_| 1.0, |n| n],
+            Model::Linear => &[|_| 1.0],
         }
     }
-    let solved = gauss(a)?;
-    let mut c = [0.0; 3];
-    c[..k].copy_from_slice(&solved);
-    Some(c)
+
+    /// λ, σ, κ from the coefficients, when none is negative (nor σ above 1).
+    fn params(self, c: &[f64]) -> Option<(f64, f64, f64)> {
+        // N/X = (1-σ)/λ + (σ-κ)/λ N + κ/λ N²; without σ: 1/λ + κ/λ N(N-1).
+        let (lambda, sigma, kappa) = match self {
+            Model::Full => {
+                let lambda = 1.0 / (c[0] + c[1] + c[2]);
+                (lambda, 1.0 - c[0] * lambda, c[2] * lambda)
+            }
+            Model::NoContention => (1.0 / c[0], 0.0, c[1] / c[0]),
+            Model::NoCoherency => {
+                let lambda = 1.0 / (c[0] + c[1]);
+                (lambda, c[1] * lambda, 0.0)
+            }
+            Model::Linear => (1.0 / c[0], 0.0, 0.0),
+        };
+        let ok = lambda.is_finite() && lambda > 0.0 && (0.0..=1.0).contains(&sigma) && kappa >= 0.0;
+        ok.then_some((lambda, sigma, kappa))
+    }
+}
+
+/// Coefficients of y as a sum of `basis` functions of n, by least squares.
+fn least_squares(ns: &[f64], ys: &[f64], basis: &[fn(f64) -> f64]) -> Option<Vec<f64>> {
+    let k = basis.len();
+    let mut a = vec![vec![0.0; k + 1]; k];
+    for (n, y) in ns.iter().zip(ys) {
+        let f: Vec<f64> = basis.iter().map(|b| b(*n)).collect();
+        for i in 0..k {
+            for j in 0..k {
+                a[i][j] += f[i] * f[j];
+            }
+            a[i][k] += f[i] * y;
+        }
+    }
+    gauss(a)
 }
 
 /// Solves the augmented system `a` (k rows of k + 1) by elimination with pivoting.
@@ -241,6 +279,11 @@ mod tests {
         let u = Usl::fit(&line).unwrap();
         assert_eq!((u.sigma, u.kappa, u.peak_tps), (0.0, 0.0, None));
         assert!((u.lambda - 50.0).abs() < 1e-6);
+        // A hot row measured here: linear up to its lock's ceiling, then flat.
+        let hot = [(1.0, 26.0), (2.0, 50.0), (5.0, 120.0), (10.0, 200.0), (20.0, 208.0)];
+        let u = Usl::fit(&hot).unwrap();
+        assert!(u.r2 > 0.9, "{u:?}");
+        assert!((190.0..260.0).contains(&u.peak_tps.unwrap()), "{u:?}");
         // Three steps say nothing about three parameters.
         assert_eq!(Usl::fit(&line[..3]), None);
     }
