@@ -11,8 +11,8 @@
 # certificate from; haproxy, which checks the lab's generated haproxy.cfg; groff, which
 # renders `sluice man`; systemd-analyze, where the machine has it, verifies dist/'s unit;
 # dnsmasq, the DNS server whose records the tests of `dns` servers change; PostgreSQL and
-# MariaDB, whose sessions `sluice lab` reads in a test, behind an app in Debian's python3
-# with psycopg2 and PyMySQL).
+# MariaDB, whose sessions `sluice lab` reads in a test, and Redis, whose INFO it reads,
+# behind an app in Debian's python3 with psycopg2 and PyMySQL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +31,7 @@ command -v groff >/dev/null || need_apt+=(groff-base)
 command -v dnsmasq >/dev/null || [ -x /usr/sbin/dnsmasq ] || need_apt+=(dnsmasq-base)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 [ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server)
+command -v redis-server >/dev/null || need_apt+=(redis-server)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import psycopg2" 2>/dev/null || need_apt+=(python3-psycopg2)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import pymysql" 2>/dev/null || need_apt+=(python3-pymysql)
 if [ ${#need_apt[@]} -gt 0 ]; then

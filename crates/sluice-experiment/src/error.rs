@@ -117,7 +117,7 @@ mod tests {
         });
         assert_eq!(
             chain(&e),
-            "--tier db=http://h/metrics: no Prometheus metrics there"
+            "--tier db=http://h/metrics: nothing to read there (Prometheus text, or Redis's INFO)"
         );
         assert_eq!(
             Error::NotInstalled("nginx".into()).to_string(),

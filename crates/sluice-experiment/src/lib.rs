@@ -21,6 +21,7 @@ pub mod lb_config;
 pub mod live;
 pub mod prom;
 pub mod real;
+pub mod redis;
 pub mod report;
 pub mod run;
 pub mod sample;

@@ -41,7 +41,7 @@ pub enum TierError {
         error: String,
     },
     /// An exporter's URL that gave nothing to read (found at the first reading).
-    #[error("--tier {tier}={url}: no Prometheus metrics there")]
+    #[error("--tier {tier}={url}: nothing to read there (Prometheus text, or Redis's INFO)")]
     NoMetrics { tier: String, url: String },
 }
 
@@ -197,10 +197,27 @@ fn merge_metrics_into_processes(list: &mut Vec<Watched>) {
     }
 }
 
-/// `HOST:PORT` of an `http://` URL.
+/// `HOST:PORT` of a URL (`http://`, `redis://`), without any user or password.
 fn authority(url: &str) -> &str {
-    let rest = url.strip_prefix("http://").unwrap_or(url);
-    rest.split('/').next().unwrap_or(rest)
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host)
+}
+
+/// A URL as reports and errors show it: a password in it replaced by `***`.
+pub fn masked(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => match rest.split_once('@') {
+            Some((user, after)) if user.contains(':') => {
+                let name = user.split(':').next().unwrap_or("");
+                format!("{scheme}://{name}:***@{after}")
+            }
+            _ => url.to_string(),
+        },
+        None => url.to_string(),
+    }
 }
 
 /// The port of an `http://` URL on this machine's loopback (`127.x`, `localhost`, `[::1]`).
@@ -218,6 +235,9 @@ fn watched(tier: &str, name: String, item: &str) -> Result<Watched, TierError> {
             why,
         })?;
         return Ok(database(tier, name, db));
+    }
+    if item.starts_with("redis://") {
+        return Ok(redis(tier, name, item));
     }
     if item.starts_with("http://") {
         return Ok(Watched {
@@ -262,6 +282,37 @@ fn watched(tier: &str, name: String, item: &str) -> Result<Watched, TierError> {
         throttled: cgroup.map(Throttled::Cgroup),
         budget,
     })
+}
+
+/// Redis: its INFO, and on this machine the process listening on its port. Without
+/// that process, its budget is the one core its commands run on.
+fn redis(tier: &str, name: String, url: &str) -> Watched {
+    let port = crate::redis::address(url)
+        .and_then(|(host, _)| host.rsplit_once(':').and_then(|(_, p)| p.parse().ok()));
+    let local = local_port(&url.replace("redis://", "http://")).is_some();
+    let pid = port
+        .filter(|_| local)
+        .and_then(sluice_lab::procfs::listener_pid);
+    let (budget, cgroup) = match pid {
+        Some(pid) => process_budget(pid),
+        None => (
+            Budget {
+                cores: 1.0,
+                method: "one core: Redis runs commands on one thread".into(),
+            },
+            None,
+        ),
+    };
+    Watched {
+        name,
+        tier: tier.into(),
+        pid,
+        port,
+        stats: Some(url.into()),
+        database: None,
+        throttled: cgroup.map(Throttled::Cgroup),
+        budget,
+    }
 }
 
 /// A database's URL: its sessions, and on this machine the process listening on its

@@ -539,7 +539,7 @@ fn advice(v: &Verdict) -> &'static str {
         (_, Some("connections")) => "raise the connection cap",
         (_, Some("cpu")) => "add app servers or CPU",
         (_, Some("thread")) => {
-            "spread its work over more threads or processes (nginx: worker_processes auto; a single-threaded server: more instances)"
+            "spread its work over more threads or processes (nginx: worker_processes auto; Redis: shard it, or move slow commands and scripts off its one thread; a single-threaded app: more instances)"
         }
         (None, Some("plateau")) => {
             "expose what saturated: give the tiers CPU budgets (a full one shows), and the app's pools their metrics (Tomcat's threads need server.tomcat.mbeanregistry.enabled=true; HikariCP's come with Micrometer); a single-threaded process (nginx with worker_processes 1, Redis, Node.js) is full at one core"

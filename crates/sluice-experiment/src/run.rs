@@ -489,19 +489,24 @@ fn connect_databases(tiers: &[Watched]) -> Result<Vec<Option<DbSampler>>, TierEr
         .collect()
 }
 
-/// An exporter's tier is judged against its machine's CPU count (node_exporter's).
+/// An exporter's tier is judged against its machine's CPU count (node_exporter's); a
+/// URL with nothing to read is refused (Redis's too, whose budget came with its tier).
 fn fill_exporter_budgets(tiers: &mut [Watched]) -> Result<(), TierError> {
-    for w in tiers
-        .iter_mut()
-        .filter(|w| w.pid.is_none() && w.stats.is_some())
-    {
-        let url = w.stats.clone().unwrap_or_default();
+    for w in tiers.iter_mut() {
+        let Some(url) = w.stats.clone() else { continue };
+        let redis = url.starts_with("redis://");
+        if w.pid.is_some() && !redis {
+            continue;
+        }
         let counters = crate::sample::counters(&url);
         if counters.is_empty() {
             return Err(TierError::NoMetrics {
                 tier: w.tier.clone(),
-                url,
+                url: crate::real::masked(&url),
             });
+        }
+        if redis {
+            continue;
         }
         if let Some(n) = counters.get(crate::sample::NODE_CPUS) {
             w.budget = crate::budget::Budget {

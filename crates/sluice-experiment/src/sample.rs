@@ -210,6 +210,7 @@ fn read_proc(w: &Watched, tree: Option<Vec<u32>>, tcp: TcpStates) -> ProcReading
             r.cpu_s = get(NODE_BUSY)
                 .or(get("process_cpu_seconds_total"))
                 .or(get("process_cpu_time_ns_total").map(|ns| ns / 1e9))
+                .or(get(crate::redis::REDIS_CPU))
                 .unwrap_or(0.0);
             r.rss_kib = get("process_resident_memory_bytes").map_or(0, |b| (b / 1024.0) as u64);
             r.fds = get("process_open_fds").map_or(0, |n| n as u64);
@@ -230,8 +231,12 @@ pub const NODE_CPUS: &str = "node_cpus";
 pub const APP_REQUESTS: &str = "app_requests";
 pub const APP_REQUEST_SECONDS: &str = "app_request_seconds";
 
-/// A tier's counters from `url`: `key=value` words (`/__stats`) or Prometheus text.
+/// A tier's counters from `url`: `key=value` words (`/__stats`), Prometheus text, or
+/// Redis's INFO (`redis://`).
 pub fn counters(url: &str) -> BTreeMap<String, f64> {
+    if url.starts_with("redis://") {
+        return crate::redis::counters(url);
+    }
     let Some(body) = http_get(url) else {
         return BTreeMap::new();
     };

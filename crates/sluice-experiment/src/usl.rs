@@ -280,7 +280,13 @@ mod tests {
         assert_eq!((u.sigma, u.kappa, u.peak_tps), (0.0, 0.0, None));
         assert!((u.lambda - 50.0).abs() < 1e-6);
         // A hot row measured here: linear up to its lock's ceiling, then flat.
-        let hot = [(1.0, 26.0), (2.0, 50.0), (5.0, 120.0), (10.0, 200.0), (20.0, 208.0)];
+        let hot = [
+            (1.0, 26.0),
+            (2.0, 50.0),
+            (5.0, 120.0),
+            (10.0, 200.0),
+            (20.0, 208.0),
+        ];
         let u = Usl::fit(&hot).unwrap();
         assert!(u.r2 > 0.9, "{u:?}");
         assert!((190.0..260.0).contains(&u.peak_tps.unwrap()), "{u:?}");

@@ -280,18 +280,34 @@ impl Drop for App {
 /// `sluice lab --target` on `app` with the database tier `db_url`: the report and the
 /// terminal's text.
 fn lab(app: &App, db_url: &str, users: &str) -> (Value, String) {
+    lab_as(app, &format!("db={db_url}"), users, false)
+}
+
+/// `sluice lab --target` on `app` with `tier` beside it, as nobody when `nobody` (and
+/// this is root: a user who cannot read other users' processes).
+fn lab_as(app: &App, tier: &str, users: &str, nobody: bool) -> (Value, String) {
     let dir =
         std::env::temp_dir().join(format!("sluice-lab-db-{}-{}", std::process::id(), app.port));
     std::fs::create_dir_all(&dir).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let json = dir.join("report.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+    let mut cmd = if nobody && is_root() {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_sluice"));
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+    };
+    let out = cmd
         .args([
             "lab",
             "--target",
             &format!("http://127.0.0.1:{}/", app.port),
         ])
         .args(["--tier", &format!("app={}", app.child.id())])
-        .args(["--tier", &format!("db={db_url}")])
+        .args(["--tier", tier])
         .args(["--users", users, "-d", "4s", "--warmup", "1s", "--json"])
         .arg(&json)
         .output()
@@ -424,4 +440,64 @@ fn a_database_the_lab_cannot_read_is_refused_before_the_run() {
         )),
         "{stderr}"
     );
+}
+
+/// A Redis server of its own (Debian's), nothing saved, stopped when dropped.
+struct Redis {
+    server: Child,
+    port: u16,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let port = support::free_port();
+        let server = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server (scripts/test.sh installs it)");
+        support::wait_listening(port);
+        Redis { server, port }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+#[test]
+fn a_busy_redis_is_named_at_its_one_command_thread() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let redis = Redis::start();
+    // Every request runs a Lua script of a few milliseconds on Redis's one thread.
+    let app = App::start("redis", &format!("127.0.0.1:{}", redis.port), "cpu");
+    let tier = format!("cache=redis://127.0.0.1:{}", redis.port);
+    // Its process found by its port: a thread at one core of a machine of two.
+    let (report, stdout) = lab_as(&app, &tier, "10", false);
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"cache".into(), &"thread".into()),
+        "{stdout}"
+    );
+    assert!(evidence(&report).contains("(its INFO): "), "{stdout}");
+    // A user who cannot read its process: its INFO alone, against the one core its
+    // commands run on.
+    let (report, stdout) = lab_as(&app, &tier, "10", true);
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"cache".into(), &"cpu".into()),
+        "{stdout}"
+    );
+    let evidence = evidence(&report);
+    assert!(
+        evidence.contains("one core: Redis runs commands on one thread"),
+        "{evidence}"
+    );
+    assert!(evidence.contains("commands/s"), "{evidence}");
 }

@@ -69,16 +69,7 @@ impl DbUrl {
 
     /// The URL without its password, for reports and errors.
     pub fn shown(&self) -> String {
-        let Some((scheme, rest)) = self.url.split_once("://") else {
-            return self.url.clone();
-        };
-        match rest.split_once('@') {
-            Some((user, after)) if user.contains(':') => {
-                let name = user.split(':').next().unwrap_or("");
-                format!("{scheme}://{name}:***@{after}")
-            }
-            _ => self.url.clone(),
-        }
+        crate::real::masked(&self.url)
     }
 
     /// On this machine's loopback: its process can be found by its port.

@@ -25,6 +25,13 @@ pub(super) fn resources(deltas: &[Delta], load: Load) -> Vec<Resource> {
         {
             r.evidence.extend(balancer_metrics(d));
         }
+        // Redis's own figures beside its command thread (or, read remotely, its CPU).
+        let thread_or_cpu = resources.iter().rposition(|r| {
+            r.tier == d.info.tier && (r.resource == "thread" || r.resource == "cpu")
+        });
+        if let Some(i) = thread_or_cpu {
+            resources[i].evidence.extend(redis_metrics(d));
+        }
     }
     resources
 }
@@ -291,6 +298,24 @@ fn exported_pools(d: &Delta) -> Vec<Resource> {
         });
     }
     out
+}
+
+/// What Redis's INFO says of a step: commands per second, clients blocked (BLPOP and
+/// the like), clients against `maxclients`, connections refused.
+fn redis_metrics(d: &Delta) -> Option<String> {
+    let max_clients = d.gauge("redis_maxclients")?;
+    let commands = d.counter("redis_total_commands_processed");
+    let max = |k: &str| d.series(k).into_iter().fold(0.0, f64::max);
+    Some(format!(
+        "{} (its INFO): {:.0} commands/s, its command thread {:.2} of one core, up to {:.0} clients blocked, up to {:.0} of {:.0} clients connected, {:.0} connections refused",
+        d.info.name,
+        commands / d.seconds,
+        d.counter(crate::redis::REDIS_CPU) / d.seconds,
+        max("redis_blocked_clients"),
+        max("redis_connected_clients"),
+        max_clients,
+        d.counter("redis_rejected_connections")
+    ))
 }
 
 /// What sluice's `/metrics` says of a step, as evidence beside its CPU: requests to

@@ -3,20 +3,44 @@ pool of database connections behind (HikariCP's shape), one transaction per requ
 
     db_app.py PORT DRIVER DSN POOL WORK
 
-DRIVER is `postgres` (psycopg2) or `mysql` (pymysql); WORK is `hot` (every request
-updates the same row and holds its lock a few milliseconds, as a stock level or a
-counter does) or `cpu` (every request runs a query that keeps the database's CPU busy).
-Debian's python3-psycopg2 and python3-pymysql; run with /usr/bin/python3.
+DRIVER is `postgres` (psycopg2), `mysql` (pymysql) or `redis` (DSN `HOST:PORT`, its
+protocol spoken here); WORK is `hot` (every request updates the same row and holds its
+lock a few milliseconds, as a stock level or a counter does) or `cpu` (every request
+runs a query, or for Redis a Lua script, that keeps the server's CPU busy). Debian's
+python3-psycopg2 and python3-pymysql; run with /usr/bin/python3.
 """
 import http.server
 import queue
+import socket
 import sys
 import time
 
 PORT, DRIVER, DSN, POOL, WORK = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 
 
+class Redis:
+    """One connection speaking RESP: a command out, one reply in."""
+
+    def __init__(self, host, port):
+        self.sock = socket.create_connection((host, int(port)))
+        self.file = self.sock.makefile("rb")
+
+    def call(self, *words):
+        out = b"*%d\r\n" % len(words)
+        for w in words:
+            w = w.encode()
+            out += b"$%d\r\n%s\r\n" % (len(w), w)
+        self.sock.sendall(out)
+        line = self.file.readline()
+        if line[:1] == b"$" and int(line[1:]) >= 0:
+            self.file.read(int(line[1:]) + 2)
+        elif line[:1] == b"-":
+            raise RuntimeError(line.decode())
+
+
 def connect():
+    if DRIVER == "redis":
+        return Redis(*DSN.split(":"))
     if DRIVER == "postgres":
         import psycopg2
         return psycopg2.connect(DSN)
@@ -35,7 +59,14 @@ for _ in range(POOL):
     pool.put(connect())
 
 
+# A few milliseconds of Redis's one command thread.
+LUA = "local x = 0 for i = 1, 300000 do x = x + i end return tostring(x)"
+
+
 def work(conn):
+    if DRIVER == "redis":
+        conn.call("EVAL", LUA, "0")
+        return
     cur = conn.cursor()
     if WORK == "hot":
         cur.execute("UPDATE stock SET n = n - 1 WHERE id = 1")
