@@ -4,7 +4,8 @@
 //!
 //! This crate owns experiments (`spec`), starting tiers (`topology`, `lb_config`),
 //! sampling them (`sample`, `prom`, `real` for tiers it did not start, `database`
-//! for a database's sessions), judging
+//! for a database's sessions, `redis`, `prometheus` for a job's targets through its
+//! server; `usl` fits the scalability law to the steps), judging
 //! (`judge`), CPU budgets and who holds them (`budget`: the kernel's cgroups or the
 //! lab's own duty cycle) and reporting (`report` the data, `text` the terminal's
 //! rendering, `html`; `live` while it runs), and says why a run failed in typed errors
@@ -20,6 +21,7 @@ pub mod judge;
 pub mod lb_config;
 pub mod live;
 pub mod prom;
+pub mod prometheus;
 pub mod real;
 pub mod redis;
 pub mod report;

@@ -17,16 +17,23 @@ use std::path::{Path, PathBuf};
 /// Why a `--tier` cannot be watched. Each names the flag as written, to be fixed there.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TierError {
-    #[error("--tier {0}: write NAME=PID[,PID...], NAME=http://HOST:PORT/metrics, NAME=postgres://USER@HOST:PORT/DB (or mysql://), or NAME=PID@URL for both")]
+    #[error("--tier {0}: write NAME=PID[,PID...], NAME=http://HOST:PORT/metrics, NAME=postgres://USER@HOST:PORT/DB (or mysql://), NAME=redis://HOST:PORT, NAME=prometheus+http://HOST:PORT/?job=JOB, or NAME=PID@URL")]
     Form(String),
     #[error("--tier {0}: a name and at least one pid or URL")]
     Empty(String),
     #[error("--tier {tier}={item}: HTTPS exporters are not read yet; use an http:// endpoint")]
     Https { tier: String, item: String },
-    #[error("--tier {tier}={item}: not a pid, an http:// URL or a database's URL (postgres://, mysql://)")]
+    #[error("--tier {tier}={item}: not a pid nor a URL the lab reads (http://, postgres://, mysql://, redis://, prometheus+http://)")]
     NotPid { tier: String, item: String },
     #[error("--tier {tier}={pid}: no such process")]
     NoProcess { tier: String, pid: u32 },
+    /// A Prometheus server that did not answer, or has no target with those labels.
+    #[error("--tier {tier}={item}: {why}")]
+    Prometheus {
+        tier: String,
+        item: String,
+        why: String,
+    },
     #[error("--tier {tier}={item}: {why}")]
     DbUrl {
         tier: String,
@@ -78,6 +85,10 @@ pub fn parse_tier(spec: &str) -> Result<Vec<Watched>, TierError> {
     }
     let mut out: Vec<Watched> = Vec::new();
     for item in list.split(',').map(str::trim) {
+        if item.starts_with(crate::prometheus::SCHEME) {
+            out.extend(prometheus_targets(tier, item)?);
+            continue;
+        }
         let w = instance(tier, item)?;
         match out.iter_mut().find(|o| w.pid.is_some() && o.pid == w.pid) {
             Some(same) => join(same, w),
@@ -89,6 +100,8 @@ pub fn parse_tier(spec: &str) -> Result<Vec<Watched>, TierError> {
     for w in &mut out {
         w.name = match (w.pid, w.stats.as_deref(), &w.database) {
             (Some(pid), _, _) => format!("{tier}[pid {pid}]"),
+            // Named by its target's `instance` label already.
+            (None, Some(url), _) if url.starts_with(crate::prometheus::SCHEME) => w.name.clone(),
             (None, Some(url), _) => format!("{tier}[{}]", authority(url)),
             (None, None, Some(db)) => format!("{tier}[{}:{}]", db.host, db.port),
             (None, None, None) => tier.to_string(),
@@ -103,6 +116,42 @@ pub fn parse_tier(spec: &str) -> Result<Vec<Watched>, TierError> {
         }
     }
     Ok(out)
+}
+
+/// A Prometheus server's targets of a job: one instance each, named by its `instance`
+/// label, read through the server's API.
+fn prometheus_targets(tier: &str, item: &str) -> Result<Vec<Watched>, TierError> {
+    let error = |why: String| TierError::Prometheus {
+        tier: tier.into(),
+        item: item.into(),
+        why,
+    };
+    let source = crate::prometheus::Source::parse(item)
+        .expect("a prometheus+ URL")
+        .map_err(error)?;
+    let instances = source.instances().map_err(error)?;
+    if instances.is_empty() {
+        return Err(error(
+            "Prometheus has no target with these labels (up{...} is empty)".into(),
+        ));
+    }
+    Ok(instances
+        .iter()
+        .map(|instance| Watched {
+            name: format!("{tier}[{instance}]"),
+            tier: tier.into(),
+            pid: None,
+            port: None,
+            stats: Some(source.instance_url(instance)),
+            database: None,
+            throttled: None,
+            // Filled from its CPU count, or its machine's node_exporter, at the first reading.
+            budget: Budget {
+                cores: 0.0,
+                method: "the exporter's CPU count".into(),
+            },
+        })
+        .collect())
 }
 
 /// One item of a `--tier` list: `PID`, `URL` or `PID@URL`.
@@ -222,6 +271,10 @@ pub fn masked(url: &str) -> String {
 
 /// The port of an `http://` URL on this machine's loopback (`127.x`, `localhost`, `[::1]`).
 fn local_port(url: &str) -> Option<u16> {
+    // A Prometheus tier's URL is the server's, not its target's.
+    if !url.starts_with("http://") {
+        return None;
+    }
     let (host, port) = authority(url).rsplit_once(':')?;
     let local = host.starts_with("127.") || host == "localhost" || host == "[::1]";
     local.then(|| port.parse().ok()).flatten()
@@ -289,7 +342,7 @@ fn watched(tier: &str, name: String, item: &str) -> Result<Watched, TierError> {
 fn redis(tier: &str, name: String, url: &str) -> Watched {
     let port = crate::redis::address(url)
         .and_then(|(host, _)| host.rsplit_once(':').and_then(|(_, p)| p.parse().ok()));
-    let local = local_port(&url.replace("redis://", "http://")).is_some();
+    let local = local_port(&url.replacen("redis://", "http://", 1)).is_some();
     let pid = port
         .filter(|_| local)
         .and_then(sluice_lab::procfs::listener_pid);
@@ -415,11 +468,11 @@ mod tests {
         );
         assert_eq!(
             parse_tier("app").unwrap_err().to_string(),
-            "--tier app: write NAME=PID[,PID...], NAME=http://HOST:PORT/metrics, NAME=postgres://USER@HOST:PORT/DB (or mysql://), or NAME=PID@URL for both"
+            "--tier app: write NAME=PID[,PID...], NAME=http://HOST:PORT/metrics, NAME=postgres://USER@HOST:PORT/DB (or mysql://), NAME=redis://HOST:PORT, NAME=prometheus+http://HOST:PORT/?job=JOB, or NAME=PID@URL"
         );
         assert_eq!(
             parse_tier("app=notapid").unwrap_err().to_string(),
-            "--tier app=notapid: not a pid, an http:// URL or a database's URL (postgres://, mysql://)"
+            "--tier app=notapid: not a pid nor a URL the lab reads (http://, postgres://, mysql://, redis://, prometheus+http://)"
         );
         let max = u32::MAX;
         assert_eq!(

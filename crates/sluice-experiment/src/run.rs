@@ -466,8 +466,49 @@ pub fn run_deployment(
     let mut report = LabReport::deployment(&d.target, &d.tiers, config, *stop.borrow());
     report.started_unix_ms = started;
     report.peak_rate = d.peak_rate;
+    report
+        .warnings
+        .extend(scrape_warnings(&d.tiers, d.duration));
     report.conclude();
     Ok(report)
+}
+
+/// For a target read through Prometheus: the CPUs of its host, from a node_exporter the
+/// same Prometheus scrapes on that host.
+fn machine_cpus_through_prometheus(url: &str) -> Option<f64> {
+    let source = crate::prometheus::Source::parse(url)?.ok()?;
+    let instance = &source.matchers.iter().find(|(k, _)| k == "instance")?.1;
+    let host = instance
+        .rsplit_once(':')
+        .map_or(instance.as_str(), |(h, _)| h);
+    source.machine_cpus(host)
+}
+
+/// Prometheus tiers scraped less often than three times a step: their counters move in
+/// jumps a step cannot average out.
+fn scrape_warnings(tiers: &[Watched], step: Duration) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in tiers {
+        let Some(Ok(source)) = w
+            .stats
+            .as_deref()
+            .and_then(crate::prometheus::Source::parse)
+        else {
+            continue;
+        };
+        let Some(interval) = source.scrape_interval() else {
+            continue;
+        };
+        let line = format!(
+            "tier {}: Prometheus scrapes it every {interval} s, more than a third of a {} s step: its figures are coarse (scrape every few seconds, or run longer steps)",
+            w.tier,
+            step.as_secs_f64()
+        );
+        if interval > step.as_secs_f64() / 3.0 && !out.contains(&line) {
+            out.push(line);
+        }
+    }
+    out
 }
 
 /// A sampler of each database's sessions, connected now: a wrong URL or password, or a
@@ -518,6 +559,11 @@ fn fill_exporter_budgets(tiers: &mut [Watched]) -> Result<(), TierError> {
             w.budget = crate::budget::Budget {
                 cores: *n,
                 method: format!("the JVM's {n} CPUs (system_cpu_count)"),
+            };
+        } else if let Some(n) = machine_cpus_through_prometheus(&url) {
+            w.budget = crate::budget::Budget {
+                cores: n,
+                method: format!("its machine's {n} CPUs (node_exporter, through Prometheus)"),
             };
         }
     }

@@ -237,6 +237,9 @@ pub fn counters(url: &str) -> BTreeMap<String, f64> {
     if url.starts_with("redis://") {
         return crate::redis::counters(url);
     }
+    if let Some(Ok(source)) = crate::prometheus::Source::parse(url) {
+        return counters_of(&source.series());
+    }
     let Some(body) = http_get(url) else {
         return BTreeMap::new();
     };
@@ -254,10 +257,14 @@ pub fn counters(url: &str) -> BTreeMap<String, f64> {
 /// counters the judge reads (node_exporter's busy CPU and CPU count, sluice's failed
 /// attempts).
 pub fn exposition_counters(body: &str) -> BTreeMap<String, f64> {
-    let samples = crate::prom::parse(body);
+    counters_of(&crate::prom::parse(body))
+}
+
+/// [`exposition_counters`] of samples however read (an exporter's text, Prometheus's API).
+pub fn counters_of(samples: &[crate::prom::Sample]) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     let mut cpus = std::collections::BTreeSet::new();
-    for s in &samples {
+    for s in samples {
         if s.name == "sluice_upstream_requests_total"
             && s.labels.get("code").is_some_and(|c| c == "5xx")
         {

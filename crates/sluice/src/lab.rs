@@ -53,8 +53,10 @@ pub struct LabArgs {
     /// processes, NAME=http://HOST:PORT/metrics for a Prometheus exporter (node_exporter,
     /// the JMX exporter, Spring Boot's actuator, sluice's /metrics),
     /// NAME=postgres://USER@HOST:PORT/DB or mysql://... for a database's sessions
-    /// (read-only), or NAME=PID@URL for a process and its metrics (a loopback URL on a
-    /// port a listed pid listens on is joined to it). Repeatable.
+    /// (read-only), NAME=redis://HOST:PORT for Redis's INFO,
+    /// NAME=prometheus+http://HOST:9090/?job=JOB for a job's targets through Prometheus,
+    /// or NAME=PID@URL for a process and its metrics (a loopback URL on a port a listed
+    /// pid listens on is joined to it). Repeatable.
     #[arg(long, requires = "target")]
     tier: Vec<String>,
     /// The rate the deployment must hold at its peak, req/s (`sluice plan`'s "peak

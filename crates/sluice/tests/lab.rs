@@ -298,6 +298,8 @@ struct Deployment {
     _node: Running,
     _budget: sluice_lab::cpu_budget::CpuBudget,
     lb_port: u16,
+    /// sluice's admin listener: its /metrics.
+    admin_port: u16,
     node_port: u16,
     dir: std::path::PathBuf,
 }
@@ -321,13 +323,14 @@ fn deployment() -> Deployment {
     support::wait_listening(app_port);
     let dir = std::env::temp_dir().join(format!("sluice-lab-deploy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let lb_port = support::free_port();
+    let (lb_port, admin_port) = (support::free_port(), support::free_port());
     let config = dir.join("sluice.toml");
     let upstream = format!("[upstream.app]\nservers = [\"127.0.0.1:{app_port}\"]\n");
     let route = "[[route]]\npath = \"/\"\nupstream = \"app\"\n";
+    let admin = format!("[admin]\nbind = \"127.0.0.1:{admin_port}\"\n");
     std::fs::write(
         &config,
-        format!("[[listener]]\nbind = \"127.0.0.1:{lb_port}\"\n{route}{upstream}"),
+        format!("[[listener]]\nbind = \"127.0.0.1:{lb_port}\"\n{route}{upstream}{admin}"),
     )
     .unwrap();
     let lb = start(sluice, &["serve", "-c", config.to_str().unwrap()]);
@@ -350,6 +353,7 @@ fn deployment() -> Deployment {
         _node: node,
         _budget: budget,
         lb_port,
+        admin_port,
         node_port,
         dir,
     }
@@ -393,6 +397,99 @@ fn a_deployment_it_did_not_start_is_measured_by_pid_and_through_node_exporter() 
         machine_cpu["utilisation"].as_f64().unwrap() > 0.0,
         "{machine_cpu}"
     );
+    let _ = std::fs::remove_dir_all(&d.dir);
+}
+
+/// Debian's Prometheus scraping `targets` (job name, address) every second, its data in
+/// `dir`; returns it once every target has been scraped.
+fn prometheus(dir: &std::path::Path, targets: &[(&str, u16)]) -> (Running, u16) {
+    let jobs: String = targets
+        .iter()
+        .map(|(job, port)| {
+            format!(
+                "  - job_name: {job}\n    static_configs: [{{targets: [\"127.0.0.1:{port}\"]}}]\n"
+            )
+        })
+        .collect();
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n{jobs}"),
+    )
+    .unwrap();
+    let port = support::free_port();
+    let server = start(
+        "prometheus",
+        &[
+            &format!("--config.file={}", config.display()),
+            &format!("--storage.tsdb.path={}", dir.join("tsdb").display()),
+            &format!("--web.listen-address=127.0.0.1:{port}"),
+        ],
+    );
+    support::wait_listening(port);
+    let up = format!("http://127.0.0.1:{port}/api/v1/query?query=up%3D%3D1");
+    for _ in 0..150 {
+        let body = sluice_experiment::sample::http_get(&up).unwrap_or_default();
+        if body.matches("\"instance\"").count() == targets.len() {
+            return (server, port);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("Prometheus did not scrape {targets:?} within 15 s");
+}
+
+#[test]
+fn a_tier_read_through_prometheus_is_its_jobs_targets() {
+    // The same deployment, its balancer and machine given as Prometheus jobs: what a
+    // user with twenty servers already scraped does instead of listing them.
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let d = deployment();
+    let (_prometheus, prom) = prometheus(&d.dir, &[("lb", d.admin_port), ("node", d.node_port)]);
+    let job = |name: &str| format!("prometheus+http://127.0.0.1:{prom}/?job={name}");
+    let json = d.dir.join("report-prometheus.json");
+    let (report, stdout) = report_of(
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args([
+                "lab",
+                "--target",
+                &format!("http://127.0.0.1:{}/", d.lb_port),
+            ])
+            .args(["--tier", &format!("lb={}", job("lb"))])
+            .args(["--tier", &format!("app={}", d.app.0.id())])
+            .args(["--tier", &format!("machine={}", job("node"))])
+            .args(["--users", "10", "-d", "3s", "--warmup", "1s", "--json"])
+            .arg(&json),
+        &json,
+    );
+    let tiers = report["deployment"]["tiers"].as_array().unwrap();
+    let lb = tiers.iter().find(|t| t["tier"] == "lb").unwrap();
+    assert_eq!(
+        lb["name"],
+        format!("lb[127.0.0.1:{}]", d.admin_port),
+        "{lb}"
+    );
+    // Its budget: the CPUs of its host, from the node_exporter Prometheus scrapes there.
+    let cores = std::thread::available_parallelism().unwrap().get() as f64;
+    assert_eq!(lb["budget_cores"].as_f64(), Some(cores), "{lb}");
+    let step = &report["configurations"][0]["steps"][0];
+    let lb_figures = step["tiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tier"] == "lb");
+    assert!(
+        lb_figures.unwrap()["cpu_cores"].as_f64().unwrap() > 0.0,
+        "{stdout}"
+    );
+    // Its own /metrics, through Prometheus: the requests it sent the app.
+    let lb_cpu = step["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["tier"] == "lb");
+    let evidence = lb_cpu.unwrap()["evidence"].to_string();
+    assert!(evidence.contains("requests to the servers"), "{evidence}");
+    assert_eq!(report["verdict"]["tier"], "app", "{stdout}");
     let _ = std::fs::remove_dir_all(&d.dir);
 }
 
