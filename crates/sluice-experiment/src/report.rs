@@ -377,7 +377,12 @@ impl LabReport {
                 name: w.name.clone(),
                 tier: w.tier.clone(),
                 pid: w.pid,
-                url: w.stats.clone(),
+                // Where it is read, never with a password.
+                url: w
+                    .stats
+                    .as_deref()
+                    .map(crate::real::masked)
+                    .or_else(|| w.database.as_ref().map(|d| d.shown())),
                 budget_cores: w.budget.cores,
                 budget: w.budget.method.clone(),
             })
@@ -425,6 +430,15 @@ impl LabReport {
         let mut v = at.verdict.clone();
         v.limit = v.summary.clone();
         v.advice = advice(&v).into();
+        let database_read = self.deployment.as_ref().is_some_and(|d| {
+            d.tiers
+                .iter()
+                .any(|t| t.url.as_deref().is_some_and(is_database_url))
+        });
+        if self.deployment.is_some() && v.resource.as_deref() == Some("db_pool") && !database_read {
+            // A real database may be full of waits a bigger pool would lengthen.
+            v.advice.push_str(", once the database says what its sessions wait on (--tier db=postgres://... or mysql://...): more pool in front of a row lock only lengthens the queue");
+        }
         let cause = match &v.tier {
             Some(_) => format!("{}: {}; {}", v.summary, v.evidence.join("; "), v.advice),
             None => v.summary.clone(),
@@ -514,6 +528,10 @@ fn ordinal(n: usize) -> String {
     format!("{n}{suffix}")
 }
 
+fn is_database_url(url: &str) -> bool {
+    crate::database::DbUrl::parse(url).is_some()
+}
+
 /// What to do about a saturated resource.
 fn advice(v: &Verdict) -> &'static str {
     match (v.tier.as_deref(), v.resource.as_deref()) {
@@ -599,6 +617,30 @@ mod tests {
                 },
             },
         }
+    }
+
+    #[test]
+    fn a_full_pool_in_a_deployment_asks_the_database_before_more_pool() {
+        let pool = |watched: &[crate::real::Watched]| {
+            let mut s = step(20, 190.0);
+            s.judged.verdict = Verdict {
+                tier: Some("app".into()),
+                resource: Some("db_pool".into()),
+                summary: "app's database pool (10) was saturated".into(),
+                ..Verdict::default()
+            };
+            let c = super::Configuration::of(1, None, vec![s]);
+            let mut r = super::LabReport::deployment("http://127.0.0.1:1/", watched, c, false);
+            r.conclude();
+            r.verdict.advice
+        };
+        let app = crate::real::parse_tier("app=http://127.0.0.1:1/metrics").unwrap();
+        let advice = pool(&app);
+        assert!(advice.starts_with("add pool or database capacity, once the database says what its sessions wait on (--tier db=postgres://"), "{advice}");
+        // With the database's sessions read, its own resources speak for it.
+        let mut both = app.clone();
+        both.extend(crate::real::parse_tier("db=postgres://lab@10.0.0.5/shop").unwrap());
+        assert_eq!(pool(&both), "add pool or database capacity");
     }
 
     #[test]

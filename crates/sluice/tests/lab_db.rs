@@ -417,8 +417,13 @@ fn mariadb_row_lock_waits_are_named_with_their_statement() {
         evidence.contains("waiting: `UPDATE stock SET n = n - 1 WHERE id = 1`"),
         "{evidence}"
     );
-    // The password is never printed.
+    // The password is never printed, nor written in the report.
     assert!(!stdout.contains("lab:lab@"), "{stdout}");
+    let tiers = report["deployment"]["tiers"].to_string();
+    assert!(
+        tiers.contains(&format!("mysql://lab:***@127.0.0.1:{}/shop", db.port)),
+        "{tiers}"
+    );
 }
 
 #[test]
