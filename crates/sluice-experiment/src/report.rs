@@ -8,7 +8,7 @@
 use crate::judge::choice::HEADROOM;
 use crate::judge::plateau::{plateau, Plateau, Point};
 use crate::judge::proof::{confirms, settled};
-use crate::judge::thresholds::FLAT_GAIN_PCT;
+use crate::judge::thresholds::{FLAT_GAIN_PCT, PLATEAU_THREAD_BUSY};
 use crate::judge::{Judged, Resource, Verdict};
 use crate::spec::Experiment;
 use serde::Serialize;
@@ -206,6 +206,9 @@ impl Configuration {
         if verdict.tier.is_none() && last_valid.is_some() {
             if let Some(p) = plateau(&points) {
                 verdict = plateau_verdict(&p, verdict);
+                if let Some(one) = last_valid.and_then(single_threaded) {
+                    verdict = one_thread_verdict(&p, verdict, one);
+                }
                 let at = |users| valid().find(|s| s.users == users);
                 let parts = |s: Option<&StepResult>| s.and_then(|s| s.judged.breakdown.clone());
                 if let (Some(a), Some(b)) = (parts(at(p.users.0)), parts(at(p.users.1))) {
@@ -241,6 +244,44 @@ fn plateau_verdict(p: &Plateau, step: Verdict) -> Verdict {
         tier: None,
         resource: Some("plateau".into()),
         summary: p.summary(),
+        evidence,
+        ..Default::default()
+    }
+}
+
+/// The busiest process of a step that runs on one thread (its busiest thread is nearly
+/// all its CPU) with that thread on CPU [`PLATEAU_THREAD_BUSY`] of the time or more.
+fn single_threaded(s: &StepResult) -> Option<&Resource> {
+    s.judged
+        .resources
+        .iter()
+        .filter(|r| r.resource == "thread" && r.utilisation >= PLATEAU_THREAD_BUSY)
+        .filter(|r| {
+            let t = s.judged.tiers.iter().find(|t| t.tier == r.tier);
+            t.is_some_and(|t| t.processes == 1 && r.utilisation >= 0.9 * t.cpu_cores)
+        })
+        .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
+}
+
+/// A plateau with a single-threaded process busy at its one core: that process is the
+/// likely limit. It serves one request at a time, so its waits on the network hold
+/// requests too, which its CPU time does not count.
+fn one_thread_verdict(p: &Plateau, plateau: Verdict, r: &Resource) -> Verdict {
+    let mut evidence = r.evidence.clone();
+    evidence.push(
+        "a single-threaded process serves one request at a time: its waits on the network hold the others too, which its CPU time does not count"
+            .into(),
+    );
+    evidence.extend(plateau.evidence);
+    Verdict {
+        tier: Some(r.tier.clone()),
+        resource: Some("thread".into()),
+        summary: format!(
+            "{}: {} was the likely limit ({:.0}% of one core, and nothing else near full)",
+            p.summary_short(),
+            r.label,
+            r.utilisation * 100.0
+        ),
         evidence,
         ..Default::default()
     }
@@ -551,6 +592,9 @@ fn advice(v: &Verdict) -> &'static str {
         (Some("lb"), Some("queue")) => {
             "raise max_conns to what the servers can take, or let limit = \"adaptive\" find it"
         }
+        (Some("lb"), Some("thread")) => {
+            "give the balancer more worker processes or threads (nginx: worker_processes auto; sluice: workers): one worker is one core however many the machine has"
+        }
         (Some("lb"), _) => "give the balancer more CPU or workers",
         (_, Some("db_pool")) => "add pool or database capacity",
         (_, Some("threads")) => "raise the thread pool if the CPU has room, or add servers",
@@ -617,6 +661,60 @@ mod tests {
                 },
             },
         }
+    }
+
+    /// A step of `users` at `tps` whose app (one process) used `cores` of CPU, its
+    /// busiest thread `thread` of one core.
+    fn threaded_step(users: usize, tps: f64, thread: f64, cores: f64) -> super::StepResult {
+        let mut s = step(users, tps);
+        s.judged.resources.push(crate::judge::Resource {
+            tier: "app".into(),
+            resource: "thread".into(),
+            label: "the app server's busiest thread (one core)".into(),
+            utilisation: thread,
+            saturated: false,
+            evidence: vec!["app[pid 7]: its thread 7 used ...".into()],
+            enlarge: None,
+            machine: false,
+        });
+        s.judged.tiers.push(crate::judge::TierFigures {
+            tier: "app".into(),
+            processes: 1,
+            cpu_cores: cores,
+            cpu_util: cores / 2.0,
+            budget: "2 cores".into(),
+            throttled_pct: 0.0,
+            rss_kib: 0,
+            fds: 0,
+            time_wait: 0,
+            established: 0,
+            accept_queue_max: 0,
+        });
+        s
+    }
+
+    #[test]
+    fn a_plateau_with_a_busy_single_threaded_process_names_it() {
+        // As tried: a Python HTTPServer behind nginx, 2,527-2,675 req/s from 4 to 8
+        // users, its one thread at 74% of a core.
+        let of = |thread: f64, cores: f64| {
+            let steps = vec![step(4, 2527.0), threaded_step(8, 2675.0, thread, cores)];
+            super::Configuration::of(1, None, steps).verdict
+        };
+        let v = of(0.74, 0.75);
+        assert_eq!(
+            (v.tier.as_deref(), v.resource.as_deref()),
+            (Some("app"), Some("thread"))
+        );
+        assert!(v.summary.starts_with("a plateau at 2527-2675 req/s from 4 to 8 users: the app server's busiest thread (one core) was the likely limit (74% of one core"), "{}", v.summary);
+        // Below the bar, or a process whose other threads work too: a plateau, unnamed.
+        assert_eq!(
+            of(super::PLATEAU_THREAD_BUSY - 0.01, 0.6)
+                .resource
+                .as_deref(),
+            Some("plateau")
+        );
+        assert_eq!(of(0.74, 1.5).resource.as_deref(), Some("plateau"));
     }
 
     #[test]

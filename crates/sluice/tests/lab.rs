@@ -788,3 +788,109 @@ fn past_the_app_pool_max_conns_queues_where_no_limit_and_nginx_fail() {
     let (evidence, _) = held("nginx, max_conns 20");
     assert!(evidence.contains("failed them itself"), "{evidence}");
 }
+
+/// nginx with `worker_processes 1` (seed 000's own setting) from `http` (its `http {}`
+/// block's body), in `dir`; its pid once it listens on `port`.
+fn nginx_one_worker(dir: &std::path::Path, port: u16, http: &str) -> (Running, u32) {
+    let pid_file = dir.join("nginx.pid");
+    let config = dir.join("nginx.conf");
+    std::fs::write(
+        &config,
+        format!(
+            "worker_processes 1;\ndaemon off;\npid {};\nerror_log {};\nevents {{ worker_connections 1024; }}\nhttp {{\n  access_log off;\n{http}\n}}\n",
+            pid_file.display(),
+            dir.join("error.log").display()
+        ),
+    )
+    .unwrap();
+    let nginx = start("/usr/sbin/nginx", &["-c", config.to_str().unwrap()]);
+    support::wait_listening(port);
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    (nginx, pid)
+}
+
+/// `sluice lab --target` on `port` with `tiers`, `users` in 3 s steps.
+fn deployment_lab(
+    dir: &std::path::Path,
+    port: u16,
+    tiers: &[String],
+    users: &str,
+) -> (Value, String) {
+    let json = dir.join("report.json");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    cmd.args(["lab", "--target", &format!("http://127.0.0.1:{port}/")]);
+    for t in tiers {
+        cmd.args(["--tier", t]);
+    }
+    cmd.args(["--users", users, "-d", "3s", "--warmup", "1s", "--json"])
+        .arg(&json);
+    report_of(&mut cmd, &json)
+}
+
+#[test]
+fn single_threaded_tiers_are_judged_at_one_core_on_a_machine_of_more() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("sluice-lab-one-core-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("www")).unwrap();
+    // nginx's one worker scanning a 64 KiB page for a string it removes (sub_filter):
+    // full at one core while the machine has more, its answers a byte.
+    std::fs::write(dir.join("www/page.txt"), "a".repeat(65536)).unwrap();
+    let port = support::free_port();
+    let http = format!(
+        "server {{ listen 127.0.0.1:{port}; root {}; location / {{ sub_filter 'aaaaaaaaaaaaaaaa' ''; sub_filter_once off; sub_filter_types text/plain; try_files /page.txt =404; }} }}",
+        dir.join("www").display()
+    );
+    let (nginx, pid) = nginx_one_worker(&dir, port, &http);
+    // Two steps: on a noisy machine a full core can read 80%, and the plateau then names
+    // the one busy thread all the same.
+    let (report, stdout) = deployment_lab(&dir, port, &[format!("lb={pid}")], "8,24");
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"lb".into(), &"thread".into()),
+        "{stdout}"
+    );
+    assert!(
+        v["advice"]
+            .as_str()
+            .unwrap()
+            .contains("worker_processes auto"),
+        "{stdout}"
+    );
+    drop(nginx);
+    // A single-threaded Python server behind nginx's one worker, a millisecond of CPU a
+    // request: the server holds one request at a time, its network waits too.
+    let app_port = support::free_port();
+    let script = dir.join("one_thread.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import http.server\nclass H(http.server.BaseHTTPRequestHandler):\n    protocol_version = 'HTTP/1.1'\n    disable_nagle_algorithm = True\n    def do_GET(self):\n        x = sum(range(30000))\n        self.send_response(200)\n        self.send_header('Content-Length', '3')\n        self.end_headers()\n        self.wfile.write(b'ok\\n')\n    def log_message(self, *a):\n        pass\nhttp.server.HTTPServer(('127.0.0.1', {app_port}), H).serve_forever()\n"
+        ),
+    )
+    .unwrap();
+    let app = start("python3", &[script.to_str().unwrap()]);
+    support::wait_listening(app_port);
+    let port = support::free_port();
+    let http = format!(
+        "upstream app {{ server 127.0.0.1:{app_port}; }}\nserver {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://app; }} }}"
+    );
+    let (_nginx, pid) = nginx_one_worker(&dir, port, &http);
+    let tiers = [format!("lb={pid}"), format!("app={}", app.0.id())];
+    let (report, stdout) = deployment_lab(&dir, port, &tiers, "4,12");
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"app".into(), &"thread".into()),
+        "{stdout}"
+    );
+    assert!(
+        v["summary"].as_str().unwrap().contains("a plateau at"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -40,6 +40,17 @@ pub fn plateau(points: &[Point]) -> Option<Plateau> {
 }
 
 impl Plateau {
+    /// "a plateau at 2527-2675 req/s from 4 to 8 users".
+    pub fn summary_short(&self) -> String {
+        format!(
+            "a plateau at {:.0}-{:.0} req/s from {} to {} users",
+            self.tps.0.min(self.tps.1),
+            self.tps.0.max(self.tps.1),
+            self.users.0,
+            self.users.1
+        )
+    }
+
     /// The verdict's sentence when no measured resource was saturated.
     pub fn summary(&self) -> String {
         format!(

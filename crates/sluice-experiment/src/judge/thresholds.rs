@@ -96,6 +96,11 @@ thresholds! {
     /// Users grown this many times or more with throughput flat (a gain under
     /// `FLAT_GAIN_PCT`) is a plateau: something saturated, measured or not.
     PLATEAU_USERS_RATIO = 1.5;
+    /// On a plateau with nothing measured full, a single-threaded process whose one
+    /// thread was on CPU this share of one core or more is named as the likely limit: it
+    /// serves one request at a time, and its network waits, which CPU time does not
+    /// count, hold the rest.
+    PLATEAU_THREAD_BUSY = 0.60;
     /// How much larger the proof makes the named resource and the runner-up.
     ENLARGE = 1.5;
     /// The named resource, enlarged, must gain at least this percent over the control...
