@@ -12,7 +12,8 @@
 # renders `sluice man`; systemd-analyze, where the machine has it, verifies dist/'s unit;
 # dnsmasq, the DNS server whose records the tests of `dns` servers change; PostgreSQL and
 # MariaDB, whose sessions `sluice lab` reads in a test, and Redis, whose INFO it reads,
-# behind an app in Debian's python3 with psycopg2 and PyMySQL).
+# behind an app in Debian's python3 with psycopg2 and PyMySQL; Java 17 and Maven, which
+# build and run lab/spring-app, the Spring Boot app a test reads through Micrometer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +33,8 @@ command -v dnsmasq >/dev/null || [ -x /usr/sbin/dnsmasq ] || need_apt+=(dnsmasq-
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 [ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server)
 command -v redis-server >/dev/null || need_apt+=(redis-server)
+command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || need_apt+=(maven)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import psycopg2" 2>/dev/null || need_apt+=(python3-psycopg2)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import pymysql" 2>/dev/null || need_apt+=(python3-pymysql)
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -1,9 +1,11 @@
-//! `sluice lab --target` sees inside a real database: Debian's PostgreSQL and MariaDB,
-//! each started here in a directory of its own on a free loopback port, an app server
-//! in front of each (`support/db_app.py`: HTTP, a fixed pool of connections, one
+//! `sluice lab --target` on real stacks: Debian's PostgreSQL, MariaDB and Redis, each
+//! started here in a directory of its own on a free loopback port, an app server in
+//! front of each (`support/db_app.py`: HTTP, a fixed pool of connections, one
 //! transaction per request), and the lab reading the database's sessions through a
 //! URL. Every request updating one hot row is named as that row's lock (never "add
-//! pool"), with the statement; a CPU-heavy query as the database's CPU.
+//! pool"), with the statement; a CPU-heavy query as the database's CPU; Redis at its one
+//! command thread; and a live Spring Boot app (`lab/spring-app`, built with Maven) at its
+//! Tomcat pool, its CPU read from Micrometer.
 //!
 //! Each run is one short step; they run one at a time, since each measures CPU on the
 //! same two cores.
@@ -505,4 +507,112 @@ fn a_busy_redis_is_named_at_its_one_command_thread() {
         "{evidence}"
     );
     assert!(evidence.contains("commands/s"), "{evidence}");
+}
+
+/// `lab/spring-app` (Spring Boot 3.5.7: Tomcat, HikariCP, Micrometer), built with Maven
+/// once (its jar is kept in its `target/`), run against `pg` with Tomcat held to
+/// `threads` threads; killed when dropped.
+struct SpringApp {
+    child: Child,
+    port: u16,
+}
+
+impl SpringApp {
+    fn start(pg: &Postgres, threads: usize) -> SpringApp {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab/spring-app");
+        let jar = dir.join("target/stock-app-0.0.1.jar");
+        if !jar.exists() {
+            run({
+                let mut c = Command::new("mvn");
+                c.args(["-q", "-B", "-T1", "-DskipTests", "package"])
+                    .current_dir(&dir);
+                c
+            });
+        }
+        let port = support::free_port();
+        let child = Command::new("java")
+            .arg("-jar")
+            .arg(&jar)
+            .arg(format!("--server.tomcat.threads.max={threads}"))
+            .env("PORT", port.to_string())
+            .env("PGPORT", pg.port.to_string())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("java (scripts/test.sh installs openjdk-17 and maven)");
+        let app = SpringApp { child, port };
+        // Up once its metrics answer (as text: what the lab asks for).
+        let metrics = format!("http://127.0.0.1:{port}/actuator/prometheus");
+        for _ in 0..600 {
+            let up = sluice_experiment::sample::http_get(&metrics);
+            if up.is_some_and(|b| b.contains("tomcat_threads_busy_threads")) {
+                return app;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("the Spring Boot app did not start within 60 s");
+    }
+}
+
+impl Drop for SpringApp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_live_spring_boot_apps_tomcat_pool_is_named_with_10_s_steps_and_its_cpu_read() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let pg = Postgres::start(None);
+    // Four Tomcat threads, each request holding one 20 ms (a slow downstream call).
+    let app = SpringApp::start(&pg, 4);
+    let metrics = format!("http://127.0.0.1:{}/actuator/prometheus", app.port);
+    let dir = std::env::temp_dir().join(format!("sluice-lab-jvm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "lab",
+            "--target",
+            &format!("http://127.0.0.1:{}/slow", app.port),
+        ])
+        // Its metrics URL alone: the JVM's CPU comes from Micrometer.
+        .args(["--tier", &format!("app={metrics}")])
+        .args(["--users", "16", "-d", "10s", "--warmup", "2s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{stdout}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"app".into(), &"threads".into()),
+        "{stdout}"
+    );
+    assert!(
+        evidence(&report).contains("tomcat_threads_busy_threads averaged"),
+        "{stdout}"
+    );
+    // The JVM's CPU, from process_cpu_time_ns_total against system_cpu_count.
+    let tiers = report["deployment"]["tiers"].to_string();
+    assert!(tiers.contains("(system_cpu_count)"), "{tiers}");
+    let step = &report["configurations"][0]["steps"][0];
+    let app_cpu = step["tiers"][0]["cpu_cores"].as_f64().unwrap();
+    assert!(app_cpu > 0.0, "{step}");
+    // Where the time went: most of it waiting for a Tomcat thread, before the app.
+    let parts = step["breakdown"]["parts"].as_array().unwrap();
+    let ms = |name: &str| {
+        parts.iter().find(|p| p["part"] == name).unwrap()["ms"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(ms("in the app server") >= 20.0, "{parts:?}");
 }

@@ -39,7 +39,7 @@ pub(super) fn breakdown(deltas: &[Delta], load: Load) -> Option<Breakdown> {
     let app = app_time(deltas);
     if let Some((app_ms, requests)) = app {
         parts.push(part(
-            "before the app (balancer, network, accept queue)",
+            "before the app (balancer, network, waiting for a server thread)",
             (load.mean_ms - app_ms).max(0.0),
             0,
         ));

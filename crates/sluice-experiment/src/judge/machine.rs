@@ -31,7 +31,7 @@ impl MachineCpu {
         MachineCpu {
             cores,
             busy: round2(busy),
-            tiers: round2(tiers),
+            tiers: round2(tiers.max(0.0)),
             generator: round2(generator),
             other: round2((busy - tiers - generator).max(0.0)),
         }

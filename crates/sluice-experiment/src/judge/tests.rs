@@ -868,7 +868,11 @@ fn a_requests_time_is_broken_down_from_the_apps_own_timers() {
     assert_eq!(
         parts,
         [
-            ("before the app (balancer, network, accept queue)", 20.0, 0),
+            (
+                "before the app (balancer, network, waiting for a server thread)",
+                20.0,
+                0
+            ),
             ("in the app server", 80.0, 0),
             ("waiting for a pooled connection", 50.0, 1),
             ("holding a pooled connection", 20.0, 1),
@@ -936,7 +940,10 @@ fn a_real_spring_boot_apps_metrics_give_its_pools_and_where_its_time_went() {
     assert_eq!(ms("in the app server"), 112.03);
     assert_eq!(ms("waiting for a pooled connection"), 55.54);
     assert_eq!(ms("holding a pooled connection"), 55.36);
-    assert_eq!(ms("before the app (balancer, network, accept queue)"), 8.42);
+    assert_eq!(
+        ms("before the app (balancer, network, waiting for a server thread)"),
+        8.42
+    );
 }
 
 #[test]

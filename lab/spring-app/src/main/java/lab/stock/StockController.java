@@ -23,6 +23,13 @@ public class StockController {
         return stockService.decrement();
     }
 
+    /** Waits 20 ms holding its Tomcat thread, as a call to a slow service does. */
+    @GetMapping("/slow")
+    public String slow() throws InterruptedException {
+        Thread.sleep(20);
+        return "ok";
+    }
+
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
     private volatile byte sink;
 
