@@ -5,7 +5,8 @@
 //! This crate owns experiments (`spec`), starting tiers (`topology`, `lb_config`),
 //! sampling them (`sample`, `prom`, `real` for tiers it did not start, `database`
 //! for a database's sessions, `redis`, `prometheus` for a job's targets through its
-//! server; `usl` fits the scalability law to the steps), judging
+//! server, `fetch` their one HTTP GET, `url` their URLs shown without passwords; `usl`
+//! fits the scalability law to the steps), judging
 //! (`judge`), CPU budgets and who holds them (`budget`: the kernel's cgroups or the
 //! lab's own duty cycle) and reporting (`report` the data, `text` the terminal's
 //! rendering, `html`; `live` while it runs), and says why a run failed in typed errors
@@ -16,6 +17,7 @@ pub mod budget;
 pub mod builtin;
 pub mod database;
 pub mod error;
+pub mod fetch;
 pub mod html;
 pub mod judge;
 pub mod lb_config;
@@ -30,4 +32,5 @@ pub mod sample;
 pub mod spec;
 pub mod text;
 pub mod topology;
+pub mod url;
 pub mod usl;

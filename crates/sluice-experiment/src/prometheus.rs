@@ -95,7 +95,7 @@ impl Source {
 
     /// The scrape interval of the chosen targets, seconds (the longest).
     pub fn scrape_interval(&self) -> Option<f64> {
-        let body = crate::sample::http_get(&format!("{}/api/v1/targets?state=active", self.base))?;
+        let body = crate::fetch::http_get(&format!("{}/api/v1/targets?state=active", self.base))?;
         let json: serde_json::Value = serde_json::from_str(&body).ok()?;
         json["data"]["activeTargets"]
             .as_array()?
@@ -112,7 +112,7 @@ impl Source {
     /// An instant query's vector, as samples.
     fn query(&self, promql: &str) -> Result<Vec<Sample>, String> {
         let url = format!("{}/api/v1/query?query={}", self.base, encode(promql));
-        let body = crate::sample::http_get(&url)
+        let body = crate::fetch::http_get(&url)
             .ok_or_else(|| format!("no answer from {}/api/v1/query", self.base))?;
         let json: serde_json::Value =
             serde_json::from_str(&body).map_err(|e| format!("not Prometheus's API: {e}"))?;

@@ -255,20 +255,6 @@ fn authority(url: &str) -> &str {
         .map_or(authority, |(_, host)| host)
 }
 
-/// A URL as reports and errors show it: a password in it replaced by `***`.
-pub fn masked(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => match rest.split_once('@') {
-            Some((user, after)) if user.contains(':') => {
-                let name = user.split(':').next().unwrap_or("");
-                format!("{scheme}://{name}:***@{after}")
-            }
-            _ => url.to_string(),
-        },
-        None => url.to_string(),
-    }
-}
-
 /// The port of an `http://` URL on this machine's loopback (`127.x`, `localhost`, `[::1]`).
 fn local_port(url: &str) -> Option<u16> {
     // A Prometheus tier's URL is the server's, not its target's.
@@ -284,7 +270,7 @@ fn watched(tier: &str, name: String, item: &str) -> Result<Watched, TierError> {
     if let Some(db) = DbUrl::parse(item) {
         let db = db.map_err(|why| TierError::DbUrl {
             tier: tier.into(),
-            item: item.into(),
+            item: crate::url::masked(item),
             why,
         })?;
         return Ok(database(tier, name, db));

@@ -422,7 +422,7 @@ impl LabReport {
                 url: w
                     .stats
                     .as_deref()
-                    .map(crate::real::masked)
+                    .map(crate::url::masked)
                     .or_else(|| w.database.as_ref().map(|d| d.shown())),
                 budget_cores: w.budget.cores,
                 budget: w.budget.method.clone(),

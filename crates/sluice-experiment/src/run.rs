@@ -543,7 +543,7 @@ fn fill_exporter_budgets(tiers: &mut [Watched]) -> Result<(), TierError> {
         if counters.is_empty() {
             return Err(TierError::NoMetrics {
                 tier: w.tier.clone(),
-                url: crate::real::masked(&url),
+                url: crate::url::masked(&url),
             });
         }
         if redis {

@@ -13,8 +13,6 @@ use crate::real::Watched;
 use sluice_lab::cpu_budget::Throttling;
 use sluice_lab::procfs::{self, TcpStates};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -240,7 +238,7 @@ pub fn counters(url: &str) -> BTreeMap<String, f64> {
     if let Some(Ok(source)) = crate::prometheus::Source::parse(url) {
         return counters_of(&source.series());
     }
-    let Some(body) = http_get(url) else {
+    let Some(body) = crate::fetch::http_get(url) else {
         return BTreeMap::new();
     };
     if url.ends_with("/__stats") {
@@ -298,54 +296,10 @@ pub fn counters_of(samples: &[crate::prom::Sample]) -> BTreeMap<String, f64> {
     out
 }
 
-/// The body of a plain-HTTP GET of `url` (loopback tiers, exporters), within 1 s.
-pub fn http_get(url: &str) -> Option<String> {
-    let rest = url.strip_prefix("http://")?;
-    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let path = if path.is_empty() { "/" } else { path };
-    let addr = std::net::ToSocketAddrs::to_socket_addrs(host)
-        .ok()?
-        .next()?;
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
-    s.set_write_timeout(Some(Duration::from_secs(1))).ok()?;
-    let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/plain\r\nConnection: close\r\n\r\n"
-    );
-    s.write_all(req.as_bytes()).ok()?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).ok()?;
-    let text = String::from_utf8_lossy(&raw);
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
-        return None;
-    }
-    if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        return Some(unchunk(body));
-    }
-    Some(body.to_string())
-}
-
-/// A chunked body's data.
-fn unchunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        body = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     /// An exporter answering every request with `body` as Prometheus text, on loopback.
     fn exporter(body: &'static str) -> String {

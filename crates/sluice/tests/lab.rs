@@ -429,7 +429,7 @@ fn prometheus(dir: &std::path::Path, targets: &[(&str, u16)]) -> (Running, u16) 
     support::wait_listening(port);
     let up = format!("http://127.0.0.1:{port}/api/v1/query?query=up%3D%3D1");
     for _ in 0..150 {
-        let body = sluice_experiment::sample::http_get(&up).unwrap_or_default();
+        let body = sluice_experiment::fetch::http_get(&up).unwrap_or_default();
         if body.matches("\"instance\"").count() == targets.len() {
             return (server, port);
         }

@@ -69,7 +69,7 @@ impl DbUrl {
 
     /// The URL without its password, for reports and errors.
     pub fn shown(&self) -> String {
-        crate::real::masked(&self.url)
+        crate::url::masked(&self.url)
     }
 
     /// On this machine's loopback: its process can be found by its port.
