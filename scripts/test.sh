@@ -11,7 +11,8 @@
 # certificate from; haproxy, which checks the lab's generated haproxy.cfg; groff, which
 # renders `sluice man`; systemd-analyze, where the machine has it, verifies dist/'s unit;
 # dnsmasq, the DNS server whose records the tests of `dns` servers change; PostgreSQL and
-# MariaDB, whose sessions `sluice lab` reads in a test, and Redis, whose INFO it reads,
+# MariaDB, whose sessions `sluice lab` reads in a test, directly and through their
+# Prometheus exporters, and Redis, whose INFO it reads,
 # behind an app in Debian's python3 with psycopg2 and PyMySQL; Java 17 and Maven, which
 # build and run lab/spring-app, the Spring Boot app a test reads through Micrometer).
 set -euo pipefail
@@ -33,6 +34,8 @@ command -v dnsmasq >/dev/null || [ -x /usr/sbin/dnsmasq ] || need_apt+=(dnsmasq-
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 [ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server)
 command -v redis-server >/dev/null || need_apt+=(redis-server)
+command -v prometheus-mysqld-exporter >/dev/null || need_apt+=(prometheus-mysqld-exporter)
+command -v prometheus-postgres-exporter >/dev/null || need_apt+=(prometheus-postgres-exporter)
 command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || need_apt+=(maven)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import psycopg2" 2>/dev/null || need_apt+=(python3-psycopg2)

@@ -8,7 +8,7 @@
 //! did is the difference between two readings (`judge.rs`). Every read is cheap (a few
 //! files, one loopback HTTP request per tier), so sampling does not load what it measures.
 
-use crate::database::DbSampler;
+use crate::database::{DbReading, DbSampler};
 use crate::real::Watched;
 use sluice_lab::cpu_budget::Throttling;
 use sluice_lab::procfs::{self, TcpStates};
@@ -63,6 +63,8 @@ pub struct Sampler {
 struct Sources {
     watched: Vec<Watched>,
     databases: Vec<Option<DbSampler>>,
+    /// Each tier's database sessions as its exporter counts them, added up here.
+    exported: Vec<Mutex<DbReading>>,
 }
 
 impl Sampler {
@@ -76,6 +78,7 @@ impl Sampler {
         let sources = Arc::new(Sources {
             watched: watched.to_vec(),
             databases,
+            exported: watched.iter().map(|_| Mutex::default()).collect(),
         });
         let readings = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -164,6 +167,9 @@ fn read(sources: &Sources, started: Instant) -> Reading {
                 .databases
                 .get(i)
                 .and_then(|d| d.as_ref().map(DbSampler::reading));
+            if r.db.is_none() {
+                r.db = exported_sessions(sources, i, &r.counters);
+            }
             r
         })
         .collect();
@@ -175,6 +181,19 @@ fn read(sources: &Sources, started: Instant) -> Reading {
         listen_overflows: procfs::listen_overflows().unwrap_or(0),
         pressure_us: procfs::cpu_pressure_total_us(),
     }
+}
+
+/// A database's sessions from its exporter's counters (mysqld_exporter's,
+/// postgres_exporter's), one sample a reading, added to those before.
+fn exported_sessions(
+    sources: &Sources,
+    i: usize,
+    counters: &BTreeMap<String, f64>,
+) -> Option<DbReading> {
+    let snapshot = crate::database::exported::snapshot(counters)?;
+    let mut sum = sources.exported.get(i)?.lock().expect("not poisoned");
+    sum.add(&snapshot);
+    Some(sum.clone())
 }
 
 /// One tier's reading: its process tree's figures (`tree`, for a local process) or its
@@ -268,6 +287,9 @@ pub fn counters_of(samples: &[crate::prom::Sample]) -> BTreeMap<String, f64> {
         {
             *out.entry(LB_FAILED.to_string()).or_insert(0.0) += s.value;
         }
+        for key in crate::database::exported::derived(&s.name, &s.labels) {
+            *out.entry(key.to_string()).or_insert(0.0) += s.value;
+        }
         let actuator = s
             .labels
             .get("uri")
@@ -329,6 +351,7 @@ mod tests {
         ));
         let tier = crate::real::parse_tier(&format!("app={om}")).unwrap();
         let sources = Sources {
+            exported: tier.iter().map(|_| Mutex::default()).collect(),
             watched: tier,
             databases: Vec::new(),
         };
@@ -339,6 +362,7 @@ mod tests {
         ));
         let tier = crate::real::parse_tier(&format!("app={url}")).unwrap();
         let sources = Sources {
+            exported: tier.iter().map(|_| Mutex::default()).collect(),
             watched: tier,
             databases: Vec::new(),
         };

@@ -247,6 +247,38 @@ impl Drop for Mariadb {
     }
 }
 
+/// A Prometheus exporter of Debian's on a free loopback port, killed when dropped.
+struct Exporter {
+    child: Child,
+    port: u16,
+}
+
+impl Exporter {
+    fn start(program: &str, env: &[(&str, &str)]) -> Exporter {
+        let port = support::free_port();
+        let child = Command::new(program)
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{program}: {e} (scripts/test.sh installs it)"));
+        support::wait_listening(port);
+        Exporter { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/metrics", self.port)
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The app server in front of a database, killed when dropped.
 struct App {
     child: Child,
@@ -375,6 +407,22 @@ fn a_hot_row_in_postgresql_is_named_as_its_lock_never_as_the_pool() {
     let findings = report["configurations"][0]["steps"][0]["findings"].to_string();
     assert!(findings.contains("GRANT pg_read_all_stats"), "{stdout}");
     assert_ne!(report["verdict"]["resource"], "locks", "{stdout}");
+    // postgres_exporter counts the active sessions but not what they wait on: said, and
+    // how to see it, never a lock or a pool made up from its counts.
+    let exporter = Exporter::start(
+        "prometheus-postgres-exporter",
+        &[(
+            "DATA_SOURCE_NAME",
+            &format!(
+                "postgresql://postgres@127.0.0.1:{}/postgres?sslmode=disable",
+                pg.port
+            ),
+        )],
+    );
+    let (report, stdout) = lab(&app, &exporter.url(), "20");
+    let findings = report["configurations"][0]["steps"][0]["findings"].to_string();
+    assert!(findings.contains("postgres_exporter counts"), "{stdout}");
+    assert_ne!(report["verdict"]["resource"], "locks", "{stdout}");
 }
 
 #[test]
@@ -413,11 +461,11 @@ fn mariadb_row_lock_waits_are_named_with_their_statement() {
         (&"db".into(), &"locks".into()),
         "{stdout}"
     );
-    let evidence = evidence(&report);
-    assert!(evidence.contains("row lock (InnoDB)"), "{evidence}");
+    let said = evidence(&report);
+    assert!(said.contains("row lock (InnoDB)"), "{said}");
     assert!(
-        evidence.contains("waiting: `UPDATE stock SET n = n - 1 WHERE id = 1`"),
-        "{evidence}"
+        said.contains("waiting: `UPDATE stock SET n = n - 1 WHERE id = 1`"),
+        "{said}"
     );
     // The password is never printed, nor written in the report.
     assert!(!stdout.contains("lab:lab@"), "{stdout}");
@@ -425,6 +473,26 @@ fn mariadb_row_lock_waits_are_named_with_their_statement() {
     assert!(
         tiers.contains(&format!("mysql://lab:***@127.0.0.1:{}/shop", db.port)),
         "{tiers}"
+    );
+    // Through mysqld_exporter, as a user already running it gives it: the same lock,
+    // from its counts of InnoDB's row-lock waits (no statements: it says how to get them).
+    let exporter = Exporter::start(
+        "prometheus-mysqld-exporter",
+        &[(
+            "DATA_SOURCE_NAME",
+            &format!("lab:lab@(127.0.0.1:{})/", db.port),
+        )],
+    );
+    let (report, stdout) = lab(&app, &exporter.url(), "20");
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"db".into(), &"locks".into()),
+        "{stdout}"
+    );
+    assert!(
+        evidence(&report).contains("its exporter counts sessions, not statements"),
+        "{stdout}"
     );
 }
 

@@ -8,6 +8,7 @@
 //!
 //! It only reads: one connection, one query a sample, no table of the user's touched.
 
+pub mod exported;
 mod mysql;
 mod postgres;
 
@@ -148,6 +149,8 @@ pub struct Snapshot {
     pub max_connections: u64,
     /// Statements hidden for want of privileges.
     pub hidden: bool,
+    /// Counts only, no statements: read from an exporter's metrics, not a URL.
+    pub counts_only: bool,
 }
 
 /// A database the lab can sample.
@@ -175,17 +178,20 @@ pub struct DbReading {
     pub at_max: u64,
     pub max_connections: u64,
     pub hidden: bool,
+    /// Read from an exporter's counts (`exported`): no statements, no blockers.
+    pub counts_only: bool,
     /// The last failure to sample, if the last sample failed.
     pub error: Option<String>,
 }
 
 impl DbReading {
-    fn add(&mut self, s: &Snapshot) {
+    pub(crate) fn add(&mut self, s: &Snapshot) {
         self.samples += 1;
         self.connections += s.connections;
         self.max_connections = s.max_connections;
         self.at_max += u64::from(s.max_connections > 0 && s.connections >= s.max_connections);
         self.hidden |= s.hidden;
+        self.counts_only |= s.counts_only;
         self.error = None;
         let mut seen = std::collections::BTreeSet::new();
         for session in &s.sessions {
@@ -234,6 +240,7 @@ impl DbReading {
             at_max: self.at_max.saturating_sub(earlier.at_max),
             max_connections: self.max_connections,
             hidden: self.hidden,
+            counts_only: self.counts_only,
             error: self.error.clone(),
         }
     }
@@ -396,12 +403,14 @@ mod tests {
             connections: 10,
             max_connections: 10,
             hidden: false,
+            counts_only: false,
         };
         let running = Snapshot {
             sessions: vec![session(Class::Running, "SELECT 1", None)],
             connections: 4,
             max_connections: 10,
             hidden: false,
+            counts_only: false,
         };
         let mut r = DbReading::default();
         r.add(&running);

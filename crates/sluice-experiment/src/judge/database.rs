@@ -32,6 +32,10 @@ pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Stri
         if let Some(e) = &db.error {
             out.push(format!("{}: its sessions were not read: {e}", d.info.name));
         }
+        if let Some(line) = postgres_exporter_sessions(d) {
+            out.push(line);
+            continue; // it counted connections, not what sessions did
+        }
         if db.samples == 0 {
             continue;
         }
@@ -51,6 +55,23 @@ pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Stri
         }
     }
     out
+}
+
+/// postgres_exporter's active sessions, which it counts without saying what they wait
+/// on: said, with how to see it.
+fn postgres_exporter_sessions(d: &Delta) -> Option<String> {
+    use crate::database::exported::{PG_ACTIVE, PG_IDLE_IN_TRANSACTION};
+    let mean = |key: &str| {
+        let s = d.series(key);
+        s.iter().sum::<f64>() / s.len().max(1) as f64
+    };
+    d.gauge(PG_ACTIVE)?;
+    Some(format!(
+        "{}: postgres_exporter counts {:.1} active sessions and {:.1} idle in a transaction on average, not what they wait on: --tier db=postgres://USER@HOST/DB (a read-only user with pg_read_all_stats) shows their lock and I/O waits and statements",
+        d.info.name,
+        mean(PG_ACTIVE),
+        mean(PG_IDLE_IN_TRANSACTION)
+    ))
 }
 
 /// "db[pid 812]: 0.4 sessions running on average (most: `SELECT ...`), 9.1 waiting on a
@@ -116,7 +137,12 @@ fn wait(d: &Delta, db: &DbReading, class: Class) -> Option<Resource> {
     if let Some((s, of)) = top(&db.statements_of(class)).filter(|(s, _)| !s.is_empty()) {
         evidence.push(format!("waiting: `{s}` ({:.0}% of the waits)", of * 100.0));
     }
-    if class == Class::Lock {
+    if db.counts_only {
+        evidence.push(
+            "its exporter counts sessions, not statements: --tier db=postgres://USER@HOST/DB (or mysql://) names the waiting and holding ones"
+                .into(),
+        );
+    } else if class == Class::Lock {
         evidence.push(match top(&db.holding) {
             Some((s, _)) if !s.is_empty() => format!("held by: `{s}`"),
             _ => "held by a transaction between statements (its client had not sent the next one)"

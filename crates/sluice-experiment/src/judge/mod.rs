@@ -182,17 +182,24 @@ impl Delta<'_> {
     /// too short to have such readings falls back to all of them.
     fn series(&self, key: &str) -> Vec<f64> {
         let i = self.index;
-        let (start, end) = (self.readings[0].t, self.readings[self.readings.len() - 1].t);
-        let under_load = |r: &&Reading| r.t >= start + thresholds::GAUGE_SETTLE_S && r.t < end;
-        let inner: Vec<&Reading> = self.readings.iter().filter(under_load).collect();
-        let chosen: Vec<&Reading> = if inner.iter().any(|r| r.procs[i].counters.contains_key(key)) {
-            inner
+        let has = |r: &Reading| r.procs[i].counters.contains_key(key);
+        let inner = self.under_load();
+        let chosen: Vec<&Reading> = if inner.iter().any(|&k| has(&self.readings[k])) {
+            inner.iter().map(|&k| &self.readings[k]).collect()
         } else {
             self.readings.iter().collect()
         };
         chosen
             .iter()
             .filter_map(|r| r.procs[i].counters.get(key).copied())
+            .collect()
+    }
+    /// The places of the readings taken under load (see [`Delta::series`]).
+    fn under_load(&self) -> Vec<usize> {
+        let (start, end) = (self.readings[0].t, self.readings[self.readings.len() - 1].t);
+        let settled = start + thresholds::GAUGE_SETTLE_S;
+        (0..self.readings.len())
+            .filter(|&k| self.readings[k].t >= settled && self.readings[k].t < end)
             .collect()
     }
     /// The largest accept queue of its port over the step.
@@ -205,8 +212,18 @@ impl Delta<'_> {
             .unwrap_or(0)
     }
     /// What the database's sessions did over the step, where they are sampled.
+    /// An exporter's counts are a sample a reading, so, like a gauge, only those taken
+    /// under load count; the database's own sampler takes four a second, and its step is
+    /// the whole of it.
     fn db(&self) -> Option<crate::database::DbReading> {
         let b = self.b.db.as_ref()?;
+        let at = |k: usize| self.readings[k].procs[self.index].db.as_ref();
+        let inner = self.under_load();
+        if let (true, Some(&first), Some(&last)) = (b.counts_only, inner.first(), inner.last()) {
+            if let (Some(before), Some(end)) = (at(first.saturating_sub(1)), at(last)) {
+                return Some(end.since(before));
+            }
+        }
         Some(match &self.a.db {
             Some(a) => b.since(a),
             None => b.clone(),
