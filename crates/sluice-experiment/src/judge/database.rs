@@ -127,6 +127,28 @@ fn wait(d: &Delta, db: &DbReading, class: Class) -> Option<Resource> {
         Class::Lock => ("locks", lock_kind(&event)),
         _ => ("io", "disk I/O"),
     };
+    let evidence = wait_evidence(d, db, class, &event, (waiting, share, of_active));
+    Some(Resource {
+        tier: d.info.tier.clone(),
+        resource: resource.into(),
+        label: format!("{}'s {what}", tier_word(&d.info.tier)),
+        utilisation: round2(share),
+        saturated: share >= DB_WAIT_SHARE && of_active >= DB_WAIT_OF_ACTIVE,
+        evidence,
+        enlarge: None,
+        machine: false,
+    })
+}
+
+/// What was seen of a wait class: how many waited how often, on which statements, held
+/// by which (`figures`: sessions waiting on average, share of samples, of active time).
+fn wait_evidence(
+    d: &Delta,
+    db: &DbReading,
+    class: Class,
+    event: &str,
+    (waiting, share, of_active): (f64, f64, f64),
+) -> Vec<String> {
     let mut evidence = vec![format!(
         "{}: {waiting:.1} sessions on average waited on {} ({event}), in {:.0}% of the samples; {:.0}% of the time its sessions spent in statements",
         d.info.name,
@@ -149,16 +171,7 @@ fn wait(d: &Delta, db: &DbReading, class: Class) -> Option<Resource> {
                 .into(),
         });
     }
-    Some(Resource {
-        tier: d.info.tier.clone(),
-        resource: resource.into(),
-        label: format!("{}'s {what}", tier_word(&d.info.tier)),
-        utilisation: round2(share),
-        saturated: share >= DB_WAIT_SHARE && of_active >= DB_WAIT_OF_ACTIVE,
-        evidence,
-        enlarge: None,
-        machine: false,
-    })
+    evidence
 }
 
 fn is_of(event: &str, class: Class) -> bool {
