@@ -147,11 +147,28 @@
     });
   }
 
+  // Where a request's time went in a step: each part, inner parts indented under theirs.
+  function breakdown(parent, b, id) {
+    add(parent, "p", "", "Where a request's " + fixed(b.response_ms, 1) + " ms went:");
+    var table = add(parent, "table", "breakdown");
+    table.id = id;
+    var body = add(table, "tbody");
+    b.parts.forEach(function (p) {
+      var row = add(body, "tr");
+      var name = add(row, "td", "text", p.part);
+      name.style.paddingLeft = (0.4 + 1.5 * p.depth) + "em";
+      add(row, "td", "", fixed(p.ms, 1) + " ms");
+    });
+  }
+
   function configurations(parent) {
     data.configurations.forEach(function (c, i) {
       var box = add(parent, "div", "config");
       add(box, "h3", "", c.servers + " server" + (c.servers === 1 ? "" : "s") + ": peak " + fixed(c.peak_tps, 0) + " req/s");
       verdictBox(box, c.verdict, "config-" + i);
+      var judged = c.steps.filter(function (s) { return s.valid; }).pop();
+      if (judged && judged.breakdown) { breakdown(box, judged.breakdown, "breakdown-" + i); }
+      if (c.usl && c.usl.summary) { add(box, "p", "usl", c.usl.summary).id = "usl-" + i; }
     });
     if (data.scale_out.length) {
       add(parent, "p", "", "Scale-out: " + data.scale_out.map(function (g) {

@@ -1,7 +1,7 @@
 //! The `--html` report of `sluice lab`: one self-contained page (no network) with the
 //! verdict and its evidence, the scaling curve (throughput and p99 against users, one
-//! line per number of servers), each tier's utilisation per step, the steps' table and
-//! the proof. The frame and the charts (uPlot, vendored once) are `sluice bench`'s;
+//! line per number of servers), each tier's utilisation per step, the steps' table, per
+//! configuration where a request's time went and the scalability fit, and the proof. The frame and the charts (uPlot, vendored once) are `sluice bench`'s;
 //! `assets/lab.js` builds the page from the report's JSON, inserting every string as
 //! text (tier names and evidence can be user text).
 

@@ -456,35 +456,65 @@ impl LabReport {
     /// The run's verdict in plain words: where adding a server stopped helping, the
     /// tier saturated there; else the last configuration's.
     pub fn conclude(&mut self) {
-        let Some(last) = self.configurations.last() else {
+        if self.configurations.is_empty() {
             self.verdict.summary = "nothing was measured".into();
             return;
-        };
+        }
         if self.configurations.iter().any(|c| c.variant.is_some()) {
             self.verdict = self.compare_variants();
             return;
         }
+        for c in &mut self.configurations {
+            if let Some(u) = &mut c.usl {
+                u.summary = u.describe(self.peak_rate);
+            }
+        }
         let flat = self.scale_out.iter().find(|g| g.gain_pct < FLAT_GAIN_PCT);
+        let last = self
+            .configurations
+            .last()
+            .expect("not empty, checked above");
         let at = flat
             .and_then(|g| self.configurations.iter().find(|c| c.servers == g.to))
             .unwrap_or(last);
         let mut v = at.verdict.clone();
         v.limit = v.summary.clone();
-        v.advice = advice(&v).into();
-        let database_read = self.deployment.as_ref().is_some_and(|d| {
-            d.tiers
-                .iter()
-                .any(|t| t.url.as_deref().is_some_and(is_database_url))
-        });
-        if self.deployment.is_some() && v.resource.as_deref() == Some("db_pool") && !database_read {
-            // A real database may be full of waits a bigger pool would lengthen.
-            v.advice.push_str(", once the database says what its sessions wait on (--tier db=postgres://... or mysql://...): more pool in front of a row lock only lengthens the queue");
-        }
+        v.advice = self.advice_for(&v);
         let cause = match &v.tier {
             Some(_) => format!("{}: {}; {}", v.summary, v.evidence.join("; "), v.advice),
             None => v.summary.clone(),
         };
-        v.context = match flat {
+        v.context = self.context(flat, at);
+        v.summary = format!("{}: {cause}", v.context);
+        if let Some(p) = &self.proof {
+            v.evidence.push(format!("proof: {}", p.summary));
+        }
+        v.evidence
+            .extend(at.usl.as_ref().map(|u| u.summary.clone()));
+        self.verdict = v;
+    }
+
+    /// What to change for verdict `v`: a deployment's full database pool, its database
+    /// not read, asks for the database's sessions first (a bigger pool in front of a
+    /// row lock only lengthens the queue).
+    fn advice_for(&self, v: &Verdict) -> String {
+        let mut advice = advice(v).to_string();
+        let Some(d) = &self.deployment else {
+            return advice;
+        };
+        let database_read = d
+            .tiers
+            .iter()
+            .any(|t| t.url.as_deref().is_some_and(is_database_url));
+        if v.resource.as_deref() == Some("db_pool") && !database_read {
+            advice.push_str(", once the database says what its sessions wait on (--tier db=postgres://... or mysql://...): more pool in front of a row lock only lengthens the queue");
+        }
+        advice
+    }
+
+    /// Where the run stopped scaling, or what it came to.
+    fn context(&self, flat: Option<&Gain>, at: &Configuration) -> String {
+        match flat {
             Some(g) => format!(
                 "the {} server added {:.0}% TPS ({:.0} -> {:.0} req/s)",
                 ordinal(g.to),
@@ -505,15 +535,7 @@ impl LabReport {
                 at.servers,
                 plural(at.servers)
             ),
-        };
-        v.summary = format!("{}: {cause}", v.context);
-        if let Some(p) = &self.proof {
-            v.evidence.push(format!("proof: {}", p.summary));
         }
-        if let Some(u) = &at.usl {
-            v.evidence.push(u.describe(self.peak_rate));
-        }
-        self.verdict = v;
     }
 }
 

@@ -178,8 +178,8 @@ fn configurations(r: &LabReport, w: Width) -> String {
         if let Some(b) = judged.and_then(|s| s.judged.breakdown.as_ref()) {
             out.push_str(&wrap(&breakdown_line(b), "      ", "        ", w));
         }
-        if let Some(u) = &c.usl {
-            out.push_str(&wrap(&u.describe(r.peak_rate), "      ", "        ", w));
+        if let Some(u) = c.usl.as_ref().filter(|u| !u.summary.is_empty()) {
+            out.push_str(&wrap(&u.summary, "      ", "        ", w));
         }
         let findings = c
             .findings

@@ -25,6 +25,10 @@ pub struct Usl {
     pub peak_users: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_tps: Option<f64>,
+    /// In words, with the plan's rate against it ([`Usl::describe`], set with the run's
+    /// verdict): what the terminal and the page show.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub summary: String,
 }
 
 impl Usl {
@@ -53,6 +57,7 @@ impl Usl {
                 steps: points.len(),
                 peak_users: None,
                 peak_tps: None,
+                summary: String::new(),
             };
             usl.r2 = r_squared(&usl, &points);
             Some(usl)
@@ -247,6 +252,7 @@ mod tests {
             steps: 0,
             peak_users: None,
             peak_tps: None,
+            summary: String::new(),
         };
         users.iter().map(|n| (*n, u.throughput(*n))).collect()
     }

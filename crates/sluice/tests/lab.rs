@@ -493,43 +493,6 @@ fn a_tier_read_through_prometheus_is_its_jobs_targets() {
     let _ = std::fs::remove_dir_all(&d.dir);
 }
 
-/// The DOM headless Chromium builds from `page` once its scripts ran (60 s at most).
-fn browser_dom(page: &std::path::Path) -> String {
-    let profile = page.with_extension("profile");
-    browser_dom_of(&format!("file://{}", page.display()), &profile)
-}
-
-/// The DOM of the page at `url` after its scripts ran, in headless Chromium with its
-/// profile in `profile`.
-fn browser_dom_of(url: &str, profile: &std::path::Path) -> String {
-    let out = Command::new("timeout")
-        .arg("60")
-        .arg(if std::path::Path::new("/usr/bin/chromium").exists() {
-            "/usr/bin/chromium"
-        } else {
-            "chromium"
-        })
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-        ])
-        .args([
-            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-            "--virtual-time-budget=5000",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(url)
-        .stderr(std::process::Stdio::null())
-        .output()
-        .expect("chromium (scripts/test.sh installs it)");
-    assert!(out.status.success(), "chromium: {}", out.status);
-    let _ = std::fs::remove_dir_all(profile);
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 #[test]
 fn the_live_page_shows_every_tier_while_the_run_goes_on() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
@@ -546,7 +509,7 @@ fn the_live_page_shows_every_tier_while_the_run_goes_on() {
     // Into the measured part of the step: a second of readings at least.
     std::thread::sleep(std::time::Duration::from_secs(4));
     let profile = std::env::temp_dir().join(format!("sluice-live-{}.profile", std::process::id()));
-    let dom = browser_dom_of(&format!("http://127.0.0.1:{port}/"), &profile);
+    let dom = support::browser_dom_of(&format!("http://127.0.0.1:{port}/"), &profile);
     let out = lab.wait_with_output().unwrap();
     assert!(
         out.status.success(),
@@ -597,7 +560,7 @@ fn the_html_report_draws_its_charts_and_keeps_user_text_as_text() {
             .arg(&json),
         &json,
     );
-    let dom = browser_dom(&page);
+    let dom = support::browser_dom(&page);
     let body = &dom[dom.find("<body").unwrap()..];
     let body_tag = &body[..body.find('>').unwrap()];
     assert!(!body_tag.contains("data-error"), "{body_tag}");

@@ -320,6 +320,21 @@ fn lab(app: &App, db_url: &str, users: &str) -> (Value, String) {
 /// `sluice lab --target` on `app` with `tier` beside it, as nobody when `nobody` (and
 /// this is root: a user who cannot read other users' processes).
 fn lab_as(app: &App, tier: &str, users: &str, nobody: bool) -> (Value, String) {
+    let (report, stdout, dir) = lab_run(app, tier, users, nobody);
+    let _ = std::fs::remove_dir_all(&dir);
+    (report, stdout)
+}
+
+/// [`lab`]'s report, and the DOM of its HTML page as headless Chromium builds it.
+fn lab_page(app: &App, db_url: &str, users: &str) -> (Value, String) {
+    let (report, _, dir) = lab_run(app, &format!("db={db_url}"), users, false);
+    let dom = support::browser_dom(&dir.join("report.html"));
+    let _ = std::fs::remove_dir_all(&dir);
+    (report, dom)
+}
+
+/// One `sluice lab` run, its JSON and HTML reports in the directory it returns.
+fn lab_run(app: &App, tier: &str, users: &str, nobody: bool) -> (Value, String, PathBuf) {
     let dir =
         std::env::temp_dir().join(format!("sluice-lab-db-{}-{}", std::process::id(), app.port));
     std::fs::create_dir_all(&dir).unwrap();
@@ -344,6 +359,8 @@ fn lab_as(app: &App, tier: &str, users: &str, nobody: bool) -> (Value, String) {
         .args(["--tier", tier])
         .args(["--users", users, "-d", "4s", "--warmup", "1s", "--json"])
         .arg(&json)
+        .arg("--html")
+        .arg(dir.join("report.html"))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -351,8 +368,7 @@ fn lab_as(app: &App, tier: &str, users: &str, nobody: bool) -> (Value, String) {
     assert!(out.status.success(), "{stdout}\n{stderr}");
     println!("{stdout}");
     let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    (report, stdout)
+    (report, stdout, dir)
 }
 
 /// The evidence of the run's verdict, one string.
@@ -371,8 +387,10 @@ fn a_hot_row_in_postgresql_is_named_as_its_lock_never_as_the_pool() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let pg = Postgres::start(None);
     let app = App::start("postgres", &pg.dsn(), "hot");
-    // A read-only user with pg_read_all_stats, as the manual says to make.
-    let (report, stdout) = lab(&app, &pg.url("lab"), "20");
+    // A read-only user with pg_read_all_stats, as the manual says to make; five steps,
+    // so the scalability law is fitted too.
+    let (report, dom) = lab_page(&app, &pg.url("lab"), "2,5,10,15,20");
+    let stdout = report["verdict"].to_string();
     let v = &report["verdict"];
     assert_eq!(
         (&v["tier"], &v["resource"]),
@@ -401,6 +419,17 @@ fn a_hot_row_in_postgresql_is_named_as_its_lock_never_as_the_pool() {
         .cloned()
         .unwrap();
     assert!(db["cpu_util"].as_f64().unwrap() < 0.5, "{db}");
+    // The page shows where the time went, and the fit, as text.
+    let breakdown = &dom[dom.find("id=\"breakdown-0\"").expect("the breakdown")..];
+    assert!(breakdown.contains("waiting on a lock"), "{breakdown}");
+    let usl = report["configurations"][0]["usl"]["summary"]
+        .as_str()
+        .unwrap();
+    assert!(
+        usl.starts_with("Universal Scalability Law over 5 steps"),
+        "{usl}"
+    );
+    assert!(dom.contains("id=\"usl-0\""), "{dom}");
     // A user without pg_read_all_stats sees no other session's statement: said, and
     // nothing is named from what it could not see.
     let (report, stdout) = lab(&app, &pg.url("watcher"), "20");

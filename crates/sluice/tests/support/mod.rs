@@ -80,3 +80,40 @@ pub fn wait_listening(port: u16) {
     }
     panic!("nothing listens on {port}");
 }
+
+/// The DOM headless Chromium builds from `page` once its scripts ran (60 s at most).
+pub fn browser_dom(page: &std::path::Path) -> String {
+    let profile = page.with_extension("profile");
+    browser_dom_of(&format!("file://{}", page.display()), &profile)
+}
+
+/// The DOM of the page at `url` after its scripts ran, in headless Chromium with its
+/// profile in `profile`.
+pub fn browser_dom_of(url: &str, profile: &std::path::Path) -> String {
+    let out = std::process::Command::new("timeout")
+        .arg("60")
+        .arg(if std::path::Path::new("/usr/bin/chromium").exists() {
+            "/usr/bin/chromium"
+        } else {
+            "chromium"
+        })
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
+        .args([
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(url)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .expect("chromium (scripts/test.sh installs it)");
+    assert!(out.status.success(), "chromium: {}", out.status);
+    let _ = std::fs::remove_dir_all(profile);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
