@@ -7,7 +7,7 @@ use std::fmt::Write;
 /// The config text.
 pub fn toml(plan: &Plan, source: &str) -> String {
     let mut out = format!(
-        "# Translated from {source} by `sluice import`; what did not carry over is listed\n# on stderr. Check it with `sluice check -c FILE`.\n"
+        "# Translated from {source} by `sluice import`; what did not carry over is listed\n# on stderr. Check it with `sluice check FILE`.\n"
     );
     if let Some(w) = plan.workers {
         let _ = writeln!(out, "workers = {w}");
@@ -15,8 +15,18 @@ pub fn toml(plan: &Plan, source: &str) -> String {
     if let Some(k) = &plan.keepalive_timeout {
         let _ = writeln!(out, "keepalive_timeout = {}", quote(k));
     }
-    if let Some(log) = &plan.access_log {
-        let _ = writeln!(out, "access_log = {}", quote(log));
+    match &plan.access_log {
+        Some(log) => {
+            let _ = writeln!(out, "access_log = {}", quote(log));
+        }
+        // nginx's default: every request logged.
+        None if !plan.access_log_set => {
+            let _ = writeln!(
+                out,
+                "# access_log = \"/var/log/sluice/access.log\"   # nginx logged every request by default"
+            );
+        }
+        None => {}
     }
     if !plan.trusted_proxies.is_empty() {
         let _ = writeln!(out, "trusted_proxies = {}", list(&plan.trusted_proxies));
@@ -48,6 +58,14 @@ pub fn toml(plan: &Plan, source: &str) -> String {
     }
     for l in &plan.limits {
         limit(&mut out, l);
+    }
+    if !plan.routes.is_empty() {
+        // nginx has no admin listener to translate; without one, `sluice status` and
+        // `sluice reload` after a migration would ask for a restart.
+        let _ = write!(
+            out,
+            "\n# The admin listener: the dashboard, /metrics, `sluice status` and `sluice reload`\n# (loopback only; nginx had none).\n[admin]\nbind = \"127.0.0.1:9901\"\n"
+        );
     }
     out
 }

@@ -26,6 +26,17 @@ pub struct Imported {
     pub notes: Vec<Note>,
 }
 
+/// What a note says of its directive: the import's summary counts each kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoteKind {
+    /// sluice does it itself: nothing to write (`server_tokens`, `X-Forwarded-For`).
+    Done,
+    /// Carried over, differently: worth a read (`worker_processes 1`, `keepalive 32`).
+    Changed,
+    /// Not carried over (`rewrite`, a regex location).
+    Lost,
+}
+
 /// One directive that sluice does differently, or not at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Note {
@@ -44,6 +55,28 @@ impl Note {
             line: line.parse().unwrap_or(0),
             directive: directive.to_string(),
             text: text.into(),
+        }
+    }
+}
+
+impl Note {
+    /// Which kind of note this is, from the words every note of this crate ends with.
+    pub fn kind(&self) -> NoteKind {
+        let t = &self.text;
+        let done = [
+            "nothing to write",
+            "nothing more to write",
+            "nothing to set",
+            "nothing to choose",
+            "not needed",
+        ];
+        let lost = ["not translated", "left out", "no server block"];
+        if done.iter().any(|w| t.contains(w)) {
+            NoteKind::Done
+        } else if lost.iter().any(|w| t.contains(w)) {
+            NoteKind::Lost
+        } else {
+            NoteKind::Changed
         }
     }
 }

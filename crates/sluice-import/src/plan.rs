@@ -6,6 +6,8 @@ pub struct Plan {
     pub workers: Option<u32>,
     pub keepalive_timeout: Option<String>,
     pub access_log: Option<String>,
+    /// An `access_log` directive was read (`off` included): nginx's default log is not.
+    pub access_log_set: bool,
     pub listeners: Vec<Listener>,
     pub routes: Vec<Route>,
     pub upstreams: Vec<Upstream>,

@@ -102,12 +102,14 @@ impl Scope {
             "upgrade" | "connection" => true,
             _ => false,
         };
-        if let Some(var) = unknown_variable(value) {
-            notes.push(d.note(format!("{name} {value}: sluice has no {var}; left out")));
-        } else if done_by_sluice {
+        // What sluice sends itself first: its values name variables sluice has no use for
+        // ($proxy_add_x_forwarded_for, $connection_upgrade), which is not a loss.
+        if done_by_sluice {
             notes.push(d.note(format!(
                 "{name} {value}: sluice sends it itself (Host as the client sent it; X-Forwarded-For, X-Real-IP, X-Forwarded-Proto and -Host set; WebSocket upgrades passed through): nothing to write"
             )));
+        } else if let Some(var) = unknown_variable(value) {
+            notes.push(d.note(format!("{name} {value}: sluice has no {var}; left out")));
         } else if value.is_empty() {
             self.request_remove.push(name.into());
         } else {

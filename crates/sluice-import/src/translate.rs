@@ -22,6 +22,14 @@ pub fn translate(nodes: &[Node], notes: &mut Notes) -> Plan {
     let scope = Scope::default();
     t.level(nodes, &scope, notes);
     server::finish(&mut t.plan, t.servers, notes);
+    if !t.plan.access_log_set && !t.plan.routes.is_empty() {
+        let http = nodes.iter().find(|d| d.name == "http").or(nodes.first());
+        if let Some(at) = http {
+            let mut note = at.note("none: nginx logs every request by default (logs/access.log); sluice logs none unless access_log is set: the result has it commented out, to turn on");
+            note.directive = "access_log".into();
+            notes.push(note);
+        }
+    }
     t.plan
 }
 
@@ -47,12 +55,7 @@ impl Translator {
                 self.plan.upstreams.push(up);
             }
             "server" => self.server(d, scope, notes),
-            "worker_processes" => {
-                self.plan.workers = match d.arg(0) {
-                    Some("auto") => Some(0),
-                    n => n.and_then(|n| n.parse().ok()),
-                }
-            }
+            "worker_processes" => self.workers(d, notes),
             "access_log" => self.access_log(d, notes),
             "keepalive_timeout" => self.plan.keepalive_timeout = d.arg(0).and_then(duration),
             "set_real_ip_from" => self.trust(d, notes),
@@ -76,7 +79,23 @@ impl Translator {
         }
     }
 
+    /// `worker_processes`: `auto` is every core; a number is carried over and said, since
+    /// it caps sluice at that many cores however many the machine has.
+    fn workers(&mut self, d: &Node, notes: &mut Notes) {
+        self.plan.workers = match d.arg(0) {
+            Some("auto") => Some(0),
+            n => n.and_then(|n| n.parse().ok()),
+        };
+        if let Some(n) = self.plan.workers.filter(|n| *n > 0) {
+            notes.push(d.note(format!(
+                "carried over as workers = {n}: sluice uses {n} core{} at most however many the machine has; workers = 0 (or no key) uses every core",
+                if n == 1 { "" } else { "s" }
+            )));
+        }
+    }
+
     fn access_log(&mut self, d: &Node, notes: &mut Notes) {
+        self.plan.access_log_set = true;
         match d.arg(0) {
             Some("off") | None => {}
             Some(path) => {

@@ -18,13 +18,24 @@ pub fn upstream(block: &Node, notes: &mut Notes) -> Upstream {
             "server" => server(d, &mut up, notes),
             "least_conn" => up.balance = Some("least_conn"),
             "hash" => hash(d, &mut up, notes),
+            // The third-party ngx_http_consistent_hash module: sluice's own hash is
+            // consistent (ketama), so it is `hash KEY consistent`.
+            "consistent_hash" => {
+                hash(d, &mut up, notes);
+                if up.balance == Some("hash") {
+                    notes.push(d.note("translated as hash with its key (ketama, as nginx's `hash ... consistent`): keys keep to their server as servers come and go, though not to the same ones the module chose"));
+                }
+            }
             "ip_hash" => {
                 up.balance = Some("hash");
                 up.hash_key = Some("$remote_addr".into());
                 notes.push(d.note("hashes the whole client address (nginx's ip_hash takes the first three octets of an IPv4 one, so clients of one /24 shared a server); clients move once"));
             }
             "random" => random(d, &mut up, notes),
-            "keepalive" => up.keepalive = d.arg(0).and_then(|n| n.parse().ok()),
+            "keepalive" => {
+                up.keepalive = d.arg(0).and_then(|n| n.parse().ok());
+                notes.push(d.note("nginx keeps that many idle connections per worker for the whole upstream; sluice's keepalive counts per server and worker, so it keeps up to that many times the servers"));
+            }
             "keepalive_timeout" | "keepalive_requests" | "keepalive_time" => notes.push(d.note(
                 "sluice closes an idle pooled connection after the upstream's idle_timeout (4s) and has no cap on requests per connection",
             )),
@@ -130,7 +141,7 @@ fn hash(d: &Node, up: &mut Upstream, notes: &mut Notes) {
     }
     up.balance = Some("hash");
     up.hash_key = Some(key.to_string());
-    if d.arg(1) != Some("consistent") {
+    if d.name == "hash" && d.arg(1) != Some("consistent") {
         notes.push(d.note("nginx's hash without `consistent` maps keys by a modulo; sluice's hash is consistent (ketama, as `hash ... consistent`): keys map differently"));
     }
 }

@@ -207,3 +207,78 @@ http {
     assert_eq!(config.listeners.len(), 1, "{toml}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The corpus's file `name`, read in place (`../shared/nginx-corpus`), when it is there.
+fn corpus_file(name: &str) -> Option<PathBuf> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/nginx-corpus")
+        .join(name);
+    path.exists().then_some(path)
+}
+
+#[test]
+fn seed_003s_consistent_hash_module_becomes_sluices_hash() {
+    // `consistent_hash $request_uri` (the third-party module seed 003 compiled in).
+    let text = "http { upstream myapp { consistent_hash $request_uri; server 10.0.0.1; server 10.0.0.2; } server { listen 80; location / { proxy_pass http://myapp; } } }";
+    let (imported, _) = import("consistent-hash", &[("nginx.conf", text)]);
+    let toml = &imported.toml;
+    assert!(toml.contains("balance = \"hash\""), "{toml}");
+    assert!(toml.contains("hash_key = \"$request_uri\""), "{toml}");
+    assert!(
+        !imported
+            .notes
+            .iter()
+            .any(|n| n.text.contains("no equivalent")),
+        "{:?}",
+        imported.notes
+    );
+    // The same on the corpus's copy of seed 003's config, read in place.
+    if let Some(seed) = corpus_file("seed-003-2.conf") {
+        let imported = sluice_import::import(&seed).unwrap();
+        assert!(
+            imported.toml.contains("balance = \"hash\""),
+            "{}",
+            imported.toml
+        );
+    }
+}
+
+#[test]
+fn what_sluice_does_itself_is_not_a_loss_and_what_changes_is_said() {
+    use sluice_import::NoteKind;
+    let text = "worker_processes 1;\nevents { worker_connections 1024; }\nhttp {\n  server_tokens off;\n  upstream app { server 10.0.0.1:8080; keepalive 32; }\n  server {\n    listen 80;\n    location / {\n      proxy_pass http://app;\n      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n      proxy_set_header Connection $connection_upgrade;\n      rewrite ^/old /new;\n    }\n  }\n}\n";
+    let (imported, _) = import("kinds", &[("nginx.conf", text)]);
+    let kind = |directive: &str, words: &str| {
+        let n = imported
+            .notes
+            .iter()
+            .find(|n| n.directive == directive && n.text.contains(words));
+        n.unwrap_or_else(|| panic!("no {directive} note in {:?}", imported.notes))
+            .kind()
+    };
+    assert_eq!(kind("proxy_set_header", "X-Forwarded-For"), NoteKind::Done);
+    assert_eq!(
+        kind("proxy_set_header", "Connection $connection_upgrade"),
+        NoteKind::Done
+    );
+    assert_eq!(kind("server_tokens", ""), NoteKind::Done);
+    assert_eq!(kind("rewrite", ""), NoteKind::Lost);
+    // Changed without a word before: one core, keep-alive per server, no access log.
+    assert_eq!(kind("worker_processes", "workers = 1"), NoteKind::Changed);
+    assert_eq!(
+        kind("keepalive", "per server and worker"),
+        NoteKind::Changed
+    );
+    assert_eq!(
+        kind("access_log", "nginx logs every request by default"),
+        NoteKind::Changed
+    );
+    let toml = &imported.toml;
+    assert!(toml.contains("# access_log = "), "{toml}");
+    // An admin listener, so `sluice status` and reloads work after the migration.
+    assert!(
+        toml.contains("[admin]\nbind = \"127.0.0.1:9901\""),
+        "{toml}"
+    );
+    sluice_config::parse("imported.toml", toml).unwrap();
+}

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 /// Exit code when the command line cannot be used.
 const BAD_INPUT: u8 = 2;
-/// Exit code when a `--fail-if` threshold was met.
+/// Exit code when a `--fail-if` threshold was crossed.
 const THRESHOLD_FAILED: u8 = 3;
 /// Exit code after an interruption (Ctrl-C); the results measured so far are written.
 const INTERRUPTED: u8 = 130;
@@ -130,7 +130,7 @@ pub struct BenchArgs {
     /// Write an HdrHistogram interval log (V2) to FILE: each second of each step.
     #[arg(long)]
     hdr_log: Option<PathBuf>,
-    /// Fail (exit 3) when any step meets this, e.g. 'p99>250ms', 'errors>1%',
+    /// Fail (exit 3) when any step crosses this, e.g. 'p99>250ms', 'errors>1%',
     /// 'throughput<1000' (repeatable).
     #[arg(long = "fail-if")]
     fail_if: Vec<String>,
@@ -200,7 +200,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     let failed = failures(&report, &thresholds);
     for f in &failed {
-        eprintln!("sluice bench: threshold met: {f}");
+        eprintln!("sluice bench: threshold crossed: {f}");
     }
     Ok(if failed.is_empty() {
         ExitCode::SUCCESS

@@ -10,6 +10,20 @@ use std::time::Duration;
 
 use crate::serve::BAD_CONFIG;
 
+/// "sluice import: 3 directives not carried over, 2 carried over differently, 5 that
+/// sluice does itself (each listed above)".
+fn import_summary(notes: &[sluice_import::Note]) -> String {
+    use sluice_import::NoteKind;
+    let count = |kind| notes.iter().filter(|n| n.kind() == kind).count();
+    let n = |k: usize, what: &str| format!("{k} directive{} {what}", if k == 1 { "" } else { "s" });
+    format!(
+        "sluice import: {}, {}, {} (each listed above); check the result with `sluice check FILE`",
+        n(count(NoteKind::Lost), "not carried over"),
+        n(count(NoteKind::Changed), "carried over differently"),
+        n(count(NoteKind::Done), "that sluice does itself")
+    )
+}
+
 /// `sluice import`: the translated config on stdout, the notes on stderr.
 pub fn import(path: &Path) -> anyhow::Result<ExitCode> {
     match sluice_import::import(path) {
@@ -18,10 +32,7 @@ pub fn import(path: &Path) -> anyhow::Result<ExitCode> {
             for note in &imported.notes {
                 eprintln!("{note}");
             }
-            eprintln!(
-                "sluice import: {} directives not carried over as they were (listed above); check the result with `sluice check -c FILE`",
-                imported.notes.len()
-            );
+            eprintln!("{}", import_summary(&imported.notes));
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
@@ -48,9 +59,12 @@ pub fn man(cli: clap::Command) -> anyhow::Result<ExitCode> {
 
 pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut failed = false;
+    if paths.is_empty() {
+        eprintln!("sluice check: name a config file: sluice check FILE (or -c FILE)");
+        return Ok(ExitCode::from(BAD_CONFIG));
+    }
     for path in paths {
-        let loaded = sluice_config::load(path).and_then(crate::resolve::names);
-        match loaded.and_then(|c| certificates(&c).map(|_| c)) {
+        match sluice_config::load(path).and_then(names_and_certificates) {
             Ok(c) => {
                 let admin = c
                     .admin
@@ -69,12 +83,14 @@ pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
                     1 => ", 1 server name followed in DNS from the start".to_string(),
                     n => format!(", {n} server names followed in DNS from the start"),
                 };
+                let n =
+                    |k: usize, what: &str| format!("{k} {what}{}", if k == 1 { "" } else { "s" });
                 println!(
-                    "{}: ok ({} listeners, {} routes, {} upstreams{admin}{log}{dns})",
+                    "{}: ok ({}, {}, {}{admin}{log}{dns})",
                     path.display(),
-                    c.listeners.len(),
-                    c.routes.len(),
-                    c.upstreams.len()
+                    n(c.listeners.len(), "listener"),
+                    n(c.routes.len(), "route"),
+                    n(c.upstreams.len(), "upstream")
                 )
             }
             Err(errors) => {
@@ -88,6 +104,21 @@ pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The config with its server names resolved, once its names and its certificates are
+/// both good: the problems of both at once, not a round for each.
+fn names_and_certificates(
+    config: sluice_config::Config,
+) -> Result<sluice_config::Config, sluice_config::Errors> {
+    let certs = certificates(&config);
+    match (crate::resolve::names(config), certs) {
+        (Ok(c), Ok(())) => Ok(c),
+        (names, certs) => {
+            let errors = names.err().into_iter().chain(certs.err());
+            Err(sluice_config::Errors(errors.flat_map(|e| e.0).collect()))
+        }
+    }
 }
 
 /// Reads every certificate `config` names (an error for each bad one: unreadable,

@@ -47,8 +47,12 @@ enum Command {
     },
     /// Validate config files; list every problem as file:line:col and exit non-zero.
     Check {
-        /// The config files.
-        #[arg(short, long, num_args = 1.., required = true)]
+        /// The config files (`-c` is optional, as `nginx -t -c` and `haproxy -c -f`
+        /// users type it either way).
+        #[arg(value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// The config files, as `serve -c` takes them.
+        #[arg(short, long, num_args = 1..)]
         config: Vec<PathBuf>,
     },
     /// Translate an nginx.conf into a sluice config (on stdout); what does not carry
@@ -168,7 +172,9 @@ fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Serve { config } => serve::serve(&config),
         Command::Reload { config } => serve::reload(&config),
-        Command::Check { config } => commands::check(&config),
+        Command::Check { files, config } => {
+            commands::check(&files.into_iter().chain(config).collect::<Vec<_>>())
+        }
         Command::Import { nginx_conf } => commands::import(&nginx_conf),
         Command::Completions { shell } => commands::completions(shell, Cli::command()),
         Command::Man => commands::man(Cli::command()),

@@ -149,7 +149,7 @@ fn thresholds_fail_the_run_with_exit_code_3_and_name_themselves() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(
-        stderr.contains("threshold met: 2 users: throughput<1000000"),
+        stderr.contains("threshold crossed: 2 users: throughput<1000000"),
         "{stderr}"
     );
     assert!(!stderr.contains("errors>1%"), "{stderr}");
@@ -327,7 +327,7 @@ fn plan_works_out_seed_004_and_its_bench_commands_run() {
             "--no-prove"
         };
         let run = sluice().args(&args).arg(quiet).output().unwrap();
-        // 0: passed, 3: a threshold met (5 users cannot reach 2,084 req/s); never 2.
+        // 0: passed, 3: a threshold crossed (5 users cannot reach 2,084 req/s); never 2.
         assert!(
             matches!(run.status.code(), Some(0) | Some(3)),
             "{shortened}: {run:?}"

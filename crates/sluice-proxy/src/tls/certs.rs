@@ -24,57 +24,61 @@ pub struct Loaded {
 
 /// Reads and checks one certificate and key pair. The error names the file, the reason
 /// and the place in the config that points to it.
-pub fn load(files: &CertificateFiles, provider: &CryptoProvider) -> Result<Loaded, ConfigError> {
+pub fn load(
+    files: &CertificateFiles,
+    provider: &CryptoProvider,
+) -> Result<Loaded, Vec<ConfigError>> {
     let fail = |path: &std::path::Path, why: String, hint: &str| {
         ConfigError::at_place(&files.at, format!("{}: {why}", path.display()), hint)
     };
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&files.cert)
-        .and_then(|certs| certs.collect())
-        .map_err(|e| {
-            fail(
+    let chain_hint = "give the PEM file of the certificate chain (fullchain.pem)";
+    let chain = CertificateDer::pem_file_iter(&files.cert)
+        .and_then(|certs| certs.collect::<Result<Vec<CertificateDer<'static>>, _>>())
+        .map_err(|e| fail(&files.cert, pem_error(e), chain_hint))
+        .and_then(|chain| match chain.is_empty() {
+            true => Err(fail(
                 &files.cert,
-                pem_error(e),
-                "give the PEM file of the certificate chain (fullchain.pem)",
-            )
-        })?;
-    if chain.is_empty() {
-        let why = "no CERTIFICATE block in the file".to_string();
-        return Err(fail(
-            &files.cert,
-            why,
-            "give the PEM file of the certificate chain (fullchain.pem)",
-        ));
-    }
+                "no CERTIFICATE block in the file".into(),
+                chain_hint,
+            )),
+            false => Ok(chain),
+        });
     let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|e| {
         fail(
             &files.key,
             pem_error(e),
             "give the PEM file of the private key (privkey.pem)",
         )
-    })?;
+    });
+    // Both files' problems at once: a missing key is said beside a missing certificate.
+    let (chain, key) = match (chain, key) {
+        (Ok(chain), Ok(key)) => (chain, key),
+        (chain, key) => return Err(chain.err().into_iter().chain(key.err()).collect()),
+    };
     let signer = provider.key_provider.load_private_key(key).map_err(|e| {
         fail(
             &files.key,
             format!("unusable private key: {e}"),
             "use an RSA, ECDSA or Ed25519 key",
         )
-    })?;
+    });
+    let signer = signer.map_err(|e| vec![e])?;
     let key = CertifiedKey::new(chain, signer);
     if key.keys_match().is_err() {
         let why = format!(
             "the private key does not belong to the certificate in {}",
             files.cert.display()
         );
-        return Err(fail(
+        return Err(vec![fail(
             &files.key,
             why,
             "give the key that was issued with this certificate",
-        ));
+        )]);
     }
     let leaf = leaf_facts(&key.cert[0])
-        .map_err(|why| fail(&files.cert, why, "give a valid X.509 certificate"))?;
+        .map_err(|why| vec![fail(&files.cert, why, "give a valid X.509 certificate")])?;
     check_validity((leaf.not_before, leaf.not_after), now())
-        .map_err(|why| fail(&files.cert, why, "renew the certificate"))?;
+        .map_err(|why| vec![fail(&files.cert, why, "renew the certificate")])?;
     Ok(Loaded {
         key: Arc::new(key),
         names: leaf.names,

@@ -82,7 +82,7 @@ fn load(settings: &Tls) -> Result<(CertSet, Vec<Loaded>), Vec<ConfigError>> {
     for files in &settings.certificates {
         match certs::load(files, provider()) {
             Ok(l) => loaded.push(l),
-            Err(e) => errors.push(e),
+            Err(e) => errors.extend(e),
         }
     }
     match CertSet::new(&loaded) {

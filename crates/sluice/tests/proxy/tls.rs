@@ -406,6 +406,34 @@ fn sluice_check_names_a_bad_certificate_its_file_and_reason() {
     }
 }
 
+#[test]
+fn sluice_check_lists_every_file_and_name_problem_at_once() {
+    // Seed 000's migration: certificate and key both missing, a server name that does
+    // not resolve. One round of `sluice check FILE` (no -c, as nginx -t users type it).
+    let dir = TempDir::new("check-all");
+    let (cert, key) = (dir.0.join("fullchain.pem"), dir.0.join("privkey.pem"));
+    let config = dir.file(
+        "sluice.toml",
+        &format!(
+            "[[listener]]\nbind = \"127.0.0.1:8443\"\ntls = {{ cert = {cert:?}, key = {key:?} }}\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"no-such-host.invalid:8080\"]\n"
+        ),
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("check")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    for said in [
+        "fullchain.pem: cannot read",
+        "privkey.pem: cannot read",
+        "no-such-host.invalid",
+    ] {
+        assert!(text.contains(said), "{said} missing from:\n{text}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn servers_are_reached_over_tls_verified_with_sni_and_pooled() {
     let pki = Pki::new();
