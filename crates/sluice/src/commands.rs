@@ -253,20 +253,32 @@ pub fn demo(listen: SocketAddr) -> anyhow::Result<ExitCode> {
     let text = demo_config(listen, &servers);
     let config = sluice_config::parse("demo.toml", &text).map_err(|e| anyhow!("{e}"))?;
     let signals = crate::serve::signals()?;
+    let admin_config = config.admin.clone().expect("the demo's config has [admin]");
     let proxy = Proxy::start(config)
         .with_context(|| format!("listening on {listen} (try --listen 127.0.0.1:0)"))?;
+    let info = sluice_admin::Info {
+        config_file: None,
+        reload: None,
+    };
+    let admin = sluice_admin::start(&admin_config, proxy.view(), info)
+        .context("the admin listener (the dashboard)")?;
     let addr = proxy.local_addrs()[0];
     println!("# sluice demo: three backends on loopback, sluice in front of them.\n# The config it runs:\n\n{text}");
-    println!("# Try it (each response names the backend that answered):\n  for i in 1 2 3 4 5 6; do curl -s http://{addr}/; done\n\n# Ctrl-C stops it.");
+    println!(
+        "# Try it (each response names the backend that answered):\n  for i in 1 2 3 4 5 6; do curl -s http://{addr}/; done\n\n# Watch it on the dashboard: http://{}/\n# Then load it and watch the dashboard move:\n  sluice bench http://{addr}/ --users 20 -d 30s\n\n# Ctrl-C stops it.",
+        admin.addr
+    );
     crate::serve::run_until_stopped(&proxy, signals, None);
     proxy.wait()?;
+    drop(admin);
+    tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
 }
 
 fn demo_config(listen: SocketAddr, servers: &[SocketAddr]) -> String {
     let list: Vec<String> = servers.iter().map(|s| format!("\"{s}\"")).collect();
     format!(
-        "[[listener]]\nbind = \"{listen}\"\n\n[[route]]\npath = \"/\"\nupstream = \"app\"\n\n[upstream.app]\nbalance = \"round_robin\"\nservers = [{}]\nkeepalive = 128\n",
+        "[[listener]]\nbind = \"{listen}\"\n\n[[route]]\npath = \"/\"\nupstream = \"app\"\n\n[upstream.app]\nbalance = \"round_robin\"\nservers = [{}]\nkeepalive = 128\n\n# The dashboard, /metrics and the admin API (any free loopback port).\n[admin]\nbind = \"127.0.0.1:0\"\n",
         list.join(", ")
     )
 }

@@ -120,3 +120,44 @@ async fn serve_child(top: &str, body: &str) -> SluiceProcess {
     let text = format!("{top}\n[[listener]]\nbind = \"127.0.0.1:0\"\n{body}");
     SluiceProcess::serve("sluice.toml", &text, "warn").await
 }
+
+#[test]
+fn the_demo_serves_its_dashboard_says_what_to_try_next_and_logs_its_stop() {
+    use std::io::BufRead;
+    let mut demo = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["demo", "--listen", "127.0.0.1:0"])
+        .env("SLUICE_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(demo.stdout.take().unwrap()).lines();
+    let (mut dashboard, mut bench) = (None, None);
+    for line in lines.by_ref().map_while(Result::ok) {
+        if let Some(url) = line.strip_prefix("# Watch it on the dashboard: ") {
+            dashboard = Some(url.trim().to_string());
+        }
+        if line.trim_start().starts_with("sluice bench http://") {
+            bench = Some(line.trim().to_string());
+        }
+        if line.starts_with("# Ctrl-C stops it.") {
+            break;
+        }
+    }
+    let dashboard = dashboard.expect("the dashboard's address");
+    assert!(bench.is_some(), "a next step: the bench command");
+    let page = sluice_experiment::fetch::http_get(&dashboard).expect("the dashboard answers");
+    assert!(
+        page.contains("<html") || page.contains("<!doctype"),
+        "{page}"
+    );
+    let status = Command::new("kill")
+        .args(["-INT", &demo.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = demo.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("stopped"), "{stderr}");
+}
