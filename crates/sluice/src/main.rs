@@ -36,12 +36,14 @@ enum Command {
     /// through its admin API when the config has [admin] (waiting for its answer; exit 1
     /// when it refused), else by SIGHUP. An invalid config is refused here.
     Reload {
+        /// The config file the running `sluice serve` was started with.
         #[arg(short, long, default_value = "sluice.toml")]
         config: PathBuf,
     },
     /// The running sluice's servers, health, counters and last errors, as a table (from
     /// its admin API: the config needs an [admin] listener).
     Status {
+        /// The running sluice's config file (its [admin] listener is asked).
         #[arg(short, long, default_value = "sluice.toml")]
         config: PathBuf,
     },
@@ -91,6 +93,7 @@ enum Command {
     Bench(Box<bench::BenchArgs>),
     /// Run one simulated app server.
     Backend {
+        /// Where it listens, e.g. 127.0.0.1:9101.
         #[arg(long)]
         listen: SocketAddr,
         /// Shown in every response, so you can see which server answered.
