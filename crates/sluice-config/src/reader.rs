@@ -18,22 +18,41 @@ pub struct Reader<'a> {
     pub errors: Vec<ConfigError>,
 }
 
+/// A TOML syntax error as one line, with its place and a hint: a bare word where a
+/// string goes (`upstream = app`) is shown quoted.
+pub(crate) fn syntax_error(file: &str, text: &str, e: &toml_edit::TomlError) -> ConfigError {
+    let said: Vec<&str> = e
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let message = format!("invalid TOML: {}", said.join("; "));
+    let line = e
+        .span()
+        .and_then(|s| text.get(..s.start))
+        .and_then(|before| text.lines().nth(before.matches('\n').count()));
+    let unquoted = line
+        .and_then(|l| l.split_once('='))
+        .filter(|_| said.iter().any(|s| s.contains("invalid string")));
+    let hint = match unquoted {
+        Some((key, value)) => format!(
+            "a string needs quotes: {} = \"{}\"",
+            key.trim(),
+            value.trim()
+        ),
+        None => "fix the syntax at this position".into(),
+    };
+    ConfigError::at(file, text, e.span(), message, hint)
+}
+
 impl<'a> Reader<'a> {
     /// Parses `text` as TOML: the document, or its syntax error as `file:line:col`.
     pub fn parse_document(
         file: &str,
         text: &str,
     ) -> Result<toml_edit::ImDocument<String>, ConfigError> {
-        toml_edit::ImDocument::parse(text.to_string()).map_err(|e| {
-            let message = format!("invalid TOML: {}", e.message().trim());
-            ConfigError::at(
-                file,
-                text,
-                e.span(),
-                message,
-                "fix the syntax at this position",
-            )
-        })
+        toml_edit::ImDocument::parse(text.to_string()).map_err(|e| syntax_error(file, text, &e))
     }
 
     pub fn new(file: &'a str, text: &'a str) -> Self {

@@ -1,6 +1,6 @@
 //! From a parsed TOML document to a [`Config`], checking everything on the way.
 
-use crate::error::{ConfigError, Errors};
+use crate::error::Errors;
 use crate::model::{AccessLog, Config, Http2Limits, Listener, LogFormat, LogTarget, Upstream};
 use crate::reader::{tables, Reader, Span};
 use crate::resilience;
@@ -47,6 +47,13 @@ const LISTENER_MOVED: &[(&str, &str)] = &[
     ("max_concurrent_streams", HTTP2_PLACE),
     ("window", HTTP2_PLACE),
 ];
+/// Keys of a server written at its upstream's level.
+const UPSTREAM_MOVED: &[(&str, &str)] = &[
+    ("weight", SERVER_FORM),
+    ("backup", SERVER_FORM),
+    ("addr", SERVER_FORM),
+];
+const SERVER_FORM: &str = "it belongs to a server: servers = [{ addr = \"10.0.0.1:8080\", weight = 2 }, { addr = \"10.0.0.2:8080\", backup = true }]";
 const TLS_FORM: &str = "it belongs inside `tls`: tls = { cert = \"fullchain.pem\", key = \"privkey.pem\", certificates = [{ cert = \"other.pem\", key = \"other.key\" }] }";
 const HTTP2_PLACE: &str = "HTTP/2 limits are set for all listeners in the top-level [http2] table";
 const HTTP2_KEYS: &[&str] = &["max_concurrent_streams", "window"];
@@ -81,16 +88,7 @@ const UPSTREAM_KEYS: &[&str] = &[
 pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
     let doc = match ImDocument::parse(text) {
         Ok(doc) => doc,
-        Err(e) => {
-            let message = format!("invalid TOML: {}", e.message().trim());
-            return Err(Errors(vec![ConfigError::at(
-                file,
-                text,
-                e.span(),
-                message,
-                "fix the syntax at this position",
-            )]));
-        }
+        Err(e) => return Err(Errors(vec![crate::reader::syntax_error(file, text, &e)])),
     };
     let mut r = Reader::new(file, text);
     let root = doc.as_table();
@@ -328,7 +326,12 @@ fn upstream(
     listeners: &[Listener],
     span: Span,
 ) -> Upstream {
-    r.only_keys(t, UPSTREAM_KEYS, &format!("[upstream.{name}]"));
+    r.only_keys_or_moved(
+        t,
+        UPSTREAM_KEYS,
+        &format!("[upstream.{name}]"),
+        UPSTREAM_MOVED,
+    );
     let (mut servers, mut discover) = crate::servers::servers(r, name, t, listeners, span);
     let max_conns = crate::limits::max_conns(r, t);
     crate::limits::apply_max_conns(&mut servers, max_conns);

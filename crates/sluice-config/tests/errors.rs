@@ -90,6 +90,30 @@ fn syntax_errors_point_at_the_text() {
     assert_eq!(got.len(), 1);
     assert!(got[0].starts_with("bad.toml:2:"), "{}", got[0]);
     assert!(got[0].contains("invalid TOML"), "{}", got[0]);
+    // A bare word where a string goes: one line, and the quoted form as the hint.
+    let got = errors("[[route]]\nupstream = app\n");
+    assert_eq!(got.len(), 1);
+    assert!(!got[0].contains('\n'), "{}", got[0]);
+    assert!(
+        got[0].starts_with("bad.toml:2:12: invalid TOML")
+            && got[0].ends_with("(a string needs quotes: upstream = \"app\")"),
+        "{}",
+        got[0]
+    );
+}
+
+#[test]
+fn a_servers_key_at_its_upstreams_level_says_where_it_belongs() {
+    let got = errors("[upstream.app]\nservers = [\"127.0.0.1:9\"]\nweight = 2\n");
+    let weight = got
+        .iter()
+        .find(|e| e.contains("unknown key `weight`"))
+        .unwrap();
+    assert!(
+        weight.contains("(it belongs to a server: servers = [{ addr = "),
+        "{weight}"
+    );
+    assert!(!weight.contains("takes: hash_key"), "{weight}");
 }
 
 #[test]
