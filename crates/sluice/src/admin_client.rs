@@ -83,6 +83,52 @@ pub fn status(admin: &sluice_config::Admin) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// One server's row of the status table.
+fn server_row(u: &Value, s: &Value) -> Vec<String> {
+    let last = s["last_errors"]
+        .as_array()
+        .and_then(|e| e.last())
+        .map_or(String::from("-"), |e| {
+            format!("{} {}", e["status"], e["cause"].as_str().unwrap_or(""))
+        });
+    let text = |v: &Value| v.as_str().unwrap_or("?").to_string();
+    vec![
+        text(&u["name"]),
+        text(&s["addr"]),
+        text(&s["health"]),
+        s["weight"].to_string(),
+        s["in_flight"].to_string(),
+        s["requests"]["2xx"].to_string(),
+        s["requests"]["4xx"].to_string(),
+        s["requests"]["5xx"].to_string(),
+        s["retries"].to_string(),
+        s["ejections"].to_string(),
+        last,
+    ]
+}
+
+/// `rows` as aligned columns two spaces apart (`right`: which are right-aligned); the
+/// last column is not padded.
+fn columns(rows: &[Vec<String>], right: &[bool]) -> String {
+    let width = |c: usize| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..right.len()).map(width).collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| match (right[c], c + 1 == row.len()) {
+                (_, true) => cell.clone(),
+                (true, _) => format!("{cell:>w$}", w = widths[c]),
+                (false, _) => format!("{cell:<w$}", w = widths[c]),
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 fn table(status: &Value, upstreams: &Value) -> String {
     let mut out = format!(
         "sluice {} up {:.0} s, config generation {}, {} workers, reloads: {} applied, {} refused\n\n",
@@ -93,32 +139,57 @@ fn table(status: &Value, upstreams: &Value) -> String {
         status["reloads"]["applied"],
         status["reloads"]["refused"],
     );
-    out.push_str("upstream         server                  health    weight  in flight    2xx      4xx      5xx  retries  ejections  last error\n");
+    let header = [
+        "upstream",
+        "server",
+        "health",
+        "weight",
+        "in flight",
+        "2xx",
+        "4xx",
+        "5xx",
+        "retries",
+        "ejections",
+        "last error",
+    ];
+    let mut rows = vec![header.map(String::from).to_vec()];
     for u in upstreams["upstreams"].as_array().into_iter().flatten() {
         for s in u["servers"].as_array().into_iter().flatten() {
-            let last = s["last_errors"]
-                .as_array()
-                .and_then(|e| e.last())
-                .map_or(String::from("-"), |e| {
-                    format!("{} {}", e["status"], e["cause"].as_str().unwrap_or(""))
-                });
-            // JSON values ignore width in formatting: make them strings first.
-            let n = |v: &Value| v.to_string();
-            out.push_str(&format!(
-                "{:<16} {:<23} {:<9} {:>6} {:>10} {:>6} {:>8} {:>8} {:>8} {:>10}  {}\n",
-                u["name"].as_str().unwrap_or("?"),
-                s["addr"].as_str().unwrap_or("?"),
-                s["health"].as_str().unwrap_or("?"),
-                n(&s["weight"]),
-                n(&s["in_flight"]),
-                n(&s["requests"]["2xx"]),
-                n(&s["requests"]["4xx"]),
-                n(&s["requests"]["5xx"]),
-                n(&s["retries"]),
-                n(&s["ejections"]),
-                last
-            ));
+            rows.push(server_row(u, s));
         }
     }
+    // Text on the left, counts on the right, each column as wide as its widest cell.
+    let right = [
+        false, false, false, true, true, true, true, true, true, true, false,
+    ];
+    out.push_str(&columns(&rows, &right));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_status_table_keeps_its_columns_with_long_names_and_large_counts() {
+        let status = serde_json::json!({"version": "0.1.0", "uptime_s": 5.0, "generation": 1,
+            "workers": 2, "reloads": {"applied": 0, "refused": 0}});
+        let server = |addr: &str, ok: u64| {
+            serde_json::json!({"addr": addr, "health": "up", "weight": 1, "in_flight": 0,
+                "requests": {"2xx": ok, "4xx": 0, "5xx": 0}, "retries": 0, "ejections": 0,
+                "last_errors": []})
+        };
+        let upstreams = serde_json::json!({"upstreams": [
+            {"name": "a-very-long-upstream-name-indeed", "servers": [
+                server("10.0.0.1:8080", 1234567), server("app-server-with-a-long-name.internal:8080", 3)]},
+        ]});
+        let text = super::table(&status, &upstreams);
+        let lines: Vec<&str> = text.lines().skip(2).collect();
+        // Every line's "2xx" cell ends at the header's "2xx".
+        let end = lines[0].find("2xx").unwrap() + 3;
+        for line in &lines[1..] {
+            let cell = &line[..end];
+            assert!(cell.ends_with(char::is_numeric), "{text}");
+            assert_eq!(line.as_bytes()[end], b' ', "{text}");
+        }
+        assert!(text.contains("1234567"), "{text}");
+    }
 }

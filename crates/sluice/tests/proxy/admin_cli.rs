@@ -48,9 +48,11 @@ async fn reload_waits_for_the_answer_and_status_shows_the_servers() {
         table.contains("config generation 2") && table.contains("reloads: 1 applied, 1 refused"),
         "{table}"
     );
+    // Columns as wide as their widest cell, two spaces apart.
+    let width = a.to_string().len().max(b.to_string().len());
     for server in [a, b] {
         assert!(
-            table.contains(&format!("app              {server:<23} up")),
+            table.contains(&format!("app       {server:<width$}  up")),
             "{table}"
         );
     }
