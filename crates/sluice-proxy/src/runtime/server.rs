@@ -47,6 +47,8 @@ pub struct ReloadSummary {
     pub listeners_removed: usize,
     pub servers_added: usize,
     pub servers_removed: usize,
+    /// Where the access log now goes, when that changed ("off" when it stopped).
+    pub access_log: Option<String>,
 }
 
 impl std::fmt::Display for ReloadSummary {
@@ -62,10 +64,13 @@ impl std::fmt::Display for ReloadSummary {
         .filter(|(n, _, _)| *n > 0)
         .map(|(n, what, how)| format!("{n} {what}{} {how}", if n == 1 { "" } else { "s" }))
         .collect();
-        if parts.is_empty() {
-            f.write_str("no listener or server added or removed")
-        } else {
-            f.write_str(&parts.join(", "))
+        let log = self.access_log.as_ref().map(|l| format!("access log {l}"));
+        match (parts.is_empty(), log) {
+            (true, None) => f.write_str("no listener or server added or removed"),
+            (true, Some(log)) => f.write_str(&log),
+            (false, log) => {
+                f.write_str(&parts.into_iter().chain(log).collect::<Vec<_>>().join(", "))
+            }
         }
     }
 }
@@ -297,11 +302,18 @@ fn summarise(
     listeners_removed: usize,
 ) -> ReloadSummary {
     let (before, after) = (&old.addresses, &new.addresses);
+    let log = |s: &Shared| s.config.access_log.as_ref().map(|l| l.target.clone());
+    let access_log = (log(old) != log(new)).then(|| match log(new) {
+        Some(sluice_config::LogTarget::Stdout) => "now to stdout".to_string(),
+        Some(sluice_config::LogTarget::File(f)) => format!("now to {}", f.display()),
+        None => "off".to_string(),
+    });
     ReloadSummary {
         listeners_added,
         listeners_removed,
         servers_added: after.difference(before).count(),
         servers_removed: before.difference(after).count(),
+        access_log,
     }
 }
 

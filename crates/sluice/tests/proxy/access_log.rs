@@ -126,3 +126,28 @@ async fn json_lines_have_every_field() {
     assert!(v["request_time"].as_f64().unwrap() >= v["upstream_time"].as_f64().unwrap());
     assert!(v["time"].as_str().unwrap().ends_with('Z'));
 }
+
+#[test]
+fn a_reload_that_turns_the_access_log_on_or_off_says_so() {
+    let backend = crate::support::backend();
+    let body = one_upstream(&[backend], "");
+    let proxy = proxy(&body);
+    let dir = TempDir::new("reload-log");
+    let log = dir.0.join("access.log");
+    let summary = proxy.reload(&format!(
+        "access_log = {:?}\n{body}",
+        log.display().to_string()
+    ));
+    assert_eq!(
+        summary.access_log,
+        Some(format!("now to {}", log.display()))
+    );
+    assert!(
+        summary.to_string().contains("access log now to"),
+        "{summary}"
+    );
+    let summary = proxy.reload(&body);
+    assert_eq!(summary.to_string(), "access log off");
+    // Unchanged: nothing said of it.
+    assert_eq!(proxy.reload(&body).access_log, None);
+}
