@@ -161,3 +161,36 @@ fn the_demo_serves_its_dashboard_says_what_to_try_next_and_logs_its_stop() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("stopped"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_logs_a_few_lines_not_one_per_request() {
+    // A server nothing listens on: every request fails the same way.
+    let dead = crate::support::free_addr();
+    let child = serve_child("", &one_upstream(&[dead], "retries = 0")).await;
+    let addr = child.addr();
+    for _ in 0..100 {
+        get(addr, "/").await;
+    }
+    // After a second, the next failure's line says how many were not logged.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    for _ in 0..3 {
+        get(addr, "/").await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let log = child.log();
+    let failed: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("request failed"))
+        .collect();
+    assert!(
+        (2..=6).contains(&failed.len()),
+        "{} lines for 103 failed requests:\n{log}",
+        failed.len()
+    );
+    let counted: u64 = failed
+        .iter()
+        .filter_map(|l| l.split("suppressed=").nth(1))
+        .filter_map(|n| n.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    assert!(counted >= 90, "suppressed counts add to {counted}:\n{log}");
+}
