@@ -22,6 +22,19 @@ pub struct Loaded {
     pub not_after: i64,
 }
 
+/// What to do when certbot's files are not sluice's to read: certbot keeps keys root-only,
+/// the shipped unit runs sluice as its own user.
+const CERTBOT_HINT: &str = "certbot's keys are root's only: install dist/certbot-deploy-hook (it copies each renewal to /etc/sluice/tls/NAME for the sluice group) and point cert and key there";
+
+/// The hint for a file sluice could not use: certbot's, when it was not sluice's to read.
+fn hint_for<'h>(path: &std::path::Path, why: &str, hint: &'h str) -> &'h str {
+    if why.contains("Permission denied") && path.starts_with("/etc/letsencrypt") {
+        CERTBOT_HINT
+    } else {
+        hint
+    }
+}
+
 /// Reads and checks one certificate and key pair. The error names the file, the reason
 /// and the place in the config that points to it.
 pub fn load(
@@ -29,6 +42,7 @@ pub fn load(
     provider: &CryptoProvider,
 ) -> Result<Loaded, Vec<ConfigError>> {
     let fail = |path: &std::path::Path, why: String, hint: &str| {
+        let hint = hint_for(path, &why, hint);
         ConfigError::at_place(&files.at, format!("{}: {why}", path.display()), hint)
     };
     let chain_hint = "give the PEM file of the certificate chain (fullchain.pem)";
@@ -255,6 +269,20 @@ impl ResolvesServerCert for Resolver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn certbots_unreadable_keys_get_the_deploy_hook_as_their_hint() {
+        let denied = "cannot read: Permission denied (os error 13)";
+        let key = std::path::Path::new("/etc/letsencrypt/live/example.com/privkey.pem");
+        assert_eq!(hint_for(key, denied, "give the key"), CERTBOT_HINT);
+        // Another file, or another reason: the usual hint.
+        let other = std::path::Path::new("/etc/sluice/privkey.pem");
+        assert_eq!(hint_for(other, denied, "give the key"), "give the key");
+        assert_eq!(
+            hint_for(key, "cannot read: No such file", "give the key"),
+            "give the key"
+        );
+    }
 
     #[test]
     fn dates_are_civil() {

@@ -257,3 +257,49 @@ async fn two_sluice_processes_with_one_config_send_each_key_to_the_same_server()
     }
     assert_eq!(used.len(), 3, "200 rooms use all three servers");
 }
+
+#[test]
+fn the_certbot_deploy_hook_copies_a_lineage_for_the_sluice_group() {
+    // certbot's layout: a live/NAME directory whose key only root reads.
+    let dir = super::harness::TempDir::new("certbot-hook");
+    let lineage = dir.0.join("live/example.com");
+    std::fs::create_dir_all(&lineage).unwrap();
+    std::fs::write(lineage.join("fullchain.pem"), "CHAIN\n").unwrap();
+    std::fs::write(lineage.join("privkey.pem"), "KEY\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        lineage.join("privkey.pem"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let group = String::from_utf8(Command::new("id").arg("-gn").output().unwrap().stdout).unwrap();
+    let out = Command::new(repo().join("dist/certbot-deploy-hook"))
+        .env("RENEWED_LINEAGE", &lineage)
+        .env("SLUICE_TLS_DIR", dir.0.join("tls"))
+        .env("SLUICE_GROUP", group.trim())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let copies = dir.0.join("tls/example.com");
+    let mode = |f: &str| {
+        std::fs::metadata(copies.join(f))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(
+        std::fs::read_to_string(copies.join("privkey.pem")).unwrap(),
+        "KEY\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(copies.join("fullchain.pem")).unwrap(),
+        "CHAIN\n"
+    );
+    assert_eq!(
+        (mode("privkey.pem"), mode("fullchain.pem"), mode("")),
+        (0o640, 0o644, 0o750)
+    );
+    // No temporary file left beside them.
+    assert_eq!(std::fs::read_dir(&copies).unwrap().count(), 2);
+}
