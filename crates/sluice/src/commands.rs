@@ -52,10 +52,71 @@ pub fn completions(
 }
 
 /// `sluice man`: the man page of `cli`, as roff.
-pub fn man(cli: clap::Command) -> anyhow::Result<ExitCode> {
-    clap_mangen::Man::new(cli).render(&mut std::io::stdout())?;
+/// The man page on stdout, or with `dir` every page (the command's and one per
+/// subcommand) written there; the command's page ends with what clap does not know:
+/// FILES, ENVIRONMENT, EXIT STATUS and SIGNALS.
+pub fn man(cli: clap::Command, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let Some(dir) = dir else {
+        let mut out = std::io::stdout();
+        clap_mangen::Man::new(cli).render(&mut out)?;
+        std::io::Write::write_all(&mut out, MAN_SECTIONS.as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    clap_mangen::generate_to(cli, dir)
+        .with_context(|| format!("writing into {}", dir.display()))?;
+    let main = dir.join("sluice.1");
+    let mut page = std::fs::read_to_string(&main)?;
+    page.push_str(MAN_SECTIONS);
+    std::fs::write(&main, page)?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// The sections of sluice(1) its command-line definition cannot give.
+const MAN_SECTIONS: &str = r#".SH FILES
+.TP
+sluice.toml
+The config: BserveR, BreloadR and BstatusR read B-c FILER, this name in the working directory by default; Bcheck FILER validates one.
+.TP
+$TMPDIR/sluice-*.pid
+The pid file Bsluice reloadR signals without an admin listener (pid_file in the config moves it).
+.SH ENVIRONMENT
+.TP
+SLUICE_LOG
+The log filter: info (the default), warn, debug, or per module (sluice_proxy=debug).
+.TP
+TMPDIR
+Where the default pid file is written.
+.TP
+NOTIFY_SOCKET
+Set by systemd (Type=notify): sluice says when it is ready, reloading and stopping.
+.SH EXIT STATUS
+.TP
+0
+Success.
+.TP
+1
+A failure: a reload the running sluice refused, a file that cannot be read.
+.TP
+2
+A bad config or bad input (every problem listed, each at file:line:col).
+.TP
+3
+Bsluice benchR: a B--fail-ifR threshold was crossed.
+.TP
+130
+Interrupted (Ctrl-C): a load test still writes what it measured.
+.SH SIGNALS
+.TP
+SIGTERM, SIGINT
+Stop accepting, let requests in flight finish (shutdown_grace), then exit; a second one exits at once.
+.TP
+SIGHUP
+Reload the config file (checked first; a bad one is refused and the running config kept).
+.TP
+SIGUSR1
+Reopen the access log (after logrotate moved it).
+"#;
 
 pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut failed = false;

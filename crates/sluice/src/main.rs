@@ -65,8 +65,13 @@ enum Command {
     },
     /// Print a shell's completion script for sluice (bash, zsh, fish, elvish, powershell).
     Completions { shell: clap_complete::Shell },
-    /// Print sluice's man page (roff), made from its command-line definition.
-    Man,
+    /// Print sluice's man page (roff), made from its command-line definition; with
+    /// --dir, write it and one page per subcommand (sluice-serve.1, ...) there.
+    Man {
+        /// Write sluice.1 and sluice-SUBCOMMAND.1 into this directory.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Start three backends on loopback and sluice in front of them.
     Demo {
         /// Where sluice listens.
@@ -180,7 +185,7 @@ fn main() -> ExitCode {
         }
         Command::Import { nginx_conf } => commands::import(&nginx_conf),
         Command::Completions { shell } => commands::completions(shell, Cli::command()),
-        Command::Man => commands::man(Cli::command()),
+        Command::Man { dir } => commands::man(Cli::command(), dir.as_deref()),
         Command::Status { config } => serve::status(&config),
         Command::Demo { listen } => commands::demo(listen),
         Command::HashReport { keys } => commands::hash_report(keys),

@@ -90,6 +90,46 @@ fn the_man_page_renders_with_groff() {
     for sub in ["serve", "import", "completions"] {
         assert!(text.contains(sub), "no {sub} in the man page:\n{text}");
     }
+    // Bold is overstruck (F backspace F): read it as plain text.
+    let mut plain = String::new();
+    for c in text.chars() {
+        match c {
+            '\u{8}' => {
+                plain.pop();
+            }
+            c => plain.push(c),
+        }
+    }
+    for section in ["FILES", "ENVIRONMENT", "EXIT STATUS", "SIGNALS"] {
+        assert!(
+            plain.contains(section),
+            "no {section} in the man page:\n{plain}"
+        );
+    }
+    // Every subcommand's own page, as `man sluice-serve` finds it.
+    let pages = dir.0.join("pages");
+    let out = sluice()
+        .args(["man", "--dir"])
+        .arg(&pages)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    for sub in [
+        "serve", "check", "reload", "status", "bench", "lab", "import", "plan",
+    ] {
+        let page = pages.join(format!("sluice-{sub}.1"));
+        let rendered = Command::new("groff")
+            .args(["-man", "-Tutf8", "-ww"])
+            .arg(&page)
+            .output()
+            .unwrap();
+        let warnings = String::from_utf8_lossy(&rendered.stderr);
+        assert!(
+            rendered.status.success() && warnings.trim().is_empty(),
+            "{sub}: {warnings}"
+        );
+        assert!(!rendered.stdout.is_empty(), "{sub}: an empty page");
+    }
 }
 
 #[test]
