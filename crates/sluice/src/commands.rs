@@ -10,17 +10,22 @@ use std::time::Duration;
 
 use crate::serve::BAD_CONFIG;
 
-/// "sluice import: 3 directives not carried over, 2 carried over differently, 5 that
-/// sluice does itself (each listed above)".
+/// "3 listeners", "1 route".
+fn counted(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// "sluice import: 3 directives not carried over, 2 directives carried over
+/// differently, 5 directives that sluice does itself (each listed above)".
 fn import_summary(notes: &[sluice_import::Note]) -> String {
     use sluice_import::NoteKind;
     let count = |kind| notes.iter().filter(|n| n.kind() == kind).count();
-    let n = |k: usize, what: &str| format!("{k} directive{} {what}", if k == 1 { "" } else { "s" });
+    let n = |kind, what: &str| format!("{} {what}", counted(count(kind), "directive"));
     format!(
         "sluice import: {}, {}, {} (each listed above); check the result with `sluice check FILE`",
-        n(count(NoteKind::Lost), "not carried over"),
-        n(count(NoteKind::Changed), "carried over differently"),
-        n(count(NoteKind::Done), "that sluice does itself")
+        n(NoteKind::Lost, "not carried over"),
+        n(NoteKind::Changed, "carried over differently"),
+        n(NoteKind::Done, "that sluice does itself")
     )
 }
 
@@ -51,8 +56,7 @@ pub fn completions(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `sluice man`: the man page of `cli`, as roff.
-/// The man page on stdout, or with `dir` every page (the command's and one per
+/// `sluice man`: the man page of `cli` (roff) on stdout, or with `dir` every page (the command's and one per
 /// subcommand) written there; the command's page ends with what clap does not know:
 /// FILES, ENVIRONMENT, EXIT STATUS and SIGNALS.
 pub fn man(cli: clap::Command, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
@@ -76,10 +80,10 @@ pub fn man(cli: clap::Command, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
 const MAN_SECTIONS: &str = r#".SH FILES
 .TP
 sluice.toml
-The config: BserveR, BreloadR and BstatusR read B-c FILER, this name in the working directory by default; Bcheck FILER validates one.
+The config: \fBserve\fR, \fBreload\fR and \fBstatus\fR read \fB-c FILE\fR, this name in the working directory by default; \fBcheck FILE\fR validates one.
 .TP
 $TMPDIR/sluice-*.pid
-The pid file Bsluice reloadR signals without an admin listener (pid_file in the config moves it).
+The pid file \fBsluice reload\fR signals without an admin listener (pid_file in the config moves it).
 .SH ENVIRONMENT
 .TP
 SLUICE_LOG
@@ -102,7 +106,7 @@ A failure: a reload the running sluice refused, a file that cannot be read.
 A bad config or bad input (every problem listed, each at file:line:col).
 .TP
 3
-Bsluice benchR: a B--fail-ifR threshold was crossed.
+\fBsluice bench\fR: a \fB--fail-if\fR threshold was crossed.
 .TP
 130
 Interrupted (Ctrl-C): a load test still writes what it measured.
@@ -144,14 +148,12 @@ pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
                     1 => ", 1 server name followed in DNS from the start".to_string(),
                     n => format!(", {n} server names followed in DNS from the start"),
                 };
-                let n =
-                    |k: usize, what: &str| format!("{k} {what}{}", if k == 1 { "" } else { "s" });
                 println!(
                     "{}: ok ({}, {}, {}{admin}{log}{dns})",
                     path.display(),
-                    n(c.listeners.len(), "listener"),
-                    n(c.routes.len(), "route"),
-                    n(c.upstreams.len(), "upstream")
+                    counted(c.listeners.len(), "listener"),
+                    counted(c.routes.len(), "route"),
+                    counted(c.upstreams.len(), "upstream")
                 )
             }
             Err(errors) => {

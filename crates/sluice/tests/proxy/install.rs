@@ -106,6 +106,11 @@ fn the_man_page_renders_with_groff() {
             "no {section} in the man page:\n{plain}"
         );
     }
+    // Their fonts are roff's escapes, rendered as text.
+    assert!(
+        plain.contains("serve, reload and status read -c FILE"),
+        "{plain}"
+    );
     // Every subcommand's own page, as `man sluice-serve` finds it.
     let pages = dir.0.join("pages");
     let out = sluice()
