@@ -408,11 +408,34 @@ fn app_args(e: &Experiment, addr: SocketAddr, name: &str, db: Option<SocketAddr>
     args
 }
 
-/// A loopback address no one listens on now.
+/// A loopback address no one listens on now, below the kernel's ephemeral range: a port
+/// the kernel hands out (`127.0.0.1:0`) is one an outgoing connection can take too (the
+/// load generator opens thousands) between now and the tier's own bind, which then fails
+/// with "Address already in use". Ports below the range are never given to outgoing
+/// connections.
 fn free_addr() -> Result<SocketAddr, Error> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let low = ephemeral_low().unwrap_or(32768);
+    let (first, span) = (10_000u32, low.saturating_sub(10_000).max(1));
+    let seed = std::process::id().wrapping_mul(7919);
+    for _ in 0..500 {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let port = first + seed.wrapping_add(n.wrapping_mul(104_729)) % span;
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port as u16)) {
+            return l
+                .local_addr()
+                .map_err(Error::io("picking a free loopback port".into()));
+        }
+    }
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_err(Error::io("picking a free loopback port".into()))
+}
+
+/// The first port of the kernel's ephemeral range (`ip_local_port_range`).
+fn ephemeral_low() -> Option<u32> {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    range.split_whitespace().next()?.parse().ok()
 }
 
 fn create_dir(dir: &Path) -> Result<(), Error> {
