@@ -213,7 +213,10 @@ impl Topology {
             _ => None,
         };
         let log = how.dir.join(format!("{name}.log"));
+        // Its temporary files (sluice serve's default pid file) in the run's directory:
+        // a tier killed after its 3 s to stop would leave them in /tmp for good.
         let child = command(cgroup.as_ref(), program, args, &log)?
+            .env("TMPDIR", how.dir)
             .spawn()
             .map_err(|source| Error::Start {
                 name: name.into(),

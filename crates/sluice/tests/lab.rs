@@ -104,6 +104,26 @@ fn each_constrained_resource_is_the_one_named() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
+/// The default pid files of `sluice serve` in the system's temporary directory.
+fn pid_files() -> std::collections::BTreeSet<std::path::PathBuf> {
+    let tmp = std::path::Path::new("/tmp");
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return Default::default();
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            name.starts_with("sluice-") && name.ends_with(".pid")
+        })
+        .collect()
+}
+
 #[test]
 fn keep_alive_off_is_named_and_the_proof_turns_it_on() {
     let report = lab(&["-e", "002-keepalive", "--users", "20", "-d", "2s"]);
@@ -333,7 +353,16 @@ fn deployment() -> Deployment {
         format!("[[listener]]\nbind = \"127.0.0.1:{lb_port}\"\n{route}{upstream}{admin}"),
     )
     .unwrap();
-    let lb = start(sluice, &["serve", "-c", config.to_str().unwrap()]);
+    // Its pid file in the deployment's directory, which the test removes.
+    let lb = Running(
+        Command::new(sluice)
+            .args(["serve", "-c", config.to_str().unwrap()])
+            .env("TMPDIR", &dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     support::wait_listening(lb_port);
     let node_port = support::free_port();
     let listen = format!("--web.listen-address=127.0.0.1:{node_port}");
@@ -362,6 +391,7 @@ fn deployment() -> Deployment {
 #[test]
 fn a_deployment_it_did_not_start_is_measured_by_pid_and_through_node_exporter() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let before = pid_files();
     let d = deployment();
     let json = d.dir.join("report.json");
     let (report, stdout) = report_of(
@@ -398,6 +428,10 @@ fn a_deployment_it_did_not_start_is_measured_by_pid_and_through_node_exporter() 
         "{machine_cpu}"
     );
     let _ = std::fs::remove_dir_all(&d.dir);
+    // The killed balancer's pid file went with its directory, not left in /tmp.
+    drop(d);
+    let left: Vec<_> = pid_files().difference(&before).cloned().collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// Debian's Prometheus scraping `targets` (job name, address) every second, its data in
