@@ -262,7 +262,7 @@ fn local_port(url: &str) -> Option<u16> {
         return None;
     }
     let (host, port) = authority(url).rsplit_once(':')?;
-    let local = host.starts_with("127.") || host == "localhost" || host == "[::1]";
+    let local = crate::url::is_loopback_host(host);
     local.then(|| port.parse().ok()).flatten()
 }
 

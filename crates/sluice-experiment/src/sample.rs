@@ -67,6 +67,16 @@ struct Sources {
     exported: Vec<Mutex<DbReading>>,
 }
 
+impl Sources {
+    fn new(watched: Vec<Watched>, databases: Vec<Option<DbSampler>>) -> Sources {
+        Sources {
+            exported: watched.iter().map(|_| Mutex::default()).collect(),
+            watched,
+            databases,
+        }
+    }
+}
+
 impl Sampler {
     pub fn start(watched: &[Watched]) -> Sampler {
         Sampler::with_databases(watched, Vec::new())
@@ -75,11 +85,7 @@ impl Sampler {
     /// A sampler that also reads each database's sessions from `databases` (in the
     /// order of `watched`; `None` for a tier that is not one).
     pub fn with_databases(watched: &[Watched], databases: Vec<Option<DbSampler>>) -> Sampler {
-        let sources = Arc::new(Sources {
-            watched: watched.to_vec(),
-            databases,
-            exported: watched.iter().map(|_| Mutex::default()).collect(),
-        });
+        let sources = Arc::new(Sources::new(watched.to_vec(), databases));
         let readings = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let started = Instant::now();
@@ -342,6 +348,12 @@ mod tests {
         format!("http://{addr}/actuator/prometheus")
     }
 
+    /// One reading of a tier `app` read from `url` alone.
+    fn reading_of(url: &str) -> Reading {
+        let tier = crate::real::parse_tier(&format!("app={url}")).unwrap();
+        read(&Sources::new(tier, Vec::new()), Instant::now())
+    }
+
     #[test]
     fn a_jvm_metrics_url_gives_its_cpu_in_nanoseconds() {
         // What a real Spring Boot 3.5.7 app published (`lab/spring-app`), in both of
@@ -349,24 +361,11 @@ mod tests {
         let om = exporter(include_str!(
             "../tests/fixtures/spring-boot-3.5.7-under-load-openmetrics.txt"
         ));
-        let tier = crate::real::parse_tier(&format!("app={om}")).unwrap();
-        let sources = Sources {
-            exported: tier.iter().map(|_| Mutex::default()).collect(),
-            watched: tier,
-            databases: Vec::new(),
-        };
-        let r = read(&sources, Instant::now());
-        assert_eq!(r.procs[0].cpu_s, 18.84);
+        assert_eq!(reading_of(&om).procs[0].cpu_s, 18.84);
         let url = exporter(include_str!(
             "../tests/fixtures/spring-boot-3.5.7-under-load.txt"
         ));
-        let tier = crate::real::parse_tier(&format!("app={url}")).unwrap();
-        let sources = Sources {
-            exported: tier.iter().map(|_| Mutex::default()).collect(),
-            watched: tier,
-            databases: Vec::new(),
-        };
-        let r = read(&sources, Instant::now());
+        let r = reading_of(&url);
         assert_eq!(r.procs[0].cpu_s, 14.26);
         assert_eq!(r.procs[0].counters.get("system_cpu_count"), Some(&2.0));
     }

@@ -14,6 +14,11 @@ pub fn masked(url: &str) -> String {
     }
 }
 
+/// A host of this machine's loopback: `127.x`, `localhost`, `::1` (bracketed or not).
+pub fn is_loopback_host(host: &str) -> bool {
+    host.starts_with("127.") || matches!(host, "localhost" | "::1" | "[::1]")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -75,7 +75,7 @@ impl DbUrl {
 
     /// On this machine's loopback: its process can be found by its port.
     pub fn is_local(&self) -> bool {
-        self.host.starts_with("127.") || self.host == "localhost" || self.host == "::1"
+        crate::url::is_loopback_host(&self.host)
     }
 
     /// One sampling connection.

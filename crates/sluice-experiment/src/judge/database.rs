@@ -61,16 +61,12 @@ pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Stri
 /// on: said, with how to see it.
 fn postgres_exporter_sessions(d: &Delta) -> Option<String> {
     use crate::database::exported::{PG_ACTIVE, PG_IDLE_IN_TRANSACTION};
-    let mean = |key: &str| {
-        let s = d.series(key);
-        s.iter().sum::<f64>() / s.len().max(1) as f64
-    };
-    d.gauge(PG_ACTIVE)?;
+    let active = d.mean(PG_ACTIVE)?;
     Some(format!(
         "{}: postgres_exporter counts {:.1} active sessions and {:.1} idle in a transaction on average, not what they wait on: --tier db=postgres://USER@HOST/DB (a read-only user with pg_read_all_stats) shows their lock and I/O waits and statements",
         d.info.name,
-        mean(PG_ACTIVE),
-        mean(PG_IDLE_IN_TRANSACTION)
+        active,
+        d.mean(PG_IDLE_IN_TRANSACTION).unwrap_or(0.0)
     ))
 }
 

@@ -194,6 +194,11 @@ impl Delta<'_> {
             .filter_map(|r| r.procs[i].counters.get(key).copied())
             .collect()
     }
+    /// A gauge's mean under load; `None` when no reading has it.
+    fn mean(&self, key: &str) -> Option<f64> {
+        let s = self.series(key);
+        (!s.is_empty()).then(|| s.iter().sum::<f64>() / s.len() as f64)
+    }
     /// The places of the readings taken under load (see [`Delta::series`]).
     fn under_load(&self) -> Vec<usize> {
         let (start, end) = (self.readings[0].t, self.readings[self.readings.len() - 1].t);

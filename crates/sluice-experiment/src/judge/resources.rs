@@ -93,12 +93,7 @@ fn cpu(d: &Delta) -> Option<Resource> {
     Some(Resource {
         tier: d.info.tier.clone(),
         resource: "cpu".into(),
-        label: format!(
-            "{}'s CPU ({}, {})",
-            tier_word(&d.info.tier),
-            cores(d.info.budget_cores),
-            d.info.budget
-        ),
+        label: cpu_label(d),
         utilisation: round2(u),
         saturated: u >= CPU_SATURATED
             || (u >= CPU_THROTTLED_UTIL && throttled >= CPU_THROTTLED_PCT),
@@ -114,26 +109,28 @@ fn cpu(d: &Delta) -> Option<Resource> {
     })
 }
 
+/// "the app server's CPU (2 cores, cgroup v1 cpu quota)".
+fn cpu_label(d: &Delta) -> String {
+    format!(
+        "{}'s CPU ({}, {})",
+        tier_word(&d.info.tier),
+        cores(d.info.budget_cores),
+        d.info.budget
+    )
+}
+
 /// A JVM whose Micrometer has `process_cpu_usage` (its recent share of the CPUs it
 /// sees) but no CPU-time counter (Micrometer before 1.11's `process_cpu_time_ns_total`):
 /// the gauge's mean under load, less exact than a counter, said so.
 fn cpu_usage_gauge(d: &Delta) -> Option<Resource> {
-    let usage = d.series("process_cpu_usage");
-    if usage.is_empty() {
-        return None;
-    }
+    let usage = d.mean("process_cpu_usage")?;
     let cpus = d.gauge("system_cpu_count").unwrap_or(d.info.budget_cores);
     // To the percent: what a gauge of recent use can say.
-    let u = round2(usage.iter().sum::<f64>() / usage.len() as f64 * cpus / d.info.budget_cores);
+    let u = round2(usage * cpus / d.info.budget_cores);
     Some(Resource {
         tier: d.info.tier.clone(),
         resource: "cpu".into(),
-        label: format!(
-            "{}'s CPU ({}, {})",
-            tier_word(&d.info.tier),
-            cores(d.info.budget_cores),
-            d.info.budget
-        ),
+        label: cpu_label(d),
         utilisation: u,
         saturated: u >= CPU_SATURATED,
         evidence: vec![format!(
