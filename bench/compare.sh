@@ -34,6 +34,8 @@
 #   BASELINE  another sluice binary (an older build, or one built with `--features ring`)
 #             measured as `sluice-base` in the same rounds, for before/after figures of
 #             a change; it must know `tls` listeners unless HTTPS=0.
+#   BASELINE_LABEL  what the report calls the baseline (default: the commit it was built from).
+#   SLUICE    the sluice binary to measure (default: target/release/sluice; --build builds that one).
 #   PGO=1     also measure the profile-guided build (scripts/build-pgo.sh, built first
 #             if missing; with --build, rebuilt) as `sluice-pgo`, in the same rounds.
 #   HTTPS=0   skip the HTTPS measurements (3.).
@@ -64,12 +66,12 @@ PGO=${PGO:-}
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
-SLUICE_BIN=$CARGO_TARGET_DIR/release/sluice
-PGO_BIN=$REPO/target/pgo/release/sluice
+SLUICE_BIN=${SLUICE:-$CARGO_TARGET_DIR/release/sluice}
+PGO_BIN=$REPO/target/pgo/dist/sluice
 # The baseline is named by the commit it says it was built from, not by a path of this
 # machine (the summary is committed; the path means nothing elsewhere).
 BASELINE_NAME=""
-[[ -n $BASELINE ]] && BASELINE_NAME="<sluice at $("$BASELINE" --version 2>/dev/null | sed -n 's/.*commit \([0-9a-f]*\).*/\1/p')>"
+[[ -n $BASELINE ]] && BASELINE_NAME=${BASELINE_LABEL:-"<sluice at $("$BASELINE" --version 2>/dev/null | sed -n 's/.*commit \([0-9a-f]*\).*/\1/p')>"}
 COMMAND_LINE="RUNS=$RUNS DUR=$DUR RATE=$RATE H2_CLIENTS=$H2_CLIENTS HTTPS=$HTTPS${BASELINE:+ BASELINE=$BASELINE_NAME}${PGO:+ PGO=$PGO}${ACCESS_LOG:+ ACCESS_LOG=$ACCESS_LOG} $0${*:+ $*}"
 
 BUILD=0

@@ -7,7 +7,7 @@
 #   2. a training run on 127.0.0.1: that binary proxies HTTP/1.1, HTTP/1.1 over TLS and
 #      HTTP/2 (h2load), new TLS handshakes, and the load generator's own HTTP/1.1 paths
 #      (`sluice bench`, both load models), in front of two `sluice backend` servers;
-#   3. the optimised build (target/pgo/release/sluice), which lays the code out by
+#   3. the optimised build (target/pgo/dist/sluice), which lays the code out by
 #      those counts: hot paths together and straight, cold ones (errors, the lab) aside.
 #
 # Why: sluice's HTTP/2 path runs through the h2, http and rustls crates, whose code
@@ -22,10 +22,13 @@
 # Needs: rustup's llvm-tools component (for llvm-profdata matching rustc's LLVM;
 # installed here if missing), h2load (nghttp2-client) and openssl.
 #
-# Usage: scripts/build-pgo.sh      (the binary: target/pgo/release/sluice)
+# Both builds use Cargo.toml's `dist` profile (fat LTO, one codegen unit), or PROFILE's.
+#
+# Usage: [PROFILE=dist] scripts/build-pgo.sh      (the binary: target/pgo/dist/sluice)
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
+PROFILE=${PROFILE:-dist}
 GEN_DIR=$REPO/target/pgo-gen
 OUT_DIR=$REPO/target/pgo
 DATA=$GEN_DIR/profiles
@@ -52,8 +55,8 @@ fi
 log "1/3: instrumented build into $GEN_DIR"
 rm -rf "$DATA"
 RUSTFLAGS="-Cprofile-generate=$DATA" CARGO_TARGET_DIR=$GEN_DIR \
-    cargo build --release --locked -p sluice
-GEN=$GEN_DIR/release/sluice
+    cargo build --profile "$PROFILE" --locked -p sluice
+GEN=$GEN_DIR/$PROFILE/sluice
 
 log "2/3: training on 127.0.0.1"
 read -r B1 B2 PLAIN TLS <<<"$("$REPO/scripts/free-ports" 4)"
@@ -101,5 +104,5 @@ PIDS=()
 
 log "3/3: optimised build into $OUT_DIR"
 RUSTFLAGS="-Cprofile-use=$GEN_DIR/merged.profdata" CARGO_TARGET_DIR=$OUT_DIR \
-    cargo build --release --locked -p sluice
-log "done: $OUT_DIR/release/sluice"
+    cargo build --profile "$PROFILE" --locked -p sluice
+log "done: $OUT_DIR/$PROFILE/sluice"

@@ -149,22 +149,16 @@ pub(crate) fn redirect(r: &mut Reader, table: &dyn TableLike) -> Option<Return> 
     })
 }
 
-/// `root = "DIR"`: a directory that exists (relative to the config file's directory).
+/// `root = "DIR"`, relative to the config file's directory; that it is a directory is
+/// checked with what else the config names on disk (`crate::on_disk`).
 pub(crate) fn root(r: &mut Reader, table: &dyn TableLike) -> Option<Action> {
     let (dir, span) = r.string(table, "root")?;
     let root = Path::new(r.file)
         .parent()
         .unwrap_or(Path::new(""))
         .join(&dir);
-    if !root.is_dir() {
-        r.error(
-            span,
-            format!("root \"{}\" is not a directory", root.display()),
-            "give the directory the route serves files from",
-        );
-        return None;
-    }
-    Some(Action::Files { root })
+    let at = crate::tls::place(r, span);
+    Some(Action::Files { root, at })
 }
 
 /// A header value template, for `headers`.

@@ -40,11 +40,35 @@ pub use toml_edit;
 
 use std::path::Path;
 
-/// Reads and validates the config file at `path`.
+/// Reads and validates the config file at `path`, and what it names on disk.
 pub fn load(path: &Path) -> Result<Config, Errors> {
+    read(path, Disk::Check)
+}
+
+/// Validates config `text` (`name` is the file name used in error messages), and what
+/// it names on disk.
+pub fn parse(name: &str, text: &str) -> Result<Config, Errors> {
+    validate::document(name, text, Disk::Check)
+}
+
+/// Reads and validates the config file at `path` as written, without looking at what it
+/// names on disk: for `sluice check`, which checks that ([`on_disk`]) together with the
+/// server names and the certificates, so that all their problems come in one round.
+pub fn load_as_written(path: &Path) -> Result<Config, Errors> {
+    read(path, Disk::Later)
+}
+
+/// Whether validation looks at what the config names on disk.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Disk {
+    Check,
+    Later,
+}
+
+fn read(path: &Path, disk: Disk) -> Result<Config, Errors> {
     let name = path.display().to_string();
     match std::fs::read_to_string(path) {
-        Ok(text) => parse(&name, &text),
+        Ok(text) => validate::document(&name, &text, disk),
         Err(e) => Err(Errors(vec![ConfigError::whole_file(
             &name,
             format!("cannot read the config file: {e}"),
@@ -53,7 +77,25 @@ pub fn load(path: &Path) -> Result<Config, Errors> {
     }
 }
 
-/// Validates config `text`; `name` is the file name used in error messages.
-pub fn parse(name: &str, text: &str) -> Result<Config, Errors> {
-    validate::document(name, text)
+/// What `config` names on disk, besides certificates (which the proxy reads): every
+/// route's `root` is a directory.
+pub fn on_disk(config: &Config) -> Result<(), Errors> {
+    let errors = disk_errors(config);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Errors(errors))
+    }
+}
+
+fn disk_errors(config: &Config) -> Vec<ConfigError> {
+    let not_a_directory = |route: &Route| match &route.action {
+        Action::Files { root, at } if !root.is_dir() => Some(ConfigError::at_place(
+            at,
+            format!("root \"{}\" is not a directory", root.display()),
+            "give the directory the route serves files from",
+        )),
+        _ => None,
+    };
+    config.routes.iter().filter_map(not_a_directory).collect()
 }

@@ -314,7 +314,11 @@ pub enum Action {
     /// `return = { status, location | body }`, or `redirect = "https"`: answer it.
     Return(Return),
     /// `root = "DIR"`: serve the file at DIR + the request's path.
-    Files { root: std::path::PathBuf },
+    Files {
+        root: std::path::PathBuf,
+        /// Where the config names it, for the error when it is not a directory.
+        at: Place,
+    },
 }
 
 /// A response sluice makes itself, as nginx's `return`.

@@ -85,7 +85,7 @@ const UPSTREAM_KEYS: &[&str] = &[
     "retry_buffer",
 ];
 
-pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
+pub(crate) fn document(file: &str, text: &str, disk: crate::Disk) -> Result<Config, Errors> {
     let doc = match ImDocument::parse(text) {
         Ok(doc) => doc,
         Err(e) => return Err(Errors(vec![crate::reader::syntax_error(file, text, &e)])),
@@ -135,6 +135,9 @@ pub(crate) fn document(file: &str, text: &str) -> Result<Config, Errors> {
             "`max_header_bytes` is too small",
             "use at least 1024; browsers send 1-4 KiB of headers",
         );
+    }
+    if disk == crate::Disk::Check {
+        r.errors.extend(crate::disk_errors(&config));
     }
     if r.errors.is_empty() {
         Ok(config)

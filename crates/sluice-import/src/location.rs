@@ -114,21 +114,16 @@ pub fn action(d: &Node, notes: &mut Notes) -> Option<Action> {
     match d.name.as_str() {
         "proxy_pass" => proxy_pass(d, notes),
         "return" => answer(d, notes),
-        "root" => root(d, notes),
+        "root" => root(d),
         _ => None,
     }
 }
 
-/// `root DIR`, unless the directory is made of variables sluice does not have.
-fn root(d: &Node, notes: &mut Notes) -> Option<Action> {
+/// `root DIR`, unless the directory is made of variables sluice does not have (the
+/// scope, which takes every level's `root`, notes that).
+fn root(d: &Node) -> Option<Action> {
     let dir = d.arg(0)?;
-    if dir.contains('$') {
-        notes.push(d.note(format!(
-            "{dir}: a directory named by a variable; sluice's root is a fixed directory: left out"
-        )));
-        return None;
-    }
-    Some(Action::Root(dir.to_string()))
+    (!dir.contains('$')).then(|| Action::Root(dir.to_string()))
 }
 
 /// `proxy_pass http://NAME` (an upstream block) or `http://HOST:PORT` (made one).

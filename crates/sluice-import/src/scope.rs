@@ -75,7 +75,7 @@ impl Scope {
                 None => self.response_set.push((a0.into(), a1.into())),
             },
             "proxy_hide_header" => self.response_remove.push(a0.into()),
-            "root" => self.root = Some(a0.into()),
+            "root" => self.root(d, a0, notes),
             "ssl_certificate" => self.cert = Some(a0.into()),
             "ssl_certificate_key" => self.key = Some(a0.into()),
             "proxy_connect_timeout" => self.connect_timeout = duration(a0),
@@ -88,6 +88,17 @@ impl Scope {
             if !self.certs.contains(&pair) {
                 self.certs = vec![pair];
             }
+        }
+    }
+
+    /// `root DIR` at any level. A directory named by a variable overrides the inherited
+    /// one, and sluice cannot serve it: no root from here down.
+    fn root(&mut self, d: &Node, dir: &str, notes: &mut Notes) {
+        self.root = (!dir.contains('$')).then(|| dir.into());
+        if self.root.is_none() {
+            notes.push(d.note(format!(
+                "{dir}: a directory named by a variable; sluice's root is a fixed directory: left out"
+            )));
         }
     }
 

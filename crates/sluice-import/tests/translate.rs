@@ -282,3 +282,34 @@ fn what_sluice_does_itself_is_not_a_loss_and_what_changes_is_said() {
     );
     sluice_config::parse("imported.toml", toml).unwrap();
 }
+
+#[test]
+fn a_root_named_by_a_variable_is_left_out_at_every_level_with_a_note() {
+    use sluice_import::NoteKind;
+    let text = "events {}\nhttp {\n  server {\n    listen 80;\n    root $base;\n    location /a/ { }\n    location /b/ { root $document_root/b; }\n    location /c/ { root DIR/www; }\n    location / { proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
+    let (imported, _) = import("var-root", &[("nginx.conf", text)]);
+    let toml = &imported.toml;
+    assert!(!toml.contains('$'), "{toml}");
+    assert!(toml.contains("path = \"/c/\"\nroot = "), "{toml}");
+    let roots: Vec<_> = imported
+        .notes
+        .iter()
+        .filter(|n| n.directive == "root")
+        .collect();
+    assert_eq!(roots.len(), 2, "{roots:?}");
+    assert!(roots.iter().all(|n| n.kind() == NoteKind::Lost));
+    sluice_config::parse("imported.toml", toml).unwrap();
+}
+
+#[test]
+fn a_file_with_no_server_says_the_result_serves_nothing() {
+    let (imported, _) = import(
+        "events-only",
+        &[("nginx.conf", "events {\n  worker_connections 1024;\n}\n")],
+    );
+    let said = imported
+        .notes
+        .iter()
+        .any(|n| n.text.contains("no server block"));
+    assert!(said, "{:?}", imported.notes);
+}

@@ -43,7 +43,7 @@ pub fn prepare(
     out.clear();
     let (status, body) = match &route.action {
         Action::Return(ret) => returned(ret, view, req.is_head, out),
-        Action::Files { root } => {
+        Action::Files { root, .. } => {
             let header = |name: &str| {
                 headers
                     .iter()

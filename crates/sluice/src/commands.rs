@@ -129,7 +129,7 @@ pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(BAD_CONFIG));
     }
     for path in paths {
-        match sluice_config::load(path).and_then(names_and_certificates) {
+        match sluice_config::load_as_written(path).and_then(environment) {
             Ok(c) => {
                 let admin = c
                     .admin
@@ -169,17 +169,21 @@ pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The config with its server names resolved, once its names and its certificates are
-/// both good: the problems of both at once, not a round for each.
-fn names_and_certificates(
+/// The config with its server names resolved, once what it names on disk, its server
+/// names and its certificates are all good: the problems of all three at once, not a
+/// round for each.
+fn environment(
     config: sluice_config::Config,
 ) -> Result<sluice_config::Config, sluice_config::Errors> {
+    let disk = sluice_config::on_disk(&config);
     let certs = certificates(&config);
-    match (crate::resolve::names(config), certs) {
-        (Ok(c), Ok(())) => Ok(c),
-        (names, certs) => {
-            let errors = names.err().into_iter().chain(certs.err());
-            Err(sluice_config::Errors(errors.flat_map(|e| e.0).collect()))
+    match (crate::resolve::names(config), disk, certs) {
+        (Ok(c), Ok(()), Ok(())) => Ok(c),
+        (names, disk, certs) => {
+            let errors = names.err().into_iter().chain(disk.err()).chain(certs.err());
+            let mut errors: Vec<_> = errors.flat_map(|e| e.0).collect();
+            errors.sort_by(|a, b| (&a.file, a.line, a.col).cmp(&(&b.file, b.line, b.col)));
+            Err(sluice_config::Errors(errors))
         }
     }
 }

@@ -37,14 +37,16 @@ pub struct Transfer {
 ///
 /// Body bytes already buffered go out in the same write as the head, so a small message
 /// costs one write. Bytes in `src.buf` past the end of the body stay there for the next
-/// message. Returns the bytes written (head included).
+/// message. Returns the body's payload bytes: without the head nor chunked framing, as
+/// the client's application receives them on HTTP/1.1 and HTTP/2 alike (the access
+/// log's `bytes_sent`).
 pub async fn relay<S: Stream, W: AsyncWrite + Unpin>(
     src: &mut Conn<S>,
     dst: &mut W,
     out: &mut Vec<u8>,
     t: Transfer,
 ) -> Result<u64, TransferError> {
-    let mut sent = 0;
+    let mut payload = 0;
     let mut decoder = ChunkedDecoder::new(t.max_trailer_bytes);
     let mut remaining = match t.framing {
         Framing::Length(n) => n,
@@ -58,10 +60,12 @@ pub async fn relay<S: Stream, W: AsyncWrite + Unpin>(
                 out.extend_from_slice(&src.buf[..take]);
                 src.buf.advance(take);
                 remaining -= take as u64;
+                payload += take as u64;
                 remaining == 0
             }
-            Framing::Chunked => take_chunked(src, out, &mut decoder, t.dechunk)?,
+            Framing::Chunked => take_chunked(src, out, &mut decoder, t.dechunk, &mut payload)?,
             Framing::UntilClose => {
+                payload += src.buf.len() as u64;
                 out.extend_from_slice(&src.buf);
                 src.buf.clear();
                 false
@@ -71,14 +75,13 @@ pub async fn relay<S: Stream, W: AsyncWrite + Unpin>(
             write_all(dst, out, t.write_timeout)
                 .await
                 .map_err(TransferError::Write)?;
-            sent += out.len() as u64;
             out.clear();
         }
         if done {
-            return Ok(sent);
+            return Ok(payload);
         }
         match src.fill(t.read_timeout).await {
-            Ok(0) if t.framing == Framing::UntilClose => return Ok(sent),
+            Ok(0) if t.framing == Framing::UntilClose => return Ok(payload),
             Ok(0) => return Err(TransferError::Read(io::ErrorKind::UnexpectedEof.into())),
             Ok(_) => {}
             Err(e) => return Err(TransferError::Read(e)),
@@ -87,18 +90,21 @@ pub async fn relay<S: Stream, W: AsyncWrite + Unpin>(
 }
 
 /// Moves the buffered part of a chunked body to `out`, framed again as one chunk (or as
-/// bare payload with `dechunk`); true when the body is complete.
+/// bare payload with `dechunk`), adding the payload's length to `payload`; true when
+/// the body is complete.
 fn take_chunked<S>(
     src: &mut Conn<S>,
     out: &mut Vec<u8>,
     decoder: &mut ChunkedDecoder,
     dechunk: bool,
+    payload: &mut u64,
 ) -> Result<bool, TransferError> {
     let start = out.len();
     let used = decoder
         .decode(&src.buf, |data| out.extend_from_slice(data))
         .map_err(|e| TransferError::Read(io::Error::new(io::ErrorKind::InvalidData, e)))?;
     src.buf.advance(used);
+    *payload += (out.len() - start) as u64;
     let done = decoder.is_done();
     if !dechunk {
         frame_chunk(out, start);

@@ -219,7 +219,7 @@ fn routes(shared: &Shared) -> Vec<RouteView> {
                 upstream: match &r.action {
                     Action::Proxy { upstream } => config.upstreams[*upstream].name.clone(),
                     Action::Return(ret) => format!("(return {})", ret.status),
-                    Action::Files { root } => format!("(files {})", root.display()),
+                    Action::Files { root, .. } => format!("(files {})", root.display()),
                 },
                 responses: stats.totals(),
             }

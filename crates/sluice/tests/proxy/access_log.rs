@@ -122,9 +122,39 @@ async fn json_lines_have_every_field() {
     );
     assert_eq!(v["upstream"], a.to_string());
     assert_eq!(v["route"], "/shop/");
-    assert!(v["bytes_sent"].as_u64().unwrap() > 50, "{v}");
+    // The body, backend a's name and a newline; not the head.
+    assert_eq!(v["bytes_sent"], 2, "{v}");
     assert!(v["request_time"].as_f64().unwrap() >= v["upstream_time"].as_f64().unwrap());
     assert!(v["time"].as_str().unwrap().ends_with('Z'));
+}
+
+/// The same response body logs the same `bytes_sent` over HTTP/1.1 and h2c: the body's
+/// payload as the client received it (curl's size_download), whatever the framing (the
+/// backend's `/bytes` streams it chunked).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bytes_sent_is_the_body_on_http1_and_http2_alike() {
+    let a = backend("a").await;
+    let dir = TempDir::new("access-bytes");
+    let log = dir.0.join("access.log");
+    let config = format!(
+        "access_log = {:?}\naccess_log_format = \"json\"\n[[listener]]\nbind = \"127.0.0.1:0\"\nhttp2 = true\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{a}\"]\n",
+        log.display().to_string()
+    );
+    let child = SluiceProcess::serve("sluice.toml", &config, "warn").await;
+    let url = format!("http://{}/bytes?n=12345", child.addr());
+    for version in ["--http1.1", "--http2-prior-knowledge"] {
+        let out = ["-o", "/dev/null", "-w", "%{size_download} %{http_version}"];
+        let (code, text) = curl(&[&[version, url.as_str()][..], &out[..]].concat()).await;
+        assert_eq!(code, 0, "{text}");
+        assert!(text.starts_with("12345 "), "{text}");
+    }
+    let got = lines(&log, 2).await;
+    for line in &got {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["bytes_sent"], 12345, "{line}");
+    }
+    assert!(got.iter().any(|l| l.contains("HTTP/2.0")), "{got:?}");
+    assert!(got.iter().any(|l| l.contains("HTTP/1.1")), "{got:?}");
 }
 
 #[test]

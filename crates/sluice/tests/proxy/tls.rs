@@ -409,13 +409,14 @@ fn sluice_check_names_a_bad_certificate_its_file_and_reason() {
 #[test]
 fn sluice_check_lists_every_file_and_name_problem_at_once() {
     // Seed 000's migration: certificate and key both missing, a server name that does
-    // not resolve. One round of `sluice check FILE` (no -c, as nginx -t users type it).
+    // not resolve, certbot's webroot not there. One round of `sluice check FILE` (no -c,
+    // as nginx -t users type it).
     let dir = TempDir::new("check-all");
     let (cert, key) = (dir.0.join("fullchain.pem"), dir.0.join("privkey.pem"));
     let config = dir.file(
         "sluice.toml",
         &format!(
-            "[[listener]]\nbind = \"127.0.0.1:8443\"\ntls = {{ cert = {cert:?}, key = {key:?} }}\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"no-such-host.invalid:8080\"]\n"
+            "[[listener]]\nbind = \"127.0.0.1:8443\"\ntls = {{ cert = {cert:?}, key = {key:?} }}\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"no-such-host.invalid:8080\"]\n[[route]]\npath = \"/.well-known/acme-challenge/\"\nroot = \"/var/www/certbot-nowhere\"\n"
         ),
     );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
@@ -429,6 +430,7 @@ fn sluice_check_lists_every_file_and_name_problem_at_once() {
         "fullchain.pem: cannot read",
         "privkey.pem: cannot read",
         "no-such-host.invalid",
+        ":10:8: root \"/var/www/certbot-nowhere\" is not a directory",
     ] {
         assert!(text.contains(said), "{said} missing from:\n{text}");
     }
