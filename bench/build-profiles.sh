@@ -100,7 +100,8 @@ cat "$OUT/summary.md"
 if [[ $COMPARE != 0 && ${#PROFILES[@]} -ge 2 ]]; then
     log "CPU per request: bench/compare.sh, ${PROFILES[0]} as sluice, ${PROFILES[1]} as sluice-base"
     SLUICE=$BINS/sluice-${PROFILES[0]} BASELINE=$BINS/sluice-${PROFILES[1]} \
-        BASELINE_LABEL="${PROFILES[1]} profile" "$REPO/bench/compare.sh" | tee "$WORK/compare.out"
+        BASELINE_LABEL="${PROFILES[1]} profile" "$REPO/bench/compare.sh" 2> >(tee "$WORK/compare.log" >&2)
     echo >>"$OUT/summary.md"
-    echo "CPU per request of the two builds: $(grep -o 'bench/runs/[^ ]*compare[^ /]*' "$WORK/compare.out" | tail -n1) (\`sluice\` is the ${PROFILES[0]} profile, \`sluice-base\` the ${PROFILES[1]})." >>"$OUT/summary.md"
+    run=$(sed -n 's|.*results in .*/bench/runs/||p' "$WORK/compare.log" | tail -n1)
+    echo "CPU per request of the two builds: [\`bench/runs/$run\`](../$run/summary.md) (\`sluice\` is the ${PROFILES[0]} profile, \`sluice-base\` the ${PROFILES[1]})." >>"$OUT/summary.md"
 fi

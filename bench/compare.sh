@@ -72,7 +72,7 @@ PGO_BIN=$REPO/target/pgo/dist/sluice
 # machine (the summary is committed; the path means nothing elsewhere).
 BASELINE_NAME=""
 [[ -n $BASELINE ]] && BASELINE_NAME=${BASELINE_LABEL:-"<sluice at $("$BASELINE" --version 2>/dev/null | sed -n 's/.*commit \([0-9a-f]*\).*/\1/p')>"}
-COMMAND_LINE="RUNS=$RUNS DUR=$DUR RATE=$RATE H2_CLIENTS=$H2_CLIENTS HTTPS=$HTTPS${BASELINE:+ BASELINE=$BASELINE_NAME}${PGO:+ PGO=$PGO}${ACCESS_LOG:+ ACCESS_LOG=$ACCESS_LOG} $0${*:+ $*}"
+COMMAND_LINE="RUNS=$RUNS DUR=$DUR RATE=$RATE H2_CLIENTS=$H2_CLIENTS HTTPS=$HTTPS${BASELINE:+ BASELINE=$BASELINE_NAME}${PGO:+ PGO=$PGO}${ACCESS_LOG:+ ACCESS_LOG=$ACCESS_LOG} bench/compare.sh${*:+ $*}"
 
 BUILD=0
 for arg in "$@"; do
