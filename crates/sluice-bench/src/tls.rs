@@ -105,8 +105,18 @@ pub fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, TlsError
             .with_custom_certificate_verifier(verifier)
             .with_no_client_auth()
     } else {
-        let roots = roots(options.cacert.as_ref())?;
-        builder.with_root_certificates(roots).with_no_client_auth()
+        let (roots, pinned) = roots(options.cacert.as_ref())?;
+        let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            provider.clone(),
+        )
+        .build()
+        .map_err(|e| TlsError::Setup(rustls::Error::General(e.to_string())))?;
+        let verifier = Arc::new(CaFile { webpki, pinned });
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth()
     };
     config.alpn_protocols = options.alpn.clone();
     config.resumption = if options.resume {
@@ -133,8 +143,11 @@ fn provider() -> Arc<CryptoProvider> {
         .clone()
 }
 
-/// The roots a run trusts: the certificates of `cacert`, or the system's.
-fn roots(cacert: Option<&PathBuf>) -> Result<rustls::RootCertStore, TlsError> {
+/// The roots a run trusts: the certificates of `cacert`, or the system's; and the
+/// certificates of `cacert` as they are, for [`CaFile`].
+fn roots(
+    cacert: Option<&PathBuf>,
+) -> Result<(rustls::RootCertStore, Vec<CertificateDer<'static>>), TlsError> {
     let mut roots = rustls::RootCertStore::empty();
     let Some(path) = cacert else {
         let found = rustls_native_certs::load_native_certs();
@@ -142,7 +155,7 @@ fn roots(cacert: Option<&PathBuf>) -> Result<rustls::RootCertStore, TlsError> {
         return if roots.is_empty() {
             Err(TlsError::NoRoots)
         } else {
-            Ok(roots)
+            Ok((roots, Vec::new()))
         };
     };
     let failed = |why: String| TlsError::CaFile {
@@ -152,11 +165,69 @@ fn roots(cacert: Option<&PathBuf>) -> Result<rustls::RootCertStore, TlsError> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
         .and_then(|certs| certs.collect())
         .map_err(|e| failed(format!("cannot read certificates: {e}")))?;
-    let (added, _) = roots.add_parsable_certificates(certs);
+    let (added, _) = roots.add_parsable_certificates(certs.iter().cloned());
     if added == 0 {
         return Err(failed("no usable CA certificate in the file".into()));
     }
-    Ok(roots)
+    Ok((roots, certs))
+}
+
+/// Verification against the roots (webpki's checks: chain, dates, name), and, as curl
+/// does, a server certificate that is itself in the `--cacert` file trusted as it is,
+/// for its names (its dates are not read: webpki stops at the CA flag): `openssl req
+/// -x509`, how users make a test certificate, marks it a CA, which webpki refuses as a
+/// server's own.
+#[derive(Debug)]
+struct CaFile {
+    webpki: Arc<rustls::client::WebPkiServerVerifier>,
+    pinned: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for CaFile {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verified = self.webpki.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        );
+        if verified.is_err() && self.pinned.iter().any(|c| c == end_entity) {
+            let cert = rustls::server::ParsedCertificate::try_from(end_entity)?;
+            rustls::client::verify_server_name(&cert, server_name)?;
+            return Ok(ServerCertVerified::assertion());
+        }
+        verified
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
 }
 
 /// `--insecure`: any certificate passes, but the handshake's signatures are still

@@ -17,8 +17,11 @@ pub fn http_get(url: &str) -> Option<String> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
     s.set_write_timeout(Some(Duration::from_secs(1))).ok()?;
+    // Prometheus's text format where an endpoint offers several (Spring Boot's actuator
+    // would answer OpenMetrics otherwise), and anything else rather than a 406 from an
+    // endpoint that has no text/plain (Spring Boot's /actuator/health).
     let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/plain\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/plain, */*;q=0.1\r\nConnection: close\r\n\r\n"
     );
     s.write_all(req.as_bytes()).ok()?;
     let mut raw = Vec::new();

@@ -103,7 +103,8 @@ pub struct BenchArgs {
     #[arg(long, short = 'k')]
     insecure: bool,
     /// For https:// targets: trust the CA certificates in this PEM file instead of the
-    /// system's.
+    /// system's (a self-signed server certificate in it is trusted for its names, as
+    /// curl does).
     #[arg(long, value_name = "FILE")]
     cacert: Option<PathBuf>,
     /// Connect to ADDRESS for HOST:PORT, keeping the URL's name for Host, SNI and the

@@ -224,6 +224,47 @@ fn an_untrusted_certificate_is_an_error_unless_insecure() {
     );
 }
 
+/// A self-signed certificate as a user makes one for a test (`openssl req -x509`, which
+/// marks it a CA), given as `--cacert`, is trusted as curl trusts it; for its own name
+/// only.
+#[test]
+fn a_self_signed_certificate_given_as_cacert_is_trusted_for_its_name() {
+    let dir = Dir::new("self-signed");
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "2", "-subj", &format!("/CN={NAME}")])
+        .args(["-addext", &format!("subjectAltName=DNS:{NAME}")])
+        .args(["-keyout", dir.0.join("key.pem").to_str().unwrap()])
+        .args(["-out", dir.0.join("cert.pem").to_str().unwrap()])
+        .output()
+        .expect("openssl is installed");
+    assert!(made.status.success(), "{made:?}");
+    let app = backend();
+    let (_proxy, https, _) = front_door(&dir, app);
+    let cert = dir.0.join("cert.pem").display().to_string();
+    let run = |name: &str| {
+        let target = format!("https://{name}:{}/", https.port());
+        let aim = format!("{name}:{}:{}", https.port(), https.ip());
+        let args = ["--resolve", &aim, "--cacert", &cert, "--users", "1"];
+        let (_, table, report) = bench(
+            &dir,
+            &[&[target.as_str()][..], &args, &["--iterations", "5"]].concat(),
+        );
+        (report["steps"][0]["errors"].as_u64(), table)
+    };
+    let (errors, table) = run(NAME);
+    assert_eq!(errors, Some(0), "{table}");
+    let (errors, table) = run("other.test");
+    assert_eq!(errors, Some(5), "{table}");
+}
+
 #[test]
 fn a_redirecting_listener_shows_its_301s_and_says_so() {
     let dir = Dir::new("redirect");
