@@ -29,7 +29,8 @@ impl Dnsmasq {
     /// a TTL of one second.
     fn start(hosts: &str, srv: &[&str]) -> Dnsmasq {
         let dir = TempDir::new("dns");
-        let port = free_udp_and_tcp_port();
+        // dnsmasq takes TCP and UDP, and a test restarts it on the same port.
+        let port = crate::support::port_below_ephemeral_range();
         let mut dns = Dnsmasq {
             child: None,
             port,
@@ -91,17 +92,6 @@ impl Dnsmasq {
 impl Drop for Dnsmasq {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-/// A port free for UDP and TCP both (dnsmasq takes both).
-fn free_udp_and_tcp_port() -> u16 {
-    loop {
-        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let port = udp.local_addr().unwrap().port();
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
     }
 }
 

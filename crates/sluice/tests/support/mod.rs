@@ -70,6 +70,31 @@ pub fn free_port() -> u16 {
     free_addr().port()
 }
 
+/// A loopback port free now for TCP and UDP both, below the kernel's ephemeral range:
+/// for a server that must bind it again later (dnsmasq stopped and restarted on the
+/// same port). A port from the range (`127.0.0.1:0`) can be taken meanwhile by any
+/// test's outgoing connection or query; one below it is never handed out.
+pub fn port_below_ephemeral_range() -> u16 {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range");
+    let low: u32 = range
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let span = low.saturating_sub(10_000).max(1);
+    let seed = std::process::id().wrapping_mul(7919)
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+    for n in 0..1000u32 {
+        let port = (10_000 + seed.wrapping_add(n.wrapping_mul(104_729)) % span) as u16;
+        let udp = std::net::UdpSocket::bind(("127.0.0.1", port));
+        if udp.is_ok() && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port below {low} for TCP and UDP");
+}
+
 /// Waits until `port` on loopback accepts connections (10 s at most).
 pub fn wait_listening(port: u16) {
     for _ in 0..200 {
