@@ -40,8 +40,9 @@
 #             if missing; with --build, rebuilt) as `sluice-pgo`, in the same rounds.
 #   HTTPS=0   skip the HTTPS measurements (3.).
 #
-# The results go to bench/runs/<date>-compare/ (summary.md, results.jsonl, and the
-# raw output of every wrk and h2load run, the generated configs and server logs).
+# The results go to bench/runs/<date>-compare/ (summary.md, results.jsonl, and in
+# raw.tar.xz the raw output of every wrk and h2load run, the generated configs and
+# server logs; bench/runs.py packs them and updates bench/runs/README.md).
 # The Markdown table is also printed on stdout. Needs root only if it has to
 # apt-get install the tools.
 
@@ -522,7 +523,7 @@ machine_info() {
     echo "- machine: $(nproc) CPUs ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)), kernel $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     # HEAD may have moved since the binary was built (others commit too), so say when it was built.
     echo "- sluice: $("$SLUICE_BIN" --version 2>&1 | head -n1), git $commit$dirty; binary built $(date -u -r "$SLUICE_BIN" '+%Y-%m-%d %H:%M:%S UTC')$STALE"
-    [[ -n $PGO ]] && echo "- sluice-pgo: $PGO_BIN (scripts/build-pgo.sh; binary built $(date -u -r "$PGO_BIN" '+%Y-%m-%d %H:%M:%S UTC'))$PGO_STALE"
+    [[ -n $PGO ]] && echo "- sluice-pgo: ${PGO_BIN#"$REPO"/} (scripts/build-pgo.sh; binary built $(date -u -r "$PGO_BIN" '+%Y-%m-%d %H:%M:%S UTC'))$PGO_STALE"
     [[ -n $BASELINE ]] && echo "- sluice-base: $BASELINE_NAME ($("$BASELINE" --version 2>&1 | head -n1), binary built $(date -u -r "$BASELINE" '+%Y-%m-%d %H:%M:%S UTC'))"
     echo "- nginx: $(nginx -v 2>&1 | head -n1)"
     echo "- haproxy: $(haproxy -v 2>&1 | head -n1)"
@@ -993,7 +994,7 @@ main() {
         echo
         python3 "$HELPER" report "$OUT/results.jsonl"
         echo
-        echo "Raw output of every run: \`raw/\`; generated configs: \`configs/\`; server logs: \`servers/\`;"
+        echo "Raw output of every run (\`raw/\`), generated configs (\`configs/\`) and server logs (\`servers/\`): in \`raw.tar.xz\`;"
         echo "parsed numbers per run: \`results.jsonl\`."
     } >"$WORK/results.md"
     if [[ -n $ACCESS_LOG ]]; then
@@ -1020,6 +1021,8 @@ main() {
         && log "note: nginx error log is not empty: $OUT/servers/nginx-error.log"
 
     cat "$WORK/results.md"
+    # Raw outputs, configs and server logs into one raw.tar.xz; the index updated.
+    python3 "$REPO/bench/runs.py" pack "$OUT" && python3 "$REPO/bench/runs.py" index
     log "summary: $OUT/summary.md"
 }
 

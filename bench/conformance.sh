@@ -8,7 +8,7 @@
 #   valid for a year, and the HSTS header set on the route as a deployment would.
 #
 # Everything listens on 127.0.0.1. Results go to bench/runs/<date>-conformance/: the
-# raw outputs, testssl's JSON, and summary.md (the command and the counts).
+# summary.md (the command and the counts), and in raw.tar.xz the raw outputs and testssl's JSON.
 # Usage: bench/conformance.sh [--build]
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -102,3 +102,4 @@ PY
 )"
 } >"$OUT/summary.md"
 cat "$OUT/summary.md"
+python3 "$REPO/bench/runs.py" pack "$OUT" && python3 "$REPO/bench/runs.py" index

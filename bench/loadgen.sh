@@ -357,6 +357,7 @@ main() {
         done
     done
     summarise | tee "$OUT/summary.md"
+    python3 "$REPO/bench/runs.py" pack "$OUT" && python3 "$REPO/bench/runs.py" index
 }
 
 main "$@"

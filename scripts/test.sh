@@ -67,6 +67,8 @@ for src in crates/*/src; do
     python3 scripts/module-graph.py "$src" --top >/dev/null
     python3 scripts/module-graph.py "$src" >/dev/null
 done
+echo "== bench/runs: indexed, small, no machine paths"
+python3 bench/runs.py check
 echo "== cargo test"
 cargo test --workspace --locked
 echo "== sluice check examples/*.toml"
