@@ -67,6 +67,8 @@ for src in crates/*/src; do
     python3 scripts/module-graph.py "$src" --top >/dev/null
     python3 scripts/module-graph.py "$src" >/dev/null
 done
+echo "== no broken relative link or anchor in README.md and docs/"
+python3 scripts/doc-links.py
 echo "== bench/runs: indexed, small, no machine paths"
 python3 bench/runs.py check
 echo "== cargo test"
