@@ -3,6 +3,7 @@
 
 mod admin_client;
 mod bench;
+mod cli_reference;
 mod commands;
 mod discovery;
 mod lab;
@@ -71,6 +72,9 @@ enum Command {
         /// Write sluice.1 and sluice-SUBCOMMAND.1 into this directory.
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// Print the CLI reference in Markdown instead (docs/reference/cli.md).
+        #[arg(long, conflicts_with = "dir")]
+        markdown: bool,
     },
     /// Start three backends on loopback and sluice in front of them.
     Demo {
@@ -185,7 +189,11 @@ fn main() -> ExitCode {
         }
         Command::Import { nginx_conf } => commands::import(&nginx_conf),
         Command::Completions { shell } => commands::completions(shell, Cli::command()),
-        Command::Man { dir } => commands::man(Cli::command(), dir.as_deref()),
+        Command::Man { markdown: true, .. } => {
+            print!("{}", cli_reference::markdown(&Cli::command()));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { dir, .. } => commands::man(Cli::command(), dir.as_deref()),
         Command::Status { config } => serve::status(&config),
         Command::Demo { listen } => commands::demo(listen),
         Command::HashReport { keys } => commands::hash_report(keys),
