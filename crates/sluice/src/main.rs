@@ -181,7 +181,13 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(colour)
         .init();
-    let result = match Cli::parse().command {
+    let cli = Cli::parse();
+    // tests/docs.rs checks that every command line in the docs parses, without running
+    // one: a parse error has exited with clap's message and status 2 by now.
+    if std::env::var_os("SLUICE_PARSE_ONLY").is_some() {
+        return ExitCode::SUCCESS;
+    }
+    let result = match cli.command {
         Command::Serve { config } => serve::serve(&config),
         Command::Reload { config } => serve::reload(&config),
         Command::Check { files, config } => {
