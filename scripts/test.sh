@@ -14,7 +14,8 @@
 # MariaDB, whose sessions `sluice lab` reads in a test, directly and through their
 # Prometheus exporters, and Redis, whose INFO it reads,
 # behind an app in Debian's python3 with psycopg2 and PyMySQL; Java 17 and Maven, which
-# build and run lab/spring-app, the Spring Boot app a test reads through Micrometer).
+# build and run lab/spring-app, the Spring Boot app a test reads through Micrometer;
+# mdbook, by cargo install, which builds the manual in docs/ as a site).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,6 +70,10 @@ for src in crates/*/src; do
 done
 echo "== no broken relative link or anchor in README.md and docs/"
 python3 scripts/doc-links.py
+echo "== mdbook build docs (the manual as a site)"
+MDBOOK=$(command -v mdbook || echo "${CARGO_HOME:-$HOME/.cargo}/bin/mdbook")
+[ -x "$MDBOOK" ] || cargo install --locked --quiet mdbook
+"$MDBOOK" build docs >/dev/null
 echo "== bench/runs: indexed, small, no machine paths"
 python3 bench/runs.py check
 echo "== cargo test"

@@ -1,4 +1,4 @@
-//! The [`Plan`] written out as a sluice config, in the order the README documents keys,
+//! The [`Plan`] written out as a sluice config, in the order docs/configuration.md documents keys,
 //! each block with a comment saying where in the nginx config it came from.
 
 use crate::plan::{Action, Limit, Listener, Plan, Route, Upstream};

@@ -136,7 +136,7 @@ impl Drop for Dir {
 
 /// The generator Job's one container, as the kubelet would start pod `index`: its
 /// command and args expanded, the results volume mounted at `results`, `START_AT`
-/// substituted (as the README's sed does), and `sluice` on the PATH.
+/// substituted (as the sed in examples/bench/README.md does), and `sluice` on the PATH.
 fn generator(
     docs: &[Value],
     index: usize,

@@ -1,7 +1,7 @@
 //! Naming the saturated tier of one step, with its numbers.
 //!
 //! The rules, each in its own file, every threshold a constant of [`thresholds`] (the
-//! README's "How the lab judges" says the same in prose and points there):
+//! docs/lab.md's "How the lab judges" says the same in prose and points there):
 //!
 //! - `resources`: **utilisation against the tier's own budget** (the USE method): a
 //!   process's CPU against its quota, its worker threads or the machine's cores,

@@ -1,12 +1,12 @@
 //! Every threshold the lab judges by, each once, with why it is where it is. The rules
 //! that use them (`resources`, `queue`, `validity`, `findings`, `choice`, and the proof
-//! in `report`) name these constants; the README's "How the lab judges" points here.
+//! in `report`) name these constants; docs/lab.md's "How the lab judges" points here.
 
 /// Defines each threshold as a constant, and [`ALL`] with every one by name.
 macro_rules! thresholds {
     ($($(#[doc = $doc:expr])* $name:ident = $value:expr;)*) => {
         $($(#[doc = $doc])* pub const $name: f64 = $value;)*
-        /// Every threshold by name: the README's table of them is checked against it.
+        /// Every threshold by name: docs/lab.md's table of them is checked against it.
         pub const ALL: &[(&str, f64)] = &[$((stringify!($name), $name)),*];
     };
 }
