@@ -131,11 +131,11 @@ fn columns(rows: &[Vec<String>], right: &[bool]) -> String {
 
 fn table(status: &Value, upstreams: &Value) -> String {
     let mut out = format!(
-        "sluice {} up {:.0} s, config generation {}, {} workers, reloads: {} applied, {} refused\n\n",
+        "sluice {} up {:.0} s, config generation {}, {}, reloads: {} applied, {} refused\n\n",
         status["version"].as_str().unwrap_or("?"),
         status["uptime_s"].as_f64().unwrap_or(0.0),
         status["generation"],
-        status["workers"],
+        crate::commands::counted(status["workers"].as_u64().unwrap_or(0) as usize, "worker"),
         status["reloads"]["applied"],
         status["reloads"]["refused"],
     );

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::serve::BAD_CONFIG;
 
 /// "3 listeners", "1 route".
-fn counted(n: usize, what: &str) -> String {
+pub fn counted(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
