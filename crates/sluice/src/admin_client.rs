@@ -135,7 +135,7 @@ fn table(status: &Value, upstreams: &Value) -> String {
         status["version"].as_str().unwrap_or("?"),
         status["uptime_s"].as_f64().unwrap_or(0.0),
         status["generation"],
-        crate::commands::counted(status["workers"].as_u64().unwrap_or(0) as usize, "worker"),
+        crate::plural::counted(status["workers"].as_u64().unwrap_or(0) as usize, "worker"),
         status["reloads"]["applied"],
         status["reloads"]["refused"],
     );

@@ -8,12 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::plural::counted;
 use crate::serve::BAD_CONFIG;
-
-/// "3 listeners", "1 route".
-pub fn counted(n: usize, what: &str) -> String {
-    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
-}
 
 /// "sluice import: 3 directives not carried over, 2 directives carried over
 /// differently, 5 directives that sluice does itself (each listed above)".

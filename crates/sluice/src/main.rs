@@ -9,6 +9,7 @@ mod discovery;
 mod lab;
 mod notify;
 mod plan;
+mod plural;
 mod resolve;
 mod serve;
 
