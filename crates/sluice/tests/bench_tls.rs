@@ -230,22 +230,7 @@ fn an_untrusted_certificate_is_an_error_unless_insecure() {
 #[test]
 fn a_self_signed_certificate_given_as_cacert_is_trusted_for_its_name() {
     let dir = Dir::new("self-signed");
-    let made = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-        ])
-        .args(["-nodes", "-days", "2", "-subj", &format!("/CN={NAME}")])
-        .args(["-addext", &format!("subjectAltName=DNS:{NAME}")])
-        .args(["-keyout", dir.0.join("key.pem").to_str().unwrap()])
-        .args(["-out", dir.0.join("cert.pem").to_str().unwrap()])
-        .output()
-        .expect("openssl is installed");
-    assert!(made.status.success(), "{made:?}");
+    support::self_signed(&dir.0, NAME);
     let app = backend();
     let (_proxy, https, _) = front_door(&dir, app);
     let cert = dir.0.join("cert.pem").display().to_string();

@@ -19,25 +19,7 @@ fn args(list: &[&str]) -> Vec<String> {
 
 /// A self-signed certificate for localhost (made by openssl, as a user would).
 fn certificate(dir: &TempDir) -> (String, String) {
-    let (cert, key) = (dir.0.join("cert.pem"), dir.0.join("key.pem"));
-    let made = std::process::Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-        ])
-        .args(["-nodes", "-days", "2", "-subj", "/CN=localhost"])
-        .args(["-addext", "subjectAltName=DNS:localhost", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("openssl is installed");
-    assert!(made.status.success(), "{made:?}");
-    (cert.display().to_string(), key.display().to_string())
+    crate::support::self_signed(&dir.0, "localhost")
 }
 
 /// A proxy with a TLS listener (HTTP/2 by ALPN, its default) first and a plain one

@@ -142,3 +142,27 @@ pub fn browser_dom_of(url: &str, profile: &std::path::Path) -> String {
     let _ = std::fs::remove_dir_all(profile);
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// A self-signed certificate for `name` made by openssl, as a user makes one (which
+/// marks it a CA), written as `cert.pem` and `key.pem` in `dir`; their paths.
+pub fn self_signed(dir: &std::path::Path, name: &str) -> (String, String) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "2", "-subj", &format!("/CN={name}")])
+        .args(["-addext", &format!("subjectAltName=DNS:{name}"), "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl is installed");
+    assert!(made.status.success(), "{made:?}");
+    (cert.display().to_string(), key.display().to_string())
+}
