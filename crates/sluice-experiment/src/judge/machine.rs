@@ -139,10 +139,14 @@ fn shared_machine(deltas: &[Delta], m: &MachineCpu) -> Option<Resource> {
         }
     }
     let (tier, _) = by_tier.iter().max_by(|a, b| a.1.total_cmp(&b.1)).copied()?;
-    let users: Vec<String> = by_tier
+    let mut users: Vec<String> = by_tier
         .iter()
         .map(|(t, used)| format!("{t} {used:.2}"))
         .collect();
+    // The machine was full partly because of others: say so where the verdict is read.
+    if m.others_matter() {
+        users.push(format!("other processes {:.2}", m.other));
+    }
     Some(Resource {
         tier: tier.into(),
         resource: "cpu".into(),

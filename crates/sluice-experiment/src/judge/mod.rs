@@ -295,7 +295,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     if !resources.iter().any(|r| r.resource == "queue") {
         resources.extend(queue::shed(&deltas, load));
     }
-    queue::attribute(&mut resources);
+    queue::attribute(&mut resources, &deltas);
     let mut findings = findings(&deltas, &mut resources);
     findings.extend(missing_metrics(&deltas));
     findings.extend(database::findings(&deltas, &mut resources));

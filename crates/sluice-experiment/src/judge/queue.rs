@@ -121,19 +121,25 @@ fn haproxy(d: &Delta) -> Option<Held> {
 
 /// When the balancer held requests back while a server pool was at its knee, that pool
 /// is what saturated: it gains the queue's evidence, and the queue (the limit doing its
-/// job) is no longer named. Otherwise the limit held the servers below their capacity,
-/// and the queue stays saturated, with the pools' figures beside it.
-pub(super) fn attribute(resources: &mut [Resource]) {
+/// job) is no longer named. A pool is at its knee when it was [`BUSY`], or when the
+/// balancer's limit was not below the pools' size: every thread could be given a request,
+/// and the time a thread waits for its next one is the hand-off between balancer and
+/// server, which a larger limit would only turn into a queue in the server. Otherwise the
+/// limit held the servers below their capacity, and the queue stays saturated, with the
+/// pools' figures beside it.
+pub(super) fn attribute(resources: &mut [Resource], deltas: &[Delta]) {
     let Some(q) = resources
         .iter()
         .position(|r| r.resource == "queue" && r.saturated)
     else {
         return;
     };
-    let queue = resources[q].evidence.clone();
+    let mut queue = resources[q].evidence.clone();
+    let roomy = limit_not_below_threads(deltas);
+    queue.extend(roomy.clone());
     let mut at_knee = false;
     for r in resources.iter_mut().filter(|r| r.resource == "threads") {
-        if r.utilisation >= BUSY {
+        if r.utilisation >= BUSY || roomy.is_some() {
             r.saturated = true;
             r.evidence.extend(queue.iter().cloned());
             at_knee = true;
@@ -154,6 +160,29 @@ pub(super) fn attribute(resources: &mut [Resource]) {
             u * 100.0
         ));
     }
+}
+
+/// Evidence that sluice's limit on its servers (all of them together, from its
+/// `/metrics`) was at least the app servers' threads (all of them together, from their
+/// own counters or Tomcat's gauges); `None` when it was below, or either is unknown.
+fn limit_not_below_threads(deltas: &[Delta]) -> Option<String> {
+    let limit: f64 = deltas
+        .iter()
+        .filter_map(|d| d.gauge("sluice_upstream_max_conns"))
+        .sum();
+    let threads: f64 = deltas
+        .iter()
+        .filter(|d| d.info.tier == "app")
+        .filter_map(|d| {
+            d.gauge("pool_threads")
+                .or_else(|| d.gauge("tomcat_threads_config_max_threads"))
+        })
+        .sum();
+    (limit > 0.0 && threads > 0.0 && limit >= threads).then(|| {
+        format!(
+            "the balancer's limit ({limit:.0} requests at once over its servers) was not below the app servers' {threads:.0} threads: they were the knee, and the time a thread waited for its next request was the hand-off from the balancer"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -188,7 +217,13 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
-        let lb = lb.iter().map(|(k, v)| (k.to_string(), v * t)).collect();
+        let lb = lb
+            .iter()
+            .map(|(k, v)| {
+                let gauge = k.ends_with("max_conns");
+                (k.to_string(), if gauge { *v } else { v * t })
+            })
+            .collect();
         let proc = |counters| ProcReading {
             cpu_s: 0.1 * t,
             counters,
@@ -216,8 +251,8 @@ mod tests {
         }
     }
 
-    /// sluice's queue over a step: 90% of requests waited 140 ms (rates per second;
-    /// the limit gauge grows with them, harmlessly: only its presence is read).
+    /// sluice's queue over a step: 90% of requests waited 140 ms (rates per second),
+    /// under a limit of 20 at once (a gauge, not a rate).
     const QUEUED: &[(&str, f64)] = &[
         ("sluice_upstream_requests_total", 900.0),
         ("sluice_upstream_queue_wait_duration_seconds_count", 810.0),
@@ -243,10 +278,20 @@ mod tests {
         assert_eq!(judge(&procs, &readings, load(0)).verdict.tier, None);
     }
 
+    /// [`QUEUED`] with the balancer's limit at `limit` requests at once.
+    fn queued_under(limit: f64) -> Vec<(&'static str, f64)> {
+        let mut lb = QUEUED.to_vec();
+        lb.retain(|(k, _)| *k != "sluice_upstream_max_conns");
+        lb.push(("sluice_upstream_max_conns", limit));
+        lb
+    }
+
     #[test]
     fn a_limit_below_the_servers_capacity_is_named_for_the_balancer() {
+        // A limit of 10 in front of 20 threads: half of them could never work.
         let procs = [info("lb", "lb"), info("app-1", "app")];
-        let readings: Vec<Reading> = (0..5).map(|i| reading(i as f64, QUEUED, 0.4)).collect();
+        let lb = queued_under(10.0);
+        let readings: Vec<Reading> = (0..5).map(|i| reading(i as f64, &lb, 0.4)).collect();
         let v = judge(&procs, &readings, load(0)).verdict;
         assert_eq!(
             (v.tier.as_deref(), v.resource.as_deref()),
@@ -254,6 +299,26 @@ mod tests {
             "{v:?}"
         );
         assert!(v.evidence.join(" ").contains("at most 40% busy"), "{v:?}");
+    }
+
+    #[test]
+    fn a_limit_at_the_servers_thread_count_names_the_threads_short_of_busy() {
+        // max_conns = threads: every thread could work, the rest of their time is the
+        // hand-off (seen on a busy CI host: 79% busy, the limit named instead).
+        let procs = [info("lb", "lb"), info("app-1", "app")];
+        let readings: Vec<Reading> = (0..5).map(|i| reading(i as f64, QUEUED, 0.79)).collect();
+        let v = judge(&procs, &readings, load(0)).verdict;
+        assert_eq!(
+            (v.tier.as_deref(), v.resource.as_deref()),
+            (Some("app"), Some("threads")),
+            "{v:?}"
+        );
+        let evidence = v.evidence.join(" ");
+        assert!(
+            evidence.contains("was not below the app servers' 20 threads"),
+            "{evidence}"
+        );
+        assert!(evidence.contains("waited in its queue"), "{evidence}");
     }
 
     #[test]

@@ -373,6 +373,41 @@ fn other_processes_take_the_cpu_when_it_is_contended_and_no_tier_is_busy() {
 }
 
 #[test]
+fn a_machine_full_of_other_processes_says_so_in_its_verdict() {
+    // Two tiers without budgets at 0.4 cores each, the machine full: 1.1 cores were
+    // some other process's (a CI host's neighbour), which the verdict must name.
+    let machine = |name: &str, tier: &str| ProcInfo {
+        name: name.into(),
+        tier: tier.into(),
+        budget_cores: 2.0,
+        budget: "the machine's 2 cores".into(),
+        local: true,
+    };
+    let procs = [machine("app[pid 1]", "app"), machine("lb[pid 2]", "lb")];
+    let at = |t: f64| Reading {
+        t,
+        procs: [0.42, 0.38]
+            .iter()
+            .map(|cores| ProcReading {
+                cpu_s: cores * t,
+                ..ProcReading::default()
+            })
+            .collect(),
+        generator_cpu_s: 0.05 * t,
+        machine_busy_s: Some(1.95 * t),
+        ..Reading::default()
+    };
+    let readings: Vec<Reading> = (0..=10).map(|i| at(i as f64)).collect();
+    let v = judge(&procs, &readings, load()).verdict;
+    assert_eq!(v.resource.as_deref(), Some("cpu"), "{v:?}");
+    assert!(
+        v.summary
+            .contains("shared by tiers without budgets: app 0.42, lb 0.38, other processes 1.10"),
+        "{v:?}"
+    );
+}
+
+#[test]
 fn tiers_sharing_a_machine_without_budgets_are_judged_together_against_it() {
     // Spring PetClinic as tried: two JVMs and PostgreSQL on one 2-core host, none in a
     // budget; the JVMs used 0.86 and 0.96 cores (43% and 48% of the machine each).
