@@ -5,17 +5,9 @@
 
 use crate::model::{Acme, CertificateFiles, Listener};
 use crate::reader::Reader;
+use crate::reference::{self, top};
 use std::path::Path;
 use toml_edit::{Item, TableLike};
-
-const ACME_KEYS: &[&str] = &[
-    "directory",
-    "contact",
-    "domains",
-    "storage",
-    "ca",
-    "renew_days",
-];
 
 /// Let's Encrypt's production directory.
 pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
@@ -30,7 +22,7 @@ pub(crate) fn acme(r: &mut Reader, root: &dyn TableLike) -> Option<Acme> {
         );
         return None;
     };
-    r.only_keys(t, ACME_KEYS, "[acme]");
+    r.only_keys(t, &reference::names(top::ACME), "[acme]");
     let directory = r
         .string(t, "directory")
         .map_or(LETS_ENCRYPT.to_string(), |(d, _)| d);

@@ -4,10 +4,9 @@
 
 use crate::model::{Admin, Listener};
 use crate::reader::Reader;
+use crate::reference::{names, top};
 use crate::servers::socket_addr;
 use toml_edit::{Item, TableLike};
-
-const ADMIN_KEYS: &[&str] = &["bind", "token", "max_conns", "header_timeout"];
 
 /// Where the admin listener binds when `[admin]` gives no `bind`.
 pub const DEFAULT_BIND: &str = "127.0.0.1:9901";
@@ -25,7 +24,7 @@ pub(crate) fn admin(r: &mut Reader, root: &dyn TableLike, listeners: &[Listener]
         );
         return None;
     };
-    r.only_keys(table, ADMIN_KEYS, "[admin]");
+    r.only_keys(table, &names(top::ADMIN), "[admin]");
     let bind = match r.string(table, "bind") {
         Some((text, span)) => (socket_addr(r, &text, span.clone(), "bind")?, span),
         None => (DEFAULT_BIND.parse().expect("a valid default"), None),

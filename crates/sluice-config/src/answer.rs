@@ -5,10 +5,9 @@
 use crate::key;
 use crate::model::{Action, Return};
 use crate::reader::Reader;
+use crate::reference::{names, route};
 use std::path::Path;
 use toml_edit::TableLike;
-
-const RETURN_KEYS: &[&str] = &["status", "location", "body"];
 
 /// Where `redirect = "https"` sends a request.
 const TO_HTTPS: &str = "https://$host$request_uri";
@@ -32,7 +31,7 @@ pub(crate) fn returned(r: &mut Reader, table: &dyn TableLike) -> Option<Return> 
         );
         return None;
     };
-    r.only_keys(t, RETURN_KEYS, "`return`");
+    r.only_keys(t, &names(route::RETURN), "`return`");
     let Some(status) = r.integer(t, "status", 999) else {
         if t.get("status").is_none() {
             r.error(

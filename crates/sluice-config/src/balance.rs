@@ -54,7 +54,7 @@ pub fn balance(r: &mut Reader, t: &dyn TableLike) -> Balance {
 
 fn hash(r: &mut Reader, t: &dyn TableLike) -> Balance {
     let key = match r.string(t, "hash_key") {
-        Some((text, span)) => template(r, &text, span),
+        Some((text, span)) => template(r, "hash_key", &text, span),
         None => {
             if !t.contains_key("hash_key") {
                 let span = t.key("balance").and_then(|k| k.span());
@@ -99,8 +99,10 @@ fn hash(r: &mut Reader, t: &dyn TableLike) -> Balance {
     }
 }
 
+/// The key template `text` of the key named `name` (`hash_key`, a limit's `key`).
 pub(crate) fn template(
     r: &mut Reader,
+    name: &str,
     text: &str,
     span: Option<std::ops::Range<usize>>,
 ) -> Option<KeyTemplate> {
@@ -111,7 +113,7 @@ pub(crate) fn template(
             let at = span.map(|s| s.start + 1 + e.offset..s.end);
             r.error(
                 at,
-                format!("hash_key: {}", e.message),
+                format!("{name}: {}", e.message),
                 "write a variable as $arg_room or ${arg_room}, with any literal text around it",
             );
             None

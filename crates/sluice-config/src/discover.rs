@@ -6,11 +6,10 @@
 use crate::model::{Discover, DnsQuery, Resolver};
 use crate::reader::Reader;
 use crate::reader::Span;
+use crate::reference::{names, top};
 use std::net::SocketAddr;
 use std::time::Duration;
 use toml_edit::{InlineTable, TableLike};
-
-const RESOLVER_KEYS: &[&str] = &["servers", "min_ttl", "max_ttl", "timeout"];
 
 /// A server entry written `{ dns = "..." }`, with the keys a server takes.
 pub fn entry(r: &mut Reader, t: &InlineTable, span: Span) -> Option<Discover> {
@@ -88,7 +87,7 @@ pub fn resolver(r: &mut Reader, root: &dyn TableLike) -> Resolver {
         );
         return out;
     };
-    r.only_keys(t, RESOLVER_KEYS, "[resolver]");
+    r.only_keys(t, &names(top::RESOLVER), "[resolver]");
     out.servers = name_servers(r, t);
     // Never asked again sooner than this, whatever min_ttl and the records say.
     let floor = Duration::from_millis(100);

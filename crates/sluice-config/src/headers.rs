@@ -4,9 +4,8 @@
 
 use crate::model::HeaderEdits;
 use crate::reader::Reader;
+use crate::reference::{names, route};
 use toml_edit::TableLike;
-
-const EDIT_KEYS: &[&str] = &["set", "remove"];
 
 /// Headers sluice writes or strips itself to keep each hop's framing right.
 const MANAGED: &[&str] = &[
@@ -36,7 +35,7 @@ pub(crate) fn edits(r: &mut Reader, route: &dyn TableLike, key: &str) -> HeaderE
         );
         return edits;
     };
-    r.only_keys(t, EDIT_KEYS, &format!("`{key}`"));
+    r.only_keys(t, &names(route::HEADER_EDITS), &format!("`{key}`"));
     if let Some(set) = t.get("set") {
         match set.as_table_like() {
             Some(set) => {

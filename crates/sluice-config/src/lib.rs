@@ -20,6 +20,7 @@ mod model;
 mod proxies;
 mod rate;
 mod reader;
+pub mod reference;
 mod resilience;
 mod route;
 mod servers;

@@ -5,9 +5,8 @@
 use crate::model::RateLimit;
 use crate::reader::Reader;
 use crate::reader::Span;
+use crate::reference::{names, route};
 use toml_edit::TableLike;
-
-const LIMIT_KEYS: &[&str] = &["rate", "burst", "key"];
 
 /// Every `[limit.NAME]` table, in the order written.
 pub fn limits(r: &mut Reader, root: &dyn TableLike) -> Vec<RateLimit> {
@@ -43,9 +42,9 @@ pub fn limits(r: &mut Reader, root: &dyn TableLike) -> Vec<RateLimit> {
 }
 
 fn limit(r: &mut Reader, name: &str, t: &dyn TableLike, span: Span) -> Option<RateLimit> {
-    r.only_keys(t, LIMIT_KEYS, &format!("[limit.{name}]"));
+    r.only_keys(t, &names(route::LIMIT), &format!("[limit.{name}]"));
     let key = match r.string(t, "key") {
-        Some((text, at)) => crate::balance::template(r, &text, at)?,
+        Some((text, at)) => crate::balance::template(r, "key", &text, at)?,
         None => crate::key::parse("$remote_addr").expect("a valid key"),
     };
     let burst = r.integer(t, "burst", 1_000_000).unwrap_or(0) as u32;

@@ -4,12 +4,9 @@
 
 use crate::model::{FailurePolicy, HealthCheck, RetryPolicy};
 use crate::reader::Reader;
+use crate::reference::{names, upstream};
 use std::time::Duration;
 use toml_edit::{Item, TableLike};
-
-const HEALTH_KEYS: &[&str] = &[
-    "path", "host", "interval", "timeout", "expect", "rise", "fall",
-];
 
 pub fn failure(r: &mut Reader, t: &dyn TableLike) -> FailurePolicy {
     FailurePolicy {
@@ -114,7 +111,11 @@ pub fn health(r: &mut Reader, t: &dyn TableLike, upstream: &str) -> Option<Healt
         );
         return None;
     };
-    r.only_keys(h, HEALTH_KEYS, &format!("[upstream.{upstream}.health]"));
+    r.only_keys(
+        h,
+        &names(upstream::HEALTH),
+        &format!("[upstream.{upstream}.health]"),
+    );
     let path = match r.string(h, "path") {
         Some((p, _)) if p.starts_with('/') => p,
         Some((p, span)) => {

@@ -6,26 +6,11 @@
 use crate::model::{Action, HostMatch, Listener, RateLimit, Route, Upstream};
 use crate::reader::Reader;
 use crate::reader::{tables, Span};
+use crate::reference::{names, route as keys};
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 use toml_edit::{Item, TableLike};
-
-const ROUTE_KEYS: &[&str] = &[
-    "host",
-    "path",
-    "listener",
-    "upstream",
-    "return",
-    "redirect",
-    "root",
-    "request_headers",
-    "response_headers",
-    "upgrade",
-    "tunnel_idle_timeout",
-    "limit",
-    "timeout",
-];
 
 /// The keys that say what a route does; a route has exactly one.
 const ACTIONS: &[&str] = &["upstream", "return", "redirect", "root"];
@@ -48,7 +33,7 @@ pub(crate) fn routes(
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for (table, span) in entries {
-        r.only_keys(table, ROUTE_KEYS, "[[route]]");
+        r.only_keys(table, &names(keys::ROUTE), "[[route]]");
         let host = r
             .string(table, "host")
             .and_then(|(h, s)| host_match(r, &h, s));

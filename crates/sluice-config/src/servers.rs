@@ -3,14 +3,13 @@
 
 use crate::model::{Discover, Listener, Server};
 use crate::reader::Reader;
+use crate::reference::{names, upstream};
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::ops::Range;
 use toml_edit::{TableLike, Value};
 
 type Span = Option<Range<usize>>;
-
-const SERVER_KEYS: &[&str] = &["addr", "dns", "weight", "backup", "max_conns"];
 
 /// An upstream's `servers`: the fixed ones, and the entries found in DNS.
 pub fn servers(
@@ -57,7 +56,7 @@ pub fn servers(
             first
         };
         if let Some(t) = entry.as_inline_table().filter(|t| t.contains_key("dns")) {
-            r.only_keys(t, SERVER_KEYS, "a server");
+            r.only_keys(t, &names(upstream::SERVER), "a server");
             let found = crate::discover::entry(r, t, entry.span());
             discover.extend(found.filter(|d| once(r, d.name.clone(), &format!("dns {}", d.name))));
             continue;
@@ -123,7 +122,7 @@ fn server(r: &mut Reader, entry: &Value) -> Option<Server> {
         );
         return None;
     };
-    r.only_keys(t, SERVER_KEYS, "a server");
+    r.only_keys(t, &names(upstream::SERVER), "a server");
     let Some((text, span)) = r.string(t, "addr") else {
         if t.get("addr").is_none() {
             r.error(

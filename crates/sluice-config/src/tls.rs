@@ -5,12 +5,10 @@
 use crate::error::ConfigError;
 use crate::model::{CertificateFiles, Place, Tls, UpstreamTls};
 use crate::reader::Reader;
+use crate::reference::{listener, names, upstream};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use toml_edit::TableLike;
-
-const TLS_KEYS: &[&str] = &["cert", "key", "certificates", "acme"];
-const PAIR_KEYS: &[&str] = &["cert", "key"];
 
 /// `tls = { cert = "fullchain.pem", key = "privkey.pem" }`, with more certificates for
 /// other names in `certificates = [{ cert, key }, ...]` (chosen by SNI; the first listed
@@ -25,7 +23,7 @@ pub(crate) fn tls(r: &mut Reader, listener: &dyn TableLike) -> Option<Tls> {
         );
         return None;
     };
-    r.only_keys(table, TLS_KEYS, "`tls`");
+    r.only_keys(table, &names(listener::TLS), "`tls`");
     let mut certificates = Vec::new();
     if table.contains_key("cert") || table.contains_key("key") {
         certificates.extend(pair(r, table, item.span()));
@@ -49,8 +47,6 @@ pub(crate) fn tls(r: &mut Reader, listener: &dyn TableLike) -> Option<Tls> {
     Some(Tls { certificates, acme })
 }
 
-const UPSTREAM_TLS_KEYS: &[&str] = &["server_name", "ca"];
-
 /// An upstream's `tls = true`, or `tls = { server_name = "api.internal", ca = "ca.pem" }`.
 pub(crate) fn upstream(r: &mut Reader, t: &dyn TableLike) -> Option<UpstreamTls> {
     let item = t.get("tls")?;
@@ -70,7 +66,7 @@ pub(crate) fn upstream(r: &mut Reader, t: &dyn TableLike) -> Option<UpstreamTls>
         );
         return None;
     };
-    r.only_keys(table, UPSTREAM_TLS_KEYS, "an upstream's `tls`");
+    r.only_keys(table, &names(upstream::UPSTREAM_TLS), "an upstream's `tls`");
     let server_name = r
         .string(table, "server_name")
         .map(|(n, _)| n.to_ascii_lowercase());
@@ -99,7 +95,7 @@ fn more(r: &mut Reader, table: &dyn TableLike) -> Vec<CertificateFiles> {
     for entry in list.iter() {
         match entry.as_inline_table() {
             Some(t) => {
-                r.only_keys(t, PAIR_KEYS, "a `certificates` entry");
+                r.only_keys(t, &names(listener::CERTIFICATE), "a `certificates` entry");
                 out.extend(pair(r, t, entry.span()));
             }
             None => r.error(

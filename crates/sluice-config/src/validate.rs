@@ -3,41 +3,13 @@
 use crate::error::Errors;
 use crate::model::{AccessLog, Config, Http2Limits, Listener, LogFormat, LogTarget, Upstream};
 use crate::reader::{tables, Reader, Span};
+use crate::reference::{listener, names, top, upstream};
 use crate::resilience;
 use crate::servers::socket_addr;
 use std::collections::HashSet;
 use std::time::Duration;
 use toml_edit::{ImDocument, Item, TableLike};
 
-const TOP_KEYS: &[&str] = &[
-    "workers",
-    "header_timeout",
-    "client_idle_timeout",
-    "request_body_timeout",
-    "keepalive_timeout",
-    "max_header_bytes",
-    "shutdown_grace",
-    "pid_file",
-    "listener",
-    "route",
-    "upstream",
-    "admin",
-    "access_log",
-    "access_log_format",
-    "http2",
-    "acme",
-    "limit",
-    "trusted_proxies",
-    "resolver",
-];
-const LISTENER_KEYS: &[&str] = &[
-    "bind",
-    "tls",
-    "http2",
-    "max_conns_per_client",
-    "proxy_protocol",
-    "proxy_protocol_from",
-];
 /// Keys written on a listener that belong in its `tls` table or in `[http2]`.
 const LISTENER_MOVED: &[(&str, &str)] = &[
     ("cert", TLS_FORM),
@@ -56,34 +28,6 @@ const UPSTREAM_MOVED: &[(&str, &str)] = &[
 const SERVER_FORM: &str = "it belongs to a server: servers = [{ addr = \"10.0.0.1:8080\", weight = 2 }, { addr = \"10.0.0.2:8080\", backup = true }]";
 const TLS_FORM: &str = "it belongs inside `tls`: tls = { cert = \"fullchain.pem\", key = \"privkey.pem\", certificates = [{ cert = \"other.pem\", key = \"other.key\" }] }";
 const HTTP2_PLACE: &str = "HTTP/2 limits are set for all listeners in the top-level [http2] table";
-const HTTP2_KEYS: &[&str] = &["max_concurrent_streams", "window"];
-const UPSTREAM_KEYS: &[&str] = &[
-    "hash_key",
-    "hash_method",
-    "hash_bound",
-    "ewma_decay",
-    "balance",
-    "servers",
-    "keepalive",
-    "idle_timeout",
-    "connect_timeout",
-    "read_timeout",
-    "max_fails",
-    "fail_window",
-    "eject_for",
-    "fail_status",
-    "retries",
-    "retry_non_idempotent",
-    "retry_budget",
-    "slow_start",
-    "health",
-    "tls",
-    "max_conns",
-    "queue_timeout",
-    "max_queue",
-    "limit",
-    "retry_buffer",
-];
 
 pub(crate) fn document(file: &str, text: &str, disk: crate::Disk) -> Result<Config, Errors> {
     let doc = match ImDocument::parse(text) {
@@ -92,7 +36,8 @@ pub(crate) fn document(file: &str, text: &str, disk: crate::Disk) -> Result<Conf
     };
     let mut r = Reader::new(file, text);
     let root = doc.as_table();
-    r.only_keys(root, TOP_KEYS, "the top level");
+    let top = [names(top::TOP), top::TOP_TABLES.to_vec()].concat();
+    r.only_keys(root, &top, "the top level");
     let mut listeners = listeners(&mut r, root);
     let acme = crate::acme::acme(&mut r, root);
     crate::acme::attach(&mut r, acme.as_ref(), &mut listeners);
@@ -161,7 +106,7 @@ fn http2(r: &mut Reader, root: &dyn TableLike) -> Http2Limits {
         );
         return limits;
     };
-    r.only_keys(t, HTTP2_KEYS, "[http2]");
+    r.only_keys(t, &names(top::HTTP2), "[http2]");
     if let Some(n) = r.integer(t, "max_concurrent_streams", 10_000) {
         if n == 0 {
             let span = t.get("max_concurrent_streams").and_then(Item::span);
@@ -239,7 +184,12 @@ fn listeners(r: &mut Reader, root: &dyn TableLike) -> Vec<Listener> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for (table, span) in entries {
-        r.only_keys_or_moved(table, LISTENER_KEYS, "[[listener]]", LISTENER_MOVED);
+        r.only_keys_or_moved(
+            table,
+            &names(listener::LISTENER),
+            "[[listener]]",
+            LISTENER_MOVED,
+        );
         let Some((bind, bind_span)) = r.string(table, "bind") else {
             if table.get("bind").is_none() {
                 r.error(
@@ -331,7 +281,7 @@ fn upstream(
 ) -> Upstream {
     r.only_keys_or_moved(
         t,
-        UPSTREAM_KEYS,
+        &names(upstream::UPSTREAM),
         &format!("[upstream.{name}]"),
         UPSTREAM_MOVED,
     );

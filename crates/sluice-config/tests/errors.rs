@@ -800,8 +800,17 @@ upstream = "a"
 limit = ["ok", "nope"]
 [upstream.a]
 servers = ["127.0.0.1:2"]
+[limit.keyed]
+rate = "1/s"
+key = "$http_x_api_key$nope"
 "#;
     let got = errors(text);
+    // The key's own name, not another key's (it once said `hash_key:`).
+    assert!(
+        got.iter()
+            .any(|e| e.starts_with("bad.toml:15:23: key: unknown variable `$nope`")),
+        "{got:?}"
+    );
     assert!(
         got.iter()
             .any(|e| e.starts_with("bad.toml:4:8: rate \"10/h\" is not a rate")),
@@ -812,9 +821,12 @@ servers = ["127.0.0.1:2"]
             .any(|e| e.starts_with("bad.toml:10:16: `limit` names no [limit.NAME]")),
         "{got:?}"
     );
-    let good = text.replace("10/h", "10/s").replace(", \"nope\"", "");
+    let good = text
+        .replace("10/h", "10/s")
+        .replace(", \"nope\"", "")
+        .replace("$nope", "");
     let c = parse("good.toml", &good).unwrap();
-    assert_eq!(c.limits.len(), 2);
+    assert_eq!(c.limits.len(), 3);
     assert_eq!((c.limits[1].per_second, c.limits[1].burst), (0.5, 5));
     assert_eq!(c.routes[0].limits, [1]);
 }

@@ -1,12 +1,15 @@
-//! sluice's data path: listeners, routing, upstream connection pools and forwarding of
-//! HTTP/1.1 requests and responses.
+//! sluice's data path: listeners, TLS, routing, upstream connection pools, and
+//! forwarding of HTTP/1.1 and HTTP/2 requests and WebSocket tunnels.
 //!
 //! This crate owns everything that touches a request between accept and the last byte of
 //! its response. It speaks HTTP/1.1 itself (heads parsed with `httparse`, bodies streamed
 //! through fixed buffers) so that the per-request work stays small: one read and one write
-//! on each side for a typical request. It must never panic on input, never buffer a whole
-//! body, never block a worker thread, and never connect anywhere but a configured server.
-//! Balancing decisions come from `sluice-balance`; configuration from `sluice-config`.
+//! on each side for a typical request. HTTP/2 from clients goes through the `h2` crate
+//! (vendored with one patch), TLS through rustls, to the same stages as HTTP/1.1; servers
+//! are spoken to in HTTP/1.1, in plain TCP or TLS. It must never panic on input, never
+//! buffer a whole body, never block a worker thread, and never connect anywhere but a
+//! configured server. Balancing decisions come from `sluice-balance`; configuration from
+//! `sluice-config`.
 //!
 //! # A request's path
 //!

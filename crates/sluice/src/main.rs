@@ -76,6 +76,10 @@ enum Command {
         /// Print the CLI reference in Markdown instead (docs/reference/cli.md).
         #[arg(long, conflicts_with = "dir")]
         markdown: bool,
+        /// Print the configuration reference in Markdown instead: every key of the
+        /// config file (docs/reference/configuration.md).
+        #[arg(long, conflicts_with_all = ["dir", "markdown"])]
+        config: bool,
     },
     /// Start three backends on loopback and sluice in front of them.
     Demo {
@@ -196,6 +200,10 @@ fn main() -> ExitCode {
         }
         Command::Import { nginx_conf } => commands::import(&nginx_conf),
         Command::Completions { shell } => commands::completions(shell, Cli::command()),
+        Command::Man { config: true, .. } => {
+            print!("{}", sluice_config::reference::markdown());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Man { markdown: true, .. } => {
             print!("{}", cli_reference::markdown(&Cli::command()));
             Ok(ExitCode::SUCCESS)

@@ -37,6 +37,28 @@ fn cli_reference_is_current() {
     ensure_current("docs/reference/cli.md", &text, "sluice man --markdown");
 }
 
+#[test]
+fn config_reference_is_current() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["man", "--config"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    for key in [
+        "`upstream.NAME.max_conns`",
+        "`listener.bind`",
+        "`keepalive_timeout`",
+    ] {
+        assert!(text.contains(key), "{key} missing");
+    }
+    ensure_current(
+        "docs/reference/configuration.md",
+        &text,
+        "sluice man --config",
+    );
+}
+
 /// The Markdown files of the manual: README.md and everything under docs/.
 fn manual() -> Vec<PathBuf> {
     let mut files = vec![repo().join("README.md")];

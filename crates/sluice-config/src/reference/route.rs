@@ -1,0 +1,183 @@
+//! The keys of `[[route]]`, of its `return` and header edits, and of `[limit.NAME]`.
+
+use super::Key;
+
+pub const ROUTE: &[Key] = &[
+    Key::new(
+        "host",
+        "string",
+        "any",
+        "The request's host, compared without port, case or a trailing dot: exact (`\"shop.example.com\"`) or a suffix (`\"*.example.com\"`: any name ending in `.example.com`, not `example.com` itself). An exact host beats the longest matching suffix, which beats routes without `host`; a host whose routes match no path gets `404` rather than another host's routes. No scheme, port or path.",
+    )
+    .like("nginx `server_name`; HAProxy `acl ... hdr(host)` with `use_backend`")
+    .example("[[route]]\nhost = \"shop.example.com\"\nupstream = \"app\""),
+    Key::new(
+        "path",
+        "string",
+        "`\"/\"`",
+        "A path prefix, starting with `/`; among the routes of the request's host the longest matching prefix wins. It is compared as text, so `\"/api\"` also takes `/apix`: write `\"/api/\"` for a directory. Two routes with the same host, path and listeners are an error.",
+    )
+    .like("nginx `location /prefix`; HAProxy `acl ... path_beg` with `use_backend`")
+    .example("[[route]]\npath = \"/api/\"\nupstream = \"app\""),
+    Key::new(
+        "listener",
+        "string or list of strings",
+        "all listeners",
+        "The `bind` of a `[[listener]]`, or a list of them: the route takes only requests that came in on those, so the same host and path can redirect on port 80 and proxy on 443. Naming an address no listener binds is an error.",
+    )
+    .like("nginx: the `listen` of the route's `server` block; HAProxy: a `frontend` per `bind`")
+    .example("[[listener]]\nbind = \"0.0.0.0:80\"\n\n[[route]]\nlistener = \"0.0.0.0:80\"\nredirect = \"https\""),
+    Key::new(
+        "upstream",
+        "string",
+        "none (a route needs one of `upstream`, `return`, `redirect`, `root`)",
+        "Forward the route's requests to `[upstream.NAME]`, which must be defined. A route has exactly one of `upstream`, `return`, `redirect` and `root`.",
+    )
+    .like("nginx `proxy_pass http://NAME`; HAProxy `use_backend`")
+    .example("[[route]]\npath = \"/\"\nupstream = \"app\""),
+    Key::new(
+        "return",
+        "integer or table",
+        "none",
+        "Answer without a server: a status from 200 to 599 (`return = 204`), or a table with `status` and a `location` or a `body` (see [A route's `return` table](#a-routes-return-table)).",
+    )
+    .like("nginx `return`; HAProxy `http-request return` and `http-request redirect`")
+    .example("[[route]]\npath = \"/healthz\"\nreturn = { status = 200, body = \"ok\\n\" }"),
+    Key::new(
+        "redirect",
+        "string: `https`",
+        "none",
+        "`\"https\"` (the only value): answer `301` with `Location: https://$host$request_uri`. Put it on the port-80 listener with `listener`; with `[acme]`, its challenges are still answered, before any route. Any other target is a `return` with `status` and `location`.",
+    )
+    .like("nginx `return 301 https://$host$request_uri`; HAProxy `http-request redirect scheme https`")
+    .example("[[route]]\nredirect = \"https\""),
+    Key::new(
+        "root",
+        "string (a directory)",
+        "none",
+        "Serve static files: the file is this directory plus the whole request path (not `alias`), relative to the config file's directory, which `sluice check` and `sluice serve` check is a directory. GET and HEAD only (`405` otherwise); never outside the directory; dotfiles are `404` except under `/.well-known/`; a directory serves its `index.html`, without listings; `Last-Modified`, nginx's ETag, `304` and single `Range` requests. See [Static files](../https.md#static-files).",
+    )
+    .like("nginx `root`")
+    .example("[[route]]\npath = \"/.well-known/acme-challenge/\"\nroot = \"/var/www/certbot\""),
+    Key::new(
+        "request_headers",
+        "table",
+        "none",
+        "Headers changed on the request sent to the server: `{ set = { ... }, remove = [...] }` (see [`request_headers` and `response_headers`](#request_headers-and-response_headers)). A set header replaces any the client sent.",
+    )
+    .like("nginx `proxy_set_header`; HAProxy `http-request set-header` and `del-header`")
+    .example("[[route]]\nupstream = \"app\"\nrequest_headers = { set = { \"X-Real-IP\" = \"$remote_addr\" }, remove = [\"X-Debug\"] }"),
+    Key::new(
+        "response_headers",
+        "table",
+        "none",
+        "Headers changed on the response to the client, the same way: on responses relayed from servers and on the route's own `return` and `root` answers, not on sluice's error replies (`502`, `503`, `429`, ...). sluice adds no `Server` header of its own.",
+    )
+    .like("nginx `add_header` and `proxy_hide_header`; HAProxy `http-response set-header` and `del-header`")
+    .example("[[route]]\nupstream = \"app\"\nresponse_headers = { set = { \"Strict-Transport-Security\" = \"max-age=63072000\" }, remove = [\"X-Powered-By\"] }"),
+    Key::new(
+        "upgrade",
+        "list of strings",
+        "`[\"websocket\"]`",
+        "Protocols a client may switch to with `Connection: Upgrade` (compared without case); only the first protocol it offers is checked. An allowed upgrade goes to the server, and its `101` turns the connection into a two-way tunnel; a `101` to another protocol gets `502`. `[]` refuses every upgrade: the server then sees a plain request. WebSockets stay on HTTP/1.1.",
+    )
+    .like("nginx `proxy_set_header Upgrade $http_upgrade` with `Connection \"upgrade\"`")
+    .example("[[route]]\npath = \"/ws\"\nupstream = \"app\"\nupgrade = [\"websocket\"]"),
+    Key::new(
+        "tunnel_idle_timeout",
+        "duration",
+        "`\"1h\"`",
+        "A WebSocket (any upgraded connection) with no bytes either way for this long is closed. Generous by default: nginx's 60 s `proxy_read_timeout` closes quiet WebSockets.",
+    )
+    .like("nginx `proxy_read_timeout` on a WebSocket location; HAProxy `timeout tunnel`")
+    .example("[[route]]\npath = \"/ws\"\nupstream = \"app\"\ntunnel_idle_timeout = \"10m\""),
+    Key::new(
+        "limit",
+        "string or list of strings",
+        "none",
+        "A `[limit.NAME]`, or a list of them, that the route's requests count against, each in turn until one refuses. A request over a limit gets `429` with `Retry-After` at once and never reaches a server. See [Rate limits](../overload.md#rate-limits-limitname).",
+    )
+    .like("nginx `limit_req zone=`; HAProxy `http-request track-sc0` with `http-request deny deny_status 429`")
+    .example("[[route]]\npath = \"/api/\"\nupstream = \"app\"\nlimit = \"per_client\"\n\n[limit.per_client]\nrate = \"10/s\""),
+    Key::new(
+        "timeout",
+        "duration",
+        "none",
+        "The longest a request may take from its first try, through every retry, to its response head (the body then streams under the upstream's `read_timeout`); then the client gets `504`, not counted against the server. A wait in the queue for a server below its `max_conns` is bounded by `queue_timeout` instead.",
+    )
+    .like("nginx: none (`proxy_read_timeout` bounds each read); HAProxy: none (`timeout server` bounds each read)")
+    .example("[[route]]\npath = \"/api/\"\nupstream = \"app\"\ntimeout = \"15s\""),
+];
+
+pub const RETURN: &[Key] = &[
+    Key::new(
+        "status",
+        "integer",
+        "required",
+        "The status sluice answers with, from 200 to 599. A 3xx other than `304` needs a `location`; `204` and `304` take no `body`.",
+    )
+    .like("nginx `return CODE`; HAProxy `http-request return status`")
+    .example("[[route]]\npath = \"/old/\"\nreturn = { status = 410, body = \"gone\\n\" }"),
+    Key::new(
+        "location",
+        "string",
+        "none",
+        "The `Location` header, for a 3xx status (required there) or `201`. It may use the variables `$scheme`, `$host`, `$request_uri`, `$uri`, `$args`, `$arg_NAME`, `$http_NAME`, `$cookie_NAME` and `$remote_addr` (`${name}` also works); not with `body`.",
+    )
+    .like("nginx `return 301 URL`; HAProxy `http-request redirect location`")
+    .example("[[route]]\npath = \"/old/\"\nreturn = { status = 301, location = \"https://$host/new/\" }"),
+    Key::new(
+        "body",
+        "string",
+        "none (an empty body)",
+        "The response body, sent as `text/plain`, as written (no variables). Not with `location`, nor with status `204` or `304`.",
+    )
+    .like("nginx `return 200 \"text\"`; HAProxy `http-request return ... string`")
+    .example("[[route]]\npath = \"/healthz\"\nreturn = { status = 200, body = \"ok\\n\" }"),
+];
+
+pub const HEADER_EDITS: &[Key] = &[
+    Key::new(
+        "set",
+        "table of strings",
+        "none",
+        "Header names and their values: each replaces every header of that name (compared without case) already in the message. Values may use the variables `$remote_addr`, `$scheme`, `$host`, `$request_uri`, `$uri`, `$args`, `$arg_NAME`, `$http_NAME` and `$cookie_NAME`. Headers that frame the message or the connection (`Connection`, `Content-Length`, `Transfer-Encoding`, `Upgrade`, `TE`, `Trailer`, `Keep-Alive`, `Proxy-Connection`) are sluice's and refused.",
+    )
+    .like("nginx `proxy_set_header` / `add_header`; HAProxy `http-request set-header` / `http-response set-header`")
+    .example("[[route]]\nupstream = \"app\"\nrequest_headers = { set = { \"X-Real-IP\" = \"$remote_addr\" } }"),
+    Key::new(
+        "remove",
+        "list of strings",
+        "none",
+        "Header names to drop (compared without case); the same framing headers are refused as in `set`.",
+    )
+    .like("nginx `proxy_set_header NAME \"\"` / `proxy_hide_header`; HAProxy `http-request del-header` / `http-response del-header`")
+    .example("[[route]]\nupstream = \"app\"\nresponse_headers = { remove = [\"X-Powered-By\"] }"),
+];
+
+pub const LIMIT: &[Key] = &[
+    Key::new(
+        "rate",
+        "string (`N/s` or `N/m`)",
+        "required",
+        "Requests per second (`\"10/s\"`, `\"0.5/s\"`) or per minute (`\"600/m\"`) each key may make, above zero. The check is GCRA, nginx's leaky bucket: a quiet key may send `burst + 1` at once, then one per `1/rate`; over it a request gets `429` with `Retry-After` (seconds until one would pass). The state is shared by all workers and kept across a reload while the limit's settings stay. Metrics: `sluice_limit_rejected_total{limit}` and `sluice_limit_keys{limit}`.",
+    )
+    .like("nginx `limit_req_zone ... rate=` with `limit_req ... nodelay`; HAProxy `stick-table ... store http_req_rate(1s)`")
+    .example("[limit.per_client]\nrate = \"10/s\""),
+    Key::new(
+        "burst",
+        "integer",
+        "`0`",
+        "Requests beyond the rate a key that was quiet may send at once (up to 1,000,000).",
+    )
+    .like("nginx `limit_req ... burst=`")
+    .example("[limit.per_client]\nrate = \"10/s\"\nburst = 20"),
+    Key::new(
+        "key",
+        "string",
+        "`\"$remote_addr\"`",
+        "What counts as one client: a template with at least one variable, as a hash key (`\"$http_x_api_key\"`, `\"$cookie_sid\"`, `\"$remote_addr$uri\"`). Requests whose key comes out the same share one bucket, so requests without that header or cookie share one (nginx does not count an empty key). `$remote_addr` is the PROXY protocol's address on such a listener.",
+    )
+    .like("nginx: the key of `limit_req_zone`; HAProxy `http-request track-sc0 <key>`")
+    .example("[limit.per_client]\nrate = \"600/m\"\nkey = \"$http_x_api_key\""),
+];
