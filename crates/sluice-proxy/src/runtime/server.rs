@@ -49,28 +49,37 @@ pub struct ReloadSummary {
     pub servers_removed: usize,
     /// Where the access log now goes, when that changed ("off" when it stopped).
     pub access_log: Option<String>,
+    /// Routes added, removed or changed (a route is known by its host, path and
+    /// listeners).
+    pub routes_changed: usize,
+    /// Upstreams added or removed, or whose settings (servers aside) changed.
+    pub upstreams_changed: usize,
+    /// Anything else of the config changed (a timeout, a limit, a certificate's path).
+    pub other_changed: bool,
 }
 
 impl std::fmt::Display for ReloadSummary {
-    /// What changed, in words: `1 listener added, 2 servers removed`.
+    /// What changed, in words: `1 listener added, 2 servers removed, 1 route changed`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let parts: Vec<String> = [
+        let counted = [
             (self.listeners_added, "listener", "added"),
             (self.listeners_removed, "listener", "removed"),
             (self.servers_added, "server", "added"),
             (self.servers_removed, "server", "removed"),
-        ]
-        .into_iter()
-        .filter(|(n, _, _)| *n > 0)
-        .map(|(n, what, how)| format!("{n} {what}{} {how}", if n == 1 { "" } else { "s" }))
-        .collect();
-        let log = self.access_log.as_ref().map(|l| format!("access log {l}"));
-        match (parts.is_empty(), log) {
-            (true, None) => f.write_str("no listener or server added or removed"),
-            (true, Some(log)) => f.write_str(&log),
-            (false, log) => {
-                f.write_str(&parts.into_iter().chain(log).collect::<Vec<_>>().join(", "))
-            }
+            (self.routes_changed, "route", "changed"),
+            (self.upstreams_changed, "upstream", "changed"),
+        ];
+        let parts: Vec<String> = counted
+            .into_iter()
+            .filter(|(n, _, _)| *n > 0)
+            .map(|(n, what, how)| format!("{n} {what}{} {how}", if n == 1 { "" } else { "s" }))
+            .chain(self.access_log.as_ref().map(|l| format!("access log {l}")))
+            .collect();
+        match (parts.is_empty(), self.other_changed) {
+            (true, false) => f.write_str("nothing changed"),
+            (true, true) => f.write_str("settings changed"),
+            (false, false) => f.write_str(&parts.join(", ")),
+            (false, true) => write!(f, "{}, other settings changed", parts.join(", ")),
         }
     }
 }
@@ -308,13 +317,54 @@ fn summarise(
         Some(sluice_config::LogTarget::File(f)) => format!("now to {}", f.display()),
         None => "off".to_string(),
     });
-    ReloadSummary {
+    let mut summary = ReloadSummary {
         listeners_added,
         listeners_removed,
         servers_added: after.difference(before).count(),
         servers_removed: before.difference(after).count(),
         access_log,
-    }
+        routes_changed: routes_changed(&old.config.routes, &new.config.routes),
+        upstreams_changed: upstreams_changed(&old.config.upstreams, &new.config.upstreams),
+        other_changed: false,
+    };
+    let said = summary.to_string() != "nothing changed";
+    summary.other_changed = !said && old.config != new.config;
+    summary
+}
+
+/// Routes of `new` not in `old` as they were, and routes of `old` whose place (host,
+/// path, listeners) is gone.
+fn routes_changed(old: &[sluice_config::Route], new: &[sluice_config::Route]) -> usize {
+    let place = |r: &sluice_config::Route| (r.host.clone(), r.path.clone(), r.listeners.clone());
+    let added_or_changed = new.iter().filter(|r| !old.contains(r)).count();
+    let removed = old
+        .iter()
+        .filter(|o| !new.iter().any(|n| place(n) == place(o)))
+        .count();
+    added_or_changed + removed
+}
+
+/// Upstreams added or removed by name, or kept with other settings (their servers are
+/// counted apart).
+fn upstreams_changed(old: &[sluice_config::Upstream], new: &[sluice_config::Upstream]) -> usize {
+    let settings = |u: &sluice_config::Upstream| {
+        let mut u = u.clone();
+        u.servers.clear();
+        u.discover.clear();
+        u
+    };
+    let changed = new
+        .iter()
+        .filter(|n| match old.iter().find(|o| o.name == n.name) {
+            Some(o) => settings(o) != settings(n),
+            None => true,
+        })
+        .count();
+    changed
+        + old
+            .iter()
+            .filter(|o| new.iter().all(|n| n.name != o.name))
+            .count()
 }
 
 /// Lifts the open-file limit to the hard limit (so the number of concurrent clients is

@@ -30,6 +30,29 @@ async fn reload_waits_for_the_answer_and_status_shows_the_servers() {
     let said = String::from_utf8_lossy(&ok.stdout);
     assert!(ok.status.success(), "{ok:?}");
     assert_eq!(said.trim(), "reloaded: 1 server added");
+    // What changed besides servers is said too, and a reload of the same file says so.
+    let both = format!("\"{a}\", \"{b}\"");
+    let said = |extra: &str| {
+        std::fs::write(&path, config(&both, extra)).unwrap();
+        let out = sluice(&["reload"], &path);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let routed = "balance = \"least_conn\"\n[[route]]\npath = \"/up\"\nreturn = 204\n";
+    assert_eq!(
+        said(routed),
+        "reloaded: 1 route changed, 1 upstream changed"
+    );
+    assert_eq!(said(routed), "reloaded: nothing changed");
+    let timed = format!("header_timeout = \"5s\"\n{}", config(&both, routed));
+    std::fs::write(&path, timed).unwrap();
+    let out = sluice(&["reload"], &path);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "reloaded: settings changed"
+    );
+    std::fs::write(&path, config(&both, "")).unwrap();
+    sluice(&["reload"], &path);
     // A config that validates here but cannot be applied there (its port is taken).
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let busy = format!("[[listener]]\nbind = \"{}\"\n", taken.local_addr().unwrap());
@@ -45,7 +68,7 @@ async fn reload_waits_for_the_answer_and_status_shows_the_servers() {
     let table = String::from_utf8_lossy(&status.stdout);
     assert!(status.status.success(), "{status:?}");
     assert!(
-        table.contains("config generation 2") && table.contains("reloads: 1 applied, 1 refused"),
+        table.contains("config generation 6") && table.contains("reloads: 5 applied, 1 refused"),
         "{table}"
     );
     // Columns as wide as their widest cell, two spaces apart.
