@@ -3,22 +3,30 @@
 #
 # Each balancer (2 workers) sits in front of one `sluice backend`, with the same limits:
 # 5 s for a request head (sluice header_timeout, nginx client_header_timeout, HAProxy
-# timeout http-request) and 60 s of keep-alive idleness. `idle_clients`
-# (crates/sluice-lab/examples) measures two things per balancer:
+# timeout http-request) and 60 s of keep-alive idleness, and a TLS listener offering
+# HTTP/2 with the same certificate. `idle_clients` (crates/sluice-lab/examples) measures,
+# each on a freshly started balancer:
 #   1. keep-alive: CLIENTS connections each send one GET, read the response, and stay
 #      idle; the balancer's resident memory (whole process tree) before and after;
-#   2. silent: SILENT connections that send nothing; when the balancer closes them.
+#   2. burst: the same CLIENTS connections with all their requests in flight at once,
+#      then idle: what the balancer still holds once the burst's buffers were freed;
+#   3. h2: H2_CLIENTS HTTP/2 connections over TLS, one request each, then idle;
+#   4. silent: SILENT connections that send nothing; when the balancer closes them.
+# Client sources are spread over 127.0.0.2 .. 127.0.0.(1 + SOURCES), so 100,000 clients
+# (CLIENTS=100000 SOURCES=8) do not run out of ephemeral ports.
 # Repeated RUNS times, balancers interleaved; medians, and ratios to nginx.
 # BASELINE=/path/to/an/older/sluice adds it as `sluice-base`, for before/after figures
 # in the same run. Loopback only; every step has a deadline.
 #
-# Usage: [RUNS=3] [CLIENTS=5000] [SILENT=2000] [BASELINE=bin] bench/idle.sh
+# Usage: [RUNS=3] [CLIENTS=5000] [H2_CLIENTS=1000] [SILENT=2000] [SOURCES=4] [BASELINE=bin] bench/idle.sh
 # Results: bench/runs/<date>-idle/ (results.jsonl, configs, summary.md).
 
 set -euo pipefail
 RUNS=${RUNS:-3}
 CLIENTS=${CLIENTS:-5000}
+H2_CLIENTS=${H2_CLIENTS:-1000}
 SILENT=${SILENT:-2000}
+SOURCES=${SOURCES:-4}
 BASELINE=${BASELINE:-}
 NAME=idle
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -26,21 +34,37 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 BACKEND=127.0.0.1:19601
 declare -A PORT=([sluice]=19610 [nginx]=19611 [haproxy]=19612 [sluice-base]=19613)
+declare -A TLS_PORT=([sluice]=19620 [nginx]=19621 [haproxy]=19622 [sluice-base]=19623)
+NAME_TLS=idle.test
 BALANCERS=(nginx haproxy sluice)
 [[ -n $BASELINE ]] && BALANCERS+=(sluice-base)
 
+# A test CA and a certificate for NAME_TLS signed by it (the h2 clients trust the CA).
+make_certificates() {
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 7 \
+        -subj /CN=idle-test-ca -keyout "$WORK/ca.key" -out "$WORK/ca.pem" 2>/dev/null
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+        -subj "/CN=$NAME_TLS" -keyout "$WORK/key.pem" -out "$WORK/cert.csr" 2>/dev/null
+    printf 'subjectAltName=DNS:%s\nbasicConstraints=critical,CA:FALSE\n' "$NAME_TLS" >"$WORK/ext.cnf"
+    openssl x509 -req -in "$WORK/cert.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" \
+        -CAcreateserial -days 7 -extfile "$WORK/ext.cnf" -out "$WORK/cert.pem" 2>/dev/null
+    cat "$WORK/cert.pem" "$WORK/key.pem" >"$WORK/haproxy.pem"
+}
+
 write_configs() {
     local name
+    make_certificates
     for name in sluice sluice-base; do
-        # The baseline predates keepalive_timeout: its client_idle_timeout played that part.
         local idle="keepalive_timeout = \"60s\""
-        [[ $name == sluice-base ]] && idle="client_idle_timeout = \"60s\""
         cat >"$WORK/$name.toml" <<CFG
 workers = 2
 header_timeout = "5s"
 $idle
 [[listener]]
 bind = "127.0.0.1:${PORT[$name]}"
+[[listener]]
+bind = "127.0.0.1:${TLS_PORT[$name]}"
+tls = { cert = "$WORK/cert.pem", key = "$WORK/key.pem" }
 [[route]]
 upstream = "app"
 [upstream.app]
@@ -64,6 +88,9 @@ http {
     upstream app { server $BACKEND; keepalive 128; }
     server {
         listen 127.0.0.1:${PORT[nginx]};
+        listen 127.0.0.1:${TLS_PORT[nginx]} ssl http2;
+        ssl_certificate $WORK/cert.pem;
+        ssl_certificate_key $WORK/key.pem;
         location / {
             proxy_pass http://app;
             proxy_http_version 1.1;
@@ -89,6 +116,7 @@ defaults
     timeout http-keep-alive 60s
 frontend fe
     bind 127.0.0.1:${PORT[haproxy]}
+    bind 127.0.0.1:${TLS_PORT[haproxy]} ssl crt $WORK/haproxy.pem alpn h2,http/1.1
     default_backend app
 backend app
     server b1 $BACKEND
@@ -106,27 +134,47 @@ start() {
     echo $!
 }
 
-# measure LB RUN OUT: both measurements on a freshly started balancer each.
+# fresh LB: starts the balancer, waits for it, prints its pid.
+fresh() {
+    local pid
+    pid=$(start "$1")
+    wait_port "${PORT[$1]}" || { log "$1 did not start:"; tail -5 "$WORK/$1.log" >&2; exit 1; }
+    sleep 0.5
+    echo "$pid"
+}
+
+# stop PID
+stop() {
+    kill -TERM "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+    sleep 1
+}
+
+# record LB RUN TEST OUT LINE: one JSON line of results.
+record() {
+    echo "{\"balancer\":\"$1\",\"run\":$2,\"test\":\"$3\",${5#\{}" | tee -a "$4/results.jsonl"
+}
+
+# measure LB RUN OUT: every measurement on a freshly started balancer each.
 measure() {
-    local lb=$1 run=$2 out=$3 pid line
-    pid=$(start "$lb")
-    wait_port "${PORT[$lb]}" || { log "$lb did not start:"; tail -5 "$WORK/$lb.log" >&2; exit 1; }
-    sleep 0.5
-    log "run $run: $lb: $CLIENTS idle keep-alive clients"
-    line=$(timeout 300 "$BIN/examples/idle_clients" keepalive "127.0.0.1:${PORT[$lb]}" "$CLIENTS" "$pid" 4)
-    echo "{\"balancer\":\"$lb\",\"run\":$run,\"test\":\"keepalive\",${line#\{}" | tee -a "$out/results.jsonl"
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    sleep 1
-    pid=$(start "$lb")
-    wait_port "${PORT[$lb]}" || exit 1
-    sleep 0.5
+    local lb=$1 run=$2 out=$3 pid mode line
+    for mode in keepalive burst; do
+        pid=$(fresh "$lb")
+        log "run $run: $lb: $CLIENTS idle keep-alive clients ($mode)"
+        line=$(timeout 600 "$BIN/examples/idle_clients" "$mode" "127.0.0.1:${PORT[$lb]}" "$CLIENTS" "$pid" "$SOURCES")
+        record "$lb" "$run" "$mode" "$out" "$line"
+        stop "$pid"
+    done
+    pid=$(fresh "$lb")
+    log "run $run: $lb: $H2_CLIENTS idle HTTP/2 connections over TLS"
+    line=$(timeout 600 "$BIN/examples/idle_clients" h2 "127.0.0.1:${TLS_PORT[$lb]}" "$H2_CLIENTS" "$pid" "$WORK/ca.pem" "$NAME_TLS" "$SOURCES")
+    record "$lb" "$run" h2 "$out" "$line"
+    stop "$pid"
+    pid=$(fresh "$lb")
     log "run $run: $lb: $SILENT silent connections"
-    line=$(timeout 120 "$BIN/examples/idle_clients" silent "127.0.0.1:${PORT[$lb]}" "$SILENT" 4)
-    echo "{\"balancer\":\"$lb\",\"run\":$run,\"test\":\"silent\",${line#\{}" | tee -a "$out/results.jsonl"
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    sleep 1
+    line=$(timeout 120 "$BIN/examples/idle_clients" silent "127.0.0.1:${PORT[$lb]}" "$SILENT" "$SOURCES")
+    record "$lb" "$run" silent "$out" "$line"
+    stop "$pid"
 }
 
 main() {
@@ -143,31 +191,41 @@ main() {
     for run in $(seq "$RUNS"); do
         for lb in "${BALANCERS[@]}"; do measure "$lb" "$run" "$out"; done
     done
-    cp "$WORK"/*.toml "$WORK/nginx/nginx.conf" "$WORK/haproxy.cfg" "$out/"
+    mkdir -p "$out/configs"
+    cp "$WORK"/*.toml "$WORK/nginx/nginx.conf" "$WORK/haproxy.cfg" "$out/configs/"
+    sed -i "s|$WORK|WORK|g" "$out"/configs/*
     summarise "$out" | tee "$out/summary.md"
 }
 
 summarise() {
-    python3 - "$1" "$RUNS" "$CLIENTS" "$SILENT" "$(git -C "$REPO" rev-parse --short HEAD)" "${BASELINE:+$("$BASELINE" --version 2>&1 | head -1)}" "${BALANCERS[@]}" <<'PY'
+    python3 - "$1" "$RUNS" "$CLIENTS" "$SILENT" "$H2_CLIENTS" "$SOURCES" "$(git -C "$REPO" rev-parse --short HEAD)" "${BASELINE:+$("$BASELINE" --version 2>&1 | head -1)}" "${BALANCERS[@]}" <<'PY'
 import json, statistics, sys
-out, runs, clients, silent, commit, base = sys.argv[1:7]
-balancers = sys.argv[7:]
+out, runs, clients, silent, h2, sources, commit, base = sys.argv[1:9]
+balancers = sys.argv[9:]
 rows = [json.loads(l) for l in open(f"{out}/results.jsonl")]
 def med(lb, test, key):
-    vals = [r[key] for r in rows if r["balancer"] == lb and r["test"] == test and r[key] is not None]
+    vals = [r[key] for r in rows if r["balancer"] == lb and r["test"] == test and r.get(key) is not None]
     return statistics.median(vals) if vals else None
 print(f"# Idle client connections, medians of {runs} runs (sluice {commit})\n")
-cmd = f"RUNS={runs} CLIENTS={clients} SILENT={silent}" + (" BASELINE=..." if base else "") + " bench/idle.sh"
+cmd = f"RUNS={runs} CLIENTS={clients} H2_CLIENTS={h2} SILENT={silent} SOURCES={sources}" + (" BASELINE=..." if base else "") + " bench/idle.sh"
 print(f"command: `{cmd}`" + (f"; sluice-base: {base}" if base else "") + "\n")
-print(f"| balancer | KiB per idle keep-alive client ({clients}) | ×nginx | RSS after (MiB) | silent ({silent}) closed | first close (s) | median close (s) | last close (s) |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
-ng = med("nginx", "keepalive", "kib_per_client")
 fmt = lambda v, f: f.format(v) if v is not None else "n/a"
+ratio = lambda v, n: fmt(v / n if v is not None and n else None, "{:.2f}×")
+print("KiB of resident memory per idle connection (the balancer's whole process tree, after minus before, divided by the connections):\n")
+print(f"| balancer | HTTP/1.1 keep-alive ({clients}) | ×nginx | after a burst ({clients}) | ×nginx | HTTP/2 over TLS ({h2}) | ×nginx |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+ng = {t: med("nginx", t, "kib_per_client") for t in ("keepalive", "burst", "h2")}
 for lb in balancers:
-    kib = med(lb, "keepalive", "kib_per_client")
-    rss = med(lb, "keepalive", "rss_after_kib")
-    print(f"| {lb} | {fmt(kib, '{:.2f}')} | {fmt(kib / ng if kib is not None and ng else None, '{:.2f}×')} | {fmt(rss and rss / 1024, '{:.1f}')} "
-          f"| {fmt(med(lb, 'silent', 'closed'), '{:.0f}')} | {fmt(med(lb, 'silent', 'close_min_s'), '{:.2f}')} "
+    cells = []
+    for t in ("keepalive", "burst", "h2"):
+        v = med(lb, t, "kib_per_client")
+        cells += [fmt(v, "{:.2f}"), ratio(v, ng[t])]
+    print(f"| {lb} | " + " | ".join(cells) + " |")
+print(f"\nSilent connections ({silent}, sending nothing): when each balancer closed them.\n")
+print("| balancer | closed | first close (s) | median close (s) | last close (s) |")
+print("|---|---:|---:|---:|---:|")
+for lb in balancers:
+    print(f"| {lb} | {fmt(med(lb, 'silent', 'closed'), '{:.0f}')} | {fmt(med(lb, 'silent', 'close_min_s'), '{:.2f}')} "
           f"| {fmt(med(lb, 'silent', 'close_p50_s'), '{:.2f}')} | {fmt(med(lb, 'silent', 'close_max_s'), '{:.2f}')} |")
 PY
 }

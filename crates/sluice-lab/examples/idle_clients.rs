@@ -4,6 +4,15 @@
 //! TARGET, sends one `GET /` on each and reads the response, then leaves them all open
 //! and idle; prints the resident memory of process PID and its children before and after.
 //!
+//! `idle_clients burst TARGET CLIENTS PID [SOURCES]`: the same, but the connections are
+//! all opened first and their requests all sent before any response is read, so every
+//! request is in flight at once (a burst); then they stay idle, as above. What the
+//! balancer kept once the burst's buffers were freed is the difference.
+//!
+//! `idle_clients h2 TARGET CLIENTS PID CA_FILE NAME [SOURCES]`: CLIENTS HTTP/2
+//! connections over TLS (ALPN h2, server name NAME, trusting the CA in CA_FILE), one
+//! request each, then idle; the resident memory as above.
+//!
 //! `idle_clients silent TARGET CLIENTS [SOURCES]`: opens CLIENTS connections that send
 //! nothing, and times how long the balancer keeps each one open (30 s at most).
 //!
@@ -18,7 +27,7 @@ use tokio::net::{TcpSocket, TcpStream};
 
 type Error = Box<dyn std::error::Error>;
 
-const USAGE: &str = "usage: idle_clients keepalive TARGET CLIENTS PID [SOURCES]\n       idle_clients silent TARGET CLIENTS [SOURCES]";
+const USAGE: &str = "usage: idle_clients keepalive|burst TARGET CLIENTS PID [SOURCES]\n       idle_clients h2 TARGET CLIENTS PID CA_FILE NAME [SOURCES]\n       idle_clients silent TARGET CLIENTS [SOURCES]";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
@@ -30,10 +39,17 @@ async fn main() -> Result<(), Error> {
         return Err("TARGET must be a loopback address".into());
     }
     match arg(1)?.as_str() {
-        "keepalive" => {
+        mode @ ("keepalive" | "burst") => {
             let pid: u32 = arg(4)?.parse()?;
             let sources = args.get(5).map_or(Ok(4), |s| s.parse())?;
-            keepalive(target, clients, pid, sources).await
+            keepalive(target, clients, pid, sources, mode == "burst").await
+        }
+        "h2" => {
+            let pid: u32 = arg(4)?.parse()?;
+            let tls = h2_tls(arg(5)?)?;
+            let name = rustls::pki_types::ServerName::try_from(arg(6)?.clone())?;
+            let sources = args.get(7).map_or(Ok(4), |s| s.parse())?;
+            idle_h2(target, clients, pid, (tls, name), sources).await
         }
         "silent" => {
             let sources = args.get(4).map_or(Ok(4), |s| s.parse())?;
@@ -43,22 +59,122 @@ async fn main() -> Result<(), Error> {
     }
 }
 
-async fn keepalive(target: SocketAddr, clients: usize, pid: u32, sources: u8) -> Result<(), Error> {
+async fn keepalive(
+    target: SocketAddr,
+    clients: usize,
+    pid: u32,
+    sources: u8,
+    burst: bool,
+) -> Result<(), Error> {
     let before = tree_rss_kib(pid);
     let started = Instant::now();
-    let mut open = Vec::with_capacity(clients);
-    for i in 0..clients {
-        let mut stream = connect(target, source(i, sources)).await?;
-        stream
-            .write_all(b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n")
-            .await?;
-        tokio::time::timeout(Duration::from_secs(10), read_response(&mut stream)).await??;
-        open.push(stream);
-    }
+    let open = if burst {
+        all_at_once(target, clients, sources).await?
+    } else {
+        one_after_another(target, clients, sources).await?
+    };
     let open_secs = started.elapsed().as_secs_f64();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let after = tree_rss_kib(pid);
     let still_open = count_open(&open);
+    let per_client = (after as f64 - before as f64) / clients as f64;
+    println!(
+        "{{\"clients\":{clients},\"open_seconds\":{open_secs:.2},\"rss_before_kib\":{before},\"rss_after_kib\":{after},\"kib_per_client\":{per_client:.2},\"still_open\":{still_open}}}"
+    );
+    Ok(())
+}
+
+const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n";
+
+/// Each connection opened, asked and answered before the next.
+async fn one_after_another(
+    target: SocketAddr,
+    clients: usize,
+    sources: u8,
+) -> Result<Vec<TcpStream>, Error> {
+    let mut open = Vec::with_capacity(clients);
+    for i in 0..clients {
+        let mut stream = connect(target, source(i, sources)).await?;
+        stream.write_all(GET).await?;
+        tokio::time::timeout(Duration::from_secs(10), read_response(&mut stream)).await??;
+        open.push(stream);
+    }
+    Ok(open)
+}
+
+/// Every connection opened, then every request sent, then every response read.
+async fn all_at_once(
+    target: SocketAddr,
+    clients: usize,
+    sources: u8,
+) -> Result<Vec<TcpStream>, Error> {
+    let mut open = Vec::with_capacity(clients);
+    for i in 0..clients {
+        open.push(connect(target, source(i, sources)).await?);
+    }
+    for stream in &mut open {
+        stream.write_all(GET).await?;
+    }
+    let answers = open.iter_mut().map(|stream| async move {
+        tokio::time::timeout(Duration::from_secs(60), read_response(stream)).await?
+    });
+    for answer in futures_util::future::join_all(answers).await {
+        answer?;
+    }
+    Ok(open)
+}
+
+/// A TLS client trusting the CA certificates of `ca_file`, offering only h2.
+fn h2_tls(ca_file: &str) -> Result<tokio_rustls::TlsConnector, Error> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(ca_file)? {
+        roots.add(cert?)?;
+    }
+    let mut config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(tokio_rustls::TlsConnector::from(std::sync::Arc::new(
+        config,
+    )))
+}
+
+/// `clients` HTTP/2 connections over TLS, one request answered on each, then idle.
+async fn idle_h2(
+    target: SocketAddr,
+    clients: usize,
+    pid: u32,
+    (tls, name): (
+        tokio_rustls::TlsConnector,
+        rustls::pki_types::ServerName<'static>,
+    ),
+    sources: u8,
+) -> Result<(), Error> {
+    let before = tree_rss_kib(pid);
+    let started = Instant::now();
+    let mut open = Vec::with_capacity(clients);
+    for i in 0..clients {
+        let tcp = connect(target, source(i, sources)).await?;
+        let stream =
+            tokio::time::timeout(Duration::from_secs(10), tls.connect(name.clone(), tcp)).await??;
+        let (mut send, connection) = h2::client::handshake(stream).await?;
+        let driver = tokio::spawn(connection);
+        let request = http::Request::get(format!("https://{}/", name.to_str())).body(())?;
+        let (response, _) = send.send_request(request, true)?;
+        let mut body = tokio::time::timeout(Duration::from_secs(10), response)
+            .await??
+            .into_body();
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk?;
+            body.flow_control().release_capacity(chunk.len())?;
+        }
+        open.push((send, driver));
+    }
+    let open_secs = started.elapsed().as_secs_f64();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = tree_rss_kib(pid);
+    let still_open = open.iter().filter(|(_, d)| !d.is_finished()).count();
     let per_client = (after as f64 - before as f64) / clients as f64;
     println!(
         "{{\"clients\":{clients},\"open_seconds\":{open_secs:.2},\"rss_before_kib\":{before},\"rss_after_kib\":{after},\"kib_per_client\":{per_client:.2},\"still_open\":{still_open}}}"

@@ -16,6 +16,14 @@ mod serve;
 use clap::{CommandFactory, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+
+/// mimalloc, measured against glibc's allocator (issue 32, bench/runs/2026-11-27-idle):
+/// glibc kept a burst's freed buffers resident (13.0 KiB per idle client after 5,000
+/// requests at once; 9.4 with mimalloc, nginx 9.3), at the same CPU per request. Its
+/// `no_thp` feature keeps its arenas off transparent huge pages, which doubled the
+/// resident memory of a process at rest (20 MB instead of 10).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
 /// sluice: a load balancer with the performance lab built in.

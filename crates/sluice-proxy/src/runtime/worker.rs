@@ -217,7 +217,9 @@ async fn connection(
             tracing::debug!(peer = %peer, "closed: not a peer allowed to send a PROXY protocol header");
             return;
         }
-        match crate::io::proxy_protocol::read(&mut stream, config.header_timeout).await {
+        // Boxed: its timers would otherwise stay in every connection's future.
+        let header = crate::io::proxy_protocol::read(&mut stream, config.header_timeout);
+        match Box::pin(header).await {
             Ok(client) => peer = client.unwrap_or(peer),
             Err(e) => {
                 tracing::debug!(peer = %peer, cause = %e, "closed: no valid PROXY protocol header");
@@ -236,10 +238,12 @@ async fn connection(
         ..Client::new(peer, configured, proto)
     };
     drop(generation);
+    // Each protocol's session in a box of its own size: in place, the task would be as
+    // large as the largest (HTTP/2 over TLS) for every connection, idle HTTP/1.1 ones too.
     match tls {
-        None if h2c => serve_plain(ctx, stream, &client, stats).await,
-        None => session::serve(ctx, stream, &client, stats).await,
-        Some(tls) => serve_tls(ctx, &tls, stream, &client, stats).await,
+        None if h2c => Box::pin(serve_plain(ctx, stream, &client, stats)).await,
+        None => Box::pin(session::serve(ctx, stream, &client, stats)).await,
+        Some(tls) => Box::pin(serve_tls(ctx, &tls, stream, &client, stats)).await,
     }
 }
 
@@ -279,9 +283,9 @@ async fn serve_tls(
     let limit = ctx.generation().shared.config.header_timeout;
     match tokio::time::timeout(limit, tls.acceptor.accept(stream)).await {
         Ok(Ok(stream)) if stream.get_ref().1.alpn_protocol() == Some(b"h2") => {
-            session::h2::serve(ctx, stream, client, stats).await
+            Box::pin(session::h2::serve(ctx, stream, client, stats)).await
         }
-        Ok(Ok(stream)) => session::serve(ctx, stream, client, stats).await,
+        Ok(Ok(stream)) => Box::pin(session::serve(ctx, stream, client, stats)).await,
         Ok(Err(e)) => {
             stats.local().tls_failed.add(1);
             tracing::debug!(client = %client.peer, cause = %e, "TLS handshake failed");
@@ -309,9 +313,9 @@ async fn serve_plain(
     let limit = ctx.generation().shared.config.header_timeout;
     let preface = tokio::time::timeout(limit, starts_with_preface(&stream)).await;
     if matches!(preface, Ok(true)) {
-        session::h2::serve(ctx, stream, client, stats).await
+        Box::pin(session::h2::serve(ctx, stream, client, stats)).await
     } else {
-        session::serve(ctx, stream, client, stats).await
+        Box::pin(session::serve(ctx, stream, client, stats)).await
     }
 }
 
@@ -421,5 +425,53 @@ async fn reap_idle(ctx: Rc<Context>) {
         }
         // At most half a second between a request and its log line.
         ctx.flush_log();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! What an idle client connection holds is its task: its size is asserted, so that a
+    //! field or a state added to the connection's path cannot grow every idle client
+    //! silently (issue 32: the task had grown to 8.8 KiB, the size of HTTP/2 over TLS).
+
+    use super::*;
+    use crate::io::stream::loopback_pair;
+
+    /// A connection's task in bytes: the `connection` future, before it is boxed by
+    /// the runtime (tokio adds its task header, about 100 bytes).
+    const CONNECTION_BUDGET: usize = 512;
+    /// An HTTP/1.1 session's future (boxed apart from the task) while it waits for a
+    /// head: the connection, its deadlines and the head's parse, not a request's state.
+    const HTTP1_SESSION_BUDGET: usize = 1100;
+
+    fn context() -> Context {
+        let text = "[[listener]]\nbind = \"127.0.0.1:0\"\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"127.0.0.1:9\"]\n";
+        let config = sluice_config::parse("t.toml", text).unwrap();
+        Context::new(Arc::new(Shared::new(config, None)), 1)
+    }
+
+    #[tokio::test]
+    async fn an_idle_connection_holds_a_small_task_whatever_the_protocols_it_could_speak() {
+        let ctx = context();
+        let stats = ListenerStats::default();
+        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap());
+        let (_client, accepted) = tokio::join!(client, listener.accept());
+        let (stream, peer) = accepted.unwrap();
+        let task = connection(&ctx, stream, peer, addr, &stats);
+        let size = std::mem::size_of_val(&task);
+        assert!(
+            size <= CONNECTION_BUDGET,
+            "the connection's future is {size} bytes"
+        );
+        let (_c, server) = loopback_pair().await;
+        let who = Client::new(peer, addr, "http");
+        let session = session::serve(&ctx, server, &who, &stats);
+        let size = std::mem::size_of_val(&session);
+        assert!(
+            size <= HTTP1_SESSION_BUDGET,
+            "the HTTP/1.1 session's future is {size} bytes"
+        );
     }
 }

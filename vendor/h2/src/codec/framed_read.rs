@@ -18,6 +18,9 @@ use tokio::io::AsyncRead;
 use tokio_util::codec::FramedRead as InnerFramedRead;
 use tokio_util::codec::{LengthDelimitedCodec, LengthDelimitedCodecError};
 
+/// sluice: what a read is given when the buffer was freed (tokio-util's initial size).
+const READ_BUFFER_CAPACITY: usize = 8 * 1024;
+
 // 16 MB "sane default" taken from golang http2
 const DEFAULT_SETTINGS_MAX_HEADER_LIST_SIZE: usize = 16 << 20;
 
@@ -421,11 +424,21 @@ where
         let _e = span.enter();
         loop {
             tracing::trace!("poll");
+            // sluice: the read buffer is freed while empty (below); a read gets a whole
+            // one again, not tokio-util's one-byte reserve grown by doubling.
+            if self.inner.read_buffer().capacity() == 0 {
+                self.inner.read_buffer_mut().reserve(READ_BUFFER_CAPACITY);
+            }
             let bytes = match ready!(Pin::new(&mut self.inner).poll_next(cx)) {
                 Some(Ok(bytes)) => bytes,
                 Some(Err(e)) => return Poll::Ready(Some(Err(map_err(e)))),
                 None => return Poll::Ready(None),
             };
+            // sluice: nothing more buffered: free the buffer, so that an idle connection
+            // does not keep 8 KiB (issue 32). The frame's bytes keep their part of it.
+            if self.inner.read_buffer().is_empty() {
+                *self.inner.read_buffer_mut() = BytesMut::new();
+            }
 
             tracing::trace!(read.bytes = bytes.len());
             if let Some(frame) = self.decoder.decode(bytes)? {

@@ -93,7 +93,9 @@ where
             final_flush_done: false,
             encoder: Encoder {
                 hpack: hpack::Encoder::default(),
-                buf: Cursor::new(BytesMut::with_capacity(DEFAULT_BUFFER_CAPACITY)),
+                // sluice: allocated when a frame is buffered, freed once written
+                // (`release_if_written`), so an idle connection holds no write buffer.
+                buf: Cursor::new(BytesMut::new()),
                 next: None,
                 last_data_frame: None,
                 max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
@@ -172,6 +174,7 @@ where
         tracing::trace!("flushing buffer");
         // Flush the upstream
         ready!(Pin::new(&mut self.inner).poll_flush(cx))?;
+        self.encoder.release_if_written();
 
         Poll::Ready(Ok(()))
     }
@@ -223,6 +226,9 @@ where
     fn buffer(&mut self, item: Frame<B>) -> Result<(), UserError> {
         // Ensure that we have enough capacity to accept the write.
         assert!(self.has_capacity());
+        if self.buf.get_ref().capacity() == 0 {
+            self.buf.get_mut().reserve(DEFAULT_BUFFER_CAPACITY);
+        }
         let span = tracing::trace_span!("FramedWrite::buffer", frame = ?item);
         let _e = span.enter();
 
@@ -307,9 +313,18 @@ where
     }
 
     fn has_capacity(&self) -> bool {
+        // sluice: a buffer freed while idle has room: `buffer` allocates it again.
+        let buf = self.buf.get_ref();
         self.next.is_none()
-            && (self.buf.get_ref().capacity() - self.buf.get_ref().len()
-                >= self.min_buffer_capacity)
+            && (buf.capacity() == 0 || buf.capacity() - buf.len() >= self.min_buffer_capacity)
+    }
+
+    /// sluice: frees the write buffer once everything in it is written, so that an idle
+    /// connection does not keep 16 KiB (issue 32); the next frame allocates it again.
+    fn release_if_written(&mut self) {
+        if self.next.is_none() && self.buf.get_ref().is_empty() {
+            self.buf = Cursor::new(BytesMut::new());
+        }
     }
 
     fn is_empty(&self) -> bool {

@@ -158,7 +158,9 @@ impl Decoder {
             max_size_update: None,
             last_max_update: size,
             table: Table::new(size),
-            buffer: BytesMut::with_capacity(4096),
+            // sluice: grown by the first Huffman-coded string, not 4 KiB for every
+            // connection up front (issue 32).
+            buffer: BytesMut::new(),
         }
     }
 
