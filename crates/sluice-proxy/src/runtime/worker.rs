@@ -272,7 +272,8 @@ fn count_client(
     }
 }
 
-/// The TLS handshake, within `header_timeout` of the accept, then the session.
+/// The TLS handshake, then the session. The handshake's future (rustls's state while it
+/// runs) is boxed and freed once it is done, so an idle TLS connection does not keep it.
 async fn serve_tls(
     ctx: &Context,
     tls: &TlsListener,
@@ -280,21 +281,33 @@ async fn serve_tls(
     client: &Client,
     stats: &ListenerStats,
 ) {
+    let Some(stream) = Box::pin(handshake(ctx, tls, stream, client, stats)).await else {
+        return;
+    };
+    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+        Box::pin(session::h2::serve(ctx, stream, client, stats)).await
+    } else {
+        Box::pin(session::serve(ctx, stream, client, stats)).await
+    }
+}
+
+/// The TLS handshake, within `header_timeout` of the accept; `None` (counted and logged)
+/// when it fails or times out.
+async fn handshake(
+    ctx: &Context,
+    tls: &TlsListener,
+    stream: tokio::net::TcpStream,
+    client: &Client,
+    stats: &ListenerStats,
+) -> Option<tokio_rustls::server::TlsStream<tokio::net::TcpStream>> {
     let limit = ctx.generation().shared.config.header_timeout;
     match tokio::time::timeout(limit, tls.acceptor.accept(stream)).await {
-        Ok(Ok(stream)) if stream.get_ref().1.alpn_protocol() == Some(b"h2") => {
-            Box::pin(session::h2::serve(ctx, stream, client, stats)).await
-        }
-        Ok(Ok(stream)) => Box::pin(session::serve(ctx, stream, client, stats)).await,
-        Ok(Err(e)) => {
-            stats.local().tls_failed.add(1);
-            tracing::debug!(client = %client.peer, cause = %e, "TLS handshake failed");
-        }
-        Err(_) => {
-            stats.local().tls_failed.add(1);
-            tracing::debug!(client = %client.peer, "TLS handshake timed out");
-        }
+        Ok(Ok(stream)) => return Some(stream),
+        Ok(Err(e)) => tracing::debug!(client = %client.peer, cause = %e, "TLS handshake failed"),
+        Err(_) => tracing::debug!(client = %client.peer, "TLS handshake timed out"),
     }
+    stats.local().tls_failed.add(1);
+    None
 }
 
 /// True when the plain listener configured at `addr` takes HTTP/2 with prior knowledge.
