@@ -19,7 +19,7 @@
 # in the same run. Loopback only; every step has a deadline.
 #
 # Usage: [RUNS=3] [CLIENTS=5000] [H2_CLIENTS=1000] [SILENT=2000] [SOURCES=4] [BASELINE=bin] bench/idle.sh
-# Results: bench/runs/<date>-idle/ (results.jsonl, configs, summary.md).
+# Results: bench/runs/<date>-idle/ (summary.md, results.jsonl; the configs in raw.tar.xz).
 
 set -euo pipefail
 RUNS=${RUNS:-3}
@@ -195,6 +195,7 @@ main() {
     cp "$WORK"/*.toml "$WORK/nginx/nginx.conf" "$WORK/haproxy.cfg" "$out/configs/"
     sed -i "s|$WORK|WORK|g" "$out"/configs/*
     summarise "$out" | tee "$out/summary.md"
+    python3 "$REPO/bench/runs.py" pack "$out" && python3 "$REPO/bench/runs.py" index
 }
 
 summarise() {

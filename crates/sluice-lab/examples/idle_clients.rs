@@ -73,15 +73,28 @@ async fn keepalive(
     } else {
         one_after_another(target, clients, sources).await?
     };
+    report(clients, pid, (before, started), || count_open(&open)).await;
+    Ok(())
+}
+
+/// Once the connections settled (2 s), prints one JSON line: the resident memory of
+/// process `pid` before (`at_start`, with when the connections began to open) and
+/// after, per connection, and how many are still open.
+async fn report(
+    clients: usize,
+    pid: u32,
+    at_start: (u64, Instant),
+    still_open: impl Fn() -> usize,
+) {
+    let (before, started) = at_start;
     let open_secs = started.elapsed().as_secs_f64();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let after = tree_rss_kib(pid);
-    let still_open = count_open(&open);
+    let still_open = still_open();
     let per_client = (after as f64 - before as f64) / clients as f64;
     println!(
         "{{\"clients\":{clients},\"open_seconds\":{open_secs:.2},\"rss_before_kib\":{before},\"rss_after_kib\":{after},\"kib_per_client\":{per_client:.2},\"still_open\":{still_open}}}"
     );
-    Ok(())
 }
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n";
@@ -171,14 +184,8 @@ async fn idle_h2(
         }
         open.push((send, driver));
     }
-    let open_secs = started.elapsed().as_secs_f64();
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let after = tree_rss_kib(pid);
-    let still_open = open.iter().filter(|(_, d)| !d.is_finished()).count();
-    let per_client = (after as f64 - before as f64) / clients as f64;
-    println!(
-        "{{\"clients\":{clients},\"open_seconds\":{open_secs:.2},\"rss_before_kib\":{before},\"rss_after_kib\":{after},\"kib_per_client\":{per_client:.2},\"still_open\":{still_open}}}"
-    );
+    let still_open = || open.iter().filter(|(_, d)| !d.is_finished()).count();
+    report(clients, pid, (before, started), still_open).await;
     Ok(())
 }
 

@@ -23,14 +23,19 @@ fn ensure_current(file: &str, fresh: &str, how: &str) {
     }
 }
 
-#[test]
-fn cli_reference_is_current() {
+/// What `sluice man FLAG` prints.
+fn man(flag: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["man", "--markdown"])
+        .args(["man", flag])
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let text = String::from_utf8(out.stdout).unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn cli_reference_is_current() {
+    let text = man("--markdown");
     for sub in ["serve", "bench", "lab", "import", "check"] {
         assert!(text.contains(&format!("`sluice {sub}`")), "{sub} missing");
     }
@@ -39,12 +44,7 @@ fn cli_reference_is_current() {
 
 #[test]
 fn config_reference_is_current() {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["man", "--config"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = man("--config");
     for key in [
         "`upstream.NAME.max_conns`",
         "`listener.bind`",

@@ -372,17 +372,21 @@ fn other_processes_take_the_cpu_when_it_is_contended_and_no_tier_is_busy() {
     );
 }
 
-#[test]
-fn a_machine_full_of_other_processes_says_so_in_its_verdict() {
-    // Two tiers without budgets at 0.4 cores each, the machine full: 1.1 cores were
-    // some other process's (a CI host's neighbour), which the verdict must name.
-    let machine = |name: &str, tier: &str| ProcInfo {
+/// A process on this 2-core machine without a budget of its own.
+fn machine(name: &str, tier: &str) -> ProcInfo {
+    ProcInfo {
         name: name.into(),
         tier: tier.into(),
         budget_cores: 2.0,
         budget: "the machine's 2 cores".into(),
         local: true,
-    };
+    }
+}
+
+#[test]
+fn a_machine_full_of_other_processes_says_so_in_its_verdict() {
+    // Two tiers without budgets at 0.4 cores each, the machine full: 1.1 cores were
+    // some other process's (a CI host's neighbour), which the verdict must name.
     let procs = [machine("app[pid 1]", "app"), machine("lb[pid 2]", "lb")];
     let at = |t: f64| Reading {
         t,
@@ -411,13 +415,6 @@ fn a_machine_full_of_other_processes_says_so_in_its_verdict() {
 fn tiers_sharing_a_machine_without_budgets_are_judged_together_against_it() {
     // Spring PetClinic as tried: two JVMs and PostgreSQL on one 2-core host, none in a
     // budget; the JVMs used 0.86 and 0.96 cores (43% and 48% of the machine each).
-    let machine = |name: &str, tier: &str| ProcInfo {
-        name: name.into(),
-        tier: tier.into(),
-        budget_cores: 2.0,
-        budget: "the machine's 2 cores".into(),
-        local: true,
-    };
     let procs = [
         machine("app[pid 1]", "app"),
         machine("app[pid 2]", "app"),

@@ -58,6 +58,21 @@ pub struct ReloadSummary {
     pub other_changed: bool,
 }
 
+impl ReloadSummary {
+    /// Whether a listener, server, route, upstream or the access log changed.
+    fn counts_a_change(&self) -> bool {
+        let counts = [
+            self.listeners_added,
+            self.listeners_removed,
+            self.servers_added,
+            self.servers_removed,
+            self.routes_changed,
+            self.upstreams_changed,
+        ];
+        counts.iter().any(|n| *n > 0) || self.access_log.is_some()
+    }
+}
+
 impl std::fmt::Display for ReloadSummary {
     /// What changed, in words: `1 listener added, 2 servers removed, 1 route changed`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -327,8 +342,7 @@ fn summarise(
         upstreams_changed: upstreams_changed(&old.config.upstreams, &new.config.upstreams),
         other_changed: false,
     };
-    let said = summary.to_string() != "nothing changed";
-    summary.other_changed = !said && old.config != new.config;
+    summary.other_changed = !summary.counts_a_change() && old.config != new.config;
     summary
 }
 
