@@ -147,17 +147,34 @@
     });
   }
 
-  // Where a request's time went in a step: each part, inner parts indented under theirs.
-  function breakdown(parent, b, id) {
-    add(parent, "p", "", "Where a request's " + fixed(b.response_ms, 1) + " ms went:");
+  // Where a request's time went in each valid step that measured it: a row per part
+  // (inner parts indented), a column per step, so what grew with the users shows.
+  function breakdowns(parent, steps, id) {
+    add(parent, "p", "", "Where a request's time went (ms per request):");
     var table = add(parent, "table", "breakdown");
     table.id = id;
+    var head = add(add(table, "thead"), "tr");
+    add(head, "th", "text", "users");
+    steps.forEach(function (s) { add(head, "th", "", s.users); });
     var body = add(table, "tbody");
-    b.parts.forEach(function (p) {
+    var total = add(body, "tr");
+    add(total, "td", "text", "response time");
+    steps.forEach(function (s) { add(total, "td", "", fixed(s.breakdown.response_ms, 1)); });
+    var same = function (a, b) { return a.part === b.part && a.depth === b.depth; };
+    // The most loaded step's parts first (it has the most), then the others'.
+    var rows = [];
+    steps.slice().reverse().forEach(function (s) {
+      s.breakdown.parts.forEach(function (p) {
+        if (!rows.some(function (r) { return same(r, p); })) { rows.push(p); }
+      });
+    });
+    rows.forEach(function (r) {
       var row = add(body, "tr");
-      var name = add(row, "td", "text", p.part);
-      name.style.paddingLeft = (0.4 + 1.5 * p.depth) + "em";
-      add(row, "td", "", fixed(p.ms, 1) + " ms");
+      add(row, "td", "text", r.part).style.paddingLeft = (0.4 + 1.5 * r.depth) + "em";
+      steps.forEach(function (s) {
+        var p = s.breakdown.parts.filter(function (q) { return same(q, r); })[0];
+        add(row, "td", "", p ? fixed(p.ms, 1) : "-");
+      });
     });
   }
 
@@ -166,8 +183,8 @@
       var box = add(parent, "div", "config");
       add(box, "h3", "", c.servers + " server" + (c.servers === 1 ? "" : "s") + ": peak " + fixed(c.peak_tps, 0) + " req/s");
       verdictBox(box, c.verdict, "config-" + i);
-      var judged = c.steps.filter(function (s) { return s.valid; }).pop();
-      if (judged && judged.breakdown) { breakdown(box, judged.breakdown, "breakdown-" + i); }
+      var measured = c.steps.filter(function (s) { return s.valid && s.breakdown; });
+      if (measured.length) { breakdowns(box, measured, "breakdown-" + i); }
       if (c.usl && c.usl.summary) { add(box, "p", "usl", c.usl.summary).id = "usl-" + i; }
     });
     if (data.scale_out.length) {

@@ -633,7 +633,7 @@ fn advice(v: &Verdict) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::{Proof, ProofRow};
     use crate::judge::Verdict;
 
@@ -651,7 +651,7 @@ mod tests {
 
     /// A valid step of `users` at `tps` (Little's law: mean = users / tps), whose own
     /// verdict named nothing.
-    fn step(users: usize, tps: f64) -> super::StepResult {
+    pub(crate) fn step(users: usize, tps: f64) -> super::StepResult {
         super::StepResult {
             servers: 1,
             users,

@@ -531,7 +531,8 @@ fn connect_databases(tiers: &[Watched]) -> Result<Vec<Option<DbSampler>>, TierEr
 }
 
 /// An exporter's tier is judged against its machine's CPU count (node_exporter's); a
-/// URL with nothing to read is refused (Redis's too, whose budget came with its tier).
+/// URL with nothing to read is refused (Redis's too, whose budget came with its tier);
+/// an exporter reporting on another process gives no socket figures of its own port.
 fn fill_exporter_budgets(tiers: &mut [Watched]) -> Result<(), TierError> {
     for w in tiers.iter_mut() {
         let Some(url) = w.stats.clone() else { continue };
@@ -548,6 +549,10 @@ fn fill_exporter_budgets(tiers: &mut [Watched]) -> Result<(), TierError> {
         }
         if redis {
             continue;
+        }
+        if crate::sample::exports_another_process(&counters) {
+            // The sockets of its URL's port are the exporter's, not the tier's.
+            w.port = None;
         }
         if let Some(n) = counters.get(crate::sample::NODE_CPUS) {
             w.budget = crate::budget::Budget {

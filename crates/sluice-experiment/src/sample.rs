@@ -225,9 +225,16 @@ fn read_proc(w: &Watched, tree: Option<Vec<u32>>, tcp: TcpStates) -> ProcReading
                 .flat_map(|p| procfs::thread_cpu_seconds(*p))
                 .collect();
         }
-        // A remote tier: its machine's busy CPU (node_exporter), else its process's.
+        // A remote tier: its machine's busy CPU (node_exporter), else its process's;
+        // an exporter's `process_*` families are its own, not the process it reports on.
         None => {
-            let get = |k: &str| counters.get(k).copied();
+            let own = !exports_another_process(&counters);
+            let get = |k: &str| {
+                counters
+                    .get(k)
+                    .copied()
+                    .filter(|_| own || !k.starts_with("process_"))
+            };
             // Micrometer (Spring Boot) counts a JVM's CPU in nanoseconds; the
             // Prometheus client libraries in seconds.
             r.cpu_s = get(NODE_BUSY)
@@ -241,6 +248,18 @@ fn read_proc(w: &Watched, tree: Option<Vec<u32>>, tcp: TcpStates) -> ProcReading
     }
     r.counters = counters;
     r
+}
+
+/// Whether these are the metrics of an exporter reporting on another process or a
+/// machine (node_exporter, postgres_exporter, mysqld_exporter, redis_exporter: each
+/// publishes `<name>_exporter_build_info`): their `process_*` families, CPU, memory and
+/// descriptors, are the exporter's own. The JMX exporter runs inside the JVM it
+/// reports on (a Java agent), so its `process_*` are that JVM's.
+pub fn exports_another_process(counters: &BTreeMap<String, f64>) -> bool {
+    counters.keys().any(|k| {
+        k.strip_suffix("_exporter_build_info")
+            .is_some_and(|name| name != "jmx")
+    })
 }
 
 /// node_exporter's CPU seconds not idle, summed over CPUs (a derived counter).
@@ -368,5 +387,25 @@ mod tests {
         let r = reading_of(&url);
         assert_eq!(r.procs[0].cpu_s, 14.26);
         assert_eq!(r.procs[0].counters.get("system_cpu_count"), Some(&2.0));
+    }
+
+    #[test]
+    fn an_exporters_own_process_figures_are_not_its_tiers() {
+        // postgres_exporter's families (as Debian's 0.11 publishes them): its CPU,
+        // memory and descriptors are its own, not the database's.
+        let exporter_of_db = exporter(
+            "pg_up 1\npostgres_exporter_build_info{version=\"0.11.1\"} 1\nprocess_cpu_seconds_total 3.5\nprocess_resident_memory_bytes 2.048e+07\nprocess_open_fds 9\n",
+        );
+        let r = reading_of(&exporter_of_db);
+        assert_eq!(
+            (r.procs[0].cpu_s, r.procs[0].rss_kib, r.procs[0].fds),
+            (0.0, 0, 0)
+        );
+        // The JMX exporter runs inside the JVM it reports on: its figures are the JVM's.
+        let agent = exporter(
+            "jmx_exporter_build_info{version=\"1.0.1\"} 1\nprocess_cpu_seconds_total 3.5\nprocess_open_fds 9\n",
+        );
+        let r = reading_of(&agent);
+        assert_eq!((r.procs[0].cpu_s, r.procs[0].fds), (3.5, 9));
     }
 }

@@ -175,9 +175,7 @@ fn configurations(r: &LabReport, w: Width) -> String {
         if let Some(m) = judged.and_then(|s| s.judged.machine_cpu.as_ref()) {
             out.push_str(&wrap(&m.describe(), "      ", "        ", w));
         }
-        if let Some(b) = judged.and_then(|s| s.judged.breakdown.as_ref()) {
-            out.push_str(&wrap(&breakdown_line(b), "      ", "        ", w));
-        }
+        out.push_str(&breakdowns(&c.steps, w));
         if let Some(u) = c.usl.as_ref().filter(|u| !u.summary.is_empty()) {
             out.push_str(&wrap(&u.summary, "      ", "        ", w));
         }
@@ -204,6 +202,76 @@ fn configurations(r: &LabReport, w: Width) -> String {
         }
     }
     out
+}
+
+/// Steps shown side by side in a breakdown table: the last ones, the most loaded.
+const BREAKDOWN_STEPS: usize = 8;
+/// A part's name in a breakdown table, indent included.
+const PART_WIDTH: usize = 48;
+
+/// Where a request's time went in the valid steps that measured it: one line for one
+/// step, else a table whose rows are the parts (inner parts indented) and whose
+/// columns are the steps, so what grew with the users shows.
+fn breakdowns(steps: &[StepResult], w: Width) -> String {
+    let measured: Vec<(usize, &crate::judge::Breakdown)> = steps
+        .iter()
+        .filter(|s| s.judged.valid)
+        .filter_map(|s| Some((s.users, s.judged.breakdown.as_ref()?)))
+        .collect();
+    match measured[..] {
+        [] => String::new(),
+        [(_, b)] => wrap(&breakdown_line(b), "      ", "        ", w),
+        _ => breakdown_table(&measured[measured.len().saturating_sub(BREAKDOWN_STEPS)..]),
+    }
+}
+
+/// The table of [`breakdowns`], ms per request.
+fn breakdown_table(measured: &[(usize, &crate::judge::Breakdown)]) -> String {
+    // Every part any step has, in the most loaded step's order (it has the most parts),
+    // then those only lighter steps had.
+    let mut rows: Vec<(String, u8)> = Vec::new();
+    for (_, b) in measured.iter().rev() {
+        for p in &b.parts {
+            if !rows
+                .iter()
+                .any(|(name, d)| *name == p.part && *d == p.depth)
+            {
+                rows.push((p.part.clone(), p.depth));
+            }
+        }
+    }
+    let mut out = String::from("      where a request's time went (ms):\n");
+    let mut line = format!("        {:<PART_WIDTH$}", "users");
+    for (users, _) in measured {
+        let _ = write!(line, " {users:>7}");
+    }
+    let _ = writeln!(out, "{line}");
+    let mut line = format!("        {:<PART_WIDTH$}", "response time");
+    for (_, b) in measured {
+        let _ = write!(line, " {:>7.1}", b.response_ms);
+    }
+    let _ = writeln!(out, "{line}");
+    for (part, depth) in rows {
+        let name = format!("{}{part}", "  ".repeat(usize::from(depth)));
+        let mut line = format!("        {:<PART_WIDTH$}", cut(&name, PART_WIDTH));
+        for (_, b) in measured {
+            let ms = b.parts.iter().find(|p| p.part == part && p.depth == depth);
+            let cell = ms.map_or("-".to_string(), |p| format!("{:.1}", p.ms));
+            let _ = write!(line, " {cell:>7}");
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
+/// `text` within `width` characters, `…` where it was cut.
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(width - 1).collect();
+    cut.push('…');
+    cut
 }
 
 /// "a request's 96.0 ms: before the app 2.1; in the database (db[pid 9]) 90.2: waiting
@@ -347,12 +415,10 @@ pub fn wrap(text: &str, first: &str, rest: &str, w: Width) -> String {
 
 /// `line`, cut to [`NARROW`] columns (`Narrow`) with `…` where it was cut.
 pub fn fit(line: String, w: Width) -> String {
-    if w == Width::Wide || line.chars().count() <= NARROW {
-        return line;
+    match w {
+        Width::Wide => line,
+        Width::Narrow => cut(&line, NARROW),
     }
-    let mut cut: String = line.chars().take(NARROW - 1).collect();
-    cut.push('…');
-    cut
 }
 
 #[cfg(test)]
@@ -384,6 +450,52 @@ mod tests {
             "{text}"
         );
         assert!(text.lines().all(|l| l.chars().count() <= NARROW), "{text}");
+    }
+
+    #[test]
+    fn where_the_time_went_is_a_table_of_the_steps_with_what_grew() {
+        let part = |part: &str, ms: f64, depth: u8| crate::judge::Part {
+            part: part.into(),
+            ms,
+            depth,
+        };
+        let mut steps = Vec::new();
+        for (users, lock) in [(2, 1.5), (20, 88.0)] {
+            let mut s = crate::report::tests::step(users, 200.0);
+            let mut parts = vec![part("in the database (db[pid 9])", lock + 2.0, 0)];
+            if lock > 10.0 {
+                parts.push(part("waiting on a lock", lock, 1));
+            }
+            parts.push(part("running", 2.0, 1));
+            s.judged.breakdown = Some(crate::judge::Breakdown {
+                response_ms: lock + 5.0,
+                parts,
+            });
+            steps.push(s);
+        }
+        let table = breakdowns(&steps, Width::Narrow);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines[0].trim(), "where a request's time went (ms):");
+        fn cells(line: &str) -> Vec<&str> {
+            line.split_whitespace().rev().take(2).collect()
+        }
+        assert_eq!(cells(lines[1]), ["20", "2"]);
+        assert_eq!(cells(lines[2]), ["93.0", "6.5"]);
+        assert!(lines[3].trim().starts_with("in the database"), "{table}");
+        // A part one step did not have shows as a dash, under its own part, indented.
+        assert!(lines[4].contains("  waiting on a lock"), "{table}");
+        assert_eq!(cells(lines[4]), ["88.0", "-"]);
+        assert!(
+            table.lines().all(|l| l.chars().count() <= NARROW),
+            "{table}"
+        );
+        // One step: one line.
+        let one = breakdowns(&steps[1..], Width::Narrow);
+        assert!(
+            one.trim_start()
+                .starts_with("where a request's 93.0 ms went"),
+            "{one}"
+        );
     }
 
     #[test]

@@ -896,3 +896,32 @@ fn single_threaded_tiers_are_judged_at_one_core_on_a_machine_of_more() {
     // on a noisy machine, by the plateau its steps made.
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_plateau_nothing_measured_explains_is_called_a_saturation_not_headroom() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("sluice-lab-plateau-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A threaded Python server whose requests take turns at one lock for 5 ms each (a
+    // synchronized block, a file lock): about 200 req/s whatever the users, its CPU
+    // nearly idle, no pool or thread metric that fills. Nothing the lab reads saturates.
+    let port = support::free_port();
+    let script = dir.join("one_lock.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import http.server, threading, time\nLOCK = threading.Lock()\nclass H(http.server.BaseHTTPRequestHandler):\n    protocol_version = 'HTTP/1.1'\n    disable_nagle_algorithm = True\n    def do_GET(self):\n        with LOCK:\n            time.sleep(0.005)\n        self.send_response(200)\n        self.send_header('Content-Length', '3')\n        self.end_headers()\n        self.wfile.write(b'ok\\n')\n    def log_message(self, *a):\n        pass\nclass S(http.server.ThreadingHTTPServer):\n    request_queue_size = 128\nS(('127.0.0.1', {port}), H).serve_forever()\n"
+        ),
+    )
+    .unwrap();
+    let app = start("python3", &[script.to_str().unwrap()]);
+    support::wait_listening(port);
+    let (report, stdout) = deployment_lab(&dir, port, &[format!("app={}", app.0.id())], "4,16");
+    println!("{stdout}");
+    let v = &report["verdict"];
+    assert_eq!(v["resource"], "plateau", "{stdout}");
+    assert!(!stdout.contains("more users would load"), "{stdout}");
+    let advice = v["advice"].as_str().unwrap();
+    assert!(advice.contains("expose"), "{advice}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -59,8 +59,11 @@ pub(super) fn choose(resources: &[Resource]) -> Verdict {
             ..Default::default()
         },
         None => {
+            // A database's max_connections reached with nobody waiting is not what
+            // more users would meet first: the busiest is among the others.
             let top = resources
                 .iter()
+                .filter(|r| r.resource != "db_connections" || resources.len() == 1)
                 .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
             Verdict {
                 tier: None,

@@ -188,6 +188,30 @@ fn lock_kind(event: &str) -> &'static str {
     }
 }
 
+/// A database held at its `max_connections` limits throughput only when clients wait
+/// for a connection (an app's pool saturated) or are refused (errors): else its clients'
+/// pools are simply full-sized, and what it limits is the next one (another app server's
+/// pool, a migration): a finding, not the step's saturation.
+pub(super) fn connections_unwaited(resources: &mut [Resource], errors: u64) -> Vec<String> {
+    let waited = errors > 0
+        || resources
+            .iter()
+            .any(|r| r.saturated && r.resource == "db_pool");
+    let mut out = Vec::new();
+    for r in resources.iter_mut() {
+        if r.resource != "db_connections" || !r.saturated || waited {
+            continue;
+        }
+        r.saturated = false;
+        out.push(format!(
+            "{} was reached, yet no request waited for a connection (the pools in front of it were open): the next client to connect (another app server's pool, a migration, psql) is refused; {}",
+            r.label,
+            r.evidence.join("; ")
+        ));
+    }
+    out
+}
+
 /// The database at its `max_connections` in [`CAP_HELD_SHARE`] of the samples: the
 /// next connection is refused.
 fn connections(d: &Delta, db: &DbReading) -> Option<Resource> {

@@ -32,18 +32,31 @@ pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Stri
     vec![finding]
 }
 
-/// A JVM whose metrics have no Tomcat thread figures: Spring Boot publishes them only
-/// with `server.tomcat.mbeanregistry.enabled=true`, so its thread pool, a common limit,
-/// cannot be judged. Said once per tier.
+/// What the lab could not judge for want of a metric, said once per tier: a JVM whose
+/// metrics have no Tomcat thread figures (Spring Boot publishes them only with
+/// `server.tomcat.mbeanregistry.enabled=true`, so its thread pool, a common limit, cannot
+/// be judged), and a process whose CPU time its URL gives without how many cores it may
+/// use (a Python or Node.js Prometheus client): its CPU is measured, not judged.
 pub(super) fn missing_metrics(deltas: &[Delta]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for d in deltas {
+        let used = (d.b.cpu_s - d.a.cpu_s) / d.seconds;
+        let said_cpu = || {
+            out.iter()
+                .any(|f| f.starts_with(&format!("{}: used ", d.info.tier)))
+        };
+        if d.info.budget_cores <= 0.0 && used > 0.0 && !said_cpu() {
+            out.push(format!(
+                "{}: used {used:.2} cores ({}), but its metrics do not say how many it may use (no system_cpu_count, no node_exporter): its CPU is not judged; give its pid as PID@URL, or run it where node_exporter reports its machine",
+                d.info.tier, d.info.name
+            ));
+        }
         let keys = || d.b.counters.keys();
         let jvm = keys().any(|k| k.starts_with("jvm_"));
         let tomcat = keys().any(|k| k.starts_with("tomcat_threads_"));
         let said = out
             .iter()
-            .any(|f| f.starts_with(&format!("{}: ", d.info.tier)));
+            .any(|f| f.starts_with(&format!("{}: a JVM", d.info.tier)));
         if jvm && !tomcat && !said {
             out.push(format!(
                 "{}: a JVM without Tomcat's thread metrics (set server.tomcat.mbeanregistry.enabled=true): its thread pool cannot be judged",

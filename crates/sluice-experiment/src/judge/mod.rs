@@ -292,6 +292,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     let mut resources = resources(&deltas, load);
     resources.extend(machine::shared(&deltas, machine_cpu.as_ref()));
     resources.extend(database::resources(&deltas));
+    let unwaited = database::connections_unwaited(&mut resources, load.errors);
     if !resources.iter().any(|r| r.resource == "queue") {
         resources.extend(queue::shed(&deltas, load));
     }
@@ -299,6 +300,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     let mut findings = findings(&deltas, &mut resources);
     findings.extend(missing_metrics(&deltas));
     findings.extend(database::findings(&deltas, &mut resources));
+    findings.extend(unwaited);
     findings.extend(breakdown::gc_pauses(&deltas));
     let breakdown = breakdown::breakdown(&deltas, load);
     let tiers = tiers(&deltas, readings);

@@ -548,6 +548,85 @@ fn a_lock_is_saturated_waited_on_in_most_samples_for_most_of_the_time() {
     }
 }
 
+/// A step of a database whose samples over it add up to `db`, with `errors` failed
+/// requests: the judgement.
+fn db_step(db: crate::database::DbReading, errors: u64) -> Judged {
+    let start = ProcReading {
+        db: Some(Default::default()),
+        ..ProcReading::default()
+    };
+    let end = ProcReading {
+        db: Some(db),
+        ..ProcReading::default()
+    };
+    judge(&one("db"), &step(start, end), Load { errors, ..load() })
+}
+
+#[test]
+fn io_waits_are_judged_as_lock_waits_are() {
+    let waited = (DB_WAIT_SHARE * 40.0) as u64;
+    let at = |of_active: f64| (of_active * 100.0) as u64;
+    for (waited, waiting, saturated) in [
+        (waited, at(DB_WAIT_OF_ACTIVE), true),
+        (waited - 1, at(DB_WAIT_OF_ACTIVE), false),
+        (waited, at(DB_WAIT_OF_ACTIVE) - 1, false),
+    ] {
+        let mut db = crate::database::DbReading {
+            samples: 40,
+            ..Default::default()
+        };
+        db.sessions.insert("io".into(), waiting);
+        db.sessions.insert("running".into(), 100 - waiting);
+        db.samples_with.insert("io".into(), waited);
+        db.events.insert("IO:DataFileRead".into(), waiting);
+        let judged = db_step(db, 0);
+        let r = judged
+            .resources
+            .iter()
+            .find(|r| r.resource == "io")
+            .unwrap();
+        assert_eq!(r.saturated, saturated, "{waited} {waiting}: {r:?}");
+        assert_eq!(r.label, "the database's disk I/O");
+        assert!(r.evidence[0].contains("(IO:DataFileRead)"), "{r:?}");
+    }
+}
+
+#[test]
+fn max_connections_is_saturated_when_held_and_waited_for() {
+    // 40 samples at 11 connections of 11, `at_max` of them at the limit.
+    let held = (CAP_HELD_SHARE * 40.0) as u64;
+    let at = |at_max: u64| crate::database::DbReading {
+        samples: 40,
+        connections: 11 * 40,
+        at_max,
+        max_connections: 11,
+        ..Default::default()
+    };
+    // Requests refused (errors): clients waited on it, so it is the step's limit.
+    for (at_max, saturated) in [(held, true), (held - 1, false), (40, true)] {
+        let judged = db_step(at(at_max), 3);
+        let r = judged
+            .resources
+            .iter()
+            .find(|r| r.resource == "db_connections")
+            .unwrap();
+        assert_eq!(r.saturated, saturated, "{at_max}: {r:?}");
+    }
+    // Held, and nothing waited: the pools in front are open, so it is what limits the
+    // next client (another server's pool), said as a finding, never the verdict.
+    let judged = db_step(at(40), 0);
+    assert_ne!(judged.verdict.resource.as_deref(), Some("db_connections"));
+    let finding = judged
+        .findings
+        .iter()
+        .find(|f| f.contains("max_connections (11) was reached"));
+    assert!(
+        finding.is_some_and(|f| f.contains("the next client to connect")),
+        "{:?}",
+        judged.findings
+    );
+}
+
 /// A verdict's tier and resource.
 type Named = (Option<String>, Option<String>);
 
@@ -861,6 +940,32 @@ fn a_jvm_without_tomcat_thread_metrics_is_said_to_be_missing_them() {
             .iter()
             .any(|f| f.contains("server.tomcat.mbeanregistry.enabled=true"));
         assert_eq!(found, said, "{text}: {:?}", judged.findings);
+    }
+}
+
+#[test]
+fn a_cpu_measured_without_a_core_count_is_said_not_judged() {
+    // A Python app's Prometheus client: CPU seconds, no count of the cores it may use.
+    let text = "process_cpu_seconds_total 1.0\n";
+    let readings: Vec<Reading> = (0..5)
+        .map(|i| reading(i as f64, 0.9 * i as f64, text))
+        .collect();
+    let unknown = vec![ProcInfo {
+        budget_cores: 0.0,
+        local: false,
+        ..one("app").remove(0)
+    }];
+    for (procs, said) in [(unknown, true), (one("app"), false)] {
+        let judged = judge(&procs, &readings, load());
+        let found = judged
+            .findings
+            .iter()
+            .find(|f| f.starts_with("app: used 0.90 cores"));
+        assert_eq!(found.is_some(), said, "{:?}", judged.findings);
+        if said {
+            assert!(!judged.resources.iter().any(|r| r.resource == "cpu"));
+            assert!(found.unwrap().contains("PID@URL"));
+        }
     }
 }
 

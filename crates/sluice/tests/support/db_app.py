@@ -5,7 +5,8 @@ pool of database connections behind (HikariCP's shape), one transaction per requ
 
 DRIVER is `postgres` (psycopg2), `mysql` (pymysql) or `redis` (DSN `HOST:PORT`, its
 protocol spoken here); WORK is `hot` (every request updates the same row and holds its
-lock a few milliseconds, as a stock level or a counter does) or `cpu` (every request
+lock a few milliseconds, as a stock level or a counter does), `read` (a cheap read of
+that row: the database has nothing to do) or `cpu` (every request
 runs a query, or for Redis a Lua script, that keeps the server's CPU busy). Debian's
 python3-psycopg2 and python3-pymysql; run with /usr/bin/python3.
 """
@@ -68,7 +69,10 @@ def work(conn):
         conn.call("EVAL", LUA, "0")
         return
     cur = conn.cursor()
-    if WORK == "hot":
+    if WORK == "read":
+        cur.execute("SELECT n FROM stock WHERE id = 1")
+        cur.fetchall()
+    elif WORK == "hot":
         cur.execute("UPDATE stock SET n = n - 1 WHERE id = 1")
         # The app's own work inside the transaction, the row's lock held.
         time.sleep(0.004)
