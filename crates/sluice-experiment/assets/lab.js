@@ -111,8 +111,9 @@
     var xs = steps.map(function (_, i) { return i + 1; });
     function pct(s, tier, pool) {
       var rs = s.resources.filter(function (r) {
-        // A busiest thread is against one core, neither the budget nor a pool.
-        if (r.tier !== tier || r.resource === "thread") { return false; }
+        // A busiest thread is against one core, neither the budget nor a pool; a heap's
+        // figure is the share of time its GC stopped it, no pool's fullness either.
+        if (r.tier !== tier || r.resource === "thread" || r.resource === "heap") { return false; }
         return pool ? r.resource !== "cpu" : r.resource === "cpu" || r.resource === "keepalive";
       });
       if (!rs.length) { return null; }

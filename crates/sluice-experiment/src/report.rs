@@ -622,6 +622,9 @@ fn advice(v: &Verdict) -> &'static str {
         (_, Some("threads")) => "raise the thread pool if the CPU has room, or add servers",
         (_, Some("connections")) => "raise the connection cap",
         (_, Some("cpu")) => "add app servers or CPU",
+        (_, Some("heap")) => {
+            "give the JVM a larger heap (-Xmx, or its container's memory) or keep less per request; more users or servers with the same heap only collect more often"
+        }
         (_, Some("thread")) => {
             "spread its work over more threads or processes (nginx: worker_processes auto; Redis: shard it, or move slow commands and scripts off its one thread; a single-threaded app: more instances)"
         }

@@ -232,6 +232,8 @@ fn measure(
             lost_pct: bench.delivery.as_ref().map(|d| d.lost_pct),
             tps: sum.throughput_rps,
             mean_ms: sum.latency.mean_ms,
+            p50_ms: sum.latency.p50_ms,
+            p99_ms: sum.latency.p99_ms,
             requests: sum.samples,
             errors: sum.errors,
             generator_cores: generator_cores(),

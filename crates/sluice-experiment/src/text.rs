@@ -58,11 +58,12 @@ fn fullest_pool(s: &StepResult) -> String {
         .resources
         .iter()
         // CPU (and a thread's) has its columns; the balancer's queue is a share of
-        // requests held, not a pool's fullness; keep-alive is no pool.
+        // requests held, not a pool's fullness, nor a heap's the time GC stopped it;
+        // keep-alive is no pool.
         .filter(|r| {
             !matches!(
                 r.resource.as_str(),
-                "cpu" | "thread" | "keepalive" | "queue"
+                "cpu" | "thread" | "keepalive" | "queue" | "heap"
             )
         })
         .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))

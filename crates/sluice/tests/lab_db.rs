@@ -4,8 +4,10 @@
 //! transaction per request), and the lab reading the database's sessions through a
 //! URL. Every request updating one hot row is named as that row's lock (never "add
 //! pool"), with the statement; a CPU-heavy query as the database's CPU; Redis at its one
-//! command thread; and a live Spring Boot app (`lab/spring-app`, built with Maven) at its
-//! Tomcat pool, its CPU read from Micrometer.
+//! command thread; a database held at its `max_connections` with nobody waiting said as
+//! what refuses the next client, not the step's limit; and a live Spring Boot app
+//! (`lab/spring-app`, built with Maven) at its Tomcat pool, its CPU read from
+//! Micrometer, and at its heap when GC stops it back to back (not with room in it).
 //!
 //! Each run is one short step; they run one at a time, since each measures CPU on the
 //! same two cores.
@@ -669,8 +671,8 @@ fn a_busy_redis_is_named_at_its_one_command_thread() {
 }
 
 /// `lab/spring-app` (Spring Boot 3.5.7: Tomcat, HikariCP, Micrometer), built with Maven
-/// once (its jar is kept in its `target/`), run against `pg` with Tomcat held to
-/// `threads` threads; killed when dropped.
+/// when its jar (kept in its `target/`) is older than its sources, run against `pg` with
+/// Tomcat held to `threads` threads; killed when dropped.
 struct SpringApp {
     child: Child,
     port: u16,
@@ -678,9 +680,14 @@ struct SpringApp {
 
 impl SpringApp {
     fn start(pg: &Postgres, threads: usize) -> SpringApp {
+        SpringApp::start_with(pg, threads, &[])
+    }
+
+    /// [`SpringApp::start`] with options for the JVM (`-Xmx96m`).
+    fn start_with(pg: &Postgres, threads: usize, jvm: &[&str]) -> SpringApp {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab/spring-app");
         let jar = dir.join("target/stock-app-0.0.1.jar");
-        if !jar.exists() {
+        if modified(&jar) < newest_source(&dir) {
             run({
                 let mut c = Command::new("mvn");
                 c.args(["-q", "-B", "-T1", "-DskipTests", "package"])
@@ -690,6 +697,7 @@ impl SpringApp {
         }
         let port = support::free_port();
         let child = Command::new("java")
+            .args(jvm)
             .arg("-jar")
             .arg(&jar)
             .arg(format!("--server.tomcat.threads.max={threads}"))
@@ -710,6 +718,30 @@ impl SpringApp {
         }
         panic!("the Spring Boot app did not start within 60 s");
     }
+}
+
+/// When `path` was last written; the epoch when it does not exist.
+fn modified(path: &Path) -> std::time::SystemTime {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or(std::time::UNIX_EPOCH)
+}
+
+/// The newest of the app's sources (`pom.xml` and everything under `src/`).
+fn newest_source(dir: &Path) -> std::time::SystemTime {
+    let mut newest = modified(&dir.join("pom.xml"));
+    let mut todo = vec![dir.join("src")];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                newest = newest.max(modified(&path));
+            }
+        }
+    }
+    newest
 }
 
 impl Drop for SpringApp {
@@ -774,4 +806,61 @@ fn a_live_spring_boot_apps_tomcat_pool_is_named_with_10_s_steps_and_its_cpu_read
             .unwrap()
     };
     assert!(ms("in the app server") >= 20.0, "{parts:?}");
+}
+
+/// `sluice lab --target` on `lab/spring-app`'s `/churn` with the JVM's heap at `heap`
+/// and the serial collector, 8 users for 6 s: its report and the terminal's text.
+fn churn_lab(pg: &Postgres, heap: &str) -> (Value, String) {
+    let app = SpringApp::start_with(pg, 20, &[heap, "-XX:+UseSerialGC"]);
+    let metrics = format!("http://127.0.0.1:{}/actuator/prometheus", app.port);
+    let dir = std::env::temp_dir().join(format!("sluice-lab-gc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "lab",
+            "--target",
+            &format!("http://127.0.0.1:{}/churn", app.port),
+        ])
+        .args(["--tier", &format!("app={}@{metrics}", app.child.id())])
+        .args(["--users", "8", "-d", "6s", "--warmup", "2s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{stdout}");
+    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (report, stdout)
+}
+
+#[test]
+fn a_jvm_collecting_back_to_back_is_named_at_its_heap_and_not_with_room() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let pg = Postgres::start(None);
+    // Requests whose buffers outlive young collections (64 MiB kept) in a 96 MiB heap:
+    // the old generation fills and each full collection stops the JVM. GC stopped it
+    // most of the step (72% in a run here): its heap is the limit, never "more users
+    // would load them further".
+    let (report, stdout) = churn_lab(&pg, "-Xmx96m");
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"app".into(), &"heap".into()),
+        "{stdout}"
+    );
+    assert!(evidence(&report).contains("GC stopped the JVM"), "{stdout}");
+    assert!(v["advice"].as_str().unwrap().contains("-Xmx"), "{stdout}");
+    let step = &report["configurations"][0]["steps"][0];
+    let parts = step["breakdown"]["parts"].to_string();
+    assert!(parts.contains("stopped in GC pauses"), "{parts}");
+    assert!(parts.contains("on its CPU"), "{parts}");
+    // The same app with room in its heap: not its heap.
+    let (report, stdout) = churn_lab(&pg, "-Xmx768m");
+    assert_ne!(report["verdict"]["resource"], "heap", "{stdout}");
 }

@@ -24,12 +24,15 @@ pub(super) fn choose(resources: &[Resource]) -> Verdict {
     };
     // A whole machine's CPU (node_exporter) is full when a process on it is: the
     // process, when one is saturated too, is the more useful name.
+    // A full heap before any CPU: the collector's threads are what fills that CPU.
     let hard = resources
         .iter()
-        .filter(|r| r.saturated && matches!(r.resource.as_str(), "cpu" | "keepalive" | "thread"))
+        .filter(|r| {
+            r.saturated && matches!(r.resource.as_str(), "heap" | "cpu" | "keepalive" | "thread")
+        })
         .max_by(|a, b| {
-            (!a.machine, a.utilisation)
-                .partial_cmp(&(!b.machine, b.utilisation))
+            (a.resource == "heap", !a.machine, a.utilisation)
+                .partial_cmp(&(b.resource == "heap", !b.machine, b.utilisation))
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
     let inside_db = || {

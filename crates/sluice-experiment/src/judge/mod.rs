@@ -21,8 +21,10 @@
 //! - `database`: **inside a database**, from its sessions sampled four times a second:
 //!   a lock (or I/O) that sessions waited on in nearly every sample, most of their time
 //!   in statements; its `max_connections` held.
-//! - `breakdown`: **where a request's time went**, from the app's and the database's own
-//!   figures (not a rule: the table beside the verdict); GC pauses as a finding.
+//! - `breakdown`: **where a request's time went**, from the balancer's, the app's and the
+//!   database's own figures (not a rule: the table beside the verdict).
+//! - `gc`: **a JVM's GC pauses**: its heap saturated when they stop it a large share of
+//!   the step; below that, a finding (a share of the step, or the latency tail's pause).
 //! - `findings` beside any verdict: keep-alive off (then a balancer whose CPU is full
 //!   is named for it), STOMP messages lost, CPU taken by other processes.
 
@@ -30,6 +32,7 @@ mod breakdown;
 pub mod choice;
 mod database;
 mod findings;
+mod gc;
 mod machine;
 pub mod plateau;
 pub mod proof;
@@ -67,6 +70,9 @@ pub struct Load {
     pub think_s: f64,
     pub tps: f64,
     pub mean_ms: f64,
+    /// The response time's median and 99th percentile: a tail GC pauses can explain.
+    pub p50_ms: f64,
+    pub p99_ms: f64,
     pub requests: u64,
     pub errors: u64,
     /// Cores the generator's threads can use.
@@ -292,6 +298,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     let mut resources = resources(&deltas, load);
     resources.extend(machine::shared(&deltas, machine_cpu.as_ref()));
     resources.extend(database::resources(&deltas));
+    resources.extend(gc::heaps(&deltas));
     let unwaited = database::connections_unwaited(&mut resources, load.errors);
     if !resources.iter().any(|r| r.resource == "queue") {
         resources.extend(queue::shed(&deltas, load));
@@ -301,7 +308,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     findings.extend(missing_metrics(&deltas));
     findings.extend(database::findings(&deltas, &mut resources));
     findings.extend(unwaited);
-    findings.extend(breakdown::gc_pauses(&deltas));
+    findings.extend(gc::findings(&deltas, load));
     let breakdown = breakdown::breakdown(&deltas, load);
     let tiers = tiers(&deltas, readings);
     let generator_cpu_util =

@@ -242,6 +242,8 @@ mod tests {
             think_s: 0.0,
             tps: 900.0,
             mean_ms: 160.0,
+            p50_ms: 150.0,
+            p99_ms: 300.0,
             requests: 4500,
             errors,
             generator_cores: 1.0,

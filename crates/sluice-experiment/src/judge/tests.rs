@@ -42,6 +42,8 @@ fn load() -> Load {
         think_s: 0.0,
         tps: 100.0,
         mean_ms: 100.0,
+        p50_ms: 95.0,
+        p99_ms: 150.0,
         requests: 1000,
         errors: 0,
         generator_cores: 1.0,
@@ -795,6 +797,8 @@ fn a_spring_boot_app_waiting_on_hikari_is_named_for_its_database_pool() {
         think_s: 0.0,
         tps: 500.0,
         mean_ms: 100.0,
+        p50_ms: 95.0,
+        p99_ms: 150.0,
         requests: 2000,
         errors: 0,
         generator_cores: 1.0,
@@ -989,11 +993,12 @@ fn micrometer(requests: f64, app_s: f64, acquire_s: f64, usage_s: f64, gc_s: f64
 #[test]
 fn a_requests_time_is_broken_down_from_the_apps_own_timers() {
     // 1000 requests over 10 s, 100 ms each at the generator; 80 ms each in the app: 50
-    // waiting for a connection, 20 holding one, 10 the rest. The actuator's scrapes
-    // (1000 s of them) are not the app's requests.
+    // waiting for a connection, 20 holding one, 3 of CPU (3 s of it), 7 the rest; the
+    // JVM stopped 1% of the time (0.1 s), so 0.8 ms of a request's 80. The actuator's
+    // scrapes (1000 s of them) are not the app's requests.
     let readings = vec![
         reading(0.0, 0.0, &micrometer(0.0, 0.0, 0.0, 0.0, 0.0)),
-        reading(10.0, 0.0, &micrometer(1000.0, 80.0, 50.0, 20.0, 0.1)),
+        reading(10.0, 3.0, &micrometer(1000.0, 80.0, 50.0, 20.0, 0.1)),
     ];
     let judged = judge(&one("app"), &readings, load());
     let b = judged.breakdown.expect("a breakdown");
@@ -1013,7 +1018,9 @@ fn a_requests_time_is_broken_down_from_the_apps_own_timers() {
             ("in the app server", 80.0, 0),
             ("waiting for a pooled connection", 50.0, 1),
             ("holding a pooled connection", 20.0, 1),
-            ("the rest (its CPU, threads, other calls)", 10.0, 1),
+            ("on its CPU (CPU time per request)", 3.0, 1),
+            ("the rest (waiting for a CPU, other calls, locks)", 7.0, 1),
+            ("stopped in GC pauses (within the parts above)", 0.8, 1),
         ]
     );
     // 0.1 s of pauses in 10 s is 1%: no finding; GC_PAUSED_PCT of the step is one.
@@ -1029,6 +1036,144 @@ fn a_requests_time_is_broken_down_from_the_apps_own_timers() {
         gc.is_some_and(|f| f.contains("the longest 200 ms")),
         "{:?}",
         judged.findings
+    );
+}
+
+#[test]
+fn a_gc_pause_the_latency_tail_waited_out_is_a_finding() {
+    // Pauses 1% of the step (under GC_PAUSED_PCT), the longest 200 ms.
+    let readings = vec![
+        reading(0.0, 0.0, &micrometer(0.0, 0.0, 0.0, 0.0, 0.0)),
+        reading(10.0, 0.0, &micrometer(1000.0, 80.0, 50.0, 20.0, 0.1)),
+    ];
+    let p99 = 200.0 / GC_TAIL_SHARE;
+    let table = [
+        (p99 / GC_TAIL_OVER_MEDIAN, p99, true),
+        (p99 / GC_TAIL_OVER_MEDIAN + 0.1, p99, false), // no tail
+        (20.0, p99 + 0.1, false),                      // a tail longer than the pauses
+        (20.0, 250.0, true),
+    ];
+    for (p50_ms, p99_ms, said) in table {
+        let load = Load {
+            p50_ms,
+            p99_ms,
+            ..load()
+        };
+        let judged = judge(&one("app"), &readings, load);
+        let found = judged
+            .findings
+            .iter()
+            .find(|f| f.contains("GC pauses line up with the latency tail"));
+        assert_eq!(
+            found.is_some(),
+            said,
+            "{p50_ms} {p99_ms}: {:?}",
+            judged.findings
+        );
+        if said {
+            assert!(
+                found.unwrap().contains("the longest pause 200 ms"),
+                "{found:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_jvm_stopped_by_gc_a_large_share_of_the_step_is_its_heap_saturated() {
+    let with_pauses = |pct: f64| {
+        let paused = pct / 100.0 * 10.0;
+        vec![
+            reading(0.0, 0.0, &micrometer(0.0, 0.0, 0.0, 0.0, 0.0)),
+            // 0.9 of its core busy: the collector's thread fills the CPU too.
+            reading(10.0, 9.0, &micrometer(1000.0, 80.0, 0.0, 0.0, paused)),
+        ]
+    };
+    for (pct, saturated) in [(GC_HEAP_FULL_PCT, true), (GC_HEAP_FULL_PCT - 0.1, false)] {
+        let judged = judge(&one("app"), &with_pauses(pct), load());
+        let heap = judged
+            .resources
+            .iter()
+            .find(|r| r.resource == "heap")
+            .unwrap();
+        assert_eq!(heap.saturated, saturated, "{pct}: {heap:?}");
+        assert_eq!(heap.label, "the app server's heap (GC)");
+        // Named before the CPU its collector fills; below, said as a finding.
+        let named = (
+            judged.verdict.tier.as_deref(),
+            judged.verdict.resource.as_deref(),
+        );
+        let gc_finding = judged
+            .findings
+            .iter()
+            .any(|f| f.contains("GC paused the JVM"));
+        if saturated {
+            assert_eq!(named, (Some("app"), Some("heap")), "{:?}", judged.verdict);
+            assert!(!gc_finding, "{:?}", judged.findings);
+        } else {
+            assert_eq!(named, (Some("app"), Some("cpu")), "{:?}", judged.verdict);
+            assert!(gc_finding, "{:?}", judged.findings);
+        }
+    }
+}
+
+#[test]
+fn sluices_own_timing_holds_the_app_servers_part() {
+    // sluice in front: 1000 attempts at its servers of 85 ms each, 4 ms queued each, of
+    // a 100 ms response; the app's 80 ms inside the 85.
+    let sluice = |attempts: f64, seconds: f64, queued: f64| {
+        format!(
+            "sluice_upstream_request_duration_seconds_count{{upstream=\"app\",server=\"a\"}} {attempts}\n\
+             sluice_upstream_request_duration_seconds_sum{{upstream=\"app\",server=\"a\"}} {seconds}\n\
+             sluice_upstream_queue_wait_duration_seconds_sum{{upstream=\"app\"}} {queued}\n"
+        )
+    };
+    let both = |t: f64, lb: String, app: String| Reading {
+        t,
+        procs: vec![
+            reading(t, 0.0, &lb).procs.remove(0),
+            reading(t, 0.0, &app).procs.remove(0),
+        ],
+        ..Reading::default()
+    };
+    let readings = vec![
+        both(
+            0.0,
+            sluice(0.0, 0.0, 0.0),
+            micrometer(0.0, 0.0, 0.0, 0.0, 0.0),
+        ),
+        both(
+            10.0,
+            sluice(1000.0, 85.0, 4.0),
+            micrometer(1000.0, 80.0, 0.0, 0.0, 0.0),
+        ),
+    ];
+    let procs = [one("lb"), one("app")].concat();
+    let b = judge(&procs, &readings, load())
+        .breakdown
+        .expect("a breakdown");
+    let parts: Vec<(&str, f64, u8)> = b
+        .parts
+        .iter()
+        .map(|p| (p.part.as_str(), p.ms, p.depth))
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            (
+                "in the balancer (its work, its queue, the network)",
+                15.0,
+                0
+            ),
+            ("queued for a server (max_conns)", 4.0, 1),
+            ("at the servers (as the balancer timed them)", 85.0, 0),
+            (
+                "before the app (network, waiting for a server thread)",
+                5.0,
+                1
+            ),
+            ("in the app server", 80.0, 1),
+        ]
     );
 }
 

@@ -85,6 +85,15 @@ thresholds! {
     /// Percent of a step a JVM spent in GC pauses (`jvm_gc_pause_seconds`) from which
     /// the pauses are a finding: every request in flight waits each one out.
     GC_PAUSED_PCT = 5.0;
+    /// Percent of a step a JVM was stopped in GC pauses from which its heap is the
+    /// saturated resource: collections run back to back, and its CPU (the collector's
+    /// threads) and pools fill as symptoms.
+    GC_HEAP_FULL_PCT = 30.0;
+    /// A JVM's longest GC pause at this share of the step's p99 or more, with a tail
+    /// (p99 at `GC_TAIL_OVER_MEDIAN` times the median or more), is what the tail waited
+    /// out: a finding however rarely it paused.
+    GC_TAIL_SHARE = 0.5;
+    GC_TAIL_OVER_MEDIAN = 2.0;
     /// Percent of STOMP message copies lost above which rooms are split over servers.
     LOST_MESSAGES_PCT = 1.0;
 

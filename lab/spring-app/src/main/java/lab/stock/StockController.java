@@ -30,6 +30,27 @@ public class StockController {
         return "ok";
     }
 
+    /** The last 256 buffers /churn made: each lives long enough to be promoted. */
+    private final byte[][] recent = new byte[256][];
+    private int next;
+
+    /**
+     * Allocates 256 KiB that outlives many young collections (the last 256 requests'
+     * are kept, 64 MiB), as a cache of recent sessions does: run with a small heap and
+     * the serial collector, the old generation fills and its full collections stop the
+     * JVM for tens of milliseconds, the stalls the lab lines up with the latency tail.
+     */
+    @GetMapping("/churn")
+    public String churn() {
+        byte[] buf = new byte[256 * 1024];
+        buf[next & 1023] = 1;
+        synchronized (recent) {
+            recent[next] = buf;
+            next = (next + 1) % recent.length;
+        }
+        return "ok";
+    }
+
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
     private volatile byte sink;
 
