@@ -97,13 +97,14 @@ pub fn parse_tier(spec: &str) -> Result<Vec<Watched>, TierError> {
     }
     fold_process_trees(&mut out);
     merge_metrics_into_processes(&mut out);
+    join_remote_databases(&mut out);
     for w in &mut out {
         w.name = match (w.pid, w.stats.as_deref(), &w.database) {
             (Some(pid), _, _) => format!("{tier}[pid {pid}]"),
+            (None, _, Some(db)) => format!("{tier}[{}:{}]", db.host, db.port),
             // Named by its target's `instance` label already.
             (None, Some(url), _) if url.starts_with(crate::prometheus::SCHEME) => w.name.clone(),
-            (None, Some(url), _) => format!("{tier}[{}]", authority(url)),
-            (None, None, Some(db)) => format!("{tier}[{}:{}]", db.host, db.port),
+            (None, Some(url), None) => format!("{tier}[{}]", authority(url)),
             (None, None, None) => tier.to_string(),
         };
         if w.port.is_none() {
@@ -240,6 +241,36 @@ fn merge_metrics_into_processes(list: &mut Vec<Watched>) {
                 let alone = list.remove(i);
                 let o = if o > i { o - 1 } else { o };
                 join(&mut list[o], alone);
+            }
+            None => i += 1,
+        }
+    }
+}
+
+/// A remote database's URL and an `http://` exporter on its host (node_exporter beside
+/// it, as on a database's own machine): one instance, its sessions read from the one and
+/// its machine's CPU from the other, so the database's CPU is judged where the lab cannot
+/// read its process.
+fn join_remote_databases(list: &mut Vec<Watched>) {
+    let mut i = 0;
+    while i < list.len() {
+        let host_of = |w: &Watched| -> Option<String> {
+            let url = w.stats.as_deref().filter(|u| u.starts_with("http://"))?;
+            let (host, _) = authority(url).rsplit_once(':')?;
+            (w.pid.is_none() && w.database.is_none()).then(|| host.to_string())
+        };
+        let database = list.iter().position(|w| {
+            w.pid.is_none()
+                && w.stats.is_none()
+                && w.database.as_ref().is_some_and(|db| {
+                    !db.is_local() && host_of(&list[i]).as_deref() == Some(&db.host)
+                })
+        });
+        match database {
+            Some(d) => {
+                let exporter = list.remove(i);
+                let d = if d > i { d - 1 } else { d };
+                join(&mut list[d], exporter);
             }
             None => i += 1,
         }
@@ -471,6 +502,19 @@ mod tests {
             Err(TierError::Https { .. })
         ));
         assert_eq!(affinity(me).map(|n| n > 0), Some(true));
+    }
+
+    #[test]
+    fn a_remote_database_and_the_exporter_on_its_host_are_one_instance() {
+        let t = parse_tier(
+            "db=postgres://lab@10.0.0.5:5432/shop,http://10.0.0.5:9100/metrics,http://10.0.0.6:9100/metrics",
+        )
+        .unwrap();
+        assert_eq!(t.len(), 2, "{t:?}");
+        assert_eq!(t[0].name, "db[10.0.0.5:5432]");
+        assert_eq!(t[0].stats.as_deref(), Some("http://10.0.0.5:9100/metrics"));
+        assert_eq!(t[1].name, "db[10.0.0.6:9100]");
+        assert!(t[1].database.is_none());
     }
 
     #[test]

@@ -51,7 +51,9 @@ pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Stri
             .find(|r| r.tier == d.info.tier && r.resource == "cpu")
         {
             Some(cpu) => cpu.evidence.push(line),
-            None => out.push(format!("{line} (its CPU is not read: give its pid)")),
+            None => out.push(format!(
+                "{line} (its CPU is not read: give its pid, or, on another machine, the node_exporter of its host beside its URL)"
+            )),
         }
     }
     out
