@@ -289,11 +289,21 @@ fn a_bad_experiment_file_is_refused_with_its_place() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Kills its process when dropped.
+/// Stops its process when dropped: SIGTERM first, which an nginx master passes on to its
+/// workers (killed outright, it would leave them running, listening and loaded by
+/// nothing, for the rest of the test run), then SIGKILL if it is still there.
 struct Running(std::process::Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
+        let pid = self.0.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        for _ in 0..50 {
+            if self.0.try_wait().is_ok_and(|s| s.is_some()) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
