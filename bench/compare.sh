@@ -186,7 +186,7 @@ ensure_tools() {
 ensure_sluice() {
     if (( BUILD )) || [[ ! -x $SLUICE_BIN ]]; then
         log "building sluice (release) into $CARGO_TARGET_DIR"
-        (cd "$REPO" && cargo build --release -p sluice)
+        (cd "$REPO" && cargo build --locked --release -p sluice)
     fi
     [[ -x $SLUICE_BIN ]] || die "no binary at $SLUICE_BIN after the build"
     if [[ -n $PGO ]] && { (( BUILD )) || [[ ! -x $PGO_BIN ]]; }; then

@@ -16,7 +16,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
 SLUICE=$CARGO_TARGET_DIR/release/sluice
 log() { printf '[conformance %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-[[ ${1:-} == --build || ! -x $SLUICE ]] && (cd "$REPO" && cargo build --release -p sluice)
+[[ ${1:-} == --build || ! -x $SLUICE ]] && (cd "$REPO" && cargo build --locked --release -p sluice)
 command -v testssl >/dev/null || { export DEBIAN_FRONTEND=noninteractive; apt-get install -y -q testssl.sh; }
 H2SPEC=$(command -v h2spec || echo "$(go env GOPATH)/bin/h2spec")
 [[ -x $H2SPEC ]] || go install github.com/summerwind/h2spec/cmd/h2spec@latest

@@ -9,7 +9,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
 SECS=${SECS:-10}
-(cd "$REPO" && cargo build --release -p sluice-lab --example duty_precision)
+(cd "$REPO" && cargo build --locked --release -p sluice-lab --example duty_precision)
 OUT=$REPO/bench/runs/$(date +%F)-duty
 n=2; while [ -e "$OUT" ]; do OUT=$REPO/bench/runs/$(date +%F)-duty-$n; n=$((n + 1)); done
 mkdir -p "$OUT"

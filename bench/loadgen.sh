@@ -77,7 +77,7 @@ install_tools() {
     if [[ " $TOOLS " == *" k6 "* && " $MODES " =~ \ (saturation|light|rate)\  ]]; then
         command -v k6 >/dev/null || go install go.k6.io/k6@latest
     fi
-    (cd "$REPO" && cargo build --release -p sluice && cargo build --release -p sluice-bench --example hyper_loop)
+    (cd "$REPO" && cargo build --locked --release -p sluice && cargo build --locked --release -p sluice-bench --example hyper_loop)
 }
 
 start_target() {

@@ -5,7 +5,7 @@
 # .sha256 beside it and one SHA256SUMS for all.
 #
 #   x86_64-unknown-linux-gnu   the profile-guided build (scripts/build-pgo.sh, `dist`
-#                              profile: fat LTO, debug info stripped), the build bench/
+#                              profile: fat LTO, stripped of symbols), the build bench/
 #                              measures below nginx's CPU per request; --no-pgo for the
 #                              plain `dist` build (about 6 minutes instead of 15).
 #   aarch64-unknown-linux-gnu  the plain `dist` build, cross-compiled, where a cross
@@ -67,7 +67,7 @@ EOF
     tar -C "$OUT" -czf "$OUT/$name.tar.gz" "$name"
     rm -rf "$dir"
     (cd "$OUT" && sha256sum "$name.tar.gz" >"$name.tar.gz.sha256")
-    log "$name.tar.gz: $(du -h "$OUT/$name.tar.gz" | cut -f1), binary $(du -h "$bin" | cut -f1), glibc >= $glibc ($how)"
+    log "$name.tar.gz: $(du -h "$OUT/$name.tar.gz" | cut -f1), binary $(du -h "$bin" | cut -f1) ($(file -b "$bin" | grep -o 'not stripped\|stripped' | head -n1)), glibc >= $glibc ($how)"
 }
 
 # The host's binary: profile-guided or plain.

@@ -137,9 +137,36 @@ const EXACT: &[(&[&str], &str)] = &[
         &["proxy_intercept_errors", "error_page", "recursive_error_pages"],
         "sluice does not replace error pages; not translated",
     ),
+    // What a route's `root` does (sluice-proxy's files module): the file at root + the
+    // whole request path, `index.html` for a path ending in `/`, 404 otherwise; no
+    // fallbacks, no listings, no error line for a missing file.
     (
-        &["try_files", "index", "alias", "autoindex", "internal", "open_file_cache", "log_not_found"],
-        "not translated: sluice's root serves the file at the request's path",
+        &["try_files"],
+        "not translated: sluice's root serves the file at the request's path, or answers 404 (no fallback to another file or location)",
+    ),
+    (
+        &["index"],
+        "sluice's root serves index.html for a path ending in / and knows no other index name: only index.html carries over",
+    ),
+    (
+        &["alias"],
+        "not translated: sluice's root is nginx's root (the file is root + the whole request path); write a root under which the path is found",
+    ),
+    (
+        &["autoindex"],
+        "sluice lists no directory (one without index.html is 404); not translated",
+    ),
+    (
+        &["open_file_cache", "open_file_cache_valid", "open_file_cache_min_uses", "open_file_cache_errors"],
+        "sluice opens a static file on each request (the kernel's page cache keeps its contents): nothing to write",
+    ),
+    (
+        &["log_not_found"],
+        "sluice logs no error for a file not found (its 404 is in the access log only): nothing to write",
+    ),
+    (
+        &["internal"],
+        "nginx answers clients 404 here (only its own redirects reach it: X-Accel-Redirect, error_page); sluice has no internal redirects: the route answers every request 404",
     ),
     (
         &["rewrite", "if", "set", "break", "rewrite_log"],

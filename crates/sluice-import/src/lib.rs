@@ -70,7 +70,7 @@ impl Note {
             "nothing to choose",
             "not needed",
         ];
-        let lost = ["not translated", "left out", "no server block"];
+        let lost = ["not translated", "left out", "serves nothing"];
         if done.iter().any(|w| t.contains(w)) {
             NoteKind::Done
         } else if lost.iter().any(|w| t.contains(w)) {
@@ -108,13 +108,33 @@ pub fn import(path: &Path) -> Result<Imported, ImportError> {
     let nodes = tree::load(path, &mut notes)?;
     let plan = translate::translate(&nodes, &mut notes);
     if plan.routes.is_empty() {
-        notes.push(Note {
-            file: path.display().to_string(),
-            line: 1,
-            directive: "server".into(),
-            text: "no server block sluice could translate: the result has no route, and sluice check will say so until one is added".into(),
-        });
+        notes.push(serves_nothing(&nodes, path));
     }
     let toml = emit::toml(&plan, &path.display().to_string());
     Ok(Imported { toml, notes })
+}
+
+/// The note for a file that makes no route, about what it has instead: its `http` block
+/// (with no server in it that sluice could translate), or, with none, its first
+/// directive (an `events`-only file).
+fn serves_nothing(nodes: &[tree::Node], path: &Path) -> Note {
+    let result = "the result serves nothing (no listener, no route), and sluice check will say so until a server is added";
+    if let Some(http) = nodes.iter().find(|n| n.name == "http") {
+        return http.note(format!(
+            "no server block in it that sluice could translate: {result}"
+        ));
+    }
+    let Some(first) = nodes.first() else {
+        return Note::at(
+            &format!("{}:1", path.display()),
+            "(empty file)",
+            format!("no directives: {result}"),
+        );
+    };
+    let mut blocks: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    blocks.dedup();
+    first.note(format!(
+        "no http block in this file (only {}): {result}",
+        blocks.join(", ")
+    ))
 }

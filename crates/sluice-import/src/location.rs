@@ -106,6 +106,16 @@ pub fn route(loc: &Node, scope: &Scope, notes: &mut Notes) -> Route {
             route.action = Action::Root(root.clone());
         }
     }
+    // nginx answers a client 404 in an `internal` location, whatever else it holds;
+    // left out, its path would fall to a shorter prefix's route (`/backups/` to `/`'s
+    // application).
+    if loc.block().iter().any(|d| d.name == "internal") {
+        route.action = Action::Return {
+            status: 404,
+            location: None,
+            body: None,
+        };
+    }
     route
 }
 

@@ -310,6 +310,6 @@ fn a_file_with_no_server_says_the_result_serves_nothing() {
     let said = imported
         .notes
         .iter()
-        .any(|n| n.text.contains("no server block"));
+        .any(|n| n.text.contains("serves nothing") && n.directive == "events");
     assert!(said, "{:?}", imported.notes);
 }

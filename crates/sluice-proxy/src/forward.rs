@@ -13,7 +13,7 @@ use crate::io::body::{Transfer, TransferError};
 use crate::io::conn::bounded;
 use crate::io::{Conn, ServerStream, Stream};
 use crate::metrics::EjectCause;
-use crate::record::Outcome;
+use crate::record::{summary, Outcome};
 use crate::route::{RouteId, UpstreamId};
 use crate::state::generation::Generation;
 use crate::state::group::{InFlight, Pick, ServerError, ServerGroup};
@@ -93,6 +93,9 @@ async fn try_servers<'g, S: Stream>(
                 return scope.fail(down, req, server, f, tries).await;
             }
         };
+        if let Some((from, f)) = &last {
+            scope.retrying(*from, server, f);
+        }
         tried[tries] = server;
         tries += 1;
         let started = crate::clock::now();
@@ -126,7 +129,6 @@ async fn try_servers<'g, S: Stream>(
                     }
                     Retrying::No => return scope.fail(down, req, Some(server), f, tries).await,
                 }
-                tracing::info!(upstream = %up.config.name, server = %up.addr(server), cause = %f.cause, "retrying on another server");
                 last = Some((server, f));
             }
         }
@@ -234,8 +236,10 @@ enum Retrying {
 }
 
 /// Whether a failed request may go to another server: the failure allows it (see
-/// [`Failure::may_retry_elsewhere`]), tries remain, and the retry budget has a token.
-/// `report` brings the budget up to date before a token is spent from it.
+/// [`Failure::may_retry_elsewhere`]), tries remain, a server is left that it has not
+/// tried (never, in a one-server upstream: no retry is counted there, no token spent),
+/// and the retry budget has a token. `report` brings the budget up to date before a
+/// token is spent from it.
 fn may_retry(
     up: &ServerGroup,
     req: &Request,
@@ -245,7 +249,7 @@ fn may_retry(
 ) -> Retrying {
     let allowed = f.may_retry_elsewhere(req.idempotent, up.config.retry.non_idempotent)
         && tries <= up.config.retry.retries as usize
-        && tries < MAX_TRIES;
+        && tries < up.servers.len().min(MAX_TRIES);
     if !allowed {
         return Retrying::No;
     }
@@ -289,6 +293,21 @@ impl<'g> Scope<'_, 'g> {
             let route = &self.generation.shared.route(self.route).path;
             tracing::warn!(route = %route, upstream = %up.config.name, server = %up.addr(server), cause = %f.cause, eject_for = ?eject, "server ejected after repeated failures");
         }
+    }
+
+    /// Logs a retry once its server is picked (so that the line is true), once a second
+    /// per server and kind of failure with how many were not logged: in an outage under
+    /// load every request retries.
+    fn retrying(&self, from: usize, to: usize, f: &Failure) {
+        if !tracing::enabled!(tracing::Level::INFO) {
+            return;
+        }
+        let (up, line) = (self.up, "retrying on another server");
+        let (name, server) = (&up.config.name, up.addr(from));
+        let Some(suppressed) = summary::admit(line, Some(name), Some(server), f.kind.name()) else {
+            return;
+        };
+        tracing::info!(upstream = %name, %server, next = %up.addr(to), cause = %f.cause, suppressed, "retrying on another server");
     }
 
     /// The outcome so far, on `server` with the status the client got.

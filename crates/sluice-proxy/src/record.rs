@@ -14,6 +14,8 @@ use std::net::SocketAddr;
 use std::time::SystemTime;
 use tokio::time::Instant;
 
+pub(crate) mod summary;
+
 /// What became of one request.
 #[derive(Debug)]
 pub struct Outcome<'a> {
@@ -147,7 +149,8 @@ fn trace(generation: &Generation, outcome: &Outcome<'_>) {
             }
             // During an outage every request fails the same way: one line a second per
             // server and kind of failure, with how many like it were not logged.
-            let Some(suppressed) = failures::admit(outcome.upstream, outcome.server, f.kind.name())
+            let (line, kind) = ("request failed", f.kind.name());
+            let Some(suppressed) = summary::admit(line, outcome.upstream, outcome.server, kind)
             else {
                 return;
             };
@@ -166,73 +169,5 @@ fn trace(generation: &Generation, outcome: &Outcome<'_>) {
             )
         }
         None => tracing::debug!(%client, route, upstream, %server, status, "request done"),
-    }
-}
-
-/// The "request failed" lines' rate limit: the first failure of a server (and kind) is
-/// logged, the next ones within [`failures::WINDOW`] counted, and the first after it
-/// logged with that count. HAProxy logs a server's state changes rather than each
-/// request; this keeps each request's line while an outage lasts a few lines a second.
-mod failures {
-    use std::collections::HashMap;
-    use std::net::SocketAddr;
-    use std::sync::Mutex;
-    use std::time::{Duration, Instant};
-
-    /// How long a failure's line speaks for the others like it.
-    pub const WINDOW: Duration = Duration::from_secs(1);
-
-    type Key = (String, Option<SocketAddr>, &'static str);
-
-    /// Since when each kind of failure was last logged, and how many like it since.
-    static SEEN: Mutex<Option<HashMap<Key, (Instant, u64)>>> = Mutex::new(None);
-
-    /// `Some(suppressed)` when this failure is to be logged (with the count not logged
-    /// since the last line), `None` when it is one of those.
-    pub fn admit(
-        upstream: Option<&str>,
-        server: Option<SocketAddr>,
-        kind: &'static str,
-    ) -> Option<u64> {
-        let now = Instant::now();
-        let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
-        let seen = seen.get_or_insert_with(HashMap::new);
-        let key = (upstream.unwrap_or("-").to_string(), server, kind);
-        match seen.get_mut(&key) {
-            Some((since, count)) if now.duration_since(*since) < WINDOW => {
-                *count += 1;
-                None
-            }
-            Some((since, count)) => {
-                let suppressed = std::mem::take(count);
-                *since = now;
-                Some(suppressed)
-            }
-            None => {
-                // Bounded: an entry per server and kind, dropped when the map grows past
-                // what any config lists (servers come and go with reloads and DNS).
-                if seen.len() >= 4096 {
-                    seen.clear();
-                }
-                seen.insert(key, (now, 0));
-                Some(0)
-            }
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn repeated_failures_are_counted_between_lines() {
-            let server = Some("127.0.0.1:1".parse().unwrap());
-            assert_eq!(super::admit(Some("t"), server, "connect"), Some(0));
-            for _ in 0..99 {
-                assert_eq!(super::admit(Some("t"), server, "connect"), None);
-            }
-            // Another kind, or server, has its own line.
-            assert_eq!(super::admit(Some("t"), server, "timeout"), Some(0));
-            std::thread::sleep(super::WINDOW);
-            assert_eq!(super::admit(Some("t"), server, "connect"), Some(99));
-        }
     }
 }

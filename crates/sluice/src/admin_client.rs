@@ -64,7 +64,7 @@ pub fn reload(admin: &sluice_config::Admin) -> anyhow::Result<ExitCode> {
         _ => {
             let why = answer["error"].as_str().unwrap_or("no reason given");
             eprintln!("sluice: the running sluice refused the reload and keeps its config:\n{why}");
-            Ok(ExitCode::from(1))
+            Ok(ExitCode::from(crate::exit::FAILURE))
         }
     }
 }

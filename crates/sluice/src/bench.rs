@@ -15,12 +15,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Exit code when the command line cannot be used.
-const BAD_INPUT: u8 = 2;
-/// Exit code when a `--fail-if` threshold was crossed.
-const THRESHOLD_FAILED: u8 = 3;
-/// Exit code after an interruption (Ctrl-C); the results measured so far are written.
-const INTERRUPTED: u8 = 130;
+// The command line cannot be used; a `--fail-if` threshold was crossed; interrupted
+// (Ctrl-C), with the results measured so far written.
+use crate::exit::{BAD_INPUT, INTERRUPTED, THRESHOLD_CROSSED};
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -206,7 +203,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     Ok(if failed.is_empty() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(THRESHOLD_FAILED)
+        ExitCode::from(THRESHOLD_CROSSED)
     })
 }
 

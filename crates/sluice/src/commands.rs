@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::exit::{BAD_INPUT as BAD_CONFIG, FAILURE};
 use crate::plural::counted;
-use crate::serve::BAD_CONFIG;
 
 /// "sluice import: 3 directives not carried over, 2 directives carried over
 /// differently, 5 directives that sluice does itself (each listed above)".
@@ -38,7 +38,7 @@ pub fn import(path: &Path) -> anyhow::Result<ExitCode> {
         }
         Err(e) => {
             eprintln!("sluice import: {e}");
-            Ok(ExitCode::FAILURE)
+            Ok(ExitCode::from(FAILURE))
         }
     }
 }
@@ -51,72 +51,6 @@ pub fn completions(
     clap_complete::generate(shell, &mut cli, "sluice", &mut std::io::stdout());
     Ok(ExitCode::SUCCESS)
 }
-
-/// `sluice man`: the man page of `cli` (roff) on stdout, or with `dir` every page (the command's and one per
-/// subcommand) written there; the command's page ends with what clap does not know:
-/// FILES, ENVIRONMENT, EXIT STATUS and SIGNALS.
-pub fn man(cli: clap::Command, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let Some(dir) = dir else {
-        let mut out = std::io::stdout();
-        clap_mangen::Man::new(cli).render(&mut out)?;
-        std::io::Write::write_all(&mut out, MAN_SECTIONS.as_bytes())?;
-        return Ok(ExitCode::SUCCESS);
-    };
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    clap_mangen::generate_to(cli, dir)
-        .with_context(|| format!("writing into {}", dir.display()))?;
-    let main = dir.join("sluice.1");
-    let mut page = std::fs::read_to_string(&main)?;
-    page.push_str(MAN_SECTIONS);
-    std::fs::write(&main, page)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The sections of sluice(1) its command-line definition cannot give.
-const MAN_SECTIONS: &str = r#".SH FILES
-.TP
-sluice.toml
-The config: \fBserve\fR, \fBreload\fR and \fBstatus\fR read \fB-c FILE\fR, this name in the working directory by default; \fBcheck FILE\fR validates one.
-.TP
-$TMPDIR/sluice-*.pid
-The pid file \fBsluice reload\fR signals without an admin listener (pid_file in the config moves it).
-.SH ENVIRONMENT
-.TP
-SLUICE_LOG
-The log filter: info (the default), warn, debug, or per module (sluice_proxy=debug).
-.TP
-TMPDIR
-Where the default pid file is written.
-.TP
-NOTIFY_SOCKET
-Set by systemd (Type=notify): sluice says when it is ready, reloading and stopping.
-.SH EXIT STATUS
-.TP
-0
-Success.
-.TP
-1
-A failure: a reload the running sluice refused, a file that cannot be read.
-.TP
-2
-A bad config or bad input (every problem listed, each at file:line:col).
-.TP
-3
-\fBsluice bench\fR: a \fB--fail-if\fR threshold was crossed.
-.TP
-130
-Interrupted (Ctrl-C): a load test still writes what it measured.
-.SH SIGNALS
-.TP
-SIGTERM, SIGINT
-Stop accepting, let requests in flight finish (shutdown_grace), then exit; a second one exits at once.
-.TP
-SIGHUP
-Reload the config file (checked first; a bad one is refused and the running config kept).
-.TP
-SIGUSR1
-Reopen the access log (after logrotate moved it).
-"#;
 
 pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut failed = false;

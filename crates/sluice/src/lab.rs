@@ -11,8 +11,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Exit code when the experiment or the command line cannot be used.
-const BAD_INPUT: u8 = 2;
+// The experiment or the command line cannot be used; interrupted (what was measured
+// is written all the same).
+use crate::exit::{BAD_INPUT, INTERRUPTED};
 
 #[derive(Args, Debug)]
 pub struct LabArgs {
@@ -230,7 +231,7 @@ fn finish(args: &LabArgs, report: &report::LabReport) -> anyhow::Result<ExitCode
     print!("{}", text::summary(report, width(args)));
     write_files(args, report, &text::table(report, width(args)))?;
     Ok(if report.interrupted {
-        ExitCode::from(130)
+        ExitCode::from(INTERRUPTED)
     } else {
         ExitCode::SUCCESS
     })

@@ -6,7 +6,9 @@ mod bench;
 mod cli_reference;
 mod commands;
 mod discovery;
+mod exit;
 mod lab;
+mod man;
 mod notify;
 mod plan;
 mod plural;
@@ -216,7 +218,7 @@ fn main() -> ExitCode {
             print!("{}", cli_reference::markdown(&Cli::command()));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Man { dir, .. } => commands::man(Cli::command(), dir.as_deref()),
+        Command::Man { dir, .. } => man::man(Cli::command(), dir.as_deref()),
         Command::Status { config } => serve::status(&config),
         Command::Demo { listen } => commands::demo(listen),
         Command::HashReport { keys } => commands::hash_report(keys),
@@ -271,7 +273,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("sluice: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(exit::FAILURE)
         }
     }
 }

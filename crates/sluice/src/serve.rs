@@ -10,6 +10,7 @@
 //! so `serve` and `reload` given the same file find each other.
 
 use crate::discovery::Discovery;
+use crate::exit::{BAD_INPUT as BAD_CONFIG, INTERRUPTED};
 use anyhow::{anyhow, Context};
 use sluice_proxy::Proxy;
 use std::path::{Path, PathBuf};
@@ -20,9 +21,6 @@ use std::time::Duration;
 
 /// Callers of the admin API waiting for the result of the next reload.
 type Waiting = Arc<Mutex<Vec<Sender<Result<String, String>>>>>;
-
-/// Exit code for a config that does not validate.
-pub const BAD_CONFIG: u8 = 2;
 
 /// What a signal asks of the running process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -272,7 +270,7 @@ pub fn run_until_stopped(
         while let Ok(signal) = signals.recv() {
             if signal == Signal::Stop {
                 eprintln!("sluice: second signal, exiting without waiting for requests in flight");
-                std::process::exit(130);
+                std::process::exit(i32::from(INTERRUPTED));
             }
         }
     });

@@ -68,31 +68,25 @@ fn completions_are_valid_shell_and_know_every_subcommand() {
     assert!(stdout(sluice().args(["completions", "zsh"])).contains("#compdef sluice"));
 }
 
-#[test]
-fn the_man_page_renders_with_groff() {
-    let page = stdout(sluice().arg("man"));
-    assert!(page.contains(".TH sluice"), "{page}");
-    let dir = TempDir::new("man");
-    let path = dir.file("sluice.1", &page);
+/// `page` rendered by groff as plain text; fails on any warning of groff's.
+fn render(page: &std::path::Path) -> String {
     let rendered = Command::new("groff")
-        .args(["-man", "-Tutf8", "-ww"])
-        .arg(&path)
+        // Long lines and no hyphenation: a phrase is found whole on its line.
+        .args(["-man", "-Tutf8", "-ww", "-rLL=250n", "-rHY=0"])
+        .arg(page)
         .output();
     let Ok(rendered) = rendered else {
         panic!("groff is needed (scripts/test.sh installs groff-base)");
     };
-    let text = String::from_utf8_lossy(&rendered.stdout);
     let warnings = String::from_utf8_lossy(&rendered.stderr);
     assert!(
         rendered.status.success() && warnings.trim().is_empty(),
-        "{warnings}"
+        "{}: {warnings}",
+        page.display()
     );
-    for sub in ["serve", "import", "completions"] {
-        assert!(text.contains(sub), "no {sub} in the man page:\n{text}");
-    }
     // Bold is overstruck (F backspace F): read it as plain text.
     let mut plain = String::new();
-    for c in text.chars() {
+    for c in String::from_utf8_lossy(&rendered.stdout).chars() {
         match c {
             '\u{8}' => {
                 plain.pop();
@@ -100,10 +94,31 @@ fn the_man_page_renders_with_groff() {
             c => plain.push(c),
         }
     }
-    for section in ["FILES", "ENVIRONMENT", "EXIT STATUS", "SIGNALS"] {
+    plain
+}
+
+/// The lines of `heading`'s section in a rendered page: up to the next heading (a
+/// line that is not indented).
+fn section(page: &str, heading: &str) -> Option<String> {
+    let mut lines = page.lines().skip_while(|l| *l != heading);
+    lines.next()?;
+    let body = lines.take_while(|l| l.is_empty() || l.starts_with(' '));
+    Some(body.collect::<Vec<_>>().join("\n"))
+}
+
+#[test]
+fn the_man_page_renders_with_groff() {
+    let page = stdout(sluice().arg("man"));
+    assert!(page.contains(".TH sluice"), "{page}");
+    let dir = TempDir::new("man");
+    let plain = render(&dir.file("sluice.1", &page));
+    for sub in ["serve", "import", "completions"] {
+        assert!(plain.contains(sub), "no {sub} in the man page:\n{plain}");
+    }
+    for heading in ["FILES", "ENVIRONMENT", "EXIT STATUS", "SIGNALS"] {
         assert!(
-            plain.contains(section),
-            "no {section} in the man page:\n{plain}"
+            section(&plain, heading).is_some(),
+            "no {heading} in the man page:\n{plain}"
         );
     }
     // Their fonts are roff's escapes, rendered as text.
@@ -111,30 +126,62 @@ fn the_man_page_renders_with_groff() {
         plain.contains("serve, reload and status read -c FILE"),
         "{plain}"
     );
-    // Every subcommand's own page, as `man sluice-serve` finds it.
-    let pages = dir.0.join("pages");
+}
+
+/// Every subcommand's own page, as `man sluice-serve` finds it: each renders and says
+/// how it exits; serve's, check's and bench's have what applies to them of FILES,
+/// ENVIRONMENT, EXIT STATUS and SIGNALS (with the codes their code returns).
+#[test]
+fn each_subcommand_has_a_page_with_its_exit_status() {
+    let dir = TempDir::new("man-pages");
     let out = sluice()
         .args(["man", "--dir"])
-        .arg(&pages)
+        .arg(&dir.0)
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    let page = |sub: &str| render(&dir.0.join(format!("sluice-{sub}.1")));
+    // An exit code is an entry's term: the first word of its line.
+    let codes = |text: &str| -> Vec<String> {
+        let exits = section(text, "EXIT STATUS").unwrap_or_default();
+        let terms = exits.lines().filter_map(|l| l.split_whitespace().next());
+        terms
+            .filter(|t| t.parse::<u8>().is_ok())
+            .map(String::from)
+            .collect()
+    };
     for sub in [
         "serve", "check", "reload", "status", "bench", "lab", "import", "plan",
     ] {
-        let page = pages.join(format!("sluice-{sub}.1"));
-        let rendered = Command::new("groff")
-            .args(["-man", "-Tutf8", "-ww"])
-            .arg(&page)
-            .output()
-            .unwrap();
-        let warnings = String::from_utf8_lossy(&rendered.stderr);
-        assert!(
-            rendered.status.success() && warnings.trim().is_empty(),
-            "{sub}: {warnings}"
-        );
-        assert!(!rendered.stdout.is_empty(), "{sub}: an empty page");
+        let text = page(sub);
+        assert!(codes(&text).contains(&"0".into()), "{sub}:\n{text}");
     }
+    let has = |text: &str, heading: &str, what: &[&str]| {
+        let Some(s) = section(text, heading) else {
+            panic!("no {heading}:\n{text}");
+        };
+        for w in what {
+            assert!(s.contains(w), "no {w} in {heading}:\n{s}");
+        }
+    };
+    let serve = page("serve");
+    has(&serve, "FILES", &["sluice.toml", "sluice-*.pid"]);
+    has(
+        &serve,
+        "ENVIRONMENT",
+        &["SLUICE_LOG", "NOTIFY_SOCKET", "TMPDIR"],
+    );
+    has(&serve, "SIGNALS", &["SIGHUP", "SIGTERM, SIGINT", "SIGUSR1"]);
+    assert_eq!(codes(&serve), ["0", "1", "2", "130"], "{serve}");
+    let check = page("check");
+    has(&check, "FILES", &["sluice.toml"]);
+    has(&check, "EXIT STATUS", &["no file was named"]);
+    assert_eq!(codes(&check), ["0", "2"], "{check}");
+    assert!(section(&check, "SIGNALS").is_none(), "{check}");
+    let bench = page("bench");
+    has(&bench, "EXIT STATUS", &["--fail-if threshold was crossed"]);
+    has(&bench, "SIGNALS", &["SIGTERM, SIGINT"]);
+    assert_eq!(codes(&bench), ["0", "1", "2", "3", "130"], "{bench}");
 }
 
 #[test]

@@ -162,35 +162,62 @@ fn the_demo_serves_its_dashboard_says_what_to_try_next_and_logs_its_stop() {
     assert!(stderr.contains("stopped"), "{stderr}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_outage_logs_a_few_lines_not_one_per_request() {
-    // A server nothing listens on: every request fails the same way.
-    let dead = crate::support::free_addr();
-    let child = serve_child("", &one_upstream(&[dead], "retries = 0")).await;
+/// The log of an outage: 100 failing requests, then (after the summaries' one-second
+/// window) 3 more. `servers` are dead; `filter` is SLUICE_LOG; `extra`, upstream keys.
+async fn outage_log(servers: &[std::net::SocketAddr], extra: &str, filter: &str) -> String {
+    let top = "[[listener]]\nbind = \"127.0.0.1:0\"\n";
+    let text = format!("{top}{}", one_upstream(servers, extra));
+    let child = SluiceProcess::serve("sluice.toml", &text, filter).await;
     let addr = child.addr();
     for _ in 0..100 {
-        get(addr, "/").await;
+        assert_eq!(get(addr, "/").await.status, 502);
     }
-    // After a second, the next failure's line says how many were not logged.
+    // After a second, the next line of each kind says how many were not logged.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     for _ in 0..3 {
         get(addr, "/").await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let log = child.log();
-    let failed: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains("request failed"))
-        .collect();
-    assert!(
-        (2..=6).contains(&failed.len()),
-        "{} lines for 103 failed requests:\n{log}",
-        failed.len()
-    );
-    let counted: u64 = failed
-        .iter()
+    child.log()
+}
+
+/// The `suppressed=` counts of the lines containing `message`, added up.
+fn suppressed(log: &str, message: &str) -> u64 {
+    log.lines()
+        .filter(|l| l.contains(message))
         .filter_map(|l| l.split("suppressed=").nth(1))
         .filter_map(|n| n.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_logs_a_few_lines_not_one_per_request() {
+    // A server nothing listens on: every request fails the same way.
+    let log = outage_log(&[crate::support::free_addr()], "retries = 0", "warn").await;
+    let failed = log.lines().filter(|l| l.contains("request failed"));
+    let failed = failed.count();
+    assert!(
+        (2..=6).contains(&failed),
+        "{failed} lines for 103 failed requests:\n{log}"
+    );
+    let counted = suppressed(&log, "request failed");
     assert!(counted >= 90, "suppressed counts add to {counted}:\n{log}");
+}
+
+/// At the default level and retries, every line counts: with one server there is no
+/// other to retry on (and no line may say so); with two, the retries' lines are
+/// summarised as the failures' are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_at_info_with_retries_logs_a_few_lines_in_all() {
+    let one = outage_log(&[crate::support::free_addr()], "", "info").await;
+    let lines = one.lines().count();
+    assert!(lines <= 8, "{lines} lines for 103 failed requests:\n{one}");
+    assert!(!one.contains("another server"), "{one}");
+
+    let two = [crate::support::free_addr(), crate::support::free_addr()];
+    let log = outage_log(&two, "", "info").await;
+    let lines = log.lines().count();
+    assert!(lines <= 16, "{lines} lines for 103 failed requests:\n{log}");
+    let retried = suppressed(&log, "retrying on another server");
+    assert!(retried >= 5, "suppressed retries add to {retried}:\n{log}");
 }
