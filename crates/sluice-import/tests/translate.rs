@@ -208,12 +208,15 @@ http {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The corpus's file `name`, read in place (`../shared/nginx-corpus`), when it is there.
+/// The corpus's file `name`, read in place (`../shared/nginx-corpus`, or
+/// `/work/shared/nginx-corpus` for a checkout made elsewhere), when it is there.
 fn corpus_file(name: &str) -> Option<PathBuf> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/nginx-corpus")
-        .join(name);
-    path.exists().then_some(path)
+    let beside =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/nginx-corpus");
+    [beside, PathBuf::from("/work/shared/nginx-corpus")]
+        .into_iter()
+        .map(|dir| dir.join(name))
+        .find(|path| path.exists())
 }
 
 #[test]
