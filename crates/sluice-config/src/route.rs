@@ -33,50 +33,81 @@ pub(crate) fn routes(
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for (table, span) in entries {
-        r.only_keys(table, &names(keys::ROUTE), "[[route]]");
-        let host = r
-            .string(table, "host")
-            .and_then(|(h, s)| host_match(r, &h, s));
-        let path = match r.string(table, "path") {
-            Some((p, s)) if !p.starts_with('/') => {
-                r.error(
-                    s,
-                    format!("path \"{p}\" does not start with /"),
-                    "write a path prefix such as \"/\" or \"/api/\"",
-                );
-                p
-            }
-            Some((p, _)) => p,
-            None => "/".to_string(),
-        };
-        let on = route_listeners(r, table, listeners);
-        let Some(action) = action(r, table, span.clone(), upstreams) else {
+        let Some(route) = route(r, table, span.clone(), (upstreams, listeners, limits)) else {
             continue;
         };
-        if !seen.insert((host.clone(), path.clone(), on.clone())) {
+        if !seen.insert((
+            route.host.clone(),
+            route.path.clone(),
+            route.listeners.clone(),
+        )) {
             r.error(
                 span,
-                format!("another route already has this host and path \"{path}\""),
+                format!(
+                    "another route already has this host and path \"{}\"",
+                    route.path
+                ),
                 "remove one of the two routes, or give them different `listener`s",
             );
             continue;
         }
-        out.push(Route {
-            host,
-            path,
-            listeners: on,
-            action,
-            request_headers: crate::headers::edits(r, table, "request_headers"),
-            response_headers: crate::headers::edits(r, table, "response_headers"),
-            upgrade: upgrades(r, table),
-            tunnel_idle_timeout: r
-                .timeout(table, "tunnel_idle_timeout")
-                .unwrap_or(Duration::from_secs(3600)),
-            limits: crate::rate::route_limits(r, table, limits),
-            timeout: r.timeout(table, "timeout"),
-        });
+        out.push(route);
     }
     out
+}
+
+/// One `[[route]]`; `None` when what it does is not valid. Its other keys are read
+/// whatever became of its action: a route naming an undefined upstream has its other
+/// problems listed in the same round.
+fn route(
+    r: &mut Reader,
+    table: &dyn TableLike,
+    span: Span,
+    (upstreams, listeners, limits): (&[Upstream], &[Listener], &[RateLimit]),
+) -> Option<Route> {
+    r.only_keys(table, &names(keys::ROUTE), "[[route]]");
+    let host = r
+        .string(table, "host")
+        .and_then(|(h, s)| host_match(r, &h, s));
+    let path = route_path(r, table);
+    let listeners = route_listeners(r, table, listeners);
+    let action = action(r, table, span, upstreams);
+    let request_headers = crate::headers::edits(r, table, "request_headers");
+    let response_headers = crate::headers::edits(r, table, "response_headers");
+    let upgrade = upgrades(r, table);
+    let tunnel_idle_timeout = r
+        .timeout(table, "tunnel_idle_timeout")
+        .unwrap_or(Duration::from_secs(3600));
+    let limits = crate::rate::route_limits(r, table, limits);
+    let timeout = r.timeout(table, "timeout");
+    Some(Route {
+        host,
+        path,
+        listeners,
+        action: action?,
+        request_headers,
+        response_headers,
+        upgrade,
+        tunnel_idle_timeout,
+        limits,
+        timeout,
+    })
+}
+
+/// `path = "/api/"`, a prefix (`/` when not given).
+fn route_path(r: &mut Reader, table: &dyn TableLike) -> String {
+    match r.string(table, "path") {
+        Some((p, s)) if !p.starts_with('/') => {
+            r.error(
+                s,
+                format!("path \"{p}\" does not start with /"),
+                "write a path prefix such as \"/\" or \"/api/\"",
+            );
+            p
+        }
+        Some((p, _)) => p,
+        None => "/".to_string(),
+    }
 }
 
 /// `listener = "0.0.0.0:80"` or a list of them: binds of `[[listener]]`s, sorted.

@@ -830,3 +830,22 @@ key = "$http_x_api_key$nope"
     assert_eq!((c.limits[1].per_second, c.limits[1].burst), (0.5, 5));
     assert_eq!(c.routes[0].limits, [1]);
 }
+
+#[test]
+fn a_route_naming_an_undefined_upstream_has_its_other_problems_listed_too() {
+    let text = "[[listener]]\nbind = \"127.0.0.1:8080\"\n[[route]]\nupstream = \"missing\"\ntunnel_idle_timeout = \"forever\"\nlimit = [\"nolimit\"]\n[upstream.app]\nservers = [\"127.0.0.1:9000\"]\n";
+    let errors = errors(text);
+    assert_eq!(errors.len(), 3, "{errors:#?}");
+    assert!(
+        errors[0].contains("upstream \"missing\", which is not defined"),
+        "{errors:#?}"
+    );
+    assert!(
+        errors[1].contains("`tunnel_idle_timeout` is not a duration"),
+        "{errors:#?}"
+    );
+    assert!(
+        errors[2].contains("`limit` names no [limit.NAME]"),
+        "{errors:#?}"
+    );
+}
