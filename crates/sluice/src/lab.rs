@@ -1,6 +1,6 @@
 //! `sluice lab`: the command line of the lab (the work is `sluice-experiment`'s).
 
-use anyhow::{anyhow, Context};
+use anyhow::Context;
 use clap::Args;
 use sluice_experiment::budget::Enforcement;
 use sluice_experiment::live::Live;
@@ -98,8 +98,11 @@ pub fn lab(args: LabArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(name) = &args.print {
-        let text = builtin::text(name)
-            .ok_or_else(|| anyhow!("no built-in experiment `{name}` (see sluice lab --list)"))?;
+        // An unknown name is bad input, as a bad experiment file is (exit 2).
+        let Some(text) = builtin::text(name) else {
+            eprintln!("sluice lab: no built-in experiment `{name}` (see sluice lab --list)");
+            return Ok(ExitCode::from(BAD_INPUT));
+        };
         print!("{text}");
         return Ok(ExitCode::SUCCESS);
     }

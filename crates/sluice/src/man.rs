@@ -310,7 +310,7 @@ const ENTRIES: &[Entry] = &[
     Entry {
         section: Section::ExitStatus,
         term: Term::Code(BAD_INPUT),
-        text: r"The experiment or the command line cannot be used (for example \fB--target\fR without \fB--tier\fR).",
+        text: r"The experiment or the command line cannot be used (for example \fB--target\fR without \fB--tier\fR, or \fB--print\fR with a name no built-in experiment has).",
         pages: &["lab"],
     },
     Entry {

@@ -287,6 +287,17 @@ fn a_bad_experiment_file_is_refused_with_its_place() {
     );
     assert!(stderr.contains("did you mean `threads`?"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
+    // A built-in asked for by a name it does not have is bad input too.
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["lab", "--print", "scale-oot"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no built-in experiment `scale-oot`"),
+        "{stderr}"
+    );
 }
 
 /// Stops its process when dropped: SIGTERM first, which an nginx master passes on to its
