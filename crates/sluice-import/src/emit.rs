@@ -198,13 +198,38 @@ fn upstream(out: &mut String, u: &Upstream) {
         ("max_fails", u.max_fails.map(|m| m.to_string())),
         ("fail_window", u.fail_timeout.as_deref().map(quote)),
         ("eject_for", u.fail_timeout.as_deref().map(quote)),
-        ("tls", u.tls.then(|| "true".to_string())),
+        ("tls", tls(u)),
     ];
     for (key, value) in fields {
         if let Some(v) = value {
             let _ = writeln!(out, "{key} = {v}");
         }
     }
+}
+
+/// `tls` for servers reached over HTTPS (`proxy_pass https://`): sent as SNI and
+/// verified for their one host name, as a browser would reach them; `true` (each
+/// certificate verified against its server's IP) when they are IPs or have several
+/// names. `true` for a named server would verify a public certificate against its IP,
+/// and fail every request.
+fn tls(u: &Upstream) -> Option<String> {
+    if !u.tls {
+        return None;
+    }
+    let host = |addr: &str| {
+        let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string()
+    };
+    let hosts: std::collections::BTreeSet<String> =
+        u.servers.iter().map(|s| host(&s.addr)).collect();
+    Some(match hosts.iter().collect::<Vec<_>>()[..] {
+        [name] if name.parse::<std::net::IpAddr>().is_err() => {
+            format!("{{ server_name = {} }}", quote(name))
+        }
+        _ => "true".to_string(),
+    })
 }
 
 fn limit(out: &mut String, l: &Limit) {

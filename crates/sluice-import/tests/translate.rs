@@ -316,3 +316,20 @@ fn a_file_with_no_server_says_the_result_serves_nothing() {
         .any(|n| n.text.contains("serves nothing") && n.directive == "events");
     assert!(said, "{:?}", imported.notes);
 }
+
+#[test]
+fn https_servers_by_name_are_verified_for_that_name() {
+    // A named server reached over HTTPS (an API behind a public certificate): verified
+    // against its IP, as `tls = true` is, every request would fail.
+    let text = "http { upstream pay { server pay.example.com:443; } upstream ips { server 10.0.0.1:8443; server 10.0.0.2:8443; } server { listen 80; location / { proxy_pass https://pay; } location /ip/ { proxy_pass https://ips; } location /ext/ { proxy_pass https://cdn.example.org; } } }";
+    let (imported, dir) = import("https-names", &[("nginx.conf", text)]);
+    let toml = &imported.toml;
+    let _ = std::fs::remove_dir_all(&dir);
+    for expected in [
+        "servers = [\"pay.example.com:443\"]\ntls = { server_name = \"pay.example.com\" }",
+        "servers = [\"10.0.0.1:8443\", \"10.0.0.2:8443\"]\ntls = true",
+        "servers = [\"cdn.example.org:443\"]\ntls = { server_name = \"cdn.example.org\" }",
+    ] {
+        assert!(toml.contains(expected), "{expected}: {toml}");
+    }
+}
