@@ -1,8 +1,9 @@
 //! One HTTP/1 client connection: request heads read one after another (keep-alive and
 //! pipelining), each taken through the stages and served by `request::serve`, until one
 //! ends the connection. The connection's deadlines live here: `header_timeout` for a
-//! head (from the accept for the first), `keepalive_timeout` between requests, with no
-//! buffer held while idle.
+//! head (from the accept for the first), `keepalive_timeout` between requests. While
+//! idle it holds its stream and the wait for bytes only: buffers, read timer and a
+//! request's state live in a box made when bytes come (see [`serve`]).
 
 use super::refusals::{host_and_path, refused};
 use super::request::{self, captured, logged, response_edits, Prepared};
@@ -16,6 +17,7 @@ use crate::downstream::Downstream;
 use crate::failure::Failure;
 use crate::http1::encode::Edits;
 use crate::http1::request::{self as parse, Rejection};
+use crate::io::stream::readable;
 use crate::io::{Conn, Stream};
 use crate::metrics::ListenerStats;
 use bytes::Buf;
@@ -24,14 +26,32 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 /// Serves `stream` until the client closes, an error ends it, or the worker drains.
+///
+/// Between requests the connection holds its stream and the wait for its next bytes,
+/// nothing more ([`idle`]): the machinery that reads heads and serves requests
+/// ([`active`]: the read buffer and scratch space, the read timer, a request's state)
+/// is boxed when bytes come and dropped when none are left buffered, so an idle client
+/// costs its socket and this future's few hundred bytes (issue 32).
 pub async fn serve<S: Stream>(ctx: &Context, stream: S, client: &Client, stats: &ListenerStats) {
     let _open = Counted::open(stats);
-    let mut conn = Conn::idle(stream);
-    exchange(ctx, &mut conn, (client, stats)).await;
+    let mut stream = stream;
+    let mut accepted = Some(crate::clock::now());
+    loop {
+        let until = idle_until(ctx, accepted);
+        if !idle(ctx, &stream, until).await {
+            break;
+        }
+        let active = active(ctx, stream, (client, stats), accepted.take(), until);
+        let (back, again) = Box::pin(active).await;
+        stream = back;
+        if !again {
+            break;
+        }
+    }
     if S::CLOSE_NOTIFY {
         // TLS says goodbye (close_notify) so that the client knows the response was
         // whole; a client that does not take it in a moment is not waited for.
-        let bye = tokio::io::AsyncWriteExt::shutdown(&mut conn.stream);
+        let bye = tokio::io::AsyncWriteExt::shutdown(&mut stream);
         let _ = tokio::time::timeout(CLOSE_NOTIFY_WAIT, bye).await;
     }
 }
@@ -39,33 +59,97 @@ pub async fn serve<S: Stream>(ctx: &Context, stream: S, client: &Client, stats: 
 /// The longest a closing TLS connection waits to send its close_notify.
 const CLOSE_NOTIFY_WAIT: Duration = Duration::from_secs(1);
 
-/// Requests one after another on `conn`, until one ends the connection.
+/// Until when a connection waits for its next bytes: its first head's deadline
+/// (`header_timeout` from the accept), or `keepalive_timeout` from now between requests.
+fn idle_until(ctx: &Context, accepted: Option<Instant>) -> Instant {
+    let config = &ctx.generation().shared.config;
+    match accepted {
+        Some(at) => at + config.header_timeout,
+        None => crate::clock::now() + config.keepalive_timeout,
+    }
+}
+
+/// Waits, holding nothing but the stream, until it may have bytes to read (true), or
+/// `until` passes, the worker drains or the socket fails (false: the connection ends
+/// quietly).
+async fn idle<S: Stream>(ctx: &Context, stream: &S, until: Instant) -> bool {
+    if ctx.draining() {
+        return false;
+    }
+    let drained = ctx.drain_signal();
+    tokio::select! {
+        ready = tokio::time::timeout_at(until, readable(stream)) => matches!(ready, Ok(Ok(()))),
+        _ = drained => false,
+    }
+}
+
+/// Reads and serves requests on `stream` from its first bytes until the connection
+/// ends (false) or has nothing buffered between requests (true: idle again); its
+/// buffers are back in the worker's stash either way. `accepted`: set for the
+/// connection's first head; `until`: how long it may still wait for bytes.
+async fn active<S: Stream>(
+    ctx: &Context,
+    stream: S,
+    (client, stats): (&Client, &ListenerStats),
+    accepted: Option<Instant>,
+    until: Instant,
+) -> (S, bool) {
+    let mut conn = Conn::idle(stream);
+    let buffers = ctx.stash.take();
+    let mut scratch = buffers.scratch;
+    conn.buf = buffers.read;
+    // The bytes that woke it, read at once (a wake-up with nothing to read leaves the
+    // wait to `read_head`, with the same deadline).
+    let again = match conn.try_fill().await {
+        Ok(0) => false,
+        Err(e) if e.kind() != io::ErrorKind::WouldBlock => false,
+        _ => {
+            exchange(
+                ctx,
+                &mut conn,
+                &mut scratch,
+                (client, stats),
+                (accepted, until),
+            )
+            .await
+        }
+    };
+    ctx.stash.give(Buffers {
+        read: std::mem::take(&mut conn.buf),
+        scratch,
+    });
+    (conn.stream, again)
+}
+
+/// Requests one after another on `conn` while it has bytes for them: false when one
+/// ends the connection, true when none is left buffered after a response.
 async fn exchange<S: Stream>(
     ctx: &Context,
     conn: &mut Conn<S>,
+    scratch: &mut Scratch,
     (client, stats): (&Client, &ListenerStats),
-) {
-    let mut scratch = Scratch::default();
-    let mut first = Some(crate::clock::now());
+    (accepted, until): (Option<Instant>, Instant),
+) -> bool {
+    let mut first = accepted;
     loop {
-        let staged = match read_head(ctx, conn, client, &mut scratch, first.take()).await {
+        let staged = match read_head(ctx, conn, client, scratch, (first.take(), until)).await {
             Ok(Some(staged)) if client.crowded => staged.crowded(),
             Ok(Some(staged)) => staged,
-            Ok(None) => return,
+            Ok(None) => return false,
             Err(rejection) => {
-                let refusal = reject(ctx, conn, &mut scratch, (client, stats), rejection);
-                return Box::pin(refusal).await;
+                let refusal = reject(ctx, conn, scratch, (client, stats), rejection);
+                Box::pin(refusal).await;
+                return false;
             }
         };
-        // The request's machinery in a box of its own, made when a head is in: the
-        // connection's future then holds only the wait for the next head while idle
-        // (992 bytes, not 4.4 KiB). The box costs about 600 instructions per request
-        // (callgrind: allocation, and the future's 3.4 KiB moved into it), the same CPU
-        // time in bench/compare.sh (bench/runs/2026-11-27-compare-5).
-        let request = one_request(ctx, conn, &mut scratch, (client, stats), staged);
-        let keep_alive = Box::pin(request).await;
+        // In place: this future is boxed only while the connection is busy (see
+        // `serve`), so the request's state costs an idle connection nothing.
+        let keep_alive = one_request(ctx, conn, scratch, (client, stats), staged).await;
         if !keep_alive || ctx.draining() {
-            return;
+            return false;
+        }
+        if conn.buf.is_empty() {
+            return true; // nothing pipelined: idle until the next bytes
         }
     }
 }
@@ -152,12 +236,9 @@ async fn read_head<S: Stream>(
     conn: &mut Conn<S>,
     client: &Client,
     scratch: &mut Scratch,
-    accepted: Option<Instant>,
+    (accepted, idle_until): (Option<Instant>, Instant),
 ) -> Result<Option<Staged>, Rejection> {
-    let (header_timeout, keepalive_timeout) = {
-        let config = &ctx.generation().shared.config;
-        (config.header_timeout, config.keepalive_timeout)
-    };
+    let header_timeout = ctx.generation().shared.config.header_timeout;
     let mut deadline = match accepted {
         Some(at) => Some(at + header_timeout),
         None => (!conn.buf.is_empty()).then(|| crate::clock::now() + header_timeout),
@@ -167,7 +248,6 @@ async fn read_head<S: Stream>(
             return Ok(Some(parsed));
         }
         let read = if conn.buf.is_empty() {
-            let idle_until = crate::clock::now() + keepalive_timeout;
             wait_for_request(ctx, conn, scratch, deadline.unwrap_or(idle_until)).await
         } else {
             // The head has begun: one deadline for all of it, however slowly it trickles in.
