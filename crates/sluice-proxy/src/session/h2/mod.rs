@@ -38,6 +38,7 @@ use std::future::{poll_fn, Future};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{self, ready, Poll};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::task::coop::unconstrained;
@@ -61,6 +62,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let from = From { ctx, client, stats };
     run(conn, &from, &config).await;
 }
+
+/// How long a connection without streams keeps the box of its last stream for the next
+/// one (see `reuse`): longer than the gap between a page's requests, far shorter than
+/// `keepalive_timeout`, for which an idle client would otherwise hold it.
+const SPARE_KEPT: Duration = Duration::from_secs(1);
 
 /// A pass over the connection's task runs rounds (streams, then the connection, then
 /// the timers) until nothing is woken; after this many it lets the worker's other
@@ -119,9 +125,18 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
                 drain_armed = true;
                 let _ = drained.as_mut().poll(cx);
             }
-            let over = ctx.draining()
-                || (streams.is_empty()
-                    && idled(idle.as_mut(), idle_since + keepalive, &mut idle_armed, cx));
+            let mut over = ctx.draining();
+            if streams.is_empty() && !over {
+                // The spare box is freed once the connection has idled `SPARE_KEPT`:
+                // an idle connection does not hold a stream's 4.4 KiB for its whole
+                // keep-alive, and streams that follow each other keep reusing it.
+                let freed_at = idle_since + SPARE_KEPT.min(keepalive);
+                if spare.is_some() && idled(idle.as_mut(), freed_at, &mut idle_armed, cx) {
+                    spare = None;
+                }
+                over = spare.is_none()
+                    && idled(idle.as_mut(), idle_since + keepalive, &mut idle_armed, cx);
+            }
             if over && !draining {
                 conn.graceful_shutdown();
                 draining = true;
@@ -144,7 +159,8 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
 /// Whether a connection without streams has been idle until `until`. The timer fires
 /// at the deadline it was given last; when that was too early (streams came and went
 /// since), it is moved to `until`. Resetting it as every stream finished re-registered
-/// it each time (about 450 instructions a request, callgrind).
+/// it each time (about 450 instructions a request, callgrind). A deadline later than
+/// `until` (the keep-alive's, when the spare box's comes first) is moved earlier.
 ///
 /// Once polled (`armed`), the timer wakes this task when it fires, so until then it is
 /// only asked whether it has. It is polled outside tokio's cooperative budget: a poll
@@ -157,6 +173,11 @@ fn idled(
     cx: &mut task::Context<'_>,
 ) -> bool {
     let mut poll = |idle: Pin<&mut Sleep>| unconstrained(idle).poll_unpin(cx).is_ready();
+    if idle.deadline() > until {
+        // A deadline earlier than the one set (the spare box's, after the keep-alive's).
+        idle.as_mut().reset(until);
+        *armed = false;
+    }
     if *armed && !idle.is_elapsed() {
         return false;
     }
@@ -356,7 +377,6 @@ fn stages(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     /// Spends this task's cooperative budget, as a busy pass over a connection does.
     fn spend_budget(cx: &mut task::Context<'_>) {
@@ -384,5 +404,23 @@ mod tests {
         tokio::time::advance(Duration::from_millis(1_100)).await;
         let later = poll_fn(|cx| Poll::Ready(idled(idle.as_mut(), until, &mut armed, cx))).await;
         assert!(later, "the timer was never made, so it never fired");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_timer_set_for_later_fires_at_an_earlier_deadline() {
+        // Made for the keep-alive (60 s), asked about the spare box's second.
+        let idle = tokio::time::sleep(Duration::from_secs(60));
+        tokio::pin!(idle);
+        let mut armed = false;
+        let soon = Instant::now() + SPARE_KEPT;
+        let later = soon + Duration::from_secs(59);
+        let first = poll_fn(|cx| Poll::Ready(idled(idle.as_mut(), soon, &mut armed, cx))).await;
+        assert!(!first);
+        tokio::time::advance(SPARE_KEPT + Duration::from_millis(10)).await;
+        let fired = poll_fn(|cx| Poll::Ready(idled(idle.as_mut(), soon, &mut armed, cx))).await;
+        assert!(fired, "fired at the earlier deadline");
+        // Then the keep-alive's deadline again: not yet.
+        let kept = poll_fn(|cx| Poll::Ready(idled(idle.as_mut(), later, &mut armed, cx))).await;
+        assert!(!kept);
     }
 }
