@@ -250,16 +250,20 @@ fn ms(us: f64) -> f64 {
     (us / 1000.0 * 1000.0).round() / 1000.0
 }
 
+/// The latency at quantile `q`, ms. HdrHistogram answers with its bucket's highest
+/// equivalent value, which can lie above the largest sample (a p99.9 of 6.4 ms beside a
+/// max of 6.3): it is kept within the exact min and max the moments hold.
+fn quantile_ms(l: &Latency, q: f64) -> f64 {
+    if l.histogram.is_empty() {
+        return 0.0;
+    }
+    let at = l.histogram.value_at_quantile(q);
+    ms(at.min(l.moments.max_us).max(l.moments.min_us) as f64)
+}
+
 impl Latencies {
     pub fn of(l: &Latency) -> Latencies {
-        let h = &l.histogram;
-        let q = |q: f64| {
-            if h.is_empty() {
-                0.0
-            } else {
-                ms(h.value_at_quantile(q) as f64)
-            }
-        };
+        let q = |q: f64| quantile_ms(l, q);
         Latencies {
             mean_ms: ms(l.moments.mean_us()),
             min_ms: ms(l.moments.min_us as f64),
@@ -368,8 +372,8 @@ impl StepReport {
                     requests: s.requests,
                     errors: s.errors,
                     mean_ms: ms(s.latency.moments.mean_us()),
-                    p50_ms: ms(s.latency.histogram.value_at_quantile(0.5) as f64),
-                    p99_ms: ms(s.latency.histogram.value_at_quantile(0.99) as f64),
+                    p50_ms: quantile_ms(&s.latency, 0.5),
+                    p99_ms: quantile_ms(&s.latency, 0.99),
                     max_ms: ms(s.latency.moments.max_us as f64),
                     hdr: encode_histogram(&s.latency.histogram),
                 })
@@ -591,6 +595,31 @@ pub fn length_text(length: Length) -> String {
 mod tests {
     use super::*;
     use crate::stats::{Recorder, Sample};
+
+    #[test]
+    fn percentiles_never_read_above_the_largest_sample() {
+        // 6,353 µs lies inside an HdrHistogram bucket (3 significant digits) whose
+        // highest equivalent value is 6,355: read raw, p99.9 would be above the max.
+        let mut l = crate::stats::Latency::default();
+        for _ in 0..999 {
+            l.record(std::time::Duration::from_micros(1_000));
+        }
+        l.record(std::time::Duration::from_micros(6_353));
+        assert!(
+            l.histogram.value_at_quantile(0.9999) > 6_353,
+            "the bucket's top"
+        );
+        let got = Latencies::of(&l);
+        assert_eq!(got.max_ms, 6.353);
+        assert!(
+            got.p999_ms <= got.max_ms,
+            "{} > {}",
+            got.p999_ms,
+            got.max_ms
+        );
+        assert_eq!(quantile_ms(&l, 1.0), 6.353);
+        assert_eq!(quantile_ms(&l, 0.5), 1.0);
+    }
 
     /// The summary of `n` responses of each `(status, location)`.
     fn summary(responses: &[(u64, u16, Option<&str>)]) -> Summary {
