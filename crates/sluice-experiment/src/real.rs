@@ -221,30 +221,19 @@ fn fold_process_trees(list: &mut Vec<Watched>) {
 /// Joins each metrics URL alone on a loopback address to the process of the list that
 /// listens on its port.
 fn merge_metrics_into_processes(list: &mut Vec<Watched>) {
-    let mut i = 0;
-    while i < list.len() {
-        let port = match (&list[i].pid, list[i].stats.as_deref()) {
-            (None, Some(url)) => local_port(url),
-            _ => None,
+    join_where(list, |list, alone| {
+        let port = match (&alone.pid, alone.stats.as_deref()) {
+            (None, Some(url)) => local_port(url)?,
+            _ => return None,
         };
-        let owner = port.and_then(|port| {
-            list.iter().position(|w| {
-                w.stats.is_none()
-                    && w.pid.is_some_and(|pid| {
-                        let tree = sluice_lab::procfs::tree(pid);
-                        sluice_lab::procfs::listening_ports(&tree).contains(&port)
-                    })
-            })
-        });
-        match owner {
-            Some(o) => {
-                let alone = list.remove(i);
-                let o = if o > i { o - 1 } else { o };
-                join(&mut list[o], alone);
-            }
-            None => i += 1,
-        }
-    }
+        list.iter().position(|w| {
+            w.stats.is_none()
+                && w.pid.is_some_and(|pid| {
+                    let tree = sluice_lab::procfs::tree(pid);
+                    sluice_lab::procfs::listening_ports(&tree).contains(&port)
+                })
+        })
+    });
 }
 
 /// A remote database's URL and an `http://` exporter on its host (node_exporter beside
@@ -252,25 +241,35 @@ fn merge_metrics_into_processes(list: &mut Vec<Watched>) {
 /// its machine's CPU from the other, so the database's CPU is judged where the lab cannot
 /// read its process.
 fn join_remote_databases(list: &mut Vec<Watched>) {
-    let mut i = 0;
-    while i < list.len() {
-        let host_of = |w: &Watched| -> Option<String> {
-            let url = w.stats.as_deref().filter(|u| u.starts_with("http://"))?;
-            let (host, _) = authority(url).rsplit_once(':')?;
-            (w.pid.is_none() && w.database.is_none()).then(|| host.to_string())
-        };
-        let database = list.iter().position(|w| {
+    join_where(list, |list, exporter| {
+        let url = exporter
+            .stats
+            .as_deref()
+            .filter(|u| u.starts_with("http://"))?;
+        let (host, _) = authority(url).rsplit_once(':')?;
+        if exporter.pid.is_some() || exporter.database.is_some() {
+            return None;
+        }
+        list.iter().position(|w| {
             w.pid.is_none()
                 && w.stats.is_none()
-                && w.database.as_ref().is_some_and(|db| {
-                    !db.is_local() && host_of(&list[i]).as_deref() == Some(&db.host)
-                })
-        });
-        match database {
-            Some(d) => {
-                let exporter = list.remove(i);
-                let d = if d > i { d - 1 } else { d };
-                join(&mut list[d], exporter);
+                && w.database
+                    .as_ref()
+                    .is_some_and(|db| !db.is_local() && db.host == host)
+        })
+    });
+}
+
+/// Joins each item of `list` into the one `into` finds for it (given the list and the
+/// item), removing it from the list.
+fn join_where(list: &mut Vec<Watched>, into: impl Fn(&[Watched], &Watched) -> Option<usize>) {
+    let mut i = 0;
+    while i < list.len() {
+        match into(list, &list[i]).filter(|&o| o != i) {
+            Some(o) => {
+                let item = list.remove(i);
+                let o = if o > i { o - 1 } else { o };
+                join(&mut list[o], item);
             }
             None => i += 1,
         }

@@ -837,6 +837,29 @@ fn nginx_one_worker(dir: &std::path::Path, port: u16, http: &str) -> (Running, u
     (nginx, pid)
 }
 
+/// A Python HTTP/1.1 server on `port` (`server`: `HTTPServer`, one request at a time, or
+/// `ThreadingHTTPServer`) whose every GET runs `work` (one line, after `setup`) and
+/// answers `ok`; its listen backlog is 128 (Python's default of 5 drops connections).
+fn python_server(
+    dir: &std::path::Path,
+    port: u16,
+    setup: &str,
+    work: &str,
+    server: &str,
+) -> Running {
+    let script = dir.join(format!("server-{port}.py"));
+    std::fs::write(
+        &script,
+        format!(
+            "import http.server\n{setup}\nclass H(http.server.BaseHTTPRequestHandler):\n    protocol_version = 'HTTP/1.1'\n    disable_nagle_algorithm = True\n    def do_GET(self):\n        {work}\n        self.send_response(200)\n        self.send_header('Content-Length', '3')\n        self.end_headers()\n        self.wfile.write(b'ok\\n')\n    def log_message(self, *a):\n        pass\nclass S(http.server.{server}):\n    request_queue_size = 128\nS(('127.0.0.1', {port}), H).serve_forever()\n"
+        ),
+    )
+    .unwrap();
+    let app = start("python3", &[script.to_str().unwrap()]);
+    support::wait_listening(port);
+    app
+}
+
 /// `sluice lab --target` on `port` with `tiers`, `users` in 3 s steps.
 fn deployment_lab(
     dir: &std::path::Path,
@@ -899,16 +922,7 @@ fn single_threaded_tiers_are_judged_at_one_core_on_a_machine_of_more() {
     // A single-threaded Python server behind nginx's one worker, a millisecond of CPU a
     // request: the server holds one request at a time, its network waits too.
     let app_port = support::free_port();
-    let script = dir.join("one_thread.py");
-    std::fs::write(
-        &script,
-        format!(
-            "import http.server\nclass H(http.server.BaseHTTPRequestHandler):\n    protocol_version = 'HTTP/1.1'\n    disable_nagle_algorithm = True\n    def do_GET(self):\n        x = sum(range(30000))\n        self.send_response(200)\n        self.send_header('Content-Length', '3')\n        self.end_headers()\n        self.wfile.write(b'ok\\n')\n    def log_message(self, *a):\n        pass\nclass S(http.server.HTTPServer):\n    request_queue_size = 128\nS(('127.0.0.1', {app_port}), H).serve_forever()\n"
-        ),
-    )
-    .unwrap();
-    let app = start("python3", &[script.to_str().unwrap()]);
-    support::wait_listening(app_port);
+    let app = python_server(&dir, app_port, "", "x = sum(range(30000))", "HTTPServer");
     let port = support::free_port();
     let http = format!(
         "upstream app {{ server 127.0.0.1:{app_port}; }}\nserver {{ listen 127.0.0.1:{port}; location / {{ proxy_pass http://app; }} }}"
@@ -942,16 +956,14 @@ fn a_plateau_nothing_measured_explains_is_called_a_saturation_not_headroom() {
     // synchronized block, a file lock): about 200 req/s whatever the users, its CPU
     // nearly idle, no pool or thread metric that fills. Nothing the lab reads saturates.
     let port = support::free_port();
-    let script = dir.join("one_lock.py");
-    std::fs::write(
-        &script,
-        format!(
-            "import http.server, threading, time\nLOCK = threading.Lock()\nclass H(http.server.BaseHTTPRequestHandler):\n    protocol_version = 'HTTP/1.1'\n    disable_nagle_algorithm = True\n    def do_GET(self):\n        with LOCK:\n            time.sleep(0.005)\n        self.send_response(200)\n        self.send_header('Content-Length', '3')\n        self.end_headers()\n        self.wfile.write(b'ok\\n')\n    def log_message(self, *a):\n        pass\nclass S(http.server.ThreadingHTTPServer):\n    request_queue_size = 128\nS(('127.0.0.1', {port}), H).serve_forever()\n"
-        ),
-    )
-    .unwrap();
-    let app = start("python3", &[script.to_str().unwrap()]);
-    support::wait_listening(port);
+    let lock = "import threading, time\nLOCK = threading.Lock()";
+    let app = python_server(
+        &dir,
+        port,
+        lock,
+        "with LOCK: time.sleep(0.005)",
+        "ThreadingHTTPServer",
+    );
     let (report, stdout) = deployment_lab(&dir, port, &[format!("app={}", app.0.id())], "4,16");
     println!("{stdout}");
     let v = &report["verdict"];

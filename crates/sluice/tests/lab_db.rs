@@ -758,30 +758,8 @@ fn a_live_spring_boot_apps_tomcat_pool_is_named_with_10_s_steps_and_its_cpu_read
     // Four Tomcat threads, each request holding one 20 ms (a slow downstream call).
     let app = SpringApp::start(&pg, 4);
     let metrics = format!("http://127.0.0.1:{}/actuator/prometheus", app.port);
-    let dir = std::env::temp_dir().join(format!("sluice-lab-jvm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("report.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "lab",
-            "--target",
-            &format!("http://127.0.0.1:{}/slow", app.port),
-        ])
-        // Its metrics URL alone: the JVM's CPU comes from Micrometer.
-        .args(["--tier", &format!("app={metrics}")])
-        .args(["--users", "16", "-d", "10s", "--warmup", "2s", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{stdout}");
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    // Its metrics URL alone: the JVM's CPU comes from Micrometer.
+    let (report, stdout) = spring_lab(&app, "/slow", &format!("app={metrics}"), ("16", "10s"));
     let v = &report["verdict"];
     assert_eq!(
         (&v["tier"], &v["resource"]),
@@ -813,17 +791,29 @@ fn a_live_spring_boot_apps_tomcat_pool_is_named_with_10_s_steps_and_its_cpu_read
 fn churn_lab(pg: &Postgres, heap: &str) -> (Value, String) {
     let app = SpringApp::start_with(pg, 20, &[heap, "-XX:+UseSerialGC"]);
     let metrics = format!("http://127.0.0.1:{}/actuator/prometheus", app.port);
-    let dir = std::env::temp_dir().join(format!("sluice-lab-gc-{}", std::process::id()));
+    let tier = format!("app={}@{metrics}", app.child.id());
+    spring_lab(&app, "/churn", &tier, ("8", "6s"))
+}
+
+/// `sluice lab --target` on `app`'s `path` with `tier`, `users` for `duration` after 2 s
+/// of warm-up: its report and the terminal's text.
+fn spring_lab(
+    app: &SpringApp,
+    path: &str,
+    tier: &str,
+    (users, duration): (&str, &str),
+) -> (Value, String) {
+    let dir = std::env::temp_dir().join(format!("sluice-lab-jvm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("report.json");
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args([
             "lab",
             "--target",
-            &format!("http://127.0.0.1:{}/churn", app.port),
+            &format!("http://127.0.0.1:{}{path}", app.port),
         ])
-        .args(["--tier", &format!("app={}@{metrics}", app.child.id())])
-        .args(["--users", "8", "-d", "6s", "--warmup", "2s", "--json"])
+        .args(["--tier", tier])
+        .args(["--users", users, "-d", duration, "--warmup", "2s", "--json"])
         .arg(&json)
         .output()
         .unwrap();

@@ -521,15 +521,9 @@ fn lock_waits(waited: u64, waiting: u64, running: u64) -> Resource {
     db.sessions.insert("running".into(), running);
     db.samples_with.insert("lock".into(), waited);
     db.events.insert("Lock:transactionid".into(), waiting);
-    let end = ProcReading {
-        db: Some(db),
-        ..ProcReading::default()
-    };
-    let start = ProcReading {
-        db: Some(Default::default()),
-        ..ProcReading::default()
-    };
-    resource("db", &step(start, end), "locks")
+    let judged = db_step(db, 0);
+    let locks = judged.resources.iter().find(|r| r.resource == "locks");
+    locks.expect("a lock resource").clone()
 }
 
 #[test]
@@ -990,6 +984,14 @@ fn micrometer(requests: f64, app_s: f64, acquire_s: f64, usage_s: f64, gc_s: f64
     )
 }
 
+/// A breakdown's parts as (name, ms, depth).
+fn parts(b: &Breakdown) -> Vec<(&str, f64, u8)> {
+    b.parts
+        .iter()
+        .map(|p| (p.part.as_str(), p.ms, p.depth))
+        .collect()
+}
+
 #[test]
 fn a_requests_time_is_broken_down_from_the_apps_own_timers() {
     // 1000 requests over 10 s, 100 ms each at the generator; 80 ms each in the app: 50
@@ -1002,13 +1004,8 @@ fn a_requests_time_is_broken_down_from_the_apps_own_timers() {
     ];
     let judged = judge(&one("app"), &readings, load());
     let b = judged.breakdown.expect("a breakdown");
-    let parts: Vec<(&str, f64, u8)> = b
-        .parts
-        .iter()
-        .map(|p| (p.part.as_str(), p.ms, p.depth))
-        .collect();
     assert_eq!(
-        parts,
+        parts(&b),
         [
             (
                 "before the app (balancer, network, waiting for a server thread)",
@@ -1152,13 +1149,8 @@ fn sluices_own_timing_holds_the_app_servers_part() {
     let b = judge(&procs, &readings, load())
         .breakdown
         .expect("a breakdown");
-    let parts: Vec<(&str, f64, u8)> = b
-        .parts
-        .iter()
-        .map(|p| (p.part.as_str(), p.ms, p.depth))
-        .collect();
     assert_eq!(
-        parts,
+        parts(&b),
         [
             (
                 "in the balancer (its work, its queue, the network)",
