@@ -157,7 +157,7 @@ impl H2Pool {
                 // Given up (a timeout, the run interrupted) before the connection is
                 // open, it is closed for the requests waiting on it, not left to hang.
                 let _abandoned = Abandoned(conn.clone());
-                opened = Some(self.open(&conn, target, connect).await?);
+                opened = Some(Box::pin(self.open(&conn, target, connect)).await?);
             } else {
                 self.wait_open(&conn).await?;
             }
