@@ -592,6 +592,13 @@ where
         self.connection.max_recv_streams()
     }
 
+    /// sluice: frees the room the connection's finished streams left in its tables,
+    /// when no stream is open (an idle connection's memory; the next stream allocates
+    /// it again). Does nothing while a stream is open.
+    pub fn release_idle_memory(&mut self) {
+        self.connection.release_idle_memory();
+    }
+
     // Could disappear at anytime.
     #[doc(hidden)]
     #[cfg(feature = "unstable")]

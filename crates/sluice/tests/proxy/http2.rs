@@ -569,6 +569,29 @@ async fn trailers_with_a_pseudo_header_reset_the_stream_and_never_complete_upstr
     );
 }
 
+const STREAM_CLOSED: u32 = 5;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_after_a_requests_end_reset_its_stream_closed_and_the_connection_lives_on() {
+    // A server that never answers: the first stream stays half-closed (remote).
+    let server = super::harness::raw_backend(|mut s| async move {
+        let mut chunk = [0u8; 4096];
+        while let Ok(1..) = s.read(&mut chunk).await {}
+    })
+    .await;
+    let (_p, plain) = h2c_proxy(server);
+    let mut c = attacker(plain).await;
+    let get = frame(HEADERS, END_STREAM | END_HEADERS, 1, &get_block());
+    c.write_all(&get).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The same HEADERS again, after the request's END_STREAM (h2spec's 5.1/6): a
+    // stream error STREAM_CLOSED (RFC 9113 5.1), not PROTOCOL_ERROR, not the connection.
+    c.write_all(&get).await.unwrap();
+    let frames = frames_until(&mut c, |f| reset_code(f, 1).is_some()).await;
+    assert_eq!(reset_code(&frames, 1), Some(STREAM_CLOSED), "{frames:?}");
+    assert!(!frames.iter().any(|f| f.0 == GOAWAY), "{frames:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_partial_prefaces_cost_what_idle_connections_cost() {
     let _ = rlimit::increase_nofile_limit(u64::MAX);

@@ -11,24 +11,56 @@ use futures_core::Stream;
 use bytes::{Buf, BytesMut};
 
 use std::io;
+use std::mem::MaybeUninit;
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use tokio::io::AsyncRead;
+use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::codec::FramedRead as InnerFramedRead;
 use tokio_util::codec::{LengthDelimitedCodec, LengthDelimitedCodecError};
 
 /// sluice: what a read is given when the buffer was freed (tokio-util's initial size).
 const READ_BUFFER_CAPACITY: usize = 8 * 1024;
 
+/// sluice: the most an idle connection's wait reads into the stack before it has a read
+/// buffer again (see `poll_next`).
+const IDLE_READ: usize = 4 * 1024;
+
 // 16 MB "sane default" taken from golang http2
 const DEFAULT_SETTINGS_MAX_HEADER_LIST_SIZE: usize = 16 << 20;
 
 #[derive(Debug)]
 pub struct FramedRead<T> {
-    inner: InnerFramedRead<T, LengthDelimitedCodec>,
+    inner: InnerFramedRead<Replay<T>, LengthDelimitedCodec>,
 
     decoder: FrameDecoder,
+}
+
+/// sluice: the I/O frames are read from, and the bytes an idle connection's wait read
+/// before the read buffer existed again: the next read is given them first.
+#[derive(Debug)]
+struct Replay<T> {
+    io: T,
+    early: BytesMut,
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Replay<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.early.is_empty() {
+            return Pin::new(&mut self.io).poll_read(cx, buf);
+        }
+        let n = self.early.len().min(buf.remaining());
+        buf.put_slice(&self.early[..n]);
+        self.early.advance(n);
+        if self.early.is_empty() {
+            self.early = BytesMut::new();
+        }
+        Poll::Ready(Ok(()))
+    }
 }
 
 #[derive(Debug)]
@@ -64,15 +96,22 @@ enum Continuable {
 impl<T> FramedRead<T> {
     pub fn new(inner: InnerFramedRead<T, LengthDelimitedCodec>) -> FramedRead<T> {
         let decoder = FrameDecoder::new(inner.decoder().max_frame_length());
+        // sluice: the I/O wrapped to replay what an idle wait read (see `poll_next`).
+        let parts = inner.into_parts();
+        let io = Replay {
+            io: parts.io,
+            early: BytesMut::new(),
+        };
+        let inner = InnerFramedRead::new(io, parts.codec);
         FramedRead { inner, decoder }
     }
 
     pub fn get_ref(&self) -> &T {
-        self.inner.get_ref()
+        &self.inner.get_ref().io
     }
 
     pub fn get_mut(&mut self) -> &mut T {
-        self.inner.get_mut()
+        &mut self.inner.get_mut().io
     }
 
     /// Returns the current max frame size setting
@@ -424,21 +463,26 @@ where
         let _e = span.enter();
         loop {
             tracing::trace!("poll");
-            // sluice: the read buffer is freed while empty (below); a read gets a whole
-            // one again, not tokio-util's one-byte reserve grown by doubling.
+            // sluice: the read buffer is freed while empty (below), so that an idle
+            // connection does not keep 8 KiB (issue 32): the wait for the next bytes
+            // reads them into the stack, and only then is a whole buffer taken again
+            // (not tokio-util's one-byte reserve grown by doubling), given them first.
             if self.inner.read_buffer().capacity() == 0 {
+                if let Err(e) = ready!(self.read_early(cx)) {
+                    return Poll::Ready(Some(Err(map_err(e))));
+                }
                 self.inner.read_buffer_mut().reserve(READ_BUFFER_CAPACITY);
             }
-            let bytes = match ready!(Pin::new(&mut self.inner).poll_next(cx)) {
+            let polled = Pin::new(&mut self.inner).poll_next(cx);
+            // sluice: nothing more buffered (a frame's bytes keep their part of it).
+            if self.inner.read_buffer().is_empty() {
+                *self.inner.read_buffer_mut() = BytesMut::new();
+            }
+            let bytes = match ready!(polled) {
                 Some(Ok(bytes)) => bytes,
                 Some(Err(e)) => return Poll::Ready(Some(Err(map_err(e)))),
                 None => return Poll::Ready(None),
             };
-            // sluice: nothing more buffered: free the buffer, so that an idle connection
-            // does not keep 8 KiB (issue 32). The frame's bytes keep their part of it.
-            if self.inner.read_buffer().is_empty() {
-                *self.inner.read_buffer_mut() = BytesMut::new();
-            }
 
             tracing::trace!(read.bytes = bytes.len());
             if let Some(frame) = self.decoder.decode(bytes)? {
@@ -446,6 +490,19 @@ where
                 return Poll::Ready(Some(Ok(frame)));
             }
         }
+    }
+}
+
+impl<T: AsyncRead + Unpin> FramedRead<T> {
+    /// sluice: waits for the next bytes without a read buffer, reading what came (or the
+    /// end of the stream) into the stack, and keeps it for the next read.
+    fn read_early(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut stack = [MaybeUninit::<u8>::uninit(); IDLE_READ];
+        let mut buf = ReadBuf::uninit(&mut stack);
+        let replay = self.inner.get_mut();
+        ready!(Pin::new(&mut replay.io).poll_read(cx, &mut buf))?;
+        replay.early = BytesMut::from(buf.filled());
+        Poll::Ready(Ok(()))
     }
 }
 

@@ -206,6 +206,11 @@ where
         self.inner.streams.max_recv_streams()
     }
 
+    /// sluice: see `Streams::release_idle_memory`.
+    pub(crate) fn release_idle_memory(&mut self) {
+        self.inner.streams.release_idle_memory();
+    }
+
     #[cfg(feature = "unstable")]
     pub fn num_wired_streams(&self) -> usize {
         self.inner.streams.num_wired_streams()

@@ -33,6 +33,14 @@ impl<T> Buffer<T> {
     pub fn is_empty(&self) -> bool {
         self.slab.is_empty()
     }
+
+    /// sluice: frees the slab's room when nothing is buffered (see
+    /// `Streams::release_idle_memory`).
+    pub fn shrink_if_empty(&mut self) {
+        if self.slab.is_empty() {
+            self.slab = Slab::new();
+        }
+    }
 }
 
 impl Deque {

@@ -85,6 +85,11 @@ pub(crate) enum Open {
 }
 
 impl Recv {
+    /// sluice: frees the room of received frames once none is buffered.
+    pub fn shrink_if_empty(&mut self) {
+        self.buffer.shrink_if_empty();
+    }
+
     pub fn new(peer: peer::Dyn, config: &Config) -> Self {
         let next_stream_id = if peer.is_server() { 1 } else { 2 };
 
@@ -419,6 +424,15 @@ impl Recv {
         frame: frame::Headers,
         stream: &mut store::Ptr,
     ) -> Result<(), Error> {
+        // sluice's patch: a HEADERS frame after the peer's END_STREAM is a stream error
+        // STREAM_CLOSED (RFC 9113 section 5.1, half-closed (remote)), whatever it holds:
+        // checked first, so that the check below does not answer it PROTOCOL_ERROR
+        // (h2spec 5.1/6; 0.4.20 closed the connection for it).
+        if stream.state.is_recv_end_stream() {
+            proto_err!(stream: "recv_trailers: after END_STREAM; stream={:?}", stream.id);
+            return Err(Error::library_reset(stream.id, Reason::STREAM_CLOSED));
+        }
+
         // sluice's patch: RFC 9113 section 8.1, trailers MUST NOT include pseudo-header
         // fields, and a message whose trailers do is malformed: a stream error. Without
         // this check they were dropped and the request completed as if they were not

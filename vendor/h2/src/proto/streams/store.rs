@@ -86,6 +86,14 @@ impl Store {
         }
     }
 
+    /// sluice: frees the room of streams gone when none is left (see
+    /// `Streams::release_idle_memory`).
+    pub fn shrink_if_empty(&mut self) {
+        if self.slab.is_empty() && self.ids.is_empty() {
+            *self = Store::new();
+        }
+    }
+
     pub fn find_mut(&mut self, id: &StreamId) -> Option<Ptr<'_>> {
         let index = {
             let key = self.ids.get(id)?;
