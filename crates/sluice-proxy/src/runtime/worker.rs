@@ -5,7 +5,7 @@
 use crate::client::Client;
 use crate::context::Context;
 use crate::metrics::{ListenerStats, ProxyStats};
-use crate::runtime::capacity::ClientCap;
+use crate::runtime::capacity::{ClientCap, Slot};
 use crate::runtime::listen::Bound;
 use crate::session;
 use crate::state::clients::Entered;
@@ -14,7 +14,9 @@ use crate::tls::TlsListener;
 use sluice_accept::AcceptBackoff;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -184,29 +186,50 @@ async fn accept_loop(w: Rc<Worker>, a: Accepting) {
             _ = w.ctx.drain_signal() => return,
             _ = a.stop.notified() => return,
         };
-        let slot = w.cap.enter();
         let _ = stream.set_nodelay(true);
-        let open = Open::new(w.clone());
-        let configured = a.configured;
-        let stats = a.stats.clone();
-        tokio::task::spawn_local(async move {
-            let ctx = &open.0.ctx;
-            connection(ctx, stream, peer, configured, &stats).await;
-            drop(slot);
-        });
+        let held = Held {
+            open: Open::new(w.clone()),
+            _slot: w.cap.enter(),
+            stats: a.stats.clone(),
+        };
+        // What leads to the session (a PROXY header, the protocol) in a box of its own,
+        // made here and gone once the session begins: the task keeps the two boxes'
+        // pointers only (the whole connection in place made each task 768 bytes, idle
+        // ones too).
+        let prepared = Box::pin(connection(held, stream, peer, a.configured));
+        tokio::task::spawn_local(connection_task(prepared));
     }
 }
 
-/// Serves one accepted connection on the listener configured at `configured`: its
+/// A connection's task: its preparation, then its session, each in a box of its own.
+async fn connection_task<F: Future<Output = Option<Session>>>(prepared: Pin<Box<F>>) {
+    if let Some(session) = prepared.await {
+        session.await;
+    }
+}
+
+/// What a connection holds from its accept to its end: its counts (the worker's open
+/// connections, the process's cap) and its listener's figures.
+struct Held {
+    open: Open,
+    _slot: Slot,
+    stats: Arc<ListenerStats>,
+}
+
+/// A connection's session: what serves it from its TLS handshake or first bytes on.
+type Session = Pin<Box<dyn Future<Output = ()>>>;
+
+/// Prepares one accepted connection on the listener configured at `configured`: its
 /// PROXY protocol header first if the listener takes one (the client it names is the
-/// peer from then on), then TLS, HTTP/2 or HTTP/1.1.
+/// peer from then on), then its session for TLS, HTTP/2 or HTTP/1.1, which owns what
+/// the connection holds (none: it was closed already).
 async fn connection(
-    ctx: &Context,
+    held: Held,
     mut stream: tokio::net::TcpStream,
     mut peer: SocketAddr,
     configured: SocketAddr,
-    stats: &ListenerStats,
-) {
+) -> Option<Session> {
+    let ctx = &held.open.0.ctx;
     let generation = ctx.generation();
     let config = &generation.shared.config;
     let listener = config.listeners.iter().find(|l| l.bind == configured);
@@ -215,7 +238,7 @@ async fn connection(
             && !l.proxy_protocol_from.iter().any(|n| n.contains(peer.ip()))
         {
             tracing::debug!(peer = %peer, "closed: not a peer allowed to send a PROXY protocol header");
-            return;
+            return None;
         }
         // Boxed: its timers would otherwise stay in every connection's future.
         let header = crate::io::proxy_protocol::read(&mut stream, config.header_timeout);
@@ -223,13 +246,13 @@ async fn connection(
             Ok(client) => peer = client.unwrap_or(peer),
             Err(e) => {
                 tracing::debug!(peer = %peer, cause = %e, "closed: no valid PROXY protocol header");
-                return;
+                return None;
             }
         }
     }
     let tls = generation.shared.tls.get(&configured).cloned();
     let h2c = tls.is_none() && h2c(config, configured);
-    let (_entered, crowded) = count_client(&generation, configured, peer.ip());
+    let (entered, crowded) = count_client(&generation, configured, peer.ip());
     let trusted = config.trusted_proxies.iter().any(|n| n.contains(peer.ip()));
     let proto = if tls.is_some() { "https" } else { "http" };
     let client = Client {
@@ -238,13 +261,27 @@ async fn connection(
         ..Client::new(peer, configured, proto)
     };
     drop(generation);
-    // Each protocol's session in a box of its own size: in place, the task would be as
-    // large as the largest (HTTP/2 over TLS) for every connection, idle HTTP/1.1 ones too.
-    match tls {
-        None if h2c => Box::pin(serve_plain(ctx, stream, &client, stats)).await,
-        None => Box::pin(session::serve(ctx, stream, &client, stats)).await,
-        Some(tls) => Box::pin(serve_tls(ctx, &tls, stream, &client, stats)).await,
-    }
+    // Each protocol's session in a box of its own size (with the client it serves and
+    // what the connection holds): as one future, every connection would be as large as
+    // the largest (HTTP/2 over TLS), idle HTTP/1.1 ones too.
+    let ours = (held, entered, client);
+    Some(match tls {
+        None if h2c => Box::pin(async move {
+            let (held, _entered, client) = ours;
+            let (ctx, stats) = (&held.open.0.ctx, &*held.stats);
+            serve_plain(ctx, stream, &client, stats).await
+        }),
+        None => Box::pin(async move {
+            let (held, _entered, client) = ours;
+            let (ctx, stats) = (&held.open.0.ctx, &*held.stats);
+            session::serve(ctx, stream, &client, stats).await
+        }),
+        Some(tls) => Box::pin(async move {
+            let (held, _entered, client) = ours;
+            let (ctx, stats) = (&held.open.0.ctx, &*held.stats);
+            serve_tls(ctx, &tls, stream, &client, stats).await
+        }),
+    })
 }
 
 /// Counts a connection against its client's `max_conns_per_client` on `listener`:
@@ -450,9 +487,11 @@ mod tests {
     use super::*;
     use crate::io::stream::loopback_pair;
 
-    /// A connection's task in bytes: the `connection` future, before it is boxed by
-    /// the runtime (tokio adds its task header, about 100 bytes).
-    const CONNECTION_BUDGET: usize = 512;
+    /// A connection's task in bytes: its future, before the runtime boxes it with its
+    /// task header (about 100 bytes; tokio's task cell is a multiple of 128 bytes):
+    /// the two boxes' pointers and its state (the whole connection in place made it
+    /// 544 bytes, a cell of 768).
+    const TASK_BUDGET: usize = 64;
     /// An HTTP/1.1 session's future (boxed apart from the task) while it is idle: its
     /// stream and the wait for its next bytes, not its buffers, its read timer, the
     /// head's parse nor a request's state, which are boxed only while it is busy (416
@@ -470,18 +509,11 @@ mod tests {
         let ctx = context();
         let stats = ListenerStats::default();
         let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap());
-        let (_client, accepted) = tokio::join!(client, listener.accept());
-        let (stream, peer) = accepted.unwrap();
-        let task = connection(&ctx, stream, peer, addr, &stats);
+        let task = connection_task(Box::pin(async { None }));
         let size = std::mem::size_of_val(&task);
-        assert!(
-            size <= CONNECTION_BUDGET,
-            "the connection's future is {size} bytes"
-        );
+        assert!(size <= TASK_BUDGET, "the connection's task is {size} bytes");
         let (_c, server) = loopback_pair().await;
-        let who = Client::new(peer, addr, "http");
+        let who = Client::new(addr, addr, "http");
         let session = session::serve(&ctx, server, &who, &stats);
         let size = std::mem::size_of_val(&session);
         assert!(
