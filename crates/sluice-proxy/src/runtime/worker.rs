@@ -264,22 +264,20 @@ async fn connection(
     // Each protocol's session in a box of its own size (with the client it serves and
     // what the connection holds): as one future, every connection would be as large as
     // the largest (HTTP/2 over TLS), idle HTTP/1.1 ones too.
+    // Used in place, not taken apart: a session's future would hold them twice.
     let ours = (held, entered, client);
     Some(match tls {
         None if h2c => Box::pin(async move {
-            let (held, _entered, client) = ours;
-            let (ctx, stats) = (&held.open.0.ctx, &*held.stats);
-            serve_plain(ctx, stream, &client, stats).await
+            let (ctx, stats) = (&ours.0.open.0.ctx, &*ours.0.stats);
+            serve_plain(ctx, stream, &ours.2, stats).await
         }),
         None => Box::pin(async move {
-            let (held, _entered, client) = ours;
-            let (ctx, stats) = (&held.open.0.ctx, &*held.stats);
-            session::serve(ctx, stream, &client, stats).await
+            let (ctx, stats) = (&ours.0.open.0.ctx, &*ours.0.stats);
+            session::serve(ctx, stream, &ours.2, stats).await
         }),
         Some(tls) => Box::pin(async move {
-            let (held, _entered, client) = ours;
-            let (ctx, stats) = (&held.open.0.ctx, &*held.stats);
-            serve_tls(ctx, &tls, stream, &client, stats).await
+            let (ctx, stats) = (&ours.0.open.0.ctx, &*ours.0.stats);
+            serve_tls(ctx, &tls, stream, &ours.2, stats).await
         }),
     })
 }
