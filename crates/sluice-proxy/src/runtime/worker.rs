@@ -194,8 +194,7 @@ async fn accept_loop(w: Rc<Worker>, a: Accepting) {
         };
         // What leads to the session (a PROXY header, the protocol) in a box of its own,
         // made here and gone once the session begins: the task keeps the two boxes'
-        // pointers only (the whole connection in place made each task 768 bytes, idle
-        // ones too).
+        // pointers only (see the test's `TASK_BUDGET`).
         let prepared = Box::pin(connection(held, stream, peer, a.configured));
         tokio::task::spawn_local(connection_task(prepared));
     }
@@ -218,6 +217,21 @@ struct Held {
 
 /// A connection's session: what serves it from its TLS handshake or first bytes on.
 type Session = Pin<Box<dyn Future<Output = ()>>>;
+
+/// What a session owns: what its connection holds, the client it serves and its count
+/// against `max_conns_per_client`. Borrowed in place by the session's future (taken
+/// apart there, each part was kept twice: a 792-byte box per idle HTTP/1.1 client).
+struct Served {
+    held: Held,
+    client: Client,
+    _entered: Option<Entered>,
+}
+
+impl Served {
+    fn parts(&self) -> (&Context, &Client, &ListenerStats) {
+        (&self.held.open.0.ctx, &self.client, &self.held.stats)
+    }
+}
 
 /// Prepares one accepted connection on the listener configured at `configured`: its
 /// PROXY protocol header first if the listener takes one (the client it names is the
@@ -261,23 +275,26 @@ async fn connection(
         ..Client::new(peer, configured, proto)
     };
     drop(generation);
-    // Each protocol's session in a box of its own size (with the client it serves and
-    // what the connection holds): as one future, every connection would be as large as
-    // the largest (HTTP/2 over TLS), idle HTTP/1.1 ones too.
-    // Used in place, not taken apart: a session's future would hold them twice.
-    let ours = (held, entered, client);
+    // Each protocol's session in a box of its own size, with what it serves: as one
+    // future, every connection would be as large as the largest (HTTP/2 over TLS), idle
+    // HTTP/1.1 ones too.
+    let served = Served {
+        held,
+        client,
+        _entered: entered,
+    };
     Some(match tls {
         None if h2c => Box::pin(async move {
-            let (ctx, stats) = (&ours.0.open.0.ctx, &*ours.0.stats);
-            serve_plain(ctx, stream, &ours.2, stats).await
+            let (ctx, client, stats) = served.parts();
+            serve_plain(ctx, stream, client, stats).await
         }),
         None => Box::pin(async move {
-            let (ctx, stats) = (&ours.0.open.0.ctx, &*ours.0.stats);
-            session::serve(ctx, stream, &ours.2, stats).await
+            let (ctx, client, stats) = served.parts();
+            session::serve(ctx, stream, client, stats).await
         }),
         Some(tls) => Box::pin(async move {
-            let (ctx, stats) = (&ours.0.open.0.ctx, &*ours.0.stats);
-            serve_tls(ctx, &tls, stream, &ours.2, stats).await
+            let (ctx, client, stats) = served.parts();
+            serve_tls(ctx, &tls, stream, client, stats).await
         }),
     })
 }
