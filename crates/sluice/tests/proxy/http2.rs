@@ -397,6 +397,36 @@ async fn keepalive_timeout_counts_from_the_last_stream() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_idle_past_its_spare_time_serves_its_next_streams() {
+    // Idle a second, a connection frees its spare stream box and the room its streams
+    // left in h2's tables (issue 32); the streams after must find them again.
+    let app = backend("a").await;
+    let (_p, plain) = h2c_proxy(app);
+    let mut c = attacker(plain).await;
+    let get = |stream| frame(HEADERS, END_STREAM | END_HEADERS, stream, &get_block());
+    c.write_all(&get(1)).await.unwrap();
+    let frames = frames_until(&mut c, |f| answered(f, 1)).await;
+    assert!(answered(&frames, 1), "{frames:?}");
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    // Three at once after the idle second, then one more.
+    let burst: Vec<u8> = [3, 5, 7].into_iter().flat_map(get).collect();
+    c.write_all(&burst).await.unwrap();
+    let frames = frames_until(&mut c, |f| [3, 5, 7].iter().all(|&s| answered(f, s))).await;
+    assert!(
+        [3, 5, 7].iter().all(|&s| answered(&frames, s)),
+        "{frames:?}"
+    );
+    c.write_all(&get(9)).await.unwrap();
+    let more = frames_until(&mut c, |f| answered(f, 9)).await;
+    assert!(answered(&more, 9), "{more:?}");
+    let all: Vec<_> = frames.iter().chain(&more).collect();
+    assert!(
+        !all.iter().any(|f| f.0 == GOAWAY || f.0 == RST_STREAM),
+        "{all:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shutdown_lets_http2_requests_in_flight_finish() {
     let dir = TempDir::new("h2");
     let (p, _) = h2_proxy(&dir, "").await;
