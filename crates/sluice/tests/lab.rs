@@ -274,13 +274,7 @@ fn a_bad_experiment_file_is_refused_with_its_place() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("bad.toml");
     std::fs::write(&file, "servers = [1, 2]\n[app]\nthreds = 4\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["lab", "-e"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused(&["-e", file.to_str().unwrap()]);
     assert!(
         stderr.contains("bad.toml:3:1: unknown key `threds`"),
         "{stderr}"
@@ -288,16 +282,24 @@ fn a_bad_experiment_file_is_refused_with_its_place() {
     assert!(stderr.contains("did you mean `threads`?"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
     // A built-in asked for by a name it does not have is bad input too.
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["lab", "--print", "scale-oot"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused(&["--print", "scale-oot"]);
     assert!(
         stderr.contains("no built-in experiment `scale-oot`"),
         "{stderr}"
     );
+}
+
+/// Runs `sluice lab ARGS`, asserts it refused them as bad input (exit 2), and returns
+/// what it said.
+fn refused(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("lab")
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    stderr
 }
 
 /// Stops its process when dropped: SIGTERM first, which an nginx master passes on to its
