@@ -24,6 +24,7 @@ pub mod hdrlog;
 pub mod html;
 pub mod http2;
 pub mod merge;
+mod open_model;
 mod pacer;
 pub mod plan;
 pub mod progress;

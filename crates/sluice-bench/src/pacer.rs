@@ -25,6 +25,9 @@ impl AsRawFd for Timer {
 
 pub struct Pacer {
     timer: AsyncFd<Timer>,
+    /// The time the timer is armed for: a wait for the same time, after one given up
+    /// (the thread woke for something else meanwhile), arms nothing again.
+    armed: Option<Instant>,
 }
 
 impl Pacer {
@@ -40,25 +43,36 @@ impl Pacer {
         // and this workspace forbids `unsafe`.
         #[allow(deprecated)]
         let timer = AsyncFd::new(Timer(fd))?;
-        Ok(Pacer { timer })
+        Ok(Pacer { timer, armed: None })
     }
 
     /// Completes at `at` (at once if it has passed).
-    pub async fn wait_until(&self, at: Instant) -> io::Result<()> {
+    pub async fn wait_until(&mut self, at: Instant) -> io::Result<()> {
         let now = Instant::now();
         if at <= now {
             return Ok(());
         }
-        let delay = TimeSpec::from_duration(at - now);
-        self.timer
-            .get_ref()
-            .0
-            .set(Expiration::OneShot(delay), TimerSetTimeFlags::empty())?;
+        if self.armed != Some(at) {
+            // Arming again also clears an expiry not read yet.
+            let delay = TimeSpec::from_duration(at - now);
+            self.timer
+                .get_ref()
+                .0
+                .set(Expiration::OneShot(delay), TimerSetTimeFlags::empty())?;
+            self.armed = Some(at);
+        }
         loop {
             let mut ready = self.timer.readable().await?;
             // Reading the expiration count clears it; EAGAIN means not yet.
             match ready.try_io(|t| t.get_ref().0.wait().map_err(io::Error::from)) {
-                Ok(result) => return result,
+                Ok(result) => {
+                    // Read, the timer has nothing more until it is armed again: without
+                    // this, the next wait would begin with a read that finds nothing
+                    // (one wasted system call per wake-up).
+                    ready.clear_ready();
+                    self.armed = None;
+                    return result;
+                }
                 Err(_would_block) => continue,
             }
         }
@@ -72,7 +86,7 @@ mod tests {
 
     #[tokio::test]
     async fn wakes_within_a_fraction_of_a_millisecond() {
-        let pacer = Pacer::new().unwrap();
+        let mut pacer = Pacer::new().unwrap();
         let mut late = Vec::new();
         for i in 0..50u64 {
             let at = Instant::now() + Duration::from_micros(300 + i * 37);

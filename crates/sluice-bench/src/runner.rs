@@ -2,11 +2,12 @@
 //! start shared by all of them, and the workers' records merged at the end.
 
 use crate::delivery::{Deliveries, DeliverySummary};
+use crate::open_model::run_rate;
 use crate::plan::{Length, Load, Plan, Step};
 use crate::progress::{Progress, Snapshot};
 use crate::stats::Recorder;
 use crate::virtual_user::run_scenario;
-use crate::worker::{run_rate, run_users, Worker};
+use crate::worker::{run_users, Worker};
 use std::io;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};

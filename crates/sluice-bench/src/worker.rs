@@ -1,11 +1,10 @@
 //! One worker thread's share of a step: its own single-threaded event loop, its users
-//! (closed model) or its share of the arrival schedule (open model), and its own
-//! [`Recorder`]. Nothing on the request path takes a lock or allocates per request.
+//! (closed model) or what sends its share of the arrival schedule (open model:
+//! [`crate::open_model`]), and its own [`Recorder`]. Nothing on the request path takes a lock or allocates per request.
 
 use crate::conn::{Connection, ExchangeError, Reply};
 use crate::delivery::Deliveries;
 use crate::http2::{H2Error, H2Pool, H2Request};
-use crate::pacer::Pacer;
 use crate::plan::{Length, OkStatus, Plan};
 use crate::progress::Progress;
 use crate::redirect::{is_redirect, Redirects, MAX_HOPS};
@@ -16,7 +15,7 @@ use std::net::IpAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// What a worker thread needs for one step.
@@ -416,18 +415,6 @@ impl Worker {
         Err(ExchangeError::Closed)
     }
 
-    /// Waits until `at` on the pacer (tokio's millisecond timer without one), or
-    /// returns false at once if the run is interrupted first.
-    async fn wait_until(&self, pacer: Option<&Pacer>, at: Instant) -> bool {
-        let Some(pacer) = pacer else {
-            return self.sleep_until(at).await;
-        };
-        tokio::select! {
-            waited = pacer.wait_until(at) => waited.is_ok() || self.sleep_until(at).await,
-            () = self.interrupted() => false,
-        }
-    }
-
     /// Waits until `at`, or returns false at once if the run is interrupted first.
     pub async fn sleep_until(&self, at: Instant) -> bool {
         tokio::select! {
@@ -581,117 +568,9 @@ impl UserPlan {
     }
 }
 
-/// The open model: this thread's share of the arrival schedule, request `k` of the
-/// whole step being due at `start + k / rate`; thread `i` of `n` sends `k = i, i+n,
-/// ...`. The thread wakes at most once per `pace` and sends, as one batch, what fell due
-/// since its last wake-up: a request is meant to go at its batch's time (its own time,
-/// when requests are further apart than `pace`), and its latency counts from then, so
-/// that the pace chosen is the schedule offered, not a wait charged to the server
-/// (h2load's clients send in batches the same way, every 10 ms). At most
-/// `max_in_flight / n` requests wait for answers at once; the next goes as soon as one
-/// is answered, late, its latency counted from when it was meant to go. Requests whose
-/// time came and that could not go before the step ended are missed.
-pub async fn run_rate(w: Rc<Worker>, rate: f64, max_in_flight: usize, duration: Duration) {
-    let threads = w.threads as u64;
-    let cap = max_in_flight.div_ceil(w.threads).max(1);
-    let planned = planned_requests(rate, duration, w.index as u64, threads);
-    let end = w.start + duration;
-    let idle: Rc<RefCell<Vec<Connection>>> = Rc::default();
-    let in_flight = Rc::new(Cell::new(0usize));
-    let freed = Rc::new(Notify::new());
-    let pacer = Pacer::new().ok();
-    let mut woke = w.start;
-    let mut sent = 0;
-    while sent < planned && !w.stopped() {
-        let k = sent * threads + w.index as u64;
-        let due = w.start + Duration::from_secs_f64(k as f64 / rate);
-        if !wait_for_slot(&w, &in_flight, cap, &freed, end).await {
-            break;
-        }
-        // A request that is due goes at once; one to come waits, but never wakes the
-        // thread sooner than `pace` after its last wake-up.
-        if due > Instant::now() {
-            woke = due.max(woke + w.plan.pace);
-            if !w.wait_until(pacer.as_ref(), woke).await {
-                break;
-            }
-        }
-        let intended = due.max(woke);
-        in_flight.set(in_flight.get() + 1);
-        w.progress.active(1);
-        let (w2, idle, in_flight, freed) =
-            (w.clone(), idle.clone(), in_flight.clone(), freed.clone());
-        tokio::task::spawn_local(async move {
-            let mut slot = idle.borrow_mut().pop();
-            w2.request(&mut slot, k, intended).await;
-            if let Some(conn) = slot {
-                idle.borrow_mut().push(conn);
-            }
-            in_flight.set(in_flight.get() - 1);
-            w2.progress.active(-1);
-            freed.notify_one();
-        });
-        sent += 1;
-    }
-    if !w.stopped() {
-        w.recorder.borrow_mut().missed += planned - sent;
-    }
-    while in_flight.get() > 0 && !w.stopped() {
-        tokio::select! {
-            () = freed.notified() => {}
-            () = w.interrupted() => break,
-        }
-    }
-}
-
-/// Waits until fewer than `cap` requests are in flight; false if the step ended
-/// (`end`) or the run was interrupted first.
-async fn wait_for_slot(
-    w: &Worker,
-    in_flight: &Cell<usize>,
-    cap: usize,
-    freed: &Notify,
-    end: Instant,
-) -> bool {
-    while in_flight.get() >= cap {
-        tokio::select! {
-            () = freed.notified() => {}
-            () = tokio::time::sleep_until(end) => return false,
-            () = w.interrupted() => return false,
-        }
-    }
-    Instant::now() < end || in_flight.get() < cap
-}
-
-/// How many of a step's requests thread `index` of `threads` is to send: those `k` with
-/// `k % threads == index` whose time `k / rate` falls within `duration`.
-pub fn planned_requests(rate: f64, duration: Duration, index: u64, threads: u64) -> u64 {
-    let total = (rate * duration.as_secs_f64()).ceil() as u64;
-    if total <= index {
-        return 0;
-    }
-    (total - index).div_ceil(threads)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_schedule_is_split_without_gaps_or_overlap() {
-        for (rate, secs, threads) in [
-            (1000.0, 2.0, 2),
-            (333.0, 1.5, 3),
-            (10.0, 0.25, 4),
-            (7.0, 1.0, 8),
-        ] {
-            let d = Duration::from_secs_f64(secs);
-            let sum: u64 = (0..threads)
-                .map(|i| planned_requests(rate, d, i, threads))
-                .sum();
-            assert_eq!(sum, (rate * secs).ceil() as u64, "{rate} {secs} {threads}");
-        }
-    }
 
     #[test]
     fn checks() {

@@ -160,28 +160,17 @@ fn thresholds_fail_the_run_with_exit_code_3_and_name_themselves() {
     );
 }
 
-#[test]
-fn an_interrupted_run_writes_what_it_measured() {
-    let addr = backend();
-    let dir = Dir::new("interrupt");
-    let json = dir.0.join("partial.json");
+/// Runs `sluice bench` with `args`, interrupts it (SIGINT) after `after`, and returns
+/// its exit status and output, once it is asserted to have stopped within 5 s.
+fn interrupted(args: &[&str], after: Duration) -> (std::process::ExitStatus, String) {
     let mut child = sluice()
-        .args([
-            "bench",
-            &format!("http://{addr}/"),
-            "--rate",
-            "200",
-            "-d",
-            "60s",
-            "-q",
-        ])
-        .arg("--json")
-        .arg(&json)
+        .arg("bench")
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(after);
     let interrupted_at = Instant::now();
     let sent = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -200,6 +189,19 @@ fn an_interrupted_run_writes_what_it_measured() {
         .unwrap()
         .read_to_string(&mut stdout)
         .unwrap();
+    (status, stdout)
+}
+
+#[test]
+fn an_interrupted_run_writes_what_it_measured() {
+    let addr = backend();
+    let dir = Dir::new("interrupt");
+    let json = dir.0.join("partial.json");
+    let url = format!("http://{addr}/");
+    let args = [&url, "--rate", "200", "-d", "60s", "-q", "--json"];
+    let json_arg = json.to_str().unwrap();
+    let args: Vec<&str> = args.iter().copied().chain([json_arg]).collect();
+    let (status, stdout) = interrupted(&args, Duration::from_millis(1500));
     assert_eq!(status.code(), Some(130), "{stdout}");
     assert!(stdout.contains("interrupted"), "{stdout}");
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
@@ -209,6 +211,23 @@ fn an_interrupted_run_writes_what_it_measured() {
         (200..=400).contains(&samples),
         "{samples} samples in about 1.5 s at 200/s"
     );
+}
+
+/// The open model with every request still waiting for a server that never answers
+/// stops at once too: what is in flight is abandoned, not waited for.
+#[test]
+fn an_interrupted_run_stops_with_requests_in_flight() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", silent.local_addr().unwrap());
+    let held = std::thread::spawn(move || {
+        // Accepted and held open, never read from: at most the run's connections.
+        silent.incoming().take(64).collect::<Vec<_>>()
+    });
+    let args = [&url, "--rate", "100", "-d", "60s", "-q", "--timeout", "60s"];
+    let (status, stdout) = interrupted(&args, Duration::from_millis(1500));
+    assert_eq!(status.code(), Some(130), "{stdout}");
+    assert!(stdout.contains("interrupted"), "{stdout}");
+    drop(held);
 }
 
 #[test]
