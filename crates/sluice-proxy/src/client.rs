@@ -15,9 +15,8 @@ pub struct Client {
     pub ip: String,
     /// The listener it came in on, as configured: routes may be limited to some.
     pub listener: SocketAddr,
-    /// The scheme clients use there (`http` or `https`), for `X-Forwarded-Proto` and
-    /// `$scheme`.
-    pub proto: &'static str,
+    /// Clients use `https` there (else `http`): see [`Client::proto`].
+    pub https: bool,
     /// The client is one of `trusted_proxies`: the X-Real-IP, X-Forwarded-Proto and
     /// X-Forwarded-Host it sends are kept, not replaced.
     pub trusted: bool,
@@ -34,9 +33,20 @@ impl Client {
             peer,
             ip: peer.ip().to_string(),
             listener,
-            proto,
+            https: proto == "https",
             trusted: false,
             crowded: false,
+        }
+    }
+
+    /// The scheme clients use on its listener (`http` or `https`), for
+    /// `X-Forwarded-Proto` and `$scheme`. A flag, not the text: every connection holds
+    /// a `Client`, idle ones too (issue 32).
+    pub fn proto(&self) -> &'static str {
+        if self.https {
+            "https"
+        } else {
+            "http"
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use crate::access_log::{Entry, FLUSH_AT};
 use crate::downstream::buffers::Stash;
+use crate::idle_waits::IdleWaits;
 use crate::metrics::ProxyStats;
 use crate::state::generation::{Generation, Shared};
 use crate::upstream::pool::Pool;
@@ -17,6 +18,8 @@ pub struct Context {
     pub pool: Pool,
     /// Buffers of connections that are busy now and then idle.
     pub stash: Stash,
+    /// How long idle client connections may wait for their next bytes.
+    pub idle: IdleWaits,
     rng: Cell<u64>,
     /// Access log lines not written yet (see `access_log`).
     log: RefCell<Vec<u8>>,
@@ -36,6 +39,7 @@ impl Context {
             generation: RefCell::new(Rc::new(Generation::new(shared))),
             pool: Pool::new(stats),
             stash: Stash::default(),
+            idle: IdleWaits::default(),
             rng: Cell::new(seed | 1),
             log: RefCell::new(Vec::new()),
             draining: Cell::new(false),
@@ -90,6 +94,7 @@ impl Context {
     pub fn start_draining(&self) {
         self.draining.set(true);
         self.drain.notify_waiters();
+        self.idle.end_all();
     }
 
     /// A random word for the randomised balancers (xorshift64*: fast, and statistical

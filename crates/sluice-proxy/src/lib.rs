@@ -54,6 +54,7 @@ mod failure;
 mod files;
 mod forward;
 mod http1;
+mod idle_waits;
 mod io;
 pub mod metrics;
 mod record;

@@ -166,7 +166,7 @@ fn forwarding_headers(
         put_header(out, b"X-Real-IP", ip);
     }
     if ours("x-forwarded-proto") {
-        let proto = kept("x-forwarded-proto").unwrap_or(client.proto.as_bytes());
+        let proto = kept("x-forwarded-proto").unwrap_or(client.proto().as_bytes());
         put_header(out, b"X-Forwarded-Proto", proto);
     }
     let forwarded_host = kept("x-forwarded-host").or((!host.is_empty()).then_some(host.as_bytes()));

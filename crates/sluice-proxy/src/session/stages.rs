@@ -83,7 +83,7 @@ pub(crate) fn head_stages(
         target: checked.routing_path(),
         headers: raw.headers,
         client_ip: &client.ip,
-        scheme: client.proto,
+        scheme: client.proto(),
     };
     let staged = |request, target| Staged {
         request,
