@@ -18,7 +18,7 @@ pub const TOP: &[Key] = &[
         "header_timeout",
         "duration",
         "`\"10s\"`",
-        "Total time for a request head to arrive: for a connection's first request from the moment it is accepted (a client that connects and sends nothing is closed then), for later ones from their first byte. A client that trickles one header line a second still gets `408` at this deadline (nginx's and HAProxy's defaults reset a timer on every read).",
+        "Total time for a request head to arrive: for a connection's first request from the moment it is accepted (a client that connects and sends nothing is closed then, within 100 ms), for later ones from their first byte. A client that trickles one header line a second still gets `408` at this deadline (nginx's and HAProxy's defaults reset a timer on every read).",
     )
     .like("nginx `client_header_timeout`; HAProxy `timeout http-request`")
     .example("header_timeout = \"5s\""),
@@ -26,7 +26,7 @@ pub const TOP: &[Key] = &[
         "keepalive_timeout",
         "duration",
         "`\"30s\"`",
-        "A keep-alive client connection idle this long between two requests is closed. An idle connection holds no buffer (see [Benchmarks](../benchmarks.md#idle-client-connections) for its memory).",
+        "A keep-alive client connection idle this long between two requests is closed (within 100 ms after, never before: each worker checks its idle connections' deadlines every 100 ms). An idle connection holds no buffer (see [Benchmarks](../benchmarks.md#idle-client-connections) for its memory).",
     )
     .like("nginx `keepalive_timeout`; HAProxy `timeout http-keep-alive`")
     .example("keepalive_timeout = \"75s\""),
