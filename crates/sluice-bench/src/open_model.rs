@@ -131,23 +131,24 @@ async fn drive(w: &Worker, rate: f64, max_in_flight: usize, duration: Duration) 
         // A request in flight ends at once when the run is interrupted (it waits for
         // that too): the stop signal is this loop's to watch only while none is.
         if w.stopped() {
-            return;
+            break;
         }
         tokio::select! {
             biased;
             Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
-            () = &mut interrupted, if in_flight.is_empty() => return,
+            () = &mut interrupted, if in_flight.is_empty() => break,
             () = wait_until(&mut pacer, wake), if wake.is_some() => {
                 schedule.woke_for(wake.unwrap_or(end));
             }
             () = tokio::time::sleep_until(end), if blocked => {}
         }
     }
-    w.recorder.borrow_mut().missed += schedule.planned - schedule.sent;
-    tokio::select! {
-        () = in_flight.for_each(|()| async {}) => {}
-        () = interrupted => {}
+    if !w.stopped() {
+        w.recorder.borrow_mut().missed += schedule.planned - schedule.sent;
     }
+    // Answered, timed out, or (the run interrupted) abandoned at once by each request:
+    // polled to their end, so that each is counted out of the progress line.
+    in_flight.for_each(|()| async {}).await;
 }
 
 /// Request number `k`, meant to go at `intended`, on an idle connection of this thread's
