@@ -43,6 +43,8 @@ pub struct Reading {
     pub procs: Vec<ProcReading>,
     /// The load generator: this process.
     pub generator_cpu_s: f64,
+    /// Its cgroup quota's throttling counters (zero without a quota).
+    pub generator_throttling: Throttling,
     /// The machine's busy CPU seconds since boot (all its CPUs).
     pub machine_busy_s: Option<f64>,
     pub listen_overflows: u64,
@@ -65,12 +67,15 @@ struct Sources {
     databases: Vec<Option<DbSampler>>,
     /// Each tier's database sessions as its exporter counts them, added up here.
     exported: Vec<Mutex<DbReading>>,
+    /// The cgroup whose CPU quota holds the load generator (this process), if one does.
+    generator_quota: Option<std::path::PathBuf>,
 }
 
 impl Sources {
     fn new(watched: Vec<Watched>, databases: Vec<Option<DbSampler>>) -> Sources {
         Sources {
             exported: watched.iter().map(|_| Mutex::default()).collect(),
+            generator_quota: crate::real::process_budget(std::process::id()).1,
             watched,
             databases,
         }
@@ -183,6 +188,11 @@ fn read(sources: &Sources, started: Instant) -> Reading {
         t: started.elapsed().as_secs_f64(),
         procs,
         generator_cpu_s: procfs::cpu_seconds(std::process::id()),
+        generator_throttling: sources
+            .generator_quota
+            .as_deref()
+            .map(sluice_lab::cpu_budget::throttling_at)
+            .unwrap_or_default(),
         machine_busy_s: procfs::machine_busy_seconds(),
         listen_overflows: procfs::listen_overflows().unwrap_or(0),
         pressure_us: procfs::cpu_pressure_total_us(),

@@ -47,10 +47,11 @@ pub use choice::runner_up;
 use findings::{findings, lost_messages, missing_metrics, starved};
 pub use machine::MachineCpu;
 use resources::resources;
-use validity::validity;
+use validity::{validity, GeneratorCpu};
 
 use crate::sample::{ProcReading, Reading};
 use serde::Serialize;
+use sluice_lab::cpu_budget::Throttling;
 
 /// What the judge knows of a process besides its readings.
 #[derive(Debug, Clone)]
@@ -256,18 +257,17 @@ impl Delta<'_> {
         (self.b.cpu_s - self.a.cpu_s) / (self.seconds * self.info.budget_cores)
     }
     fn throttled_pct(&self) -> f64 {
-        let periods = self
-            .b
-            .throttling
-            .periods
-            .saturating_sub(self.a.throttling.periods);
-        let throttled = self
-            .b
-            .throttling
-            .throttled
-            .saturating_sub(self.a.throttling.throttled);
-        pct(throttled as f64, periods as f64)
+        throttled_pct(&self.a.throttling, &self.b.throttling)
     }
+}
+
+/// Percent of the quota periods between two readings in which a budget was throttled.
+fn throttled_pct(a: &Throttling, b: &Throttling) -> f64 {
+    let periods = b.periods.saturating_sub(a.periods);
+    pct(
+        b.throttled.saturating_sub(a.throttled) as f64,
+        periods as f64,
+    )
 }
 
 fn pct(part: f64, whole: f64) -> f64 {
@@ -311,15 +311,17 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     findings.extend(gc::findings(&deltas, load));
     let breakdown = breakdown::breakdown(&deltas, load);
     let tiers = tiers(&deltas, readings);
-    let generator_cpu_util =
-        (last.generator_cpu_s - first.generator_cpu_s) / (seconds * load.generator_cores);
+    let generator = GeneratorCpu {
+        util: (last.generator_cpu_s - first.generator_cpu_s) / (seconds * load.generator_cores),
+        throttled_pct: throttled_pct(&first.generator_throttling, &last.generator_throttling),
+    };
     let users_in_system = load.tps * (load.mean_ms / 1000.0 + load.think_s);
-    let mut invalid_reason = validity(load, generator_cpu_util, users_in_system);
+    let mut invalid_reason = validity(load, generator, users_in_system);
     // Users missing from Little's law while a tier left connections unaccepted (or
     // requests failed) were held by that tier, not idle in the generator: evidence,
     // not an invalid step.
     let held = tiers.iter().any(|t| t.accept_queue_max > 0) || load.errors > 0;
-    if held && generator_cpu_util < thresholds::GENERATOR_BUSY {
+    if held && !generator.short() {
         findings.extend(invalid_reason.take().map(|why| {
             format!(
                 "{why}: the others waited on requests a tier had not answered when the step ended"
@@ -346,7 +348,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         valid: invalid_reason.is_none(),
         invalid_reason,
         users_in_system: (users_in_system * 10.0).round() / 10.0,
-        generator_cpu_util: round2(generator_cpu_util),
+        generator_cpu_util: round2(generator.util),
         cpu_pressure_pct: pressure,
         listen_overflows: last.listen_overflows.saturating_sub(first.listen_overflows),
         machine_cpu,

@@ -6,7 +6,7 @@
 use super::choice::choose;
 use super::findings::{findings, lost_messages, starved};
 use super::thresholds::*;
-use super::validity::validity;
+use super::validity::{validity, GeneratorCpu};
 use super::*;
 use crate::sample::{exposition_counters, ProcReading, Reading};
 use std::collections::BTreeMap;
@@ -280,23 +280,48 @@ fn exported_pools_are_saturated_busy_with_requests_pending_or_nearly_full() {
 #[test]
 fn a_step_is_invalid_when_the_generator_is_busy_or_littles_law_fails() {
     let users = load().users as f64;
+    let cpu = |util, throttled_pct| GeneratorCpu {
+        util,
+        throttled_pct,
+    };
     let table = [
-        (GENERATOR_BUSY - 0.01, users, true),
-        (GENERATOR_BUSY, users, false),
-        (0.5, users * (1.0 + LITTLES_LAW_TOLERANCE), true),
-        (0.5, users * (1.0 + LITTLES_LAW_TOLERANCE) + 0.1, false),
-        (0.5, users * (1.0 - LITTLES_LAW_TOLERANCE) - 0.1, false),
+        (cpu(GENERATOR_BUSY - 0.01, 0.0), users, true),
+        (cpu(GENERATOR_BUSY, 0.0), users, false),
+        // Its quota stopped it in most periods: short of CPU below the busy mark.
+        (cpu(CPU_THROTTLED_UTIL, CPU_THROTTLED_PCT), users, false),
+        (
+            cpu(CPU_THROTTLED_UTIL, CPU_THROTTLED_PCT - 1.0),
+            users,
+            true,
+        ),
+        (cpu(CPU_THROTTLED_UTIL - 0.01, 100.0), users, true),
+        (cpu(0.5, 0.0), users * (1.0 + LITTLES_LAW_TOLERANCE), true),
+        (
+            cpu(0.5, 0.0),
+            users * (1.0 + LITTLES_LAW_TOLERANCE) + 0.1,
+            false,
+        ),
+        (
+            cpu(0.5, 0.0),
+            users * (1.0 - LITTLES_LAW_TOLERANCE) - 0.1,
+            false,
+        ),
     ];
     for (generator, in_system, valid) in table {
         let why = validity(load(), generator, in_system);
-        assert_eq!(why.is_none(), valid, "{generator} {in_system}: {why:?}");
+        assert_eq!(why.is_none(), valid, "{generator:?} {in_system}: {why:?}");
     }
+    let why = validity(load(), cpu(0.8, 90.0), users).unwrap();
+    assert!(
+        why.contains("throttled in 90% of its quota periods"),
+        "{why}"
+    );
     // Little's law is not asked of a scenario, whose users think inside their steps.
     let scenario = Load {
         littles_law: false,
         ..load()
     };
-    assert_eq!(validity(scenario, 0.5, 3.0), None);
+    assert_eq!(validity(scenario, cpu(0.5, 0.0), 3.0), None);
 }
 
 #[test]
@@ -1247,4 +1272,34 @@ fn a_jvm_with_only_the_cpu_usage_gauge_is_judged_by_it() {
         below.evidence[0].contains("process_cpu_usage averaged 84%"),
         "{below:?}"
     );
+}
+
+#[test]
+fn a_generator_its_quota_stopped_makes_the_step_invalid_below_the_busy_mark() {
+    // As on a one-core CI host under load: the generator's 0.05-core quota gave it 80%
+    // of its budget, and stopped it in 9 of every 10 periods.
+    let procs = [machine("app[pid 1]", "app")];
+    let at = |t: f64| Reading {
+        t,
+        procs: vec![ProcReading {
+            cpu_s: 0.02 * t,
+            ..ProcReading::default()
+        }],
+        generator_cpu_s: 0.04 * t,
+        generator_throttling: Throttling {
+            periods: (10.0 * t) as u64,
+            throttled: (9.0 * t) as u64,
+            throttled_s: 0.9 * t,
+        },
+        ..Reading::default()
+    };
+    let load = Load {
+        generator_cores: 0.05,
+        ..load()
+    };
+    let judged = judge(&procs, &[at(0.0), at(2.0)], load);
+    assert!(!judged.valid, "{:?}", judged.verdict);
+    assert_eq!(judged.verdict.tier.as_deref(), Some("loadgen"));
+    let why = judged.invalid_reason.unwrap();
+    assert!(why.contains("throttled in 90%"), "{why}");
 }

@@ -1,16 +1,48 @@
 //! Whether a step measured the tiers at all: the load generator under its CPU, and
 //! the users configured actually in the system (Little's law).
 
-use super::thresholds::{GENERATOR_BUSY, LITTLES_LAW_TOLERANCE};
+use super::thresholds::{
+    CPU_THROTTLED_PCT, CPU_THROTTLED_UTIL, GENERATOR_BUSY, LITTLES_LAW_TOLERANCE,
+};
 use super::{round2, Load};
+
+/// The load generator's CPU over a step: its share of the cores it can use, and the
+/// percent of its cgroup's quota periods it was throttled in (0 without a quota).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GeneratorCpu {
+    pub util: f64,
+    pub throttled_pct: f64,
+}
+
+impl GeneratorCpu {
+    /// Short of CPU by the rule a tier's CPU is saturated by: busy, or nearly so while
+    /// its quota stopped it in most periods (a quota, or a machine other processes
+    /// fill, keeps a generator that wants more from reading as full).
+    pub fn short(self) -> bool {
+        self.util >= GENERATOR_BUSY
+            || (self.util >= CPU_THROTTLED_UTIL && self.throttled_pct >= CPU_THROTTLED_PCT)
+    }
+}
 
 /// A generator at its CPU, or users not in the system, make a step measure the
 /// generator rather than the tiers.
-pub(super) fn validity(load: Load, generator_util: f64, users_in_system: f64) -> Option<String> {
-    if generator_util >= GENERATOR_BUSY {
+pub(super) fn validity(
+    load: Load,
+    generator: GeneratorCpu,
+    users_in_system: f64,
+) -> Option<String> {
+    if generator.short() {
+        let throttled = if generator.throttled_pct > 0.0 {
+            format!(
+                ", throttled in {:.0}% of its quota periods",
+                generator.throttled_pct
+            )
+        } else {
+            String::new()
+        };
         return Some(format!(
-            "the load generator used {:.0}% of the {} core{} it can use: it, not a tier, limited the step",
-            generator_util * 100.0,
+            "the load generator used {:.0}% of the {} core{} it can use{throttled}: it, not a tier, limited the step",
+            generator.util * 100.0,
             round2(load.generator_cores),
             if load.generator_cores == 1.0 { "" } else { "s" }
         ));
