@@ -19,17 +19,8 @@ use clap::{CommandFactory, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-/// mimalloc, measured against glibc's allocator (issue 32, bench/runs/2026-11-27-idle):
-/// glibc kept a burst's freed buffers resident (13.0 KiB per idle client after 5,000
-/// requests at once; 9.4 with mimalloc, nginx 9.3), at the same CPU per request. Its
-/// `no_thp` feature keeps its arenas off transparent huge pages, which doubled the
-/// resident memory of a process at rest (20 MB instead of 10). Its version 2 (`v2`), not
-/// the crate's default 3: 3 returned freed pages to the system only on later allocator
-/// activity, so an idle balancer kept what its clients had freed (1,000 idle HTTP/2
-/// connections over TLS: 32.7 KiB each with 3, 28.0 with 2; 16,937 and 17,030
-/// instructions per plain request, callgrind).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The global allocator (mimalloc) is `sluice_alloc`'s: see there for why.
+use sluice_alloc as _;
 use std::process::ExitCode;
 
 /// sluice: a load balancer with the performance lab built in.

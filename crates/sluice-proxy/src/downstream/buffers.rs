@@ -8,7 +8,7 @@
 
 use crate::io::conn::READ_CHUNK;
 use bytes::BytesMut;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 /// Buffers reused by every request on a connection, so the hot path does not allocate.
 #[derive(Default)]
@@ -45,15 +45,24 @@ const MAX_KEPT_CAPACITY: usize = 4 * READ_CHUNK;
 #[derive(Default)]
 pub struct Stash {
     spare: RefCell<Vec<Buffers>>,
+    /// Sets taken so far: one per request, or per wake-up of an idle connection; how
+    /// busy the worker is (see `runtime::worker`'s upkeep).
+    taken: Cell<u64>,
 }
 
 impl Stash {
     /// A set of buffers: a spare one, or a new one.
     pub fn take(&self) -> Buffers {
+        self.taken.set(self.taken.get() + 1);
         self.spare.borrow_mut().pop().unwrap_or_else(|| Buffers {
             read: BytesMut::with_capacity(READ_CHUNK),
             scratch: Scratch::default(),
         })
+    }
+
+    /// Sets taken since the worker started.
+    pub fn taken(&self) -> u64 {
+        self.taken.get()
     }
 
     /// Keeps `buffers` for the next connection that needs them, if there is room and

@@ -113,6 +113,14 @@ impl<S: Stream> Conn<S> {
         .await
     }
 
+    /// Frees the read buffer of a connection that has nothing buffered (the next read
+    /// takes a new one): for a connection kept idle for a while.
+    pub fn shed_buffer(&mut self) {
+        if self.buf.is_empty() && self.buf.capacity() > 0 {
+            self.buf = BytesMut::new();
+        }
+    }
+
     /// Completes when the stream may have bytes to read, taking no buffer meanwhile.
     pub async fn readable(&self) -> io::Result<()> {
         readable(&self.stream).await

@@ -1,11 +1,13 @@
 //! The process around the data path: binding listeners (`listen`), one worker thread per
-//! core (`worker`), the cap on client connections the descriptors allow (`capacity`), the active health-check thread (`checks`), the thread that follows
+//! core (`worker`), the cap on client connections the descriptors allow (`capacity`), the active health-check thread (`checks`), when a quiet worker gives its
+//! freed memory back (`give_back`), the thread that follows
 //! certificate files (`certificates`), and [`server::Proxy`], which starts, reloads and
 //! stops them all.
 
 pub mod capacity;
 pub mod certificates;
 pub mod checks;
+pub mod give_back;
 pub mod listen;
 pub mod server;
 pub mod view;

@@ -478,12 +478,17 @@ async fn drain(w: &Worker) {
     }
 }
 
-/// Closes idle pooled connections that expired or whose server left the config, and
-/// writes out the access log lines buffered.
+/// Closes idle pooled connections that expired or whose server left the config, writes
+/// out the access log lines buffered, and gives freed memory back once the worker is
+/// quiet (`give_back`).
 async fn reap_idle(ctx: Rc<Context>) {
     let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let mut quiet = crate::runtime::give_back::Quiet::new(ctx.stash.taken());
     loop {
         tick.tick().await;
+        if quiet.tick(ctx.stash.taken()) {
+            sluice_alloc::give_back();
+        }
         let generation = ctx.generation();
         ctx.pool
             .reap(|addr| generation.shared.addresses.contains(addr));

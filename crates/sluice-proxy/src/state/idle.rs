@@ -31,6 +31,9 @@ struct Idle {
     expires: Instant,
     /// The worker thread whose I/O driver the connection is registered with.
     owner: ThreadId,
+    /// Idle at a reap already: its read buffer is freed at the next (as in
+    /// `upstream::pool`).
+    reaped: bool,
 }
 
 /// One limited server's idle connections, newest last.
@@ -102,6 +105,7 @@ impl SharedIdle {
             conn,
             expires: clock::now() + idle_timeout,
             owner,
+            reaped: false,
         });
         self.len.store(list.len(), Ordering::Relaxed);
     }
@@ -113,7 +117,12 @@ impl SharedIdle {
         }
         let now = clock::now();
         let mut list = self.list.lock().unwrap_or_else(|p| p.into_inner());
-        list.retain(|i| !all && i.expires > now);
+        list.retain_mut(|i| {
+            if std::mem::replace(&mut i.reaped, true) {
+                i.conn.shed_buffer();
+            }
+            !all && i.expires > now
+        });
         self.len.store(list.len(), Ordering::Relaxed);
     }
 }
@@ -161,6 +170,22 @@ mod tests {
         );
         server.idle.reap(true);
         assert_eq!((server.open_conns(), server.idle.len()), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_connection_idle_since_the_last_reap_frees_its_read_buffer() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let server = ServerState::new(listener.local_addr().unwrap());
+        server.configure(Some(5), false);
+        let tcp = TcpStream::connect(server.addr).await.unwrap();
+        let _accepted = listener.accept().await.unwrap();
+        let conn = server.opened(ServerStream::Tcp(tcp));
+        assert!(conn.buf.capacity() > 0);
+        server.idle.checkin(conn, 5, 1, 10, IDLE);
+        server.idle.reap(false);
+        server.idle.reap(false);
+        let conn = server.idle.checkout().expect("kept and usable");
+        assert_eq!(conn.buf.capacity(), 0);
     }
 
     #[tokio::test]
