@@ -11,20 +11,23 @@
 #   2. burst: the same CLIENTS connections with all their requests in flight at once,
 #      then idle: what the balancer still holds once the burst's buffers were freed;
 #   3. h2: H2_CLIENTS HTTP/2 connections over TLS, one request each, then idle;
-#   4. silent: SILENT connections that send nothing; when the balancer closes them.
+#   4. https: HTTPS_CLIENTS HTTP/1.1 keep-alive connections over TLS (ALPN http/1.1),
+#      one request each, one after another, then idle;
+#   5. silent: SILENT connections that send nothing; when the balancer closes them.
 # Client sources are spread over 127.0.0.2 .. 127.0.0.(1 + SOURCES), so 100,000 clients
 # (CLIENTS=100000 SOURCES=8) do not run out of ephemeral ports.
 # Repeated RUNS times, balancers interleaved; medians, and ratios to nginx.
 # BASELINE=/path/to/an/older/sluice adds it as `sluice-base`, for before/after figures
 # in the same run. Loopback only; every step has a deadline.
 #
-# Usage: [RUNS=3] [CLIENTS=5000] [H2_CLIENTS=1000] [SILENT=2000] [SOURCES=4] [BASELINE=bin] bench/idle.sh
+# Usage: [RUNS=3] [CLIENTS=5000] [H2_CLIENTS=1000] [HTTPS_CLIENTS=1000] [SILENT=2000] [SOURCES=4] [BASELINE=bin] bench/idle.sh
 # Results: bench/runs/<date>-idle/ (summary.md, results.jsonl; the configs in raw.tar.xz).
 
 set -euo pipefail
 RUNS=${RUNS:-3}
 CLIENTS=${CLIENTS:-5000}
 H2_CLIENTS=${H2_CLIENTS:-1000}
+HTTPS_CLIENTS=${HTTPS_CLIENTS:-1000}
 SILENT=${SILENT:-2000}
 SOURCES=${SOURCES:-4}
 BASELINE=${BASELINE:-}
@@ -171,6 +174,11 @@ measure() {
     record "$lb" "$run" h2 "$out" "$line"
     stop "$pid"
     pid=$(fresh "$lb")
+    log "run $run: $lb: $HTTPS_CLIENTS idle HTTP/1.1 connections over TLS"
+    line=$(timeout 600 "$BIN/examples/idle_clients" https "127.0.0.1:${TLS_PORT[$lb]}" "$HTTPS_CLIENTS" "$pid" "$WORK/ca.pem" "$NAME_TLS" "$SOURCES")
+    record "$lb" "$run" https "$out" "$line"
+    stop "$pid"
+    pid=$(fresh "$lb")
     log "run $run: $lb: $SILENT silent connections"
     line=$(timeout 120 "$BIN/examples/idle_clients" silent "127.0.0.1:${PORT[$lb]}" "$SILENT" "$SOURCES")
     record "$lb" "$run" silent "$out" "$line"
@@ -199,26 +207,27 @@ main() {
 }
 
 summarise() {
-    python3 - "$1" "$RUNS" "$CLIENTS" "$SILENT" "$H2_CLIENTS" "$SOURCES" "$(git -C "$REPO" rev-parse --short HEAD)" "${BASELINE:+$("$BASELINE" --version 2>&1 | head -1)}" "${BALANCERS[@]}" <<'PY'
+    python3 - "$1" "$RUNS" "$CLIENTS" "$SILENT" "$H2_CLIENTS" "$HTTPS_CLIENTS" "$SOURCES" "$(git -C "$REPO" rev-parse --short HEAD)" "${BASELINE:+$("$BASELINE" --version 2>&1 | head -1)}" "${BALANCERS[@]}" <<'PY'
 import json, statistics, sys
-out, runs, clients, silent, h2, sources, commit, base = sys.argv[1:9]
-balancers = sys.argv[9:]
+out, runs, clients, silent, h2, https, sources, commit, base = sys.argv[1:10]
+balancers = sys.argv[10:]
 rows = [json.loads(l) for l in open(f"{out}/results.jsonl")]
 def med(lb, test, key):
     vals = [r[key] for r in rows if r["balancer"] == lb and r["test"] == test and r.get(key) is not None]
     return statistics.median(vals) if vals else None
 print(f"# Idle client connections, medians of {runs} runs (sluice {commit})\n")
-cmd = f"RUNS={runs} CLIENTS={clients} H2_CLIENTS={h2} SILENT={silent} SOURCES={sources}" + (" BASELINE=..." if base else "") + " bench/idle.sh"
+cmd = f"RUNS={runs} CLIENTS={clients} H2_CLIENTS={h2} HTTPS_CLIENTS={https} SILENT={silent} SOURCES={sources}" + (" BASELINE=..." if base else "") + " bench/idle.sh"
 print(f"command: `{cmd}`" + (f"; sluice-base: {base}" if base else "") + "\n")
 fmt = lambda v, f: f.format(v) if v is not None else "n/a"
 ratio = lambda v, n: fmt(v / n if v is not None and n else None, "{:.2f}×")
 print("KiB of resident memory per idle connection (the balancer's whole process tree, after minus before, divided by the connections):\n")
-print(f"| balancer | HTTP/1.1 keep-alive ({clients}) | ×nginx | after a burst ({clients}) | ×nginx | HTTP/2 over TLS ({h2}) | ×nginx |")
-print("|---|---:|---:|---:|---:|---:|---:|")
-ng = {t: med("nginx", t, "kib_per_client") for t in ("keepalive", "burst", "h2")}
+print(f"| balancer | HTTP/1.1 keep-alive ({clients}) | ×nginx | after a burst ({clients}) | ×nginx | HTTP/2 over TLS ({h2}) | ×nginx | HTTP/1.1 over TLS ({https}) | ×nginx |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+tests = ("keepalive", "burst", "h2", "https")
+ng = {t: med("nginx", t, "kib_per_client") for t in tests}
 for lb in balancers:
     cells = []
-    for t in ("keepalive", "burst", "h2"):
+    for t in tests:
         v = med(lb, t, "kib_per_client")
         cells += [fmt(v, "{:.2f}"), ratio(v, ng[t])]
     print(f"| {lb} | " + " | ".join(cells) + " |")

@@ -13,6 +13,10 @@
 //! connections over TLS (ALPN h2, server name NAME, trusting the CA in CA_FILE), one
 //! request each, then idle; the resident memory as above.
 //!
+//! `idle_clients https TARGET CLIENTS PID CA_FILE NAME [SOURCES]`: CLIENTS HTTP/1.1
+//! keep-alive connections over TLS (ALPN http/1.1), one after another, one `GET /`
+//! each, then idle; the resident memory as above.
+//!
 //! `idle_clients silent TARGET CLIENTS [SOURCES]`: opens CLIENTS connections that send
 //! nothing, and times how long the balancer keeps each one open (30 s at most).
 //!
@@ -22,12 +26,12 @@
 use sluice_lab::procfs::tree_rss_kib;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
 type Error = Box<dyn std::error::Error>;
 
-const USAGE: &str = "usage: idle_clients keepalive|burst TARGET CLIENTS PID [SOURCES]\n       idle_clients h2 TARGET CLIENTS PID CA_FILE NAME [SOURCES]\n       idle_clients silent TARGET CLIENTS [SOURCES]";
+const USAGE: &str = "usage: idle_clients keepalive|burst TARGET CLIENTS PID [SOURCES]\n       idle_clients h2|https TARGET CLIENTS PID CA_FILE NAME [SOURCES]\n       idle_clients silent TARGET CLIENTS [SOURCES]";
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
@@ -44,12 +48,18 @@ async fn main() -> Result<(), Error> {
             let sources = args.get(5).map_or(Ok(4), |s| s.parse())?;
             keepalive(target, clients, pid, sources, mode == "burst").await
         }
-        "h2" => {
+        mode @ ("h2" | "https") => {
             let pid: u32 = arg(4)?.parse()?;
-            let tls = h2_tls(arg(5)?)?;
-            let name = rustls::pki_types::ServerName::try_from(arg(6)?.clone())?;
+            let alpn: &[u8] = if mode == "h2" { b"h2" } else { b"http/1.1" };
+            let tls = Tls {
+                connector: tls_client(arg(5)?, alpn)?,
+                name: rustls::pki_types::ServerName::try_from(arg(6)?.clone())?,
+            };
             let sources = args.get(7).map_or(Ok(4), |s| s.parse())?;
-            idle_h2(target, clients, pid, (tls, name), sources).await
+            match mode {
+                "h2" => idle_h2(target, clients, pid, tls, sources).await,
+                _ => idle_https(target, clients, pid, tls, sources).await,
+            }
         }
         "silent" => {
             let sources = args.get(4).map_or(Ok(4), |s| s.parse())?;
@@ -137,8 +147,8 @@ async fn all_at_once(
     Ok(open)
 }
 
-/// A TLS client trusting the CA certificates of `ca_file`, offering only h2.
-fn h2_tls(ca_file: &str) -> Result<tokio_rustls::TlsConnector, Error> {
+/// A TLS client trusting the CA certificates of `ca_file`, offering only `alpn`.
+fn tls_client(ca_file: &str, alpn: &[u8]) -> Result<tokio_rustls::TlsConnector, Error> {
     use rustls::pki_types::{pem::PemObject, CertificateDer};
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(ca_file)? {
@@ -147,10 +157,30 @@ fn h2_tls(ca_file: &str) -> Result<tokio_rustls::TlsConnector, Error> {
     let mut config = rustls::ClientConfig::builder()
         .with_root_certificates(roots)
         .with_no_client_auth();
-    config.alpn_protocols = vec![b"h2".to_vec()];
+    config.alpn_protocols = vec![alpn.to_vec()];
     Ok(tokio_rustls::TlsConnector::from(std::sync::Arc::new(
         config,
     )))
+}
+
+/// A TLS client and the server name it asks for.
+struct Tls {
+    connector: tokio_rustls::TlsConnector,
+    name: rustls::pki_types::ServerName<'static>,
+}
+
+impl Tls {
+    /// The `i`th client's connection to `target`, its handshake done.
+    async fn open(
+        &self,
+        target: SocketAddr,
+        i: usize,
+        sources: u8,
+    ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, Error> {
+        let tcp = connect(target, source(i, sources)).await?;
+        let handshake = self.connector.connect(self.name.clone(), tcp);
+        Ok(tokio::time::timeout(Duration::from_secs(10), handshake).await??)
+    }
 }
 
 /// `clients` HTTP/2 connections over TLS, one request answered on each, then idle.
@@ -158,22 +188,17 @@ async fn idle_h2(
     target: SocketAddr,
     clients: usize,
     pid: u32,
-    (tls, name): (
-        tokio_rustls::TlsConnector,
-        rustls::pki_types::ServerName<'static>,
-    ),
+    tls: Tls,
     sources: u8,
 ) -> Result<(), Error> {
     let before = tree_rss_kib(pid);
     let started = Instant::now();
     let mut open = Vec::with_capacity(clients);
     for i in 0..clients {
-        let tcp = connect(target, source(i, sources)).await?;
-        let stream =
-            tokio::time::timeout(Duration::from_secs(10), tls.connect(name.clone(), tcp)).await??;
+        let stream = tls.open(target, i, sources).await?;
         let (mut send, connection) = h2::client::handshake(stream).await?;
         let driver = tokio::spawn(connection);
-        let request = http::Request::get(format!("https://{}/", name.to_str())).body(())?;
+        let request = http::Request::get(format!("https://{}/", tls.name.to_str())).body(())?;
         let (response, _) = send.send_request(request, true)?;
         let mut body = tokio::time::timeout(Duration::from_secs(10), response)
             .await??
@@ -185,6 +210,29 @@ async fn idle_h2(
         open.push((send, driver));
     }
     let still_open = || open.iter().filter(|(_, d)| !d.is_finished()).count();
+    report(clients, pid, (before, started), still_open).await;
+    Ok(())
+}
+
+/// `clients` HTTP/1.1 keep-alive connections over TLS, one after another, one request
+/// answered on each, then idle.
+async fn idle_https(
+    target: SocketAddr,
+    clients: usize,
+    pid: u32,
+    tls: Tls,
+    sources: u8,
+) -> Result<(), Error> {
+    let before = tree_rss_kib(pid);
+    let started = Instant::now();
+    let mut open = Vec::with_capacity(clients);
+    for i in 0..clients {
+        let mut stream = tls.open(target, i, sources).await?;
+        stream.write_all(GET).await?;
+        tokio::time::timeout(Duration::from_secs(10), read_response(&mut stream)).await??;
+        open.push(stream);
+    }
+    let still_open = || count_open(open.iter().map(|s| s.get_ref().0));
     report(clients, pid, (before, started), still_open).await;
     Ok(())
 }
@@ -246,7 +294,7 @@ async fn connect(target: SocketAddr, source: IpAddr) -> Result<TcpStream, Error>
 }
 
 /// Reads one response with a Content-Length body.
-async fn read_response(stream: &mut TcpStream) -> Result<(), Error> {
+async fn read_response(stream: &mut (impl AsyncRead + Unpin)) -> Result<(), Error> {
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
@@ -272,9 +320,9 @@ async fn read_response(stream: &mut TcpStream) -> Result<(), Error> {
 }
 
 /// How many connections the balancer has not closed (a non-blocking read each).
-fn count_open(open: &[TcpStream]) -> usize {
+fn count_open<'a>(open: impl IntoIterator<Item = &'a TcpStream>) -> usize {
     let mut buf = [0u8; 1];
-    open.iter()
+    open.into_iter()
         .filter(|s| matches!(s.try_read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock))
         .count()
 }

@@ -16,8 +16,8 @@ pub struct GeneratorCpu {
 
 impl GeneratorCpu {
     /// Short of CPU by the rule a tier's CPU is saturated by: busy, or nearly so while
-    /// its quota stopped it in most periods (a quota, or a machine other processes
-    /// fill, keeps a generator that wants more from reading as full).
+    /// its quota stopped it in most periods (over a short step, on a busy machine, a
+    /// generator held at its quota can read as 70-80% of it).
     pub fn short(self) -> bool {
         self.util >= GENERATOR_BUSY
             || (self.util >= CPU_THROTTLED_UTIL && self.throttled_pct >= CPU_THROTTLED_PCT)

@@ -46,7 +46,7 @@ const MAX_KEPT_CAPACITY: usize = 4 * READ_CHUNK;
 pub struct Stash {
     spare: RefCell<Vec<Buffers>>,
     /// Sets taken so far: one per request, or per wake-up of an idle connection; how
-    /// busy the worker is (see `runtime::worker`'s upkeep).
+    /// busy the worker is (see `runtime::give_back`).
     taken: Cell<u64>,
 }
 
