@@ -56,10 +56,7 @@ async fn main() -> Result<(), Error> {
                 name: rustls::pki_types::ServerName::try_from(arg(6)?.clone())?,
             };
             let sources = args.get(7).map_or(Ok(4), |s| s.parse())?;
-            match mode {
-                "h2" => idle_h2(target, clients, pid, tls, sources).await,
-                _ => idle_https(target, clients, pid, tls, sources).await,
-            }
+            idle_tls(target, clients, pid, (tls, mode == "h2"), sources).await
         }
         "silent" => {
             let sources = args.get(4).map_or(Ok(4), |s| s.parse())?;
@@ -183,12 +180,33 @@ impl Tls {
     }
 }
 
-/// `clients` HTTP/2 connections over TLS, one request answered on each, then idle.
-async fn idle_h2(
+/// A connection kept open over TLS, its request answered.
+enum Held {
+    H2 {
+        /// Kept: dropping a connection's last sender ends it.
+        _send: h2::client::SendRequest<bytes::Bytes>,
+        driver: tokio::task::JoinHandle<Result<(), h2::Error>>,
+    },
+    Https(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl Held {
+    /// Whether the balancer has not closed it.
+    fn open(&self) -> bool {
+        match self {
+            Held::H2 { driver, .. } => !driver.is_finished(),
+            Held::Https(stream) => count_open([stream.get_ref().0]) == 1,
+        }
+    }
+}
+
+/// `clients` connections over TLS, one after another, each speaking HTTP/2 (`h2`) or
+/// HTTP/1.1 keep-alive, one request answered on each, then idle.
+async fn idle_tls(
     target: SocketAddr,
     clients: usize,
     pid: u32,
-    tls: Tls,
+    (tls, h2): (Tls, bool),
     sources: u8,
 ) -> Result<(), Error> {
     let before = tree_rss_kib(pid);
@@ -196,45 +214,44 @@ async fn idle_h2(
     let mut open = Vec::with_capacity(clients);
     for i in 0..clients {
         let stream = tls.open(target, i, sources).await?;
-        let (mut send, connection) = h2::client::handshake(stream).await?;
-        let driver = tokio::spawn(connection);
-        let request = http::Request::get(format!("https://{}/", tls.name.to_str())).body(())?;
-        let (response, _) = send.send_request(request, true)?;
-        let mut body = tokio::time::timeout(Duration::from_secs(10), response)
-            .await??
-            .into_body();
-        while let Some(chunk) = body.data().await {
-            let chunk = chunk?;
-            body.flow_control().release_capacity(chunk.len())?;
-        }
-        open.push((send, driver));
+        let held = match h2 {
+            true => ask_h2(stream, &tls.name).await?,
+            false => ask_https(stream).await?,
+        };
+        open.push(held);
     }
-    let still_open = || open.iter().filter(|(_, d)| !d.is_finished()).count();
+    let still_open = || open.iter().filter(|h| h.open()).count();
     report(clients, pid, (before, started), still_open).await;
     Ok(())
 }
 
-/// `clients` HTTP/1.1 keep-alive connections over TLS, one after another, one request
-/// answered on each, then idle.
-async fn idle_https(
-    target: SocketAddr,
-    clients: usize,
-    pid: u32,
-    tls: Tls,
-    sources: u8,
-) -> Result<(), Error> {
-    let before = tree_rss_kib(pid);
-    let started = Instant::now();
-    let mut open = Vec::with_capacity(clients);
-    for i in 0..clients {
-        let mut stream = tls.open(target, i, sources).await?;
-        stream.write_all(GET).await?;
-        tokio::time::timeout(Duration::from_secs(10), read_response(&mut stream)).await??;
-        open.push(stream);
+/// One HTTP/2 request on `stream`, its response read whole.
+async fn ask_h2(
+    stream: tokio_rustls::client::TlsStream<TcpStream>,
+    name: &rustls::pki_types::ServerName<'static>,
+) -> Result<Held, Error> {
+    let (mut send, connection) = h2::client::handshake(stream).await?;
+    let driver = tokio::spawn(connection);
+    let request = http::Request::get(format!("https://{}/", name.to_str())).body(())?;
+    let (response, _) = send.send_request(request, true)?;
+    let mut body = tokio::time::timeout(Duration::from_secs(10), response)
+        .await??
+        .into_body();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk?;
+        body.flow_control().release_capacity(chunk.len())?;
     }
-    let still_open = || count_open(open.iter().map(|s| s.get_ref().0));
-    report(clients, pid, (before, started), still_open).await;
-    Ok(())
+    Ok(Held::H2 {
+        _send: send,
+        driver,
+    })
+}
+
+/// One HTTP/1.1 request on `stream`, its response read whole.
+async fn ask_https(mut stream: tokio_rustls::client::TlsStream<TcpStream>) -> Result<Held, Error> {
+    stream.write_all(GET).await?;
+    tokio::time::timeout(Duration::from_secs(10), read_response(&mut stream)).await??;
+    Ok(Held::Https(Box::new(stream)))
 }
 
 /// Opens `clients` silent connections and reports when the balancer closed them.
