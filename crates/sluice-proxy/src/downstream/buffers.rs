@@ -65,6 +65,13 @@ impl Stash {
         self.taken.get()
     }
 
+    /// Frees the spare sets: for a worker gone quiet, whose next requests can afford a
+    /// new set each (`runtime::give_back`).
+    pub fn release(&self) {
+        self.spare.borrow_mut().clear();
+        self.spare.borrow_mut().shrink_to_fit();
+    }
+
     /// Keeps `buffers` for the next connection that needs them, if there is room and
     /// they are not oversized; frees them otherwise.
     pub fn give(&self, mut buffers: Buffers) {
@@ -103,5 +110,23 @@ impl Stash {
         response_edits.clear();
         buffers.read.clear();
         spare.push(buffers);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_released_stash_keeps_no_spare_set_and_still_hands_out_sets() {
+        let stash = Stash::default();
+        let sets: Vec<Buffers> = (0..4).map(|_| stash.take()).collect();
+        sets.into_iter().for_each(|b| stash.give(b));
+        assert_eq!(stash.spare.borrow().len(), 4);
+        stash.release();
+        assert_eq!(stash.spare.borrow().capacity(), 0);
+        let again = stash.take();
+        assert_eq!(again.read.capacity(), READ_CHUNK);
+        assert_eq!(stash.taken(), 5);
     }
 }

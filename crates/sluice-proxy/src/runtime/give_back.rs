@@ -4,7 +4,9 @@
 //! it allocates again: a worker that went quiet after a burst kept the burst's buffers
 //! resident for as long as it stayed quiet (3 KiB per client that stayed connected,
 //! where an idle client holds 1). The worker's upkeep tick asks [`Quiet`] whether to give
-//! back; how busy it was is the buffer sets its connections took (one per request).
+//! back; how busy it was is the buffer sets its connections took (one per request). When
+//! it gives back it frees its stash's spare sets first (5,000 clients idle after a burst:
+//! 1.48 -> 1.27 KiB each, medians of five `idle_clients burst` runs).
 
 /// Buffer sets taken in one tick at or below which a worker is quiet.
 const QUIET_TAKES: u64 = 16;

@@ -487,6 +487,7 @@ async fn reap_idle(ctx: Rc<Context>) {
     loop {
         tick.tick().await;
         if quiet.tick(ctx.stash.taken()) {
+            ctx.stash.release();
             sluice_alloc::give_back();
         }
         let generation = ctx.generation();
