@@ -126,15 +126,12 @@ backend app
 CFG
 }
 
-# start NAME: starts the balancer, prints its pid.
+# start NAME: starts the balancer (sluice-base here, the others as lib.sh does), prints its pid.
 start() {
     case $1 in
-        sluice) SLUICE_LOG=warn "$BIN/sluice" serve -c "$WORK/sluice.toml" >>"$WORK/sluice.log" 2>&1 & ;;
-        sluice-base) SLUICE_LOG=warn "$BASELINE" serve -c "$WORK/sluice-base.toml" >>"$WORK/sluice-base.log" 2>&1 & ;;
-        nginx) nginx -c "$WORK/nginx/nginx.conf" -g 'daemon off;' >>"$WORK/nginx.log" 2>&1 & ;;
-        haproxy) haproxy -f "$WORK/haproxy.cfg" -db >>"$WORK/haproxy.log" 2>&1 & ;;
+        sluice-base) SLUICE_LOG=warn "$BASELINE" serve -c "$WORK/sluice-base.toml" >>"$WORK/sluice-base.log" 2>&1 & echo $! ;;
+        *) start_balancer "$1" ;;
     esac
-    echo $!
 }
 
 # fresh LB: starts the balancer, waits for it, prints its pid.
@@ -187,11 +184,8 @@ measure() {
 
 main() {
     write_configs
-    local out n=2
-    out=$REPO/bench/runs/$(date +%Y-%m-%d)-idle
-    local base=$out
-    while [[ -e $out ]]; do out=$base-$n; n=$((n + 1)); done
-    mkdir -p "$out"
+    local out
+    out=$(new_run_dir idle)
     "$BIN/sluice" backend --listen "$BACKEND" --name app --workers 1 2>/dev/null &
     PIDS+=($!)
     wait_port "${BACKEND##*:}"

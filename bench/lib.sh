@@ -1,6 +1,6 @@
-# bench/lib.sh: what the memory benchmarks (tunnels.sh, idle.sh) share. Sourced, not run.
+# bench/lib.sh: what tunnels.sh, idle.sh and syscalls.sh share. Sourced, not run.
 # Before sourcing, set NAME (the log prefix). Sets REPO, CARGO_TARGET_DIR, BIN, WORK,
-# PIDS and NOFILE; installs nginx and HAProxy if missing; stops every pid in PIDS and
+# PIDS and NOFILE; defines start_balancer and new_run_dir; installs nginx and HAProxy if missing; stops every pid in PIDS and
 # removes WORK on exit.
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,4 +33,25 @@ wait_port() {
         sleep 0.05
     done
     return 1
+}
+
+# start_balancer NAME: starts sluice, nginx or HAProxy on its config in WORK (sluice.toml,
+# nginx/nginx.conf, haproxy.cfg), its output in WORK/NAME.log; prints its pid.
+start_balancer() {
+    case $1 in
+        sluice) SLUICE_LOG=warn "$BIN/sluice" serve -c "$WORK/sluice.toml" >>"$WORK/sluice.log" 2>&1 & ;;
+        nginx) nginx -c "$WORK/nginx/nginx.conf" -g 'daemon off;' >>"$WORK/nginx.log" 2>&1 & ;;
+        haproxy) haproxy -f "$WORK/haproxy.cfg" -db >>"$WORK/haproxy.log" 2>&1 & ;;
+    esac
+    echo $!
+}
+
+# new_run_dir KIND: makes and prints bench/runs/<date>-KIND, or -KIND-2, -3... if taken.
+new_run_dir() {
+    local base out n=2
+    base=$REPO/bench/runs/$(date +%Y-%m-%d)-$1
+    out=$base
+    while [[ -e $out ]]; do out=$base-$n; n=$((n + 1)); done
+    mkdir -p "$out"
+    echo "$out"
 }

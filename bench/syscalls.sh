@@ -72,15 +72,6 @@ backend app
 CFG
 }
 
-start() {
-    case $1 in
-        sluice) SLUICE_LOG=warn "$BIN/sluice" serve -c "$WORK/sluice.toml" >>"$WORK/sluice.log" 2>&1 & ;;
-        nginx) nginx -c "$WORK/nginx/nginx.conf" -g 'daemon off;' >>"$WORK/nginx.log" 2>&1 & ;;
-        haproxy) haproxy -f "$WORK/haproxy.cfg" -db >>"$WORK/haproxy.log" 2>&1 & ;;
-    esac
-    echo $!
-}
-
 # ticks PIDS: user and system CPU ticks of the processes (all their threads).
 ticks() {
     local u=0 s=0 pid f
@@ -94,7 +85,7 @@ ticks() {
 # measure LB RUN OUT: one fixed-rate run with the counters around it; one JSON line.
 measure() {
     local lb=$1 run=$2 out=$3 pid pids u0 s0 u1 s1 done_
-    pid=$(start "$lb")
+    pid=$(start_balancer "$lb")
     wait_port "${PORT[$lb]}" || { log "$lb did not start"; tail -5 "$WORK/$lb.log" >&2; exit 1; }
     sleep 0.5
     pids=$(echo "$pid" $(pgrep -P "$pid") | tr ' ' ',')
@@ -149,11 +140,8 @@ PY
 
 main() {
     write_configs
-    local out n=2
-    out=$REPO/bench/runs/$(date +%Y-%m-%d)-syscalls
-    local base=$out
-    while [[ -e $out ]]; do out=$base-$n; n=$((n + 1)); done
-    mkdir -p "$out"
+    local out
+    out=$(new_run_dir syscalls)
     for b in "${BACKENDS[@]}"; do
         "$BIN/sluice" backend --listen "$b" --name "app-${b##*:}" --workers 1 2>/dev/null &
         PIDS+=($!)

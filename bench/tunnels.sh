@@ -76,24 +76,10 @@ backend ws
 CFG
 }
 
-# start NAME: starts the balancer, prints its pid.
-start() {
-    case $1 in
-        sluice) SLUICE_LOG=warn "$BIN/sluice" serve -c "$WORK/sluice.toml" >>"$WORK/sluice.log" 2>&1 & ;;
-        nginx) nginx -c "$WORK/nginx/nginx.conf" -g 'daemon off;' >>"$WORK/nginx.log" 2>&1 & ;;
-        haproxy) haproxy -f "$WORK/haproxy.cfg" -db >>"$WORK/haproxy.log" 2>&1 & ;;
-    esac
-    echo $!
-}
-
 main() {
     write_configs
-    local day out
-    day=$(date +%Y-%m-%d)
-    out=$REPO/bench/runs/$day-tunnels
-    local base=$out n=2
-    while [[ -e $out ]]; do out=$base-$n; n=$((n + 1)); done
-    mkdir -p "$out"
+    local out
+    out=$(new_run_dir tunnels)
     "$BIN/sluice" backend --listen "$BACKEND" --name echo --workers 1 2>/dev/null &
     PIDS+=($!)
     wait_port "${BACKEND##*:}"
@@ -101,7 +87,7 @@ main() {
     for run in $(seq "$RUNS"); do
         for lb in nginx haproxy sluice; do
             local pid
-            pid=$(start "$lb")
+            pid=$(start_balancer "$lb")
             PIDS+=("$pid")
             wait_port "${PORT[$lb]}" || { log "$lb did not start:"; tail -5 "$WORK/$lb.log" >&2; exit 1; }
             sleep 0.5
