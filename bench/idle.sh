@@ -14,6 +14,10 @@
 #   4. https: HTTPS_CLIENTS HTTP/1.1 keep-alive connections over TLS (ALPN http/1.1),
 #      one request each, one after another, then idle;
 #   5. silent: SILENT connections that send nothing; when the balancer closes them.
+# Before measuring 1-4, idle_clients warms the balancer up with 200 connections of the
+# same kind, closes them and waits 5 s, so that the figure is what each client adds,
+# not the code and first allocations the first requests bring in once. The resident
+# memory is reported whole and, apart, its anonymous part (without file pages).
 # Client sources are spread over 127.0.0.2 .. 127.0.0.(1 + SOURCES), so 100,000 clients
 # (CLIENTS=100000 SOURCES=8) do not run out of ephemeral ports.
 # Repeated RUNS times, balancers interleaved; medians, and ratios to nginx.
@@ -214,17 +218,21 @@ cmd = f"RUNS={runs} CLIENTS={clients} H2_CLIENTS={h2} HTTPS_CLIENTS={https} SILE
 print(f"command: `{cmd}`" + (f"; sluice-base: {base}" if base else "") + "\n")
 fmt = lambda v, f: f.format(v) if v is not None else "n/a"
 ratio = lambda v, n: fmt(v / n if v is not None and n else None, "{:.2f}×")
-print("KiB of resident memory per idle connection (the balancer's whole process tree, after minus before, divided by the connections):\n")
-print(f"| balancer | HTTP/1.1 keep-alive ({clients}) | ×nginx | after a burst ({clients}) | ×nginx | HTTP/2 over TLS ({h2}) | ×nginx | HTTP/1.1 over TLS ({https}) | ×nginx |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 tests = ("keepalive", "burst", "h2", "https")
-ng = {t: med("nginx", t, "kib_per_client") for t in tests}
-for lb in balancers:
-    cells = []
-    for t in tests:
-        v = med(lb, t, "kib_per_client")
-        cells += [fmt(v, "{:.2f}"), ratio(v, ng[t])]
-    print(f"| {lb} | " + " | ".join(cells) + " |")
+def table(key):
+    print(f"| balancer | HTTP/1.1 keep-alive ({clients}) | ×nginx | after a burst ({clients}) | ×nginx | HTTP/2 over TLS ({h2}) | ×nginx | HTTP/1.1 over TLS ({https}) | ×nginx |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    ng = {t: med("nginx", t, key) for t in tests}
+    for lb in balancers:
+        cells = []
+        for t in tests:
+            v = med(lb, t, key)
+            cells += [fmt(v, "{:.2f}"), ratio(v, ng[t])]
+        print(f"| {lb} | " + " | ".join(cells) + " |")
+print("KiB of resident memory per idle connection (the balancer's whole process tree, after minus before, divided by the connections; after a warm-up):\n")
+table("kib_per_client")
+print("\nOf which anonymous memory (the resident set without file pages), KiB per idle connection:\n")
+table("anon_kib_per_client")
 print(f"\nSilent connections ({silent}, sending nothing): when each balancer closed them.\n")
 print("| balancer | closed | first close (s) | median close (s) | last close (s) |")
 print("|---|---:|---:|---:|---:|")

@@ -20,10 +20,16 @@
 //! `idle_clients silent TARGET CLIENTS [SOURCES]`: opens CLIENTS connections that send
 //! nothing, and times how long the balancer keeps each one open (30 s at most).
 //!
+//! Before measuring, each mode warms the balancer up with `WARM_UP` connections of its
+//! kind, then closes them and waits `SETTLE`: what a client adds is then measured, not
+//! the code its first requests page in and the balancer's first allocations, made once.
+//! Both the resident memory and its anonymous part (without the program's code and other
+//! file pages) are printed.
+//!
 //! Source addresses are spread over 127.0.0.2 .. 127.0.0.(1 + SOURCES) so ephemeral
 //! ports do not run out. Prints one JSON line. Loopback only; every step has a deadline.
 
-use sluice_lab::procfs::tree_rss_kib;
+use sluice_lab::procfs::{tree_anon_kib, tree_rss_kib};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -73,7 +79,9 @@ async fn keepalive(
     sources: u8,
     burst: bool,
 ) -> Result<(), Error> {
-    let before = tree_rss_kib(pid);
+    drop(all_at_once(target, WARM_UP, sources).await?);
+    tokio::time::sleep(SETTLE).await;
+    let before = Memory::of(pid);
     let started = Instant::now();
     let open = if burst {
         all_at_once(target, clients, sources).await?
@@ -84,23 +92,50 @@ async fn keepalive(
     Ok(())
 }
 
+/// Connections a mode opens and closes before measuring (see the module's docs).
+const WARM_UP: usize = 200;
+/// How long the balancer is left alone after the warm-up: longer than sluice's pooled
+/// connections' idle timeout (4 s) and its workers' wait before giving memory back.
+const SETTLE: Duration = Duration::from_secs(5);
+
+/// The resident memory of a process and its children, KiB: all of it, and its
+/// anonymous part.
+#[derive(Clone, Copy)]
+struct Memory {
+    rss: u64,
+    anon: u64,
+}
+
+impl Memory {
+    fn of(pid: u32) -> Self {
+        Memory {
+            rss: tree_rss_kib(pid),
+            anon: tree_anon_kib(pid),
+        }
+    }
+}
+
 /// Once the connections settled (2 s), prints one JSON line: the resident memory of
 /// process `pid` before (`at_start`, with when the connections began to open) and
 /// after, per connection, and how many are still open.
 async fn report(
     clients: usize,
     pid: u32,
-    at_start: (u64, Instant),
+    at_start: (Memory, Instant),
     still_open: impl Fn() -> usize,
 ) {
     let (before, started) = at_start;
     let open_secs = started.elapsed().as_secs_f64();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let after = tree_rss_kib(pid);
+    let after = Memory::of(pid);
     let still_open = still_open();
-    let per_client = (after as f64 - before as f64) / clients as f64;
+    let per_client = |before: u64, after: u64| (after as f64 - before as f64) / clients as f64;
     println!(
-        "{{\"clients\":{clients},\"open_seconds\":{open_secs:.2},\"rss_before_kib\":{before},\"rss_after_kib\":{after},\"kib_per_client\":{per_client:.2},\"still_open\":{still_open}}}"
+        "{{\"clients\":{clients},\"open_seconds\":{open_secs:.2},\"rss_before_kib\":{},\"rss_after_kib\":{},\"kib_per_client\":{:.2},\"anon_kib_per_client\":{:.2},\"still_open\":{still_open}}}",
+        before.rss,
+        after.rss,
+        per_client(before.rss, after.rss),
+        per_client(before.anon, after.anon),
     );
 }
 
@@ -209,20 +244,33 @@ async fn idle_tls(
     (tls, h2): (Tls, bool),
     sources: u8,
 ) -> Result<(), Error> {
-    let before = tree_rss_kib(pid);
+    let ask = |i| ask_tls(&tls, target, i, sources, h2);
+    drop(futures_util::future::try_join_all((0..WARM_UP).map(ask)).await?);
+    tokio::time::sleep(SETTLE).await;
+    let before = Memory::of(pid);
     let started = Instant::now();
     let mut open = Vec::with_capacity(clients);
     for i in 0..clients {
-        let stream = tls.open(target, i, sources).await?;
-        let held = match h2 {
-            true => ask_h2(stream, &tls.name).await?,
-            false => ask_https(stream).await?,
-        };
-        open.push(held);
+        open.push(ask(i).await?);
     }
     let still_open = || open.iter().filter(|h| h.open()).count();
     report(clients, pid, (before, started), still_open).await;
     Ok(())
+}
+
+/// The `i`th client's connection over TLS, one request answered on it.
+async fn ask_tls(
+    tls: &Tls,
+    target: SocketAddr,
+    i: usize,
+    sources: u8,
+    h2: bool,
+) -> Result<Held, Error> {
+    let stream = tls.open(target, i, sources).await?;
+    match h2 {
+        true => ask_h2(stream, &tls.name).await,
+        false => ask_https(stream).await,
+    }
 }
 
 /// One HTTP/2 request on `stream`, its response read whole.

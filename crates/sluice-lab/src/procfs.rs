@@ -6,6 +6,16 @@ pub fn tree_rss_kib(pid: u32) -> u64 {
     tree(pid).into_iter().map(rss_kib).sum()
 }
 
+/// Anonymous resident memory, KiB, of `pid` and all its descendants: the resident set
+/// without the pages of files (the program's code, read in once and shared), which is
+/// what a process's clients cost it.
+pub fn tree_anon_kib(pid: u32) -> u64 {
+    tree(pid)
+        .into_iter()
+        .map(|pid| status_kib(pid, "RssAnon:"))
+        .sum()
+}
+
 /// `pid` and every process descending from it.
 pub fn tree(pid: u32) -> Vec<u32> {
     trees(&[pid]).pop().unwrap_or_else(|| vec![pid])
@@ -300,10 +310,15 @@ fn parent_of(pid: u32) -> Option<u32> {
 
 /// Resident memory of one process, KiB (0 if it is gone).
 pub fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:")
+}
+
+/// A KiB figure of `/proc/PID/status` (`field` with its colon); 0 if unreadable.
+fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
@@ -324,7 +339,9 @@ mod tests {
         assert!(super::tree(me).contains(&child.id()));
         assert!(!super::tree(child.id()).contains(&me));
         assert!(super::tree_rss_kib(me) > 0);
+        assert!(super::tree_anon_kib(me) > 0);
         assert_eq!(super::rss_kib(u32::MAX), 0);
+        assert_eq!(super::tree_anon_kib(u32::MAX), 0);
         assert!(super::tree(me).contains(&child.id()));
         assert!(super::open_fds(me) >= 3);
         let _ = child.kill();
