@@ -37,7 +37,8 @@ SOURCES=${SOURCES:-4}
 BASELINE=${BASELINE:-}
 NAME=idle
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-(cd "$REPO" && cargo build --locked --release -p sluice -p sluice-lab --example idle_clients)
+# Two builds: with `--example`, cargo builds only the example, not sluice itself.
+(cd "$REPO" && cargo build --locked --release -p sluice && cargo build --locked --release -p sluice-lab --example idle_clients)
 
 BACKEND=127.0.0.1:19601
 declare -A PORT=([sluice]=19610 [nginx]=19611 [haproxy]=19612 [sluice-base]=19613)

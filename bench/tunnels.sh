@@ -18,7 +18,8 @@ RUNS=${RUNS:-3}
 TUNNELS=${TUNNELS:-9000}
 NAME=tunnels
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-(cd "$REPO" && cargo build --locked --release -p sluice -p sluice-lab --example ws_tunnels)
+# Two builds: with `--example`, cargo builds only the example, not sluice itself.
+(cd "$REPO" && cargo build --locked --release -p sluice && cargo build --locked --release -p sluice-lab --example ws_tunnels)
 
 BACKEND=127.0.0.1:19501
 declare -A PORT=([sluice]=19510 [nginx]=19511 [haproxy]=19512)
