@@ -14,7 +14,7 @@
 #   4. https: HTTPS_CLIENTS HTTP/1.1 keep-alive connections over TLS (ALPN http/1.1),
 #      one request each, one after another, then idle;
 #   5. silent: SILENT connections that send nothing; when the balancer closes them.
-# Before measuring 1-4, idle_clients warms the balancer up with 200 connections of the
+# Before measuring 1-4, idle_clients warms the balancer up with 20 connections of the
 # same kind, closes them and waits 5 s, so that the figure is what each client adds,
 # not the code and first allocations the first requests bring in once. The resident
 # memory is reported whole and, apart, its anonymous part (without file pages).
