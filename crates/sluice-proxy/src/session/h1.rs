@@ -37,22 +37,30 @@ use tokio::time::Instant;
 /// costs its socket and this future's 128 bytes (issue 32). A function returning an
 /// async block, not an `async fn`: an `async fn` keeps its arguments twice (as given,
 /// and moved into its body), the stream's 32 bytes among them.
+///
+/// What it serves with comes as [`Parts`]: borrowed, or owned by this future when
+/// nothing else holds them (a plain connection's session box, `runtime::worker`), so
+/// that the box keeps one stream, not the one it was given and the one moved in here.
 #[allow(clippy::manual_async_fn)]
-pub fn serve<'a, S: Stream + 'a>(
-    ctx: &'a Context,
+pub fn serve<'a, S: Stream + 'a, P: Parts + 'a>(
+    parts: P,
     mut stream: S,
-    client: &'a Client,
-    stats: &'a ListenerStats,
 ) -> impl Future<Output = ()> + 'a {
     async move {
-        let _open = Counted::open(stats);
+        let _open = Counted::open(parts.parts().2);
         let mut accepted = Some(crate::clock::now());
+        // The parts are taken from `parts` where used, in blocks that end before each
+        // wait: held across one, their three references would be kept in this future.
         loop {
-            let until = idle_until(ctx, accepted);
-            if !idle(ctx, &stream, until).await {
+            let until = idle_until(parts.parts().0, accepted);
+            let wait = idle(parts.parts().0, &stream, until);
+            if !wait.await {
                 break;
             }
-            let active = active(ctx, stream, (client, stats), accepted.take(), until);
+            let active = {
+                let (ctx, client, stats) = parts.parts();
+                active(ctx, stream, (client, stats), accepted.take(), until)
+            };
             let (back, again) = Box::pin(active).await;
             stream = back;
             if !again {
@@ -63,6 +71,18 @@ pub fn serve<'a, S: Stream + 'a>(
             // Boxed: its timer would otherwise be in every idle connection's future.
             Box::pin(close_notify(&mut stream)).await;
         }
+    }
+}
+
+/// What a session serves with: its worker's context, the client and its listener's
+/// figures.
+pub trait Parts {
+    fn parts(&self) -> (&Context, &Client, &ListenerStats);
+}
+
+impl Parts for (&Context, &Client, &ListenerStats) {
+    fn parts(&self) -> (&Context, &Client, &ListenerStats) {
+        *self
     }
 }
 
@@ -387,7 +407,7 @@ mod tests {
     /// as a task of its own).
     async fn serve(ctx: &Context, stream: TcpStream, who: &Client, stats: &ListenerStats) {
         tokio::select! {
-            () = super::serve(ctx, stream, who, stats) => {}
+            () = super::serve((ctx, who, stats), stream) => {}
             () = ctx.idle.sweep() => unreachable!("the sweep runs for the worker's life"),
         }
     }

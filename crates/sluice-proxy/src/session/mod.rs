@@ -13,7 +13,7 @@ mod refusals;
 mod request;
 mod stages;
 
-pub use h1::serve;
+pub use h1::{serve, Parts};
 
 use crate::metrics::ListenerStats;
 
