@@ -221,8 +221,9 @@ struct Held {
 type Session = Pin<Box<dyn Future<Output = ()>>>;
 
 /// What a session owns: what its connection holds, the client it serves and its count
-/// against `max_conns_per_client`. Borrowed in place by the session's future (taken
-/// apart there, each part was kept twice: a 792-byte box per idle HTTP/1.1 client).
+/// against `max_conns_per_client`. Owned by a plain HTTP/1.1 session's future
+/// (`plain_session`), borrowed in place by the other protocols' (taken apart there,
+/// each part was kept twice: a 792-byte box per idle HTTP/1.1 client).
 struct Served {
     held: Held,
     client: Client,

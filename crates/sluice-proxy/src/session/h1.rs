@@ -34,7 +34,8 @@ use tokio::time::Instant;
 /// nothing more ([`Idle`]): the machinery that reads heads and serves requests
 /// ([`active`]: the read buffer and scratch space, the read timer, a request's state)
 /// is boxed when bytes come and dropped when none are left buffered, so an idle client
-/// costs its socket and this future's 128 bytes (issue 32). A function returning an
+/// costs its socket and this future's 128 bytes (232 when it owns its [`Parts`];
+/// issue 32). A function returning an
 /// async block, not an `async fn`: an `async fn` keeps its arguments twice (as given,
 /// and moved into its body), the stream's 32 bytes among them.
 ///
