@@ -35,9 +35,9 @@ use tokio::time::Instant;
 /// ([`active`]: the read buffer and scratch space, the read timer, a request's state)
 /// is boxed when bytes come and dropped when none are left buffered, so an idle client
 /// costs its socket and this future's 128 bytes (232 when it owns its [`Parts`];
-/// issue 32). A function returning an
-/// async block, not an `async fn`: an `async fn` keeps its arguments twice (as given,
-/// and moved into its body), the stream's 32 bytes among them.
+/// issue 32). A function returning an async block, not an `async fn`: an `async fn`
+/// keeps its arguments twice (as given, and moved into its body), the stream's 32
+/// bytes among them.
 ///
 /// What it serves with comes as [`Parts`]: borrowed, or owned by this future when
 /// nothing else holds them (a plain connection's session box, `runtime::worker`), so
