@@ -47,20 +47,29 @@ use wakes::{Wakes, CONN, STREAMS};
 
 /// Serves an HTTP/2 connection until the client ends it, it idles `keepalive_timeout`
 /// without a stream, or the worker drains (GOAWAY, then the streams in flight finish).
-pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
-    ctx: &Context,
+///
+/// A function returning an async block, its handshake boxed and made before it: an
+/// `async fn` (or a block given the stream) would keep the stream for the connection's
+/// life after the handshake moved it into h2's connection (1,216 bytes over TLS,
+/// rustls's connection inline).
+#[allow(clippy::manual_async_fn)]
+pub fn serve<'a, S: AsyncRead + AsyncWrite + Unpin + 'a>(
+    ctx: &'a Context,
     stream: S,
-    client: &Client,
-    stats: &ListenerStats,
-) {
-    let _open = Counted::open(stats);
+    client: &'a Client,
+    stats: &'a ListenerStats,
+) -> impl Future<Output = ()> + 'a {
     let config = ctx.generation().shared.config.clone();
     let handshake = builder(&config).handshake(stream);
-    let Ok(Ok(conn)) = tokio::time::timeout(config.header_timeout, handshake).await else {
-        return;
-    };
-    let from = From { ctx, client, stats };
-    run(conn, &from, &config).await;
+    let handshake = Box::pin(tokio::time::timeout(config.header_timeout, handshake));
+    async move {
+        let _open = Counted::open(stats);
+        let Ok(Ok(conn)) = handshake.await else {
+            return;
+        };
+        let from = From { ctx, client, stats };
+        run(conn, &from, &config).await;
+    }
 }
 
 /// How long a connection without streams keeps the box of its last stream for the next
@@ -76,86 +85,92 @@ const ROUNDS_PER_PASS: usize = 32;
 /// Accepts and serves the connection's streams until it ends (see [`serve`]). The
 /// connection and its streams are polled by hand rather than by `select!`, each with
 /// its own waker (see [`wakes`]).
-async fn run<S: AsyncRead + AsyncWrite + Unpin>(
+///
+/// A function returning an async block: an `async fn` would keep the connection (2,496
+/// bytes over TLS) twice, as given and moved into its body.
+#[allow(clippy::manual_async_fn)]
+fn run<'a, S: AsyncRead + AsyncWrite + Unpin + 'a>(
     mut conn: h2::server::Connection<S, Bytes>,
-    from: &From<'_>,
-    config: &sluice_config::Config,
-) {
-    let ctx = from.ctx;
-    let at_once = config.http2.max_concurrent_streams as usize;
-    let mut streams = FuturesUnordered::new();
-    // The box of the last stream that finished, for the next one (see `reuse`).
-    let mut spare = None;
-    // Made once: a timer or a waiter made on every turn cost about 2,000 instructions
-    // per request (callgrind). The timer is moved on only when it fires before the
-    // connection has idled long enough (see `idled`), not as each stream finishes.
-    let idle = tokio::time::sleep(config.keepalive_timeout);
-    let (keepalive, mut idle_since, mut idle_armed) =
-        (config.keepalive_timeout, crate::clock::now(), false);
-    let drained = ctx.drain_signal();
-    tokio::pin!(idle, drained);
-    // Polled once, so the drain wakes this task; after that `ctx.draining()` says it
-    // (the flag is set before the waiters are woken).
-    let mut drain_armed = false;
-    let mut draining = from.client.crowded;
-    if draining {
-        conn.graceful_shutdown();
-    }
-    let wakes = Wakes::new();
-    poll_fn(|cx| {
-        wakes.enter(cx.waker());
-        for _ in 0..ROUNDS_PER_PASS {
-            if wakes.take(STREAMS) && finish_streams(&mut streams, &mut spare, &wakes) {
-                idle_since = crate::clock::now();
-            }
-            if wakes.take(CONN) {
-                let room = streams.len() < at_once && !draining;
-                match drive(&mut conn, &wakes, room, from.client.peer) {
-                    Poll::Ready(Some((request, respond))) => {
-                        let stream = || one_stream(from, request, respond);
-                        streams.push(Reused::new(spare.take(), stream));
-                        // The new stream is to be polled; the connection may hold more.
-                        wakes.raise(CONN | STREAMS);
-                    }
-                    Poll::Ready(None) => return Poll::Ready(()),
-                    Poll::Pending => {}
-                }
-            }
-            if !drain_armed {
-                drain_armed = true;
-                let _ = drained.as_mut().poll(cx);
-            }
-            let mut over = ctx.draining();
-            if streams.is_empty() && !over {
-                // The spare box is freed once the connection has idled `SPARE_KEPT`:
-                // an idle connection does not hold a stream's 4.4 KiB for its whole
-                // keep-alive, and streams that follow each other keep reusing it.
-                let freed_at = idle_since + SPARE_KEPT.min(keepalive);
-                if spare.is_some() && idled(idle.as_mut(), freed_at, &mut idle_armed, cx) {
-                    spare = None;
-                    // And the room its streams left in h2's tables (about 3.5 KiB).
-                    conn.release_idle_memory();
-                }
-                over = spare.is_none()
-                    && idled(idle.as_mut(), idle_since + keepalive, &mut idle_armed, cx);
-            }
-            if over && !draining {
-                conn.graceful_shutdown();
-                draining = true;
-                wakes.raise(CONN);
-            }
-            if wakes.leave() {
-                return Poll::Pending;
-            }
+    from: &'a From<'a>,
+    config: &'a sluice_config::Config,
+) -> impl Future<Output = ()> + 'a {
+    async move {
+        let ctx = from.ctx;
+        let at_once = config.http2.max_concurrent_streams as usize;
+        let mut streams = FuturesUnordered::new();
+        // The box of the last stream that finished, for the next one (see `reuse`).
+        let mut spare = None;
+        // Made once: a timer or a waiter made on every turn cost about 2,000 instructions
+        // per request (callgrind). The timer is moved on only when it fires before the
+        // connection has idled long enough (see `idled`), not as each stream finishes.
+        let idle = tokio::time::sleep(config.keepalive_timeout);
+        let (keepalive, mut idle_since, mut idle_armed) =
+            (config.keepalive_timeout, crate::clock::now(), false);
+        let drained = ctx.drain_signal();
+        tokio::pin!(idle, drained);
+        // Polled once, so the drain wakes this task; after that `ctx.draining()` says it
+        // (the flag is set before the waiters are woken).
+        let mut drain_armed = false;
+        let mut draining = from.client.crowded;
+        if draining {
+            conn.graceful_shutdown();
         }
-        wakes.pause(cx.waker());
-        Poll::Pending
-    })
-    .await;
-    // The connection is over: dropping it ends the streams still waiting on it, which
-    // then finish at once.
-    drop(conn);
-    while streams.next().await.is_some() {}
+        let wakes = Wakes::new();
+        poll_fn(|cx| {
+            wakes.enter(cx.waker());
+            for _ in 0..ROUNDS_PER_PASS {
+                if wakes.take(STREAMS) && finish_streams(&mut streams, &mut spare, &wakes) {
+                    idle_since = crate::clock::now();
+                }
+                if wakes.take(CONN) {
+                    let room = streams.len() < at_once && !draining;
+                    match drive(&mut conn, &wakes, room, from.client.peer) {
+                        Poll::Ready(Some((request, respond))) => {
+                            let stream = || one_stream(from, request, respond);
+                            streams.push(Reused::new(spare.take(), stream));
+                            // The new stream is to be polled; the connection may hold more.
+                            wakes.raise(CONN | STREAMS);
+                        }
+                        Poll::Ready(None) => return Poll::Ready(()),
+                        Poll::Pending => {}
+                    }
+                }
+                if !drain_armed {
+                    drain_armed = true;
+                    let _ = drained.as_mut().poll(cx);
+                }
+                let mut over = ctx.draining();
+                if streams.is_empty() && !over {
+                    // The spare box is freed once the connection has idled `SPARE_KEPT`:
+                    // an idle connection does not hold a stream's 4.4 KiB for its whole
+                    // keep-alive, and streams that follow each other keep reusing it.
+                    let freed_at = idle_since + SPARE_KEPT.min(keepalive);
+                    if spare.is_some() && idled(idle.as_mut(), freed_at, &mut idle_armed, cx) {
+                        spare = None;
+                        // And the room its streams left in h2's tables (about 3.5 KiB).
+                        conn.release_idle_memory();
+                    }
+                    over = spare.is_none()
+                        && idled(idle.as_mut(), idle_since + keepalive, &mut idle_armed, cx);
+                }
+                if over && !draining {
+                    conn.graceful_shutdown();
+                    draining = true;
+                    wakes.raise(CONN);
+                }
+                if wakes.leave() {
+                    return Poll::Pending;
+                }
+            }
+            wakes.pause(cx.waker());
+            Poll::Pending
+        })
+        .await;
+        // The connection is over: dropping it ends the streams still waiting on it, which
+        // then finish at once.
+        drop(conn);
+        while streams.next().await.is_some() {}
+    }
 }
 
 /// Whether a connection without streams has been idle until `until`. The timer fires
