@@ -58,6 +58,14 @@ impl H2Error {
             H2Error::GoAway(reason())
         } else if e.is_reset() && e.is_remote() {
             H2Error::Reset(reason())
+        } else if e.reason() == Some(h2::Reason::FRAME_SIZE_ERROR) {
+            // What an HTTP/1.1 answer to HTTP/2's preface reads as: `HTTP/1.1 400`
+            // taken for a frame's header gives a length past any limit.
+            H2Error::Protocol(
+                "the server broke the protocol (FRAME_SIZE_ERROR: an HTTP/1.1 server's \
+                 answer reads so; does it speak HTTP/2?)"
+                    .to_string(),
+            )
         } else if e.is_go_away() || e.is_reset() {
             H2Error::Protocol(format!("the server broke the protocol ({})", reason()))
         } else if e.is_io() {
@@ -240,8 +248,7 @@ impl H2Pool {
         conn.ready.notify_waiters();
         let (ended, goaways) = (conn.clone(), self.goaways.clone());
         tokio::task::spawn_local(async move {
-            // The handles to send on are kept until it ends: a connection that ends
-            // well, or with a GOAWAY error, was ended by the server's GOAWAY.
+            // The handles to send on are kept until it ends, to ask them why.
             let mut driver = driver;
             let result = std::future::poll_fn(|cx| {
                 let now = Instant::now();
@@ -253,16 +260,30 @@ impl H2Pool {
                 polled
             })
             .await;
-            if result
-                .as_ref()
-                .map_or_else(h2::Error::is_go_away, |()| true)
-            {
+            if ended_by_goaway(&result, ended.send.borrow_mut().as_mut()) {
                 goaways.set(goaways.get() + 1);
             }
             ended.closed.set(true);
             *ended.send.borrow_mut() = None;
         });
         Ok(Opened { started, handshake })
+    }
+}
+
+/// Whether the server ended a connection with GOAWAY: its driver's `result`, or, when
+/// the connection ended without an error of its own (a GOAWAY with NO_ERROR, then the
+/// streams in flight finished; or the server closed the socket with none in flight), the
+/// error its handle to send on now answers (the GOAWAY's, or the closed socket's). A
+/// GOAWAY this client sent, for bytes that broke the protocol, is not the server's.
+fn ended_by_goaway(result: &Result<(), h2::Error>, send: Option<&mut SendRequest<Bytes>>) -> bool {
+    let by_server = |e: &h2::Error| e.is_go_away() && e.is_remote();
+    match (result, send) {
+        (Err(e), _) => by_server(e),
+        (Ok(()), Some(send)) => {
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            matches!(send.poll_ready(&mut cx), std::task::Poll::Ready(Err(e)) if by_server(&e))
+        }
+        (Ok(()), None) => false,
     }
 }
 

@@ -6,8 +6,10 @@
 
 use crate::conn::{open_stream, Connection, ExchangeError};
 use crate::plan::Length;
+use crate::redirect::is_redirect;
 use crate::scenario::{Action, Scenario, ScenarioStep, Stomp, Template};
 use crate::stomp;
+use crate::target::RequestSpec;
 use crate::websocket::{Incoming, SocketError, WsConn};
 use crate::worker::{Check, Outgoing, StepOutcome, Worker};
 use std::rc::Rc;
@@ -198,7 +200,32 @@ impl VirtualUser {
             timeout,
         };
         let w = self.w.clone();
-        w.send(&mut self.http, &out, Instant::now()).await;
+        let came = w.send(&mut self.http, &out, Instant::now()).await;
+        let redirected = came
+            .as_ref()
+            .is_some_and(|(status, location)| is_redirect(*status) && location.is_some());
+        if w.plan.follow && redirected {
+            let first = self.request_spec(step, (method, path, headers, body));
+            Box::pin(w.follow(&mut self.http, &first, came, out.check)).await;
+        }
+    }
+
+    /// The step's request as `--follow` starts from (made only when a redirect came):
+    /// its hops are labelled after the step's name.
+    fn request_spec(
+        &self,
+        step: &ScenarioStep,
+        (method, path, headers, body): (&str, &Template, &[(String, Template)], &Template),
+    ) -> RequestSpec {
+        let mut target = self.scenario.target.clone();
+        target.path = self.render(path);
+        RequestSpec {
+            method: method.to_string(),
+            target,
+            headers: self.render_headers(headers),
+            body: self.render(body).into_bytes(),
+            label: step.name.clone(),
+        }
     }
 
     fn encode_http(

@@ -148,7 +148,7 @@ impl Worker {
         if let Some((pool, prepared)) = &self.h2 {
             let came = self.send_h2(pool, (request, &prepared[i]), intended).await;
             if self.plan.follow {
-                Box::pin(self.follow(slot, request, came)).await;
+                Box::pin(self.follow(slot, request, came, Check::default())).await;
             }
             return;
         }
@@ -162,15 +162,23 @@ impl Worker {
         };
         let came = self.send(slot, &out, intended).await;
         if self.plan.follow {
-            Box::pin(self.follow(slot, request, came)).await;
+            Box::pin(self.follow(slot, request, came, Check::default())).await;
         }
     }
 
     /// `--follow`: sends the request each redirect asks for, one sample per hop, until
     /// an answer that is no redirect (or [`MAX_HOPS`]). A hop to the request's own
     /// server goes on the user's connection (with `--h2`, as a stream on the thread's
-    /// connections); one elsewhere on an HTTP/1.1 connection of its own.
-    async fn follow(&self, slot: &mut Option<Connection>, first: &RequestSpec, came: Came) {
+    /// connections); one elsewhere on an HTTP/1.1 connection of its own. `check` is
+    /// what the answer at the end of the chain must be (a scenario step's expectation);
+    /// each redirect on the way is judged by `--ok-status`, as any response is.
+    pub async fn follow(
+        &self,
+        slot: &mut Option<Connection>,
+        first: &RequestSpec,
+        came: Came,
+        check: Check<'_>,
+    ) {
         let (mut came, mut current) = (came, None::<RequestSpec>);
         for hop in 0..=MAX_HOPS {
             let Some((status, Some(location))) = came.take() else {
@@ -197,7 +205,7 @@ impl Worker {
                 bytes: &bytes,
                 head: next.method == "HEAD",
                 label: &next.label,
-                check: Check::default(),
+                check,
                 timeout: self.plan.timeout,
             };
             let home = next.target.addr == first.target.addr && next.target.tls == first.target.tls;
@@ -215,7 +223,7 @@ impl Worker {
 
     /// Records a sample that failed before anything was sent (a redirect that cannot be
     /// followed).
-    fn failed(&self, label: &str, error: String) {
+    pub fn failed(&self, label: &str, error: String) {
         let now = Instant::now();
         self.settle((label, 0), (now, now), Err(error), &Check::default(), None);
     }
@@ -317,6 +325,11 @@ impl Worker {
         // A sample spans from its write (or its connect, for a new connection) to its
         // last byte; a failure, from the start of the attempt to when it was seen.
         let (error, sent, ended) = match &got {
+            Ok(g) if self.plan.follow && is_redirect(g.status) && g.location.is_some() => (
+                Check::default().verdict(&self.plan.ok_status, g.status, None),
+                g.sent,
+                g.completed,
+            ),
             Ok(g) => (
                 check.verdict(&self.plan.ok_status, g.status, body),
                 g.sent,

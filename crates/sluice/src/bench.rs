@@ -79,7 +79,8 @@ pub struct BenchArgs {
     #[arg(long, default_value = "30s")]
     timeout: String,
     /// Follow redirects (301, 302, 303, 307, 308; 10 hops at most), each hop a sample of
-    /// its own under the request's label with " (redirected)".
+    /// its own under the request's label with " (redirected)" (a scenario's `http` steps
+    /// too: their expectations then apply to the page the redirects lead to).
     #[arg(long)]
     follow: bool,
     /// The statuses that count as success, e.g. 200-399,404; any other status is an

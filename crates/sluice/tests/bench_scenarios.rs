@@ -215,3 +215,49 @@ fn a_bad_scenario_file_is_refused_with_its_positions_and_exit_code_2() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read the scenario"));
 }
+
+/// `--follow` in a scenario: a step whose request is redirected (a log-in's 302, here
+/// sluice's own `return`) is followed to the page, each hop a sample of its own; the
+/// step's `expect_status` and `expect_body` are what the page must be, the redirect on
+/// the way judged as any response is. Without `--follow`, the 302 fails the step.
+#[test]
+fn a_scenario_step_follows_redirects_and_checks_the_page_they_lead_to() {
+    let app = backends(&["shop"], false)[0];
+    let text = format!(
+        "[[listener]]\nbind = \"127.0.0.1:0\"\n\
+         [[route]]\npath = \"/login\"\nreturn = {{ status = 302, location = \"/home\" }}\n\
+         [[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{app}\"]\n"
+    );
+    let proxy =
+        sluice_proxy::Proxy::start(sluice_config::parse("follow.toml", &text).unwrap()).unwrap();
+    let path = std::env::temp_dir().join(format!(
+        "sluice-follow-scenario-{}.toml",
+        std::process::id()
+    ));
+    let scenario = format!(
+        "target = \"http://{}\"\nusers = 2\niterations = 3\n\n\
+         [[step]]\nname = \"log in\"\nhttp = \"POST /login\"\nbody = \"user={{user}}\"\n\
+         expect_status = 200\nexpect_body = \"shop\"\n",
+        proxy.local_addrs()[0]
+    );
+    std::fs::write(&path, scenario).unwrap();
+    let file = path.to_str().unwrap();
+    let before = support::answered(app);
+    let run = bench(&["bench", "--scenario", file, "--follow"], "follow");
+    let step = &run.report["steps"][0];
+    assert!(run.output.status.success(), "{step}");
+    assert_eq!(step["labels"]["log in"]["statuses"]["302"], 6, "{step}");
+    assert_eq!(step["labels"]["log in"]["errors"], 0, "{step}");
+    let page = &step["labels"]["log in (redirected)"];
+    assert_eq!(page["statuses"]["200"], 6, "{step}");
+    assert_eq!(page["errors"], 0, "{step}");
+    // The page was asked for with GET after the 302, as a browser does.
+    assert_eq!(support::answered(app) - before - 1, 6);
+    let run = bench(&["bench", "--scenario", file], "unfollowed");
+    let _ = std::fs::remove_file(&path);
+    let step = &run.report["steps"][0];
+    assert_eq!(
+        step["error_kinds"]["check: status 302"], 6,
+        "not followed, the 302 is what the step checks: {step}"
+    );
+}

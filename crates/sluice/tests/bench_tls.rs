@@ -426,7 +426,9 @@ fn http2_over_plain_tcp_is_h2c() {
     let app = backend();
     let text = format!(
         "[[listener]]\nbind = \"127.0.0.1:0\"\nhttp2 = true\n\
-         [[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{app}\"]\n"
+         [[listener]]\nbind = \"{}\"\n\
+         [[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{app}\"]\n",
+        free_addr()
     );
     let proxy =
         sluice_proxy::Proxy::start(sluice_config::parse("h2c.toml", &text).unwrap()).unwrap();
@@ -446,10 +448,23 @@ fn http2_over_plain_tcp_is_h2c() {
     );
     assert_eq!(code, 0, "{table}");
     assert_eq!(report["steps"][0]["statuses"]["200"], 40, "{table}");
-    // A server that does not speak h2c answers the preface as a bad HTTP/1 request.
-    let plain = format!("http://{}/", backend());
-    let (_, table, report) = bench(&dir, &[&plain, "--h2", "--users", "1", "--iterations", "2"]);
-    assert_eq!(report["steps"][0]["errors"], 2, "{table}");
+    // Servers that do not speak h2c: one closes on the preface (the lab backend's
+    // hyper), one answers it as a bad HTTP/1.1 request (sluice's HTTP/1.1 listener),
+    // which reads as a frame too large, said so. No GOAWAY is the server's: the
+    // client sent them.
+    let h1 = format!("http://{}/", proxy.local_addrs()[1]);
+    for (plain, hint) in [
+        (format!("http://{}/", backend()), ""),
+        (h1, "does it speak HTTP/2?"),
+    ] {
+        let args = [plain.as_str(), "--h2", "--users", "1", "--iterations", "2"];
+        let (_, table, report) = bench(&dir, &args);
+        let step = &report["steps"][0];
+        assert_eq!(step["errors"], 2, "{table}");
+        assert_eq!(step["connections"]["h2_goaways"], 0, "{table}");
+        let kinds = step["error_kinds"].as_object().unwrap();
+        assert!(kinds.keys().all(|k| k.contains(hint)), "{table}");
+    }
 }
 
 /// An HTTP/2 server of the test's own (the `h2` crate): it resets every tenth stream
