@@ -13,17 +13,19 @@ use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 use std::time::{Duration, UNIX_EPOCH};
 
+/// Reports and steps are counted from 1 in the words (the order given, as a user counts
+/// them) and from 0 in the fields.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum MergeError {
     #[error("nothing to merge")]
     Nothing,
-    #[error("report {index} has {got} steps, the first has {expected}: only runs of the same plan merge")]
+    #[error("report {} has {got} steps, the first has {expected}: only runs of the same plan merge", .index + 1)]
     Steps {
         index: usize,
         got: usize,
         expected: usize,
     },
-    #[error("report {index}, step {step} is {got}, the first report's is {expected}: only runs of the same plan merge")]
+    #[error("report {}, step {} is {got}, the first report's is {expected}: only runs of the same plan merge", .index + 1, .step + 1)]
     Kind {
         index: usize,
         step: usize,
@@ -31,16 +33,17 @@ pub enum MergeError {
         expected: String,
     },
     #[error(
-        "report {index} spoke {got}, the first report {expected}: only runs of the same plan merge"
+        "report {} spoke {got}, the first report {expected}: only runs of the same plan merge",
+        .index + 1
     )]
     Protocol {
         index: usize,
         got: String,
         expected: String,
     },
-    #[error("report {index} is the same run as report {other} (same start and samples): give each generator's file once")]
+    #[error("report {} is the same run as report {} (same start and samples): give each generator's file once", .index + 1, .other + 1)]
     Twice { index: usize, other: usize },
-    #[error("report {index}, step {step}: a histogram does not decode ({why})")]
+    #[error("report {}, step {}: a histogram does not decode ({why})", .index + 1, .step + 1)]
     Histogram {
         index: usize,
         step: usize,
@@ -465,7 +468,7 @@ mod tests {
         let refused = merge(&[h1, h2]).unwrap_err();
         assert_eq!(
             refused.to_string(),
-            "report 1 spoke h2, the first report http/1.1: only runs of the same plan merge"
+            "report 2 spoke h2, the first report http/1.1: only runs of the same plan merge"
         );
     }
 }
