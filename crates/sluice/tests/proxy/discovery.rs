@@ -128,13 +128,32 @@ async fn until_logged(sluice: &SluiceProcess, text: &str) {
     }
 }
 
-async fn backend_at(name: &str, addr: SocketAddr) -> SocketAddr {
-    let options = Options {
+fn options(name: &str) -> Options {
+    Options {
         name: name.into(),
         delay: Duration::ZERO,
         stomp: false,
-    };
-    backend::spawn(addr, options).await.expect("backend binds")
+    }
+}
+
+async fn backend_at(name: &str, addr: SocketAddr) -> SocketAddr {
+    backend::spawn(addr, options(name))
+        .await
+        .expect("backend binds")
+}
+
+/// Backends `two` on 127.0.0.2 and `three` on 127.0.0.3, on the same port (one name,
+/// one port, two addresses): the port the kernel gave the first, tried on the second
+/// address until one is free on both (another test may hold it there).
+async fn two_backends_on_one_port() -> (SocketAddr, SocketAddr) {
+    for _ in 0..20 {
+        let two = backend_at("two", "127.0.0.2:0".parse().unwrap()).await;
+        let at = SocketAddr::from(([127, 0, 0, 3], two.port()));
+        if let Ok(three) = backend::spawn(at, options("three")).await {
+            return (two, three);
+        }
+    }
+    panic!("no port free on both 127.0.0.2 and 127.0.0.3 in 20 tries");
 }
 
 /// A config with one upstream whose servers are `servers` (TOML list entries), asking
@@ -197,9 +216,8 @@ async fn answered(admin: SocketAddr, addr: SocketAddr) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_name_is_followed_as_its_addresses_come_and_go() {
-    let two = backend_at("two", "127.0.0.2:0".parse().unwrap()).await;
+    let (two, three) = two_backends_on_one_port().await;
     let port = two.port();
-    let three = backend_at("three", SocketAddr::from(([127, 0, 0, 3], port))).await;
     let mut dns = Dnsmasq::start("", &[]);
     let (text, admin) = config(&format!("{{ dns = \"app.test:{port}\" }}"), dns.port);
     let sluice = SluiceProcess::serve("dns.toml", &text, "info").await;
