@@ -162,7 +162,9 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let (plan, thresholds) = match plan(&args) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("sluice bench: {e:#}");
+            for problem in format!("{e:#}").lines() {
+                eprintln!("sluice bench: {problem}");
+            }
             return Ok(ExitCode::from(BAD_INPUT));
         }
     };
@@ -259,43 +261,72 @@ fn write_json(path: &PathBuf, report: &Report) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The plan the arguments describe, or what is wrong with them.
+/// The plan the arguments describe, or everything that is wrong with them (each
+/// problem on a line of its own, found at once: mended in one go, not one per run).
 fn plan(args: &BenchArgs) -> anyhow::Result<(Plan, Vec<Threshold>)> {
-    let thresholds = args
-        .fail_if
-        .iter()
-        .map(|t| Threshold::parse(t))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut problems = Problems::default();
+    let thresholds = problems.check(
+        args.fail_if
+            .iter()
+            .map(|t| Threshold::parse(t))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(anyhow::Error::from),
+    );
+    let resolve = problems.check(resolves(args)).unwrap_or_default();
     let mut plan = Plan {
         steps: Vec::new(),
         requests: Vec::new(),
         keep_alive: !args.no_keepalive,
-        timeout: duration("--timeout", &args.timeout)?,
-        pace: micros("--pace", &args.pace)?,
+        timeout: problems
+            .check(duration("--timeout", &args.timeout))
+            .unwrap_or_default(),
+        pace: problems
+            .check(micros("--pace", &args.pace))
+            .unwrap_or_default(),
         threads: args.threads,
         source_addrs: args.source_addrs.clone(),
         scenario: None,
-        ok_status: OkStatus::parse(&args.ok_status).map_err(|e| anyhow!("--ok-status: {e}"))?,
+        ok_status: problems
+            .check(OkStatus::parse(&args.ok_status).map_err(|e| anyhow!("--ok-status: {e}")))
+            .unwrap_or_default(),
         tls: None,
         h2_streams: args.h2.then_some(args.streams.max(1)),
         follow: args.follow,
-        resolve: Vec::new(),
+        resolve: resolve.clone(),
     };
-    let resolve = resolves(args)?;
-    plan.resolve = resolve.clone();
-    match &args.scenario {
-        Some(path) => scenario_plan(args, path, &resolve, &mut plan)?,
-        None => request_plan(args, &resolve, &mut plan)?,
+    let _ = problems.check(match &args.scenario {
+        Some(path) => scenario_plan(args, path, &resolve, &mut plan),
+        None => request_plan(args, &resolve, &mut plan),
+    });
+    let tls = problems.check(tls_options(args));
+    // Redirects may lead to https:// too; a --cacert given is read whatever the URLs.
+    if let Some(tls) = tls.filter(|_| plan.uses_tls() || plan.follow || args.cacert.is_some()) {
+        plan.tls = problems.check(tls::client_config(&tls).map_err(anyhow::Error::from));
     }
-    // Redirects may lead to https:// too.
-    if plan.uses_tls() || plan.follow {
-        plan.tls = Some(tls::client_config(&tls_options(args)?)?);
-    }
+    problems.into_result()?;
     if let Some(note) = plan.spread_sources(sluice_bench::plan::ephemeral_ports()) {
         eprintln!("sluice bench: {note}");
     }
     enough_files(plan.max_connections())?;
-    Ok((plan, thresholds))
+    Ok((plan, thresholds.unwrap_or_default()))
+}
+
+/// What is wrong with the arguments, gathered so that each is told at once.
+#[derive(Default)]
+struct Problems(Vec<String>);
+
+impl Problems {
+    /// `result`'s value, or none with its error kept.
+    fn check<T>(&mut self, result: anyhow::Result<T>) -> Option<T> {
+        result.map_err(|e| self.0.push(format!("{e:#}"))).ok()
+    }
+
+    fn into_result(self) -> anyhow::Result<()> {
+        match self.0.is_empty() {
+            true => Ok(()),
+            false => Err(anyhow!(self.0.join("\n"))),
+        }
+    }
 }
 
 /// A scenario's steps, with what the command line overrides.

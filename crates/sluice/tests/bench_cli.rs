@@ -93,6 +93,58 @@ fn bad_input_gets_a_clear_error_and_exit_code_2() {
     }
 }
 
+/// Every problem of a command line is told at once, each on a line of its own, so that
+/// one run finds them all.
+#[test]
+fn every_problem_of_the_arguments_is_told_at_once() {
+    let args = [
+        "bench",
+        "https://127.0.0.1:1/",
+        "--users",
+        "0",
+        "-d",
+        "1s",
+        "--timeout",
+        "soon",
+        "--ok-status",
+        "399-200",
+        "--resolve",
+        "shop.test",
+        "--tls-version",
+        "1.1",
+        "--cacert",
+        "/no/such/ca.pem",
+        "--fail-if",
+        "p99=3",
+    ];
+    let out = sluice().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for expected in [
+        "--fail-if 'p99=3'",
+        "bad --resolve `shop.test`",
+        "--timeout soon: not a duration",
+        "--ok-status: `399-200` is an empty range",
+        "--users: every step needs at least one user",
+        "--tls-version: `1.1`",
+    ] {
+        let line = stderr.lines().find(|l| l.contains(expected));
+        assert!(
+            line.is_some_and(|l| l.starts_with("sluice bench: ")),
+            "{expected}: {stderr}"
+        );
+    }
+    // The CA file is read once the TLS options parse: alone, it is told too.
+    let out = sluice()
+        .args(["bench", "https://127.0.0.1:1/", "--users", "1", "-d", "1s"])
+        .args(["--cacert", "/no/such/ca.pem", "--timeout", "soon"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--cacert /no/such/ca.pem"), "{stderr}");
+    assert!(stderr.contains("--timeout soon"), "{stderr}");
+}
+
 #[test]
 fn an_unreachable_target_is_counted_as_errors_not_a_crash() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
