@@ -335,78 +335,92 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ExchangeError> {
     }))
 }
 
-/// Finds the end of a chunked body (sizes, data, trailers), leniently.
+/// Finds the end of a chunked body (sizes, data, trailers). A size line must begin
+/// with a hex digit, and a chunk's data must end with its line end: anything else is a
+/// malformed response, not a success with less body than was sent. Chunk extensions
+/// and trailers are skipped; a bare LF is taken for CRLF, as most clients do.
 #[derive(Default)]
 struct Chunks {
-    /// Data bytes left in the current chunk (plus its CRLF).
-    left: u64,
-    in_size_line: bool,
-    /// The size's digits are over (an extension or CR follows).
-    size_done: bool,
+    state: ChunkState,
     size: u64,
-    in_trailers: bool,
-    line_empty: bool,
-    finished: bool,
-    started: bool,
+    /// Payload bytes left in the current chunk.
+    left: u64,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum ChunkState {
+    /// A size line's first byte: a hex digit.
+    #[default]
+    SizeStart,
+    Size,
+    /// After the size's digits: an extension, whitespace, CR, until LF.
+    SizeRest,
+    Data,
+    /// After the data: CR (or LF at once), then LF.
+    DataCr,
+    DataLf,
+    /// After the last chunk: trailer lines until an empty one.
+    Trailers {
+        line_empty: bool,
+    },
+    Done,
 }
 
 impl Chunks {
     fn done(&self) -> bool {
-        self.finished
+        self.state == ChunkState::Done
     }
 
     /// Consumes what it can of `buf`, handing chunk payload to `on_data`; `None` when
     /// the framing is broken.
     fn scan(&mut self, buf: &[u8], mut on_data: impl FnMut(&[u8])) -> Option<usize> {
         let mut i = 0;
-        while i < buf.len() && !self.finished {
-            if self.left > 0 {
+        while i < buf.len() && !self.done() {
+            if self.state == ChunkState::Data {
                 let take = self.left.min((buf.len() - i) as u64) as usize;
-                // The chunk's last two bytes are its CRLF, not payload.
-                let payload = (take as u64).min(self.left.saturating_sub(2)) as usize;
-                on_data(&buf[i..i + payload]);
+                on_data(&buf[i..i + take]);
                 i += take;
                 self.left -= take as u64;
+                if self.left == 0 {
+                    self.state = ChunkState::DataCr;
+                }
                 continue;
             }
-            let b = buf[i];
+            self.state = self.after(buf[i])?;
             i += 1;
-            if !self.started || self.in_size_line {
-                self.started = true;
-                self.in_size_line = true;
-                match b {
-                    b'\n' => {
-                        self.in_size_line = false;
-                        if self.size == 0 {
-                            self.in_trailers = true;
-                            self.line_empty = true;
-                        } else {
-                            self.left = self.size + 2;
-                        }
-                        self.size = 0;
-                        self.size_done = false;
-                    }
-                    b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F'
-                        if !self.size_done && self.size < 1 << 56 =>
-                    {
-                        self.size = self.size * 16 + u64::from((b as char).to_digit(16)?);
-                    }
-                    _ => self.size_done = true, // an extension, or CR
-                }
-            } else if self.in_trailers {
-                match b {
-                    b'\n' if self.line_empty => self.finished = true,
-                    b'\n' => self.line_empty = true,
-                    b'\r' => {}
-                    _ => self.line_empty = false,
-                }
-            } else {
-                // After a chunk's data and CRLF: the next size line begins.
-                self.in_size_line = true;
-                i -= 1;
-            }
         }
         Some(i)
+    }
+
+    /// The state after byte `b` of a size line, a data end or the trailers.
+    fn after(&mut self, b: u8) -> Option<ChunkState> {
+        use ChunkState::*;
+        let digit = (b as char).to_digit(16);
+        Some(match (self.state, b) {
+            (SizeStart | Size, _) if digit.is_some() => {
+                // More than 15 hex digits: no body is that large.
+                if self.size >> 60 != 0 {
+                    return None;
+                }
+                self.size = self.size * 16 + u64::from(digit?);
+                Size
+            }
+            (Size | SizeRest, b'\n') => match std::mem::take(&mut self.size) {
+                0 => Trailers { line_empty: true },
+                size => {
+                    self.left = size;
+                    Data
+                }
+            },
+            (Size, b';' | b' ' | b'\t' | b'\r') | (SizeRest, _) => SizeRest,
+            (DataCr, b'\r') => DataLf,
+            (DataCr | DataLf, b'\n') => SizeStart,
+            (Trailers { line_empty: true }, b'\n') => Done,
+            (Trailers { .. }, b'\n') => Trailers { line_empty: true },
+            (Trailers { line_empty }, b'\r') => Trailers { line_empty },
+            (Trailers { .. }, _) => Trailers { line_empty: false },
+            _ => return None,
+        })
     }
 }
 
@@ -454,5 +468,23 @@ mod tests {
             assert_eq!(used, body.len() - 4, "step {step}");
             assert_eq!(payload, b"hello world", "step {step}");
         }
+    }
+
+    #[test]
+    fn broken_chunk_framing_is_malformed() {
+        for body in [
+            &b"zz\r\nabc\r\n0\r\n\r\n"[..],
+            b"5z\r\nhello\r\n0\r\n\r\n",
+            b"\r\n",
+            b"5\r\nhelloXX0\r\n\r\n",
+            b"ffffffffffffffffff\r\n",
+        ] {
+            let scanned = Chunks::default().scan(body, |_| {});
+            assert_eq!(scanned, None, "{:?}", String::from_utf8_lossy(body));
+        }
+        // A bare LF for CRLF, and a size in upper case, are read.
+        let (mut c, body) = (Chunks::default(), b"A\n0123456789\n0\n\n");
+        assert_eq!(c.scan(body, |_| {}), Some(body.len()));
+        assert!(c.done());
     }
 }
