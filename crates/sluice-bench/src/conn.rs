@@ -301,23 +301,14 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ExchangeError> {
     let (Some(status), Some(minor)) = (res.code, res.version) else {
         return Err(ExchangeError::Malformed);
     };
-    let mut body = Body::UntilClose;
+    let body = framing(res.headers)?;
     let mut keep_alive = minor == 1;
     let mut location = None;
     for h in res.headers.iter() {
         if (300..400).contains(&status) && h.name.eq_ignore_ascii_case("location") {
             location = Some(String::from_utf8_lossy(h.value).into_owned());
         }
-        if h.name.eq_ignore_ascii_case("content-length") {
-            let n = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|v| v.trim().parse().ok());
-            body = Body::Length(n.ok_or(ExchangeError::Malformed)?);
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            if h.value.eq_ignore_ascii_case(b"chunked") {
-                body = Body::Chunked;
-            }
-        } else if h.name.eq_ignore_ascii_case("connection") {
+        if h.name.eq_ignore_ascii_case("connection") {
             let v = h.value.to_ascii_lowercase();
             if v.windows(5).any(|w| w == b"close") {
                 keep_alive = false;
@@ -333,6 +324,35 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ExchangeError> {
         body,
         keep_alive: keep_alive && body != Body::UntilClose,
     }))
+}
+
+/// How a response's body is framed (RFC 9112 section 6.3): chunked when the last
+/// transfer coding is, to the connection's end for any other, else by its length. Both
+/// a transfer coding and a length, or two different lengths, are the shapes of response
+/// splitting: malformed, not one of them picked.
+fn framing(headers: &[httparse::Header<'_>]) -> Result<Body, ExchangeError> {
+    let (mut length, mut chunked) = (None, None);
+    for h in headers {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let n: Option<u64> = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse().ok());
+            let n = n.ok_or(ExchangeError::Malformed)?;
+            if length.is_some_and(|l| l != n) {
+                return Err(ExchangeError::Malformed);
+            }
+            length = Some(n);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            let last = h.value.rsplit(|&b| b == b',').next().unwrap_or_default();
+            chunked = Some(last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+        }
+    }
+    match (chunked, length) {
+        (Some(_), Some(_)) => Err(ExchangeError::Malformed),
+        (Some(true), None) => Ok(Body::Chunked),
+        (None, Some(n)) => Ok(Body::Length(n)),
+        (Some(false), None) | (None, None) => Ok(Body::UntilClose),
+    }
 }
 
 /// Finds the end of a chunked body (sizes, data, trailers). A size line must begin
@@ -449,6 +469,21 @@ mod tests {
             .unwrap()
             .is_none());
         assert!(parse_head(b"HTTP/1.1 abc\r\n\r\n").is_err());
+        let h = parse_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n");
+        assert_eq!(h.unwrap().unwrap().body, Body::Chunked);
+        let h = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n");
+        assert_eq!(h.unwrap().unwrap().body, Body::Length(3));
+        for split in [
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\n"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+        ] {
+            assert!(
+                parse_head(split).is_err(),
+                "{}",
+                String::from_utf8_lossy(split)
+            );
+        }
     }
 
     #[test]
