@@ -31,6 +31,9 @@ pub enum ExchangeError {
     Closed,
     #[error("malformed response")]
     Malformed,
+    /// A response head past [`MAX_HEAD`] bytes, not over yet.
+    #[error("response head over 256 KiB")]
+    HeadTooLarge,
     #[error("io: {0}")]
     Io(String),
 }
@@ -113,6 +116,10 @@ const READ_CHUNK: usize = 16 * 1024;
 /// The most of a body kept for checks.
 const MAX_CAPTURE: usize = 1 << 20;
 
+/// The most a response head may take (Chromium's limit): past it the server is not
+/// answering HTTP, and the generator does not buffer it further.
+const MAX_HEAD: usize = 256 << 10;
+
 impl Connection {
     /// Connects to `target`, from `source` when given (to spread over loopback
     /// addresses); its TLS handshake, if it had one.
@@ -179,6 +186,9 @@ impl Connection {
                 self.buf.advance(len);
                 *bytes_in += len as u64;
                 return Ok((head, len));
+            }
+            if self.buf.len() > MAX_HEAD {
+                return Err(ExchangeError::HeadTooLarge);
             }
             if self.fill().await? == 0 {
                 return Err(ExchangeError::Closed);

@@ -31,6 +31,10 @@ use tokio::time::Instant;
 const STREAM_WINDOW: u32 = 1 << 20;
 const CONNECTION_WINDOW: u32 = 1 << 24;
 
+/// The most a response's header fields may take, decoded (HTTP/1.1's head limit; h2's
+/// default is 16 MiB).
+const MAX_HEADER_LIST: u32 = 256 << 10;
+
 /// What went wrong in an HTTP/2 exchange, counted by kind like HTTP/1's errors.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum H2Error {
@@ -381,6 +385,7 @@ async fn handshake(
     let (send, driver) = h2::client::Builder::new()
         .initial_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
+        .max_header_list_size(MAX_HEADER_LIST)
         .handshake(stream)
         .await
         .map_err(|e| H2Error::of(&e))?;

@@ -153,3 +153,60 @@ fn each_steps_throughput_is_the_backends_own_count_over_that_step() {
     );
     assert!(open[1].1 == 3 * open[0].1, "{} vs {}", open[1].1, open[0].1);
 }
+
+/// A raw server on 127.0.0.1 that answers each connection's first request with
+/// `answer` (then keeps writing `then`, at most 64 MiB, for as long as the client
+/// reads), and closes.
+fn misbehaving(answer: &'static [u8], then: &'static [u8]) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut c in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let _ = c.read(&mut [0; 4096]);
+                let _ = c.write_all(answer);
+                for _ in 0..(64 << 20) / then.len().max(1) {
+                    if then.is_empty() || c.write_all(then).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// What a server sends that is no HTTP response is counted as such, and bounded: a
+/// head that never ends stops at 256 KiB (not buffered until the timeout), and a body
+/// framed two ways is malformed, not one framing picked.
+#[test]
+fn a_misbehaving_server_is_counted_and_bounded() {
+    let endless = misbehaving(b"HTTP/1.1 200 OK\r\nX-Long: ", &[b'a'; 4096]);
+    let split = misbehaving(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nabcde",
+        b"",
+    );
+    for (addr, kind) in [
+        (endless, "response head over 256 KiB"),
+        (split, "malformed response"),
+    ] {
+        let steps = vec![Step {
+            load: Load::Users {
+                users: 2,
+                ramp: Duration::ZERO,
+                think: Duration::ZERO,
+            },
+            length: Length::Iterations(3),
+        }];
+        let report = run(plan(&format!("http://{addr}/"), steps, true));
+        let summary = &report.steps[0].summary;
+        assert_eq!(summary.samples, 6, "{kind}");
+        assert_eq!(
+            summary.error_kinds.get(kind),
+            Some(&6),
+            "{:?}",
+            summary.error_kinds
+        );
+    }
+}
