@@ -1340,6 +1340,9 @@ where
 
         // Create the codec
         let mut codec = Codec::new(io);
+        // sluice: a client's connections free their buffers after each read and write
+        // (see `Codec::release_eagerly`); a server's, once idle, when told.
+        codec.release_eagerly();
 
         if let Some(max) = builder.settings.max_frame_size() {
             codec.set_max_recv_frame_size(max as usize);

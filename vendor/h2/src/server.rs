@@ -592,9 +592,9 @@ where
         self.connection.max_recv_streams()
     }
 
-    /// sluice: frees the room the connection's finished streams left in its tables,
-    /// when no stream is open (an idle connection's memory; the next stream allocates
-    /// it again). Does nothing while a stream is open.
+    /// sluice: frees the read and write buffers when they hold nothing, and the room
+    /// the connection's finished streams left in its tables when no stream is open (an
+    /// idle connection's memory; the next frame and stream allocate it again).
     pub fn release_idle_memory(&mut self) {
         self.connection.release_idle_memory();
     }

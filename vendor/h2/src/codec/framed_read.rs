@@ -34,6 +34,10 @@ pub struct FramedRead<T> {
     inner: InnerFramedRead<Replay<T>, LengthDelimitedCodec>,
 
     decoder: FrameDecoder,
+
+    /// sluice: free the read buffer whenever it is empty (a client's connections, whose
+    /// users may think between requests), not only when told (`release_if_empty`).
+    release_eagerly: bool,
 }
 
 /// sluice: the I/O frames are read from, and the bytes an idle connection's wait read
@@ -94,6 +98,19 @@ enum Continuable {
 }
 
 impl<T> FramedRead<T> {
+    /// sluice: from now on, frees the read buffer whenever nothing is left in it (a
+    /// frame's bytes keep their part of it); see `Codec::release_eagerly`.
+    pub fn release_eagerly(&mut self) {
+        self.release_eagerly = true;
+    }
+
+    /// sluice: frees the read buffer if nothing is left in it (see `release_eagerly`).
+    pub fn release_if_empty(&mut self) {
+        if self.inner.read_buffer().is_empty() {
+            *self.inner.read_buffer_mut() = BytesMut::new();
+        }
+    }
+
     pub fn new(inner: InnerFramedRead<T, LengthDelimitedCodec>) -> FramedRead<T> {
         let decoder = FrameDecoder::new(inner.decoder().max_frame_length());
         // sluice: the I/O wrapped to replay what an idle wait read (see `poll_next`).
@@ -103,7 +120,11 @@ impl<T> FramedRead<T> {
             early: BytesMut::new(),
         };
         let inner = InnerFramedRead::new(io, parts.codec);
-        FramedRead { inner, decoder }
+        FramedRead {
+            inner,
+            decoder,
+            release_eagerly: false,
+        }
     }
 
     pub fn get_ref(&self) -> &T {
@@ -463,8 +484,8 @@ where
         let _e = span.enter();
         loop {
             tracing::trace!("poll");
-            // sluice: the read buffer is freed while empty (below), so that an idle
-            // connection does not keep 8 KiB (issue 32): the wait for the next bytes
+            // sluice: the read buffer of an idle connection is freed (`release_if_empty`),
+            // so that it does not keep 8 KiB (issue 32): the wait for the next bytes
             // reads them into the stack, and only then is a whole buffer taken again
             // (not tokio-util's one-byte reserve grown by doubling), given them first.
             if self.inner.read_buffer().capacity() == 0 {
@@ -474,9 +495,8 @@ where
                 self.inner.read_buffer_mut().reserve(READ_BUFFER_CAPACITY);
             }
             let polled = Pin::new(&mut self.inner).poll_next(cx);
-            // sluice: nothing more buffered (a frame's bytes keep their part of it).
-            if self.inner.read_buffer().is_empty() {
-                *self.inner.read_buffer_mut() = BytesMut::new();
+            if self.release_eagerly {
+                self.release_if_empty();
             }
             let bytes = match ready!(polled) {
                 Some(Ok(bytes)) => bytes,

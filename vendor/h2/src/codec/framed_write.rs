@@ -26,6 +26,9 @@ pub struct FramedWrite<T, B> {
     final_flush_done: bool,
 
     encoder: Encoder<B>,
+
+    /// sluice: free the write buffer once all is written (see `FramedRead`'s).
+    release_eagerly: bool,
 }
 
 #[derive(Debug)]
@@ -102,6 +105,7 @@ where
                 chain_threshold,
                 min_buffer_capacity: chain_threshold + frame::HEADER_LEN,
             },
+            release_eagerly: false,
         }
     }
 
@@ -174,7 +178,9 @@ where
         tracing::trace!("flushing buffer");
         // Flush the upstream
         ready!(Pin::new(&mut self.inner).poll_flush(cx))?;
-        self.encoder.release_if_written();
+        if self.release_eagerly {
+            self.encoder.release_if_written();
+        }
 
         Poll::Ready(Ok(()))
     }
@@ -319,14 +325,6 @@ where
             && (buf.capacity() == 0 || buf.capacity() - buf.len() >= self.min_buffer_capacity)
     }
 
-    /// sluice: frees the write buffer once everything in it is written, so that an idle
-    /// connection does not keep 16 KiB (issue 32); the next frame allocates it again.
-    fn release_if_written(&mut self) {
-        if self.next.is_none() && self.buf.get_ref().is_empty() {
-            self.buf = Cursor::new(BytesMut::new());
-        }
-    }
-
     fn is_empty(&self) -> bool {
         match self.next {
             Some(Next::Data(ref frame)) => !frame.payload().has_remaining(),
@@ -336,12 +334,31 @@ where
 }
 
 impl<B> Encoder<B> {
+    /// sluice: frees the write buffer if everything in it is written, so that an idle
+    /// connection does not keep 16 KiB (issue 32); the next frame allocates it again.
+    fn release_if_written(&mut self) {
+        if self.next.is_none() && self.buf.get_ref().is_empty() {
+            self.buf = Cursor::new(BytesMut::new());
+        }
+    }
+
     fn max_frame_size(&self) -> usize {
         self.max_frame_size as usize
     }
 }
 
 impl<T, B> FramedWrite<T, B> {
+    /// sluice: from now on, frees the write buffer whenever all of it is written.
+    pub fn release_eagerly(&mut self) {
+        self.release_eagerly = true;
+    }
+
+    /// sluice: frees the write buffer if everything in it is written (see
+    /// `Codec::release_idle_buffers`).
+    pub fn release_if_written(&mut self) {
+        self.encoder.release_if_written();
+    }
+
     /// Returns the max frame size that can be sent
     pub fn max_frame_size(&self) -> usize {
         self.encoder.max_frame_size()

@@ -105,6 +105,22 @@ impl<T, B> Codec<T, B> {
         self.inner.set_max_header_list_size(val);
     }
 
+    /// sluice: frees the read and write buffers whenever they hold nothing, after each
+    /// read and write: a client's choice, whose connections idle while their users
+    /// think, and which would otherwise hold 24 KiB each.
+    pub fn release_eagerly(&mut self) {
+        self.inner.release_eagerly();
+        self.inner.get_mut().release_eagerly();
+    }
+
+    /// sluice: frees the read and write buffers when they hold nothing, for a connection
+    /// that idles (`Connection::release_idle_memory`): freed after every read and write
+    /// instead, they cost about 1,000 instructions per HTTP/2 request.
+    pub fn release_idle_buffers(&mut self) {
+        self.inner.release_if_empty();
+        self.inner.get_mut().release_if_written();
+    }
+
     /// Get a reference to the inner stream.
     #[cfg(feature = "unstable")]
     pub fn get_ref(&self) -> &T {

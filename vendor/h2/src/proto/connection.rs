@@ -209,6 +209,7 @@ where
     /// sluice: see `Streams::release_idle_memory`.
     pub(crate) fn release_idle_memory(&mut self) {
         self.inner.streams.release_idle_memory();
+        self.codec.release_idle_buffers();
     }
 
     #[cfg(feature = "unstable")]

@@ -100,6 +100,9 @@ fn run<'a, S: AsyncRead + AsyncWrite + Unpin + 'a>(
         let mut streams = FuturesUnordered::new();
         // The box of the last stream that finished, for the next one (see `reuse`).
         let mut spare = None;
+        // Whether what the connection holds for its streams (the spare box, h2's tables
+        // and buffers) was given back since its last stream; the handshake's count.
+        let mut settled = false;
         // Made once: a timer or a waiter made on every turn cost about 2,000 instructions
         // per request (callgrind). The timer is moved on only when it fires before the
         // connection has idled long enough (see `idled`), not as each stream finishes.
@@ -128,6 +131,7 @@ fn run<'a, S: AsyncRead + AsyncWrite + Unpin + 'a>(
                         Poll::Ready(Some((request, respond))) => {
                             let stream = || one_stream(from, request, respond);
                             streams.push(Reused::new(spare.take(), stream));
+                            settled = false;
                             // The new stream is to be polled; the connection may hold more.
                             wakes.raise(CONN | STREAMS);
                         }
@@ -145,12 +149,14 @@ fn run<'a, S: AsyncRead + AsyncWrite + Unpin + 'a>(
                     // an idle connection does not hold a stream's 4.4 KiB for its whole
                     // keep-alive, and streams that follow each other keep reusing it.
                     let freed_at = idle_since + SPARE_KEPT.min(keepalive);
-                    if spare.is_some() && idled(idle.as_mut(), freed_at, &mut idle_armed, cx) {
+                    if !settled && idled(idle.as_mut(), freed_at, &mut idle_armed, cx) {
                         spare = None;
-                        // And the room its streams left in h2's tables (about 3.5 KiB).
+                        // And the room its streams left in h2's tables (about 3.5 KiB)
+                        // and its read and write buffers (24 KiB), kept while it is busy.
                         conn.release_idle_memory();
+                        settled = true;
                     }
-                    over = spare.is_none()
+                    over = settled
                         && idled(idle.as_mut(), idle_since + keepalive, &mut idle_armed, cx);
                 }
                 if over && !draining {
