@@ -223,7 +223,7 @@ impl Worker {
 
     /// Records a sample that failed before anything was sent (a redirect that cannot be
     /// followed).
-    pub fn failed(&self, label: &str, error: String) {
+    fn failed(&self, label: &str, error: String) {
         let now = Instant::now();
         self.settle((label, 0), (now, now), Err(error), &Check::default(), None);
     }

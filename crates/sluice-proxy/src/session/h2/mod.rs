@@ -101,7 +101,8 @@ fn run<'a, S: AsyncRead + AsyncWrite + Unpin + 'a>(
         // The box of the last stream that finished, for the next one (see `reuse`).
         let mut spare = None;
         // Whether what the connection holds for its streams (the spare box, h2's tables
-        // and buffers) was given back since its last stream; the handshake's count.
+        // and buffers) was given back since its last stream (at first not: what its
+        // handshake used is given back too).
         let mut settled = false;
         // Made once: a timer or a waiter made on every turn cost about 2,000 instructions
         // per request (callgrind). The timer is moved on only when it fires before the
