@@ -24,7 +24,9 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PROFILES=(${PROFILES:-release dist})
 COMPARE=${COMPARE:-1}
+# A run of its own: -2, -3, ... when the day has one (an earlier run is never written over).
 OUT=$REPO/bench/runs/$(date -u +%Y-%m-%d)-build-profiles
+n=2; base=$OUT; while [[ -e $OUT ]]; do OUT=$base-$n; n=$((n + 1)); done
 WORK=$(mktemp -d /tmp/sluice-build-profiles.XXXXXX)
 # The binaries are kept, for a rerun of compare.sh on them.
 BINS=$REPO/target/build-profiles
