@@ -95,14 +95,20 @@ pub fn classify(head: &ResponseHead<'_, '_>, asked: Asked<'_>) -> Result<Respons
         return Err("101 Switching Protocols to a protocol the request did not ask for");
     }
     let interim = (100..200).contains(&code) && !upgraded;
+    // The headers are read once (`None`: they declare no framing), for both uses below.
+    let declared = declared_framing(head.headers, Framing::None);
     let framing = if interim || asked.is_head || code == 204 || code == 304 {
         Framing::None
     } else {
-        declared_framing(head.headers, Framing::UntilClose).map_err(|e| e.as_str())?
+        match &declared {
+            Ok(Framing::None) => Framing::UntilClose,
+            Ok(declared) => *declared,
+            Err(e) => return Err(e.as_str()),
+        }
     };
     // A HEAD/204/304 response that announces a body is not reused: if the server sends
     // those bytes anyway, they would be read as the next client's response.
-    let announced = declared_framing(head.headers, Framing::None).unwrap_or(Framing::UntilClose);
+    let announced = declared.unwrap_or(Framing::UntilClose);
     let silent = framing != Framing::None
         || interim
         || matches!(announced, Framing::None | Framing::Length(0));
