@@ -76,9 +76,12 @@ impl Schedule {
     }
 
     /// When to wake for the next batch: when its first request is due, but never
-    /// sooner than `pace` after the last wake-up.
-    fn next_wake(&self, pace: Duration) -> Option<Instant> {
-        self.pending().then(|| self.due.max(self.woke + pace))
+    /// sooner than `pace` after the last wake-up; and whether that is the pace's beat
+    /// (a request falls due between beats), which the pacer keeps without re-arming.
+    fn next_wake(&self, pace: Duration) -> Option<(Instant, bool)> {
+        let beat = self.woke + pace;
+        self.pending()
+            .then(|| (self.due.max(beat), self.due <= beat))
     }
 
     fn woke_for(&mut self, at: Instant) {
@@ -122,8 +125,17 @@ async fn drive(w: &Worker, rate: f64, max_in_flight: usize, duration: Duration) 
             in_flight.push(one_request(w, &idle, k, intended));
         }
         let room = in_flight.len() < cap;
-        let wake = schedule.next_wake(w.plan.pace).filter(|_| room);
+        let (wake, on_beat) = match schedule.next_wake(w.plan.pace).filter(|_| room) {
+            Some((at, on_beat)) => (Some(at), on_beat),
+            None => (None, false),
+        };
         let blocked = schedule.pending() && !room;
+        if wake.is_none() {
+            // Nothing to send until an answer comes: the beat would only wake the thread.
+            if let Some(p) = &mut pacer {
+                let _ = p.stop();
+            }
+        }
         let done = wake.is_none() && !blocked && in_flight.is_empty();
         if done || blocked && Instant::now() >= end {
             break;
@@ -137,7 +149,7 @@ async fn drive(w: &Worker, rate: f64, max_in_flight: usize, duration: Duration) 
             biased;
             Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
             () = &mut interrupted, if in_flight.is_empty() => break,
-            () = wait_until(&mut pacer, wake), if wake.is_some() => {
+            () = wait_until(&mut pacer, wake, on_beat.then_some(w.plan.pace)), if wake.is_some() => {
                 schedule.woke_for(wake.unwrap_or(end));
             }
             () = tokio::time::sleep_until(end), if blocked => {}
@@ -162,14 +174,14 @@ async fn one_request(w: &Worker, idle: &RefCell<Vec<Connection>>, k: u64, intend
     w.progress.active(-1);
 }
 
-/// Waits until `at` on the pacer (tokio's millisecond timer without one, or if the
-/// pacer fails).
-async fn wait_until(pacer: &mut Option<Pacer>, at: Option<Instant>) {
+/// Waits until `at` on the pacer, which repeats every `beat` if given (tokio's
+/// millisecond timer without a pacer, or if the pacer fails).
+async fn wait_until(pacer: &mut Option<Pacer>, at: Option<Instant>, beat: Option<Duration>) {
     let Some(at) = at else {
         return std::future::pending().await;
     };
     if let Some(p) = pacer {
-        if p.wait_until(at).await.is_ok() {
+        if p.wait_until(at, beat).await.is_ok() {
             return;
         }
         *pacer = None;
