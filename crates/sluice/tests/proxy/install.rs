@@ -273,6 +273,68 @@ fn serve_tells_systemd_it_is_ready_reloading_and_stopping() {
     assert!(child.wait().unwrap().success());
 }
 
+/// Whether `path` is in a build context that `.dockerignore` rules shape: the last rule
+/// that matches the path or one of its parents decides (`!` lets it in). Only the
+/// rule forms dist's file uses: whole path segments, `*` for any one segment.
+fn in_context(rules: &str, path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    let matches = |pattern: &str| {
+        let segments: Vec<&str> = pattern.split('/').collect();
+        segments.len() <= parts.len()
+            && segments
+                .iter()
+                .zip(&parts)
+                .all(|(s, p)| *s == "*" || s == p)
+    };
+    let mut included = true;
+    for rule in rules.lines().map(str::trim) {
+        if rule.is_empty() || rule.starts_with('#') {
+            continue;
+        }
+        let (keep, pattern) = match rule.strip_prefix('!') {
+            Some(p) => (true, p),
+            None => (false, rule),
+        };
+        if matches(pattern) {
+            included = keep;
+        }
+    }
+    included
+}
+
+/// Docker cannot run here: what can be checked without it is that every file the
+/// Dockerfile's build stage copies exists and is in the build context its
+/// `.dockerignore` leaves (a `COPY vendor vendor` outside it failed the build).
+#[test]
+fn the_container_build_context_holds_everything_the_dockerfile_copies() {
+    let dockerfile = std::fs::read_to_string(repo().join("dist/Dockerfile")).unwrap();
+    let rules = std::fs::read_to_string(repo().join("dist/Dockerfile.dockerignore")).unwrap();
+    let mut sources = Vec::new();
+    for line in dockerfile.lines() {
+        let Some(args) = line.strip_prefix("COPY ") else {
+            continue;
+        };
+        let words: Vec<&str> = args.split_whitespace().collect();
+        if words.iter().any(|w| w.starts_with("--from")) {
+            continue;
+        }
+        sources.extend(words[..words.len() - 1].iter().map(|s| s.to_string()));
+    }
+    assert!(sources.len() >= 4, "COPY sources read: {sources:?}");
+    for source in &sources {
+        assert!(
+            repo().join(source).exists(),
+            "{source} is not in the repository"
+        );
+        assert!(
+            in_context(&rules, source),
+            "{source} is copied but left out of the build context"
+        );
+    }
+    assert!(!in_context(&rules, "target/release/sluice"));
+    assert!(!in_context(&rules, "crates/sluice/target/x"));
+}
+
 #[test]
 fn the_kubernetes_manifest_runs_sluice_on_its_config() {
     let path = repo().join("dist/kubernetes.yaml");
