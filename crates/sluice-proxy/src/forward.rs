@@ -346,9 +346,10 @@ impl<'g> Scope<'_, 'g> {
         let up = self.up;
         let stats = up.servers[server].stats.local();
         stats.response(resp.status);
-        stats.first_byte.observe(started.elapsed());
+        let first_byte = started.elapsed();
+        stats.first_byte.observe(first_byte);
         let failed_status = up.config.failure.fail_status.contains(&resp.status);
-        up.learn(server, started.elapsed(), failed_status);
+        up.learn(server, first_byte, failed_status);
         if resp.upgraded {
             stats.tunnels_opened.add(1);
             self.tunnel(down, server, &mut upstream).await;

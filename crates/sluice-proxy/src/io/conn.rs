@@ -178,10 +178,15 @@ pub async fn write_all<W: AsyncWrite + Unpin>(
     bytes: &[u8],
     limit: Duration,
 ) -> io::Result<()> {
-    let written = async {
+    let mut written = std::pin::pin!(async {
         stream.write_all(bytes).await?;
         stream.flush().await
-    };
+    });
+    // Most writes are taken at once: the timer (a clock read and a timer of tokio's)
+    // only for one that has to wait, its time counted from then.
+    if let Poll::Ready(done) = poll_fn(|cx| Poll::Ready(written.as_mut().poll(cx))).await {
+        return done;
+    }
     match timeout(limit, written).await {
         Ok(result) => result,
         Err(_) => Err(io::ErrorKind::TimedOut.into()),
@@ -279,5 +284,32 @@ mod tests {
             .unwrap();
         assert_eq!(read.unwrap_err().kind(), io::ErrorKind::TimedOut);
         assert!((200 * MS..250 * MS).contains(&took), "{took:?}");
+    }
+
+    /// A write the socket takes at once needs no timer; one to a peer that stops
+    /// reading ends at its limit, counted from when it began to wait.
+    #[tokio::test(start_paused = true)]
+    async fn a_write_the_peer_does_not_take_ends_at_its_limit() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let peer = TcpStream::connect(listener.local_addr().unwrap());
+        let (peer, accepted) = tokio::join!(peer, listener.accept());
+        let (mut peer, mut ours) = (peer.unwrap(), accepted.unwrap().0);
+        write_all(&mut ours, b"hello", 100 * MS).await.unwrap();
+        let mut got = [0u8; 5];
+        peer.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"hello");
+        // More than the two sockets' buffers hold, to a peer that reads no more.
+        let big = vec![7u8; 64 << 20];
+        let started = Instant::now();
+        let wrote = timeout(
+            Duration::from_secs(60),
+            write_all(&mut ours, &big, 300 * MS),
+        )
+        .await
+        .expect("the write's timer never fired");
+        let took = started.elapsed();
+        assert_eq!(wrote.unwrap_err().kind(), io::ErrorKind::TimedOut);
+        assert!((300 * MS..350 * MS).contains(&took), "{took:?}");
+        drop(peer);
     }
 }
