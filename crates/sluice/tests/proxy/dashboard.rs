@@ -116,11 +116,16 @@ fn check(dom: &str, live: SocketAddr, dead: SocketAddr) {
     let live_row = row(dom, live);
     assert!(live_row.contains(">up</span>"), "{live_row}");
     let rps = cell(&live_row, "rps num");
-    assert!(
-        rps.replace(',', "").parse::<f64>().is_ok(),
-        "requests/s {rps:?}"
-    );
-    assert_eq!(cell(&live_row, "err num"), "0 %", "{live_row}");
+    let rps: f64 = rps
+        .replace(',', "")
+        .parse()
+        .unwrap_or_else(|_| panic!("requests/s {rps:?}"));
+    // The error rate of the last poll's window: none to show when no request of the
+    // live server fell in it, which happens on a busy machine (Chromium's virtual time
+    // brings the polls close together in real time; a CI run met it). A window with a
+    // request has at least one in the few seconds a window lasts, so shows 0.2 or more.
+    let err = if rps > 0.0 { "0 %" } else { "–" };
+    assert_eq!(cell(&live_row, "err num"), err, "{live_row}");
     assert!(dom.contains(">1 of 2 up</td>"), "the upstream's total row");
 
     let panel = section_of(dom, "<div class=\"errors\" id=\"errors\"", "</div>");
