@@ -217,12 +217,18 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
-    /// A connected pair on loopback: the peer's end and ours as a `Conn`.
-    async fn pair() -> (TcpStream, Conn) {
+    /// A connected pair on loopback: the peer's end and ours.
+    async fn tcp_pair() -> (TcpStream, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let peer = TcpStream::connect(listener.local_addr().unwrap());
         let (peer, accepted) = tokio::join!(peer, listener.accept());
-        (peer.unwrap(), Conn::new(accepted.unwrap().0))
+        (peer.unwrap(), accepted.unwrap().0)
+    }
+
+    /// The same, ours as a `Conn`.
+    async fn pair() -> (TcpStream, Conn) {
+        let (peer, ours) = tcp_pair().await;
+        (peer, Conn::new(ours))
     }
 
     /// `conn.fill(limit)`, and how long it took on the (paused) clock. A read the timer
@@ -290,10 +296,7 @@ mod tests {
     /// reading ends at its limit, counted from when it began to wait.
     #[tokio::test(start_paused = true)]
     async fn a_write_the_peer_does_not_take_ends_at_its_limit() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let peer = TcpStream::connect(listener.local_addr().unwrap());
-        let (peer, accepted) = tokio::join!(peer, listener.accept());
-        let (mut peer, mut ours) = (peer.unwrap(), accepted.unwrap().0);
+        let (mut peer, mut ours) = tcp_pair().await;
         write_all(&mut ours, b"hello", 100 * MS).await.unwrap();
         let mut got = [0u8; 5];
         peer.read_exact(&mut got).await.unwrap();
