@@ -9,12 +9,15 @@
 #      before and after, and divide by the number of requests h2load completed,
 #      which gives microseconds of CPU per proxied request.
 #   3. HTTPS (unless HTTPS=0), on a second listener of each balancer with the same
-#      ECDSA P-256 certificate: new TLS handshakes per second at saturation
-#      (`wrk -H 'Connection: close'`: every request a new connection, a full handshake,
-#      as wrk does not resume sessions), and CPU per request over keep-alive TLS at
-#      the fixed rate (`h2load --h1` to https://), read as in 2.; then HTTP/2 over the
-#      same listener (ALPN h2): requests/s at saturation (`h2load -c16 -m16`, 16 streams
-#      at once on each of 16 connections) and CPU per request at the fixed rate.
+#      ECDSA P-256 certificate: new TLS connections per second at saturation
+#      (`wrk -H 'Connection: close'`: every request a new connection, its session
+#      resumed, as wrk resumes: `SSL_clear` keeps the session for the next connect),
+#      and CPU per request over keep-alive TLS at the fixed rate (`h2load --h1` to
+#      https://), read as in 2.; then HTTP/2 over the same listener (ALPN h2):
+#      requests/s at saturation (`h2load -c16 -m16`, 16 streams at once on each of 16
+#      connections) and CPU per request at the fixed rate; then the CPU per new client
+#      with a full handshake, at HS_RATE (500) new connections a second (`sluice bench
+#      --no-keepalive --tls-resume off`, the same client for every balancer).
 # We repeat this RUNS times. Within each round we take the balancers in turn, and
 # rotate the order from one round to the next, so that noise on this shared machine
 # (and any position effect) is spread over all three instead of landing on one.
@@ -91,6 +94,8 @@ done
 RPS_PER_CLIENT=$(( RATE / H2_CLIENTS ))
 (( RPS_PER_CLIENT >= 1 )) || { echo "compare.sh: RATE must be >= H2_CLIENTS" >&2; exit 64; }
 EFFECTIVE_RATE=$(( RPS_PER_CLIENT * H2_CLIENTS ))
+# New TLS connections a second, each a full handshake, in the full-handshake cost run.
+HS_RATE=500
 
 log() { printf '[compare %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -462,9 +467,10 @@ measure() {
     sleep 1
 }
 
-# measure_tls NAME ROUND: new handshakes per second (wrk, a new connection per request),
-# then CPU per request over keep-alive TLS at the fixed rate (h2load). Sets TLS_RESULT to
-# the two logs and the CPU ticks before and after.
+# measure_tls NAME ROUND: new connections per second (wrk, a new connection per request,
+# its session resumed), then CPU per request over keep-alive TLS at the fixed rate
+# (h2load). Sets TLS_RESULT to the two logs and the CPU ticks before and after; HTTP/2
+# and the full handshakes add theirs.
 measure_tls() {
     local name=$1 round=$2 url="https://127.0.0.1:${TLS_PORT_OF[$1]}/"
     local hs_log="$OUT/raw/r$round-$name-tls-wrk.txt" ka_log="$OUT/raw/r$round-$name-tls-h2load.txt"
@@ -486,6 +492,30 @@ measure_tls() {
     TLS_RESULT=("$hs_log" "$ka_log" "$before" "$after")
     sleep 1
     measure_h2 "$name" "$round" "$url"
+    sleep 1
+    measure_full_handshakes "$name" "$round" "$url"
+}
+
+# measure_full_handshakes NAME ROUND URL: the CPU a new client costs the balancer, a full
+# handshake and one request per connection at HS_RATE new connections a second. No tool
+# of the field makes full handshakes under load (wrk and oha resume their sessions), so
+# the client is `sluice bench --tls-resume off`, the same for every balancer. Appends the
+# log, the client's JSON report and the ticks to TLS_RESULT.
+measure_full_handshakes() {
+    local name=$1 round=$2 url=$3
+    local log_file="$OUT/raw/r$round-$name-tls-full.txt" json="$WORK/r$round-$name-tls-full.json"
+    log "round $round: $name: full TLS handshakes, $HS_RATE new connections/s for ${DUR}s"
+    local cmd=("$SLUICE_BIN" bench "$url" --insecure --rate "$HS_RATE" -d "${DUR}s" --threads 1
+        --max-in-flight 64 --no-keepalive --tls-resume off -q --json "$json")
+    echo "# $name, round $round: ${cmd[*]}" >"$log_file"
+    local before after host_before host_after
+    read -r before host_before <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
+    bounded $(( DUR + 30 )) "${cmd[@]}" >>"$log_file" 2>&1 || die "$name: full handshakes failed; see $log_file"
+    read -r after host_after <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
+    echo "# balancer CPU (utime+stime, process tree of pid ${PID_OF[$name]}): $before -> $after ticks at $CLK_TCK/s" >>"$log_file"
+    echo "# host (steal/all/busy/ours ticks, PSI cpu some us): $host_before -> $host_after" >>"$log_file"
+    kill -0 "${PID_OF[$name]}" 2>/dev/null || die "$name died during the full handshakes; see $OUT/servers/$name.log"
+    TLS_RESULT+=("$log_file" "$json" "$before" "$after")
 }
 
 # measure_h2 NAME ROUND URL: HTTP/2 (ALPN h2) at saturation, then at the fixed rate with
@@ -541,8 +571,10 @@ machine_info() {
     echo "  (/proc/PID/stat, $CLK_TCK ticks/s) across the run, divided by the requests h2load completed."
     if [[ $HTTPS == 1 ]]; then
         echo "- HTTPS, on a second listener (one self-signed ECDSA P-256 certificate for all):"
-        echo "  new handshakes/s = \`wrk -t$WRK_THREADS -c$WRK_CONNS -d${DUR}s --latency -H 'Connection: close' https://127.0.0.1:PORT/\`"
-        echo "  (one request per connection); keep-alive TLS cost = the h2load run above against https://."
+        echo "  new connections/s = \`wrk -t$WRK_THREADS -c$WRK_CONNS -d${DUR}s --latency -H 'Connection: close' https://127.0.0.1:PORT/\`"
+        echo "  (one request per connection, the TLS session resumed: wrk keeps it); keep-alive TLS cost = the h2load run above against https://."
+        echo "- full handshakes: CPU per request of \`sluice bench https://127.0.0.1:PORT/ --insecure --rate $HS_RATE -d ${DUR}s --threads 1 --max-in-flight 64 --no-keepalive --tls-resume off\`"
+        echo "  (a new connection, a full handshake and one request each), read as above."
         echo "- HTTP/2 on the same listener: saturation = \`h2load -t 2 -c 16 -m 16 -D $DUR https://127.0.0.1:PORT/\`;"
         echo "  cost = \`h2load -c $H2_CLIENTS -m 1 -t 1 --rps $RPS_PER_CLIENT -D $DUR https://127.0.0.1:PORT/\` with the CPU read as above."
         echo "- openssl: $(openssl version 2>&1 | head -n1)"

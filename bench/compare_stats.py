@@ -170,6 +170,9 @@ def tls_record(rec, hs_path, ka_path, t0, t1, *h2, hz):
     sub = {"wrk": t["handshake_wrk"], "h2load": t["h2load"],
            "target_rate": rec["target_rate"], "cpu_ticks": t["cpu_ticks"]}
     rec["problems"] += ["TLS " + p for p in problems(sub)]
+    h2, full = h2[:4], h2[4:]
+    if full:
+        t["full_handshakes"] = full_handshakes(rec, *full, hz=hz)
     if h2:
         sat_path, rate_path, t2, t3 = h2
         sat, rate = parse_h2load(open(sat_path).read()), parse_h2load(open(rate_path).read())
@@ -185,6 +188,22 @@ def tls_record(rec, hs_path, ka_path, t0, t1, *h2, hz):
         if contention(rate):
             rec["problems"].append("HTTP/2 rate: " + contention(rate))
     return t
+
+def full_handshakes(rec, log_path, json_path, t0, t1, hz):
+    """The full-handshake run: `sluice bench --no-keepalive --tls-resume off` at a fixed
+    rate, its requests from its JSON report, the balancer's CPU per request."""
+    step = json.load(open(json_path))["steps"][0]
+    conns = step.get("connections") or {}
+    run = {"requests": step["samples"], "errors": step["errors"], "rps": step["throughput_rps"],
+           "mean_ms": step["mean_ms"], "handshakes": conns.get("tls_handshakes"),
+           "resumed": conns.get("tls_resumed"), "cpu_ticks": int(t1) - int(t0),
+           "host": parse_host(open(log_path).read())}
+    run["cpu_us_per_req"] = run["cpu_ticks"] / int(hz) * 1e6 / run["requests"] if run["requests"] else None
+    if run["errors"] or run["resumed"]:
+        rec["problems"].append(f"full handshakes: {run['errors']} errors, {run['resumed']} resumed")
+    if contention(run):
+        rec["problems"].append("full handshakes: " + contention(run))
+    return run
 
 def median(xs):
     xs = [x for x in xs if x is not None]
@@ -257,20 +276,27 @@ def tls_report(recs, order):
         if rs:
             rows[b] = {"hs": median([r["handshake_wrk"]["rps"] for r in rs]),
                        "cpu": median([r["cpu_us_per_req"] for r in rs]),
-                       "rate": median([r["h2load"]["rps"] for r in rs]), "n": len(rs)}
+                       "rate": median([r["h2load"]["rps"] for r in rs]), "n": len(rs),
+                       "full": median([r["full_handshakes"]["cpu_us_per_req"]
+                                       for r in rs if "full_handshakes" in r])}
     if "nginx" not in rows:
         return
     base = rows["nginx"]
-    print("HTTPS (second listener, ECDSA P-256): new TLS handshakes per second at saturation "
-          "(each a full handshake and one request), and CPU per request over keep-alive TLS at "
-          "the fixed rate. Higher handshakes/s and lower CPU are better.")
+    print("HTTPS (second listener, ECDSA P-256): new TLS connections per second at saturation "
+          "(wrk, one request each, the session resumed: wrk keeps it), CPU per request over "
+          "keep-alive TLS at the fixed rate, and CPU per new client with a full handshake (a "
+          "new connection, a full handshake and one request each, 500 a second). Higher "
+          "connections/s and lower CPU are better.")
     print()
-    print("| balancer | new handshakes/s | ×nginx | keep-alive TLS CPU µs/req | ×nginx | achieved req/s |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| balancer | new connections/s, resumed | ×nginx | keep-alive TLS CPU µs/req | ×nginx "
+          "| achieved req/s | full handshake CPU µs/req | ×nginx |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    ratio = lambda v, n: f"{v / n:.2f}×" if v and n else "n/a"
     for b, r in rows.items():
-        hs = f"{r['hs'] / base['hs']:.2f}×" if r["hs"] and base["hs"] else "n/a"
-        cpu = f"{r['cpu'] / base['cpu']:.2f}×" if r["cpu"] and base["cpu"] else "n/a"
-        print(f"| {b} | {r['hs']:,.0f} | {hs} | {r['cpu']:.1f} | {cpu} | {r['rate']:,.0f} |")
+        full = f"{r['full']:.1f}" if r["full"] is not None else "n/a"
+        print(f"| {b} | {r['hs']:,.0f} | {ratio(r['hs'], base['hs'])} | {r['cpu']:.1f} "
+              f"| {ratio(r['cpu'], base['cpu'])} | {r['rate']:,.0f} | {full} "
+              f"| {ratio(r['full'], base['full'])} |")
     print()
     h2_report(recs, order)
 
@@ -305,6 +331,8 @@ def cost_runs(rec):
         runs.append(("keep-alive TLS", t["cpu_us_per_req"], t["h2load"]))
         if "h2" in t:
             runs.append(("HTTP/2", t["h2"]["cpu_us_per_req"], t["h2"]["rate"]))
+        if "full_handshakes" in t:
+            runs.append(("full TLS handshake", t["full_handshakes"]["cpu_us_per_req"], t["full_handshakes"]))
     return runs
 
 def rounds_report(recs, order):
@@ -345,7 +373,7 @@ def clean_report(recs, order):
                 for label, cpu, run in cost_runs(r):
                     if cpu is not None and not contention(run):
                         clean.setdefault((b, label), []).append(cpu)
-    labels = ["HTTP/1.1", "keep-alive TLS", "HTTP/2"]
+    labels = ["HTTP/1.1", "keep-alive TLS", "HTTP/2", "full TLS handshake"]
     labels = [l for l in labels if any(k[1] == l for k in clean)]
     print("CPU µs per request, medians of the uncontended runs only (how many of them in "
           "brackets):")
@@ -367,7 +395,7 @@ def main(argv):
     if cmd == "ticks" and len(argv) == 4:
         procs = processes()
         print(ticks(procs, int(argv[2])), host_reading(procs, int(argv[3])))
-    elif cmd == "record" and len(argv) in (9, 13, 17):
+    elif cmd == "record" and len(argv) in (9, 13, 17, 21):
         record(*argv[2:])
     elif cmd == "report" and len(argv) == 3:
         report(argv[2])

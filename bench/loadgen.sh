@@ -17,23 +17,27 @@
 # Rounds rotate the tools' order; the summary gives medians and ratios to wrk (CPU and
 # throughput at saturation) or to h2load (CPU at the fixed rate).
 #
-# What our users serve, at fixed rates against nginx's HTTPS listener (a self-signed
+# What our users serve, against nginx's HTTPS listener (TLS 1.2 and 1.3, a self-signed
 # ECDSA P-256 certificate made here; HTTP/2 by ALPN), with the tools that speak it:
 #   tls-rate      keep-alive HTTPS, TLS_RATE req/s over 64 connections;
-#   tls-new       a new connection and a full handshake per request, NEW_RATE req/s;
-#   tls-resumed   a new connection per request, the session resumed, NEW_RATE req/s;
+#   tls-new       a new connection and a full handshake per request, one connection at
+#                 a time (a closed loop): sluice against `openssl s_time -new`, the one
+#                 tool here that makes full handshakes (wrk and oha resume sessions);
+#   tls-resumed   a new connection per request, the session resumed, NEW_RATE req/s:
+#                 sluice against oha (`--disable-keepalive`, which resumes);
 #   h2-1, h2-10   HTTP/2, TLS_RATE req/s: 64 connections with 1 stream each, and 8
 #                 connections with 10 streams each (h2load's -m, oha's -p).
-# (h2load opens no connection per request, so the two new-connection modes compare
-# sluice with oha, which does; whether oha resumes is its own business, and the table
-# says how many of sluice's handshakes resumed.) h2load's --rps is no even schedule: each
+# Which handshakes resumed is nginx's count, not the tools' ($ssl_session_reused of each
+# connection's first request, logged for the TLS listener). The reference of each mode:
+# h2load for the keep-alive ones, openssl for tls-new, oha for tls-resumed (h2load
+# opens no connection per request). h2load's --rps is no even schedule: each
 # client's timer repeats every max(10 ms, 1/rps) and sends what is due, so its 64
 # clients send in bursts; `sluice-paced` is sluice with `--pace 10ms`, which sends what is
 # due every 10 ms the same way (sluice's default batches every 1 ms).
 #
 # Usage: [RUNS=3] [DUR=8] [RATE=20000] [TLS_RATE=5000] [NEW_RATE=500]
 #        [MODES="saturation light rate tls-rate tls-new tls-resumed h2-1 h2-10"]
-#        [TOOLS="sluice sluice-paced hyper wrk h2load oha k6"] bench/loadgen.sh
+#        [TOOLS="sluice sluice-paced hyper wrk h2load oha k6 openssl"] bench/loadgen.sh
 # Installs what is missing: nginx, wrk, h2load (apt-get), oha (cargo install), k6 (go
 # install go.k6.io/k6). Results: bench/runs/<date>-loadgen/. Loopback only.
 
@@ -44,7 +48,7 @@ RATE=${RATE:-20000}
 TLS_RATE=${TLS_RATE:-5000}
 NEW_RATE=${NEW_RATE:-500}
 MODES=${MODES:-saturation light rate tls-rate tls-new tls-resumed h2-1 h2-10}
-TOOLS=${TOOLS:-sluice sluice-paced hyper wrk h2load oha k6}
+TOOLS=${TOOLS:-sluice sluice-paced hyper wrk h2load oha k6 openssl}
 CONNS=64
 NAME=loadgen
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -67,6 +71,7 @@ install_tools() {
     command -v wrk >/dev/null || apt+=(wrk)
     command -v h2load >/dev/null || apt+=(nghttp2-client)
     command -v taskset >/dev/null || apt+=(util-linux)
+    command -v openssl >/dev/null || apt+=(openssl)
     if (( ${#apt[@]} )); then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt[@]}"
     fi
@@ -98,10 +103,15 @@ http {
     client_body_temp_path $WORK/nginx/body; proxy_temp_path $WORK/nginx/proxy;
     fastcgi_temp_path $WORK/nginx/fcgi; uwsgi_temp_path $WORK/nginx/uwsgi; scgi_temp_path $WORK/nginx/scgi;
     server { listen 127.0.0.1:$PORT; location / { return 200 "ok\n"; } }
+    # One line per TLS connection (its first request): "r" if its session was resumed.
+    map \$connection_requests \$first_request { 1 1; default 0; }
+    log_format reused \$ssl_session_reused;
     server {
         listen 127.0.0.1:$TLS_PORT ssl http2;
         ssl_certificate $WORK/nginx/cert.pem; ssl_certificate_key $WORK/nginx/key.pem;
+        ssl_protocols TLSv1.2 TLSv1.3;
         ssl_session_cache shared:SSL:10m;
+        access_log $WORK/tls-sessions.log reused if=\$first_request;
         http2_max_requests 10000000;
         location / { return 200 "ok\n"; }
     }
@@ -179,9 +189,10 @@ tls_command_for() {
         sluice:tls-rate) echo "$sluice --rate $TLS_RATE --max-in-flight $CONNS" ;;
         h2load:tls-rate) echo "$h2load --h1 -c $CONNS --rps $(( TLS_RATE / CONNS ))" ;;
         oha:tls-rate) echo "$oha -c $CONNS -q $TLS_RATE $url" ;;
-        sluice:tls-new) echo "$sluice --rate $NEW_RATE --max-in-flight $CONNS --no-keepalive --tls-resume off" ;;
-        oha:tls-new) echo "$oha -c $CONNS -q $NEW_RATE --disable-keepalive $url" ;;
+        sluice:tls-new) echo "$sluice --users 1 --no-keepalive --tls-resume off" ;;
+        openssl:tls-new) echo "openssl s_time -connect 127.0.0.1:$TLS_PORT -new -time $DUR -www /" ;;
         sluice:tls-resumed) echo "$sluice --rate $NEW_RATE --max-in-flight $CONNS --no-keepalive --tls-resume on" ;;
+        oha:tls-resumed) echo "$oha -c $CONNS -q $NEW_RATE --disable-keepalive $url" ;;
         sluice:h2-1) echo "$sluice --h2 --streams 1 --rate $TLS_RATE --max-in-flight $CONNS" ;;
         h2load:h2-1) echo "$h2load -c $CONNS -m 1 --rps $(( TLS_RATE / CONNS ))" ;;
         oha:h2-1) echo "$oha --http2 -c $CONNS -p 1 -q $TLS_RATE $url" ;;
@@ -198,17 +209,19 @@ measure() {
     cmd=$(command_for "$tool" "$mode" "$base.json") || return 0
     log "round $round: $tool $mode"
     echo "# $cmd" >"$base.txt"
+    : >"$WORK/tls-sessions.log"
     timeout $(( DUR + 60 )) /usr/bin/time -f "cpu %U %S" -o "$base.cpu" taskset -c 0 $cmd >>"$base.txt" 2>&1 || log "$tool $mode exited $?"
-    python3 "$WORK/parse.py" "$tool" "$mode" "$round" "$base" >>"$OUT/results.jsonl"
+    python3 "$WORK/parse.py" "$tool" "$mode" "$round" "$base" "$WORK/tls-sessions.log" >>"$OUT/results.jsonl"
     sleep 1
 }
 
 write_parser() {
     cat >"$WORK/parse.py" <<'PY'
-"""parse.py TOOL MODE ROUND BASE: one JSON line of what the tool reported, and its CPU."""
+"""parse.py TOOL MODE ROUND BASE SESSIONS: one JSON line of what the tool reported, its
+CPU, and (SESSIONS: nginx's log of the TLS connections) how many sessions it resumed."""
 import json, re, sys
 
-tool, mode, rnd, base = sys.argv[1:5]
+tool, mode, rnd, base, sessions = sys.argv[1:6]
 text = open(base + ".txt").read()
 user, sys_ = map(float, re.search(r"cpu ([\d.]+) ([\d.]+)", open(base + ".cpu").read()).groups())
 rec = {"tool": tool, "mode": mode, "round": int(rnd), "cpu_s": user + sys_}
@@ -222,8 +235,7 @@ if tool.startswith("sluice"):
     rec.update(requests=step["samples"], rps=step["throughput_rps"], p50_ms=step["p50_ms"], p99_ms=step["p99_ms"], errors=step["errors"], mean_ms=step["mean_ms"])
     # Measured from the actual send, as h2load measures: the figure to set beside its.
     rec.update(uncorrected_mean_ms=step["uncorrected"]["mean_ms"])
-    c = step.get("connections") or {}
-    rec.update(handshakes=c.get("tls_handshakes"), resumed=c.get("tls_resumed"), connections=c.get("opened"))
+    rec.update(connections=(step.get("connections") or {}).get("opened"))
 elif tool == "hyper":
     rec.update(json.loads(text.strip().splitlines()[-1]))
 elif tool == "wrk":
@@ -245,11 +257,19 @@ elif tool == "oha":
     codes = d.get("statusCodeDistribution", {})
     rec.update(rps=s["requestsPerSec"], p50_ms=p["p50"] * 1000, p99_ms=p["p99"] * 1000, mean_ms=s["average"] * 1000,
                requests=sum(codes.values()), errors=sum(v for k, v in codes.items() if not k.startswith("2")))
+elif tool == "openssl":
+    # s_time's "N connections in T s" counts CPU seconds, not the run's: the rate is over DUR.
+    n = int(re.search(r"(\d+) connections in [\d.]+s", text).group(1))
+    dur_s = float(re.search(r"-time (\d+)", text).group(1))
+    rec.update(requests=n, rps=n / dur_s, errors=0, mean_ms=None, p50_ms=None, p99_ms=None)
 elif tool == "k6":
     m = json.load(open(base + ".json"))["metrics"]
     d, reqs = m["http_req_duration"], m["http_reqs"]
     rec.update(requests=int(reqs["count"]), rps=reqs["rate"], p50_ms=d["p(50)"], p99_ms=d["p(99)"],
                errors=int(m.get("http_req_failed", {}).get("passes", 0)))
+reused = open(sessions).read().split()
+if reused:
+    rec.update(handshakes=len(reused), resumed=reused.count("r"))
 rec["cpu_us_per_req"] = rec["cpu_s"] * 1e6 / rec["requests"] if rec.get("requests") else None
 print(json.dumps(rec))
 PY
@@ -309,30 +329,30 @@ if "rate" in ran:
         cpu = med(t, "rate", "cpu_us_per_req")
         print(f"| {t} | {f(med(t, 'rate', 'rps'), '{:,.0f}')} | {f(med(t, 'rate', 'p50_ms'), '{:.3f}')} | {f(med(t, 'rate', 'p99_ms'), '{:.3f}')} "
               f"| {f(cpu, '{:.2f}')} | {f(cpu and h_cpu and cpu / h_cpu, '{:.2f}×')} |")
-tls_modes = [("tls-rate", f"keep-alive HTTPS, {tls_rate} req/s"),
-             ("tls-new", f"new connection + full handshake per request, {new_rate} req/s"),
-             ("tls-resumed", f"new connection + resumed session per request, {new_rate} req/s"),
-             ("h2-1", f"HTTP/2, 64 connections x 1 stream, {tls_rate} req/s"),
-             ("h2-10", f"HTTP/2, 8 connections x 10 streams, {tls_rate} req/s")]
-if any(r["mode"] == m for r in rows for m, _ in tls_modes):
-    print("\n## HTTPS and HTTP/2 at fixed rates (nginx's TLS listener)\n")
-    print("| mode | tool | achieved req/s | mean (ms) | mean from the send (ms) | ×h2load | p50 (ms) | p99 (ms) | CPU µs per request | ×h2load | resumed / handshakes | errors |")
+tls_modes = [("tls-rate", f"keep-alive HTTPS, {tls_rate} req/s", "h2load"),
+             ("tls-new", "new connection + full handshake per request, one at a time", "openssl"),
+             ("tls-resumed", f"new connection + resumed session per request, {new_rate} req/s", "oha"),
+             ("h2-1", f"HTTP/2, 64 connections x 1 stream, {tls_rate} req/s", "h2load"),
+             ("h2-10", f"HTTP/2, 8 connections x 10 streams, {tls_rate} req/s", "h2load")]
+if any(r["mode"] == m for r in rows for m, _, _ in tls_modes):
+    print("\n## HTTPS and HTTP/2 (nginx's TLS listener)\n")
+    print("| mode | tool | achieved req/s | mean (ms) | mean from the send (ms) | ×ref | p50 (ms) | p99 (ms) | CPU µs per request | ×ref | resumed / new TLS sessions | errors |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for mode, what in tls_modes:
-        h = {k: med("h2load", mode, k) for k in ("cpu_us_per_req", "mean_ms")}
+    for mode, what, ref in tls_modes:
+        h = {k: med(ref, mode, k) for k in ("cpu_us_per_req", "mean_ms")}
         ratio = lambda v, ref: f(v and ref and v / ref, '{:.2f}×')
-        for t in ("sluice", "sluice-paced", "h2load", "oha"):
+        for t in ("sluice", "sluice-paced", "h2load", "oha", "openssl"):
             if med(t, mode, "rps") is None:
                 continue
             cpu, mean = med(t, mode, "cpu_us_per_req"), med(t, mode, "mean_ms")
             sent = med(t, mode, "uncorrected_mean_ms")
             sent = sent if sent is not None else (mean if t in ("h2load", "oha") else None)
             hs, rs = med(t, mode, "handshakes"), med(t, mode, "resumed")
-            resumed = f"{rs:.0f} / {hs:.0f}" if hs else ""
+            resumed = f"{rs:,.0f} / {hs:,.0f}" if hs else ""
             print(f"| {what} | {t} | {f(med(t, mode, 'rps'), '{:,.0f}')} | {f(mean, '{:.3f}')} | {f(sent, '{:.3f}')} | {ratio(sent, h['mean_ms'])} "
                   f"| {f(med(t, mode, 'p50_ms'), '{:.3f}')} | {f(med(t, mode, 'p99_ms'), '{:.3f}')} | {f(cpu, '{:.2f}')} "
                   f"| {ratio(cpu, h['cpu_us_per_req'])} | {resumed} | {f(med(t, mode, 'errors'), '{:.0f}')} |")
-    print("\nmean: sluice's from when each request was meant to go (its batch's time; lateness beyond it included); mean from the send: from when it went, as h2load and oha measure (h2load reports no percentiles). ×h2load: that mean, and the CPU per request, against h2load's. h2load opens no connection per request: the new-connection modes compare sluice with oha.")
+    print("\nmean: sluice's from when each request was meant to go (its batch's time; lateness beyond it included); mean from the send: from when it went, as h2load and oha measure (h2load and openssl s_time report no percentiles). ×ref: that mean, and the CPU per request, against the mode's reference tool: h2load for keep-alive connections, openssl s_time for full handshakes (one connection at a time; wrk and oha resume sessions), oha for resumed ones. resumed / new TLS sessions: nginx's count ($ssl_session_reused of each connection's first request).")
 PY
 }
 
