@@ -19,6 +19,9 @@
 #
 # What our users serve, against nginx's HTTPS listener (TLS 1.2 and 1.3, a self-signed
 # ECDSA P-256 certificate made here; HTTP/2 by ALPN), with the tools that speak it:
+#   tls-low       keep-alive HTTPS, LOW_RATE req/s over one connection: a rate at which
+#                 no tool batches (h2load's timer and sluice's pace both send one
+#                 request at a time), so the tools' latencies should agree;
 #   tls-rate      keep-alive HTTPS, TLS_RATE req/s over 64 connections;
 #   tls-new       a new connection and a full handshake per request, one connection at
 #                 a time (a closed loop): sluice against `openssl s_time -new`, the one
@@ -35,9 +38,13 @@
 # clients send in bursts; `sluice-paced` is sluice with `--pace 10ms`, which sends what is
 # due every 10 ms the same way (sluice's default batches every 1 ms).
 #
-# Usage: [RUNS=3] [DUR=8] [RATE=20000] [TLS_RATE=5000] [NEW_RATE=500]
-#        [MODES="saturation light rate tls-rate tls-new tls-resumed h2-1 h2-10"]
-#        [TOOLS="sluice sluice-paced hyper wrk h2load oha k6 openssl"] bench/loadgen.sh
+# BASELINE=/path/to/an/older/sluice adds it as the tool `sluice-base` (sluice's commands
+# with that binary), for before/after figures in the same run.
+#
+# Usage: [RUNS=3] [DUR=8] [RATE=20000] [TLS_RATE=5000] [NEW_RATE=500] [LOW_RATE=100]
+#        [MODES="saturation light rate tls-low tls-rate tls-new tls-resumed h2-1 h2-10"]
+#        [TOOLS="sluice sluice-paced hyper wrk h2load oha k6 openssl"] [BASELINE=bin]
+#        bench/loadgen.sh
 # Installs what is missing: nginx, wrk, h2load (apt-get), oha (cargo install), k6 (go
 # install go.k6.io/k6). Results: bench/runs/<date>-loadgen/. Loopback only.
 
@@ -47,8 +54,11 @@ DUR=${DUR:-8}
 RATE=${RATE:-20000}
 TLS_RATE=${TLS_RATE:-5000}
 NEW_RATE=${NEW_RATE:-500}
-MODES=${MODES:-saturation light rate tls-rate tls-new tls-resumed h2-1 h2-10}
-TOOLS=${TOOLS:-sluice sluice-paced hyper wrk h2load oha k6 openssl}
+LOW_RATE=${LOW_RATE:-100}
+MODES=${MODES:-saturation light rate tls-low tls-rate tls-new tls-resumed h2-1 h2-10}
+TOOLS_GIVEN=${TOOLS:-sluice sluice-paced hyper wrk h2load oha k6 openssl}
+BASELINE=${BASELINE:-}
+TOOLS="$TOOLS_GIVEN${BASELINE:+ sluice-base}"
 CONNS=64
 NAME=loadgen
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -178,6 +188,10 @@ tls_command_for() {
     local sluice="$BIN/sluice bench $url --resolve localhost:$TLS_PORT:127.0.0.1 --insecure -d ${DUR}s --threads 1 -q --json $out"
     local h2load="h2load -t 1 -D $DUR https://127.0.0.1:$TLS_PORT/"
     local oha="oha -z ${DUR}s --insecure --no-tui --output-format json"
+    if [[ $tool == sluice-base ]]; then
+        command_for sluice "$mode" "$out" | sed "s|^$BIN/sluice |$BASELINE |"
+        return
+    fi
     if [[ $tool == sluice-paced ]]; then
         case $mode in
             tls-rate|h2-1|h2-10) tls_command_for sluice "$mode" "$out" | sed 's/$/ --pace 10ms/' ;;
@@ -186,6 +200,9 @@ tls_command_for() {
         return
     fi
     case $tool:$mode in
+        sluice:tls-low) echo "$sluice --rate $LOW_RATE --max-in-flight 1" ;;
+        h2load:tls-low) echo "$h2load --h1 -c 1 --rps $LOW_RATE" ;;
+        oha:tls-low) echo "$oha -c 1 -q $LOW_RATE $url" ;;
         sluice:tls-rate) echo "$sluice --rate $TLS_RATE --max-in-flight $CONNS" ;;
         h2load:tls-rate) echo "$h2load --h1 -c $CONNS --rps $(( TLS_RATE / CONNS ))" ;;
         oha:tls-rate) echo "$oha -c $CONNS -q $TLS_RATE $url" ;;
@@ -234,7 +251,7 @@ if tool.startswith("sluice"):
     step = json.load(open(base + ".json"))["steps"][0]
     rec.update(requests=step["samples"], rps=step["throughput_rps"], p50_ms=step["p50_ms"], p99_ms=step["p99_ms"], errors=step["errors"], mean_ms=step["mean_ms"])
     # Measured from the actual send, as h2load measures: the figure to set beside its.
-    rec.update(uncorrected_mean_ms=step["uncorrected"]["mean_ms"])
+    rec.update(uncorrected_mean_ms=step["uncorrected"]["mean_ms"], lag_p50_ms=step["send_lag"]["p50_ms"])
     rec.update(connections=(step.get("connections") or {}).get("opened"))
 elif tool == "hyper":
     rec.update(json.loads(text.strip().splitlines()[-1]))
@@ -276,9 +293,9 @@ PY
 }
 
 summarise() {
-    python3 - "$OUT/results.jsonl" "$RUNS" "$DUR" "$RATE" "$(git -C "$REPO" rev-parse --short HEAD)" "$TLS_RATE" "$NEW_RATE" "$MODES" "$TOOLS" <<'PY'
+    python3 - "$OUT/results.jsonl" "$RUNS" "$DUR" "$RATE" "$(git -C "$REPO" rev-parse --short HEAD)" "$TLS_RATE" "$NEW_RATE" "$MODES" "$TOOLS_GIVEN" "$LOW_RATE" "$BASELINE" <<'PY'
 import json, statistics, sys
-path, runs, dur, rate, commit, tls_rate, new_rate, modes, tools_env = sys.argv[1:10]
+path, runs, dur, rate, commit, tls_rate, new_rate, modes, tools_env, low_rate, baseline = sys.argv[1:12]
 rows = [json.loads(l) for l in open(path)]
 tools = ["sluice", "hyper", "wrk", "h2load", "oha", "k6"]
 def med(tool, mode, key):
@@ -286,7 +303,11 @@ def med(tool, mode, key):
     return statistics.median(v) if v else None
 f = lambda v, fmt: fmt.format(v) if v is not None else "n/a"
 print(f"# Load generators on one core, medians of {runs} rounds (sluice {commit})\n")
-print(f"command: `RUNS={runs} DUR={dur} RATE={rate} TLS_RATE={tls_rate} NEW_RATE={new_rate} MODES=\"{modes}\" TOOLS=\"{tools_env}\" bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator on CPU 0, one thread, 64 connections.\n")
+base = f" BASELINE={baseline}" if baseline else ""
+print(f"command: `RUNS={runs} DUR={dur} RATE={rate} TLS_RATE={tls_rate} NEW_RATE={new_rate} LOW_RATE={low_rate} MODES=\"{modes}\" TOOLS=\"{tools_env}\"{base} bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator on CPU 0, one thread, 64 connections.\n")
+if baseline:
+    import subprocess
+    print(f"sluice-base: {subprocess.run([baseline, '--version'], capture_output=True, text=True).stdout.strip()}\n")
 ran = {r["mode"] for r in rows}
 # The HTTP/1.1 tables, each when its mode ran.
 if "saturation" in ran:
@@ -329,19 +350,20 @@ if "rate" in ran:
         cpu = med(t, "rate", "cpu_us_per_req")
         print(f"| {t} | {f(med(t, 'rate', 'rps'), '{:,.0f}')} | {f(med(t, 'rate', 'p50_ms'), '{:.3f}')} | {f(med(t, 'rate', 'p99_ms'), '{:.3f}')} "
               f"| {f(cpu, '{:.2f}')} | {f(cpu and h_cpu and cpu / h_cpu, '{:.2f}×')} |")
-tls_modes = [("tls-rate", f"keep-alive HTTPS, {tls_rate} req/s", "h2load"),
+tls_modes = [("tls-low", f"keep-alive HTTPS, {low_rate} req/s, one connection", "h2load"),
+             ("tls-rate", f"keep-alive HTTPS, {tls_rate} req/s", "h2load"),
              ("tls-new", "new connection + full handshake per request, one at a time", "openssl"),
              ("tls-resumed", f"new connection + resumed session per request, {new_rate} req/s", "oha"),
              ("h2-1", f"HTTP/2, 64 connections x 1 stream, {tls_rate} req/s", "h2load"),
              ("h2-10", f"HTTP/2, 8 connections x 10 streams, {tls_rate} req/s", "h2load")]
 if any(r["mode"] == m for r in rows for m, _, _ in tls_modes):
     print("\n## HTTPS and HTTP/2 (nginx's TLS listener)\n")
-    print("| mode | tool | achieved req/s | mean (ms) | mean from the send (ms) | ×ref | p50 (ms) | p99 (ms) | CPU µs per request | ×ref | resumed / new TLS sessions | errors |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| mode | tool | achieved req/s | mean (ms) | mean from the send (ms) | ×ref | send lag p50 (ms) | p50 (ms) | p99 (ms) | CPU µs per request | ×ref | resumed / new TLS sessions | errors |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for mode, what, ref in tls_modes:
         h = {k: med(ref, mode, k) for k in ("cpu_us_per_req", "mean_ms")}
         ratio = lambda v, ref: f(v and ref and v / ref, '{:.2f}×')
-        for t in ("sluice", "sluice-paced", "h2load", "oha", "openssl"):
+        for t in ("sluice", "sluice-base", "sluice-paced", "h2load", "oha", "openssl"):
             if med(t, mode, "rps") is None:
                 continue
             cpu, mean = med(t, mode, "cpu_us_per_req"), med(t, mode, "mean_ms")
@@ -350,9 +372,9 @@ if any(r["mode"] == m for r in rows for m, _, _ in tls_modes):
             hs, rs = med(t, mode, "handshakes"), med(t, mode, "resumed")
             resumed = f"{rs:,.0f} / {hs:,.0f}" if hs else ""
             print(f"| {what} | {t} | {f(med(t, mode, 'rps'), '{:,.0f}')} | {f(mean, '{:.3f}')} | {f(sent, '{:.3f}')} | {ratio(sent, h['mean_ms'])} "
-                  f"| {f(med(t, mode, 'p50_ms'), '{:.3f}')} | {f(med(t, mode, 'p99_ms'), '{:.3f}')} | {f(cpu, '{:.2f}')} "
+                  f"| {f(med(t, mode, 'lag_p50_ms'), '{:.3f}')} | {f(med(t, mode, 'p50_ms'), '{:.3f}')} | {f(med(t, mode, 'p99_ms'), '{:.3f}')} | {f(cpu, '{:.2f}')} "
                   f"| {ratio(cpu, h['cpu_us_per_req'])} | {resumed} | {f(med(t, mode, 'errors'), '{:.0f}')} |")
-    print("\nmean: sluice's from when each request was meant to go (its batch's time; lateness beyond it included); mean from the send: from when it went, as h2load and oha measure (h2load and openssl s_time report no percentiles). ×ref: that mean, and the CPU per request, against the mode's reference tool: h2load for keep-alive connections, openssl s_time for full handshakes (one connection at a time; wrk and oha resume sessions), oha for resumed ones. resumed / new TLS sessions: nginx's count ($ssl_session_reused of each connection's first request).")
+    print("\nmean: sluice's from when each request was meant to go (its batch's time; lateness beyond it included; one sent early is timed from its send); send lag: how late sluice's requests went out; mean from the send: from when it went, as h2load and oha measure (h2load and openssl s_time report no percentiles). ×ref: that mean, and the CPU per request, against the mode's reference tool: h2load for keep-alive connections, openssl s_time for full handshakes (one connection at a time; wrk and oha resume sessions), oha for resumed ones. resumed / new TLS sessions: nginx's count ($ssl_session_reused of each connection's first request).")
 PY
 }
 
