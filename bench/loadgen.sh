@@ -14,8 +14,8 @@
 #      tool stamps its start and end at a different point of its own loop);
 #   3. fixed rate: RATE requests/s for DUR seconds, for the tools that can hold a rate
 #      (not wrk): the CPU time per request, the rate achieved, p50 and p99.
-# Rounds rotate the tools' order; the summary gives medians and ratios to wrk (CPU and
-# throughput at saturation) or to h2load (CPU at the fixed rate).
+# Rounds rotate the tools' order within each mode; the summary gives medians and ratios
+# to wrk (CPU and throughput at saturation) or to h2load (CPU at the fixed rate).
 #
 # What our users serve, against nginx's HTTPS listener (TLS 1.2 and 1.3, a self-signed
 # ECDSA P-256 certificate made here; HTTP/2 by ALPN), with the tools that speak it:
@@ -303,7 +303,8 @@ def med(tool, mode, key):
     return statistics.median(v) if v else None
 f = lambda v, fmt: fmt.format(v) if v is not None else "n/a"
 print(f"# Load generators on one core, medians of {runs} rounds (sluice {commit})\n")
-base = f" BASELINE={baseline}" if baseline else ""
+# The baseline's path is this machine's: the summary names the build by its version.
+base = " BASELINE=<sluice-base>" if baseline else ""
 print(f"command: `RUNS={runs} DUR={dur} RATE={rate} TLS_RATE={tls_rate} NEW_RATE={new_rate} LOW_RATE={low_rate} MODES=\"{modes}\" TOOLS=\"{tools_env}\"{base} bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator on CPU 0, one thread, 64 connections.\n")
 if baseline:
     import subprocess
@@ -390,11 +391,13 @@ main() {
     write_parser
     local tools=($TOOLS) round i mode
     local k=${#tools[@]}
+    # Mode by mode, the tools one after another in an order rotated each round: two
+    # builds compared (BASELINE) run side by side in the same minute, not a whole
+    # round of other tools apart.
     for (( round = 1; round <= RUNS; round++ )); do
-        for (( i = 0; i < k; i++ )); do
-            local t=${tools[(i + round - 1) % k]}
-            for mode in $MODES; do
-                measure "$t" "$mode" "$round"
+        for mode in $MODES; do
+            for (( i = 0; i < k; i++ )); do
+                measure "${tools[(i + round - 1) % k]}" "$mode" "$round"
             done
         done
     done
