@@ -159,9 +159,10 @@ def record(name, rnd, wrk_path, h2_path, t0, t1, hz, *tls):
         print(f"[compare] WARNING: round {rnd} {name}: {p}", file=sys.stderr)
     print(json.dumps(rec))
 
-def tls_record(rec, hs_path, ka_path, t0, t1, *h2, hz):
-    """The HTTPS runs: handshakes (wrk, one request per connection) and keep-alive cost;
-    then, when given, HTTP/2 at saturation and at the fixed rate."""
+def tls_record(rec, hs_path, ka_path, t0, t1, *rest, hz):
+    """The HTTPS runs: new connections (wrk, one request each, sessions resumed) and
+    keep-alive cost; then, when given (`rest`), HTTP/2 at saturation and at the fixed
+    rate, and the full handshakes' cost."""
     t = {"handshake_wrk": parse_wrk(open(hs_path).read()),
          "h2load": parse_h2load(open(ka_path).read()),
          "cpu_ticks": int(t1) - int(t0)}
@@ -170,7 +171,7 @@ def tls_record(rec, hs_path, ka_path, t0, t1, *h2, hz):
     sub = {"wrk": t["handshake_wrk"], "h2load": t["h2load"],
            "target_rate": rec["target_rate"], "cpu_ticks": t["cpu_ticks"]}
     rec["problems"] += ["TLS " + p for p in problems(sub)]
-    h2, full = h2[:4], h2[4:]
+    h2, full = rest[:4], rest[4:]
     if full:
         t["full_handshakes"] = full_handshakes(rec, *full, hz=hz)
     if h2:
