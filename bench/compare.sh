@@ -435,6 +435,20 @@ verify_tls() {
 
 CLK_TCK=$(getconf CLK_TCK)
 
+# cost_run NAME LOG WHAT CMD...: runs CMD (bounded, its output appended to LOG) with the
+# balancer's CPU ticks and the host's reading taken around it, both written into LOG;
+# sets TICKS to the ticks before and after.
+cost_run() {
+    local name=$1 log_file=$2 what=$3 before after host_before host_after
+    shift 3
+    read -r before host_before <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
+    bounded $(( DUR + 30 )) "$@" >>"$log_file" 2>&1 || die "$name: $what failed (exit $?); see $log_file"
+    read -r after host_after <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
+    echo "# balancer CPU (utime+stime, process tree of pid ${PID_OF[$name]}): $before -> $after ticks at $CLK_TCK/s" >>"$log_file"
+    echo "# host (steal/all/busy/ours ticks, PSI cpu some us): $host_before -> $host_after" >>"$log_file"
+    TICKS=("$before" "$after")
+}
+
 # measure NAME ROUND: one saturation run and one fixed-rate run; append a JSON line
 # with the parsed results to results.jsonl.
 measure() {
@@ -452,12 +466,8 @@ measure() {
     log "round $round: $name: h2load ${EFFECTIVE_RATE} req/s for ${DUR}s"
     local h2_cmd=(h2load --h1 -c "$H2_CLIENTS" -t 1 --rps "$RPS_PER_CLIENT" -D "$DUR" "$url")
     echo "# $name, round $round: ${h2_cmd[*]}" >"$h2_log"
-    local before after host_before host_after
-    read -r before host_before <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
-    bounded $(( DUR + 30 )) "${h2_cmd[@]}" >>"$h2_log" 2>&1 || die "$name: h2load failed (exit $?); see $h2_log"
-    read -r after host_after <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
-    echo "# balancer CPU (utime+stime, process tree of pid ${PID_OF[$name]}): $before -> $after ticks at $CLK_TCK/s" >>"$h2_log"
-    echo "# host (steal/all/busy/ours ticks, PSI cpu some us): $host_before -> $host_after" >>"$h2_log"
+    cost_run "$name" "$h2_log" h2load "${h2_cmd[@]}"
+    local before=${TICKS[0]} after=${TICKS[1]}
 
     kill -0 "${PID_OF[$name]}" 2>/dev/null || die "$name died during the measurement; see $OUT/servers/$name.log"
     local tls=()
@@ -482,14 +492,9 @@ measure_tls() {
     log "round $round: $name: keep-alive TLS, h2load ${EFFECTIVE_RATE} req/s for ${DUR}s"
     local h2_cmd=(h2load --h1 -c "$H2_CLIENTS" -t 1 --rps "$RPS_PER_CLIENT" -D "$DUR" "$url")
     echo "# $name, round $round: ${h2_cmd[*]}" >"$ka_log"
-    local before after host_before host_after
-    read -r before host_before <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
-    bounded $(( DUR + 30 )) "${h2_cmd[@]}" >>"$ka_log" 2>&1 || die "$name: h2load over TLS failed; see $ka_log"
-    read -r after host_after <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
-    echo "# balancer CPU (utime+stime, process tree of pid ${PID_OF[$name]}): $before -> $after ticks at $CLK_TCK/s" >>"$ka_log"
-    echo "# host (steal/all/busy/ours ticks, PSI cpu some us): $host_before -> $host_after" >>"$ka_log"
+    cost_run "$name" "$ka_log" "h2load over TLS" "${h2_cmd[@]}"
     kill -0 "${PID_OF[$name]}" 2>/dev/null || die "$name died during the TLS measurement; see $OUT/servers/$name.log"
-    TLS_RESULT=("$hs_log" "$ka_log" "$before" "$after")
+    TLS_RESULT=("$hs_log" "$ka_log" "${TICKS[@]}")
     sleep 1
     measure_h2 "$name" "$round" "$url"
     sleep 1
@@ -508,14 +513,9 @@ measure_full_handshakes() {
     local cmd=("$SLUICE_BIN" bench "$url" --insecure --rate "$HS_RATE" -d "${DUR}s" --threads 1
         --max-in-flight 64 --no-keepalive --tls-resume off -q --json "$json")
     echo "# $name, round $round: ${cmd[*]}" >"$log_file"
-    local before after host_before host_after
-    read -r before host_before <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
-    bounded $(( DUR + 30 )) "${cmd[@]}" >>"$log_file" 2>&1 || die "$name: full handshakes failed; see $log_file"
-    read -r after host_after <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
-    echo "# balancer CPU (utime+stime, process tree of pid ${PID_OF[$name]}): $before -> $after ticks at $CLK_TCK/s" >>"$log_file"
-    echo "# host (steal/all/busy/ours ticks, PSI cpu some us): $host_before -> $host_after" >>"$log_file"
+    cost_run "$name" "$log_file" "full handshakes" "${cmd[@]}"
     kill -0 "${PID_OF[$name]}" 2>/dev/null || die "$name died during the full handshakes; see $OUT/servers/$name.log"
-    TLS_RESULT+=("$log_file" "$json" "$before" "$after")
+    TLS_RESULT+=("$log_file" "$json" "${TICKS[@]}")
 }
 
 # measure_h2 NAME ROUND URL: HTTP/2 (ALPN h2) at saturation, then at the fixed rate with
@@ -532,13 +532,8 @@ measure_h2() {
     log "round $round: $name: HTTP/2, h2load ${EFFECTIVE_RATE} req/s for ${DUR}s"
     local cost_cmd=(h2load -c "$H2_CLIENTS" -m 1 -t 1 --rps "$RPS_PER_CLIENT" -D "$DUR" "$url")
     echo "# $name, round $round: ${cost_cmd[*]}" >"$cost_log"
-    local before after host_before host_after
-    read -r before host_before <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
-    bounded $(( DUR + 30 )) "${cost_cmd[@]}" >>"$cost_log" 2>&1 || die "$name: h2load (HTTP/2, rate) failed; see $cost_log"
-    read -r after host_after <<<"$(python3 "$HELPER" ticks "${PID_OF[$name]}" $$)"
-    echo "# balancer CPU (utime+stime, process tree of pid ${PID_OF[$name]}): $before -> $after ticks at $CLK_TCK/s" >>"$cost_log"
-    echo "# host (steal/all/busy/ours ticks, PSI cpu some us): $host_before -> $host_after" >>"$cost_log"
-    TLS_RESULT+=("$sat_log" "$cost_log" "$before" "$after")
+    cost_run "$name" "$cost_log" "h2load (HTTP/2, rate)" "${cost_cmd[@]}"
+    TLS_RESULT+=("$sat_log" "$cost_log" "${TICKS[@]}")
 }
 
 # ---------------------------------------------------------------- report
