@@ -126,15 +126,20 @@ impl Pacer {
         // kept (a repeating timer's beat costs no system call); the lead moved, armed
         // again.
         let kept = |a: &Armed| a.reaches(at) && a.lead.abs_diff(lead) < Lead::SLACK;
-        if !self.armed.as_ref().is_some_and(kept) {
-            self.arm(at - now - lead, period)?;
-            self.armed = Some(Armed {
-                first: at,
-                period: period.filter(|p| !p.is_zero()),
-                lead,
-            });
-        }
-        let expires = at - self.armed.map_or(lead, |a| a.lead);
+        let armed = match self.armed.filter(kept) {
+            Some(armed) => armed,
+            None => {
+                let armed = Armed {
+                    first: at,
+                    period: period.filter(|p| !p.is_zero()),
+                    lead,
+                };
+                self.arm(at - now - lead, armed.period)?;
+                self.armed = Some(armed);
+                armed
+            }
+        };
+        let expires = at - armed.lead;
         loop {
             self.expired().await?;
             // An earlier expiry (one that came while the thread was busy past it, the
@@ -147,11 +152,11 @@ impl Pacer {
         }
     }
 
-    /// Arms the timer to expire after `first`, and every `period` after if given.
-    /// Arming again also clears an expiry not seen yet.
+    /// Arms the timer to expire after `first`, and every `period` (not zero) after if
+    /// given. Arming again also clears an expiry not seen yet.
     fn arm(&self, first: Duration, period: Option<Duration>) -> io::Result<()> {
         let first = TimeSpec::from_duration(first);
-        let expiration = match period.filter(|p| !p.is_zero()) {
+        let expiration = match period {
             Some(p) => Expiration::IntervalDelayed(first, TimeSpec::from_duration(p)),
             None => Expiration::OneShot(first),
         };
