@@ -38,15 +38,20 @@
 # clients send in bursts; `sluice-paced` is sluice with `--pace 10ms`, which sends what is
 # due every 10 ms the same way (sluice's default batches every 1 ms).
 #
+# WIRE=1 also captures each run of the modes with one request in flight per connection
+# (saturation, light, rate, tls-low, tls-rate, h2-1) with tcpdump on the loopback and
+# reports the latency on the wire (bench/wire_latency.py): the server's and the kernel's
+# time without the generator's, the reference a tool's own figure sits above.
+#
 # BASELINE=/path/to/an/older/sluice adds it as the tool `sluice-base` (sluice's commands
 # with that binary), for before/after figures in the same run.
 #
 # Usage: [RUNS=3] [DUR=8] [RATE=20000] [TLS_RATE=5000] [NEW_RATE=500] [LOW_RATE=100]
 #        [MODES="saturation light rate tls-low tls-rate tls-new tls-resumed h2-1 h2-10"]
 #        [TOOLS="sluice sluice-paced hyper wrk h2load oha k6 openssl"] [BASELINE=bin]
-#        bench/loadgen.sh
+#        [WIRE=1] bench/loadgen.sh
 # Installs what is missing: nginx, wrk, h2load (apt-get), oha (cargo install), k6 (go
-# install go.k6.io/k6). Results: bench/runs/<date>-loadgen/. Loopback only.
+# install go.k6.io/k6), tcpdump (WIRE=1). Results: bench/runs/<date>-loadgen/. Loopback only.
 
 set -euo pipefail
 RUNS=${RUNS:-3}
@@ -58,6 +63,7 @@ LOW_RATE=${LOW_RATE:-100}
 MODES=${MODES:-saturation light rate tls-low tls-rate tls-new tls-resumed h2-1 h2-10}
 TOOLS_GIVEN=${TOOLS:-sluice sluice-paced hyper wrk h2load oha k6 openssl}
 BASELINE=${BASELINE:-}
+WIRE=${WIRE:-0}
 TOOLS="$TOOLS_GIVEN${BASELINE:+ sluice-base}"
 CONNS=64
 NAME=loadgen
@@ -82,6 +88,7 @@ install_tools() {
     command -v h2load >/dev/null || apt+=(nghttp2-client)
     command -v taskset >/dev/null || apt+=(util-linux)
     command -v openssl >/dev/null || apt+=(openssl)
+    [[ $WIRE != 1 ]] || command -v tcpdump >/dev/null || apt+=(tcpdump)
     if (( ${#apt[@]} )); then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt[@]}"
     fi
@@ -227,9 +234,31 @@ measure() {
     log "round $round: $tool $mode"
     echo "# $cmd" >"$base.txt"
     : >"$WORK/tls-sessions.log"
+    local port="" capture=""
+    if [[ $WIRE == 1 ]] && port=$(wire_port "$mode"); then
+        tcpdump -i lo -s 100 -B 32768 -w "$WORK/wire.pcap" "tcp port $port" 2>"$WORK/tcpdump.log" &
+        capture=$!
+        sleep 0.5
+    fi
     timeout $(( DUR + 60 )) /usr/bin/time -f "cpu %U %S" -o "$base.cpu" taskset -c 0 $cmd >>"$base.txt" 2>&1 || log "$tool $mode exited $?"
+    if [[ -n $capture ]]; then
+        sleep 0.3
+        kill -INT "$capture"; wait "$capture" || true
+        python3 "$REPO/bench/wire_latency.py" "$WORK/wire.pcap" "$port" >"$base.wire"
+        rm -f "$WORK/wire.pcap"
+    fi
     python3 "$WORK/parse.py" "$tool" "$mode" "$round" "$base" "$WORK/tls-sessions.log" >>"$OUT/results.jsonl"
     sleep 1
+}
+
+# wire_port MODE: the port whose loopback traffic WIRE=1 captures, for the modes with
+# one request in flight per connection (the pairing bench/wire_latency.py relies on).
+wire_port() {
+    case $1 in
+        saturation|light|rate) echo "$PORT" ;;
+        tls-low|tls-rate|h2-1) echo "$TLS_PORT" ;;
+        *) return 1 ;;
+    esac
 }
 
 write_parser() {
@@ -284,6 +313,10 @@ elif tool == "k6":
     d, reqs = m["http_req_duration"], m["http_reqs"]
     rec.update(requests=int(reqs["count"]), rps=reqs["rate"], p50_ms=d["p(50)"], p99_ms=d["p(99)"],
                errors=int(m.get("http_req_failed", {}).get("passes", 0)))
+try:
+    rec.update(json.load(open(base + ".wire")))
+except FileNotFoundError:
+    pass
 reused = open(sessions).read().split()
 if reused:
     rec.update(handshakes=len(reused), resumed=reused.count("r"))
@@ -293,9 +326,9 @@ PY
 }
 
 summarise() {
-    python3 - "$OUT/results.jsonl" "$RUNS" "$DUR" "$RATE" "$(git -C "$REPO" rev-parse --short HEAD)" "$TLS_RATE" "$NEW_RATE" "$MODES" "$TOOLS_GIVEN" "$LOW_RATE" "$BASELINE" <<'PY'
+    python3 - "$OUT/results.jsonl" "$RUNS" "$DUR" "$RATE" "$(git -C "$REPO" rev-parse --short HEAD)" "$TLS_RATE" "$NEW_RATE" "$MODES" "$TOOLS_GIVEN" "$LOW_RATE" "$BASELINE" "$WIRE" <<'PY'
 import json, statistics, sys
-path, runs, dur, rate, commit, tls_rate, new_rate, modes, tools_env, low_rate, baseline = sys.argv[1:12]
+path, runs, dur, rate, commit, tls_rate, new_rate, modes, tools_env, low_rate, baseline, wire = sys.argv[1:13]
 rows = [json.loads(l) for l in open(path)]
 tools = ["sluice", "hyper", "wrk", "h2load", "oha", "k6"]
 def med(tool, mode, key):
@@ -305,7 +338,7 @@ f = lambda v, fmt: fmt.format(v) if v is not None else "n/a"
 print(f"# Load generators on one core, medians of {runs} rounds (sluice {commit})\n")
 # The baseline's path is this machine's: the summary names the build by its version.
 base = " BASELINE=<sluice-base>" if baseline else ""
-print(f"command: `RUNS={runs} DUR={dur} RATE={rate} TLS_RATE={tls_rate} NEW_RATE={new_rate} LOW_RATE={low_rate} MODES=\"{modes}\" TOOLS=\"{tools_env}\"{base} bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator on CPU 0, one thread, 64 connections.\n")
+print(f"command: `RUNS={runs} DUR={dur} RATE={rate} TLS_RATE={tls_rate} NEW_RATE={new_rate} LOW_RATE={low_rate} MODES=\"{modes}\" TOOLS=\"{tools_env}\"{base}{' WIRE=1' if wire == '1' else ''} bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator on CPU 0, one thread, 64 connections.\n")
 if baseline:
     import subprocess
     print(f"sluice-base: {subprocess.run([baseline, '--version'], capture_output=True, text=True).stdout.strip()}\n")
@@ -339,18 +372,26 @@ if "light" in ran:
         r = lambda k: v[k] and w[k] and v[k] / w[k]
         print(f"| {t} | {f(v['rps'], '{:,.0f}')} | {f(r('rps'), '{:.2f}×')} | {f(v['p50_ms'], '{:.3f}')}{'' if med(t, 'light', 'p50_ms') is not None else ' (mean)'} | {f(r('p50_ms'), '{:.2f}×')} "
               f"| {f(v['p99_ms'], '{:.3f}')} | {f(r('p99_ms'), '{:.2f}×')} |")
+# WIRE=1: the latency on the wire beside each tool's own (bench/wire_latency.py).
+wired = any(r.get("wire_mean_ms") is not None for r in rows)
+wire_head, wire_rule = (" wire mean (ms) | the tool's share (ms) |", "---:|---:|") if wired else ("", "")
+def wire_cell(t, mode):
+    if not wired:
+        return ""
+    wire, sent = med(t, mode, "wire_mean_ms"), med(t, mode, "uncorrected_mean_ms") or med(t, mode, "mean_ms")
+    return f" {f(wire, '{:.3f}')} | {f(wire and sent and sent - wire, '{:.3f}')} |"
 if "rate" in ran:
     print(f"\n## Fixed rate ({rate} req/s): what holding a rate costs\n")
-    print("| tool | achieved req/s | p50 (ms) | p99 (ms) | CPU µs per request | ×h2load |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print(f"| tool | achieved req/s | p50 (ms) | p99 (ms) |{wire_head} CPU µs per request | ×h2load |")
+    print(f"|---|---:|---:|---:|{wire_rule}---:|---:|")
     h_cpu = med("h2load", "rate", "cpu_us_per_req")
     for t in tools:
         if t in ("wrk", "hyper"):
-            print(f"| {t} | n/a (no fixed rate) | | | | |")
+            print(f"| {t} | n/a (no fixed rate) | | |{' | |' if wired else ''} | |")
             continue
         cpu = med(t, "rate", "cpu_us_per_req")
-        print(f"| {t} | {f(med(t, 'rate', 'rps'), '{:,.0f}')} | {f(med(t, 'rate', 'p50_ms'), '{:.3f}')} | {f(med(t, 'rate', 'p99_ms'), '{:.3f}')} "
-              f"| {f(cpu, '{:.2f}')} | {f(cpu and h_cpu and cpu / h_cpu, '{:.2f}×')} |")
+        print(f"| {t} | {f(med(t, 'rate', 'rps'), '{:,.0f}')} | {f(med(t, 'rate', 'p50_ms'), '{:.3f}')} | {f(med(t, 'rate', 'p99_ms'), '{:.3f}')} |{wire_cell(t, 'rate')}"
+              f" {f(cpu, '{:.2f}')} | {f(cpu and h_cpu and cpu / h_cpu, '{:.2f}×')} |")
 tls_modes = [("tls-low", f"keep-alive HTTPS, {low_rate} req/s, one connection", "h2load"),
              ("tls-rate", f"keep-alive HTTPS, {tls_rate} req/s", "h2load"),
              ("tls-new", "new connection + full handshake per request, one at a time", "openssl"),
@@ -359,8 +400,8 @@ tls_modes = [("tls-low", f"keep-alive HTTPS, {low_rate} req/s, one connection", 
              ("h2-10", f"HTTP/2, 8 connections x 10 streams, {tls_rate} req/s", "h2load")]
 if any(r["mode"] == m for r in rows for m, _, _ in tls_modes):
     print("\n## HTTPS and HTTP/2 (nginx's TLS listener)\n")
-    print("| mode | tool | achieved req/s | mean (ms) | mean from the send (ms) | ×ref | send lag p50 (ms) | p50 (ms) | p99 (ms) | CPU µs per request | ×ref | resumed / new TLS sessions | errors |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| mode | tool | achieved req/s | mean (ms) | mean from the send (ms) | ×ref |{wire_head} send lag p50 (ms) | p50 (ms) | p99 (ms) | CPU µs per request | ×ref | resumed / new TLS sessions | errors |")
+    print(f"|---|---|---:|---:|---:|---:|{wire_rule}---:|---:|---:|---:|---:|---:|---:|")
     for mode, what, ref in tls_modes:
         h = {k: med(ref, mode, k) for k in ("cpu_us_per_req", "mean_ms")}
         ratio = lambda v, ref: f(v and ref and v / ref, '{:.2f}×')
@@ -372,10 +413,12 @@ if any(r["mode"] == m for r in rows for m, _, _ in tls_modes):
             sent = sent if sent is not None else (mean if t in ("h2load", "oha") else None)
             hs, rs = med(t, mode, "handshakes"), med(t, mode, "resumed")
             resumed = f"{rs:,.0f} / {hs:,.0f}" if hs else ""
-            print(f"| {what} | {t} | {f(med(t, mode, 'rps'), '{:,.0f}')} | {f(mean, '{:.3f}')} | {f(sent, '{:.3f}')} | {ratio(sent, h['mean_ms'])} "
-                  f"| {f(med(t, mode, 'lag_p50_ms'), '{:.3f}')} | {f(med(t, mode, 'p50_ms'), '{:.3f}')} | {f(med(t, mode, 'p99_ms'), '{:.3f}')} | {f(cpu, '{:.2f}')} "
+            print(f"| {what} | {t} | {f(med(t, mode, 'rps'), '{:,.0f}')} | {f(mean, '{:.3f}')} | {f(sent, '{:.3f}')} | {ratio(sent, h['mean_ms'])} |{wire_cell(t, mode)}"
+                  f" {f(med(t, mode, 'lag_p50_ms'), '{:.3f}')} | {f(med(t, mode, 'p50_ms'), '{:.3f}')} | {f(med(t, mode, 'p99_ms'), '{:.3f}')} | {f(cpu, '{:.2f}')} "
                   f"| {ratio(cpu, h['cpu_us_per_req'])} | {resumed} | {f(med(t, mode, 'errors'), '{:.0f}')} |")
     print("\nmean: sluice's from when each request was meant to go (its batch's time; lateness beyond it included; one sent early is timed from its send); send lag: how late sluice's requests went out; mean from the send: from when it went, as h2load and oha measure (h2load and openssl s_time report no percentiles). ×ref: that mean, and the CPU per request, against the mode's reference tool: h2load for keep-alive connections, openssl s_time for full handshakes (one connection at a time; wrk and oha resume sessions), oha for resumed ones. resumed / new TLS sessions: nginx's count ($ssl_session_reused of each connection's first request).")
+    if wired:
+        print("\nwire mean: from a request's first segment to its answer's on the loopback, in the same run (tcpdump; bench/wire_latency.py): the server's and the kernel's time under that tool's load, without the tool's own. The tool's share: its mean from the send minus the wire's (its timers, wake-ups and queues); two tools' wire means differ when their loads differ in shape (one that sends in bursts queues its own requests at the server).")
 PY
 }
 
