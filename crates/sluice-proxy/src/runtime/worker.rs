@@ -194,11 +194,57 @@ async fn accept_loop(w: Rc<Worker>, a: Accepting) {
             _slot: w.cap.enter(),
             stats: a.stats.clone(),
         };
+        let generation = w.ctx.generation();
+        if plain(&generation, a.configured) {
+            // Nothing to read or choose first: the task is the session itself, one
+            // allocation per connection (tokio's task cell, see `PLAIN_SESSION_BUDGET`).
+            let served = served(held, peer, a.configured, &generation, "http");
+            drop(generation);
+            tokio::task::spawn_local(plain_session(served, stream));
+            continue;
+        }
+        drop(generation);
         // What leads to the session (a PROXY header, the protocol) in a box of its own,
         // made here and gone once the session begins: the task keeps the two boxes'
         // pointers only (see the test's `TASK_BUDGET`).
         let prepared = Box::pin(connection(held, stream, peer, a.configured));
         tokio::task::spawn_local(connection_task(prepared));
+    }
+}
+
+/// Whether the listener at `configured` serves plain HTTP/1.1 only: no TLS, no h2c, no
+/// PROXY protocol header, so a connection's session can begin at its accept.
+fn plain(generation: &Generation, configured: SocketAddr) -> bool {
+    let shared = &generation.shared;
+    !shared.tls.contains_key(&configured)
+        && shared
+            .config
+            .listeners
+            .iter()
+            .find(|l| l.bind == configured)
+            .is_some_and(|l| !l.http2 && !l.proxy_protocol)
+}
+
+/// What a session serves with: what the connection holds and its client, `peer` on the
+/// listener at `configured` (counted under `max_conns_per_client`, trusted or not).
+fn served(
+    held: Held,
+    peer: SocketAddr,
+    configured: SocketAddr,
+    generation: &Generation,
+    proto: &'static str,
+) -> Served {
+    let (entered, crowded) = count_client(generation, configured, peer.ip());
+    let trusted = (generation.shared.config.trusted_proxies.iter()).any(|n| n.contains(peer.ip()));
+    let client = Client {
+        trusted,
+        crowded,
+        ..Client::new(peer, configured, proto)
+    };
+    Served {
+        held,
+        client,
+        _entered: entered,
     }
 }
 
@@ -271,23 +317,12 @@ async fn connection(
     }
     let tls = generation.shared.tls.get(&configured).cloned();
     let h2c = tls.is_none() && h2c(config, configured);
-    let (entered, crowded) = count_client(&generation, configured, peer.ip());
-    let trusted = config.trusted_proxies.iter().any(|n| n.contains(peer.ip()));
     let proto = if tls.is_some() { "https" } else { "http" };
-    let client = Client {
-        trusted,
-        crowded,
-        ..Client::new(peer, configured, proto)
-    };
+    let served = served(held, peer, configured, &generation, proto);
     drop(generation);
     // Each protocol's session in a box of its own size, with what it serves: as one
     // future, every connection would be as large as the largest (HTTP/2 over TLS), idle
     // HTTP/1.1 ones too.
-    let served = Served {
-        held,
-        client,
-        _entered: entered,
-    };
     Some(match tls {
         None if h2c => Box::pin(async move {
             let (ctx, client, stats) = served.parts();
@@ -540,9 +575,11 @@ mod tests {
     /// bytes in a release build; 416 with a timer and a drain signal of its own, 992
     /// when it kept a request's state too).
     const HTTP1_SESSION_BUDGET: usize = 160;
-    /// A plain HTTP/1.1 connection's session box, what it serves with inside: mimalloc's
-    /// 256-byte class (320 when the box kept the stream twice and the client's count
-    /// under `max_conns_per_client` inline).
+    /// A plain HTTP/1.1 connection's session, what it serves with inside: on a plain
+    /// listener the future of its task, in tokio's task cell (mimalloc's 384-byte class;
+    /// a 256-byte task cell and a 256-byte session box when the task prepared each
+    /// connection first; 320 for the box when it kept the stream twice and the client's
+    /// count under `max_conns_per_client` inline).
     const PLAIN_SESSION_BUDGET: usize = 256;
 
     /// An HTTP/2 session's future over TLS: h2's connection with the TLS stream inside
