@@ -235,7 +235,8 @@ fn served(
     proto: &'static str,
 ) -> Served {
     let (entered, crowded) = count_client(generation, configured, peer.ip());
-    let trusted = (generation.shared.config.trusted_proxies.iter()).any(|n| n.contains(peer.ip()));
+    let proxies = &generation.shared.config.trusted_proxies;
+    let trusted = proxies.iter().any(|n| n.contains(peer.ip()));
     let client = Client {
         trusted,
         crowded,
@@ -284,10 +285,11 @@ impl Parts for Served {
     }
 }
 
-/// Prepares one accepted connection on the listener configured at `configured`: its
-/// PROXY protocol header first if the listener takes one (the client it names is the
-/// peer from then on), then its session for TLS, HTTP/2 or HTTP/1.1, which owns what
-/// the connection holds (none: it was closed already).
+/// Prepares one accepted connection on the listener configured at `configured`, when
+/// its session cannot begin at once (`plain`): its PROXY protocol header first if the
+/// listener takes one (the client it names is the peer from then on), then its session
+/// for TLS, HTTP/2 or HTTP/1.1, which owns what the connection holds (none: it was
+/// closed already).
 async fn connection(
     held: Held,
     mut stream: tokio::net::TcpStream,
@@ -601,6 +603,24 @@ mod tests {
         let text = "[[listener]]\nbind = \"127.0.0.1:0\"\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"127.0.0.1:9\"]\n";
         let config = sluice_config::parse("t.toml", text).unwrap();
         Context::new(Arc::new(Shared::new(config, None)), 1)
+    }
+
+    /// Only a listener with nothing to read or choose before HTTP/1.1 starts its
+    /// sessions at accept; the others prepare each connection in a box first.
+    #[test]
+    fn only_plain_http1_listeners_start_their_sessions_at_accept() {
+        let text = "[[listener]]\nbind = \"127.0.0.1:8001\"\n\
+                    [[listener]]\nbind = \"127.0.0.1:8002\"\nhttp2 = true\n\
+                    [[listener]]\nbind = \"127.0.0.1:8003\"\nproxy_protocol = true\n\
+                    [[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"127.0.0.1:9\"]\n";
+        let config = sluice_config::parse("t.toml", text).unwrap();
+        let ctx = Context::new(Arc::new(Shared::new(config, None)), 1);
+        let generation = ctx.generation();
+        let plain_at = |port: u16| plain(&generation, SocketAddr::from(([127, 0, 0, 1], port)));
+        assert!(plain_at(8001));
+        assert!(!plain_at(8002), "h2c: the first bytes choose the protocol");
+        assert!(!plain_at(8003), "a PROXY protocol header comes first");
+        assert!(!plain_at(8004), "no such listener");
     }
 
     #[tokio::test]
