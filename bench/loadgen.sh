@@ -38,10 +38,11 @@
 # clients send in bursts; `sluice-paced` is sluice with `--pace 10ms`, which sends what is
 # due every 10 ms the same way (sluice's default batches every 1 ms).
 #
-# WIRE=1 also captures each run of the modes with one request in flight per connection
-# (saturation, light, rate, tls-low, tls-rate, h2-1) with tcpdump on the loopback and
-# reports the latency on the wire (bench/wire_latency.py): the server's and the kernel's
-# time without the generator's, the reference a tool's own figure sits above.
+# WIRE=1 also captures each run of the fixed-rate modes with one request in flight per
+# connection (rate, tls-low, tls-rate, h2-1) with tcpdump on the loopback and reports the
+# latency on the wire (bench/wire_latency.py): the server's and the kernel's time
+# without the generator's, the reference a tool's own figure sits above. (Not at
+# saturation, where the capture would take the CPU the tools are measured by.)
 #
 # BASELINE=/path/to/an/older/sluice adds it as the tool `sluice-base` (sluice's commands
 # with that binary), for before/after figures in the same run.
@@ -251,11 +252,12 @@ measure() {
     sleep 1
 }
 
-# wire_port MODE: the port whose loopback traffic WIRE=1 captures, for the modes with
-# one request in flight per connection (the pairing bench/wire_latency.py relies on).
+# wire_port MODE: the port whose loopback traffic WIRE=1 captures, for the fixed-rate
+# modes with one request in flight per connection (the pairing bench/wire_latency.py
+# relies on).
 wire_port() {
     case $1 in
-        saturation|light|rate) echo "$PORT" ;;
+        rate) echo "$PORT" ;;
         tls-low|tls-rate|h2-1) echo "$TLS_PORT" ;;
         *) return 1 ;;
     esac
