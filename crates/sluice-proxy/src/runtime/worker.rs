@@ -216,13 +216,10 @@ async fn accept_loop(w: Rc<Worker>, a: Accepting) {
 /// PROXY protocol header, so a connection's session can begin at its accept.
 fn plain(generation: &Generation, configured: SocketAddr) -> bool {
     let shared = &generation.shared;
+    let config = &shared.config;
     !shared.tls.contains_key(&configured)
-        && shared
-            .config
-            .listeners
-            .iter()
-            .find(|l| l.bind == configured)
-            .is_some_and(|l| !l.http2 && !l.proxy_protocol)
+        && !h2c(config, configured)
+        && (config.listeners.iter()).any(|l| l.bind == configured && !l.proxy_protocol)
 }
 
 /// What a session serves with: what the connection holds and its client, `peer` on the
