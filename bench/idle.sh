@@ -24,7 +24,11 @@
 # BASELINE=/path/to/an/older/sluice adds it as `sluice-base`, for before/after figures
 # in the same run. Loopback only; every step has a deadline.
 #
-# Usage: [RUNS=3] [CLIENTS=5000] [H2_CLIENTS=1000] [HTTPS_CLIENTS=1000] [SILENT=2000] [SOURCES=4] [BASELINE=bin] bench/idle.sh
+# ONLY and TESTS narrow a run to some balancers and measurements (a sluice-only burst at
+# several sizes, say); the default is all of both.
+#
+# Usage: [RUNS=3] [CLIENTS=5000] [H2_CLIENTS=1000] [HTTPS_CLIENTS=1000] [SILENT=2000] [SOURCES=4] [BASELINE=bin]
+#        [ONLY="nginx haproxy sluice"] [TESTS="keepalive burst h2 https silent"] bench/idle.sh
 # Results: bench/runs/<date>-idle/ (summary.md, results.jsonl; the configs in raw.tar.xz).
 
 set -euo pipefail
@@ -35,6 +39,7 @@ HTTPS_CLIENTS=${HTTPS_CLIENTS:-1000}
 SILENT=${SILENT:-2000}
 SOURCES=${SOURCES:-4}
 BASELINE=${BASELINE:-}
+TESTS=${TESTS:-keepalive burst h2 https silent}
 NAME=idle
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # Two builds: with `--example`, cargo builds only the example, not sluice itself.
@@ -44,7 +49,7 @@ BACKEND=127.0.0.1:19601
 declare -A PORT=([sluice]=19610 [nginx]=19611 [haproxy]=19612 [sluice-base]=19613)
 declare -A TLS_PORT=([sluice]=19620 [nginx]=19621 [haproxy]=19622 [sluice-base]=19623)
 NAME_TLS=idle.test
-BALANCERS=(nginx haproxy sluice)
+read -ra BALANCERS <<<"${ONLY:-nginx haproxy sluice}"
 [[ -n $BASELINE ]] && BALANCERS+=(sluice-base)
 
 # A test CA and a certificate for NAME_TLS signed by it (the h2 clients trust the CA).
@@ -107,11 +112,16 @@ http {
     }
 }
 CFG
-    local maxconn=$(( (NOFILE - 500) / 2 ))
+    # HAProxy sizes its descriptors for a server connection per client (2 x maxconn) and
+    # refuses to start above the open-file limit; idle clients hold none (http-reuse), so
+    # beyond half the limit it runs on the limit itself (`no strict-limits`), as the others.
+    local maxconn=$(( (NOFILE - 500) / 2 )) limits=""
+    if (( CLIENTS > maxconn )); then maxconn=$(( NOFILE - 500 )) limits="no strict-limits"; fi
     cat >"$WORK/haproxy.cfg" <<CFG
 global
     nbthread 2
     maxconn $maxconn
+    $limits
 defaults
     mode http
     option http-keep-alive
@@ -160,31 +170,22 @@ record() {
     echo "{\"balancer\":\"$1\",\"run\":$2,\"test\":\"$3\",${5#\{}" | tee -a "$4/results.jsonl"
 }
 
-# measure LB RUN OUT: every measurement on a freshly started balancer each.
+# measure LB RUN OUT: every measurement of TESTS, each on a freshly started balancer.
 measure() {
-    local lb=$1 run=$2 out=$3 pid mode line
-    for mode in keepalive burst; do
+    local lb=$1 run=$2 out=$3 pid test line
+    for test in $TESTS; do
         pid=$(fresh "$lb")
-        log "run $run: $lb: $CLIENTS idle keep-alive clients ($mode)"
-        line=$(timeout 600 "$BIN/examples/idle_clients" "$mode" "127.0.0.1:${PORT[$lb]}" "$CLIENTS" "$pid" "$SOURCES")
-        record "$lb" "$run" "$mode" "$out" "$line"
+        log "run $run: $lb: $test"
+        case $test in
+            keepalive | burst) line=$(timeout 600 "$BIN/examples/idle_clients" "$test" "127.0.0.1:${PORT[$lb]}" "$CLIENTS" "$pid" "$SOURCES") ;;
+            h2) line=$(timeout 600 "$BIN/examples/idle_clients" h2 "127.0.0.1:${TLS_PORT[$lb]}" "$H2_CLIENTS" "$pid" "$WORK/ca.pem" "$NAME_TLS" "$SOURCES") ;;
+            https) line=$(timeout 600 "$BIN/examples/idle_clients" https "127.0.0.1:${TLS_PORT[$lb]}" "$HTTPS_CLIENTS" "$pid" "$WORK/ca.pem" "$NAME_TLS" "$SOURCES") ;;
+            silent) line=$(timeout 120 "$BIN/examples/idle_clients" silent "127.0.0.1:${PORT[$lb]}" "$SILENT" "$SOURCES") ;;
+            *) log "unknown test $test (keepalive, burst, h2, https, silent)"; exit 2 ;;
+        esac || line="{\"error\":\"idle_clients exited with $?, see the log\"}"
+        record "$lb" "$run" "$test" "$out" "$line"
         stop "$pid"
     done
-    pid=$(fresh "$lb")
-    log "run $run: $lb: $H2_CLIENTS idle HTTP/2 connections over TLS"
-    line=$(timeout 600 "$BIN/examples/idle_clients" h2 "127.0.0.1:${TLS_PORT[$lb]}" "$H2_CLIENTS" "$pid" "$WORK/ca.pem" "$NAME_TLS" "$SOURCES")
-    record "$lb" "$run" h2 "$out" "$line"
-    stop "$pid"
-    pid=$(fresh "$lb")
-    log "run $run: $lb: $HTTPS_CLIENTS idle HTTP/1.1 connections over TLS"
-    line=$(timeout 600 "$BIN/examples/idle_clients" https "127.0.0.1:${TLS_PORT[$lb]}" "$HTTPS_CLIENTS" "$pid" "$WORK/ca.pem" "$NAME_TLS" "$SOURCES")
-    record "$lb" "$run" https "$out" "$line"
-    stop "$pid"
-    pid=$(fresh "$lb")
-    log "run $run: $lb: $SILENT silent connections"
-    line=$(timeout 120 "$BIN/examples/idle_clients" silent "127.0.0.1:${PORT[$lb]}" "$SILENT" "$SOURCES")
-    record "$lb" "$run" silent "$out" "$line"
-    stop "$pid"
 }
 
 main() {
@@ -215,7 +216,9 @@ def med(lb, test, key):
     vals = [r[key] for r in rows if r["balancer"] == lb and r["test"] == test and r.get(key) is not None]
     return statistics.median(vals) if vals else None
 print(f"# Idle client connections, medians of {runs} runs (sluice {commit})\n")
-cmd = f"RUNS={runs} CLIENTS={clients} H2_CLIENTS={h2} HTTPS_CLIENTS={https} SILENT={silent} SOURCES={sources}" + (" BASELINE=..." if base else "") + " bench/idle.sh"
+import os
+narrow = "".join(f' {k}="{os.environ[k]}"' for k in ("ONLY", "TESTS") if os.environ.get(k))
+cmd = f"RUNS={runs} CLIENTS={clients} H2_CLIENTS={h2} HTTPS_CLIENTS={https} SILENT={silent} SOURCES={sources}" + (" BASELINE=..." if base else "") + narrow + " bench/idle.sh"
 print(f"command: `{cmd}`" + (f"; sluice-base: {base}" if base else "") + "\n")
 fmt = lambda v, f: f.format(v) if v is not None else "n/a"
 ratio = lambda v, n: fmt(v / n if v is not None and n else None, "{:.2f}×")
@@ -234,6 +237,9 @@ print("KiB of resident memory per idle connection (the balancer's whole process 
 table("kib_per_client")
 print("\nOf which anonymous memory (the resident set without file pages), KiB per idle connection:\n")
 table("anon_kib_per_client")
+failed = [f"{r['balancer']} {r['test']} (run {r['run']})" for r in rows if "error" in r]
+if failed:
+    print(f"\nFailed measurements, left out of the medians: {', '.join(failed)}.")
 print(f"\nSilent connections ({silent}, sending nothing): when each balancer closed them.\n")
 print("| balancer | closed | first close (s) | median close (s) | last close (s) |")
 print("|---|---:|---:|---:|---:|")
