@@ -40,6 +40,9 @@ SILENT=${SILENT:-2000}
 SOURCES=${SOURCES:-4}
 BASELINE=${BASELINE:-}
 TESTS=${TESTS:-keepalive burst h2 https silent}
+for test in $TESTS; do
+    case $test in keepalive | burst | h2 | https | silent) ;; *) echo "unknown test $test (keepalive, burst, h2, https, silent)" >&2; exit 2 ;; esac
+done
 NAME=idle
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # Two builds: with `--example`, cargo builds only the example, not sluice itself.
@@ -181,7 +184,6 @@ measure() {
             h2) line=$(timeout 600 "$BIN/examples/idle_clients" h2 "127.0.0.1:${TLS_PORT[$lb]}" "$H2_CLIENTS" "$pid" "$WORK/ca.pem" "$NAME_TLS" "$SOURCES") ;;
             https) line=$(timeout 600 "$BIN/examples/idle_clients" https "127.0.0.1:${TLS_PORT[$lb]}" "$HTTPS_CLIENTS" "$pid" "$WORK/ca.pem" "$NAME_TLS" "$SOURCES") ;;
             silent) line=$(timeout 120 "$BIN/examples/idle_clients" silent "127.0.0.1:${PORT[$lb]}" "$SILENT" "$SOURCES") ;;
-            *) log "unknown test $test (keepalive, burst, h2, https, silent)"; exit 2 ;;
         esac || line="{\"error\":\"idle_clients exited with $?, see the log\"}"
         record "$lb" "$run" "$test" "$out" "$line"
         stop "$pid"
