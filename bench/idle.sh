@@ -175,14 +175,16 @@ record() {
 
 # measure LB RUN OUT: every measurement of TESTS, each on a freshly started balancer.
 measure() {
-    local lb=$1 run=$2 out=$3 pid test line
+    local lb=$1 run=$2 out=$3 pid test line n
     for test in $TESTS; do
         pid=$(fresh "$lb")
         log "run $run: $lb: $test"
         case $test in
             keepalive | burst) line=$(timeout 600 "$BIN/examples/idle_clients" "$test" "127.0.0.1:${PORT[$lb]}" "$CLIENTS" "$pid" "$SOURCES") ;;
-            h2) line=$(timeout 600 "$BIN/examples/idle_clients" h2 "127.0.0.1:${TLS_PORT[$lb]}" "$H2_CLIENTS" "$pid" "$WORK/ca.pem" "$NAME_TLS" "$SOURCES") ;;
-            https) line=$(timeout 600 "$BIN/examples/idle_clients" https "127.0.0.1:${TLS_PORT[$lb]}" "$HTTPS_CLIENTS" "$pid" "$WORK/ca.pem" "$NAME_TLS" "$SOURCES") ;;
+            h2 | https)
+                n=$H2_CLIENTS
+                [[ $test == https ]] && n=$HTTPS_CLIENTS
+                line=$(timeout 600 "$BIN/examples/idle_clients" "$test" "127.0.0.1:${TLS_PORT[$lb]}" "$n" "$pid" "$WORK/ca.pem" "$NAME_TLS" "$SOURCES") ;;
             silent) line=$(timeout 120 "$BIN/examples/idle_clients" silent "127.0.0.1:${PORT[$lb]}" "$SILENT" "$SOURCES") ;;
         esac || line="{\"error\":\"idle_clients exited with $?, see the log\"}"
         record "$lb" "$run" "$test" "$out" "$line"
@@ -210,7 +212,7 @@ main() {
 
 summarise() {
     python3 - "$1" "$RUNS" "$CLIENTS" "$SILENT" "$H2_CLIENTS" "$HTTPS_CLIENTS" "$SOURCES" "$(git -C "$REPO" rev-parse --short HEAD)" "${BASELINE:+$("$BASELINE" --version 2>&1 | head -1)}" "${BALANCERS[@]}" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 out, runs, clients, silent, h2, https, sources, commit, base = sys.argv[1:10]
 balancers = sys.argv[10:]
 rows = [json.loads(l) for l in open(f"{out}/results.jsonl")]
@@ -218,7 +220,6 @@ def med(lb, test, key):
     vals = [r[key] for r in rows if r["balancer"] == lb and r["test"] == test and r.get(key) is not None]
     return statistics.median(vals) if vals else None
 print(f"# Idle client connections, medians of {runs} runs (sluice {commit})\n")
-import os
 narrow = "".join(f' {k}="{os.environ[k]}"' for k in ("ONLY", "TESTS") if os.environ.get(k))
 cmd = f"RUNS={runs} CLIENTS={clients} H2_CLIENTS={h2} HTTPS_CLIENTS={https} SILENT={silent} SOURCES={sources}" + (" BASELINE=..." if base else "") + narrow + " bench/idle.sh"
 print(f"command: `{cmd}`" + (f"; sluice-base: {base}" if base else "") + "\n")
