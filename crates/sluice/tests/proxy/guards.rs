@@ -283,7 +283,7 @@ async fn an_htpasswd_edit_takes_effect_on_reload_and_a_bad_one_keeps_the_old() {
         "ann:{SHA}5en6G6MezRroT3XKqkdPOmY/BfQ=\nbob:hunter2\n",
     )
     .unwrap();
-    let refused = p.try_reload(&whole).err().expect("refused").to_string();
+    let refused = p.try_reload(&whole).expect_err("refused").to_string();
     assert!(
         refused.contains("htpasswd:2:1") && refused.contains("plain-text"),
         "{refused}"
