@@ -321,7 +321,7 @@ async fn connection(
         None => Box::pin(plain_session(served, stream, accepted)),
         Some(tls) => Box::pin(async move {
             let (ctx, client, stats) = served.parts();
-            serve_tls(ctx, &tls, stream, client, stats).await
+            serve_tls(ctx, &tls, stream, client, stats, accepted).await
         }),
     })
 }
@@ -389,17 +389,28 @@ fn count_client(
 
 /// The TLS handshake, then the session. The handshake's future (rustls's state while it
 /// runs) is boxed and freed once it is done, so an idle TLS connection does not keep it.
-async fn serve_tls(
-    ctx: &Context,
-    tls: &TlsListener,
+///
+/// The handshake and the first head share one `header_timeout` from `accepted`: the
+/// handshake is a part of what comes before the head, as a PROXY header or the wait for
+/// an h2c preface is (issue 47: each was given a `header_timeout` of its own). A
+/// function returning an async block: an `async fn` keeps its arguments twice, as given
+/// and moved into its body, for as long as the session lasts.
+#[allow(clippy::manual_async_fn)]
+fn serve_tls<'a>(
+    ctx: &'a Context,
+    tls: &'a TlsListener,
     stream: tokio::net::TcpStream,
-    client: &Client,
-    stats: &ListenerStats,
-) {
-    let Some(stream) = Box::pin(handshake(ctx, tls, stream, client, stats)).await else {
-        return;
-    };
-    tls_session(ctx, stream, client, stats).await
+    client: &'a Client,
+    stats: &'a ListenerStats,
+    accepted: Instant,
+) -> impl Future<Output = ()> + 'a {
+    async move {
+        let handshake = handshake(ctx, tls, stream, client, stats, accepted);
+        let Some(stream) = Box::pin(handshake).await else {
+            return;
+        };
+        tls_session(ctx, stream, client, stats, accepted).await
+    }
 }
 
 /// The session a TLS connection's protocol chose (ALPN), boxed. A function of its own:
@@ -410,27 +421,27 @@ fn tls_session<'a>(
     stream: tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
     client: &'a Client,
     stats: &'a ListenerStats,
+    accepted: Instant,
 ) -> Pin<Box<dyn Future<Output = ()> + 'a>> {
-    // The first head's deadline counts from the handshake's end.
-    let now = crate::clock::now();
     if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
-        Box::pin(session::h2::serve(ctx, stream, client, stats, now))
+        Box::pin(session::h2::serve(ctx, stream, client, stats, accepted))
     } else {
-        Box::pin(session::serve((ctx, client, stats), stream, Some(now)))
+        Box::pin(session::serve((ctx, client, stats), stream, Some(accepted)))
     }
 }
 
-/// The TLS handshake, within `header_timeout` of the accept; `None` (counted and logged)
-/// when it fails or times out.
+/// The TLS handshake, within `header_timeout` of the accept (`accepted`); `None`
+/// (counted and logged) when it fails or times out.
 async fn handshake(
     ctx: &Context,
     tls: &TlsListener,
     stream: tokio::net::TcpStream,
     client: &Client,
     stats: &ListenerStats,
+    accepted: Instant,
 ) -> Option<tokio_rustls::server::TlsStream<tokio::net::TcpStream>> {
-    let limit = ctx.generation().shared.config.header_timeout;
-    match tokio::time::timeout(limit, tls.acceptor.accept(stream)).await {
+    let deadline = accepted + ctx.generation().shared.config.header_timeout;
+    match tokio::time::timeout_at(deadline, tls.acceptor.accept(stream)).await {
         Ok(Ok(stream)) => return Some(stream),
         Ok(Err(e)) => tracing::debug!(client = %client.peer, cause = %e, "TLS handshake failed"),
         Err(_) => tracing::debug!(client = %client.peer, "TLS handshake timed out"),
