@@ -23,8 +23,10 @@
 //!    the same head (`session::h2::head`).
 //! 3. **Parse** (`http1::request`), then the stages both protocols share
 //!    (`session::stages`): **check** (`http1::check`: method, target, `Host`, framing),
-//!    **route** (`route`: host and path, and the hash key), the route's rate limits, and
-//!    **encode** the head for the server (`http1::encode`). Then one function serves the
+//!    **route** (`route`: host and path, and the hash key), the route's rate limits and
+//!    **guards** ([`guard`]: address rules, basic auth; a password is hashed off the
+//!    worker, in step 4, before anything else), and **encode** the head for the server
+//!    (`http1::encode`). Then one function serves the
 //!    request (`session::request`): steps 4 to 6.
 //! 4. **Forward** (`forward`) or answer (`answer`, `session::refusals`): pick a server
 //!    (`state::group`), make an **attempt**

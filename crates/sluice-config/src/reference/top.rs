@@ -91,9 +91,9 @@ pub const TOP: &[Key] = &[
         "trusted_proxies",
         "list of strings (addresses and networks)",
         "none",
-        "Proxies in front of sluice (a cloud L7 balancer, a CDN), as `[\"10.0.0.0/8\", \"127.0.0.1\"]`: the `X-Real-IP`, `X-Forwarded-Proto` and `X-Forwarded-Host` they send are kept instead of replaced, so the client's address and scheme survive (`X-Forwarded-For` always keeps the chain and appends the peer). Judged on the client address: the connection's, or its PROXY protocol header's.",
+        "Proxies in front of sluice (a cloud L7 balancer, a CDN), as `[\"10.0.0.0/8\", \"127.0.0.1\"]`: the `X-Real-IP`, `X-Forwarded-Proto` and `X-Forwarded-Host` they send are kept instead of replaced, so the client's address and scheme survive (`X-Forwarded-For` always keeps the chain and appends the peer). Judged on the client address: the connection's, or its PROXY protocol header's. From such a peer, the client is the last address in `X-Forwarded-For` that is not a trusted proxy (nginx's `real_ip_recursive on`): that address is what a route's `access` rules judge, `$remote_addr` in keys and limits, and the access log's client.",
     )
-    .like("nginx `set_real_ip_from`; HAProxy `option forwardfor if-none`")
+    .like("nginx `set_real_ip_from` with `real_ip_header X-Forwarded-For`; HAProxy `option forwardfor if-none`")
     .example("trusted_proxies = [\"10.0.0.0/8\", \"127.0.0.1\"]"),
 ];
 
