@@ -8,7 +8,8 @@
 # which reads the access log; prometheus-node-exporter, which `sluice lab` reads as a
 # remote tier in a test; h2load, which multiplexes HTTP/2 streams in a test; openssl,
 # which makes a test's certificate; pebble, Let's Encrypt's test CA, which a test gets a
-# certificate from; haproxy, which checks the lab's generated haproxy.cfg; groff, which
+# certificate from; apache2-utils, whose htpasswd writes the bcrypt users of the tests of
+# access rules; haproxy, which checks the lab's generated haproxy.cfg; groff, which
 # renders `sluice man`; systemd-analyze, where the machine has it, verifies dist/'s unit;
 # dnsmasq, the DNS server whose records the tests of `dns` servers change; PostgreSQL and
 # MariaDB, whose sessions `sluice lab` reads in a test, directly and through their
@@ -30,6 +31,7 @@ command -v h2load >/dev/null || need_apt+=(nghttp2-client)
 command -v openssl >/dev/null || need_apt+=(openssl)
 command -v pebble >/dev/null || need_apt+=(pebble)
 command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || need_apt+=(haproxy)
+command -v htpasswd >/dev/null || need_apt+=(apache2-utils)
 command -v groff >/dev/null || need_apt+=(groff-base)
 command -v dnsmasq >/dev/null || [ -x /usr/sbin/dnsmasq ] || need_apt+=(dnsmasq-base)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)

@@ -258,7 +258,7 @@ pub struct Place {
 }
 
 /// Which requests go where: to an upstream, or answered by sluice itself.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Eq)]
 pub struct Route {
     pub host: Option<HostMatch>,
     /// A path prefix; the longest matching prefix wins.
@@ -341,7 +341,7 @@ pub enum Satisfy {
 
 /// `auth_basic = { realm = "ops", user_file = "htpasswd" }`: HTTP basic auth against an
 /// htpasswd file (read by the proxy at start and at each reload, as certificates are).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Eq)]
 pub struct BasicAuth {
     /// The realm named in `WWW-Authenticate` (browsers show it in the login prompt).
     pub realm: String,
@@ -354,6 +354,19 @@ pub struct BasicAuth {
     pub at: Place,
 }
 
+/// As [`Route`]'s: where it is written is not what it is.
+impl PartialEq for BasicAuth {
+    fn eq(&self, other: &BasicAuth) -> bool {
+        let BasicAuth {
+            realm,
+            user_file,
+            cache,
+            at: _,
+        } = self;
+        (realm, user_file, cache) == (&other.realm, &other.user_file, &other.cache)
+    }
+}
+
 /// `[limit.NAME]`: requests per second per key, with a burst (nginx's `limit_req`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RateLimit {
@@ -364,6 +377,50 @@ pub struct RateLimit {
     /// Requests a key may make beyond the rate at once (nginx's `burst`): a key that
     /// was quiet may send `burst + 1` at once.
     pub burst: u32,
+}
+
+/// Where a route is written is not what it is: a reload that only moves lines changes
+/// no route. (The destructuring makes a new field a compile error here until it is
+/// compared.)
+impl PartialEq for Route {
+    fn eq(&self, other: &Route) -> bool {
+        let Route {
+            host,
+            path,
+            listeners,
+            action,
+            request_headers,
+            response_headers,
+            upgrade,
+            tunnel_idle_timeout,
+            limits,
+            timeout,
+            guard,
+            at: _,
+        } = self;
+        (
+            host,
+            path,
+            listeners,
+            action,
+            request_headers,
+            response_headers,
+        ) == (
+            &other.host,
+            &other.path,
+            &other.listeners,
+            &other.action,
+            &other.request_headers,
+            &other.response_headers,
+        ) && (upgrade, tunnel_idle_timeout, limits, timeout, guard)
+            == (
+                &other.upgrade,
+                &other.tunnel_idle_timeout,
+                &other.limits,
+                &other.timeout,
+                &other.guard,
+            )
+    }
 }
 
 impl Route {
