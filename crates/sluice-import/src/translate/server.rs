@@ -45,7 +45,7 @@ impl Translator {
         for d in block
             .block()
             .iter()
-            .filter(|d| !READ_HERE.contains(&d.name.as_str()))
+            .filter(|d| !READ_HERE.contains(&d.name.as_str()) && !scope.claims(d))
         {
             crate::known::note(d, notes);
         }
@@ -215,9 +215,7 @@ impl Translator {
         for d in loc.block() {
             if d.name == "location" {
                 self.nested(d, &scope, out, notes);
-            } else if location::action(d, &mut Vec::new()).is_none()
-                && !super::INHERITED.contains(&d.name.as_str())
-            {
+            } else if location::action(d, &mut Vec::new()).is_none() && !scope.claims(d) {
                 crate::known::note(d, notes);
             }
         }
@@ -271,6 +269,7 @@ pub fn finish(plan: &mut Plan, drafts: Vec<Draft>, notes: &mut Notes) {
         }
     }
     plan.routes = dedupe(routes, notes);
+    crate::guard::settle(&mut plan.routes, notes);
     targets(plan, notes);
     prune(plan, notes);
 }
