@@ -12,7 +12,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
-use sluice_proxy::metrics::{HistogramTotal, BUCKETS, REJECTS};
+use sluice_proxy::metrics::{HistogramTotal, Refused, BUCKETS, REJECTS};
 use sluice_proxy::{QueueView, ServerView, Snapshot, View};
 use std::fmt::Error;
 use std::time::UNIX_EPOCH;
@@ -258,6 +258,22 @@ fn routes(enc: &mut DescriptorEncoder, s: &Snapshot) -> Result<(), Error> {
         "Requests by route and the status class the client got",
         MetricType::Counter,
         rows,
+    )?;
+    let guarded = s.routes.iter().flat_map(|r| {
+        Refused::ALL.iter().zip(r.refused).map(move |(why, n)| {
+            let labels = vec![
+                ("route", r.name.clone()),
+                ("reason", why.label().to_string()),
+            ];
+            (labels, n)
+        })
+    });
+    family(
+        enc,
+        "sluice_route_refused",
+        "Requests a route's guards refused: address (403, its access rules) or credentials (401, auth_basic)",
+        MetricType::Counter,
+        guarded,
     )
 }
 

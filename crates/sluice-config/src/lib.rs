@@ -13,6 +13,7 @@ mod balance;
 mod discover;
 mod entry;
 mod error;
+mod guard;
 mod headers;
 mod key;
 mod limits;
@@ -29,11 +30,13 @@ mod validate;
 
 pub use admin::DEFAULT_BIND as DEFAULT_ADMIN_BIND;
 pub use error::{ConfigError, Errors};
+pub use guard::warnings;
 pub use model::{
-    AccessLog, Acme, Action, Admin, Balance, CertificateFiles, Config, Discover, DnsQuery,
-    FailurePolicy, HashMethod, HeaderEdits, HealthCheck, HostMatch, Http2Limits, KeyPart,
-    KeyTemplate, Listener, LogFormat, LogTarget, Network, Place, QueuePolicy, RateLimit, Resolver,
-    RetryPolicy, Return, Route, Server, Tls, Upstream, UpstreamTls, Variable,
+    AccessLog, AccessRule, Acme, Action, Admin, Balance, BasicAuth, CertificateFiles, Config,
+    Discover, DnsQuery, FailurePolicy, Guard, HashMethod, HeaderEdits, HealthCheck, HostMatch,
+    Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat, LogTarget, Network, Place, QueuePolicy,
+    RateLimit, Resolver, RetryPolicy, Return, Route, Satisfy, Server, Tls, Upstream, UpstreamTls,
+    Variable, Verdict,
 };
 pub use reader::{parse_duration, Reader};
 /// The TOML library the [`Reader`] walks documents of.

@@ -282,6 +282,76 @@ pub struct Route {
     /// The longest a request may take from its start, through every try, to its
     /// response head (`timeout`); then 504. `None`: no total limit.
     pub timeout: Option<Duration>,
+    /// Who may use the route: address rules and basic auth (open when empty).
+    pub guard: Guard,
+    /// Where the config writes the route (its `[[route]]`), for warnings about it.
+    pub at: Place,
+}
+
+/// Who may use a route: `access` (address rules, first match wins, as nginx's
+/// `allow`/`deny`), `auth_basic` (users of an htpasswd file) and how the two combine
+/// (`satisfy`). Checked before the request reaches a server or an answer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Guard {
+    /// In order; the first rule matching the client's address decides, and an address
+    /// no rule matches is allowed (as nginx).
+    pub access: Vec<AccessRule>,
+    pub auth: Option<BasicAuth>,
+    pub satisfy: Satisfy,
+}
+
+impl Guard {
+    /// True when the route has neither address rules nor basic auth.
+    pub fn is_open(&self) -> bool {
+        self.access.is_empty() && self.auth.is_none()
+    }
+
+    /// What the address rules say of `ip`: the first matching rule's verdict, allowed
+    /// when none matches.
+    pub fn admits(&self, ip: std::net::IpAddr) -> bool {
+        self.access
+            .iter()
+            .find(|rule| rule.from.is_none_or(|n| n.contains(ip)))
+            .is_none_or(|rule| rule.verdict == Verdict::Allow)
+    }
+}
+
+/// `"allow 10.0.0.0/8"`, `"deny all"`: one address rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessRule {
+    pub verdict: Verdict,
+    /// The addresses it matches; `None` for `all`.
+    pub from: Option<Network>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    Deny,
+}
+
+/// `satisfy`: whether a request must pass every guard (`all`, the default) or one
+/// (`any`: an allowed address, or a valid user).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Satisfy {
+    #[default]
+    All,
+    Any,
+}
+
+/// `auth_basic = { realm = "ops", user_file = "htpasswd" }`: HTTP basic auth against an
+/// htpasswd file (read by the proxy at start and at each reload, as certificates are).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BasicAuth {
+    /// The realm named in `WWW-Authenticate` (browsers show it in the login prompt).
+    pub realm: String,
+    /// The htpasswd file, relative paths resolved against the config file's directory.
+    pub user_file: std::path::PathBuf,
+    /// How long a verified user and password is remembered, so that a slow hash
+    /// (bcrypt) is not computed again on each request; zero: never.
+    pub cache: Duration,
+    /// Where the config names the file, for errors found when it is read.
+    pub at: Place,
 }
 
 /// `[limit.NAME]`: requests per second per key, with a burst (nginx's `limit_req`).

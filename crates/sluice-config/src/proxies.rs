@@ -39,7 +39,7 @@ pub fn networks(r: &mut Reader, t: &dyn TableLike, key: &str) -> Vec<Network> {
 }
 
 /// `IP` or `IP/prefix`, the prefix within the address's length.
-fn network(text: &str) -> Option<Network> {
+pub(crate) fn network(text: &str) -> Option<Network> {
     let (ip, prefix) = match text.split_once('/') {
         Some((ip, p)) => (ip.parse::<IpAddr>().ok()?, Some(p.parse::<u8>().ok()?)),
         None => (text.parse::<IpAddr>().ok()?, None),

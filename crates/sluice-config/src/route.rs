@@ -71,6 +71,7 @@ fn route(
         .and_then(|(h, s)| host_match(r, &h, s));
     let path = route_path(r, table);
     let listeners = route_listeners(r, table, listeners);
+    let at = crate::tls::place(r, span.clone());
     let action = action(r, table, span, upstreams);
     let request_headers = crate::headers::edits(r, table, "request_headers");
     let response_headers = crate::headers::edits(r, table, "response_headers");
@@ -80,6 +81,7 @@ fn route(
         .unwrap_or(Duration::from_secs(3600));
     let limits = crate::rate::route_limits(r, table, limits);
     let timeout = r.timeout(table, "timeout");
+    let guard = crate::guard::guard(r, table);
     Some(Route {
         host,
         path,
@@ -91,6 +93,8 @@ fn route(
         tunnel_idle_timeout,
         limits,
         timeout,
+        guard,
+        at,
     })
 }
 

@@ -138,7 +138,7 @@ fn pair(r: &mut Reader, t: &dyn TableLike, span: Option<Range<usize>>) -> Option
 }
 
 /// `path` as written, relative to the directory of the config file `file`.
-fn beside(file: &str, path: &str) -> PathBuf {
+pub(crate) fn beside(file: &str, path: &str) -> PathBuf {
     let dir = Path::new(file).parent().unwrap_or(Path::new(""));
     dir.join(path)
 }

@@ -83,6 +83,8 @@ pub struct Entry<'a> {
     pub request: &'a str,
     pub referer: &'a str,
     pub user_agent: &'a str,
+    /// The basic-auth user, where the route asked for one (`$remote_user`).
+    pub user: Option<&'a str>,
     pub status: u16,
     pub bytes_sent: u64,
     pub request_time: Duration,
@@ -108,7 +110,9 @@ impl Entry<'_> {
     // more than the rest of the line (measured with bench/compare.sh ACCESS_LOG=1).
     fn combined(&self, out: &mut Vec<u8>) -> io::Result<()> {
         push_ip(out, self.client.map(|c| c.ip()));
-        out.extend_from_slice(b" - - [");
+        out.extend_from_slice(b" - ");
+        escaped(out, self.user.unwrap_or("-"));
+        out.extend_from_slice(b" [");
         with_time(self.at, |t| out.extend_from_slice(t.clf.as_bytes()));
         out.extend_from_slice(b"] \"");
         escaped(out, self.request);
@@ -166,6 +170,8 @@ impl Entry<'_> {
         json_escaped(out, self.referer);
         out.extend_from_slice(b"\",\"user_agent\":\"");
         json_escaped(out, self.user_agent);
+        out.extend_from_slice(b"\",\"user\":\"");
+        json_escaped(out, self.user.unwrap_or("-"));
         write!(
             out,
             "\",\"request_time\":{:.3},\"upstream\":\"{}\",\"upstream_time\":{},\"tries\":{},\"route\":\"",
@@ -340,6 +346,7 @@ mod tests {
             request,
             referer: "-",
             user_agent: agent,
+            user: None,
             status: 200,
             bytes_sent: 612,
             request_time: Duration::from_micros(1500),

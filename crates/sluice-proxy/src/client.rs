@@ -4,7 +4,8 @@
 //! forwarding headers (`http1::encode`), routing and hash keys (`route`), the limits
 //! (`session`) and the record (`record`). Plain data: it owns no socket and no counter.
 
-use std::net::SocketAddr;
+use sluice_config::Network;
+use std::net::{IpAddr, SocketAddr};
 
 /// One client connection's facts, fixed for its life.
 #[derive(Clone, Debug)]
@@ -39,6 +40,35 @@ impl Client {
         }
     }
 
+    /// The client's address as the trusted proxies in front of sluice name it in
+    /// `X-Forwarded-For` (nginx's realip with `real_ip_recursive on`): from the list's
+    /// end, the first address that is not one of `trusted`. `None` when the peer is not
+    /// trusted, sends no such header, or a trusted hop wrote something not an address
+    /// (then the peer is the client as sluice knows it). An untrusted peer's header
+    /// is never read: anyone can write one.
+    pub fn forwarded_for(
+        &self,
+        headers: &[httparse::Header<'_>],
+        trusted: &[Network],
+    ) -> Option<IpAddr> {
+        if !self.trusted {
+            return None;
+        }
+        let lines = headers
+            .iter()
+            .rev()
+            .filter(|h| h.name.eq_ignore_ascii_case("x-forwarded-for"));
+        let mut last_trusted = None;
+        for entry in lines.flat_map(|h| h.value.rsplit(|b| *b == b',')) {
+            let ip = address(entry)?;
+            if !trusted.iter().any(|n| n.contains(ip)) {
+                return Some(ip);
+            }
+            last_trusted = Some(ip);
+        }
+        last_trusted
+    }
+
     /// The scheme clients use on its listener (`http` or `https`), for
     /// `X-Forwarded-Proto` and `$scheme`. A flag, not the text: every connection holds
     /// a `Client`, idle ones too (issue 32).
@@ -48,5 +78,88 @@ impl Client {
         } else {
             "http"
         }
+    }
+}
+
+/// One `X-Forwarded-For` entry: an address, with a port or in brackets as some
+/// balancers write it (`203.0.113.7:4711`, `[2001:db8::1]:4711`).
+fn address(entry: &[u8]) -> Option<IpAddr> {
+    let text = std::str::from_utf8(entry).ok()?.trim_matches([' ', '\t']);
+    text.parse::<IpAddr>()
+        .ok()
+        .or_else(|| text.parse::<SocketAddr>().ok().map(|a| a.ip()))
+        .or_else(|| text.strip_prefix('[')?.strip_suffix(']')?.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(peer: &str, xff: &[&'static str], trusted: &[&str]) -> Option<IpAddr> {
+        let client = Client {
+            trusted: true,
+            ..Client::new(
+                peer.parse().unwrap(),
+                "127.0.0.1:80".parse().unwrap(),
+                "http",
+            )
+        };
+        let headers: Vec<httparse::Header> = xff
+            .iter()
+            .map(|v| httparse::Header {
+                name: "X-Forwarded-For",
+                value: v.as_bytes(),
+            })
+            .collect();
+        let nets: Vec<Network> = trusted
+            .iter()
+            .map(|t| {
+                let (ip, prefix) = t.split_once('/').unwrap();
+                Network {
+                    ip: ip.parse().unwrap(),
+                    prefix: prefix.parse().unwrap(),
+                }
+            })
+            .collect();
+        client.forwarded_for(&headers, &nets)
+    }
+
+    #[test]
+    fn the_last_untrusted_address_is_the_client() {
+        let lb = ["10.0.0.0/8"];
+        let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
+        assert_eq!(
+            from("10.0.0.5:1", &["198.51.100.9, 203.0.113.7"], &lb),
+            ip("203.0.113.7")
+        );
+        // Spoofed on the left, the balancer's own hop on the right.
+        assert_eq!(
+            from("10.0.0.5:1", &["10.9.9.9", "203.0.113.7, 10.0.0.6"], &lb),
+            ip("203.0.113.7")
+        );
+        assert_eq!(
+            from("10.0.0.5:1", &["10.1.1.1, 10.2.2.2"], &lb),
+            ip("10.1.1.1")
+        );
+        assert_eq!(
+            from("10.0.0.5:1", &["[2001:db8::1]:80"], &lb),
+            ip("2001:db8::1")
+        );
+        assert_eq!(
+            from("10.0.0.5:1", &["203.0.113.7:4711"], &lb),
+            ip("203.0.113.7")
+        );
+        assert_eq!(from("10.0.0.5:1", &["unknown"], &lb), None);
+        assert_eq!(from("10.0.0.5:1", &[], &lb), None);
+        let untrusted = Client::new(
+            "192.0.2.1:1".parse().unwrap(),
+            "127.0.0.1:80".parse().unwrap(),
+            "http",
+        );
+        let spoof = [httparse::Header {
+            name: "X-Forwarded-For",
+            value: b"10.0.0.1",
+        }];
+        assert_eq!(untrusted.forwarded_for(&spoof, &[]), None);
     }
 }

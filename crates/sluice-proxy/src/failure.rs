@@ -105,6 +105,10 @@ pub enum Kind {
     NoRoute,
     /// Over a rate limit or the client's connection limit.
     Limited,
+    /// The route's access rules deny the client's address.
+    Forbidden,
+    /// The route asks for a user and password, and got none valid.
+    Unauthorized,
     /// Every server was at its `max_conns` too long, or the queue was full.
     Overloaded,
     /// No server could be picked.
@@ -127,6 +131,8 @@ impl Kind {
             Kind::Malformed => "malformed",
             Kind::NoRoute => "no_route",
             Kind::Limited => "limited",
+            Kind::Forbidden => "forbidden",
+            Kind::Unauthorized => "unauthorized",
             Kind::Overloaded => "overloaded",
             Kind::Unavailable => "unavailable",
             Kind::Deadline => "deadline",

@@ -8,6 +8,7 @@ use crate::downstream::Downstream;
 use crate::failure::{Body, Failure, Kind, Retry};
 use crate::http1::check::Request;
 use crate::http1::head::Framing;
+use crate::http1::reply::Extra;
 use crate::http1::response::MAX_RESPONSE_HEAD;
 use crate::io::body::{Transfer, TransferError};
 use crate::io::conn::bounded;
@@ -431,7 +432,7 @@ impl<'g> Scope<'_, 'g> {
         let consumed = f.body.consumed();
         let keep_alive = req.keep_alive && consumed && !self.ctx.draining();
         let sent = down
-            .send_error_after(f.status, !keep_alive, f.retry_after)
+            .send_error_after(f.status, !keep_alive, f.retry_after.map(Extra::RetryAfter))
             .await;
         let mut outcome = self.outcome(server, f.status, tries);
         outcome.keep_alive = sent && down.conclude(!consumed, keep_alive).await;

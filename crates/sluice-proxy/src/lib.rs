@@ -53,6 +53,7 @@ mod downstream;
 mod failure;
 mod files;
 mod forward;
+pub mod guard;
 mod http1;
 mod idle_waits;
 mod io;

@@ -254,7 +254,7 @@ fn add_each(totals: &mut [u64], counters: &[Counter]) {
 }
 
 /// The statuses a listener counts refusals by (requests answered by sluice itself).
-pub const REJECTS: [u16; 9] = [400, 404, 405, 408, 413, 429, 431, 501, 503];
+pub const REJECTS: [u16; 11] = [400, 401, 403, 404, 405, 408, 413, 429, 431, 501, 503];
 
 /// One worker slot of a listener's counters.
 #[derive(Default)]
@@ -266,7 +266,7 @@ pub struct ListenerSlot {
     pub tls_failed: Counter,
     /// Per status of [`REJECTS`], requests sluice answered itself; other statuses of
     /// its own count in the last.
-    pub rejects: [Counter; 10],
+    pub rejects: [Counter; 12],
 }
 
 impl ListenerSlot {
@@ -286,7 +286,7 @@ pub struct ListenerTotals {
     pub requests: u64,
     pub tls_failed: u64,
     /// Per status of [`REJECTS`], then other statuses.
-    pub rejects: [u64; 10],
+    pub rejects: [u64; 12],
 }
 
 pub type ListenerStats = Sharded<ListenerSlot>;
@@ -307,10 +307,33 @@ impl ListenerStats {
     }
 }
 
-/// One worker slot of a route's counters: requests by the status the client got.
+/// One worker slot of a route's counters: requests by the status the client got, and
+/// those its guards refused, by [`Refused`].
 #[derive(Default)]
 pub struct RouteSlot {
     pub responses: [Counter; 5],
+    pub refused: [Counter; 2],
+}
+
+/// Why a route's guard refused a request, as counted: an index of
+/// [`RouteSlot::refused`] and its label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Its address is denied (403).
+    Address = 0,
+    /// No valid user and password (401).
+    Credentials = 1,
+}
+
+impl Refused {
+    pub const ALL: [Refused; 2] = [Refused::Address, Refused::Credentials];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Refused::Address => "address",
+            Refused::Credentials => "credentials",
+        }
+    }
 }
 
 pub type RouteStats = Sharded<RouteSlot>;
@@ -320,6 +343,19 @@ impl RouteStats {
         if let Some(c) = status_class(status).and_then(|i| self.local().responses.get(i)) {
             c.add(1);
         }
+    }
+
+    pub fn refuse(&self, why: Refused) {
+        self.local().refused[why as usize].add(1);
+    }
+
+    /// Requests its guards refused, by [`Refused::ALL`].
+    pub fn refused(&self) -> [u64; 2] {
+        let mut t = [0; 2];
+        for s in self.all() {
+            add_each(&mut t, &s.refused);
+        }
+        t
     }
 
     /// Requests by status class, 1xx to 5xx.
@@ -496,7 +532,7 @@ mod tests {
         l.local().reject(431);
         l.local().reject(418);
         let lt = l.totals();
-        assert_eq!((lt.rejects[6], lt.rejects[9]), (1, 1));
+        assert_eq!((lt.rejects[8], lt.rejects[11]), (1, 1));
         assert_eq!(status_class(99), None);
     }
 }

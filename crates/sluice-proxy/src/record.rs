@@ -6,8 +6,8 @@
 
 use crate::access_log::{Entry, Shown};
 use crate::context::Context;
-use crate::failure::{Failure, Side};
-use crate::metrics::ListenerStats;
+use crate::failure::{Failure, Kind, Side};
+use crate::metrics::{ListenerStats, Refused};
 use crate::route::RouteId;
 use crate::state::generation::Generation;
 use std::net::SocketAddr;
@@ -69,6 +69,8 @@ pub struct Logged<'t> {
     pub request: &'t str,
     pub referer: &'t str,
     pub user_agent: &'t str,
+    /// The user named in the request's basic auth, where the route asked for one.
+    pub user: Option<&'t str>,
 }
 
 /// Records one finished request: counted on its listener and route, written to the
@@ -98,7 +100,13 @@ fn count(generation: &Generation, listener: &ListenerStats, outcome: &Outcome<'_
         }
     }
     if let Some(r) = outcome.route {
-        generation.shared.route_stats(r).response(outcome.status);
+        let stats = generation.shared.route_stats(r);
+        stats.response(outcome.status);
+        match outcome.failure.as_ref().map(|f| f.kind) {
+            Some(Kind::Forbidden) => stats.refuse(Refused::Address),
+            Some(Kind::Unauthorized) => stats.refuse(Refused::Credentials),
+            _ => {}
+        }
     }
 }
 
@@ -112,6 +120,7 @@ fn log(ctx: &Context, generation: &Generation, outcome: &Outcome<'_>, logged: Lo
             request: logged.request,
             referer: logged.referer,
             user_agent: logged.user_agent,
+            user: logged.user,
             status: outcome.status,
             bytes_sent: outcome.bytes_sent,
             request_time: logged.started.0.elapsed(),

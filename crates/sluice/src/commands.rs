@@ -76,6 +76,9 @@ pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     for path in paths {
         match sluice_config::load_as_written(path).and_then(environment) {
             Ok(c) => {
+                for warning in sluice_config::warnings(&c) {
+                    eprintln!("warning: {warning}");
+                }
                 let admin = c
                     .admin
                     .as_ref()
@@ -115,17 +118,19 @@ pub fn check(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
 }
 
 /// The config with its server names resolved, once what it names on disk, its server
-/// names and its certificates are all good: the problems of all three at once, not a
-/// round for each.
+/// names, its certificates and its htpasswd files are all good: the problems of all
+/// at once, not a round for each.
 fn environment(
     config: sluice_config::Config,
 ) -> Result<sluice_config::Config, sluice_config::Errors> {
     let disk = sluice_config::on_disk(&config);
     let certs = certificates(&config);
-    match (crate::resolve::names(config), disk, certs) {
-        (Ok(c), Ok(()), Ok(())) => Ok(c),
-        (names, disk, certs) => {
+    let users = sluice_proxy::guard::check(&config);
+    match (crate::resolve::names(config), disk, certs, users) {
+        (Ok(c), Ok(()), Ok(()), Ok(())) => Ok(c),
+        (names, disk, certs, users) => {
             let errors = names.err().into_iter().chain(disk.err()).chain(certs.err());
+            let errors = errors.chain(users.err());
             let mut errors: Vec<_> = errors.flat_map(|e| e.0).collect();
             errors.sort_by(|a, b| (&a.file, a.line, a.col).cmp(&(&b.file, b.line, b.col)));
             Err(sluice_config::Errors(errors))

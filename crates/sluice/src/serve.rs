@@ -52,6 +52,9 @@ pub fn serve(path: &Path) -> anyhow::Result<ExitCode> {
     let Some(config) = load_or_report(path, "") else {
         return Ok(ExitCode::from(BAD_CONFIG));
     };
+    for warning in sluice_config::warnings(&config) {
+        tracing::warn!("{warning}");
+    }
     let pid_file = pid_file(path, config.pid_file.as_deref());
     let (signal, signals) = signal_channel()?;
     let admin_config = config.admin.clone();

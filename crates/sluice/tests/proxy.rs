@@ -20,6 +20,7 @@ mod proxy {
     mod forwarded;
     mod framing;
     mod grafana;
+    mod guards;
     mod hashing;
     mod headers;
     mod http2;

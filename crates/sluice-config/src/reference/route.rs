@@ -107,6 +107,57 @@ pub const ROUTE: &[Key] = &[
     )
     .like("nginx: none (`proxy_read_timeout` bounds each read); HAProxy: none (`timeout server` bounds each read)")
     .example("[[route]]\npath = \"/api/\"\nupstream = \"app\"\ntimeout = \"15s\""),
+    Key::new(
+        "access",
+        "list of strings",
+        "none (every address)",
+        "Address rules, nginx's `allow` and `deny` in order: each `\"allow ADDRESS\"` or `\"deny ADDRESS\"`, the address an IPv4 or IPv6 address, a network in CIDR form or `all`. The first rule matching the client's address decides; an address no rule matches is allowed, as in nginx, so a list of `allow`s ends with `\"deny all\"`. The client's address is the connection's, the one a PROXY protocol header names, or, from a peer in `trusted_proxies`, the last address in `X-Forwarded-For` that is not a trusted proxy. A refused request gets `403` and never reaches a server. See [Access rules](../access.md).",
+    )
+    .like("nginx `allow` and `deny`; HAProxy `http-request deny unless { src ... }`")
+    .example("[[route]]\npath = \"/actuator/\"\nupstream = \"app\"\naccess = [\"allow 10.0.0.0/8\", \"allow ::1\", \"deny all\"]"),
+    Key::new(
+        "auth_basic",
+        "table",
+        "none",
+        "HTTP basic auth: `{ realm = \"...\", user_file = \"...\" }` (see [A route's `auth_basic` table](#a-routes-auth_basic-table)). A request without a valid user and password gets `401` with `WWW-Authenticate: Basic realm=\"...\"` and never reaches a server; the user's name is in the access log.",
+    )
+    .like("nginx `auth_basic` and `auth_basic_user_file`; HAProxy `http-request auth` with a `userlist`")
+    .example("[[route]]\npath = \"/admin/\"\nupstream = \"app\"\nauth_basic = { realm = \"ops\", user_file = \"/etc/sluice/htpasswd\" }"),
+    Key::new(
+        "satisfy",
+        "string: `all` or `any`",
+        "`\"all\"`",
+        "With both `access` and `auth_basic`: `\"all\"` asks for an allowed address and a valid user (an address refused gets `403`), `\"any\"` for either (an office address needs no password; others get `401`).",
+    )
+    .like("nginx `satisfy`")
+    .example("[[route]]\npath = \"/admin/\"\nupstream = \"app\"\naccess = [\"allow 10.0.0.0/8\", \"deny all\"]\nauth_basic = { realm = \"ops\", user_file = \"/etc/sluice/htpasswd\" }\nsatisfy = \"any\""),
+];
+
+pub const AUTH_BASIC: &[Key] = &[
+    Key::new(
+        "realm",
+        "string",
+        "required",
+        "The realm sent in `WWW-Authenticate`, which a browser shows in its login prompt.",
+    )
+    .like("nginx `auth_basic \"realm\"`; HAProxy `http-request auth realm`")
+    .example("[[route]]\nupstream = \"app\"\nauth_basic = { realm = \"ops\", user_file = \"/etc/sluice/htpasswd\" }"),
+    Key::new(
+        "user_file",
+        "string (a file)",
+        "required",
+        "An htpasswd file as `htpasswd` (Apache) and `openssl passwd` write it, one `user:hash` a line, relative to the config file's directory: bcrypt (`$2y$`, `htpasswd -B`), Apache MD5 (`$apr1$`), SHA-1 (`{SHA}`), MD5-crypt (`$1$`) and SHA-crypt (`$5$`, `$6$`). A plain-text password, a DES crypt hash (it keeps 8 characters of a password) or a line sluice cannot read is an error naming its line. Read at start and at each reload: an edit takes effect with `sluice reload`, and a bad file keeps the running config. Passwords are compared in constant time.",
+    )
+    .like("nginx `auth_basic_user_file`; HAProxy `userlist` with `user NAME password HASH`")
+    .example("[[route]]\nupstream = \"app\"\nauth_basic = { realm = \"ops\", user_file = \"/etc/sluice/htpasswd\" }"),
+    Key::new(
+        "cache",
+        "duration",
+        "`\"60s\"`",
+        "How long a verified user and password are remembered (a hash of them, per worker), so that bcrypt, which takes milliseconds by design, is not computed on every request; `\"0s\"` verifies every request. A changed password or a reload ends it.",
+    )
+    .like("nginx: none (every request is verified again)")
+    .example("[[route]]\nupstream = \"app\"\nauth_basic = { realm = \"ops\", user_file = \"/etc/sluice/htpasswd\", cache = \"5m\" }"),
 ];
 
 pub const RETURN: &[Key] = &[

@@ -4,7 +4,7 @@
 use crate::failure::{Body, Failure, Kind};
 use crate::files;
 use crate::http1::encode::{self, Delivery, Edits};
-use crate::http1::reply;
+use crate::http1::reply::{self, Extra};
 use crate::http1::response::{Response, ResponseHead};
 use crate::io::body::{relay, send_file, Transfer, TransferError};
 use crate::io::tunnel::{self, End};
@@ -161,9 +161,9 @@ impl<S: Stream> Http1<'_, S> {
     }
 
     /// Sends an error reply of sluice's own. Returns whether it went out.
-    pub async fn send_error(&mut self, status: u16, close: bool, retry_after: Option<u32>) -> bool {
+    pub async fn send_error(&mut self, status: u16, close: bool, extra: Option<Extra<'_>>) -> bool {
         self.out.clear();
-        reply::error(self.out, status, close, retry_after);
+        reply::error(self.out, status, close, extra);
         write_all(&mut self.conn.stream, self.out, self.timeout)
             .await
             .is_ok()

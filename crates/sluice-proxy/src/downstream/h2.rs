@@ -6,7 +6,7 @@
 use crate::files;
 use crate::http1::encode::{Delivery, Edits};
 use crate::http1::head::Framing;
-use crate::http1::reply;
+use crate::http1::reply::{self, Extra};
 use crate::http1::response::{Response, ResponseHead};
 use crate::io::body::{relay, send_file, Transfer, TransferError};
 use crate::io::{write_all, Conn, ServerStream};
@@ -154,15 +154,20 @@ impl Http2<'_> {
     }
 
     /// Sluice's own error reply; a stream whose response has begun is reset instead.
-    pub fn send_error(&mut self, status: u16, retry_after: Option<u32>) -> bool {
+    pub fn send_error(&mut self, status: u16, extra: Option<Extra<'_>>) -> bool {
         let mut head = http::Response::new(());
         *head.status_mut() =
             http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::BAD_GATEWAY);
         let plain = HeaderValue::from_static("text/plain");
         head.headers_mut().insert(http::header::CONTENT_TYPE, plain);
-        if let Some(seconds) = retry_after {
-            head.headers_mut()
-                .insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
+        if let Some(extra) = extra {
+            let name = match extra {
+                Extra::RetryAfter(_) => http::header::RETRY_AFTER,
+                Extra::Authenticate(_) => http::header::WWW_AUTHENTICATE,
+            };
+            if let Ok(value) = HeaderValue::from_bytes(extra.header().1.as_bytes()) {
+                head.headers_mut().insert(name, value);
+            }
         }
         let text = format!("{status} {}\n", reply::reason(status));
         match self.respond.send_response(head, self.is_head) {

@@ -8,6 +8,7 @@ pub mod h2;
 
 use crate::failure::Failure;
 use crate::http1::encode::Delivery;
+use crate::http1::reply::Extra;
 use crate::http1::response::{Response, ResponseHead};
 use crate::io::body::{Transfer, TransferError};
 use crate::io::tunnel::End;
@@ -113,16 +114,17 @@ impl<S: Stream> Downstream<'_, S> {
         self.send_error_after(status, close, None).await
     }
 
-    /// [`Downstream::send_error`], telling the client when to come back (seconds).
+    /// [`Downstream::send_error`] with a header more: when to come back, or how to log
+    /// in.
     pub async fn send_error_after(
         &mut self,
         status: u16,
         close: bool,
-        retry_after: Option<u32>,
+        extra: Option<Extra<'_>>,
     ) -> bool {
         match self {
-            Downstream::Http1(h) => h.send_error(status, close, retry_after).await,
-            Downstream::Http2(h) => h.send_error(status, retry_after),
+            Downstream::Http1(h) => h.send_error(status, close, extra).await,
+            Downstream::Http2(h) => h.send_error(status, extra),
         }
     }
 

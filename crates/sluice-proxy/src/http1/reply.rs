@@ -1,8 +1,30 @@
 //! Responses sluice writes itself: errors, with a short plain-text body.
 
-/// Appends a complete error response for `status` to `out`, with `Retry-After` when
-/// given (seconds).
-pub fn error(out: &mut Vec<u8>, status: u16, close: bool, retry_after: Option<u32>) {
+/// A header some of sluice's own replies carry.
+#[derive(Clone, Copy, Debug)]
+pub enum Extra<'a> {
+    /// `Retry-After`, in seconds (429, 503).
+    RetryAfter(u32),
+    /// `WWW-Authenticate: Basic realm="..."` (401), with the realm.
+    Authenticate(&'a str),
+}
+
+impl Extra<'_> {
+    /// The header's name and value.
+    pub fn header(&self) -> (&'static str, String) {
+        match self {
+            Extra::RetryAfter(seconds) => ("Retry-After", seconds.to_string()),
+            Extra::Authenticate(realm) => {
+                let quoted = realm.replace('\\', "\\\\").replace('"', "\\\"");
+                ("WWW-Authenticate", format!("Basic realm=\"{quoted}\""))
+            }
+        }
+    }
+}
+
+/// Appends a complete error response for `status` to `out`, with the `extra` header
+/// when given.
+pub fn error(out: &mut Vec<u8>, status: u16, close: bool, extra: Option<Extra<'_>>) {
     let reason = reason(status);
     out.extend_from_slice(
         format!(
@@ -11,8 +33,9 @@ pub fn error(out: &mut Vec<u8>, status: u16, close: bool, retry_after: Option<u3
         )
         .as_bytes(),
     );
-    if let Some(seconds) = retry_after {
-        out.extend_from_slice(format!("Retry-After: {seconds}\r\n").as_bytes());
+    if let Some(extra) = extra {
+        let (name, value) = extra.header();
+        out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
     }
     if close {
         out.extend_from_slice(b"Connection: close\r\n");
@@ -101,11 +124,27 @@ mod tests {
     #[test]
     fn content_length_matches_the_body() {
         let mut out = Vec::new();
-        super::error(&mut out, 503, true, Some(1));
+        super::error(&mut out, 503, true, Some(super::Extra::RetryAfter(1)));
         let text = String::from_utf8(out).unwrap();
         let (head, body) = text.split_once("\r\n\r\n").unwrap();
         assert!(head.contains(&format!("Content-Length: {}", body.len())));
         assert!(head.contains("Connection: close"));
         assert!(head.contains("\r\nRetry-After: 1\r\n"), "{head}");
+    }
+
+    #[test]
+    fn a_realm_is_quoted() {
+        let mut out = Vec::new();
+        super::error(
+            &mut out,
+            401,
+            false,
+            Some(super::Extra::Authenticate("a \"b\" \\c")),
+        );
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("\r\nWWW-Authenticate: Basic realm=\"a \\\"b\\\" \\\\c\"\r\n"),
+            "{text}"
+        );
     }
 }

@@ -80,6 +80,8 @@ pub struct RouteView {
     pub upstream: String,
     /// Requests by the status the client got, 1xx to 5xx.
     pub responses: [u64; 5],
+    /// Requests its guards refused, by [`crate::metrics::Refused::ALL`].
+    pub refused: [u64; 2],
 }
 
 #[derive(Debug, Clone)]
@@ -222,6 +224,7 @@ fn routes(shared: &Shared) -> Vec<RouteView> {
                     Action::Files { root, .. } => format!("(files {})", root.display()),
                 },
                 responses: stats.totals(),
+                refused: stats.refused(),
             }
         })
         .collect()

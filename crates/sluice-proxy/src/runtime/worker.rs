@@ -23,6 +23,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// A change sent to every worker by a reload.
 pub struct Reload {
@@ -188,6 +189,8 @@ async fn accept_loop(w: Rc<Worker>, a: Accepting) {
             _ = w.ctx.drain_signal() => return,
             _ = a.stop.notified() => return,
         };
+        // The first head's deadline counts from here, whatever comes before it.
+        let accepted = crate::clock::now();
         let _ = stream.set_nodelay(true);
         let held = Held {
             open: Open::new(w.clone()),
@@ -200,14 +203,14 @@ async fn accept_loop(w: Rc<Worker>, a: Accepting) {
             // allocation per connection (tokio's task cell, see `PLAIN_SESSION_BUDGET`).
             let served = served(held, peer, a.configured, &generation, "http");
             drop(generation);
-            tokio::task::spawn_local(plain_session(served, stream));
+            tokio::task::spawn_local(plain_session(served, stream, accepted));
             continue;
         }
         drop(generation);
         // What leads to the session (a PROXY header, the protocol) in a box of its own,
         // made here and gone once the session begins: the task keeps the two boxes'
         // pointers only (see the test's `TASK_BUDGET`).
-        let prepared = Box::pin(connection(held, stream, peer, a.configured));
+        let prepared = Box::pin(connection(held, stream, peer, (a.configured, accepted)));
         tokio::task::spawn_local(connection_task(prepared));
     }
 }
@@ -282,37 +285,25 @@ impl Parts for Served {
     }
 }
 
-/// Prepares one accepted connection on the listener configured at `configured`, when
-/// its session cannot begin at once (`plain`): its PROXY protocol header first if the
-/// listener takes one (the client it names is the peer from then on), then its session
-/// for TLS, HTTP/2 or HTTP/1.1, which owns what the connection holds (none: it was
-/// closed already).
+/// Prepares one connection, accepted at `accepted` on the listener configured at
+/// `configured`, when its session cannot begin at once (`plain`): its PROXY protocol
+/// header first if the listener takes one (the client it names is the peer from then
+/// on), then its session for TLS, HTTP/2 or HTTP/1.1, which owns what the connection
+/// holds (none: it was closed already).
 async fn connection(
     held: Held,
     mut stream: tokio::net::TcpStream,
     mut peer: SocketAddr,
-    configured: SocketAddr,
+    (configured, accepted): (SocketAddr, Instant),
 ) -> Option<Session> {
     let ctx = &held.open.0.ctx;
     let generation = ctx.generation();
     let config = &generation.shared.config;
     let listener = config.listeners.iter().find(|l| l.bind == configured);
     if let Some(l) = listener.filter(|l| l.proxy_protocol) {
-        if !l.proxy_protocol_from.is_empty()
-            && !l.proxy_protocol_from.iter().any(|n| n.contains(peer.ip()))
-        {
-            tracing::debug!(peer = %peer, "closed: not a peer allowed to send a PROXY protocol header");
-            return None;
-        }
         // Boxed: its timers would otherwise stay in every connection's future.
-        let header = crate::io::proxy_protocol::read(&mut stream, config.header_timeout);
-        match Box::pin(header).await {
-            Ok(client) => peer = client.unwrap_or(peer),
-            Err(e) => {
-                tracing::debug!(peer = %peer, cause = %e, "closed: no valid PROXY protocol header");
-                return None;
-            }
-        }
+        let header = proxy_header(l, &mut stream, peer, accepted + config.header_timeout);
+        peer = Box::pin(header).await?.unwrap_or(peer);
     }
     let tls = generation.shared.tls.get(&configured).cloned();
     let h2c = tls.is_none() && h2c(config, configured);
@@ -325,21 +316,50 @@ async fn connection(
     Some(match tls {
         None if h2c => Box::pin(async move {
             let (ctx, client, stats) = served.parts();
-            serve_plain(ctx, stream, client, stats).await
+            serve_plain(ctx, stream, client, stats, accepted).await
         }),
-        None => Box::pin(plain_session(served, stream)),
+        None => Box::pin(plain_session(served, stream, accepted)),
         Some(tls) => Box::pin(async move {
             let (ctx, client, stats) = served.parts();
-            serve_tls(ctx, &tls, stream, client, stats).await
+            serve_tls(ctx, &tls, stream, client, stats, accepted).await
         }),
     })
+}
+
+/// The PROXY protocol header at the start of `stream`, read by `deadline` (the first
+/// head's: the header is a part of what comes before it, not a wait of its own), from
+/// `peer` if `listener` lets it send one: the client it names (`Some(None)`: none, keep
+/// the peer's address), or `None` when the connection is to be closed.
+async fn proxy_header(
+    listener: &sluice_config::Listener,
+    stream: &mut tokio::net::TcpStream,
+    peer: SocketAddr,
+    deadline: Instant,
+) -> Option<Option<SocketAddr>> {
+    let allowed = &listener.proxy_protocol_from;
+    if !allowed.is_empty() && !allowed.iter().any(|n| n.contains(peer.ip())) {
+        tracing::debug!(peer = %peer, "closed: not a peer allowed to send a PROXY protocol header");
+        return None;
+    }
+    let left = deadline.saturating_duration_since(crate::clock::now());
+    match crate::io::proxy_protocol::read(stream, left).await {
+        Ok(client) => Some(client),
+        Err(e) => {
+            tracing::debug!(peer = %peer, cause = %e, "closed: no valid PROXY protocol header");
+            None
+        }
+    }
 }
 
 /// A plain HTTP/1.1 connection's session, owning what it serves with: an async block
 /// borrowing them, as the other protocols' are, would keep the stream it moves into
 /// the session a second time (the test's `PLAIN_SESSION_BUDGET`).
-fn plain_session(served: Served, stream: tokio::net::TcpStream) -> impl Future<Output = ()> {
-    session::serve(served, stream)
+fn plain_session(
+    served: Served,
+    stream: tokio::net::TcpStream,
+    accepted: Instant,
+) -> impl Future<Output = ()> {
+    session::serve(served, stream, Some(accepted))
 }
 
 /// Counts a connection against its client's `max_conns_per_client` on `listener`:
@@ -369,17 +389,28 @@ fn count_client(
 
 /// The TLS handshake, then the session. The handshake's future (rustls's state while it
 /// runs) is boxed and freed once it is done, so an idle TLS connection does not keep it.
-async fn serve_tls(
-    ctx: &Context,
-    tls: &TlsListener,
+///
+/// The handshake and the first head share one `header_timeout` from `accepted`: the
+/// handshake is a part of what comes before the head, as a PROXY header or the wait for
+/// an h2c preface is (issue 47: each was given a `header_timeout` of its own). A
+/// function returning an async block: an `async fn` keeps its arguments twice, as given
+/// and moved into its body, for as long as the session lasts.
+#[allow(clippy::manual_async_fn)]
+fn serve_tls<'a>(
+    ctx: &'a Context,
+    tls: &'a TlsListener,
     stream: tokio::net::TcpStream,
-    client: &Client,
-    stats: &ListenerStats,
-) {
-    let Some(stream) = Box::pin(handshake(ctx, tls, stream, client, stats)).await else {
-        return;
-    };
-    tls_session(ctx, stream, client, stats).await
+    client: &'a Client,
+    stats: &'a ListenerStats,
+    accepted: Instant,
+) -> impl Future<Output = ()> + 'a {
+    async move {
+        let handshake = handshake(ctx, tls, stream, client, stats, accepted);
+        let Some(stream) = Box::pin(handshake).await else {
+            return;
+        };
+        tls_session(ctx, stream, client, stats, accepted).await
+    }
 }
 
 /// The session a TLS connection's protocol chose (ALPN), boxed. A function of its own:
@@ -390,25 +421,27 @@ fn tls_session<'a>(
     stream: tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
     client: &'a Client,
     stats: &'a ListenerStats,
+    accepted: Instant,
 ) -> Pin<Box<dyn Future<Output = ()> + 'a>> {
     if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
-        Box::pin(session::h2::serve(ctx, stream, client, stats))
+        Box::pin(session::h2::serve(ctx, stream, client, stats, accepted))
     } else {
-        Box::pin(session::serve((ctx, client, stats), stream))
+        Box::pin(session::serve((ctx, client, stats), stream, Some(accepted)))
     }
 }
 
-/// The TLS handshake, within `header_timeout` of the accept; `None` (counted and logged)
-/// when it fails or times out.
+/// The TLS handshake, within `header_timeout` of the accept (`accepted`); `None`
+/// (counted and logged) when it fails or times out.
 async fn handshake(
     ctx: &Context,
     tls: &TlsListener,
     stream: tokio::net::TcpStream,
     client: &Client,
     stats: &ListenerStats,
+    accepted: Instant,
 ) -> Option<tokio_rustls::server::TlsStream<tokio::net::TcpStream>> {
-    let limit = ctx.generation().shared.config.header_timeout;
-    match tokio::time::timeout(limit, tls.acceptor.accept(stream)).await {
+    let deadline = accepted + ctx.generation().shared.config.header_timeout;
+    match tokio::time::timeout_at(deadline, tls.acceptor.accept(stream)).await {
         Ok(Ok(stream)) => return Some(stream),
         Ok(Err(e)) => tracing::debug!(client = %client.peer, cause = %e, "TLS handshake failed"),
         Err(_) => tracing::debug!(client = %client.peer, "TLS handshake timed out"),
@@ -424,18 +457,30 @@ fn h2c(config: &sluice_config::Config, addr: SocketAddr) -> bool {
 
 /// A plain connection on a listener that also takes h2c: HTTP/2 when its first bytes
 /// are the HTTP/2 preface, HTTP/1 otherwise.
-async fn serve_plain(
-    ctx: &Context,
+///
+/// One deadline from `accepted` for all of it: the wait for the preface spends the
+/// first head's `header_timeout`, and the session chosen gets what is left (issue 47: a
+/// client that sent part of the preface was waited for, then taken as HTTP/1 and waited
+/// for again). Out of time, it is taken as HTTP/1, whose deadline has passed: closed.
+///
+/// A function returning an async block: an `async fn` keeps its arguments twice, as
+/// given and moved into its body, for as long as the session it chose lasts.
+#[allow(clippy::manual_async_fn)]
+fn serve_plain<'a>(
+    ctx: &'a Context,
     stream: tokio::net::TcpStream,
-    client: &Client,
-    stats: &ListenerStats,
-) {
-    let limit = ctx.generation().shared.config.header_timeout;
-    let preface = tokio::time::timeout(limit, starts_with_preface(&stream)).await;
-    if matches!(preface, Ok(true)) {
-        Box::pin(session::h2::serve(ctx, stream, client, stats)).await
-    } else {
-        Box::pin(session::serve((ctx, client, stats), stream)).await
+    client: &'a Client,
+    stats: &'a ListenerStats,
+    accepted: Instant,
+) -> impl Future<Output = ()> + 'a {
+    async move {
+        let deadline = accepted + ctx.generation().shared.config.header_timeout;
+        let preface = tokio::time::timeout_at(deadline, starts_with_preface(&stream)).await;
+        if matches!(preface, Ok(true)) {
+            Box::pin(session::h2::serve(ctx, stream, client, stats, accepted)).await
+        } else {
+            Box::pin(session::serve((ctx, client, stats), stream, Some(accepted))).await
+        }
     }
 }
 
@@ -587,12 +632,12 @@ mod tests {
     const H2_TLS_SESSION_BUDGET: usize = 3_200;
 
     /// The size of what `f` returns, without calling it.
-    fn size_of_return<A, B, R>(_: fn(A, B) -> R) -> usize {
+    fn size_of_return3<A, B, C, R>(_: fn(A, B, C) -> R) -> usize {
         std::mem::size_of::<R>()
     }
 
-    /// The same for a function of four arguments.
-    fn size_of_return4<A, B, C, D, R>(_: fn(A, B, C, D) -> R) -> usize {
+    /// The same for a function of five arguments.
+    fn size_of_return5<A, B, C, D, E, R>(_: fn(A, B, C, D, E) -> R) -> usize {
         std::mem::size_of::<R>()
     }
 
@@ -630,19 +675,19 @@ mod tests {
         assert!(size <= TASK_BUDGET, "the connection's task is {size} bytes");
         let (_c, server) = loopback_pair().await;
         let who = Client::new(addr, addr, "http");
-        let session = session::serve((&ctx, &who, &stats), server);
+        let session = session::serve((&ctx, &who, &stats), server, Some(crate::clock::now()));
         let size = std::mem::size_of_val(&session);
         assert!(
             size <= HTTP1_SESSION_BUDGET,
             "the HTTP/1.1 session's future is {size} bytes"
         );
-        let size = size_of_return(plain_session);
+        let size = size_of_return3(plain_session);
         assert!(
             size <= PLAIN_SESSION_BUDGET,
             "a plain HTTP/1.1 connection's session is {size} bytes"
         );
         type Tls = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
-        let size = size_of_return4(session::h2::serve::<'static, Tls>);
+        let size = size_of_return5(session::h2::serve::<'static, Tls>);
         assert!(
             size <= H2_TLS_SESSION_BUDGET,
             "an HTTP/2 session's future over TLS is {size} bytes"

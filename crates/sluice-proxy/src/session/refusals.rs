@@ -6,11 +6,14 @@ use crate::client::Client;
 use crate::context::Context;
 use crate::downstream::Downstream;
 use crate::failure::{Body, Failure, Kind};
+use crate::guard::Refusal;
 use crate::http1::check::Request;
+use crate::http1::reply::Extra;
 use crate::io::Stream;
 use crate::metrics::ListenerStats;
 use crate::record::{record, Logged, Outcome};
 use crate::route::RouteId;
+use crate::state::generation::Generation;
 use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
@@ -31,6 +34,7 @@ pub(crate) fn refused(
         request: "-",
         referer: "-",
         user_agent: "-",
+        user: None,
     };
     record(ctx, &ctx.generation(), stats, &outcome, Some(logged));
 }
@@ -46,7 +50,9 @@ pub(crate) async fn limited<S: Stream>(
     let body = Body::unread(req.framing);
     let keep_alive = req.keep_alive && body.consumed() && route.is_some();
     let after = wait.as_secs_f64().ceil().max(1.0) as u32;
-    let sent = down.send_error_after(429, !keep_alive, Some(after)).await;
+    let sent = down
+        .send_error_after(429, !keep_alive, Some(Extra::RetryAfter(after)))
+        .await;
     let keep_alive = sent && down.conclude(!body.consumed(), keep_alive).await;
     let cause = match route {
         Some(_) => "over the route's rate limit",
@@ -56,6 +62,39 @@ pub(crate) async fn limited<S: Stream>(
         keep_alive,
         route,
         ..Outcome::unrouted(429, Failure::downstream(Kind::Limited, 429, cause, body))
+    }
+}
+
+/// Answers a request route `route`'s guard refused: 403, or 401 with its realm. Like
+/// any answer of sluice's own, it keeps the connection when no body was left unread.
+pub(crate) async fn guarded<'g, S: Stream>(
+    generation: &'g Generation,
+    down: &mut Downstream<'_, S>,
+    req: &Request,
+    route: RouteId,
+    why: Refusal,
+) -> Outcome<'g> {
+    let body = Body::unread(req.framing);
+    let keep_alive = req.keep_alive && body.consumed();
+    let status = why.status();
+    let guard = &generation.shared.route(route).guard;
+    let realm = guard.auth.as_ref().map(|a| a.realm.as_str());
+    let extra = realm
+        .filter(|_| why == Refusal::Credentials)
+        .map(Extra::Authenticate);
+    let sent = down.send_error_after(status, !keep_alive, extra).await;
+    let keep_alive = sent && down.conclude(!body.consumed(), keep_alive).await;
+    let (kind, cause) = match why {
+        Refusal::Address => (Kind::Forbidden, "the route's access rules deny the address"),
+        Refusal::Credentials => (
+            Kind::Unauthorized,
+            "no valid user and password for the route",
+        ),
+    };
+    Outcome {
+        keep_alive,
+        route: Some(route),
+        ..Outcome::unrouted(status, Failure::downstream(kind, status, cause, body))
     }
 }
 

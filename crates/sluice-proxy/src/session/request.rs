@@ -3,7 +3,7 @@
 //! refused) through the connection's [`Downstream`] and hands the outcome to the record
 //! stage, once.
 
-use super::refusals::{limited, not_found};
+use super::refusals::{guarded, limited, not_found};
 use super::stages::{Staged, Target};
 use crate::access_log;
 use crate::answer;
@@ -11,12 +11,14 @@ use crate::client::Client;
 use crate::context::Context;
 use crate::downstream::Downstream;
 use crate::forward::forward;
+use crate::guard::{Pending, Refusal};
 use crate::http1::check::Request;
 use crate::http1::encode::Edits;
 use crate::io::Stream;
 use crate::metrics::ListenerStats;
 use crate::record::{record, Logged, Outcome};
 use crate::state::generation::Generation;
+use std::net::SocketAddr;
 use std::time::SystemTime;
 use tokio::time::Instant;
 
@@ -44,7 +46,12 @@ pub(crate) async fn serve<S: Stream>(
         request,
         target,
         generation,
+        guarded,
     } = staged;
+    let target = match guarded.pending {
+        Some(pending) => verified(&generation, pending, target).await,
+        None => target,
+    };
     let head = (prepared.head, prepared.key);
     let mut outcome = dispatch(
         ctx,
@@ -56,9 +63,27 @@ pub(crate) async fn serve<S: Stream>(
         prepared.unrouted,
     )
     .await;
-    outcome.client = Some(client.peer);
-    record(ctx, &generation, stats, &outcome, prepared.logged);
+    outcome.client = Some(match guarded.forwarded_for {
+        Some(ip) => SocketAddr::new(ip, 0),
+        None => client.peer,
+    });
+    let logged = prepared.logged.map(|logged| Logged {
+        user: guarded.user.as_deref(),
+        ..logged
+    });
+    record(ctx, &generation, stats, &outcome, logged);
     outcome.keep_alive
+}
+
+/// `target` once its password is verified, or the route's 401 when it is wrong.
+async fn verified(generation: &Generation, pending: Pending, target: Target) -> Target {
+    if pending.verify(generation).await {
+        return target;
+    }
+    match target {
+        Target::Forward(r, _) | Target::Answer(r, _) => Target::Refused(r, Refusal::Credentials),
+        other => other,
+    }
 }
 
 /// Forwards, answers or refuses a staged request. `prepared`: the head for the server
@@ -83,6 +108,7 @@ async fn dispatch<'g, S: Stream>(
         Target::Challenge(local) => Box::pin(answer::send(down, req, None, local, head)).await,
         Target::Unrouted => Box::pin(not_found(down, req, unrouted.unwrap_or_default())).await,
         Target::Limited(r, wait) => Box::pin(limited(down, req, r, wait)).await,
+        Target::Refused(r, why) => Box::pin(guarded(generation, down, req, r, why)).await,
     }
 }
 
@@ -107,6 +133,7 @@ pub(crate) fn captured(captured: Captured, text: &str) -> Option<Logged<'_>> {
         request: &text[..request_end],
         referer: &text[request_end..referer_end],
         user_agent: &text[referer_end..],
+        user: None,
     })
 }
 

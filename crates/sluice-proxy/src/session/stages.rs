@@ -1,19 +1,20 @@
 //! A request head's stages, the same for both protocols: check, route (with the hash
-//! key), the route's rate limits, and encode (the head for the server, or the whole
-//! answer when sluice answers itself). What comes out is a [`Staged`] request: where it
-//! goes, and the generation that routed it.
+//! key), the route's rate limits and guards, and encode (the head for the server, or
+//! the whole answer when sluice answers itself). What comes out is a [`Staged`]
+//! request: where it goes, the generation that routed it, and what its guard asked.
 
 use crate::answer::{self, Local};
 use crate::client::Client;
 use crate::context::Context;
 use crate::downstream::buffers::Scratch;
+use crate::guard::{self, Pending, Refusal};
 use crate::http1::check::{check, Checked, Request};
 use crate::http1::encode::{self, Edits};
 use crate::http1::request::{self, RawRequest, Rejection};
 use crate::route::key::{self, View};
 use crate::route::{RouteId, UpstreamId};
 use crate::state::generation::Generation;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -31,6 +32,8 @@ pub(crate) enum Target {
     /// A limit refused it: 429, come back after this long. The route's rate limit, or
     /// (no route) the client has too many connections open, and this one closes.
     Limited(Option<RouteId>, Duration),
+    /// The route's guard refused it: 403 or 401.
+    Refused(RouteId, Refusal),
 }
 
 impl Target {
@@ -39,7 +42,9 @@ impl Target {
         match self {
             Target::Forward(r, _) | Target::Answer(r, _) => Some(*r),
             // sluice's own refusal: not edited like the route's answers.
-            Target::Challenge(_) | Target::Unrouted | Target::Limited(..) => None,
+            Target::Challenge(_) | Target::Unrouted | Target::Limited(..) | Target::Refused(..) => {
+                None
+            }
         }
     }
 }
@@ -50,6 +55,19 @@ pub(crate) struct Staged {
     pub request: Request,
     pub target: Target,
     pub generation: Rc<Generation>,
+    /// What the route's guard asked of the request beyond its head.
+    pub guarded: Guarded,
+}
+
+/// What a request's guard left for later, and what the log says of its client.
+#[derive(Default)]
+pub(crate) struct Guarded {
+    /// A password to verify before the request goes on (refused 401 if wrong).
+    pub pending: Option<Pending>,
+    /// The user its basic auth named, where the route asked for one.
+    pub user: Option<Box<str>>,
+    /// The client's address as a trusted proxy in front named it, if one did.
+    pub forwarded_for: Option<IpAddr>,
 }
 
 impl Staged {
@@ -78,26 +96,46 @@ pub(crate) fn head_stages(
     if raw.head_len > generation.shared.config.max_header_bytes {
         return Err(too_large());
     }
+    let trusted = &generation.shared.config.trusted_proxies;
+    let forwarded_for = client.forwarded_for(raw.headers, trusted);
+    let forwarded_text = forwarded_for.map(|ip| ip.to_string());
     let view = View {
         host: checked.routing_host(),
         target: checked.routing_path(),
         headers: raw.headers,
-        client_ip: &client.ip,
+        client_ip: forwarded_text.as_deref().unwrap_or(&client.ip),
         scheme: client.proto(),
     };
-    let staged = |request, target| Staged {
+    let mut guarded = Guarded {
+        forwarded_for,
+        ..Guarded::default()
+    };
+    let staged = |request, target, guarded| Staged {
         request,
         target,
         generation: generation.clone(),
+        guarded,
     };
     if let Some(key_authorization) = acme_challenge(&generation, view.target) {
         let local = answer::challenge(&key_authorization, &checked, &mut scratch.head);
-        return Ok(staged(checked.request, Target::Challenge(local)));
+        return Ok(staged(checked.request, Target::Challenge(local), guarded));
     }
     let route = route(&generation, client.listener, &view, &mut scratch.key);
     if let Some(r) = route {
         if let Some(wait) = rate_limited(&generation, r, &view, &mut scratch.limit_key) {
-            return Ok(staged(checked.request, Target::Limited(Some(r), wait)));
+            return Ok(staged(
+                checked.request,
+                Target::Limited(Some(r), wait),
+                guarded,
+            ));
+        }
+        let ip = forwarded_for.unwrap_or(client.peer.ip());
+        if let Some(refusal) = guard(&generation, r, ip, raw.headers, &mut guarded) {
+            return Ok(staged(
+                checked.request,
+                Target::Refused(r, refusal),
+                guarded,
+            ));
         }
     }
     if let Some(c) = route.map(|r| generation.shared.route(r)) {
@@ -112,7 +150,31 @@ pub(crate) fn head_stages(
         }
         _ => encode_for_server(&generation, route, &view, (raw, checked), client, scratch)?,
     };
-    Ok(staged(request, target))
+    Ok(staged(request, target, guarded))
+}
+
+/// What route `r`'s guard says of a request from `ip`: a refusal, or nothing (it
+/// passes, or its password is left in `guarded` to verify).
+fn guard(
+    generation: &Generation,
+    r: RouteId,
+    ip: IpAddr,
+    headers: &[httparse::Header<'_>],
+    guarded: &mut Guarded,
+) -> Option<Refusal> {
+    if generation.shared.route(r).guard.is_open() {
+        return None;
+    }
+    let decision = guard::decide(generation, r, ip, headers);
+    guarded.user = decision.user;
+    match decision.verdict {
+        guard::Outcome::Pass => None,
+        guard::Outcome::Refuse(refusal) => Some(refusal),
+        guard::Outcome::Verify(pending) => {
+            guarded.pending = Some(pending);
+            None
+        }
+    }
 }
 
 /// The whole answer of route `r`, which answers itself, into `scratch.head`.

@@ -8,6 +8,7 @@
 
 use crate::access_log::AccessLog;
 use crate::acme::Challenges;
+use crate::guard::{Users, Verified};
 use crate::metrics::RouteStats;
 use crate::route::router::Router;
 use crate::route::{RouteId, UpstreamId};
@@ -41,12 +42,20 @@ pub struct Shared {
     pub limits: Vec<Arc<Limiter>>,
     /// Connections per client, for listeners with `max_conns_per_client` (by bind).
     pub clients: HashMap<SocketAddr, Arc<ClientConns>>,
+    /// The users of each route with `auth_basic` (by index of `config.routes`), read
+    /// from their htpasswd files with the config.
+    users: Vec<Option<Arc<Users>>>,
 }
 
 impl Shared {
     /// Route `r`'s settings.
     pub fn route(&self, r: RouteId) -> &sluice_config::Route {
         &self.config.routes[r.0]
+    }
+
+    /// The users who may use route `r`, when it has `auth_basic`.
+    pub fn users(&self, r: RouteId) -> Option<&Arc<Users>> {
+        self.users.get(r.0)?.as_ref()
     }
 
     /// Route `r`'s counters.
@@ -76,7 +85,8 @@ impl Shared {
             crate::tls::listeners(&config, previous.map(|p| &p.tls)).expect("test certificates");
         let clients =
             crate::tls::clients(&config, |u| unchanged(previous, u)).expect("test CA files");
-        Self::with_log(config, previous, log, (tls, clients))
+        let users = crate::guard::users(&config).expect("test htpasswd files");
+        Self::with_log(config, previous, log, (tls, clients, users))
     }
 
     /// Like [`Shared::new`], opening the access log when it is new or changed and
@@ -94,20 +104,18 @@ impl Shared {
             std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
         };
         let clients = crate::tls::clients(&config, |u| unchanged(previous, u)).map_err(invalid)?;
+        let users = crate::guard::users(&config).map_err(invalid)?;
         // Last: certificates are swapped into the listeners that stay, so nothing
         // after this may fail.
         let tls = crate::tls::listeners(&config, previous.map(|p| &p.tls)).map_err(invalid)?;
-        Ok(Self::with_log(config, previous, log, (tls, clients)))
+        Ok(Self::with_log(config, previous, log, (tls, clients, users)))
     }
 
     fn with_log(
         config: Config,
         previous: Option<&Shared>,
         access_log: Option<Arc<AccessLog>>,
-        (tls, clients): (
-            HashMap<SocketAddr, Arc<TlsListener>>,
-            Vec<Option<ClientTls>>,
-        ),
+        (tls, clients, users): Read,
     ) -> Self {
         let upstreams: Vec<Arc<ServerGroup>> = config
             .upstreams
@@ -158,6 +166,7 @@ impl Shared {
             challenges: previous.map(|p| p.challenges.clone()).unwrap_or_default(),
             limits,
             clients,
+            users,
         };
         if let Some(previous) = previous {
             previous.retire_missing(&next);
@@ -181,6 +190,14 @@ impl Shared {
     }
 }
 
+/// What a generation reads from files besides the config: the TLS listeners'
+/// certificates, the upstreams' TLS clients and each route's htpasswd users.
+type Read = (
+    HashMap<SocketAddr, Arc<TlsListener>>,
+    Vec<Option<ClientTls>>,
+    Vec<Option<Arc<Users>>>,
+);
+
 /// True when `previous` has upstream `u` with the same settings (it is then reused whole).
 fn unchanged(previous: Option<&Shared>, u: &sluice_config::Upstream) -> bool {
     previous.is_some_and(|p| p.upstreams.iter().any(|o| o.config == *u))
@@ -194,6 +211,8 @@ pub struct Generation {
     /// Requests not yet added to each upstream's retry budget: reported in batches so the
     /// budget's lock is not taken on every request.
     unreported: Vec<Cell<u32>>,
+    /// Users and passwords this worker verified lately (`guard`).
+    pub verified: Verified,
 }
 
 /// Requests a worker counts before it reports them to the retry budget.
@@ -220,6 +239,7 @@ impl Generation {
         Generation {
             router: Router::new(&shared.config),
             unreported: shared.upstreams.iter().map(|_| Cell::new(0)).collect(),
+            verified: Verified::default(),
             shared,
         }
     }

@@ -173,3 +173,47 @@ async fn a_trusted_proxys_forwarding_headers_are_kept_and_others_replaced() {
         assert!(seen.contains(replaced), "{replaced:?} not in {seen}");
     }
 }
+
+/// A connection that sends `sent` after `late` and stops: what sluice sent it until it
+/// closed it, and when that was after the connect (`None`: still open after 5 s).
+async fn stalled(to: SocketAddr, late: Duration, sent: String) -> (String, Option<Duration>) {
+    let connected = std::time::Instant::now();
+    let mut s = TcpStream::connect(to).await.unwrap();
+    tokio::time::sleep(late).await;
+    s.write_all(sent.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut got)).await;
+    let closed = read.is_ok().then(|| connected.elapsed());
+    (String::from_utf8_lossy(&got).into_owned(), closed)
+}
+
+/// The PROXY header is part of what comes before the first head, not a wait of its
+/// own: a header sent late leaves the head (or the h2c preface) what is left of the
+/// one `header_timeout` from the accept (issue 47), and a timely head is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_proxy_protocol_header_leaves_the_head_the_rest_of_header_timeout() {
+    let app = backend("a").await;
+    let top = format!("header_timeout = \"1s\"\n{}", one_upstream(&[app], ""));
+    let p = proxy_with(&top, &format!("{}http2 = true\n", listener(true)));
+    let header = "PROXY TCP4 203.0.113.7 127.0.0.1 40000 80\r\n";
+    let late = Duration::from_millis(600);
+    let sent = |rest: &str| format!("{header}{rest}");
+    let (whole, request, preface) = tokio::join!(
+        stalled(
+            p.addr,
+            late,
+            sent("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        ),
+        stalled(p.addr, late, sent("GET / HT")),
+        stalled(p.addr, late, sent("PRI * HT")),
+    );
+    assert!(whole.0.starts_with("HTTP/1.1 200 "), "{whole:?}");
+    assert!(request.0.starts_with("HTTP/1.1 408 "), "{request:?}");
+    for (what, (_, closed)) in [("GET / HT", request), ("part of the preface", preface)] {
+        let closed = closed.unwrap_or_else(|| panic!("{what}: still open after 5 s"));
+        assert!(
+            closed >= Duration::from_millis(900) && closed < Duration::from_millis(1500),
+            "{what}: closed {closed:?} after it connected (header_timeout 1 s)"
+        );
+    }
+}

@@ -680,3 +680,70 @@ async fn a_thousand_partial_prefaces_cost_what_idle_connections_cost() {
         assert!(read.is_ok(), "a half-closed partial preface was kept open");
     }
 }
+
+/// What `c` was sent until sluice closed it, and when that was after `from` (`None`:
+/// still open 5 s after `from`).
+async fn until_closed(mut c: TcpStream, from: Instant) -> (String, Option<Duration>) {
+    let mut got = Vec::new();
+    let read = tokio::time::timeout_at((from + Duration::from_secs(5)).into(), async {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n @ 1..) = c.read(&mut chunk).await {
+            got.extend_from_slice(&chunk[..n]);
+        }
+    });
+    let closed = read.await.ok().map(|()| from.elapsed());
+    (String::from_utf8_lossy(&got).into_owned(), closed)
+}
+
+/// One deadline from the accept, whatever the protocol turns out to be (issue 47): a
+/// client that sends part of the preface and stops is closed at `header_timeout`, not
+/// waited for as a would-be HTTP/2 client and then again as HTTP/1; a partial HTTP/1
+/// request line too; while slow but timely clients of both protocols are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partial_preface_is_closed_at_header_timeout_from_the_accept() {
+    let app = backend("a").await;
+    let body = format!(
+        "header_timeout = \"1s\"\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{app}\"]\n"
+    );
+    let p = proxy_with(
+        &body,
+        "[[listener]]\nbind = \"127.0.0.1:0\"\nhttp2 = true\n",
+    );
+    let opened = Instant::now();
+    let mut stalled = Vec::new();
+    for part in [&b"PRI * HT"[..], b"GET / HT"] {
+        let mut c = TcpStream::connect(p.addr).await.unwrap();
+        c.write_all(part).await.unwrap();
+        stalled.push(until_closed(c, opened));
+    }
+    // Half a second into their header_timeout, each finishes its request.
+    let h2 = async {
+        let mut c = TcpStream::connect(p.addr).await.unwrap();
+        c.write_all(&PREFACE[..10]).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        c.write_all(&PREFACE[10..]).await.unwrap();
+        c.write_all(&frame(SETTINGS, 0, 0, &[])).await.unwrap();
+        let get = frame(HEADERS, END_STREAM | END_HEADERS, 1, &get_block());
+        c.write_all(&get).await.unwrap();
+        answered(&frames_until(&mut c, |f| answered(f, 1)).await, 1)
+    };
+    let h1 = async {
+        let mut c = super::harness::Client::connect(p.addr).await;
+        c.send("GET / HTTP/1.1\r\nHost: a\r\n").await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        c.send("\r\n").await;
+        c.read_reply().await.unwrap().status
+    };
+    let (h2, h1, stalled) = tokio::join!(h2, h1, futures_util::future::join_all(stalled));
+    assert!(h2, "the h2c client was not answered");
+    assert_eq!(h1, 200);
+    let (preface, request) = (&stalled[0], &stalled[1]);
+    assert!(request.0.starts_with("HTTP/1.1 408 "), "{request:?}");
+    for (what, (_, closed)) in [("part of the preface", preface), ("GET / HT", request)] {
+        let closed = closed.unwrap_or_else(|| panic!("{what}: still open after 5 s"));
+        assert!(
+            closed >= Duration::from_millis(900) && closed < Duration::from_millis(1600),
+            "{what}: closed {closed:?} after it connected (header_timeout 1 s)"
+        );
+    }
+}

@@ -340,6 +340,76 @@ async fn a_failed_handshake_is_counted_and_hurts_no_one() {
     );
 }
 
+/// A TLS 1.3 client that trusts `pki`'s CA and offers HTTP/2 (ALPN `h2`).
+fn h2_client(pki: &Pki) -> TlsConnector {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(pki.ca.der().clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    TlsConnector::from(Arc::new(config))
+}
+
+/// Connects, begins its handshake `late`, then sends `sent` and stops: what it was
+/// sent until sluice closed it, and when that was after the connect (`None`: still
+/// open 5 s after the handshake).
+async fn late_handshake(
+    connector: &TlsConnector,
+    addr: SocketAddr,
+    late: Duration,
+    sent: &str,
+) -> (String, Option<Duration>) {
+    let connected = Instant::now();
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    tokio::time::sleep(late).await;
+    let name = ServerName::try_from("localhost").unwrap();
+    let mut tls = connector.connect(name, tcp).await.unwrap();
+    tls.write_all(sent.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), tls.read_to_end(&mut got)).await;
+    let closed = read.is_ok().then(|| connected.elapsed());
+    (String::from_utf8_lossy(&got).into_owned(), closed)
+}
+
+/// The handshake is part of what comes before the first head, as on h2c and PROXY
+/// listeners (issue 47): a client slow to begin it, then slow with its head (HTTP/1.1)
+/// or preface (h2 by ALPN), is closed at `header_timeout` from the accept, not given a
+/// new one when the handshake ends; a timely head is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_handshake_leaves_the_first_head_the_rest_of_header_timeout() {
+    let pki = Pki::new();
+    let site = pki.issue("site", &["localhost"], 1, false);
+    let app = backend("a").await;
+    let body = format!(
+        "header_timeout = \"1s\"\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [\"{app}\"]\n"
+    );
+    let p = proxy_with(&body, &tls_listener(&[&site]));
+    let (http1, h2) = (
+        pki.client(&[&rustls::version::TLS13], false),
+        h2_client(&pki),
+    );
+    let late = Duration::from_millis(600);
+    let whole = "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    let (whole, head, preface) = tokio::join!(
+        late_handshake(&http1, p.addr, late, whole),
+        late_handshake(&http1, p.addr, late, "GET / HT"),
+        late_handshake(&h2, p.addr, late, "PRI * HT"),
+    );
+    assert!(whole.0.starts_with("HTTP/1.1 200 "), "{whole:?}");
+    assert!(head.0.starts_with("HTTP/1.1 408 "), "{head:?}");
+    for (what, (_, closed)) in [("GET / HT", head), ("part of the preface", preface)] {
+        let closed = closed.unwrap_or_else(|| panic!("{what}: still open after 5 s"));
+        assert!(
+            closed >= Duration::from_millis(900) && closed < Duration::from_millis(1500),
+            "{what}: closed {closed:?} after it connected (header_timeout 1 s)"
+        );
+    }
+}
+
 /// `sluice check` on a config whose certificate is `cert` and key `key`.
 fn check(dir: &TempDir, cert: &std::path::Path, key: &std::path::Path) -> (i32, String) {
     let config = dir.file(

@@ -52,16 +52,22 @@ use wakes::{Wakes, CONN, STREAMS};
 /// `async fn` (or a block given the stream) would keep the stream for the connection's
 /// life after the handshake moved it into h2's connection (1,216 bytes over TLS,
 /// rustls's connection inline).
+///
+/// The handshake (the client's preface read, sluice's SETTINGS sent) has until
+/// `header_timeout` after `accepted`, the connection's accept: the time spent before
+/// it (telling h2c from HTTP/1 by its first bytes) is not given again (issue 47).
 #[allow(clippy::manual_async_fn)]
 pub fn serve<'a, S: AsyncRead + AsyncWrite + Unpin + 'a>(
     ctx: &'a Context,
     stream: S,
     client: &'a Client,
     stats: &'a ListenerStats,
+    accepted: Instant,
 ) -> impl Future<Output = ()> + 'a {
     let config = ctx.generation().shared.config.clone();
     let handshake = builder(&config).handshake(stream);
-    let handshake = Box::pin(tokio::time::timeout(config.header_timeout, handshake));
+    let deadline = accepted + config.header_timeout;
+    let handshake = Box::pin(tokio::time::timeout_at(deadline, handshake));
     async move {
         let _open = Counted::open(stats);
         let Ok(Ok(conn)) = handshake.await else {

@@ -1,0 +1,237 @@
+//! A route's guards, at the request's head, after its rate limits (nginx's order: the
+//! limits' phase comes before access): the client's address against `access`, its
+//! `Authorization` against `auth_basic`'s users, the two combined by `satisfy`. A
+//! refusal is sluice's own `403` or `401` and never reaches a server.
+//!
+//! bcrypt takes milliseconds by design, so a password is never hashed on a worker
+//! thread (it would stall every connection of the worker): it goes to the hashing
+//! threads, at most one per core at once, and the request waits. A verified user and
+//! password are remembered per worker for the route's `cache`, as a SHA-256 of them
+//! (never the password), so a browser's requests cost one hash, not one each.
+
+mod htpasswd;
+mod verified;
+
+pub use htpasswd::Users;
+pub(crate) use verified::Verified;
+
+use crate::route::RouteId;
+use crate::state::generation::Generation;
+use sluice_config::{Config, Errors, Guard, Satisfy, Verdict};
+use std::net::IpAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// Why a guard refused a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The client's address is denied: `403`.
+    Address,
+    /// No valid user and password: `401`, with the realm.
+    Credentials,
+}
+
+impl Refusal {
+    pub(crate) fn status(self) -> u16 {
+        match self {
+            Refusal::Address => 403,
+            Refusal::Credentials => 401,
+        }
+    }
+}
+
+/// What the guard says of a request's head, and the user it named (for the log).
+pub(crate) struct Decision {
+    pub verdict: Outcome,
+    pub user: Option<Box<str>>,
+}
+
+pub(crate) enum Outcome {
+    Pass,
+    Refuse(Refusal),
+    /// A password to verify on the hashing threads before the request goes on.
+    Verify(Pending),
+}
+
+/// A password waiting for its hash.
+pub(crate) struct Pending {
+    users: Arc<Users>,
+    user: String,
+    password: Vec<u8>,
+    key: verified::Key,
+    cache: Duration,
+}
+
+/// The guard's decision on route `r` for a client at `ip` sending `headers`.
+pub(crate) fn decide(
+    generation: &Generation,
+    r: RouteId,
+    ip: IpAddr,
+    headers: &[httparse::Header<'_>],
+) -> Decision {
+    let guard = &generation.shared.route(r).guard;
+    let verdict = first_match(guard, ip);
+    let address_passes = verdict != Some(Verdict::Deny);
+    let pass = |verdict| Decision {
+        verdict,
+        user: None,
+    };
+    let Some(users) = generation.shared.users(r) else {
+        return pass(match address_passes {
+            true => Outcome::Pass,
+            false => Outcome::Refuse(Refusal::Address),
+        });
+    };
+    match guard.satisfy {
+        // nginx: under `any`, an address passes only by a rule allowing it; else the
+        // password decides (and its 401 is the answer).
+        Satisfy::Any if verdict == Some(Verdict::Allow) => return pass(Outcome::Pass),
+        Satisfy::All if !address_passes => return pass(Outcome::Refuse(Refusal::Address)),
+        _ => {}
+    }
+    let cache = guard.auth.as_ref().map_or(Duration::ZERO, |a| a.cache);
+    credentials(generation, users, headers, cache)
+}
+
+/// The first access rule matching `ip`, if any.
+fn first_match(guard: &Guard, ip: IpAddr) -> Option<Verdict> {
+    guard
+        .access
+        .iter()
+        .find(|rule| rule.from.is_none_or(|n| n.contains(ip)))
+        .map(|rule| rule.verdict)
+}
+
+/// The decision on the `Authorization` a request sent.
+fn credentials(
+    generation: &Generation,
+    users: &Arc<Users>,
+    headers: &[httparse::Header<'_>],
+    cache: Duration,
+) -> Decision {
+    let Some((user, password)) = basic_credentials(headers) else {
+        return Decision {
+            verdict: Outcome::Refuse(Refusal::Credentials),
+            user: None,
+        };
+    };
+    let key = verified::key(users, &user, &password);
+    let verdict = if generation.verified.fresh(&key) {
+        Outcome::Pass
+    } else if users.cheap(&user) {
+        match users.verify(&user, &password) {
+            true => {
+                generation.verified.remember(key, cache);
+                Outcome::Pass
+            }
+            false => Outcome::Refuse(Refusal::Credentials),
+        }
+    } else {
+        Outcome::Verify(Pending {
+            users: users.clone(),
+            user: user.clone(),
+            password,
+            key,
+            cache,
+        })
+    };
+    Decision {
+        verdict,
+        user: Some(user.into_boxed_str()),
+    }
+}
+
+/// The user and password of `Authorization: Basic ...`, when the request sent one that
+/// decodes. The user is text; the password any bytes, as the hash takes them.
+fn basic_credentials(headers: &[httparse::Header<'_>]) -> Option<(String, Vec<u8>)> {
+    use base64::Engine;
+    let value = headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("authorization"))?
+        .value
+        .trim_ascii();
+    let (scheme, token) = value.split_at_checked(6)?;
+    if !scheme.eq_ignore_ascii_case(b"basic ") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(token.trim_ascii())
+        .ok()?;
+    let colon = decoded.iter().position(|b| *b == b':')?;
+    let user = std::str::from_utf8(&decoded[..colon]).ok()?.to_string();
+    Some((user, decoded[colon + 1..].to_vec()))
+}
+
+impl Pending {
+    /// Verifies the password on the hashing threads; remembers it in `generation`'s
+    /// cache when it is right.
+    pub(crate) async fn verify(self, generation: &Generation) -> bool {
+        let Ok(_permit) = hashing().acquire().await else {
+            return false;
+        };
+        let Pending {
+            users,
+            user,
+            password,
+            key,
+            cache,
+        } = self;
+        let right = tokio::task::spawn_blocking(move || users.verify(&user, &password))
+            .await
+            .unwrap_or(false);
+        if right {
+            generation.verified.remember(key, cache);
+        }
+        right
+    }
+}
+
+/// Passwords hashed at once, all workers together: one per core, so a flood of wrong
+/// passwords takes at most the machine's cores' worth of hashing, not a thread each.
+fn hashing() -> &'static Semaphore {
+    static HASHING: OnceLock<Semaphore> = OnceLock::new();
+    HASHING.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Semaphore::new(cores)
+    })
+}
+
+/// The users of every route with `auth_basic`, by route index (`None` for the others),
+/// each file read once however many routes name it. An error names the file and line.
+pub(crate) fn users(config: &Config) -> Result<Vec<Option<Arc<Users>>>, Errors> {
+    let mut read: Vec<(&std::path::Path, Arc<Users>)> = Vec::new();
+    let mut errors = Vec::new();
+    let mut out = Vec::new();
+    for route in &config.routes {
+        let Some(auth) = &route.guard.auth else {
+            out.push(None);
+            continue;
+        };
+        if let Some((_, users)) = read.iter().find(|(p, _)| *p == auth.user_file) {
+            out.push(Some(users.clone()));
+            continue;
+        }
+        match Users::read(&auth.user_file, &auth.at) {
+            Ok(users) => {
+                let users = Arc::new(users);
+                read.push((&auth.user_file, users.clone()));
+                out.push(Some(users));
+            }
+            Err(e) => {
+                errors.extend(e.0);
+                out.push(None);
+            }
+        }
+    }
+    match errors.is_empty() {
+        true => Ok(out),
+        false => Err(Errors(errors)),
+    }
+}
+
+/// Reads every htpasswd file `config` names, for `sluice check`: each problem with its
+/// file and line.
+pub fn check(config: &Config) -> Result<(), Errors> {
+    users(config).map(|_| ())
+}
