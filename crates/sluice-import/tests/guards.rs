@@ -43,6 +43,22 @@ fn notes(imported: &Imported, kind: NoteKind) -> Vec<String> {
 
 const CLOSED: &str = "return = 403\n";
 
+/// The config as sluice reads it (every import must be one it accepts).
+fn parsed(toml: &str) -> sluice_config::Config {
+    sluice_config::parse("imported.toml", toml).unwrap_or_else(|e| panic!("{toml}\n{e}"))
+}
+
+/// The guard of the route at `path`, as sluice reads it.
+fn guard<'c>(config: &'c sluice_config::Config, path: &str) -> &'c sluice_config::Guard {
+    let route = config.routes.iter().find(|r| r.path == path);
+    &route.unwrap_or_else(|| panic!("no route {path}")).guard
+}
+
+/// Whether `guard`'s address rules let `ip` in.
+fn admits(guard: &sluice_config::Guard, ip: &str) -> bool {
+    guard.admits(ip.parse().unwrap())
+}
+
 #[test]
 fn a_locations_own_rules_are_written_in_order_with_their_lines() {
     let conf = "http {\n  server {\n    listen 80;\n    location /actuator/ {\n      allow 10.0.0.0/8;\n      allow 2001:db8::/32;\n      allow 127.0.0.1;\n      deny all;\n      proxy_pass http://127.0.0.1:8080;\n    }\n    location / { proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
@@ -67,6 +83,13 @@ fn a_locations_own_rules_are_written_in_order_with_their_lines() {
     );
     // A location with none of its own, under a server with none: open, as in nginx.
     assert!(!route(toml, "/").contains("access"), "{toml}");
+    let config = parsed(toml);
+    let g = guard(&config, "/actuator/");
+    for ip in ["10.9.8.7", "2001:db8::1", "127.0.0.1"] {
+        assert!(admits(g, ip), "{ip}");
+    }
+    assert!(!admits(g, "192.0.2.1") && !admits(g, "2001:db9::1"));
+    assert!(guard(&config, "/").is_open());
     assert!(notes(&imported, NoteKind::Closed).is_empty());
     assert!(
         !imported
@@ -94,6 +117,11 @@ fn a_servers_rules_reach_its_locations_unless_a_location_has_its_own() {
         route(toml, "/ops/open/").contains("access = [\"allow all\"]\n"),
         "{toml}"
     );
+    let config = parsed(toml);
+    let (server, ops) = (guard(&config, "/"), guard(&config, "/ops/inner/"));
+    assert!(admits(server, "192.168.1.1") && !admits(server, "10.0.0.1"));
+    assert!(admits(ops, "10.0.0.1") && !admits(ops, "192.168.1.1"));
+    assert!(admits(guard(&config, "/ops/open/"), "192.0.2.1"));
     assert!(
         imported
             .notes
@@ -106,7 +134,7 @@ fn a_servers_rules_reach_its_locations_unless_a_location_has_its_own() {
 
 #[test]
 fn the_http_levels_checks_reach_every_server() {
-    let conf = "http {\n  allow 127.0.0.1;\n  deny all;\n  satisfy any;\n  auth_basic \"all of it\";\n  auth_basic_user_file /etc/nginx/htpasswd;\n  server { listen 80; location / { proxy_pass http://127.0.0.1:9000; } }\n  server { listen 8080; root /srv/www; }\n}\n";
+    let conf = "http {\n  allow 127.0.0.1;\n  deny all;\n  satisfy any;\n  auth_basic \"all of it\";\n  auth_basic_user_file /etc/nginx/htpasswd;\n  server { listen 80; location / { proxy_pass http://127.0.0.1:9000; } }\n  server { listen 8080; root /tmp; }\n}\n";
     let (imported, _) = import("http-level", conf);
     let toml = &imported.toml;
     let routes: Vec<String> = toml
@@ -129,6 +157,11 @@ fn the_http_levels_checks_reach_every_server() {
         assert!(r.contains("satisfy = \"any\"\n"), "{r}");
         assert!(r.contains("# satisfy any: "), "{r}");
     }
+    for r in &parsed(toml).routes {
+        let auth = r.guard.auth.as_ref().expect("basic auth");
+        assert_eq!(auth.realm, "all of it");
+        assert_eq!(r.guard.satisfy, sluice_config::Satisfy::Any);
+    }
 }
 
 #[test]
@@ -145,6 +178,9 @@ fn realm_and_user_file_inherit_apart_and_auth_basic_off_turns_the_check_off() {
         !route(toml, "/admin/public/").contains("auth_basic"),
         "{toml}"
     );
+    let config = parsed(toml);
+    assert!(guard(&config, "/admin/deep/").auth.is_some());
+    assert!(guard(&config, "/admin/public/").is_open());
     let admin = route(toml, "/admin/");
     assert!(
         admin.contains(&format!(
@@ -174,6 +210,11 @@ fn satisfy_any_is_written_with_the_checks_it_joins() {
     }
     // With nothing to satisfy, nothing to write.
     assert!(!route(toml, "/plain/").contains("satisfy"), "{toml}");
+    let config = parsed(toml);
+    assert_eq!(
+        guard(&config, "/either/").satisfy,
+        sluice_config::Satisfy::Any
+    );
 }
 
 #[test]
@@ -216,6 +257,9 @@ fn unix_rules_are_noted_and_still_replace_the_inherited_list() {
         .collect();
     assert_eq!(unix.len(), 2, "{:?}", imported.notes);
     assert!(unix.iter().all(|n| n.kind() == NoteKind::Done), "{unix:?}");
+    let config = parsed(toml);
+    assert!(guard(&config, "/sock/").is_open());
+    assert!(!admits(guard(&config, "/mixed/"), "10.0.0.2"));
 }
 
 #[test]
@@ -275,7 +319,7 @@ fn each_check_sluice_cannot_make_closes_its_routes() {
         );
         // Closed routes name no upstream: nothing else needs the made one.
         assert!(!toml.contains("[upstream."), "{directive}: {toml}");
-        sluice_config::parse("imported.toml", toml).unwrap_or_else(|e| panic!("{toml}\n{e}"));
+        parsed(toml);
     }
 }
 
@@ -296,7 +340,7 @@ fn a_check_at_the_http_level_closes_every_route_below_it_but_where_turned_off() 
             && closed[0].contains("answer 403 (/, /api/)"),
         "{closed:?}"
     );
-    sluice_config::parse("imported.toml", toml).unwrap_or_else(|e| panic!("{toml}\n{e}"));
+    parsed(toml);
 }
 
 #[test]
