@@ -61,6 +61,15 @@ const CLIENT_VARS: &[&str] = &[
     "http_authorization",
 ];
 
+/// Which kind of block a level is: nginx keeps some checks to the location that holds
+/// them (its `limit_except`, its `if`s) and hands the others down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Main, `http` or `server`: a server's `if`s run before any location is chosen.
+    Outer,
+    Location,
+}
+
 /// A directive's value and where it was set.
 #[derive(Debug, Clone)]
 struct Set {
@@ -81,10 +90,11 @@ pub struct Guards {
     /// Checks sluice cannot make, by directive, each inherited until a level sets its
     /// own (`None`: turned off, `auth_request off`).
     foreign: Vec<(String, Option<Closure>)>,
-    /// `if` checks of this level and those above: a server's run before any of its
-    /// locations is chosen. (A location's are not run in the locations nested in it;
-    /// kept anyway, which can only close a route nginx left open, never the reverse.)
+    /// `if` checks of the server: run before any of its locations is chosen.
     ifs: Vec<Closure>,
+    /// The location's own `limit_except` and `if`s, which nginx runs for it alone, not
+    /// for the locations nested in it.
+    own: Vec<Closure>,
 }
 
 impl Guards {
@@ -96,14 +106,15 @@ impl Guards {
     }
 
     /// The checks of a block inside this level, with the block's own taken in.
-    pub fn enter(&self, block: &[Node], notes: &mut Notes) -> Guards {
+    pub fn enter(&self, level: Level, block: &[Node], notes: &mut Notes) -> Guards {
         let mut inner = self.clone();
+        inner.own.clear();
         if block.iter().any(|d| d.name == "allow" || d.name == "deny") {
             inner.access.clear();
             inner.unreadable = None;
         }
         for d in block {
-            inner.take(d, notes);
+            inner.take(level, d, notes);
         }
         inner
     }
@@ -118,7 +129,7 @@ impl Guards {
         }
     }
 
-    fn take(&mut self, d: &Node, notes: &mut Notes) {
+    fn take(&mut self, level: Level, d: &Node, notes: &mut Notes) {
         let set = || Set {
             value: d.args.join(" "),
             from: from(d),
@@ -133,14 +144,17 @@ impl Guards {
             }
             "auth_basic_user_file" => self.user_file = Some(set()),
             "satisfy" => self.satisfy = Some(set()),
-            "limit_except" => self.set_foreign(d, Some(ClosedBy::Methods)),
+            "limit_except" => self.own.push(closure(d, ClosedBy::Methods)),
             "ssl_verify_client" => {
                 let on = d.arg(0) == Some("on");
                 self.set_foreign(d, on.then_some(ClosedBy::ClientCert));
             }
             "if" => {
                 let check = self.if_check(d);
-                self.ifs.extend(check);
+                match level {
+                    Level::Outer => self.ifs.extend(check),
+                    Level::Location => self.own.extend(check),
+                }
             }
             name => {
                 if let Some(by) = foreign(name) {
@@ -212,7 +226,7 @@ impl Guards {
     /// What a route here is guarded by.
     pub fn guard(&self) -> Guard {
         let mut closed: Vec<Closure> = self.foreign.iter().filter_map(|(_, c)| c.clone()).collect();
-        closed.extend(self.ifs.iter().cloned());
+        closed.extend(self.ifs.iter().chain(&self.own).cloned());
         closed.extend(self.unreadable.clone());
         let auth = match (&self.realm, &self.user_file) {
             (Some(realm), Some(file)) if realm.value != "off" => {

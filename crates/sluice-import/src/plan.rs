@@ -159,10 +159,16 @@ impl ClosedBy {
         }
     }
 
-    /// Whether nginx checks it before a `return` answers (in the rewrite phase, or at
-    /// the handshake), rather than in the access phase a `return` never reaches.
+    /// Whether nginx checks it even where a `return` answers (in the rewrite phase, at
+    /// the handshake, or in `limit_except`'s own block), rather than only in the access
+    /// phase, which a `return` never reaches.
     pub fn before_return(&self) -> bool {
-        matches!(self, ClosedBy::Variable(_) | ClosedBy::ClientCert)
+        // `limit_except` swaps the location's config for its own block's for the other
+        // methods, in which the location's `return` is not.
+        matches!(
+            self,
+            ClosedBy::Variable(_) | ClosedBy::ClientCert | ClosedBy::Methods
+        )
     }
 }
 

@@ -3,7 +3,7 @@
 //! `proxy_set_header`: a level that sets any of them inherits none from above (and the
 //! access checks, by their modules' rules, in `guard`).
 
-use crate::guard::Guards;
+use crate::guard::{Guards, Level};
 use crate::plan::{duration, unknown_variable, Plan, Route};
 use crate::tree::Node;
 use crate::Notes;
@@ -60,7 +60,13 @@ impl Scope {
     }
 
     /// The scope of a block inside this one, with the block's own directives taken in.
-    pub(crate) fn enter(&self, block: &[Node], plan: &mut Plan, notes: &mut Notes) -> Scope {
+    pub(crate) fn enter(
+        &self,
+        level: Level,
+        block: &[Node],
+        plan: &mut Plan,
+        notes: &mut Notes,
+    ) -> Scope {
         let mut inner = self.clone();
         let sets = |name: &str| block.iter().any(|d| d.name == name);
         if sets("proxy_set_header") {
@@ -79,7 +85,7 @@ impl Scope {
         for d in block {
             inner.take(d, plan, notes);
         }
-        inner.guards = self.guards.enter(block, notes);
+        inner.guards = self.guards.enter(level, block, notes);
         inner
     }
 

@@ -1,7 +1,7 @@
 //! The walk over nginx's contexts (main, `http`, `server`, `location`), with what each
 //! level inherits from the one above, into a [`Plan`].
 
-use crate::guard::{Context, Guards};
+use crate::guard::{Context, Guards, Level};
 use crate::plan::{duration, unknown_variable, Limit, Plan};
 pub use crate::scope::Scope;
 use crate::tree::Node;
@@ -41,7 +41,7 @@ impl Translator {
         for d in nodes.iter().filter(|d| d.name == "limit_req_zone") {
             self.limit_zone(d, notes);
         }
-        let scope = scope.enter(nodes, &mut self.plan, notes);
+        let scope = scope.enter(Level::Outer, nodes, &mut self.plan, notes);
         for d in nodes {
             self.directive(d, &scope, notes);
         }

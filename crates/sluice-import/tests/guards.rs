@@ -356,3 +356,22 @@ fn an_if_that_checks_nothing_about_the_client_is_not_a_check() {
     let ifs = imported.notes.iter().filter(|n| n.directive == "if");
     assert_eq!(ifs.count(), 2, "{:?}", imported.notes);
 }
+
+/// As nginx runs them (checked against nginx 1.22): a location's `limit_except` and its
+/// `if`s apply to it alone, not to the locations nested in it; and `limit_except`
+/// applies even where the location answers with `return` (for the other methods nginx
+/// uses the limit_except block's config, which has no `return`).
+#[test]
+fn checks_kept_to_their_location_do_not_reach_nested_ones() {
+    let conf = "http {\n  geo $blocked { default 1; }\n  server {\n    listen 80;\n    location /a/ {\n      limit_except GET { deny all; }\n      return 200 \"a\";\n      location /a/nested/ { proxy_pass http://127.0.0.1:9000; }\n    }\n    location /i/ {\n      if ($blocked) { return 403; }\n      proxy_pass http://127.0.0.1:9000;\n      location /i/nested/ { proxy_pass http://127.0.0.1:9000; }\n    }\n  }\n}\n";
+    let (imported, _) = import("own", conf);
+    let toml = &imported.toml;
+    for closed in ["/a/", "/i/"] {
+        assert!(route(toml, closed).contains(CLOSED), "{closed}: {toml}");
+    }
+    for open in ["/a/nested/", "/i/nested/"] {
+        assert!(route(toml, open).contains("upstream = "), "{open}: {toml}");
+    }
+    assert_eq!(notes(&imported, NoteKind::Closed).len(), 2);
+    parsed(toml);
+}

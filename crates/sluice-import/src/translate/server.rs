@@ -3,6 +3,7 @@
 //! default server of an address takes the requests no name matched, as in nginx).
 
 use super::{Scope, Translator};
+use crate::guard::Level;
 use crate::location;
 use crate::plan::{bind, Action, Listener, Plan, Route, Server, Upstream};
 use crate::tree::Node;
@@ -38,7 +39,7 @@ const READ_HERE: &[&str] = &[
 
 impl Translator {
     pub(super) fn server(&mut self, block: &Node, outer: &Scope, notes: &mut Notes) {
-        let scope = outer.enter(block.block(), &mut self.plan, notes);
+        let scope = outer.enter(Level::Outer, block.block(), &mut self.plan, notes);
         let (binds, defaults) = self.listens(block, &scope, notes);
         let names = names(block, notes);
         let routes = self.routes(block, &scope, notes);
@@ -209,7 +210,7 @@ impl Translator {
                 return;
             }
         };
-        let scope = outer.enter(loc.block(), &mut self.plan, notes);
+        let scope = outer.enter(Level::Location, loc.block(), &mut self.plan, notes);
         let mut route = location::route(loc, &scope, notes);
         route.path = path;
         for d in loc.block() {
