@@ -6,15 +6,24 @@
 use sluice_import::{Imported, NoteKind};
 use std::path::PathBuf;
 
+/// A test's directory, removed when dropped.
+struct Dir(PathBuf);
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Writes `conf` as `nginx.conf` in a directory of its own and imports it; the
 /// directory, for paths the result names.
-fn import(name: &str, conf: &str) -> (Imported, PathBuf) {
+fn import(name: &str, conf: &str) -> (Imported, Dir) {
     let dir = std::env::temp_dir().join(format!("sluice-guards-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("nginx.conf");
     std::fs::write(&path, conf).unwrap();
-    (sluice_import::import(&path).unwrap(), dir)
+    (sluice_import::import(&path).unwrap(), Dir(dir))
 }
 
 /// The `[[route]]` block (with its comments, each line ending in a newline) whose path
@@ -69,7 +78,7 @@ fn a_locations_own_rules_are_written_in_order_with_their_lines() {
         actuator.contains("access = [\"allow 10.0.0.0/8\", \"allow 2001:db8::/32\", \"allow 127.0.0.1\", \"deny all\"]\n"),
         "{actuator}"
     );
-    let nginx = dir.join("nginx.conf");
+    let nginx = dir.0.join("nginx.conf");
     let at = |needle| format!("{}:{}", nginx.display(), line_of(conf, needle));
     assert!(
         actuator.contains(&format!(
@@ -222,10 +231,10 @@ fn a_relative_user_file_is_taken_from_the_main_files_directory() {
     let conf = "http {\n  server {\n    listen 80;\n    auth_basic \"ops\";\n    location /a/ { auth_basic_user_file htpasswd; proxy_pass http://127.0.0.1:8080; }\n    location /b/ { auth_basic_user_file conf.d/../users; proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
     let (imported, dir) = import("relative", conf);
     let toml = &imported.toml;
-    let want = format!("user_file = \"{}\" }}\n", dir.join("htpasswd").display());
+    let want = format!("user_file = \"{}\" }}\n", dir.0.join("htpasswd").display());
     let a = route(toml, "/a/");
     assert!(a.contains(&want), "{a}");
-    assert!(dir.join("htpasswd").is_absolute());
+    assert!(dir.0.join("htpasswd").is_absolute());
     assert!(
         a.contains("(htpasswd, taken from nginx's conf prefix as nginx takes it)"),
         "{a}"
@@ -233,7 +242,7 @@ fn a_relative_user_file_is_taken_from_the_main_files_directory() {
     let b = route(toml, "/b/");
     let want = format!(
         "user_file = \"{}\" }}\n",
-        dir.join("conf.d/../users").display()
+        dir.0.join("conf.d/../users").display()
     );
     assert!(b.contains(&want), "{b}");
 }
