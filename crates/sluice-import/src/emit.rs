@@ -1,7 +1,7 @@
 //! The [`Plan`] written out as a sluice config, in the order docs/configuration.md documents keys,
 //! each block with a comment saying where in the nginx config it came from.
 
-use crate::plan::{Action, Limit, Listener, Plan, Route, Upstream};
+use crate::plan::{Action, Guard, Limit, Listener, Plan, Route, Satisfy, Upstream, Verdict};
 use std::fmt::Write;
 
 /// The config text.
@@ -93,7 +93,9 @@ fn listener(out: &mut String, l: &Listener) {
 }
 
 fn route(out: &mut String, r: &Route) {
-    let _ = write!(out, "\n# {}\n[[route]]\n", r.from);
+    let _ = writeln!(out, "\n# {}", r.from);
+    guard_comments(out, &r.guard);
+    out.push_str("[[route]]\n");
     if let Some(h) = &r.host {
         let _ = writeln!(out, "host = {}", quote(h));
     }
@@ -108,6 +110,8 @@ fn route(out: &mut String, r: &Route) {
         }
     }
     let _ = match &r.action {
+        // A route closed for a check sluice cannot make (`guard::settle`).
+        _ if !r.guard.closed.is_empty() => writeln!(out, "return = 403"),
         Action::None => Ok(()),
         Action::Upstream(u) => writeln!(out, "upstream = {}", quote(u)),
         Action::RedirectHttps => writeln!(out, "redirect = \"https\""),
@@ -127,6 +131,7 @@ fn route(out: &mut String, r: &Route) {
             writeln!(out, "return = {{ {} }}", fields.join(", "))
         }
     };
+    guard(out, &r.guard);
     // Headers to the server matter only where there is one.
     if matches!(r.action, Action::Upstream(_)) {
         headers(out, "request_headers", &r.request_set, &r.request_remove);
@@ -141,6 +146,82 @@ fn route(out: &mut String, r: &Route) {
             let _ = writeln!(out, "limit = {}", list(many));
         }
     }
+}
+
+/// The nginx lines a route's checks come from, and why a closed one answers 403.
+fn guard_comments(out: &mut String, g: &Guard) {
+    for c in &g.closed {
+        let _ = writeln!(
+            out,
+            "# answers 403: {} {} {}: {}; carry the check over by hand",
+            c.from,
+            c.directive,
+            c.args,
+            c.by.why()
+        );
+    }
+    if !g.closed.is_empty() {
+        return;
+    }
+    if !g.access.is_empty() {
+        let mut places: Vec<&str> = g.access.iter().map(|r| r.from.as_str()).collect();
+        places.dedup();
+        let _ = writeln!(out, "# access: allow and deny at {}", places.join(", "));
+    }
+    if let Some(a) = &g.auth {
+        let file = match &a.relative {
+            Some(named) => format!(
+                "{} ({named}, taken from nginx's conf prefix as nginx takes it)",
+                a.file_from
+            ),
+            None => a.file_from.clone(),
+        };
+        let _ = writeln!(out, "# auth_basic: {}, its user file {file}", a.realm_from);
+    }
+    if let Some(from) = g.satisfy_from.as_ref().filter(|_| satisfy_any(g)) {
+        let _ = writeln!(out, "# satisfy any: {from}");
+    }
+    if !g.not_reached.is_empty() {
+        let _ = writeln!(
+            out,
+            "# nginx answers this return before it checks anyone: the checks at {} are not written",
+            g.not_reached.join(", ")
+        );
+    }
+}
+
+/// `access`, `auth_basic` and `satisfy`, for a route that is not closed.
+fn guard(out: &mut String, g: &Guard) {
+    if !g.closed.is_empty() {
+        return;
+    }
+    if !g.access.is_empty() {
+        let rules: Vec<String> = g
+            .access
+            .iter()
+            .map(|r| match r.verdict {
+                Verdict::Allow => format!("allow {}", r.who),
+                Verdict::Deny => format!("deny {}", r.who),
+            })
+            .collect();
+        let _ = writeln!(out, "access = {}", list(&rules));
+    }
+    if let Some(a) = &g.auth {
+        let _ = writeln!(
+            out,
+            "auth_basic = {{ realm = {}, user_file = {} }}",
+            quote(&a.realm),
+            quote(&a.user_file)
+        );
+    }
+    if satisfy_any(g) {
+        let _ = writeln!(out, "satisfy = \"any\"");
+    }
+}
+
+/// `satisfy any` matters only where there are checks to satisfy.
+fn satisfy_any(g: &Guard) -> bool {
+    g.satisfy == Satisfy::Any && (!g.access.is_empty() || g.auth.is_some())
 }
 
 fn headers(out: &mut String, key: &str, set: &[(String, String)], remove: &[String]) {

@@ -173,10 +173,6 @@ const EXACT: &[(&[&str], &str)] = &[
         "sluice does not rewrite requests; not translated",
     ),
     (
-        &["allow", "deny", "satisfy", "limit_except"],
-        "sluice has no address or method lists; not translated",
-    ),
-    (
         &["real_ip_header", "real_ip_recursive"],
         "sluice keeps a trusted proxy's forwarding headers (trusted_proxies) but takes the client address from the connection or its PROXY protocol header; not translated",
     ),
@@ -234,7 +230,7 @@ const FAMILIES: &[(&[&str], &str)] = &[
     ),
     (
         &["auth_"],
-        "sluice does not authenticate requests; not translated",
+        "a setting of a check sluice cannot make (the routes under the check answer 403); not translated",
     ),
     (
         &["fastcgi_", "uwsgi_", "scgi_"],

@@ -8,6 +8,7 @@
 //! not translated: never dropped silently.
 
 mod emit;
+mod guard;
 mod known;
 mod location;
 mod plan;
@@ -17,7 +18,7 @@ mod tree;
 mod upstream;
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The translation: the sluice config, and the notes about what did not carry over.
 #[derive(Debug)]
@@ -35,6 +36,9 @@ pub enum NoteKind {
     Changed,
     /// Not carried over (`rewrite`, a regex location).
     Lost,
+    /// A check of who may come in that sluice cannot make (`auth_request`, an `if` on a
+    /// `geo` variable): the routes under it are written closed, answering 403.
+    Closed,
 }
 
 /// One directive that sluice does differently, or not at all.
@@ -44,6 +48,8 @@ pub struct Note {
     pub line: usize,
     pub directive: String,
     pub text: String,
+    /// Its kind when set by whoever wrote it, rather than read from its words.
+    kind: Option<NoteKind>,
 }
 
 impl Note {
@@ -55,13 +61,26 @@ impl Note {
             line: line.parse().unwrap_or(0),
             directive: directive.to_string(),
             text: text.into(),
+            kind: None,
+        }
+    }
+
+    /// The note about a check that closed routes.
+    pub(crate) fn closed(self) -> Note {
+        Note {
+            kind: Some(NoteKind::Closed),
+            ..self
         }
     }
 }
 
 impl Note {
-    /// Which kind of note this is, from the words every note of this crate ends with.
+    /// Which kind of note this is: as set, or from the words every other note of this
+    /// crate ends with.
     pub fn kind(&self) -> NoteKind {
+        if let Some(kind) = self.kind {
+            return kind;
+        }
         let t = &self.text;
         let done = [
             "nothing to write",
@@ -106,12 +125,20 @@ pub enum ImportError {
 pub fn import(path: &Path) -> Result<Imported, ImportError> {
     let mut notes = Vec::new();
     let nodes = tree::load(path, &mut notes)?;
-    let plan = translate::translate(&nodes, &mut notes);
+    let plan = translate::translate(&nodes, &conf_prefix(path), &mut notes);
     if plan.routes.is_empty() {
         notes.push(serves_nothing(&nodes, path));
     }
     let toml = emit::toml(&plan, &path.display().to_string());
     Ok(Imported { toml, notes })
+}
+
+/// nginx's conf prefix when started with `-c path`: the directory of the main file,
+/// from which it takes relative paths (an `auth_basic_user_file`), made absolute.
+fn conf_prefix(path: &Path) -> PathBuf {
+    let main = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    main.parent()
+        .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
 }
 
 /// The note for a file that makes no route, about what it has instead: its `http` block

@@ -45,7 +45,131 @@ pub struct Route {
     /// `proxy_connect_timeout` and `proxy_read_timeout` where it is: its upstream's.
     pub connect_timeout: Option<String>,
     pub read_timeout: Option<String>,
+    /// Who may have it answered: nginx's access checks in force where it is.
+    pub guard: Guard,
     pub from: String,
+}
+
+/// nginx's access checks of a route, as sluice's `access`, `auth_basic` and `satisfy`;
+/// and the ones sluice cannot check, which close it (it answers 403).
+#[derive(Debug, Clone, Default)]
+pub struct Guard {
+    /// `allow` and `deny` in order: the first that matches the client decides.
+    pub access: Vec<Rule>,
+    pub auth: Option<Auth>,
+    pub satisfy: Satisfy,
+    /// `file:line` of the `satisfy any` in force.
+    pub satisfy_from: Option<String>,
+    pub closed: Vec<Closure>,
+    /// Checks left out because nginx answers this route's `return` before it checks
+    /// anyone (`file:line` of each), said in a comment.
+    pub not_reached: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Satisfy {
+    /// Every check must let the request in (nginx's default).
+    #[default]
+    All,
+    /// One check letting it in is enough.
+    Any,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    Deny,
+}
+
+/// One `allow` or `deny`: an address, a network or `all`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub verdict: Verdict,
+    pub who: String,
+    pub from: String,
+}
+
+/// `auth_basic REALM` with its `auth_basic_user_file` (written absolute).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Auth {
+    pub realm: String,
+    pub user_file: String,
+    /// `file:line` of the realm and of the user file (which may be a level apart).
+    pub realm_from: String,
+    pub file_from: String,
+    /// The file as nginx named it, when relative (taken from nginx's conf prefix).
+    pub relative: Option<String>,
+}
+
+/// A check nginx makes that sluice cannot: the route under it answers 403.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closure {
+    pub by: ClosedBy,
+    pub directive: String,
+    /// Its arguments as written (`/auth`, `($blocked)`).
+    pub args: String,
+    pub from: String,
+}
+
+/// What kind of check it is: what the comment and the note say of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClosedBy {
+    /// `auth_request URI`: a subrequest decides.
+    Subrequest,
+    /// `auth_jwt` (NGINX Plus): a JSON Web Token.
+    Jwt,
+    /// Another module's check (`auth_pam`, `auth_ldap`, `access_by_lua_block`...).
+    Module,
+    /// `limit_except METHODS { ... }`: checks for some methods only.
+    Methods,
+    /// `if (...$var...) { return 403; }` on a variable of `geo` or `map` (or of the
+    /// client: its address, user, certificate).
+    Variable(String),
+    /// `ssl_verify_client on`: a client certificate.
+    ClientCert,
+    /// `auth_basic_user_file` named by a variable.
+    UserFileVariable,
+    /// An `allow` or `deny` sluice cannot read (nginx would not start with it).
+    Unreadable,
+}
+
+impl ClosedBy {
+    /// Why sluice cannot check it.
+    pub fn why(&self) -> String {
+        match self {
+            ClosedBy::Subrequest => {
+                "a subrequest decides who gets in; sluice makes no subrequests".into()
+            }
+            ClosedBy::Jwt => "a JSON Web Token decides who gets in; sluice checks none".into(),
+            ClosedBy::Module => {
+                "another module decides who gets in; sluice has no such check".into()
+            }
+            ClosedBy::Methods => {
+                "checks for some methods only; sluice's access and auth_basic apply to every method"
+                    .into()
+            }
+            ClosedBy::Variable(var) => format!(
+                "an answer of 401, 403 or 444 decided by {var}; sluice has no such variable"
+            ),
+            ClosedBy::ClientCert => "clients must show a certificate; sluice asks for none".into(),
+            ClosedBy::UserFileVariable => {
+                "a user file named by a variable; sluice's auth_basic reads one fixed file".into()
+            }
+            ClosedBy::Unreadable => "not an address, a network or all".into(),
+        }
+    }
+
+    /// Whether nginx checks it even where a `return` answers (in the rewrite phase, at
+    /// the handshake, or in `limit_except`'s own block), rather than only in the access
+    /// phase, which a `return` never reaches.
+    pub fn before_return(&self) -> bool {
+        // `limit_except` swaps the location's config for its own block's for the other
+        // methods, in which the location's `return` is not.
+        matches!(
+            self,
+            ClosedBy::Variable(_) | ClosedBy::ClientCert | ClosedBy::Methods
+        )
+    }
 }
 
 #[derive(Debug, Clone, Default)]

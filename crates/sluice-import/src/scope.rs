@@ -1,7 +1,9 @@
 //! What each level of nginx's contexts (main, `http`, `server`, `location`) hands down
 //! to the levels under it, by nginx's rule for array directives such as
-//! `proxy_set_header`: a level that sets any of them inherits none from above.
+//! `proxy_set_header`: a level that sets any of them inherits none from above (and the
+//! access checks, by their modules' rules, in `guard`).
 
+use crate::guard::{Guards, Level};
 use crate::plan::{duration, unknown_variable, Plan, Route};
 use crate::tree::Node;
 use crate::Notes;
@@ -21,9 +23,25 @@ pub struct Scope {
     connect_timeout: Option<String>,
     read_timeout: Option<String>,
     limits: Vec<String>,
+    guards: Guards,
 }
 
 impl Scope {
+    /// The main level's scope: nothing inherited yet, the access checks knowing the
+    /// config as a whole.
+    pub fn new(guards: Guards) -> Scope {
+        Scope {
+            guards,
+            ..Scope::default()
+        }
+    }
+
+    /// Whether `d` is one of the directives a scope takes in (not a directive to note
+    /// as not translated).
+    pub fn claims(&self, d: &Node) -> bool {
+        INHERITED.contains(&d.name.as_str()) || self.guards.claims(d)
+    }
+
     /// Puts what the scope sets on `route`.
     pub fn apply(&self, route: &mut Route) {
         route.request_set = self.request_set.clone();
@@ -33,6 +51,7 @@ impl Scope {
         route.limits = self.limits.clone();
         route.connect_timeout = self.connect_timeout.clone();
         route.read_timeout = self.read_timeout.clone();
+        route.guard = self.guards.guard();
     }
 
     /// The certificate and key in effect here, if both are set.
@@ -41,7 +60,13 @@ impl Scope {
     }
 
     /// The scope of a block inside this one, with the block's own directives taken in.
-    pub(crate) fn enter(&self, block: &[Node], plan: &mut Plan, notes: &mut Notes) -> Scope {
+    pub(crate) fn enter(
+        &self,
+        level: Level,
+        block: &[Node],
+        plan: &mut Plan,
+        notes: &mut Notes,
+    ) -> Scope {
         let mut inner = self.clone();
         let sets = |name: &str| block.iter().any(|d| d.name == name);
         if sets("proxy_set_header") {
@@ -60,6 +85,7 @@ impl Scope {
         for d in block {
             inner.take(d, plan, notes);
         }
+        inner.guards = self.guards.enter(level, block, notes);
         inner
     }
 

@@ -1,9 +1,9 @@
 //! The walk over nginx's contexts (main, `http`, `server`, `location`), with what each
 //! level inherits from the one above, into a [`Plan`].
 
+use crate::guard::{Context, Guards, Level};
 use crate::plan::{duration, unknown_variable, Limit, Plan};
 pub use crate::scope::Scope;
-pub(crate) use crate::scope::INHERITED;
 use crate::tree::Node;
 use crate::upstream::upstream;
 use crate::Notes;
@@ -16,10 +16,11 @@ pub struct Translator {
     servers: Vec<server::Draft>,
 }
 
-/// Translates a whole config (a main file, or a conf.d file of `server` blocks).
-pub fn translate(nodes: &[Node], notes: &mut Notes) -> Plan {
+/// Translates a whole config (a main file, or a conf.d file of `server` blocks);
+/// `prefix` is nginx's conf prefix, the main file's directory.
+pub fn translate(nodes: &[Node], prefix: &std::path::Path, notes: &mut Notes) -> Plan {
     let mut t = Translator::default();
-    let scope = Scope::default();
+    let scope = Scope::new(Guards::new(Context::new(prefix, nodes)));
     t.level(nodes, &scope, notes);
     server::finish(&mut t.plan, t.servers, notes);
     if !t.plan.access_log_set && !t.plan.routes.is_empty() {
@@ -40,7 +41,7 @@ impl Translator {
         for d in nodes.iter().filter(|d| d.name == "limit_req_zone") {
             self.limit_zone(d, notes);
         }
-        let scope = scope.enter(nodes, &mut self.plan, notes);
+        let scope = scope.enter(Level::Outer, nodes, &mut self.plan, notes);
         for d in nodes {
             self.directive(d, &scope, notes);
         }
@@ -61,7 +62,7 @@ impl Translator {
             "set_real_ip_from" => self.trust(d, notes),
             "resolver" => self.resolver(d, notes),
             "limit_req_zone" => {}
-            name if INHERITED.contains(&name) => {}
+            _ if scope.claims(d) => {}
             _ => crate::known::note(d, notes),
         }
     }

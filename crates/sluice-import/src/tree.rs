@@ -37,6 +37,7 @@ impl Node {
             line: self.line,
             directive: self.name.clone(),
             text: text.into(),
+            ..Note::at("", "", "")
         }
     }
 }

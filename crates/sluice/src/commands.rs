@@ -11,36 +11,51 @@ use std::time::Duration;
 use crate::exit::{BAD_INPUT as BAD_CONFIG, FAILURE};
 use crate::plural::counted;
 
-/// "sluice import: 3 directives not carried over, 2 directives carried over
-/// differently, 5 directives that sluice does itself (each listed above)".
+/// "sluice import: 1 check that sluice cannot make (its routes answer 403), 3
+/// directives not carried over, 2 directives carried over differently, 5 directives
+/// that sluice does itself (each listed above)"; the checks only when there are some.
 fn import_summary(notes: &[sluice_import::Note]) -> String {
     use sluice_import::NoteKind;
     let count = |kind| notes.iter().filter(|n| n.kind() == kind).count();
     let n = |kind, what: &str| format!("{} {what}", counted(count(kind), "directive"));
+    let closed = match count(NoteKind::Closed) {
+        0 => String::new(),
+        1 => "1 check that sluice cannot make (the routes under it answer 403), ".into(),
+        c => format!("{c} checks that sluice cannot make (the routes under them answer 403), "),
+    };
     format!(
-        "sluice import: {}, {}, {} (each listed above); check the result with `sluice check FILE`",
+        "sluice import: {closed}{}, {}, {} (each listed above); check the result with `sluice check FILE`",
         n(NoteKind::Lost, "not carried over"),
         n(NoteKind::Changed, "carried over differently"),
         n(NoteKind::Done, "that sluice does itself")
     )
 }
 
-/// `sluice import`: the translated config on stdout, the notes on stderr.
-pub fn import(path: &Path) -> anyhow::Result<ExitCode> {
-    match sluice_import::import(path) {
-        Ok(imported) => {
-            print!("{}", imported.toml);
-            for note in &imported.notes {
-                eprintln!("{note}");
-            }
-            eprintln!("{}", import_summary(&imported.notes));
-            Ok(ExitCode::SUCCESS)
-        }
+/// `sluice import`: the translated config on stdout, the notes on stderr. Routes closed
+/// for checks sluice cannot make exit [`BAD_CONFIG`] (the input cannot be carried over
+/// as it is), unless `force`: the config is printed either way.
+pub fn import(path: &Path, force: bool) -> anyhow::Result<ExitCode> {
+    let imported = match sluice_import::import(path) {
+        Ok(imported) => imported,
         Err(e) => {
             eprintln!("sluice import: {e}");
-            Ok(ExitCode::from(FAILURE))
+            return Ok(ExitCode::from(FAILURE));
         }
+    };
+    print!("{}", imported.toml);
+    for note in &imported.notes {
+        eprintln!("{note}");
     }
+    eprintln!("{}", import_summary(&imported.notes));
+    let closed = imported
+        .notes
+        .iter()
+        .any(|n| n.kind() == sluice_import::NoteKind::Closed);
+    if closed && !force {
+        eprintln!("sluice import: nginx checked who may reach some routes in ways sluice cannot; they are written closed (return = 403). Carry the checks over by hand, or pass --force to accept the config as it is");
+        return Ok(ExitCode::from(BAD_CONFIG));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `sluice completions SHELL`: the completion script for `cli`.

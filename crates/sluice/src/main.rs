@@ -66,9 +66,16 @@ enum Command {
     },
     /// Translate an nginx.conf into a sluice config (on stdout); what does not carry
     /// over is listed on stderr as file:line: directive: what sluice does instead.
+    /// allow, deny, auth_basic and satisfy carry over; a check sluice cannot make
+    /// (auth_request, auth_jwt, limit_except, an if on a geo or map variable answering
+    /// 403) writes the routes under it closed, answering 403, and exits 2 unless --force.
     Import {
         /// The nginx config file (files it includes are read too).
         nginx_conf: PathBuf,
+        /// Exit 0 even when checks sluice cannot make closed routes (they still answer
+        /// 403).
+        #[arg(long)]
+        force: bool,
     },
     /// Print a shell's completion script for sluice (bash, zsh, fish, elvish, powershell).
     Completions { shell: clap_complete::Shell },
@@ -203,7 +210,7 @@ fn main() -> ExitCode {
         Command::Check { files, config } => {
             commands::check(&files.into_iter().chain(config).collect::<Vec<_>>())
         }
-        Command::Import { nginx_conf } => commands::import(&nginx_conf),
+        Command::Import { nginx_conf, force } => commands::import(&nginx_conf, force),
         Command::Completions { shell } => commands::completions(shell, Cli::command()),
         Command::Man { config: true, .. } => {
             print!("{}", sluice_config::reference::markdown());

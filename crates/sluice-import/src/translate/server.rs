@@ -3,6 +3,7 @@
 //! default server of an address takes the requests no name matched, as in nginx).
 
 use super::{Scope, Translator};
+use crate::guard::Level;
 use crate::location;
 use crate::plan::{bind, Action, Listener, Plan, Route, Server, Upstream};
 use crate::tree::Node;
@@ -38,14 +39,14 @@ const READ_HERE: &[&str] = &[
 
 impl Translator {
     pub(super) fn server(&mut self, block: &Node, outer: &Scope, notes: &mut Notes) {
-        let scope = outer.enter(block.block(), &mut self.plan, notes);
+        let scope = outer.enter(Level::Outer, block.block(), &mut self.plan, notes);
         let (binds, defaults) = self.listens(block, &scope, notes);
         let names = names(block, notes);
         let routes = self.routes(block, &scope, notes);
         for d in block
             .block()
             .iter()
-            .filter(|d| !READ_HERE.contains(&d.name.as_str()))
+            .filter(|d| !READ_HERE.contains(&d.name.as_str()) && !scope.claims(d))
         {
             crate::known::note(d, notes);
         }
@@ -209,15 +210,13 @@ impl Translator {
                 return;
             }
         };
-        let scope = outer.enter(loc.block(), &mut self.plan, notes);
+        let scope = outer.enter(Level::Location, loc.block(), &mut self.plan, notes);
         let mut route = location::route(loc, &scope, notes);
         route.path = path;
         for d in loc.block() {
             if d.name == "location" {
                 self.nested(d, &scope, out, notes);
-            } else if location::action(d, &mut Vec::new()).is_none()
-                && !super::INHERITED.contains(&d.name.as_str())
-            {
+            } else if location::action(d, &mut Vec::new()).is_none() && !scope.claims(d) {
                 crate::known::note(d, notes);
             }
         }
@@ -271,6 +270,7 @@ pub fn finish(plan: &mut Plan, drafts: Vec<Draft>, notes: &mut Notes) {
         }
     }
     plan.routes = dedupe(routes, notes);
+    crate::guard::settle(&mut plan.routes, notes);
     targets(plan, notes);
     prune(plan, notes);
 }

@@ -1,0 +1,338 @@
+//! `sluice import` of nginx's access checks, judged against nginx itself (issue 47): an
+//! nginx.conf with guarded locations (their own rules, a server's inherited, basic auth
+//! with bcrypt and apr1 users, `satisfy any`, `auth_basic off`) runs in a real nginx,
+//! its import runs in `sluice serve`, and the same requests, from 127.0.0.1 and
+//! 127.0.0.2, with no, wrong and right credentials, get the same statuses from both;
+//! a refused request never reaches the backend behind either. And a check sluice cannot
+//! make: the import exits 2, and with `--force` the route it guarded answers 403.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The bcrypt user (made by `htpasswd -B` when apache2-utils is installed) and the apr1
+/// one (made by `openssl passwd -apr1`), with their passwords.
+const BCRYPT: (&str, &str) = ("bea", "bcrypt-secret");
+const APR1: (&str, &str) = ("april", "apr1-secret");
+
+/// nginx's path, if it is installed (Debian's is in /usr/sbin, not always on PATH).
+fn nginx() -> Option<PathBuf> {
+    let on_path = Command::new("nginx").arg("-v").output().is_ok();
+    let sbin = Path::new("/usr/sbin/nginx");
+    on_path
+        .then(|| PathBuf::from("nginx"))
+        .or_else(|| sbin.exists().then(|| sbin.to_path_buf()))
+}
+
+fn installed(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}
+
+/// A directory of the test's own, removed when dropped.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(label: &str) -> Dir {
+        let dir = std::env::temp_dir().join(format!("sluice-{label}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Dir(dir)
+    }
+
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A process the test started, stopped with SIGTERM (nginx's master must live to stop
+/// its workers) and waited for when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let pid = self.0.id().to_string();
+            let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// The users' htpasswd lines: apr1 always, bcrypt when `htpasswd` is installed.
+fn htpasswd() -> String {
+    let apr1 = Command::new("openssl")
+        .args(["passwd", "-apr1", APR1.1])
+        .output()
+        .unwrap();
+    assert!(apr1.status.success(), "{apr1:?}");
+    let mut text = format!("{}:{}", APR1.0, String::from_utf8(apr1.stdout).unwrap());
+    match Command::new("htpasswd")
+        .args(["-nbB", BCRYPT.0, BCRYPT.1])
+        .output()
+    {
+        Ok(out) if out.status.success() => {
+            text.push_str(String::from_utf8(out.stdout).unwrap().trim_end());
+            text.push('\n');
+        }
+        _ => println!("htpasswd (apache2-utils) is not installed: the bcrypt user is left out"),
+    }
+    text
+}
+
+/// The nginx.conf both serve from: nginx's own files in `dir`, listening on `port`, its
+/// server `app` the backend.
+fn nginx_conf(dir: &Path, port: u16, app: SocketAddr) -> String {
+    let d = dir.display();
+    format!(
+        "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{ worker_connections 64; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+           upstream app {{ server {app}; }}\n\
+           server {{\n    listen 127.0.0.1:{port};\n    allow 127.0.0.1;\n    deny all;\n    auth_basic_user_file htpasswd;\n\
+             location / {{ proxy_pass http://app; }}\n\
+             location /actuator/ {{ allow 127.0.0.2; deny all; proxy_pass http://app; }}\n\
+             location /admin/ {{\n      allow all;\n      auth_basic \"ops\";\n      proxy_pass http://app;\n      location /admin/public/ {{ auth_basic off; proxy_pass http://app; }}\n    }}\n\
+             location /either/ {{ satisfy any; auth_basic \"ops\"; proxy_pass http://app; }}\n\
+             location /ping {{ return 200 \"pong\"; }}\n  }}\n}}\n"
+    )
+}
+
+/// nginx on a free loopback port. It cannot listen on port 0, so a port is picked for
+/// it; should another process take it first, nginx fails to bind and another is tried.
+fn start_nginx(nginx: &Path, dir: &Path, app: SocketAddr) -> (Running, u16, PathBuf) {
+    for _ in 0..5 {
+        let port = support::free_port();
+        let conf = dir.join("nginx.conf");
+        std::fs::write(&conf, nginx_conf(dir, port, app)).unwrap();
+        let child = Command::new(nginx)
+            .arg("-p")
+            .arg(dir)
+            .arg("-c")
+            .arg(&conf)
+            .arg("-e")
+            .arg(dir.join("error.log"))
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx starts");
+        let mut running = Running(child);
+        if listening(port, &mut running.0) {
+            return (running, port, conf);
+        }
+    }
+    let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
+    panic!("nginx did not start on any of 5 ports:\n{log}");
+}
+
+/// Waits until `port` accepts connections (10 s at most); false if `child` exits first.
+fn listening(port: u16, child: &mut Child) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("nothing listens on {port} after 10 s");
+}
+
+/// `sluice import` of `conf`, with `extra` arguments (`--force`).
+fn import(conf: &Path, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("import")
+        .args(extra)
+        .arg(conf)
+        .env("SLUICE_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+/// `toml` with its listener and admin listener moved to ports the kernel picks (nginx
+/// holds the one it was written with; the admin's is fixed).
+fn on_free_ports(toml: &str, port: u16) -> String {
+    let listener = format!("bind = \"127.0.0.1:{port}\"");
+    assert!(toml.contains(&listener), "{toml}");
+    toml.replace(&listener, "bind = \"127.0.0.1:0\"")
+        .replace("bind = \"127.0.0.1:9901\"", "bind = \"127.0.0.1:0\"")
+}
+
+/// `sluice serve` of `toml` (written in `dir`), once it says where it listens.
+fn serve(dir: &Dir, toml: &str) -> (Running, SocketAddr) {
+    let config = dir.file("sluice.toml", toml);
+    let log = dir.0.join("sluice.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("serve")
+        .arg("-c")
+        .arg(&config)
+        .env("SLUICE_LOG", "warn,sluice_proxy::runtime::server=info")
+        .env("NO_COLOR", "1")
+        .env("TMPDIR", &dir.0)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut running = Running(child);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let ready = text.lines().find(|l| l.contains("sluice is serving"));
+        if let Some(addr) = ready.and_then(first_addr) {
+            return (running, addr);
+        }
+        if let Ok(Some(status)) = running.0.try_wait() {
+            panic!("sluice serve exited with {status}:\n{text}\n{toml}");
+        }
+        assert!(Instant::now() < deadline, "sluice never served:\n{text}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The first socket address in a log line.
+fn first_addr(line: &str) -> Option<SocketAddr> {
+    line.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == ':'))
+        .find_map(|word| word.trim_matches(':').parse().ok())
+}
+
+/// One request, as a client at `from` sends it: its status and WWW-Authenticate.
+fn request(addr: SocketAddr, path: &str, from: &str, user: Option<(&str, &str)>) -> (u16, String) {
+    let mut curl = Command::new("curl");
+    curl.args(["-sS", "--max-time", "10", "-o", "/dev/null"])
+        .args(["-w", "%{http_code} %header{www-authenticate}"])
+        .args(["--interface", from]);
+    if let Some((name, password)) = user {
+        curl.args(["-u", &format!("{name}:{password}")]);
+    }
+    let out = curl.arg(format!("http://{addr}{path}")).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (status, challenge) = text.split_once(' ').unwrap_or((&text, ""));
+    let status = status
+        .parse()
+        .unwrap_or_else(|_| panic!("curl: {text} {out:?}"));
+    (status, challenge.to_string())
+}
+
+/// A request's status and whether it reached the backend `app`.
+fn through(
+    addr: SocketAddr,
+    app: SocketAddr,
+    path: &str,
+    from: &str,
+    user: Option<(&str, &str)>,
+) -> (u16, bool, String) {
+    let before = support::answered(app);
+    let (status, challenge) = request(addr, path, from, user);
+    let reached = support::answered(app) - before - 1;
+    assert!(
+        reached <= 1,
+        "{path}: {reached} requests reached the backend"
+    );
+    (status, reached == 1, challenge)
+}
+
+/// Sends one request to nginx and to sluice: the same status, the backend reached by
+/// both or neither (never on a refusal), and a 401 naming the realm. The status.
+fn same_answer(
+    (nginx, sluice, app): (SocketAddr, SocketAddr, SocketAddr),
+    path: &str,
+    from: &str,
+    user: Option<(&str, &str)>,
+    toml: &str,
+) -> u16 {
+    let theirs = through(nginx, app, path, from, user);
+    let ours = through(sluice, app, path, from, user);
+    let what = format!("{path} from {from} as {user:?}: nginx {theirs:?}, sluice {ours:?}\n{toml}");
+    assert_eq!((theirs.0, theirs.1), (ours.0, ours.1), "{what}");
+    if matches!(ours.0, 401 | 403) {
+        assert!(!ours.1, "{what}");
+    }
+    if ours.0 == 401 {
+        assert!(ours.2.contains("realm=\"ops\""), "{what}");
+    }
+    ours.0
+}
+
+#[test]
+fn imported_checks_answer_as_nginx_does() {
+    let Some(nginx) = nginx() else {
+        return println!("nginx is not installed: skipped");
+    };
+    if !installed("openssl") || !installed("curl") {
+        return println!("openssl or curl is not installed: skipped");
+    }
+    let app = support::backend();
+    let dir = Dir::new("import-guards");
+    let htpasswd = htpasswd();
+    dir.file("htpasswd", &htpasswd);
+    let (_nginx, port, conf) = start_nginx(&nginx, &dir.0, app);
+    let out = import(&conf, &[]);
+    let toml = String::from_utf8(out.stdout).unwrap();
+    let notes = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{notes}\n{toml}");
+    assert!(!notes.contains("cannot make"), "{notes}");
+    let (_sluice, sluice) = serve(&dir, &on_free_ports(&toml, port));
+    let both = (format!("127.0.0.1:{port}").parse().unwrap(), sluice, app);
+    let mut users = vec![None, Some((APR1.0, "wrong")), Some(APR1)];
+    if htpasswd.contains(&format!("{}:", BCRYPT.0)) {
+        users.push(Some(BCRYPT));
+    }
+    let paths = [
+        "/",
+        "/actuator/health",
+        "/admin/x",
+        "/admin/public/x",
+        "/either/x",
+        "/ping",
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    for path in paths {
+        for from in ["127.0.0.1", "127.0.0.2"] {
+            for user in &users {
+                seen.insert(same_answer(both, path, from, *user, &toml));
+            }
+        }
+    }
+    // Not a comparison of two open doors: each kind of answer came up.
+    assert!(seen.is_superset(&[200, 401, 403].into()), "{seen:?}");
+}
+
+#[test]
+fn a_check_sluice_cannot_make_exits_2_and_forced_answers_403() {
+    let app = support::backend();
+    let dir = Dir::new("import-closed");
+    let text = format!(
+        "events {{ }}\nhttp {{\n  geo $blocked {{ default 0; 127.0.0.2 1; }}\n  upstream app {{ server {app}; }}\n  server {{\n    listen 127.0.0.1:8080;\n    location / {{ proxy_pass http://app; }}\n    location /private/ {{ auth_request /auth; proxy_pass http://app; }}\n    location /geo/ {{\n      if ($blocked) {{ return 403; }}\n      proxy_pass http://app;\n    }}\n  }}\n}}\n"
+    );
+    let conf = dir.file("nginx.conf", &text);
+    let refused = import(&conf, &[]);
+    let notes = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{notes}");
+    for line in [":8: auth_request: /auth: ", ":10: if: ($blocked): "] {
+        assert!(notes.contains(line), "{line} not in:\n{notes}");
+    }
+    assert!(
+        notes.contains("2 checks that sluice cannot make"),
+        "{notes}"
+    );
+    assert!(notes.contains("--force"), "{notes}");
+    let forced = import(&conf, &["--force"]);
+    assert_eq!(forced.status.code(), Some(0));
+    // The config is printed either way, the same.
+    assert_eq!(refused.stdout, forced.stdout);
+    let toml = String::from_utf8(forced.stdout).unwrap();
+    let (_sluice, sluice) = serve(&dir, &on_free_ports(&toml, 8080));
+    for (path, want) in [("/private/x", 403), ("/geo/x", 403), ("/x", 200)] {
+        let (status, reached, _) = through(sluice, app, path, "127.0.0.1", None);
+        assert_eq!((status, reached), (want, want == 200), "{path}:\n{toml}");
+    }
+}
