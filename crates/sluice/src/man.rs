@@ -316,9 +316,14 @@ const ENTRIES: &[Entry] = &[
     Entry {
         section: Section::ExitStatus,
         term: Term::Code(BAD_INPUT),
+        text: r"nginx guards a location with a check sluice cannot make (\fBauth_request\fR, \fBlimit_except\fR, an \fBif\fR on a \fBgeo\fR or \fBmap\fR answering 403, ...): the config is printed all the same, each such route answering 403 and named on stderr (\fB--force\fR exits 0); or the command line cannot be used.",
+        pages: &["import"],
+    },
+    Entry {
+        section: Section::ExitStatus,
+        term: Term::Code(BAD_INPUT),
         text: r"The command line cannot be used (the message says why).",
         pages: &[
-            "import",
             "man",
             "demo",
             "plan",
