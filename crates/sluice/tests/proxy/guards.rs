@@ -478,3 +478,22 @@ fn check_lists_every_guard_problem_at_once_and_warns_of_open_operator_pages() {
         "the guarded /metrics is fine: {text}"
     );
 }
+
+#[tokio::test]
+async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_rate() {
+    let server = backend("a").await;
+    let p = proxy(&format!(
+        "trusted_proxies = [\"127.0.0.1\"]\n[limit.per_client]\nrate = \"1/m\"\n\
+         [[route]]\nupstream = \"app\"\nlimit = \"per_client\"\n[upstream.app]\nservers = [\"{server}\"]\n"
+    ));
+    let from = |ip: &str| format!("X-Forwarded-For: {ip}\r\n");
+    let mut got = Vec::new();
+    for ip in ["198.51.100.1", "198.51.100.2", "198.51.100.1"] {
+        got.push(status_from("127.0.0.1", p.addr, "/", &from(ip)).await);
+    }
+    assert_eq!(
+        got,
+        [200, 200, 429],
+        "the balancer's clients are told apart"
+    );
+}
