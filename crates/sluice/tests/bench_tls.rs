@@ -8,36 +8,13 @@ mod support;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use serde_json::Value;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::Command;
 use support::{answered, backend, free_addr};
 
 /// The name the test certificate is for; never resolved, always aimed with --resolve.
 const NAME: &str = "shop.test";
 
-/// A directory of the test's own, removed when dropped.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(label: &str) -> Dir {
-        let d =
-            std::env::temp_dir().join(format!("sluice-bench-tls-{label}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-
-    fn file(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use support::TempDir as Dir;
 
 /// A test CA (`ca.pem`) and a certificate for [`NAME`] it signed (`cert.pem`,
 /// `key.pem`), in `dir`.
@@ -116,7 +93,7 @@ fn ca(dir: &Dir) -> String {
 
 #[test]
 fn https_through_sluice_is_loaded_and_counted_exactly() {
-    let dir = Dir::new("count");
+    let dir = Dir::new("bench-tls-count");
     certificates(&dir);
     let app = backend();
     let (_proxy, https, _) = front_door(&dir, app);
@@ -155,7 +132,7 @@ fn https_through_sluice_is_loaded_and_counted_exactly() {
 
 #[test]
 fn a_handshake_per_request_resumes_unless_told_not_to() {
-    let dir = Dir::new("resume");
+    let dir = Dir::new("bench-tls-resume");
     certificates(&dir);
     let (_proxy, https, _) = front_door(&dir, backend());
     let run = |resume: &str| {
@@ -189,7 +166,7 @@ fn a_handshake_per_request_resumes_unless_told_not_to() {
 
 #[test]
 fn an_untrusted_certificate_is_an_error_unless_insecure() {
-    let dir = Dir::new("trust");
+    let dir = Dir::new("bench-tls-trust");
     certificates(&dir);
     let app = backend();
     let (_proxy, https, _) = front_door(&dir, app);
@@ -229,7 +206,7 @@ fn an_untrusted_certificate_is_an_error_unless_insecure() {
 /// only.
 #[test]
 fn a_self_signed_certificate_given_as_cacert_is_trusted_for_its_name() {
-    let dir = Dir::new("self-signed");
+    let dir = Dir::new("bench-tls-self-signed");
     support::self_signed(&dir.0, NAME);
     let app = backend();
     let (_proxy, https, _) = front_door(&dir, app);
@@ -252,7 +229,7 @@ fn a_self_signed_certificate_given_as_cacert_is_trusted_for_its_name() {
 
 #[test]
 fn a_redirecting_listener_shows_its_301s_and_says_so() {
-    let dir = Dir::new("redirect");
+    let dir = Dir::new("bench-tls-redirect");
     certificates(&dir);
     let app = backend();
     let (_proxy, _, plain) = front_door(&dir, app);
@@ -297,7 +274,7 @@ fn a_redirecting_listener_shows_its_301s_and_says_so() {
 
 #[test]
 fn a_server_failing_one_request_in_ten_shows_ten_percent_errors() {
-    let dir = Dir::new("errors");
+    let dir = Dir::new("bench-tls-errors");
     let app = backend();
     let ok = format!("http://{app}/ok@9");
     let failing = format!("http://{app}/status/500@1");
@@ -324,7 +301,7 @@ fn a_server_failing_one_request_in_ten_shows_ten_percent_errors() {
 /// listener, hashed on the room, and not one message lost.
 #[test]
 fn a_stomp_chat_over_wss_through_sluice_loses_nothing() {
-    let dir = Dir::new("wss");
+    let dir = Dir::new("bench-tls-wss");
     certificates(&dir);
     let brokers = support::backends(&["s1", "s2", "s3"], true);
     let https = free_addr();
@@ -384,7 +361,7 @@ fn a_stomp_chat_over_wss_through_sluice_loses_nothing() {
 /// open 2 connections (over TLS, chosen by ALPN), and every request is counted.
 #[test]
 fn http2_users_share_connections_and_every_stream_is_counted() {
-    let dir = Dir::new("h2");
+    let dir = Dir::new("bench-tls-h2");
     certificates(&dir);
     let app = backend();
     let (_proxy, https, _) = front_door(&dir, app);
@@ -422,7 +399,7 @@ fn http2_users_share_connections_and_every_stream_is_counted() {
 /// h2c with prior knowledge, on a plain listener that takes it.
 #[test]
 fn http2_over_plain_tcp_is_h2c() {
-    let dir = Dir::new("h2c");
+    let dir = Dir::new("bench-tls-h2c");
     let app = backend();
     let text = format!(
         "[[listener]]\nbind = \"127.0.0.1:0\"\nhttp2 = true\n\
@@ -523,7 +500,7 @@ fn unsteady_h2_server() -> (
 #[test]
 fn http2_goaway_and_reset_streams_are_counted() {
     use std::sync::atomic::Ordering;
-    let dir = Dir::new("goaway");
+    let dir = Dir::new("bench-tls-goaway");
     let (server, counts) = unsteady_h2_server();
     let target = format!("http://{server}/");
     let (_, table, report) = bench(
@@ -580,7 +557,7 @@ fn http2_goaway_and_reset_streams_are_counted() {
 /// a loop stops after 10 hops, as an error.
 #[test]
 fn follow_reaches_the_backend_and_counts_each_hop() {
-    let dir = Dir::new("follow");
+    let dir = Dir::new("bench-tls-follow");
     certificates(&dir);
     let app = backend();
     let (https, plain) = (free_addr(), free_addr());
@@ -653,7 +630,7 @@ fn follow_reaches_the_backend_and_counts_each_hop() {
 /// connections the users share, not a connection of its own.
 #[test]
 fn http2_follow_stays_on_the_shared_connections() {
-    let dir = Dir::new("h2-follow");
+    let dir = Dir::new("bench-tls-h2-follow");
     certificates(&dir);
     let app = backend();
     let https = free_addr();

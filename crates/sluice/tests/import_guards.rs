@@ -31,29 +31,7 @@ fn installed(tool: &str) -> bool {
     Command::new(tool).arg("--version").output().is_ok()
 }
 
-/// A directory of the test's own, removed when dropped.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(label: &str) -> Dir {
-        let dir = std::env::temp_dir().join(format!("sluice-{label}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Dir(dir)
-    }
-
-    fn file(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use support::TempDir as Dir;
 
 /// A process the test started, stopped with SIGTERM (nginx's master must live to stop
 /// its workers) and waited for when dropped.

@@ -369,31 +369,7 @@ pub async fn backend_stats(addr: SocketAddr) -> (u64, u64) {
     (field("connections="), field("requests="))
 }
 
-/// A directory of the test's own under the system temp dir, removed when dropped.
-pub struct TempDir(pub std::path::PathBuf);
-
-impl TempDir {
-    pub fn new(label: &str) -> TempDir {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("sluice-{label}-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    /// Writes `text` to `name` in this directory; returns its path.
-    pub fn file(&self, name: &str, text: &str) -> std::path::PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use crate::support::TempDir;
 
 /// A `sluice` child process. It binds what its config or flags say (port 0 is fine: the
 /// bound addresses are read from its log), runs with `TMPDIR` in a directory of its own
