@@ -171,6 +171,14 @@ const PRIVATE_PAGES: &[&str] = &[
 /// path names an operator's page, open to every address (no basic auth, and no rule
 /// denying every address) on a listener bound to an address others can reach.
 pub fn warnings(config: &Config) -> Vec<ConfigError> {
+    let mut out = open_private_pages(config);
+    out.extend(spoofable_addresses(config));
+    out.sort_by_key(|e| (e.line, e.col));
+    out
+}
+
+/// Routes to operators' pages open to every address on a listener others reach.
+fn open_private_pages(config: &Config) -> Vec<ConfigError> {
     config
         .routes
         .iter()
@@ -190,6 +198,34 @@ pub fn warnings(config: &Config) -> Vec<ConfigError> {
         .collect()
 }
 
+/// Routes with address rules on a listener that takes a PROXY header from any peer:
+/// a client there names its own address, and the rules judge what it wrote.
+fn spoofable_addresses(config: &Config) -> Vec<ConfigError> {
+    let open_door = |route: &Route| {
+        config.listeners.iter().find(|l| {
+            l.proxy_protocol
+                && l.proxy_protocol_from.is_empty()
+                && (route.listeners.is_empty() || route.listeners.contains(&l.bind))
+        })
+    };
+    config
+        .routes
+        .iter()
+        .filter(|route| !route.guard.access.is_empty())
+        .filter_map(|route| Some((route, open_door(route)?)))
+        .map(|(route, listener)| {
+            ConfigError::at_place(
+                &route.at,
+                format!(
+                    "route \"{}\" judges addresses that any client can name: listener {} takes a PROXY header from any peer",
+                    route.path, listener.bind
+                ),
+                "list the balancers in front with proxy_protocol_from = [\"10.0.0.5\"]",
+            )
+        })
+        .collect()
+}
+
 /// The private page a route's path names, if any.
 fn private_page(path: &str) -> Option<&'static str> {
     path.split('/').find_map(|segment| {
@@ -198,12 +234,15 @@ fn private_page(path: &str) -> Option<&'static str> {
     })
 }
 
-/// No basic auth, and no rule denies every address.
+/// No basic auth, and the address rules let in a stranger: an address of the
+/// documentation ranges (RFC 5737, RFC 3849), IPv4 or IPv6, as one from anywhere.
 fn open_to_all(guard: &Guard) -> bool {
-    let denies_all = |rule: &AccessRule| {
-        rule.verdict == Verdict::Deny && rule.from.is_none_or(|n| n.prefix == 0)
-    };
-    guard.auth.is_none() && !guard.access.iter().any(denies_all)
+    let strangers = ["203.0.113.7", "2001:db8::7"];
+    guard.auth.is_none()
+        && strangers
+            .iter()
+            .filter_map(|s| s.parse().ok())
+            .any(|ip| guard.admits(ip))
 }
 
 /// A listener of the route that others than this machine reach: bound to a

@@ -306,13 +306,18 @@ impl Guard {
         self.access.is_empty() && self.auth.is_none()
     }
 
-    /// What the address rules say of `ip`: the first matching rule's verdict, allowed
-    /// when none matches.
-    pub fn admits(&self, ip: std::net::IpAddr) -> bool {
+    /// The verdict of the first address rule matching `ip`, if one does.
+    pub fn first_match(&self, ip: std::net::IpAddr) -> Option<Verdict> {
         self.access
             .iter()
             .find(|rule| rule.from.is_none_or(|n| n.contains(ip)))
-            .is_none_or(|rule| rule.verdict == Verdict::Allow)
+            .map(|rule| rule.verdict)
+    }
+
+    /// What the address rules say of `ip`: the first matching rule's verdict, allowed
+    /// when none matches (as nginx).
+    pub fn admits(&self, ip: std::net::IpAddr) -> bool {
+        self.first_match(ip) != Some(Verdict::Deny)
     }
 }
 

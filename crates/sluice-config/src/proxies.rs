@@ -46,7 +46,21 @@ pub(crate) fn network(text: &str) -> Option<Network> {
     };
     let bits = if ip.is_ipv4() { 32 } else { 128 };
     let prefix = prefix.unwrap_or(bits);
-    (prefix <= bits).then_some(Network { ip, prefix })
+    if prefix > bits {
+        return None;
+    }
+    // `::ffff:10.0.0.0/104` is 10.0.0.0/8: clients are matched as IPv4 (see
+    // `Network::contains`), so a rule written in the mapped form must be too.
+    match ip {
+        IpAddr::V6(v6) if prefix >= 96 => match v6.to_ipv4_mapped() {
+            Some(v4) => Some(Network {
+                ip: IpAddr::V4(v4),
+                prefix: prefix - 96,
+            }),
+            None => Some(Network { ip, prefix }),
+        },
+        _ => Some(Network { ip, prefix }),
+    }
 }
 
 #[cfg(test)]
@@ -68,5 +82,9 @@ mod tests {
         // An IPv4 client on a dual-stack socket arrives as ::ffff:a.b.c.d.
         assert!(ten.contains("::ffff:10.1.2.3".parse().unwrap()));
         assert!(network("10.0.0.0/33").is_none() && network("ten").is_none());
+        let mapped = network("::ffff:10.0.0.0/104").unwrap();
+        assert!(mapped.contains("10.9.9.9".parse().unwrap()));
+        assert!(mapped.contains("::ffff:10.9.9.9".parse().unwrap()));
+        assert!(!mapped.contains("11.0.0.1".parse().unwrap()));
     }
 }

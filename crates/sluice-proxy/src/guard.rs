@@ -5,19 +5,16 @@
 //!
 //! bcrypt takes milliseconds by design, so a password is never hashed on a worker
 //! thread (it would stall every connection of the worker): it goes to the hashing
-//! threads, at most one per core at once, and the request waits. A verified user and
+//! threads, on half the cores at most, and the request waits. A verified user and
 //! password are remembered per worker for the route's `cache`, as a SHA-256 of them
 //! (never the password), so a browser's requests cost one hash, not one each.
 
-mod htpasswd;
-mod verified;
-
-pub use htpasswd::Users;
-pub(crate) use verified::Verified;
+pub use crate::state::htpasswd::Users;
+use crate::state::verified;
 
 use crate::route::RouteId;
 use crate::state::generation::Generation;
-use sluice_config::{Config, Errors, Guard, Satisfy, Verdict};
+use sluice_config::{Config, Errors, Satisfy, Verdict};
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -71,7 +68,7 @@ pub(crate) fn decide(
     headers: &[httparse::Header<'_>],
 ) -> Decision {
     let guard = &generation.shared.route(r).guard;
-    let verdict = first_match(guard, ip);
+    let verdict = guard.first_match(ip);
     let address_passes = verdict != Some(Verdict::Deny);
     let pass = |verdict| Decision {
         verdict,
@@ -94,15 +91,6 @@ pub(crate) fn decide(
     credentials(generation, users, headers, cache)
 }
 
-/// The first access rule matching `ip`, if any.
-fn first_match(guard: &Guard, ip: IpAddr) -> Option<Verdict> {
-    guard
-        .access
-        .iter()
-        .find(|rule| rule.from.is_none_or(|n| n.contains(ip)))
-        .map(|rule| rule.verdict)
-}
-
 /// The decision on the `Authorization` a request sent.
 fn credentials(
     generation: &Generation,
@@ -119,7 +107,7 @@ fn credentials(
     let key = verified::key(users, &user, &password);
     let verdict = if generation.verified.fresh(&key) {
         Outcome::Pass
-    } else if users.cheap(&user) {
+    } else if users.cheap() {
         match users.verify(&user, &password) {
             true => {
                 generation.verified.remember(key, cache);
@@ -143,14 +131,18 @@ fn credentials(
 }
 
 /// The user and password of `Authorization: Basic ...`, when the request sent one that
-/// decodes. The user is text; the password any bytes, as the hash takes them.
+/// decodes. The user is text; the password any bytes, as the hash takes them. Two
+/// `Authorization` fields are none (nginx answers them 400): sluice would check one
+/// and a server might read the other.
 fn basic_credentials(headers: &[httparse::Header<'_>]) -> Option<(String, Vec<u8>)> {
     use base64::Engine;
-    let value = headers
+    let mut fields = headers
         .iter()
-        .find(|h| h.name.eq_ignore_ascii_case("authorization"))?
-        .value
-        .trim_ascii();
+        .filter(|h| h.name.eq_ignore_ascii_case("authorization"));
+    let (Some(field), None) = (fields.next(), fields.next()) else {
+        return None;
+    };
+    let value = field.value.trim_ascii();
     let (scheme, token) = value.split_at_checked(6)?;
     if !scheme.eq_ignore_ascii_case(b"basic ") {
         return None;
@@ -167,7 +159,9 @@ impl Pending {
     /// Verifies the password on the hashing threads; remembers it in `generation`'s
     /// cache when it is right.
     pub(crate) async fn verify(self, generation: &Generation) -> bool {
-        let Ok(_permit) = hashing().acquire().await else {
+        // The permit goes with the hash, not with this future: a request dropped while
+        // its hash runs does not free a place until the hash is done.
+        let Ok(permit) = hashing().clone().acquire_owned().await else {
             return false;
         };
         let Pending {
@@ -177,9 +171,12 @@ impl Pending {
             key,
             cache,
         } = self;
-        let right = tokio::task::spawn_blocking(move || users.verify(&user, &password))
-            .await
-            .unwrap_or(false);
+        let right = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            users.verify(&user, &password)
+        })
+        .await
+        .unwrap_or(false);
         if right {
             generation.verified.remember(key, cache);
         }
@@ -187,51 +184,18 @@ impl Pending {
     }
 }
 
-/// Passwords hashed at once, all workers together: one per core, so a flood of wrong
-/// passwords takes at most the machine's cores' worth of hashing, not a thread each.
-fn hashing() -> &'static Semaphore {
-    static HASHING: OnceLock<Semaphore> = OnceLock::new();
+/// Passwords hashed at once, all workers together: half the cores (at least one), so
+/// that a flood of wrong passwords leaves the workers cores to serve everyone else.
+fn hashing() -> &'static Arc<Semaphore> {
+    static HASHING: OnceLock<Arc<Semaphore>> = OnceLock::new();
     HASHING.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Semaphore::new(cores)
+        Arc::new(Semaphore::new((cores / 2).max(1)))
     })
-}
-
-/// The users of every route with `auth_basic`, by route index (`None` for the others),
-/// each file read once however many routes name it. An error names the file and line.
-pub(crate) fn users(config: &Config) -> Result<Vec<Option<Arc<Users>>>, Errors> {
-    let mut read: Vec<(&std::path::Path, Arc<Users>)> = Vec::new();
-    let mut errors = Vec::new();
-    let mut out = Vec::new();
-    for route in &config.routes {
-        let Some(auth) = &route.guard.auth else {
-            out.push(None);
-            continue;
-        };
-        if let Some((_, users)) = read.iter().find(|(p, _)| *p == auth.user_file) {
-            out.push(Some(users.clone()));
-            continue;
-        }
-        match Users::read(&auth.user_file, &auth.at) {
-            Ok(users) => {
-                let users = Arc::new(users);
-                read.push((&auth.user_file, users.clone()));
-                out.push(Some(users));
-            }
-            Err(e) => {
-                errors.extend(e.0);
-                out.push(None);
-            }
-        }
-    }
-    match errors.is_empty() {
-        true => Ok(out),
-        false => Err(Errors(errors)),
-    }
 }
 
 /// Reads every htpasswd file `config` names, for `sluice check`: each problem with its
 /// file and line.
 pub fn check(config: &Config) -> Result<(), Errors> {
-    users(config).map(|_| ())
+    crate::state::htpasswd::for_routes(config).map(|_| ())
 }

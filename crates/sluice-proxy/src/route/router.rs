@@ -62,6 +62,7 @@ impl Router {
     /// The route for a request to `host` (without port) and `path` that came in on
     /// `listener` (its address as configured), if any.
     pub fn find(&self, listener: SocketAddr, host: &str, path: &str) -> Option<RouteId> {
+        let path = normalized(path);
         let entries = self.host_routes(host);
         entries
             .iter()
@@ -91,9 +92,82 @@ impl Router {
     }
 }
 
+/// The path routes are matched on, as the servers behind will read it: without its
+/// query, `%XX` decoded, runs of `/` merged and dot segments resolved. nginx does all
+/// of it before it picks a location, and Tomcat and Spring decode and merge too: on
+/// the raw text, `/%61ctuator/env`, `//actuator/env` or `/x/..%2Factuator/` would miss
+/// a guarded `/actuator/` route and reach the app through an open `/`. Borrowed when
+/// there is nothing to do, the common case.
+pub fn normalized(target: &str) -> Cow<'_, str> {
+    let path = target.split('?').next().unwrap_or(target);
+    if !path.contains('%') && !path.contains("//") && !path.contains("/.") {
+        return Cow::Borrowed(path);
+    }
+    let mut decoded = Vec::with_capacity(path.len());
+    let mut bytes = path.as_bytes();
+    while let Some((&b, rest)) = bytes.split_first() {
+        let escaped = match rest {
+            [hi, lo, ..] if b == b'%' => hex(*hi).zip(hex(*lo)).map(|(h, l)| h << 4 | l),
+            _ => None,
+        };
+        let (byte, skip) = escaped.map_or((b, 1), |e| (e, 3));
+        if !(byte == b'/' && decoded.last() == Some(&b'/')) {
+            decoded.push(byte);
+        }
+        bytes = &bytes[skip..];
+    }
+    let text = String::from_utf8_lossy(&decoded);
+    Cow::Owned(without_dot_segments(&text))
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+/// RFC 3986's remove_dot_segments on a path of single slashes.
+fn without_dot_segments(path: &str) -> String {
+    let mut kept: Vec<&str> = Vec::new();
+    let segments: Vec<&str> = path.split('/').skip(1).collect();
+    for (i, segment) in segments.iter().enumerate() {
+        let last = i + 1 == segments.len();
+        match *segment {
+            "." | ".." => {
+                if *segment == ".." {
+                    kept.pop();
+                }
+                if last {
+                    kept.push("");
+                }
+            }
+            s => kept.push(s),
+        }
+    }
+    format!("/{}", kept.join("/"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_are_matched_as_servers_read_them() {
+        for (raw, path) in [
+            ("/actuator/env?x=1", "/actuator/env"),
+            ("/%61ctuator/env", "/actuator/env"),
+            ("//actuator///env", "/actuator/env"),
+            ("/actuator%2Fenv", "/actuator/env"),
+            ("/x/..%2Factuator/", "/actuator/"),
+            ("/a/./b/../c", "/a/c"),
+            ("/a/..", "/"),
+            ("/%zz%4", "/%zz%4"),
+        ] {
+            assert_eq!(normalized(raw), path, "{raw}");
+        }
+        assert!(matches!(
+            normalized("/plain/path?q"),
+            Cow::Borrowed("/plain/path")
+        ));
+    }
 
     fn router() -> Router {
         let text = r#"

@@ -8,13 +8,14 @@
 
 use crate::access_log::AccessLog;
 use crate::acme::Challenges;
-use crate::guard::{Users, Verified};
 use crate::metrics::RouteStats;
 use crate::route::router::Router;
 use crate::route::{RouteId, UpstreamId};
 use crate::state::clients::ClientConns;
 use crate::state::group::{ServerGroup, ServerState};
+use crate::state::htpasswd::{self, Users};
 use crate::state::limits::{self, Limiter};
+use crate::state::verified::Verified;
 use crate::tls::client::ClientTls;
 use crate::tls::TlsListener;
 use sluice_config::{Config, Route};
@@ -85,7 +86,7 @@ impl Shared {
             crate::tls::listeners(&config, previous.map(|p| &p.tls)).expect("test certificates");
         let clients =
             crate::tls::clients(&config, |u| unchanged(previous, u)).expect("test CA files");
-        let users = crate::guard::users(&config).expect("test htpasswd files");
+        let users = htpasswd::for_routes(&config).expect("test htpasswd files");
         Self::with_log(config, previous, log, (tls, clients, users))
     }
 
@@ -104,7 +105,7 @@ impl Shared {
             std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
         };
         let clients = crate::tls::clients(&config, |u| unchanged(previous, u)).map_err(invalid)?;
-        let users = crate::guard::users(&config).map_err(invalid)?;
+        let users = htpasswd::for_routes(&config).map_err(invalid)?;
         // Last: certificates are swapped into the listeners that stay, so nothing
         // after this may fail.
         let tls = crate::tls::listeners(&config, previous.map(|p| &p.tls)).map_err(invalid)?;

@@ -79,6 +79,19 @@ async fn a_denied_address_gets_403_and_the_server_sees_nothing() {
         route.refused == [2, 0] && route.responses[3] == 2
     })
     .await;
+    // The path as the app will read it picks the route: encoded letters, doubled
+    // slashes, an encoded slash after a dot segment do not reach the open `/`.
+    let before = seen(server).await;
+    for path in [
+        "/%61ctuator/env",
+        "//actuator/env",
+        "/actuator%2Fenv",
+        "/x/..%2Factuator/env",
+    ] {
+        let status = status_from("127.0.0.9", p.addr, path, "").await;
+        assert!(status == 403 || status == 400, "{path}: {status}");
+    }
+    assert_eq!(seen(server).await, before + 1, "none reached the server");
 }
 
 #[tokio::test]
@@ -236,13 +249,18 @@ async fn basic_auth_with_files_made_by_htpasswd_and_openssl() {
     c.send("GET /admin/x HTTP/1.1\r\nHost: t\r\nAuthorization: Basic !!notbase64\r\n\r\n")
         .await;
     assert_eq!(c.read_reply().await.unwrap().status, 401);
+    // Two Authorization fields: sluice would check one and the app might read the other.
+    let two = format!("{}{}", basic("ann", "s3cret pass"), basic("root", "x"));
+    c.send(&format!("GET /admin/x HTTP/1.1\r\nHost: t\r\n{two}\r\n"))
+        .await;
+    assert_eq!(c.read_reply().await.unwrap().status, 401);
     assert_eq!(
         seen(server).await,
         before + 3 + 1,
         "only the right passwords got through"
     );
     // Counted as each is recorded, just after its answer went out.
-    p.until("5 refused", |s| s.routes[0].refused == [0, 5])
+    p.until("6 refused", |s| s.routes[0].refused == [0, 6])
         .await;
 }
 
@@ -476,6 +494,18 @@ fn check_lists_every_guard_problem_at_once_and_warns_of_open_operator_pages() {
         text.matches("warning").count(),
         1,
         "the guarded /metrics is fine: {text}"
+    );
+    // Address rules behind a PROXY header anyone may send judge what the client wrote.
+    let spoofable = dir.file(
+        "proxy.toml",
+        "[[listener]]\nbind = \"127.0.0.1:8080\"\nproxy_protocol = true\n[[route]]\nupstream = \"app\"\n\
+         access = [\"allow 10.0.0.0/8\", \"deny all\"]\n[upstream.app]\nservers = [\"127.0.0.1:9\"]\n",
+    );
+    let (code, text) = check(&spoofable);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("warning: ") && text.contains("proxy_protocol_from"),
+        "{text}"
     );
 }
 

@@ -3,17 +3,22 @@
 //! that cannot be used (a plain-text password, DES crypt, an unknown hash) is an error
 //! naming its line, so a file never half-works.
 
-use sluice_config::{ConfigError, Errors, Place};
+use sluice_config::{Config, ConfigError, Errors, Place};
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 /// The users of one htpasswd file.
 pub struct Users {
     by_name: HashMap<String, Hash>,
+    /// The file's slowest hash, which an unknown user's password is checked against:
+    /// a name that does not exist costs what one that does costs.
+    slowest: Option<Hash>,
 }
 
 /// A password hash, by the scheme its prefix names.
+#[derive(Clone)]
 enum Hash {
     /// `$2y$`, `$2a$`, `$2b$` (`htpasswd -B`).
     Bcrypt(String),
@@ -60,7 +65,9 @@ impl Users {
             let error = |message: String, hint: &str| {
                 ConfigError::at(name, text, Some(start..start + line.len()), message, hint)
             };
-            let Some((user, hash)) = line.split_once(':') else {
+            // `user:hash`, and nginx allows `:comment` after the hash.
+            let mut fields = line.splitn(3, ':');
+            let (Some(user), Some(hash)) = (fields.next(), fields.next()) else {
                 errors.push(error("a line without `user:hash`".into(), HASH_IT));
                 continue;
             };
@@ -77,31 +84,65 @@ impl Users {
                 Err(why) => errors.push(error(format!("user \"{user}\": {why}"), HASH_IT)),
             }
         }
-        match errors.is_empty() {
-            true => Ok(Users { by_name }),
-            false => Err(Errors(errors)),
+        if !errors.is_empty() {
+            return Err(Errors(errors));
         }
+        let slowest = by_name.values().max_by_key(|h| h.slowness()).cloned();
+        Ok(Users { by_name, slowest })
     }
 
-    /// Whether `password` is `user`'s. An unknown user costs the same as a known one
-    /// with a wrong password (the first user's hash is computed), so that timing does
-    /// not tell which names exist.
+    /// Whether `password` is `user`'s. An unknown user costs what the file's slowest
+    /// hash costs, so that timing does not tell which names exist.
     pub fn verify(&self, user: &str, password: &[u8]) -> bool {
         match self.by_name.get(user) {
             Some(hash) => hash.verify(password),
             None => {
-                if let Some(any) = self.by_name.values().next() {
-                    let _ = any.verify(password);
+                if let Some(slowest) = &self.slowest {
+                    let _ = slowest.verify(password);
                 }
                 false
             }
         }
     }
 
-    /// Whether verifying `user`'s password is cheap enough for a worker thread (an
-    /// unsalted SHA-1), rather than the hashing threads.
-    pub fn cheap(&self, user: &str) -> bool {
-        matches!(self.by_name.get(user), Some(Hash::Sha1(_)))
+    /// Whether checking a password against this file is cheap enough for a worker
+    /// thread: every hash in it an unsalted SHA-1. Decided for the whole file, not per
+    /// user, so that an unknown name takes the same path as a known one.
+    pub fn cheap(&self) -> bool {
+        self.slowest.as_ref().is_none_or(|h| h.slowness() == 0)
+    }
+}
+
+/// The users of every route with `auth_basic`, by route index (`None` for the others),
+/// each file read once however many routes name it. An error names the file and line.
+pub(crate) fn for_routes(config: &Config) -> Result<Vec<Option<Arc<Users>>>, Errors> {
+    let mut read: Vec<(&std::path::Path, Arc<Users>)> = Vec::new();
+    let mut errors = Vec::new();
+    let mut out = Vec::new();
+    for route in &config.routes {
+        let Some(auth) = &route.guard.auth else {
+            out.push(None);
+            continue;
+        };
+        if let Some((_, users)) = read.iter().find(|(p, _)| *p == auth.user_file) {
+            out.push(Some(users.clone()));
+            continue;
+        }
+        match Users::read(&auth.user_file, &auth.at) {
+            Ok(users) => {
+                let users = Arc::new(users);
+                read.push((&auth.user_file, users.clone()));
+                out.push(Some(users));
+            }
+            Err(e) => {
+                errors.extend(e.0);
+                out.push(None);
+            }
+        }
+    }
+    match errors.is_empty() {
+        true => Ok(out),
+        false => Err(Errors(errors)),
     }
 }
 
@@ -133,11 +174,19 @@ impl Hash {
                     .ok_or("a malformed MD5 hash");
             }
         }
-        if scheme("$5$") {
-            return Ok(Hash::Sha256Crypt(hash.to_string()));
-        }
-        if scheme("$6$") {
-            return Ok(Hash::Sha512Crypt(hash.to_string()));
+        for (prefix, length) in [("$5$", 43), ("$6$", 86)] {
+            if let Some(rest) = hash.strip_prefix(prefix) {
+                // [rounds=N$]salt$checksum, the checksum of a fixed length.
+                let checksum = rest.rsplit('$').next().unwrap_or("");
+                if checksum.len() != length || !rest.contains('$') {
+                    return Err("a malformed SHA-crypt hash");
+                }
+                let text = hash.to_string();
+                return Ok(match prefix {
+                    "$5$" => Hash::Sha256Crypt(text),
+                    _ => Hash::Sha512Crypt(text),
+                });
+            }
         }
         if hash.len() == 13
             && hash
@@ -149,6 +198,17 @@ impl Hash {
             );
         }
         Err("a plain-text password or a hash sluice does not know; sluice refuses it")
+    }
+
+    /// How slow the scheme is, to pick the file's slowest: 0 for the unsalted SHA-1,
+    /// then MD5's thousand rounds, SHA-crypt's thousands, bcrypt's 2^cost.
+    fn slowness(&self) -> u8 {
+        match self {
+            Hash::Sha1(_) => 0,
+            Hash::Md5 { .. } => 1,
+            Hash::Sha256Crypt(_) | Hash::Sha512Crypt(_) => 2,
+            Hash::Bcrypt(_) => 3,
+        }
     }
 
     fn verify(&self, password: &[u8]) -> bool {
@@ -260,7 +320,7 @@ mod tests {
 
     #[test]
     fn md5_crypt_matches_known_hashes() {
-        // Apache's documented example, and FreeBSD's `$1$` test vector.
+        // Vectors from `openssl passwd -apr1 -salt SALT` and `-1`.
         assert_eq!(
             md5_crypt(b"password", b"RandSalt", "$apr1$"),
             "$apr1$RandSalt$PgCXHRrkpSt4cbyC2C6bm/"
@@ -273,6 +333,30 @@ mod tests {
             md5_crypt(b"password", b"abc", "$1$"),
             "$1$abc$BXBqpb9BZcZhXLgbee.0s/"
         );
+        // Past 16 bytes of password, and with an empty salt.
+        assert_eq!(
+            md5_crypt(b"a-password-longer-than-16-bytes!", b"12345678", "$apr1$"),
+            "$apr1$12345678$Nx.Ye7lv4z5e55D7m.aNM0"
+        );
+        assert_eq!(
+            md5_crypt(b"password", b"", "$apr1$"),
+            "$apr1$$qjtLUZpoiD4RwXIYf4qVb0"
+        );
+    }
+
+    #[test]
+    fn sha_crypt_from_openssl() {
+        // `openssl passwd -5 -salt abc password`, and `-6`.
+        let text = "five:$5$abc$6va2Z4O.keO7R84v9g0B9d2NkB7NOyTy0sMeQ5Z3LLA\n\
+            six:$6$abc$rvqzMBuMVukmply9mZJpW0wJMdDfgUKLDrSNxf9l66h/ytQiKNAdqHSj5YPJpxWJpVjRXibQXRddCl9xYHQnd0\n";
+        let users = Users::parse("f", text).unwrap();
+        assert!(users.verify("five", b"password") && users.verify("six", b"password"));
+        assert!(!users.verify("six", b"passwore"));
+        let short = Users::parse("f", "five:$5$abc$6va2Z4O\n");
+        assert!(
+            short.is_err(),
+            "a cut hash is refused at load, not a user who never logs in"
+        );
     }
 
     #[test]
@@ -281,8 +365,10 @@ mod tests {
         let bcrypt = bcrypt::hash("password", 4).unwrap();
         let text = format!("# ops\n\na:{{SHA}}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\nb:{bcrypt}\n");
         let users = Users::parse("f", &text).unwrap();
-        assert!(users.verify("a", b"password") && users.cheap("a"));
-        assert!(users.verify("b", b"password") && !users.cheap("b"));
+        assert!(users.verify("a", b"password") && users.verify("b", b"password"));
+        assert!(!users.cheap(), "one bcrypt user makes the whole file slow");
+        let sha = Users::parse("f", "a:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=:a comment\n").unwrap();
+        assert!(sha.cheap() && sha.verify("a", b"password"));
         assert!(!users.verify("a", b"Password") && !users.verify("b", b""));
     }
 

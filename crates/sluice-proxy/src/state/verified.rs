@@ -4,7 +4,7 @@
 //! a random salt of the process's: the password itself is never kept. Per worker and
 //! per generation: a reload, which reads the file again, starts empty.
 
-use super::Users;
+use super::htpasswd::Users;
 use crate::clock;
 use sha2::{Digest, Sha256};
 use std::cell::RefCell;
