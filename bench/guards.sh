@@ -269,44 +269,54 @@ def problems(r):
 def report(path):
     recs = [json.loads(l) for l in open(path) if l.strip()]
     keys = list(dict.fromkeys((r["case"], r["rate"]) for r in recs))
-    runs = lambda b, k: [r for r in recs if r["balancer"] == b and (r["case"], r["rate"]) == k]
-    cpu = lambda b, k: median([r["cpu_us_per_req"] for r in runs(b, k)])
-    rounds = max(r["round"] for r in recs)
-    fmt = lambda v, f="{:.1f}": f.format(v) if v is not None else "n/a"
-    env = os.environ
+    rounds, env = max(r["round"] for r in recs), os.environ
     print(f"CPU µs per request (the balancer's whole process tree), medians of {rounds} round(s); "
           f"every run `h2load --h1 -c {env['CLIENTS']} -t 1 --rps RATE/{env['CLIENTS']} -D SECONDS` with the "
           f"user's `Authorization` header, SECONDS {env['DUR']} at {int(env['RATE']):,} req/s and "
           f"{env['BCRYPT_DUR']} at the bcrypt rows' rate. \"over plain\": µs a request costs beyond "
           "the plain route at the same rate.")
     print()
+    cpu = table(recs, keys, lambda r: True)
+    print("nginx's bcrypt-nocache figure is its bcrypt row's at the same rate: nginx has no cache to "
+          "turn off, so it is measured once.\n")
+    low = int(env["BCRYPT_RATE"])
+    hashed, plain = cpu("sluice", ("bcrypt-nocache", low)), cpu("sluice", ("plain", low))
+    if hashed is not None and plain is not None and hashed < 10 * plain:
+        print("**sluice's bcrypt-nocache costs less than 10 times its plain route: it cannot "
+              "have hashed every request, so its figure is not a bcrypt's.**\n")
+    if any(contention(r["h2load"]) for r in recs):
+        print("The same, medians of the uncontended runs only (how many of them in brackets):\n")
+        table(recs, keys, lambda r: not contention(r["h2load"]))
+    rounds_table(recs, keys, rounds)
+
+def table(recs, keys, keep):
+    """The table of medians over the runs `keep` keeps; returns its cpu(balancer, key)."""
+    runs = lambda b, k: [r for r in recs if r["balancer"] == b and (r["case"], r["rate"]) == k and keep(r)]
+    def cpu(b, k):
+        if b == "nginx" and k[0] == "bcrypt-nocache":
+            k = ("bcrypt", k[1])
+        return median([r["cpu_us_per_req"] for r in runs(b, k)])
+    everything = all(keep(r) for r in recs)
+    fmt = lambda v, f="{:.1f}": f.format(v) if v is not None else "n/a"
+    measured = lambda b, k: any(r["balancer"] == b and (r["case"], r["rate"]) == k for r in recs)
+    count = lambda b, k: "" if everything or not measured(b, k) else f" ({len(runs(b, k))})"
     print("| row | guard | rate (req/s) | sluice | nginx | sluice/nginx | sluice over plain | nginx over plain | not 200 (sluice, nginx) |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     guard = {"plain": "none", "allow100": "100 rules, the 100th matches", "bcrypt": "bcrypt, sluice's cache 60s",
              "bcrypt-nocache": "bcrypt, sluice's cache 0s"}
-    notes = []
     for k in keys:
         case, rate = k
         s, n = cpu("sluice", k), cpu("nginx", k)
-        if case == "bcrypt-nocache" and n is None:
-            n = cpu("nginx", ("bcrypt", rate))
-            notes.append("nginx's bcrypt-nocache figure is its bcrypt row's at the same rate: nginx "
-                         "has no cache to turn off, so it is measured once.")
-        name = case + (" (sluice only: cache hits)" if not runs("nginx", k) and case == "bcrypt" else "")
+        name = case + (" (sluice only: cache hits)" if not measured("nginx", k) and case == "bcrypt" else "")
         over = lambda b, v: (f"{v - cpu(b, ('plain', rate)):+.1f}" if case != "plain" and v is not None
                              and cpu(b, ("plain", rate)) is not None else "")
         bad = lambda b: str(sum(r["not_200"] for r in runs(b, k))) if runs(b, k) else "-"
-        print(f"| {name} | {guard[case]} | {rate:,} | {fmt(s)} | {fmt(n)} | {fmt(s / n if s and n else None, '{:.2f}' if s and n and s >= n / 10 else '{:.3f}')} "
+        ratio = s / n if s and n else None
+        print(f"| {name} | {guard[case]} | {rate:,} | {fmt(s)}{count('sluice', k)} | {fmt(n)}{count('nginx', k)} "
+              f"| {fmt(ratio, '{:.2f}' if ratio and ratio >= 0.1 else '{:.3f}')} "
               f"| {over('sluice', s)} | {over('nginx', n)} | {bad('sluice')}, {bad('nginx')} |")
     print()
-    low = int(env["BCRYPT_RATE"])
-    hashed, hit = cpu("sluice", ("bcrypt-nocache", low)), cpu("sluice", ("plain", low))
-    if hashed is not None and hit is not None and hashed < 10 * hit:
-        notes.append("**sluice's bcrypt-nocache costs less than 10 times its plain route: it cannot "
-                     "have hashed every request, so its figure is not a bcrypt's.**")
-    for note in notes:
-        print(note + "\n")
-    rounds_table(recs, keys, rounds)
+    return cpu
 
 def rounds_table(recs, keys, rounds):
     print("CPU µs per request in each round, and the host during that run: (s) = % of the machine's CPU "
