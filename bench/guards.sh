@@ -12,8 +12,9 @@
 #                              (5): sluice with its default cache (60s), nginx as it is (it
 #                              hashes every request)
 #   bcrypt-nocache  /nocache/  the same with sluice's `cache = "0s"`, a hash per request as
-#                              nginx (a copy of the user file: see write_configs); nginx
-#                              has no cache to turn off, so its bcrypt figure is reported here
+#                              nginx (the same user file: what a route remembers is its
+#                              own); nginx has no cache to turn off, so its bcrypt figure
+#                              is reported here
 # Every request sends the user's right `Authorization: Basic` header (to every route, so
 # that the routes differ by their guard only). CPU per request as bench/compare.sh reads
 # it: `h2load --h1 -c CLIENTS -t 1 --rps R -D DUR` at a fixed rate, the balancer's
@@ -87,10 +88,6 @@ write_configs() {
     toml_rules=$(sed 's/.*/"allow &",/' <<<"$rules" | tr '\n' ' ')
     nginx_rules=$(sed 's/.*/allow &;/' <<<"$rules" | tr '\n' ' ')
     htpasswd -nbB "$USER_NAME" "$PASSWORD" | grep . >"$WORK/htpasswd"
-    # The no-cache route gets a copy of the file: sluice keys what it remembers by user
-    # file, user and password, not by route, so with the same file /nocache/ would pass on
-    # what /bcrypt/'s cache remembered and hash nothing.
-    cp "$WORK/htpasswd" "$WORK/htpasswd-nocache"
     # nginx's workers run as nobody: they read the user file on every request.
     chmod 755 "$WORK" && chmod 644 "$WORK"/htpasswd*
     local route='[[route]]\npath = "%s"\nupstream = "app"\n%s\n'
@@ -99,7 +96,7 @@ write_configs() {
         printf "$route" /plain/ ""
         printf "$route" /allow/ "access = [$toml_rules \"deny all\"]"
         printf "$route" /bcrypt/ "auth_basic = { realm = \"bench\", user_file = \"$WORK/htpasswd\" }"
-        printf "$route" /nocache/ "auth_basic = { realm = \"bench\", user_file = \"$WORK/htpasswd-nocache\", cache = \"0s\" }"
+        printf "$route" /nocache/ "auth_basic = { realm = \"bench\", user_file = \"$WORK/htpasswd\", cache = \"0s\" }"
         printf '[upstream.app]\nbalance = "round_robin"\nservers = ["127.0.0.1:%s", "127.0.0.1:%s"]\nkeepalive = 128\n' "$B1" "$B2"
     } >"$WORK/sluice.toml"
     mkdir -p "$WORK/nginx"
@@ -121,7 +118,7 @@ http {
         location /plain/ { proxy_pass http://app; }
         location /allow/ { $nginx_rules deny all; proxy_pass http://app; }
         location /bcrypt/ { $auth $WORK/htpasswd; proxy_pass http://app; }
-        location /nocache/ { $auth $WORK/htpasswd-nocache; proxy_pass http://app; }
+        location /nocache/ { $auth $WORK/htpasswd; proxy_pass http://app; }
     }
 }
 CFG

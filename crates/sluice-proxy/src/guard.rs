@@ -104,7 +104,7 @@ fn credentials(
             user: None,
         };
     };
-    let key = verified::key(users, &user, &password);
+    let key = verified::key(users, cache, &user, &password);
     let verdict = if generation.verified.fresh(&key) {
         Outcome::Pass
     } else if users.cheap() {
@@ -164,6 +164,11 @@ impl Pending {
         let Ok(permit) = hashing().clone().acquire_owned().await else {
             return false;
         };
+        // While it waited, a request with the same password may have verified it (a
+        // browser's burst after the cache time ran out): one hash for them all.
+        if generation.verified.fresh(&self.key) {
+            return true;
+        }
         let Pending {
             users,
             user,

@@ -48,12 +48,15 @@ impl Verified {
     }
 }
 
-/// The cache's key for `user` and `password` in `users`.
-pub(crate) fn key(users: &Arc<Users>, user: &str, password: &[u8]) -> Key {
+/// The cache's key for `user` and `password` in `users`, as remembered for `cache`:
+/// routes sharing a file but not a cache time each keep their own (a `"0s"` route never
+/// takes another's verification).
+pub(crate) fn key(users: &Arc<Users>, cache: Duration, user: &str, password: &[u8]) -> Key {
     let file = Arc::as_ptr(users) as usize;
     Sha256::new()
         .chain_update(salt())
         .chain_update(file.to_le_bytes())
+        .chain_update(cache.as_nanos().to_le_bytes())
         .chain_update((user.len() as u64).to_le_bytes())
         .chain_update(user)
         .chain_update(password)
@@ -85,10 +88,12 @@ mod tests {
     async fn remembered_for_its_cache_time_only() {
         let users = Arc::new(Users::parse("f", "a:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\n").unwrap());
         let verified = Verified::default();
-        let key = key(&users, "a", b"password");
-        assert_ne!(key, super::key(&users, "a", b"passwore"));
+        let minute = Duration::from_secs(60);
+        let key = key(&users, minute, "a", b"password");
+        assert_ne!(key, super::key(&users, minute, "a", b"passwore"));
+        assert_ne!(key, super::key(&users, Duration::ZERO, "a", b"password"));
         assert!(!verified.fresh(&key));
-        verified.remember(key, Duration::from_secs(60));
+        verified.remember(key, minute);
         assert!(verified.fresh(&key));
         tokio::time::advance(Duration::from_secs(61)).await;
         assert!(!verified.fresh(&key));

@@ -527,3 +527,69 @@ async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_rate() {
         "the balancer's clients are told apart"
     );
 }
+
+/// A user's line hashed with bcrypt at `cost` (`htpasswd -nbB -C COST`), if installed.
+fn bcrypt_at(cost: u32, user: &str, password: &str) -> Option<String> {
+    let out = std::process::Command::new("htpasswd")
+        .args(["-nbB", "-C", &cost.to_string(), user, password])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            Some(String::from_utf8(o.stdout).unwrap().trim().to_string())
+        }
+        _ => {
+            println!("skipped: htpasswd is not installed (apt-get install apache2-utils)");
+            None
+        }
+    }
+}
+
+/// How long `GET path` with `credentials` takes on `c`, and its status.
+async fn timed(c: &mut Client, path: &str, credentials: &str) -> (u16, std::time::Duration) {
+    let started = std::time::Instant::now();
+    c.send(&format!(
+        "GET {path} HTTP/1.1\r\nHost: t\r\n{credentials}\r\n"
+    ))
+    .await;
+    let status = c.read_reply().await.unwrap().status;
+    (status, started.elapsed())
+}
+
+/// bcrypt at cost 11 takes a hundred ms or more: a remembered password answers in a
+/// fraction of that, and a route with `cache = "0s"` hashes every time, even when
+/// another route with the same file remembers the password. One connection, so one
+/// worker: each worker remembers for itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verified_password_is_remembered_per_route_cache() {
+    let Some(line) = bcrypt_at(11, "ann", "pw") else {
+        return;
+    };
+    let server = backend("a").await;
+    let dir = TempDir::new("guards");
+    let file = dir.file("htpasswd", &format!("{line}\n"));
+    let auth = |path: &str, cache: &str| {
+        format!(
+            "[[route]]\npath = \"{path}\"\nupstream = \"app\"\nauth_basic = {{ realm = \"r\", user_file = {:?}, cache = \"{cache}\" }}\n",
+            file.display().to_string()
+        )
+    };
+    let p = proxy(&format!(
+        "{}{}[upstream.app]\nservers = [\"{server}\"]\n",
+        auth("/kept/", "60s"),
+        auth("/each/", "0s")
+    ));
+    let right = basic("ann", "pw");
+    let mut c = Client::connect(p.addr).await;
+    let (status, first) = timed(&mut c, "/kept/", &right).await;
+    assert_eq!(status, 200);
+    let (status, again) = timed(&mut c, "/kept/", &right).await;
+    assert_eq!(status, 200);
+    let (status, each) = timed(&mut c, "/each/", &right).await;
+    assert_eq!(status, 200);
+    println!("first {first:?}, remembered {again:?}, cache 0s {each:?}");
+    assert!(again * 3 < first, "remembered: {again:?} against {first:?}");
+    assert!(
+        again * 3 < each,
+        "the 0s route hashed: {each:?} against {again:?}"
+    );
+}
