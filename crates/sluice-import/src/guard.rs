@@ -95,6 +95,8 @@ pub struct Guards {
     /// The location's own `limit_except` and `if`s, which nginx runs for it alone, not
     /// for the locations nested in it.
     own: Vec<Closure>,
+    /// `ssl on` (before nginx 1.25.1): every listen of the server speaks TLS.
+    ssl_on: bool,
 }
 
 impl Guards {
@@ -123,7 +125,7 @@ impl Guards {
     pub fn claims(&self, d: &Node) -> bool {
         match d.name.as_str() {
             "allow" | "deny" | "auth_basic" | "auth_basic_user_file" | "satisfy" => true,
-            "limit_except" | "ssl_verify_client" => true,
+            "limit_except" | "ssl_verify_client" | "auth_delay" => true,
             "if" => self.if_check(d).is_some(),
             name => foreign(name).is_some(),
         }
@@ -144,6 +146,12 @@ impl Guards {
             }
             "auth_basic_user_file" => self.user_file = Some(set()),
             "satisfy" => self.satisfy = Some(set()),
+            "ssl" => self.ssl_on = d.arg(0) == Some("on"),
+            // nginx core (1.17.10): a refusal's answer delayed, to slow guessing down.
+            "auth_delay" => notes.push(d.note(format!(
+                "{}: not translated: sluice answers at once (nginx waits this long before a 401 or 403, to slow password guessing down)",
+                d.args.join(" ")
+            ))),
             "limit_except" => self.own.push(closure(d, ClosedBy::Methods)),
             "ssl_verify_client" => {
                 let on = d.arg(0) == Some("on");
@@ -223,6 +231,11 @@ impl Guards {
         Some(closure(d, ClosedBy::Variable(var)))
     }
 
+    /// Whether `ssl on` is in force (a server whose listens speak TLS without `ssl`).
+    pub fn ssl_on(&self) -> bool {
+        self.ssl_on
+    }
+
     /// What a route here is guarded by.
     pub fn guard(&self) -> Guard {
         let mut closed: Vec<Closure> = self.foreign.iter().filter_map(|(_, c)| c.clone()).collect();
@@ -283,6 +296,8 @@ fn foreign(name: &str) -> Option<ClosedBy> {
         "auth_request" => Some(ClosedBy::Subrequest),
         "auth_jwt" => Some(ClosedBy::Jwt),
         "auth_basic" => None,
+        // nginx core: how long a refusal waits, not a check.
+        "auth_delay" => None,
         "access_by_lua" | "access_by_lua_block" | "access_by_lua_file" => Some(ClosedBy::Module),
         _ => name
             .strip_prefix("auth_")
@@ -346,6 +361,29 @@ fn who(arg: &str) -> Option<String> {
 mod settle;
 pub use settle::settle;
 
+/// nginx asks for a client certificate on TLS connections only: a server that listens
+/// without TLS (`server`, its header) is not closed by `ssl_verify_client on`, wherever
+/// that was set; one note per such check.
+pub fn plain(routes: &mut [crate::plan::Route], server: &Node, notes: &mut Notes) {
+    let mut dropped: Vec<Closure> = Vec::new();
+    for r in routes.iter_mut() {
+        r.guard.closed.retain(|c| {
+            let cert = c.by == ClosedBy::ClientCert;
+            if cert && !dropped.contains(c) {
+                dropped.push(c.clone());
+            }
+            !cert
+        });
+    }
+    for c in dropped {
+        notes.push(crate::Note::at(&c.from, &c.directive, format!(
+            "{}: the server at {} listens without ssl, where nginx asks no one for a certificate: its routes are not closed for it, nothing to write",
+            c.args,
+            from(server)
+        )));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{foreign, variables, who};
@@ -373,6 +411,7 @@ mod tests {
         assert_eq!(foreign("access_by_lua_block"), Some(ClosedBy::Module));
         for setting in [
             "auth_basic",
+            "auth_delay",
             "auth_request_set",
             "auth_jwt_key_file",
             "access_log",

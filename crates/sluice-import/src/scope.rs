@@ -54,6 +54,11 @@ impl Scope {
         route.guard = self.guards.guard();
     }
 
+    /// Whether `ssl on` is in force here.
+    pub fn ssl_on(&self) -> bool {
+        self.guards.ssl_on()
+    }
+
     /// The certificate and key in effect here, if both are set.
     pub fn certs(&self) -> &[(String, String)] {
         &self.certs

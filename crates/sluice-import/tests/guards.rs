@@ -301,7 +301,7 @@ fn each_check_sluice_cannot_make_closes_its_routes() {
         ("auth_jwt", "location /x/ { auth_jwt \"api\"; auth_jwt_key_file /k.jwk; proxy_pass http://127.0.0.1:8080; }", "JSON Web Token"),
         ("limit_except", "location /x/ { limit_except GET { deny all; } proxy_pass http://127.0.0.1:8080; }", "some methods only"),
         ("auth_pam", "location /x/ { auth_pam \"pam\"; proxy_pass http://127.0.0.1:8080; }", "another module"),
-        ("ssl_verify_client", "ssl_verify_client on; location /x/ { proxy_pass http://127.0.0.1:8080; }", "certificate"),
+        ("ssl_verify_client", "ssl_verify_client on; ssl on; location /x/ { proxy_pass http://127.0.0.1:8080; }", "certificate"),
         ("if", "if ($blocked) { return 403; } location /x/ { proxy_pass http://127.0.0.1:8080; }", "$blocked (set by a geo or map block)"),
         ("if", "location /x/ { if ($allowed = 0) { return 444; } proxy_pass http://127.0.0.1:8080; }", "$allowed (set by a geo or map block)"),
         ("if", "location /x/ { if ($remote_addr != 10.0.0.1) { return 401; } proxy_pass http://127.0.0.1:8080; }", "$remote_addr"),
@@ -382,5 +382,59 @@ fn checks_kept_to_their_location_do_not_reach_nested_ones() {
         assert!(route(toml, open).contains("upstream = "), "{open}: {toml}");
     }
     assert_eq!(notes(&imported, NoteKind::Closed).len(), 2);
+    parsed(toml);
+}
+
+/// `auth_delay` (nginx core since 1.17.10) only slows nginx's refusals down: it checks
+/// no one, so it closes nothing, and its note says sluice answers at once.
+#[test]
+fn auth_delay_closes_nothing() {
+    let conf = "http {\n  auth_delay 2s;\n  server {\n    listen 80;\n    location /x/ { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; auth_delay 1s; proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
+    let (imported, _) = import("auth-delay", conf);
+    let toml = &imported.toml;
+    let x = route(toml, "/x/");
+    assert!(
+        x.contains("upstream = ") && x.contains("auth_basic = "),
+        "{x}"
+    );
+    assert!(
+        notes(&imported, NoteKind::Closed).is_empty(),
+        "{:#?}",
+        imported.notes
+    );
+    let delays: Vec<_> = imported
+        .notes
+        .iter()
+        .filter(|n| n.directive == "auth_delay")
+        .collect();
+    assert_eq!(delays.len(), 2, "{:#?}", imported.notes);
+    for n in delays {
+        assert!(
+            n.text.contains("not translated: sluice answers at once"),
+            "{n}"
+        );
+        assert_eq!(n.kind(), NoteKind::Lost, "{n}");
+    }
+    parsed(toml);
+}
+
+/// nginx asks for a client certificate on TLS connections only: `ssl_verify_client on`
+/// at the http level closes the servers that listen with ssl, not the plain ones.
+#[test]
+fn ssl_verify_client_closes_only_servers_that_listen_with_ssl() {
+    let conf = "http {\n  ssl_verify_client on;\n  ssl_client_certificate /etc/ca.pem;\n  ssl_certificate /etc/cert.pem;\n  ssl_certificate_key /etc/key.pem;\n  server {\n    listen 80;\n    location /plain/ { proxy_pass http://127.0.0.1:8080; }\n  }\n  server {\n    listen 443 ssl;\n    location /tls/ { proxy_pass http://127.0.0.1:8080; }\n  }\n  server {\n    listen 8443;\n    ssl on;\n    location /old/ { proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
+    let (imported, _) = import("verify-client", conf);
+    let toml = &imported.toml;
+    assert!(route(toml, "/plain/").contains("upstream = "), "{toml}");
+    assert!(route(toml, "/tls/").contains(CLOSED), "{toml}");
+    // `ssl on` (before nginx 1.25.1) makes every listen of its server TLS.
+    assert!(route(toml, "/old/").contains(CLOSED), "{toml}");
+    let closed = notes(&imported, NoteKind::Closed);
+    assert_eq!(closed.len(), 1, "{closed:?}");
+    assert!(
+        closed[0].contains(":2: ssl_verify_client: on: ")
+            && closed[0].contains("answer 403 (/tls/, /old/)"),
+        "{closed:?}"
+    );
     parsed(toml);
 }
