@@ -3,7 +3,7 @@
 //! any of its own inherits none), `auth_basic` and `auth_basic_user_file` apart (each
 //! taken from above while unset here; `auth_basic off` turns the check off), `satisfy`
 //! from above. A check sluice cannot make (`auth_request`, `auth_jwt`, `limit_except`,
-//! an `if` on a `geo` or `map` variable answering 403) closes the routes under it:
+//! an `if` answering 403 or another 4xx) closes the routes under it:
 //! `sluice import` never writes a route nginx guarded without its guard.
 
 use crate::plan::{Auth, ClosedBy, Closure, Guard, Rule, Satisfy, Verdict};
@@ -50,9 +50,9 @@ fn collect_vars(nodes: &[Node], vars: &mut Vec<String>) {
     }
 }
 
-/// Variables of the client itself: an `if` answering 403 by one of them checks who the
-/// client is as surely as a `geo` block does (`if ($remote_addr != ...)`,
-/// `if ($ssl_client_verify != SUCCESS)`).
+/// Variables of the client itself, named in the note of an `if` that refuses by one:
+/// it checks who the client is as surely as a `geo` block does
+/// (`if ($remote_addr != ...)`, `if ($ssl_client_verify != SUCCESS)`).
 const CLIENT_VARS: &[&str] = &[
     "remote_addr",
     "binary_remote_addr",
@@ -208,16 +208,16 @@ impl Guards {
         self.foreign.push((d.name.clone(), check));
     }
 
-    /// An `if` whose block answers 401, 403 or 444 on a condition reading a `geo` or
-    /// `map` variable, or one of the client's ([`CLIENT_VARS`], `$ssl_client_*`).
+    /// An `if` whose block refuses (answers a 4xx status, or 444): sluice evaluates no
+    /// `if`, so whatever its condition reads, the routes under it are closed. What it
+    /// reads is named when it is a `geo` or `map` variable or one of the client's
+    /// ([`CLIENT_VARS`], `$ssl_client_*`). An `if` that redirects, or answers 2xx or
+    /// 5xx, refuses no one: it is noted as not translated.
     fn if_check(&self, d: &Node) -> Option<Closure> {
-        let refuses = d
-            .block()
-            .iter()
-            .any(|r| r.name == "return" && matches!(r.arg(0), Some("401" | "403" | "444")));
-        if !refuses {
-            return None;
-        }
+        let status = d.block().iter().find_map(|r| {
+            let code: u16 = r.arg(0).filter(|_| r.name == "return")?.parse().ok()?;
+            (400..500).contains(&code).then_some(code)
+        })?;
         let condition = d.args.join(" ");
         let var = variables(&condition).find_map(|v| {
             if self.context.vars.contains(&v) {
@@ -227,8 +227,8 @@ impl Guards {
             } else {
                 None
             }
-        })?;
-        Some(closure(d, ClosedBy::Variable(var)))
+        });
+        Some(closure(d, ClosedBy::If { status, var }))
     }
 
     /// Whether `ssl on` is in force (a server whose listens speak TLS without `ssl`).

@@ -122,9 +122,10 @@ pub enum ClosedBy {
     Module,
     /// `limit_except METHODS { ... }`: checks for some methods only.
     Methods,
-    /// `if (...$var...) { return 403; }` on a variable of `geo` or `map` (or of the
-    /// client: its address, user, certificate).
-    Variable(String),
+    /// `if (...) { return 403; }`, or any other 4xx or 444: sluice evaluates no `if`.
+    /// `var`: what its condition reads, when that is a variable of `geo` or `map` or
+    /// of the client (its address, user, certificate).
+    If { status: u16, var: Option<String> },
     /// `ssl_verify_client on`: a client certificate.
     ClientCert,
     /// `auth_basic_user_file` named by a variable.
@@ -148,9 +149,15 @@ impl ClosedBy {
                 "checks for some methods only; sluice's access and auth_basic apply to every method"
                     .into()
             }
-            ClosedBy::Variable(var) => format!(
-                "an answer of 401, 403 or 444 decided by {var}; sluice has no such variable"
+            ClosedBy::If {
+                status,
+                var: Some(var),
+            } => format!(
+                "an answer of {status} decided by {var} in an if, which sluice does not evaluate"
             ),
+            ClosedBy::If { status, var: None } => {
+                format!("an answer of {status} decided by an if, which sluice does not evaluate")
+            }
             ClosedBy::ClientCert => "clients must show a certificate; sluice asks for none".into(),
             ClosedBy::UserFileVariable => {
                 "a user file named by a variable; sluice's auth_basic reads one fixed file".into()
@@ -167,7 +174,7 @@ impl ClosedBy {
         // methods, in which the location's `return` is not.
         matches!(
             self,
-            ClosedBy::Variable(_) | ClosedBy::ClientCert | ClosedBy::Methods
+            ClosedBy::If { .. } | ClosedBy::ClientCert | ClosedBy::Methods
         )
     }
 }

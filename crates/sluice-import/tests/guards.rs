@@ -438,3 +438,46 @@ fn ssl_verify_client_closes_only_servers_that_listen_with_ssl() {
     );
     parsed(toml);
 }
+
+/// sluice evaluates no `if`: one whose block refuses (any 4xx, or 444) closes the routes
+/// under it, whatever its condition reads; one that redirects or answers 2xx does not.
+#[test]
+fn an_if_that_refuses_closes_its_routes_whatever_it_reads() {
+    let cases = [
+        "if ($http_x_api_key != \"s3cret\") { return 401; }",
+        "valid_referers none blocked example.com; if ($invalid_referer) { return 403; }",
+        "secure_link $arg_md5,$arg_expires; secure_link_md5 \"$secure_link_expires$uri s\"; if ($secure_link = \"\") { return 403; }",
+        "set $deny 1; if ($deny) { return 403; }",
+        "if ($request_method !~ ^(GET|POST)$) { return 405; }",
+        "if ($http_user_agent ~* curl) { return 444; }",
+    ];
+    for (i, check) in cases.into_iter().enumerate() {
+        // At the server level and in the location itself.
+        for (j, (server, location)) in [(check, ""), ("", check)].into_iter().enumerate() {
+            let conf = format!("http {{\n  server {{\n    listen 80;\n    {server}\n    location /x/ {{\n      {location}\n      proxy_pass http://127.0.0.1:8080;\n    }}\n  }}\n}}\n");
+            let (imported, _) = import(&format!("if-{i}-{j}"), &conf);
+            let toml = &imported.toml;
+            assert!(route(toml, "/x/").contains(CLOSED), "{check}: {toml}");
+            let closed = notes(&imported, NoteKind::Closed);
+            assert_eq!(closed.len(), 1, "{check}: {:#?}", imported.notes);
+            let line = if j == 0 { 4 } else { 6 };
+            assert!(
+                closed[0].contains(&format!(":{line}: if: "))
+                    && closed[0].contains("which sluice does not evaluate")
+                    && closed[0].contains("the route it guards answers 403 (/x/)"),
+                "{check}: {closed:?}"
+            );
+            parsed(toml);
+        }
+    }
+    let open = "http {\n  server {\n    listen 80;\n    if ($scheme = http) { return 301 https://$host$request_uri; }\n    location /x/ {\n      if ($http_x_api_key = \"\") { return 302 /login; }\n      if ($request_method = OPTIONS) { return 200; }\n      if ($arg_debug) { return 503; }\n      proxy_pass http://127.0.0.1:8080;\n    }\n  }\n}\n";
+    let (imported, _) = import("if-open", open);
+    assert!(
+        route(&imported.toml, "/x/").contains("upstream = "),
+        "{}",
+        imported.toml
+    );
+    assert!(notes(&imported, NoteKind::Closed).is_empty());
+    let ifs = imported.notes.iter().filter(|n| n.directive == "if");
+    assert_eq!(ifs.count(), 4, "{:?}", imported.notes);
+}
