@@ -359,7 +359,7 @@ fn who(arg: &str) -> Option<String> {
 }
 
 mod settle;
-pub use settle::settle;
+pub use settle::{in_force, settle};
 
 /// nginx asks for a client certificate on TLS connections only: a server that listens
 /// without TLS (`server`, its header) is not closed by `ssl_verify_client on`, wherever

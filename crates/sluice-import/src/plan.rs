@@ -66,6 +66,42 @@ pub struct Guard {
     pub not_reached: Vec<String>,
 }
 
+impl Guard {
+    /// Whether it may refuse anyone: a `deny`, basic auth, or a check that closes it
+    /// (`allow` alone lets everyone in, as nginx does when no rule matches).
+    pub fn restricts(&self) -> bool {
+        !self.closed.is_empty()
+            || self.auth.is_some()
+            || self.access.iter().any(|r| r.verdict == Verdict::Deny)
+    }
+
+    /// Whether it makes the same checks as `other`, wherever each was written.
+    pub fn same_checks(&self, other: &Guard) -> bool {
+        let rules = |g: &Guard| -> Vec<(Verdict, String)> {
+            g.access
+                .iter()
+                .map(|r| (r.verdict, r.who.clone()))
+                .collect()
+        };
+        let auth = |g: &Guard| {
+            g.auth
+                .as_ref()
+                .map(|a| (a.realm.clone(), a.user_file.clone()))
+        };
+        let closed = |g: &Guard| -> Vec<(ClosedBy, String, String)> {
+            let each = g.closed.iter();
+            each.map(|c| (c.by.clone(), c.directive.clone(), c.args.clone()))
+                .collect()
+        };
+        // `satisfy any` changes anything only with both kinds of check.
+        let any = |g: &Guard| g.satisfy == Satisfy::Any && !g.access.is_empty() && g.auth.is_some();
+        rules(self) == rules(other)
+            && auth(self) == auth(other)
+            && closed(self) == closed(other)
+            && any(self) == any(other)
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Satisfy {
     /// Every check must let the request in (nginx's default).
@@ -132,6 +168,9 @@ pub enum ClosedBy {
     UserFileVariable,
     /// An `allow` or `deny` sluice cannot read (nginx would not start with it).
     Unreadable,
+    /// Another location of the same path (`= /p` and `/p`: one prefix in sluice), at
+    /// `with`, whose checks differ: sluice cannot keep both.
+    Collapsed { with: String },
 }
 
 impl ClosedBy {
@@ -163,6 +202,9 @@ impl ClosedBy {
                 "a user file named by a variable; sluice's auth_basic reads one fixed file".into()
             }
             ClosedBy::Unreadable => "not an address, a network or all".into(),
+            ClosedBy::Collapsed { with } => format!(
+                "one prefix route in sluice with the location at {with} (sluice routes by prefix), which checks who may come in differently; sluice cannot keep both checks"
+            ),
         }
     }
 

@@ -481,3 +481,52 @@ fn an_if_that_refuses_closes_its_routes_whatever_it_reads() {
     let ifs = imported.notes.iter().filter(|n| n.directive == "if");
     assert_eq!(ifs.count(), 4, "{:?}", imported.notes);
 }
+
+/// `location = /p` and `location /p` become one prefix route in sluice. When their
+/// checks differ, the stricter is kept: the checked one over the open one, closed over
+/// either; two different checks close the route (sluice cannot keep both). Every check
+/// that closed either still has its Closed note.
+#[test]
+fn an_exact_and_a_prefix_location_of_one_path_keep_the_stricter_checks() {
+    let conf = "http {\n  server {\n    listen 80;\n    location = /admin { proxy_pass http://127.0.0.1:8080; }\n    location /admin { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; proxy_pass http://127.0.0.1:8080; }\n    location = /ops { allow 10.0.0.0/8; deny all; proxy_pass http://127.0.0.1:8080; }\n    location /ops { proxy_pass http://127.0.0.1:8080; }\n    location = /sub { proxy_pass http://127.0.0.1:8080; }\n    location /sub { auth_request /auth; proxy_pass http://127.0.0.1:8080; }\n    location = /both { allow 10.0.0.0/8; deny all; proxy_pass http://127.0.0.1:8080; }\n    location /both { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; proxy_pass http://127.0.0.1:8080; }\n    location = /same { deny all; proxy_pass http://127.0.0.1:8080; }\n    location /same { deny all; proxy_pass http://127.0.0.1:8080; }\n    location = /ping { return 200 \"pong\"; }\n    location /ping { auth_request /auth; proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
+    let (imported, _) = import("collapse", conf);
+    let toml = &imported.toml;
+    let config = parsed(toml);
+    for path in ["/admin", "/ops", "/sub", "/both", "/same", "/ping"] {
+        let n = config.routes.iter().filter(|r| r.path == path).count();
+        assert_eq!(n, 1, "{path}: {toml}");
+    }
+    // The checked one kept, whichever came first.
+    let admin = route(toml, "/admin");
+    assert!(
+        admin.contains("auth_basic = ") && admin.contains("upstream = "),
+        "{admin}"
+    );
+    assert!(!admits(guard(&config, "/ops"), "192.0.2.1"), "{toml}");
+    assert!(
+        route(toml, "/same").contains("access = [\"deny all\"]"),
+        "{toml}"
+    );
+    // Closed: a check sluice cannot make, kept however the other is; two different
+    // checks; and a closed one over a return (which nginx answers before checking).
+    for closed in ["/sub", "/both", "/ping"] {
+        assert!(route(toml, closed).contains(CLOSED), "{closed}: {toml}");
+    }
+    let closed = notes(&imported, NoteKind::Closed);
+    assert_eq!(closed.len(), 3, "{:#?}", imported.notes);
+    let on = |line: usize, what: &str| {
+        closed
+            .iter()
+            .any(|n| n.contains(&format!(":{line}: {what}")))
+    };
+    assert!(on(9, "auth_request: /auth: "), "{closed:?}");
+    assert!(on(15, "auth_request: /auth: "), "{closed:?}");
+    assert!(on(11, "location: /both: "), "{closed:?}");
+    // Which was kept, and why, is said at the one left out.
+    for line in [4, 7] {
+        let said = imported.notes.iter().any(|n| {
+            n.line == line && n.directive == "location" && n.text.contains("the stricter")
+        });
+        assert!(said, "{line}: {:#?}", imported.notes);
+    }
+}

@@ -37,6 +37,16 @@ pub fn settle(routes: &mut [Route], notes: &mut Notes) {
     }
 }
 
+/// The checks nginx makes on `r`'s requests: its guard, less those a `return` answers
+/// before (see [`settle`]).
+pub fn in_force(r: &Route) -> Guard {
+    let mut g = r.guard.clone();
+    if matches!(r.action, Action::Return { .. } | Action::RedirectHttps) {
+        not_reached(&mut g);
+    }
+    g
+}
+
 /// nginx answers `return` (rewrite phase) before its access phase: `allow`, `deny`,
 /// `auth_basic` and the like never ran there, and sluice must not run them either.
 fn not_reached(g: &mut Guard) {

@@ -3,9 +3,11 @@
 //! default server of an address takes the requests no name matched, as in nginx).
 
 use super::{Scope, Translator};
-use crate::guard::Level;
+use crate::guard::{self, Level};
 use crate::location;
-use crate::plan::{bind, Action, Listener, Plan, Route, Server, Upstream};
+use crate::plan::{
+    bind, Action, ClosedBy, Closure, Guard, Listener, Plan, Route, Server, Upstream,
+};
 use crate::tree::Node;
 use crate::Notes;
 
@@ -202,7 +204,7 @@ impl Translator {
                 out.push(route);
             }
         }
-        out
+        collapse(out, notes)
     }
 
     /// A location's route, and those of the locations inside it.
@@ -329,7 +331,84 @@ fn loops_into(addr: &str, bind: &str) -> bool {
     port == bport && (host == bhost || (local && matches!(bhost, "0.0.0.0" | "[::]")))
 }
 
-/// Drops a route that repeats another's host, path and listeners (the first wins).
+/// One route per path of a server: nginx's `= /p` and `/p` (and a regex recovered as
+/// the prefix `/p`) become one prefix in sluice. Where their checks differ the stricter
+/// is kept, and said at the location left out.
+fn collapse(routes: Vec<Route>, notes: &mut Notes) -> Vec<Route> {
+    let mut out: Vec<Route> = Vec::new();
+    for r in routes {
+        match out.iter_mut().find(|o| o.path == r.path) {
+            Some(first) => merge(first, r, notes),
+            None => out.push(r),
+        }
+    }
+    out
+}
+
+/// `dup` has `first`'s path. Kept, in this order: closed, with every check that closed
+/// either (each keeps its Closed note); the same checks: `first`, as nginx's first
+/// location; the one that checks anyone over one that checks no one; and two different
+/// checks close the route, as sluice cannot keep both (closed over open).
+fn merge(first: &mut Route, dup: Route, notes: &mut Notes) {
+    let (mine, theirs) = (guard::in_force(first), guard::in_force(&dup));
+    let note = |at: &str, text: String| crate::Note::at(at, "location", text);
+    let same = |other: &str| {
+        format!(
+            "{}: the same path as the route from {other} (nginx's = and prefix locations of one path become one prefix in sluice)",
+            dup.path
+        )
+    };
+    let mut closed = mine.closed.clone();
+    closed.extend(
+        theirs
+            .closed
+            .iter()
+            .filter(|c| !mine.closed.contains(c))
+            .cloned(),
+    );
+    if closed.len() > mine.closed.len() {
+        first.guard = Guard { closed, ..mine };
+        // Closed whatever it answered: `guard::settle` writes it 403.
+        first.action = Action::None;
+        let text = format!("{}, with other checks: one route, kept closed (return = 403) as the stricter, so that each check that closed either still closes it", same(&first.from));
+        notes.push(note(&dup.from, text));
+    } else if mine.same_checks(&theirs) || !mine.closed.is_empty() {
+        let why = if mine.closed.is_empty() {
+            ""
+        } else {
+            " (closed: the stricter)"
+        };
+        notes.push(note(
+            &dup.from,
+            format!("{}{why}; left out", same(&first.from)),
+        ));
+    } else if !theirs.restricts() {
+        notes.push(note(&dup.from, format!(
+            "{}, which checks who may reach it: that route is kept, as the stricter; this one, which lets anyone in, is left out",
+            same(&first.from)
+        )));
+    } else if !mine.restricts() {
+        notes.push(note(&first.from, format!(
+            "{}, which checks who may reach it: that route is kept, as the stricter; this one, which lets anyone in, is left out",
+            same(&dup.from)
+        )));
+        *first = dup;
+    } else {
+        first.guard.closed.push(Closure {
+            by: ClosedBy::Collapsed {
+                with: first.from.clone(),
+            },
+            directive: "location".into(),
+            args: dup.path.clone(),
+            from: dup.from.clone(),
+        });
+        first.action = Action::None;
+    }
+}
+
+/// Drops a route that repeats another's host, path and listeners: a `server_name` two
+/// `server` blocks share, which nginx answers with the first (a server's own paths are
+/// one route each already, [`collapse`]).
 fn dedupe(routes: Vec<Route>, notes: &mut Notes) -> Vec<Route> {
     let mut out: Vec<Route> = Vec::new();
     for r in routes {
@@ -337,7 +416,7 @@ fn dedupe(routes: Vec<Route>, notes: &mut Notes) -> Vec<Route> {
             Some(first) => notes.push(crate::Note::at(
                 &r.from,
                 "location",
-                format!("{}: the same path as the route from {} (nginx's = and prefix locations of one path become one prefix); left out", r.path, first.from),
+                format!("{}: the same host and path as the route from {}, whose server nginx answers that name with (the first); left out", r.path, first.from),
             )),
             None => out.push(r),
         }
