@@ -67,8 +67,13 @@ impl Note {
 
     /// The note about a check that closed routes.
     pub(crate) fn closed(self) -> Note {
+        self.of_kind(NoteKind::Closed)
+    }
+
+    /// The note, of `kind` whatever its words.
+    pub(crate) fn of_kind(self, kind: NoteKind) -> Note {
         Note {
-            kind: Some(NoteKind::Closed),
+            kind: Some(kind),
             ..self
         }
     }

@@ -101,7 +101,12 @@ pub fn route(loc: &Node, scope: &Scope, notes: &mut Notes) -> Route {
             route.action = action;
         }
     }
-    if matches!(route.action, Action::None) {
+    // A location whose content is another handler's (FastCGI...) is not a directory
+    // of files to serve, whatever its root: its files are that handler's scripts.
+    if content(loc).is_some() && matches!(route.action, Action::Root(_)) {
+        route.action = Action::None;
+    }
+    if matches!(route.action, Action::None) && content(loc).is_none() {
         if let Some(root) = &scope.root {
             route.action = Action::Root(root.clone());
         }
@@ -117,6 +122,35 @@ pub fn route(loc: &Node, scope: &Scope, notes: &mut Notes) -> Route {
         };
     }
     route
+}
+
+/// Directives that answer a location's requests with something other than its files:
+/// handlers sluice does not translate (and `proxy_pass` where it could not be).
+const CONTENT: &[&str] = &[
+    "proxy_pass",
+    "fastcgi_pass",
+    "uwsgi_pass",
+    "scgi_pass",
+    "grpc_pass",
+    "memcached_pass",
+    "empty_gif",
+    "stub_status",
+    "js_content",
+    "perl",
+    "content_by_lua",
+    "content_by_lua_block",
+    "content_by_lua_file",
+    "api",
+];
+
+/// The directive that answers `loc`'s requests with a handler sluice does not
+/// translate, if it has one.
+pub fn content(loc: &Node) -> Option<&Node> {
+    let untranslated = |d: &&Node| action(d, &mut Vec::new()).is_none();
+    loc.block()
+        .iter()
+        .filter(|d| CONTENT.contains(&d.name.as_str()))
+        .find(untranslated)
 }
 
 /// What a directive makes the route do, if it is one that answers.

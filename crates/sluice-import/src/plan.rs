@@ -75,6 +75,38 @@ impl Guard {
             || self.access.iter().any(|r| r.verdict == Verdict::Deny)
     }
 
+    /// Whether nginx refuses every client: `deny all` first (and no basic auth that
+    /// `satisfy any` would take instead), or a check that closes it.
+    pub fn refuses_everyone(&self) -> bool {
+        let deny_all = self
+            .access
+            .first()
+            .is_some_and(|r| r.verdict == Verdict::Deny && r.who == "all");
+        let auth_instead = self.satisfy == Satisfy::Any && self.auth.is_some();
+        (deny_all && !auth_instead) || self.closed.iter().any(|c| c.by == ClosedBy::Unreadable)
+    }
+
+    /// Its checks and where nginx has them, for a note: "allow and deny at f:3, f:4;
+    /// auth_basic at f:5".
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.access.is_empty() {
+            let mut at: Vec<&str> = self.access.iter().map(|r| r.from.as_str()).collect();
+            at.dedup();
+            parts.push(format!("allow and deny at {}", at.join(", ")));
+        }
+        if let Some(a) = &self.auth {
+            parts.push(format!("auth_basic at {}", a.realm_from));
+        }
+        let closed = self.closed.iter();
+        parts.extend(
+            closed
+                .filter(|c| !matches!(c.by, ClosedBy::Unserved { .. }))
+                .map(|c| format!("{} at {}", c.directive, c.from)),
+        );
+        parts.join("; ")
+    }
+
     /// Whether it makes the same checks as `other`, wherever each was written.
     pub fn same_checks(&self, other: &Guard) -> bool {
         let rules = |g: &Guard| -> Vec<(Verdict, String)> {
@@ -171,6 +203,10 @@ pub enum ClosedBy {
     /// Another location of the same path (`= /p` and `/p`: one prefix in sluice), at
     /// `with`, whose checks differ: sluice cannot keep both.
     Collapsed { with: String },
+    /// A guarded location sluice has nothing to answer with (`what`: no root in scope,
+    /// `fastcgi_pass`...): closed rather than left out, where its paths would fall to a
+    /// shorter route. Its note is the location's own, not a Closed one.
+    Unserved { what: String },
 }
 
 impl ClosedBy {
@@ -202,6 +238,9 @@ impl ClosedBy {
                 "a user file named by a variable; sluice's auth_basic reads one fixed file".into()
             }
             ClosedBy::Unreadable => "not an address, a network or all".into(),
+            ClosedBy::Unserved { what } => format!(
+                "nothing sluice can answer with ({what}), and nginx checked who may reach it: closed rather than left out, where its paths would fall to a shorter route"
+            ),
             ClosedBy::Collapsed { with } => format!(
                 "one prefix route in sluice with the location at {with} (sluice routes by prefix), which checks who may come in differently; sluice cannot keep both checks"
             ),

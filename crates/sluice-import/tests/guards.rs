@@ -530,3 +530,56 @@ fn an_exact_and_a_prefix_location_of_one_path_keep_the_stricter_checks() {
         assert!(said, "{line}: {:#?}", imported.notes);
     }
 }
+
+/// A location nginx guards that sluice has nothing to answer with (no root in scope;
+/// FastCGI, uwsgi or gRPC) is written closed rather than left out, where its paths
+/// would fall to a shorter route (`/`, proxied to the application). Where nginx refuses
+/// everyone (`deny all`) that is nginx's answer; elsewhere whom nginx let in gets 403 (a
+/// note says what was not carried over). No check sluice cannot make: it exits 0.
+#[test]
+fn a_guarded_location_with_nothing_to_answer_is_written_closed() {
+    let conf = "http {\n  server {\n    listen 80;\n    location / { proxy_pass http://127.0.0.1:8080; }\n    location /private/ { deny all; }\n    location /php/ { allow 10.0.0.0/8; deny all; fastcgi_pass 127.0.0.1:9000; }\n    location /rpc/ { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; grpc_pass grpc://127.0.0.1:9000; }\n    location /uw/ { root /srv; allow 10.0.0.0/8; deny all; uwsgi_pass 127.0.0.1:9000; }\n    location ~ ^/secret/ { deny all; }\n    location /open/ { fastcgi_pass 127.0.0.1:9000; }\n  }\n}\n";
+    let (imported, dir) = import("unserved", conf);
+    let toml = &imported.toml;
+    let config = parsed(toml);
+    for path in ["/private/", "/php/", "/rpc/", "/uw/", "/secret/"] {
+        let r = route(toml, path);
+        assert!(r.contains(CLOSED), "{path}: {r}");
+        // Not sluice's root: a FastCGI or uwsgi location's files are its scripts.
+        assert!(
+            !r.contains("root = ") && !r.contains("upstream = "),
+            "{path}: {r}"
+        );
+        assert!(r.contains("# answers 403: "), "{path}: {r}");
+    }
+    // Unguarded, it is left out as before (nothing nginx checked is opened).
+    assert!(!config.routes.iter().any(|r| r.path == "/open/"), "{toml}");
+    assert!(
+        notes(&imported, NoteKind::Closed).is_empty(),
+        "{:#?}",
+        imported.notes
+    );
+    let nginx = dir.0.join("nginx.conf").display().to_string();
+    let note = |line: usize| {
+        let found = imported
+            .notes
+            .iter()
+            .filter(|n| n.line == line && n.directive == "location" && n.file == nginx)
+            .find(|n| n.text.contains("return = 403"));
+        found.unwrap_or_else(|| panic!("{line}: {:#?}", imported.notes))
+    };
+    // `deny all`: nginx's own answer, 403 to everyone.
+    for line in [5, 9] {
+        let n = note(line);
+        assert_eq!(n.kind(), NoteKind::Done, "{n}");
+        assert!(n.text.contains("nginx refuses everyone here"), "{n}");
+    }
+    for (line, what) in [(6, "fastcgi_pass"), (7, "grpc_pass"), (8, "uwsgi_pass")] {
+        let n = note(line);
+        assert_eq!(n.kind(), NoteKind::Lost, "{n}");
+        assert!(
+            n.text.contains(what) && n.text.contains("written closed"),
+            "{n}"
+        );
+    }
+}

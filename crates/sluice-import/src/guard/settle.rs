@@ -2,7 +2,7 @@
 //! out where nginx answers before checking anyone; a note for each check that closed
 //! routes.
 
-use crate::plan::{Action, Closure, Guard, Route, Satisfy};
+use crate::plan::{Action, ClosedBy, Closure, Guard, Route, Satisfy};
 use crate::{Note, Notes};
 
 /// Closes the routes whose checks sluice cannot make (each answers 403), and leaves out
@@ -22,7 +22,9 @@ pub fn settle(routes: &mut [Route], notes: &mut Notes) {
         }
     }
     let mut checks: Vec<&Closure> = Vec::new();
-    for c in routes.iter().flat_map(|r| &r.guard.closed) {
+    let closures = routes.iter().flat_map(|r| &r.guard.closed);
+    // A location with nothing to answer has a note of its own (`translate::server`).
+    for c in closures.filter(|c| !matches!(c.by, ClosedBy::Unserved { .. })) {
         if !checks.contains(&c) {
             checks.push(c);
         }

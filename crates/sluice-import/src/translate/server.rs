@@ -230,11 +230,39 @@ impl Translator {
             }
         }
         if matches!(route.action, Action::None) {
-            notes.push(loc.note("nothing sluice can answer with here (no proxy_pass, return or root translated); left out"));
-            return;
+            if !route.guard.restricts() {
+                notes.push(loc.note("nothing sluice can answer with here (no proxy_pass, return or root translated); left out"));
+                return;
+            }
+            notes.push(unserved(loc, &mut route));
         }
         out.push(route);
     }
+}
+
+/// A location nginx guards that sluice has nothing to answer with, closed (return =
+/// 403) rather than left out: its paths would fall to a shorter route (`/`, often the
+/// application), open to whom nginx refused. Its note: nginx's own answer where nginx
+/// refuses everyone, what is not carried over elsewhere.
+fn unserved(loc: &Node, route: &mut Route) -> crate::Note {
+    let what = match location::content(loc) {
+        Some(d) => format!("{} {}", d.name, d.args.join(" ")),
+        None => "no proxy_pass, return or root".into(),
+    };
+    let checks = route.guard.describe();
+    let place = loc.args.join(" ");
+    let note = if route.guard.refuses_everyone() {
+        loc.note(format!("{place}: nginx refuses everyone here ({checks}), and there is nothing else sluice can answer with ({what}): written as return = 403, nginx's answer, rather than left out (its paths would fall to a shorter route); nothing more to write")).of_kind(crate::NoteKind::Done)
+    } else {
+        loc.note(format!("{place}: nothing sluice can answer with here ({what}: not translated), and nginx checked who may reach it ({checks}): written closed (return = 403) rather than left out, where its paths would fall to a shorter route; whom nginx let in gets 403 until it is carried over by hand")).of_kind(crate::NoteKind::Lost)
+    };
+    route.guard.closed.push(Closure {
+        by: ClosedBy::Unserved { what },
+        directive: "location".into(),
+        args: place,
+        from: route.from.clone(),
+    });
+    note
 }
 
 /// Places every server's routes, now that each address's default server is known, and
