@@ -47,7 +47,30 @@ pub struct Route {
     pub read_timeout: Option<String>,
     /// Who may have it answered: nginx's access checks in force where it is.
     pub guard: Guard,
+    /// How nginx's location matched, which sluice's prefix may not match alike.
+    pub matching: Matching,
     pub from: String,
+}
+
+/// How nginx's location chose its requests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Matching {
+    /// `location /p`: the longest such prefix, unless a regex matches too.
+    #[default]
+    Prefix,
+    /// `location = /p`.
+    Exact,
+    /// `location ^~ /p`: as the longest prefix, no regex is tried.
+    Preferred,
+    /// `location ~ RE` (or `~*`) whose literal start is the route's path: tried in the
+    /// config's order (`order`), before any prefix but `^~` and `=`.
+    Regex {
+        /// As written: `~ ^/api/`.
+        re: String,
+        anchored: bool,
+        caseless: bool,
+        order: usize,
+    },
 }
 
 /// nginx's access checks of a route, as sluice's `access`, `auth_basic` and `satisfy`;
@@ -93,7 +116,12 @@ impl Guard {
         if !self.access.is_empty() {
             let mut at: Vec<&str> = self.access.iter().map(|r| r.from.as_str()).collect();
             at.dedup();
-            parts.push(format!("allow and deny at {}", at.join(", ")));
+            let rules = match self.access.iter().map(|r| r.verdict).collect::<Vec<_>>() {
+                v if v.iter().all(|v| *v == Verdict::Deny) => "deny",
+                v if v.iter().all(|v| *v == Verdict::Allow) => "allow",
+                _ => "allow and deny",
+            };
+            parts.push(format!("{rules} at {}", at.join(", ")));
         }
         if let Some(a) = &self.auth {
             parts.push(format!("auth_basic at {}", a.realm_from));

@@ -583,3 +583,73 @@ fn a_guarded_location_with_nothing_to_answer_is_written_closed() {
         );
     }
 }
+
+/// Guarded locations whose paths sluice cannot route as nginx did: a regular expression
+/// that is no prefix (its paths fall to the other routes), one not anchored with ^
+/// (nginx matched it further in a path too), one case-insensitive (the path in other
+/// cases), one with longer prefixes under it (nginx tries regexes first, sluice the
+/// longest prefix). Each is a Closed note naming the location (exit 2): the paths it
+/// guarded are open under another route. Unguarded, or where every other route checks
+/// the same, nothing opens: no Closed note.
+#[test]
+fn guarded_locations_sluice_cannot_route_as_nginx_did_are_closed_notes() {
+    let conf = "http {\n  server {\n    listen 80;\n    location / { proxy_pass http://127.0.0.1:8080; }\n    location ~ /\\.git { deny all; }\n    location ~* \\.(env|ini)$ { deny all; }\n    location ~ \\.php$ { fastcgi_pass 127.0.0.1:9000; }\n    location ~* ^/admin { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; proxy_pass http://127.0.0.1:8080; }\n    location ~ ^/internal/ { allow 10.0.0.0/8; deny all; proxy_pass http://127.0.0.1:8080; }\n    location /internal/api/ { proxy_pass http://127.0.0.1:8080; }\n    location ~ ^/ops/ { deny all; proxy_pass http://127.0.0.1:8080; }\n    location ^~ /ops/x/ { proxy_pass http://127.0.0.1:8080; }\n    location @named { deny all; proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
+    let (imported, _) = import("unroutable", conf);
+    let toml = &imported.toml;
+    parsed(toml);
+    // What sluice can route is written, closed or with its checks, as before.
+    assert!(route(toml, "/.git").contains(CLOSED), "{toml}");
+    assert!(route(toml, "/admin").contains("auth_basic = "), "{toml}");
+    assert!(route(toml, "/internal/").contains("access = "), "{toml}");
+    let closed = notes(&imported, NoteKind::Closed);
+    let on = |line: usize, words: &str| {
+        closed
+            .iter()
+            .any(|n| n.contains(&format!(":{line}: location: ")) && n.contains(words))
+    };
+    assert!(on(5, "not anchored"), "{closed:#?}");
+    assert!(on(6, "not a path prefix"), "{closed:#?}");
+    assert!(on(8, "case"), "{closed:#?}");
+    assert!(on(9, "/internal/api/"), "{closed:#?}");
+    // Each names the checks nginx made there.
+    assert!(closed.iter().all(|n| n.contains(" at ")), "{closed:#?}");
+    // `^~` beats regexes in nginx too; an unguarded regex and a named location open
+    // nothing: no Closed note for them.
+    assert_eq!(closed.len(), 4, "{closed:#?}");
+    for line in [7, 13] {
+        let lost = imported
+            .notes
+            .iter()
+            .any(|n| n.line == line && n.directive == "location" && n.kind() == NoteKind::Lost);
+        assert!(lost, "{line}: {:#?}", imported.notes);
+    }
+}
+
+/// Where every other route of the server checks what the location did (a server-wide
+/// `deny`), its paths are no more open under them: no Closed note. Without a `/` route
+/// its paths may leave the server: closed note.
+#[test]
+fn a_location_guarded_as_the_whole_server_is_opens_nothing() {
+    let conf = "http {\n  server {\n    listen 80;\n    allow 10.0.0.0/8;\n    deny all;\n    location / { proxy_pass http://127.0.0.1:8080; }\n    location /closed/ { auth_request /auth; proxy_pass http://127.0.0.1:8080; }\n    location ~ \\.php$ { fastcgi_pass 127.0.0.1:9000; }\n  }\n  server {\n    listen 8080;\n    allow 10.0.0.0/8;\n    deny all;\n    location /app/ { proxy_pass http://127.0.0.1:8080; }\n    location ~ \\.php$ { fastcgi_pass 127.0.0.1:9000; }\n  }\n}\n";
+    let (imported, _) = import("covered", conf);
+    let closed = notes(&imported, NoteKind::Closed);
+    assert_eq!(closed.len(), 2, "{closed:#?}");
+    assert!(
+        closed.iter().any(|n| n.contains(":7: auth_request: ")),
+        "{closed:#?}"
+    );
+    assert!(
+        closed.iter().any(|n| n.contains(":15: location: ")),
+        "{closed:#?}"
+    );
+    let php = imported
+        .notes
+        .iter()
+        .find(|n| n.line == 8 && n.directive == "location");
+    assert_eq!(
+        php.map(|n| n.kind()),
+        Some(NoteKind::Lost),
+        "{:#?}",
+        imported.notes
+    );
+}

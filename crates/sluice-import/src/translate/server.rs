@@ -6,7 +6,7 @@ use super::{Scope, Translator};
 use crate::guard::{self, Level};
 use crate::location;
 use crate::plan::{
-    bind, Action, ClosedBy, Closure, Guard, Listener, Plan, Route, Server, Upstream,
+    bind, Action, ClosedBy, Closure, Guard, Listener, Matching, Plan, Route, Server, Upstream,
 };
 use crate::tree::Node;
 use crate::Notes;
@@ -189,10 +189,15 @@ impl Translator {
             route.action = location::action(ret, notes).unwrap_or_default();
             return vec![route];
         }
-        let mut out = Vec::new();
+        let mut found = Found::default();
         for loc in locations {
-            self.nested(loc, scope, &mut out, notes);
+            self.nested(loc, scope, &mut found, notes);
         }
+        let Found {
+            routes: mut out,
+            gone,
+            ..
+        } = found;
         if let Some(pass) = block.block().iter().find(|d| d.name == "proxy_pass") {
             notes.push(pass.note("proxy_pass outside a location: not valid nginx; left out"));
         }
@@ -204,27 +209,33 @@ impl Translator {
                 out.push(route);
             }
         }
-        collapse(out, notes)
+        let out = collapse(out, notes);
+        exposed::note(&out, gone, notes);
+        out
     }
 
     /// A location's route, and those of the locations inside it.
-    fn nested(&mut self, loc: &Node, outer: &Scope, out: &mut Vec<Route>, notes: &mut Notes) {
-        let path = match location::prefix(loc) {
-            Ok((path, why)) => {
-                notes.extend(why.map(|w| loc.note(w)));
-                path
-            }
+    fn nested(&mut self, loc: &Node, outer: &Scope, found: &mut Found, notes: &mut Notes) {
+        let mut at = match location::prefix(loc) {
+            Ok(at) => at,
             Err(why) => {
-                notes.push(loc.note(why));
-                return;
+                return found
+                    .gone
+                    .extend(exposed::unroutable(loc, outer, why, notes))
             }
         };
+        notes.extend(at.why.take().map(|w| loc.note(w)));
+        if let Matching::Regex { order, .. } = &mut at.matching {
+            found.regexes += 1;
+            *order = found.regexes;
+        }
         let scope = outer.enter(Level::Location, loc.block(), &mut self.plan, notes);
         let mut route = location::route(loc, &scope, notes);
-        route.path = path;
+        route.path = at.path;
+        route.matching = at.matching;
         for d in loc.block() {
             if d.name == "location" {
-                self.nested(d, &scope, out, notes);
+                self.nested(d, &scope, found, notes);
             } else if location::action(d, &mut Vec::new()).is_none() && !scope.claims(d) {
                 crate::known::note(d, notes);
             }
@@ -236,8 +247,18 @@ impl Translator {
             }
             notes.push(unserved(loc, &mut route));
         }
-        out.push(route);
+        found.routes.push(route);
     }
+}
+
+/// A server's locations read so far.
+#[derive(Default)]
+struct Found {
+    routes: Vec<Route>,
+    /// Guarded locations sluice cannot route, whose paths fall to other routes.
+    gone: Vec<exposed::Gone>,
+    /// Regex locations seen, in nginx's order (which tries them in it).
+    regexes: usize,
 }
 
 /// A location nginx guards that sluice has nothing to answer with, closed (return =
@@ -527,3 +548,5 @@ fn made(plan: &mut Plan, authority: &str, tls: bool, from: &str) -> String {
     }
     name
 }
+
+mod exposed;
