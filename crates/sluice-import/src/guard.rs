@@ -231,9 +231,24 @@ impl Guards {
         Some(closure(d, ClosedBy::If { status, var }))
     }
 
-    /// Whether `ssl on` is in force (a server whose listens speak TLS without `ssl`).
-    pub fn ssl_on(&self) -> bool {
-        self.ssl_on
+    /// A server (`server`, its header) that listens without `ssl`: nginx asks for a
+    /// client certificate on TLS connections only, so `ssl_verify_client on`, wherever
+    /// it was set, closes nothing there (unless `ssl on` makes its listens TLS); said
+    /// in a note.
+    pub fn plain(&mut self, server: &Node, notes: &mut Notes) {
+        if self.ssl_on {
+            return;
+        }
+        for (_, check) in &mut self.foreign {
+            let Some(c) = check.take_if(|c| c.by == ClosedBy::ClientCert) else {
+                continue;
+            };
+            notes.push(crate::Note::at(&c.from, &c.directive, format!(
+                "{}: the server at {} listens without ssl, where nginx asks no one for a certificate: its routes are not closed for it, nothing to write",
+                c.args,
+                from(server)
+            )));
+        }
     }
 
     /// What a route here is guarded by.
@@ -360,29 +375,6 @@ fn who(arg: &str) -> Option<String> {
 
 mod settle;
 pub use settle::{in_force, settle};
-
-/// nginx asks for a client certificate on TLS connections only: a server that listens
-/// without TLS (`server`, its header) is not closed by `ssl_verify_client on`, wherever
-/// that was set; one note per such check.
-pub fn plain(routes: &mut [crate::plan::Route], server: &Node, notes: &mut Notes) {
-    let mut dropped: Vec<Closure> = Vec::new();
-    for r in routes.iter_mut() {
-        r.guard.closed.retain(|c| {
-            let cert = c.by == ClosedBy::ClientCert;
-            if cert && !dropped.contains(c) {
-                dropped.push(c.clone());
-            }
-            !cert
-        });
-    }
-    for c in dropped {
-        notes.push(crate::Note::at(&c.from, &c.directive, format!(
-            "{}: the server at {} listens without ssl, where nginx asks no one for a certificate: its routes are not closed for it, nothing to write",
-            c.args,
-            from(server)
-        )));
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -54,9 +54,10 @@ impl Scope {
         route.guard = self.guards.guard();
     }
 
-    /// Whether `ssl on` is in force here.
-    pub fn ssl_on(&self) -> bool {
-        self.guards.ssl_on()
+    /// A server (`server`, its header) that listens without `ssl`: see
+    /// [`Guards::plain`].
+    pub fn plain(&mut self, server: &Node, notes: &mut Notes) {
+        self.guards.plain(server, notes);
     }
 
     /// The certificate and key in effect here, if both are set.

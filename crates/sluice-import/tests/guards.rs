@@ -422,10 +422,12 @@ fn auth_delay_closes_nothing() {
 /// at the http level closes the servers that listen with ssl, not the plain ones.
 #[test]
 fn ssl_verify_client_closes_only_servers_that_listen_with_ssl() {
-    let conf = "http {\n  ssl_verify_client on;\n  ssl_client_certificate /etc/ca.pem;\n  ssl_certificate /etc/cert.pem;\n  ssl_certificate_key /etc/key.pem;\n  server {\n    listen 80;\n    location /plain/ { proxy_pass http://127.0.0.1:8080; }\n  }\n  server {\n    listen 443 ssl;\n    location /tls/ { proxy_pass http://127.0.0.1:8080; }\n  }\n  server {\n    listen 8443;\n    ssl on;\n    location /old/ { proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
+    let conf = "http {\n  ssl_verify_client on;\n  ssl_client_certificate /etc/ca.pem;\n  ssl_certificate /etc/cert.pem;\n  ssl_certificate_key /etc/key.pem;\n  server {\n    listen 80;\n    location /plain/ { proxy_pass http://127.0.0.1:8080; }\n    location /php/ { fastcgi_pass 127.0.0.1:9000; }\n  }\n  server {\n    listen 443 ssl;\n    location /tls/ { proxy_pass http://127.0.0.1:8080; }\n  }\n  server {\n    listen 8443;\n    ssl on;\n    location /old/ { proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
     let (imported, _) = import("verify-client", conf);
     let toml = &imported.toml;
     assert!(route(toml, "/plain/").contains("upstream = "), "{toml}");
+    // Nothing nginx checks there: left out, not closed for a certificate.
+    assert!(!toml.contains("\"/php/\""), "{toml}");
     assert!(route(toml, "/tls/").contains(CLOSED), "{toml}");
     // `ssl on` (before nginx 1.25.1) makes every listen of its server TLS.
     assert!(route(toml, "/old/").contains(CLOSED), "{toml}");

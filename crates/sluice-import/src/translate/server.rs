@@ -41,17 +41,17 @@ const READ_HERE: &[&str] = &[
 
 impl Translator {
     pub(super) fn server(&mut self, block: &Node, outer: &Scope, notes: &mut Notes) {
-        let scope = outer.enter(Level::Outer, block.block(), &mut self.plan, notes);
+        let mut scope = outer.enter(Level::Outer, block.block(), &mut self.plan, notes);
         let (binds, defaults) = self.listens(block, &scope, notes);
         let names = names(block, notes);
-        let mut routes = self.routes(block, &scope, notes);
         let tls = block
             .block()
             .iter()
             .any(|d| d.name == "listen" && d.args.iter().any(|a| a == "ssl"));
-        if !tls && !scope.ssl_on() {
-            crate::guard::plain(&mut routes, block, notes);
+        if !tls {
+            scope.plain(block, notes);
         }
+        let routes = self.routes(block, &scope, notes);
         for d in block
             .block()
             .iter()
