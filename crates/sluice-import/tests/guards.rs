@@ -655,3 +655,39 @@ fn a_location_guarded_as_the_whole_server_is_opens_nothing() {
         imported.notes
     );
 }
+
+/// A location that refuses everyone with its own answer (`return 403`, `404`, `444`)
+/// guards its paths as surely as `deny all` does (`location ~ /\.env { return 404; }`):
+/// one sluice cannot route alike is a Closed note too. One that answers 2xx, or whose
+/// paths every other route refuses too, opens nothing.
+#[test]
+fn a_location_that_refuses_with_return_guards_its_paths_too() {
+    let conf = "http {\n  server {\n    listen 80;\n    location / { proxy_pass http://127.0.0.1:8080; }\n    location ~ /\\.env { return 404; }\n    location ~* \\.(bak|sql)$ { return 444; }\n    location ~ \\.txt$ { return 200 \"ok\"; }\n    location ~ ^/(?:data|config)/ { return 403; }\n  }\n  server {\n    listen 8080;\n    location / { return 404; }\n    location ~ \\.sql$ { return 403; }\n  }\n}\n";
+    let (imported, _) = import("refuses", conf);
+    let toml = &imported.toml;
+    parsed(toml);
+    assert!(route(toml, "/.env").contains("status = 404"), "{toml}");
+    let closed = notes(&imported, NoteKind::Closed);
+    let on = |line: usize, words: &str| {
+        closed
+            .iter()
+            .any(|n| n.contains(&format!(":{line}: location: ")) && n.contains(words))
+    };
+    assert!(on(5, "not anchored"), "{closed:#?}");
+    assert!(on(6, "not a path prefix"), "{closed:#?}");
+    assert!(on(8, "not a path prefix"), "{closed:#?}");
+    assert!(
+        closed
+            .iter()
+            .all(|n| n.contains("refused everyone there (it answers 4")),
+        "{closed:#?}"
+    );
+    assert_eq!(closed.len(), 3, "{closed:#?}");
+    for line in [7, 13] {
+        let lost = imported
+            .notes
+            .iter()
+            .any(|n| n.line == line && n.directive == "location" && n.kind() == NoteKind::Lost);
+        assert!(lost, "{line}: {:#?}", imported.notes);
+    }
+}

@@ -1,23 +1,68 @@
 //! Paths nginx guarded that a server's routes leave open: a guarded location sluice
 //! cannot route (a regex that is no prefix), and a guarded regex whose prefix route
 //! takes fewer paths than nginx gave it (not anchored, case-insensitive, or with longer
-//! prefixes under it, which sluice prefers and nginx did not). Each is a Closed note
-//! naming the location, so that the import exits 2, unless every route those paths can
-//! now reach checks the same (or is closed).
+//! prefixes under it, which sluice prefers and nginx did not). Guarded: it checks who
+//! may come in, or refuses everyone with its own answer (`return 404`, `403`, `444`).
+//! Each is a Closed note naming the location, so that the import exits 2, unless every
+//! route those paths can now reach refuses them alike (or is closed).
 
 use super::Scope;
 use crate::guard::{self, Level};
 use crate::location;
-use crate::plan::{ClosedBy, Guard, Matching, Plan, Route};
+use crate::plan::{Action, ClosedBy, Guard, Matching, Plan, Route};
 use crate::tree::Node;
 use crate::{Note, Notes};
+
+/// What nginx refused on a location's paths: whom its checks refuse, or everyone, by
+/// its own 4xx answer.
+struct Refused {
+    guard: Guard,
+    answer: Option<u16>,
+}
+
+impl Refused {
+    /// `r`'s refusals, if it refuses anyone.
+    fn of(r: &Route) -> Option<Refused> {
+        let refused = Refused {
+            guard: checks(r),
+            answer: answer(r),
+        };
+        (r.guard.restricts() || refused.answer.is_some()).then_some(refused)
+    }
+
+    /// What nginx did there, for a note.
+    fn said(&self) -> String {
+        match self.answer {
+            Some(status) if !self.guard.restricts() => {
+                format!("refused everyone there (it answers {status}: return, or internal)")
+            }
+            _ => format!("checked who may reach it: {}", self.guard.describe()),
+        }
+    }
+
+    /// Whether `r` refuses whom this refused: it is closed, refuses everyone itself,
+    /// or makes the same checks.
+    fn covered_by(&self, r: &Route) -> bool {
+        !r.guard.closed.is_empty()
+            || answer(r).is_some()
+            || (self.answer.is_none() && checks(r).same_checks(&self.guard))
+    }
+}
+
+/// The 4xx status `r` answers everyone with, if it does (444 is written 403).
+fn answer(r: &Route) -> Option<u16> {
+    match r.action {
+        Action::Return { status, .. } if (400..500).contains(&status) => Some(status),
+        _ => None,
+    }
+}
 
 /// A guarded location left out: its paths go to whichever other route takes them.
 pub struct Gone {
     from: String,
     /// Why sluice cannot route it (the note it had before it was found guarded).
     why: String,
-    guard: Guard,
+    refused: Refused,
 }
 
 /// A location sluice cannot route (`why`): noted as left out, or, when nginx guarded
@@ -26,9 +71,10 @@ pub struct Gone {
 /// another location, whose own route stands instead).
 pub fn unroutable(loc: &Node, outer: &Scope, why: String, notes: &mut Notes) -> Option<Gone> {
     let named = loc.arg(0).is_some_and(|a| a.starts_with('@'));
-    let guard = (!named)
+    let refused = (!named)
         .then(|| {
-            // Its checks only: what its directives would add to the plan is not written.
+            // Its checks and answer only: what its directives would add to the plan
+            // is not written.
             let mut quiet = Vec::new();
             let scope = outer.enter(
                 Level::Location,
@@ -36,17 +82,19 @@ pub fn unroutable(loc: &Node, outer: &Scope, why: String, notes: &mut Notes) -> 
                 &mut Plan::default(),
                 &mut quiet,
             );
-            guard::in_force(&location::route(loc, &scope, &mut quiet))
+            let mut route = location::route(loc, &scope, &mut quiet);
+            route.guard = guard::in_force(&route);
+            Refused::of(&route)
         })
-        .filter(Guard::restricts);
-    let Some(guard) = guard else {
+        .flatten();
+    let Some(refused) = refused else {
         notes.push(loc.note(why));
         return None;
     };
     Some(Gone {
         from: format!("{}:{}", loc.file, loc.line),
         why,
-        guard,
+        refused,
     })
 }
 
@@ -59,28 +107,23 @@ fn checks(r: &Route) -> Guard {
     g
 }
 
-/// Whether `r` refuses whom `g` refuses: it is closed, or checks the same.
-fn covers(g: &Guard, r: &Route) -> bool {
-    !r.guard.closed.is_empty() || checks(r).same_checks(g)
-}
-
 /// The Closed notes for paths nginx guarded that `routes` (a server's, every one of
 /// them placed) leave open.
 pub fn note(routes: &[Route], gone: Vec<Gone>, notes: &mut Notes) {
     // A path no route of the server takes may go to another server's: covered only
     // with a `/` of its own.
     let catch_all = routes.iter().any(|r| r.path == "/");
-    let everywhere = |g: &Guard| catch_all && routes.iter().all(|r| covers(g, r));
+    let everywhere = |refused: &Refused| catch_all && routes.iter().all(|r| refused.covered_by(r));
     let closed = |from: &str, text: String| Note::at(from, "location", text).closed();
     for g in gone {
-        if everywhere(&g.guard) {
+        if everywhere(&g.refused) {
             notes.push(Note::at(&g.from, "location", g.why));
             continue;
         }
         notes.push(closed(&g.from, format!(
-            "{}: nginx checked who may reach it ({}), so the paths it matched are now open under the other routes of its server, which check otherwise; close them by hand",
+            "{}: nginx {}, so the paths it matched are now open under the other routes of its server, which do not refuse them alike; close them by hand",
             g.why,
-            g.guard.describe()
+            g.refused.said()
         )));
     }
     for r in routes {
@@ -93,20 +136,19 @@ pub fn note(routes: &[Route], gone: Vec<Gone>, notes: &mut Notes) {
         else {
             continue;
         };
-        let g = checks(r);
-        if !r.guard.restricts() {
+        let Some(refused) = Refused::of(r) else {
             continue;
-        }
-        let said = g.describe();
+        };
+        let said = refused.said();
         let path = &r.path;
-        if !anchored && !everywhere(&g) {
+        if !anchored && !everywhere(&refused) {
             notes.push(closed(&r.from, format!(
-                "{re}: not anchored with ^, so nginx matched it further in a path too (as in /any{path}), and checked who may reach it ({said}); sluice's route {path} takes only the paths that begin with it: the others are open under the other routes of its server, which check otherwise; close them by hand"
+                "{re}: not anchored with ^, so nginx matched it further in a path too (as in /any{path}), and {said}; sluice's route {path} takes only the paths that begin with it: the others are open under the other routes of its server, which do not refuse them alike; close them by hand"
             )));
         }
-        if *caseless && path.chars().any(|c| c.is_ascii_alphabetic()) && !everywhere(&g) {
+        if *caseless && path.chars().any(|c| c.is_ascii_alphabetic()) && !everywhere(&refused) {
             notes.push(closed(&r.from, format!(
-                "{re}: case-insensitive in nginx, which checked who may reach it ({said}); sluice's route {path} takes its paths in this case only: the same paths in other cases ({}) are open under the other routes of its server, which check otherwise; close them by hand",
+                "{re}: case-insensitive in nginx, which {said}; sluice's route {path} takes its paths in this case only: the same paths in other cases ({}) are open under the other routes of its server, which do not refuse them alike; close them by hand",
                 path.to_ascii_uppercase()
             )));
         }
@@ -120,12 +162,12 @@ pub fn note(routes: &[Route], gone: Vec<Gone>, notes: &mut Notes) {
                 Matching::Preferred => false,
                 Matching::Regex { order: theirs, .. } => theirs > order,
             })
-            .filter(|o| !covers(&g, o))
+            .filter(|o| !refused.covered_by(o))
             .map(|o| o.path.as_str())
             .collect();
         if !taken.is_empty() {
             notes.push(closed(&r.from, format!(
-                "{re}: nginx tries regular expressions before prefix locations, so it took the paths of {} too, and checked who may reach them ({said}); sluice routes by the longest prefix, and those routes check otherwise: they are open to whom nginx refused; close them or give them this location's checks by hand",
+                "{re}: nginx tries regular expressions before prefix locations, so it took the paths of {} too, and {said}; sluice routes by the longest prefix, and those routes do not refuse them alike: they are open to whom nginx refused; close them or give them this location's checks by hand",
                 taken.join(", ")
             )));
         }
