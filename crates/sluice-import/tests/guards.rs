@@ -490,11 +490,11 @@ fn an_if_that_refuses_closes_its_routes_whatever_it_reads() {
 /// that closed either still has its Closed note.
 #[test]
 fn an_exact_and_a_prefix_location_of_one_path_keep_the_stricter_checks() {
-    let conf = "http {\n  server {\n    listen 80;\n    location = /admin { proxy_pass http://127.0.0.1:8080; }\n    location /admin { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; proxy_pass http://127.0.0.1:8080; }\n    location = /ops { allow 10.0.0.0/8; deny all; proxy_pass http://127.0.0.1:8080; }\n    location /ops { proxy_pass http://127.0.0.1:8080; }\n    location = /sub { proxy_pass http://127.0.0.1:8080; }\n    location /sub { auth_request /auth; proxy_pass http://127.0.0.1:8080; }\n    location = /both { allow 10.0.0.0/8; deny all; proxy_pass http://127.0.0.1:8080; }\n    location /both { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; proxy_pass http://127.0.0.1:8080; }\n    location = /same { deny all; proxy_pass http://127.0.0.1:8080; }\n    location /same { deny all; proxy_pass http://127.0.0.1:8080; }\n    location = /ping { return 200 \"pong\"; }\n    location /ping { auth_request /auth; proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
+    let conf = "http {\n  server {\n    listen 80;\n    location = /admin { proxy_pass http://127.0.0.1:8080; }\n    location /admin { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; proxy_pass http://127.0.0.1:8080; }\n    location = /ops { allow 10.0.0.0/8; deny all; proxy_pass http://127.0.0.1:8080; }\n    location /ops { proxy_pass http://127.0.0.1:8080; }\n    location = /sub { proxy_pass http://127.0.0.1:8080; }\n    location /sub { auth_request /auth; proxy_pass http://127.0.0.1:8080; }\n    location = /both { allow 10.0.0.0/8; deny all; proxy_pass http://127.0.0.1:8080; }\n    location /both { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; proxy_pass http://127.0.0.1:8080; }\n    location = /same { deny all; proxy_pass http://127.0.0.1:8080; }\n    location /same { deny all; proxy_pass http://127.0.0.1:8080; }\n    location = /ping { return 200 \"pong\"; }\n    location /ping { auth_request /auth; proxy_pass http://127.0.0.1:8080; }\n    location = /gone { auth_request /auth; }\n    location /gone { deny all; }\n  }\n}\n";
     let (imported, _) = import("collapse", conf);
     let toml = &imported.toml;
     let config = parsed(toml);
-    for path in ["/admin", "/ops", "/sub", "/both", "/same", "/ping"] {
+    for path in ["/admin", "/ops", "/sub", "/both", "/same", "/ping", "/gone"] {
         let n = config.routes.iter().filter(|r| r.path == path).count();
         assert_eq!(n, 1, "{path}: {toml}");
     }
@@ -511,11 +511,26 @@ fn an_exact_and_a_prefix_location_of_one_path_keep_the_stricter_checks() {
     );
     // Closed: a check sluice cannot make, kept however the other is; two different
     // checks; and a closed one over a return (which nginx answers before checking).
-    for closed in ["/sub", "/both", "/ping"] {
+    for closed in ["/sub", "/both", "/ping", "/gone"] {
         assert!(route(toml, closed).contains(CLOSED), "{closed}: {toml}");
     }
+    // Two closed for want of anything to answer with (one also for its check): the
+    // second adds no check, and is left out as the same.
+    let gone = imported
+        .notes
+        .iter()
+        .find(|n| n.line == 17 && n.text.contains("the same path"));
+    assert!(
+        gone.is_some_and(|n| n.text.contains("(closed: the stricter); left out")),
+        "{:#?}",
+        imported.notes
+    );
     let closed = notes(&imported, NoteKind::Closed);
-    assert_eq!(closed.len(), 3, "{:#?}", imported.notes);
+    assert_eq!(closed.len(), 4, "{:#?}", imported.notes);
+    assert!(
+        closed.iter().any(|n| n.contains(":16: auth_request: ")),
+        "{closed:?}"
+    );
     let on = |line: usize, what: &str| {
         closed
             .iter()

@@ -407,14 +407,14 @@ fn merge(first: &mut Route, dup: Route, notes: &mut Notes) {
             dup.path
         )
     };
+    // A closure for want of anything to answer with adds no check to a closed route.
+    let unserved = |c: &Closure| matches!(c.by, ClosedBy::Unserved { .. });
+    let adds = |c: &&Closure| {
+        let new = !mine.closed.contains(c);
+        new && (mine.closed.is_empty() || !unserved(c))
+    };
     let mut closed = mine.closed.clone();
-    closed.extend(
-        theirs
-            .closed
-            .iter()
-            .filter(|c| !mine.closed.contains(c))
-            .cloned(),
-    );
+    closed.extend(theirs.closed.iter().filter(adds).cloned());
     if closed.len() > mine.closed.len() {
         first.guard = Guard { closed, ..mine };
         // Closed whatever it answered: `guard::settle` writes it 403.
