@@ -1,7 +1,9 @@
 //! The [`Plan`] written out as a sluice config, in the order docs/configuration.md documents keys,
 //! each block with a comment saying where in the nginx config it came from.
 
-use crate::plan::{Action, Guard, Limit, Listener, Plan, Route, Satisfy, Upstream, Verdict};
+use crate::plan::{
+    Action, ClosedBy, Guard, Limit, Listener, Plan, Route, Satisfy, Upstream, Verdict,
+};
 use std::fmt::Write;
 
 /// The config text.
@@ -151,9 +153,13 @@ fn route(out: &mut String, r: &Route) {
 /// The nginx lines a route's checks come from, and why a closed one answers 403.
 fn guard_comments(out: &mut String, g: &Guard) {
     for c in &g.closed {
+        let by_hand = match c.by {
+            ClosedBy::Unserved { .. } => "",
+            _ => "; carry the check over by hand",
+        };
         let _ = writeln!(
             out,
-            "# answers 403: {} {} {}: {}; carry the check over by hand",
+            "# answers 403: {} {} {}: {}{by_hand}",
             c.from,
             c.directive,
             c.args,

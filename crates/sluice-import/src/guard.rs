@@ -3,7 +3,7 @@
 //! any of its own inherits none), `auth_basic` and `auth_basic_user_file` apart (each
 //! taken from above while unset here; `auth_basic off` turns the check off), `satisfy`
 //! from above. A check sluice cannot make (`auth_request`, `auth_jwt`, `limit_except`,
-//! an `if` on a `geo` or `map` variable answering 403) closes the routes under it:
+//! an `if` answering 403 or another 4xx) closes the routes under it:
 //! `sluice import` never writes a route nginx guarded without its guard.
 
 use crate::plan::{Auth, ClosedBy, Closure, Guard, Rule, Satisfy, Verdict};
@@ -50,9 +50,9 @@ fn collect_vars(nodes: &[Node], vars: &mut Vec<String>) {
     }
 }
 
-/// Variables of the client itself: an `if` answering 403 by one of them checks who the
-/// client is as surely as a `geo` block does (`if ($remote_addr != ...)`,
-/// `if ($ssl_client_verify != SUCCESS)`).
+/// Variables of the client itself, named in the note of an `if` that refuses by one:
+/// it checks who the client is as surely as a `geo` block does
+/// (`if ($remote_addr != ...)`, `if ($ssl_client_verify != SUCCESS)`).
 const CLIENT_VARS: &[&str] = &[
     "remote_addr",
     "binary_remote_addr",
@@ -95,6 +95,8 @@ pub struct Guards {
     /// The location's own `limit_except` and `if`s, which nginx runs for it alone, not
     /// for the locations nested in it.
     own: Vec<Closure>,
+    /// `ssl on` (before nginx 1.25.1): every listen of the server speaks TLS.
+    ssl_on: bool,
 }
 
 impl Guards {
@@ -123,7 +125,7 @@ impl Guards {
     pub fn claims(&self, d: &Node) -> bool {
         match d.name.as_str() {
             "allow" | "deny" | "auth_basic" | "auth_basic_user_file" | "satisfy" => true,
-            "limit_except" | "ssl_verify_client" => true,
+            "limit_except" | "ssl_verify_client" | "auth_delay" => true,
             "if" => self.if_check(d).is_some(),
             name => foreign(name).is_some(),
         }
@@ -144,6 +146,12 @@ impl Guards {
             }
             "auth_basic_user_file" => self.user_file = Some(set()),
             "satisfy" => self.satisfy = Some(set()),
+            "ssl" => self.ssl_on = d.arg(0) == Some("on"),
+            // nginx core (1.17.10): a refusal's answer delayed, to slow guessing down.
+            "auth_delay" => notes.push(d.note(format!(
+                "{}: not translated: sluice answers at once (nginx waits this long before a 401 or 403, to slow password guessing down)",
+                d.args.join(" ")
+            ))),
             "limit_except" => self.own.push(closure(d, ClosedBy::Methods)),
             "ssl_verify_client" => {
                 let on = d.arg(0) == Some("on");
@@ -200,16 +208,16 @@ impl Guards {
         self.foreign.push((d.name.clone(), check));
     }
 
-    /// An `if` whose block answers 401, 403 or 444 on a condition reading a `geo` or
-    /// `map` variable, or one of the client's ([`CLIENT_VARS`], `$ssl_client_*`).
+    /// An `if` whose block refuses (answers a 4xx status, or 444): sluice evaluates no
+    /// `if`, so whatever its condition reads, the routes under it are closed. What it
+    /// reads is named when it is a `geo` or `map` variable or one of the client's
+    /// ([`CLIENT_VARS`], `$ssl_client_*`). An `if` that redirects, or answers 2xx or
+    /// 5xx, refuses no one: it is noted as not translated.
     fn if_check(&self, d: &Node) -> Option<Closure> {
-        let refuses = d
-            .block()
-            .iter()
-            .any(|r| r.name == "return" && matches!(r.arg(0), Some("401" | "403" | "444")));
-        if !refuses {
-            return None;
-        }
+        let status = d.block().iter().find_map(|r| {
+            let code: u16 = r.arg(0).filter(|_| r.name == "return")?.parse().ok()?;
+            (400..500).contains(&code).then_some(code)
+        })?;
         let condition = d.args.join(" ");
         let var = variables(&condition).find_map(|v| {
             if self.context.vars.contains(&v) {
@@ -219,8 +227,28 @@ impl Guards {
             } else {
                 None
             }
-        })?;
-        Some(closure(d, ClosedBy::Variable(var)))
+        });
+        Some(closure(d, ClosedBy::If { status, var }))
+    }
+
+    /// A server (`server`, its header) that listens without `ssl`: nginx asks for a
+    /// client certificate on TLS connections only, so `ssl_verify_client on`, wherever
+    /// it was set, closes nothing there (unless `ssl on` makes its listens TLS); said
+    /// in a note.
+    pub fn plain(&mut self, server: &Node, notes: &mut Notes) {
+        if self.ssl_on {
+            return;
+        }
+        for (_, check) in &mut self.foreign {
+            let Some(c) = check.take_if(|c| c.by == ClosedBy::ClientCert) else {
+                continue;
+            };
+            notes.push(crate::Note::at(&c.from, &c.directive, format!(
+                "{}: the server at {} listens without ssl, where nginx asks no one for a certificate: its routes are not closed for it, nothing to write",
+                c.args,
+                from(server)
+            )));
+        }
     }
 
     /// What a route here is guarded by.
@@ -283,6 +311,8 @@ fn foreign(name: &str) -> Option<ClosedBy> {
         "auth_request" => Some(ClosedBy::Subrequest),
         "auth_jwt" => Some(ClosedBy::Jwt),
         "auth_basic" => None,
+        // nginx core: how long a refusal waits, not a check.
+        "auth_delay" => None,
         "access_by_lua" | "access_by_lua_block" | "access_by_lua_file" => Some(ClosedBy::Module),
         _ => name
             .strip_prefix("auth_")
@@ -344,7 +374,7 @@ fn who(arg: &str) -> Option<String> {
 }
 
 mod settle;
-pub use settle::settle;
+pub use settle::{in_force, settle};
 
 #[cfg(test)]
 mod tests {
@@ -373,6 +403,7 @@ mod tests {
         assert_eq!(foreign("access_by_lua_block"), Some(ClosedBy::Module));
         for setting in [
             "auth_basic",
+            "auth_delay",
             "auth_request_set",
             "auth_jwt_key_file",
             "access_log",

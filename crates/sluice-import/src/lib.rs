@@ -36,8 +36,11 @@ pub enum NoteKind {
     Changed,
     /// Not carried over (`rewrite`, a regex location).
     Lost,
-    /// A check of who may come in that sluice cannot make (`auth_request`, an `if` on a
-    /// `geo` variable): the routes under it are written closed, answering 403.
+    /// A check of who may come in that sluice cannot make (`auth_request`, an `if` that
+    /// answers 403): the routes under it are written closed, answering 403. Or paths
+    /// nginx guarded that sluice's routes leave open (a guarded regex location that is
+    /// no prefix, or whose prefix takes fewer paths than nginx gave it): to close by
+    /// hand. Either way the import is not the nginx config's equal (it exits 2).
     Closed,
 }
 
@@ -67,8 +70,13 @@ impl Note {
 
     /// The note about a check that closed routes.
     pub(crate) fn closed(self) -> Note {
+        self.of_kind(NoteKind::Closed)
+    }
+
+    /// The note, of `kind` whatever its words.
+    pub(crate) fn of_kind(self, kind: NoteKind) -> Note {
         Note {
-            kind: Some(NoteKind::Closed),
+            kind: Some(kind),
             ..self
         }
     }

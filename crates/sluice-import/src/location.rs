@@ -1,13 +1,21 @@
 //! nginx's `location` blocks as routes: where one matches, as a sluice path prefix, and
 //! what its directives ask for.
 
-use crate::plan::{Action, Route};
+use crate::plan::{Action, Matching, Route};
 use crate::scope::Scope;
 use crate::tree::Node;
 use crate::Notes;
 
-/// A location's path prefix and, when it is not exactly what nginx matches, why.
-pub fn prefix(loc: &Node) -> Result<(String, Option<String>), String> {
+/// A location as sluice routes it: its path prefix, why that is not exactly what nginx
+/// matches (when it is not), and how nginx matched it.
+pub struct Prefix {
+    pub path: String,
+    pub why: Option<String>,
+    pub matching: Matching,
+}
+
+/// A location's path prefix; why it has none sluice can route on, if so.
+pub fn prefix(loc: &Node) -> Result<Prefix, String> {
     // nginx also takes the modifier glued to its argument: `location =/x`, `~^/api`.
     let glued = loc
         .arg(1)
@@ -25,23 +33,28 @@ pub fn prefix(loc: &Node) -> Result<(String, Option<String>), String> {
         Some((op, p)) => (Some(op), Some(p)),
         None => (loc.arg(0), loc.arg(1)),
     };
+    let plain = |path: &str, matching| Prefix {
+        path: path.to_string(),
+        why: None,
+        matching,
+    };
     match (first, second) {
-        (Some("="), Some(p)) => Ok((
-            p.to_string(),
-            Some(format!("= {p}: an exact match, translated as the prefix {p} (sluice routes by prefix: {p}... matches too)")),
-        )),
-        (Some("^~"), Some(p)) => Ok((p.to_string(), None)),
+        (Some("="), Some(p)) => Ok(Prefix {
+            why: Some(format!("= {p}: an exact match, translated as the prefix {p} (sluice routes by prefix: {p}... matches too)")),
+            ..plain(p, Matching::Exact)
+        }),
+        (Some("^~"), Some(p)) => Ok(plain(p, Matching::Preferred)),
         (Some(op @ ("~" | "~*")), Some(re)) => regex(op, re),
         (Some(p), None) if p.starts_with('@') => Err(format!(
             "{p}: a named location (for try_files or error_page), which sluice has no use for; left out"
         )),
-        (Some(p), None) => Ok((p.to_string(), None)),
+        (Some(p), None) => Ok(plain(p, Matching::Prefix)),
         _ => Err("a location sluice cannot read; left out".into()),
     }
 }
 
 /// A regex that is a prefix in disguise (`^/api/`, `^/api/(.*)$`, `/.well-known/acme/`).
-fn regex(op: &str, re: &str) -> Result<(String, Option<String>), String> {
+fn regex(op: &str, re: &str) -> Result<Prefix, String> {
     let anchored = re.starts_with('^');
     let body = re.strip_prefix('^').unwrap_or(re);
     let mut literal = String::new();
@@ -86,7 +99,16 @@ fn regex(op: &str, re: &str) -> Result<(String, Option<String>), String> {
     if op == "~*" {
         why.push_str(" (case-sensitive in sluice)");
     }
-    Ok((literal, Some(why)))
+    Ok(Prefix {
+        path: literal,
+        why: Some(why),
+        matching: Matching::Regex {
+            re: format!("{op} {re}"),
+            anchored,
+            caseless: op == "~*",
+            order: 0,
+        },
+    })
 }
 
 /// The route a location's directives make, with `scope` (what it inherits) applied.
@@ -101,7 +123,12 @@ pub fn route(loc: &Node, scope: &Scope, notes: &mut Notes) -> Route {
             route.action = action;
         }
     }
-    if matches!(route.action, Action::None) {
+    // A location whose content is another handler's (FastCGI...) is not a directory
+    // of files to serve, whatever its root: its files are that handler's scripts.
+    if content(loc).is_some() && matches!(route.action, Action::Root(_)) {
+        route.action = Action::None;
+    }
+    if matches!(route.action, Action::None) && content(loc).is_none() {
         if let Some(root) = &scope.root {
             route.action = Action::Root(root.clone());
         }
@@ -117,6 +144,35 @@ pub fn route(loc: &Node, scope: &Scope, notes: &mut Notes) -> Route {
         };
     }
     route
+}
+
+/// Directives that answer a location's requests with something other than its files:
+/// handlers sluice does not translate (and `proxy_pass` where it could not be).
+const CONTENT: &[&str] = &[
+    "proxy_pass",
+    "fastcgi_pass",
+    "uwsgi_pass",
+    "scgi_pass",
+    "grpc_pass",
+    "memcached_pass",
+    "empty_gif",
+    "stub_status",
+    "js_content",
+    "perl",
+    "content_by_lua",
+    "content_by_lua_block",
+    "content_by_lua_file",
+    "api",
+];
+
+/// The directive that answers `loc`'s requests with a handler sluice does not
+/// translate, if it has one.
+pub fn content(loc: &Node) -> Option<&Node> {
+    let untranslated = |d: &&Node| action(d, &mut Vec::new()).is_none();
+    loc.block()
+        .iter()
+        .filter(|d| CONTENT.contains(&d.name.as_str()))
+        .find(untranslated)
 }
 
 /// What a directive makes the route do, if it is one that answers.
@@ -198,7 +254,7 @@ mod tests {
 
     #[test]
     fn regexes_that_are_prefixes_in_disguise_become_prefixes() {
-        let p = |re: &str| regex("~", re).map(|(p, _)| p);
+        let p = |re: &str| regex("~", re).map(|p| p.path);
         assert_eq!(p("^/api/").unwrap(), "/api/");
         assert_eq!(p("^/api/(.*)$").unwrap(), "/api/");
         assert_eq!(

@@ -47,7 +47,30 @@ pub struct Route {
     pub read_timeout: Option<String>,
     /// Who may have it answered: nginx's access checks in force where it is.
     pub guard: Guard,
+    /// How nginx's location matched, which sluice's prefix may not match alike.
+    pub matching: Matching,
     pub from: String,
+}
+
+/// How nginx's location chose its requests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Matching {
+    /// `location /p`: the longest such prefix, unless a regex matches too.
+    #[default]
+    Prefix,
+    /// `location = /p`.
+    Exact,
+    /// `location ^~ /p`: as the longest prefix, no regex is tried.
+    Preferred,
+    /// `location ~ RE` (or `~*`) whose literal start is the route's path: tried in the
+    /// config's order (`order`), before any prefix but `^~` and `=`.
+    Regex {
+        /// As written: `~ ^/api/`.
+        re: String,
+        anchored: bool,
+        caseless: bool,
+        order: usize,
+    },
 }
 
 /// nginx's access checks of a route, as sluice's `access`, `auth_basic` and `satisfy`;
@@ -64,6 +87,79 @@ pub struct Guard {
     /// Checks left out because nginx answers this route's `return` before it checks
     /// anyone (`file:line` of each), said in a comment.
     pub not_reached: Vec<String>,
+}
+
+impl Guard {
+    /// Whether it may refuse anyone: a `deny`, basic auth, or a check that closes it
+    /// (`allow` alone lets everyone in, as nginx does when no rule matches).
+    pub fn restricts(&self) -> bool {
+        !self.closed.is_empty()
+            || self.auth.is_some()
+            || self.access.iter().any(|r| r.verdict == Verdict::Deny)
+    }
+
+    /// Whether nginx refuses every client: `deny all` first (and no basic auth that
+    /// `satisfy any` would take instead), or a check that closes it.
+    pub fn refuses_everyone(&self) -> bool {
+        let deny_all = self
+            .access
+            .first()
+            .is_some_and(|r| r.verdict == Verdict::Deny && r.who == "all");
+        let auth_instead = self.satisfy == Satisfy::Any && self.auth.is_some();
+        (deny_all && !auth_instead) || self.closed.iter().any(|c| c.by == ClosedBy::Unreadable)
+    }
+
+    /// Its checks and where nginx has them, for a note: "allow and deny at f:3, f:4;
+    /// auth_basic at f:5".
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.access.is_empty() {
+            let mut at: Vec<&str> = self.access.iter().map(|r| r.from.as_str()).collect();
+            at.dedup();
+            let rules = match self.access.iter().map(|r| r.verdict).collect::<Vec<_>>() {
+                v if v.iter().all(|v| *v == Verdict::Deny) => "deny",
+                v if v.iter().all(|v| *v == Verdict::Allow) => "allow",
+                _ => "allow and deny",
+            };
+            parts.push(format!("{rules} at {}", at.join(", ")));
+        }
+        if let Some(a) = &self.auth {
+            parts.push(format!("auth_basic at {}", a.realm_from));
+        }
+        let closed = self.closed.iter();
+        parts.extend(
+            closed
+                .filter(|c| !matches!(c.by, ClosedBy::Unserved { .. }))
+                .map(|c| format!("{} at {}", c.directive, c.from)),
+        );
+        parts.join("; ")
+    }
+
+    /// Whether it makes the same checks as `other`, wherever each was written.
+    pub fn same_checks(&self, other: &Guard) -> bool {
+        let rules = |g: &Guard| -> Vec<(Verdict, String)> {
+            g.access
+                .iter()
+                .map(|r| (r.verdict, r.who.clone()))
+                .collect()
+        };
+        let auth = |g: &Guard| {
+            g.auth
+                .as_ref()
+                .map(|a| (a.realm.clone(), a.user_file.clone()))
+        };
+        let closed = |g: &Guard| -> Vec<(ClosedBy, String, String)> {
+            let each = g.closed.iter();
+            each.map(|c| (c.by.clone(), c.directive.clone(), c.args.clone()))
+                .collect()
+        };
+        // `satisfy any` changes anything only with both kinds of check.
+        let any = |g: &Guard| g.satisfy == Satisfy::Any && !g.access.is_empty() && g.auth.is_some();
+        rules(self) == rules(other)
+            && auth(self) == auth(other)
+            && closed(self) == closed(other)
+            && any(self) == any(other)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -122,15 +218,23 @@ pub enum ClosedBy {
     Module,
     /// `limit_except METHODS { ... }`: checks for some methods only.
     Methods,
-    /// `if (...$var...) { return 403; }` on a variable of `geo` or `map` (or of the
-    /// client: its address, user, certificate).
-    Variable(String),
+    /// `if (...) { return 403; }`, or any other 4xx or 444: sluice evaluates no `if`.
+    /// `var`: what its condition reads, when that is a variable of `geo` or `map` or
+    /// of the client (its address, user, certificate).
+    If { status: u16, var: Option<String> },
     /// `ssl_verify_client on`: a client certificate.
     ClientCert,
     /// `auth_basic_user_file` named by a variable.
     UserFileVariable,
     /// An `allow` or `deny` sluice cannot read (nginx would not start with it).
     Unreadable,
+    /// Another location of the same path (`= /p` and `/p`: one prefix in sluice), at
+    /// `with`, whose checks differ: sluice cannot keep both.
+    Collapsed { with: String },
+    /// A guarded location sluice has nothing to answer with (`what`: no root in scope,
+    /// `fastcgi_pass`...): closed rather than left out, where its paths would fall to a
+    /// shorter route. Its note is the location's own, not a Closed one.
+    Unserved { what: String },
 }
 
 impl ClosedBy {
@@ -148,14 +252,26 @@ impl ClosedBy {
                 "checks for some methods only; sluice's access and auth_basic apply to every method"
                     .into()
             }
-            ClosedBy::Variable(var) => format!(
-                "an answer of 401, 403 or 444 decided by {var}; sluice has no such variable"
+            ClosedBy::If {
+                status,
+                var: Some(var),
+            } => format!(
+                "an answer of {status} decided by {var} in an if, which sluice does not evaluate"
             ),
+            ClosedBy::If { status, var: None } => {
+                format!("an answer of {status} decided by an if, which sluice does not evaluate")
+            }
             ClosedBy::ClientCert => "clients must show a certificate; sluice asks for none".into(),
             ClosedBy::UserFileVariable => {
                 "a user file named by a variable; sluice's auth_basic reads one fixed file".into()
             }
             ClosedBy::Unreadable => "not an address, a network or all".into(),
+            ClosedBy::Unserved { what } => format!(
+                "nothing sluice can answer with ({what}), and nginx checked who may reach it: closed rather than left out, where its paths would fall to a shorter route"
+            ),
+            ClosedBy::Collapsed { with } => format!(
+                "one prefix route in sluice with the location at {with} (sluice routes by prefix), which checks who may come in differently; sluice cannot keep both checks"
+            ),
         }
     }
 
@@ -167,7 +283,7 @@ impl ClosedBy {
         // methods, in which the location's `return` is not.
         matches!(
             self,
-            ClosedBy::Variable(_) | ClosedBy::ClientCert | ClosedBy::Methods
+            ClosedBy::If { .. } | ClosedBy::ClientCert | ClosedBy::Methods
         )
     }
 }

@@ -54,6 +54,12 @@ impl Scope {
         route.guard = self.guards.guard();
     }
 
+    /// A server (`server`, its header) that listens without `ssl`: see
+    /// [`Guards::plain`].
+    pub fn plain(&mut self, server: &Node, notes: &mut Notes) {
+        self.guards.plain(server, notes);
+    }
+
     /// The certificate and key in effect here, if both are set.
     pub fn certs(&self) -> &[(String, String)] {
         &self.certs

@@ -301,7 +301,7 @@ fn each_check_sluice_cannot_make_closes_its_routes() {
         ("auth_jwt", "location /x/ { auth_jwt \"api\"; auth_jwt_key_file /k.jwk; proxy_pass http://127.0.0.1:8080; }", "JSON Web Token"),
         ("limit_except", "location /x/ { limit_except GET { deny all; } proxy_pass http://127.0.0.1:8080; }", "some methods only"),
         ("auth_pam", "location /x/ { auth_pam \"pam\"; proxy_pass http://127.0.0.1:8080; }", "another module"),
-        ("ssl_verify_client", "ssl_verify_client on; location /x/ { proxy_pass http://127.0.0.1:8080; }", "certificate"),
+        ("ssl_verify_client", "ssl_verify_client on; ssl on; location /x/ { proxy_pass http://127.0.0.1:8080; }", "certificate"),
         ("if", "if ($blocked) { return 403; } location /x/ { proxy_pass http://127.0.0.1:8080; }", "$blocked (set by a geo or map block)"),
         ("if", "location /x/ { if ($allowed = 0) { return 444; } proxy_pass http://127.0.0.1:8080; }", "$allowed (set by a geo or map block)"),
         ("if", "location /x/ { if ($remote_addr != 10.0.0.1) { return 401; } proxy_pass http://127.0.0.1:8080; }", "$remote_addr"),
@@ -383,4 +383,326 @@ fn checks_kept_to_their_location_do_not_reach_nested_ones() {
     }
     assert_eq!(notes(&imported, NoteKind::Closed).len(), 2);
     parsed(toml);
+}
+
+/// `auth_delay` (nginx core since 1.17.10) only slows nginx's refusals down: it checks
+/// no one, so it closes nothing, and its note says sluice answers at once.
+#[test]
+fn auth_delay_closes_nothing() {
+    let conf = "http {\n  auth_delay 2s;\n  server {\n    listen 80;\n    location /x/ { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; auth_delay 1s; proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
+    let (imported, _) = import("auth-delay", conf);
+    let toml = &imported.toml;
+    let x = route(toml, "/x/");
+    assert!(
+        x.contains("upstream = ") && x.contains("auth_basic = "),
+        "{x}"
+    );
+    assert!(
+        notes(&imported, NoteKind::Closed).is_empty(),
+        "{:#?}",
+        imported.notes
+    );
+    let delays: Vec<_> = imported
+        .notes
+        .iter()
+        .filter(|n| n.directive == "auth_delay")
+        .collect();
+    assert_eq!(delays.len(), 2, "{:#?}", imported.notes);
+    for n in delays {
+        assert!(
+            n.text.contains("not translated: sluice answers at once"),
+            "{n}"
+        );
+        assert_eq!(n.kind(), NoteKind::Lost, "{n}");
+    }
+    parsed(toml);
+}
+
+/// nginx asks for a client certificate on TLS connections only: `ssl_verify_client on`
+/// at the http level closes the servers that listen with ssl, not the plain ones.
+#[test]
+fn ssl_verify_client_closes_only_servers_that_listen_with_ssl() {
+    let conf = "http {\n  ssl_verify_client on;\n  ssl_client_certificate /etc/ca.pem;\n  ssl_certificate /etc/cert.pem;\n  ssl_certificate_key /etc/key.pem;\n  server {\n    listen 80;\n    location /plain/ { proxy_pass http://127.0.0.1:8080; }\n    location /php/ { fastcgi_pass 127.0.0.1:9000; }\n  }\n  server {\n    listen 443 ssl;\n    location /tls/ { proxy_pass http://127.0.0.1:8080; }\n  }\n  server {\n    listen 8443;\n    ssl on;\n    location /old/ { proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
+    let (imported, _) = import("verify-client", conf);
+    let toml = &imported.toml;
+    assert!(route(toml, "/plain/").contains("upstream = "), "{toml}");
+    // Nothing nginx checks there: left out, not closed for a certificate.
+    assert!(!toml.contains("\"/php/\""), "{toml}");
+    assert!(route(toml, "/tls/").contains(CLOSED), "{toml}");
+    // `ssl on` (before nginx 1.25.1) makes every listen of its server TLS.
+    assert!(route(toml, "/old/").contains(CLOSED), "{toml}");
+    let closed = notes(&imported, NoteKind::Closed);
+    assert_eq!(closed.len(), 1, "{closed:?}");
+    assert!(
+        closed[0].contains(":2: ssl_verify_client: on: ")
+            && closed[0].contains("answer 403 (/tls/, /old/)"),
+        "{closed:?}"
+    );
+    parsed(toml);
+}
+
+/// sluice evaluates no `if`: one whose block refuses (any 4xx, or 444) closes the routes
+/// under it, whatever its condition reads; one that redirects or answers 2xx does not.
+#[test]
+fn an_if_that_refuses_closes_its_routes_whatever_it_reads() {
+    let cases = [
+        "if ($http_x_api_key != \"s3cret\") { return 401; }",
+        "valid_referers none blocked example.com; if ($invalid_referer) { return 403; }",
+        "secure_link $arg_md5,$arg_expires; secure_link_md5 \"$secure_link_expires$uri s\"; if ($secure_link = \"\") { return 403; }",
+        "set $deny 1; if ($deny) { return 403; }",
+        "if ($request_method !~ ^(GET|POST)$) { return 405; }",
+        "if ($http_user_agent ~* curl) { return 444; }",
+    ];
+    for (i, check) in cases.into_iter().enumerate() {
+        // At the server level and in the location itself.
+        for (j, (server, location)) in [(check, ""), ("", check)].into_iter().enumerate() {
+            let conf = format!("http {{\n  server {{\n    listen 80;\n    {server}\n    location /x/ {{\n      {location}\n      proxy_pass http://127.0.0.1:8080;\n    }}\n  }}\n}}\n");
+            let (imported, _) = import(&format!("if-{i}-{j}"), &conf);
+            let toml = &imported.toml;
+            assert!(route(toml, "/x/").contains(CLOSED), "{check}: {toml}");
+            let closed = notes(&imported, NoteKind::Closed);
+            assert_eq!(closed.len(), 1, "{check}: {:#?}", imported.notes);
+            let line = if j == 0 { 4 } else { 6 };
+            assert!(
+                closed[0].contains(&format!(":{line}: if: "))
+                    && closed[0].contains("which sluice does not evaluate")
+                    && closed[0].contains("the route it guards answers 403 (/x/)"),
+                "{check}: {closed:?}"
+            );
+            parsed(toml);
+        }
+    }
+    let open = "http {\n  server {\n    listen 80;\n    if ($scheme = http) { return 301 https://$host$request_uri; }\n    location /x/ {\n      if ($http_x_api_key = \"\") { return 302 /login; }\n      if ($request_method = OPTIONS) { return 200; }\n      if ($arg_debug) { return 503; }\n      proxy_pass http://127.0.0.1:8080;\n    }\n  }\n}\n";
+    let (imported, _) = import("if-open", open);
+    assert!(
+        route(&imported.toml, "/x/").contains("upstream = "),
+        "{}",
+        imported.toml
+    );
+    assert!(notes(&imported, NoteKind::Closed).is_empty());
+    let ifs = imported.notes.iter().filter(|n| n.directive == "if");
+    assert_eq!(ifs.count(), 4, "{:?}", imported.notes);
+}
+
+/// `location = /p` and `location /p` become one prefix route in sluice. When their
+/// checks differ, the stricter is kept: the checked one over the open one, closed over
+/// either; two different checks close the route (sluice cannot keep both). Every check
+/// that closed either still has its Closed note.
+#[test]
+fn an_exact_and_a_prefix_location_of_one_path_keep_the_stricter_checks() {
+    let conf = "http {\n  server {\n    listen 80;\n    location = /admin { proxy_pass http://127.0.0.1:8080; }\n    location /admin { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; proxy_pass http://127.0.0.1:8080; }\n    location = /ops { allow 10.0.0.0/8; deny all; proxy_pass http://127.0.0.1:8080; }\n    location /ops { proxy_pass http://127.0.0.1:8080; }\n    location = /sub { proxy_pass http://127.0.0.1:8080; }\n    location /sub { auth_request /auth; proxy_pass http://127.0.0.1:8080; }\n    location = /both { allow 10.0.0.0/8; deny all; proxy_pass http://127.0.0.1:8080; }\n    location /both { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; proxy_pass http://127.0.0.1:8080; }\n    location = /same { deny all; proxy_pass http://127.0.0.1:8080; }\n    location /same { deny all; proxy_pass http://127.0.0.1:8080; }\n    location = /ping { return 200 \"pong\"; }\n    location /ping { auth_request /auth; proxy_pass http://127.0.0.1:8080; }\n    location = /gone { auth_request /auth; }\n    location /gone { deny all; }\n  }\n}\n";
+    let (imported, _) = import("collapse", conf);
+    let toml = &imported.toml;
+    let config = parsed(toml);
+    for path in ["/admin", "/ops", "/sub", "/both", "/same", "/ping", "/gone"] {
+        let n = config.routes.iter().filter(|r| r.path == path).count();
+        assert_eq!(n, 1, "{path}: {toml}");
+    }
+    // The checked one kept, whichever came first.
+    let admin = route(toml, "/admin");
+    assert!(
+        admin.contains("auth_basic = ") && admin.contains("upstream = "),
+        "{admin}"
+    );
+    assert!(!admits(guard(&config, "/ops"), "192.0.2.1"), "{toml}");
+    assert!(
+        route(toml, "/same").contains("access = [\"deny all\"]"),
+        "{toml}"
+    );
+    // Closed: a check sluice cannot make, kept however the other is; two different
+    // checks; and a closed one over a return (which nginx answers before checking).
+    for closed in ["/sub", "/both", "/ping", "/gone"] {
+        assert!(route(toml, closed).contains(CLOSED), "{closed}: {toml}");
+    }
+    // Two closed for want of anything to answer with (one also for its check): the
+    // second adds no check, and is left out as the same.
+    let gone = imported
+        .notes
+        .iter()
+        .find(|n| n.line == 17 && n.text.contains("the same path"));
+    assert!(
+        gone.is_some_and(|n| n.text.contains("(closed: the stricter); left out")),
+        "{:#?}",
+        imported.notes
+    );
+    let closed = notes(&imported, NoteKind::Closed);
+    assert_eq!(closed.len(), 4, "{:#?}", imported.notes);
+    assert!(
+        closed.iter().any(|n| n.contains(":16: auth_request: ")),
+        "{closed:?}"
+    );
+    let on = |line: usize, what: &str| {
+        closed
+            .iter()
+            .any(|n| n.contains(&format!(":{line}: {what}")))
+    };
+    assert!(on(9, "auth_request: /auth: "), "{closed:?}");
+    assert!(on(15, "auth_request: /auth: "), "{closed:?}");
+    assert!(on(11, "location: /both: "), "{closed:?}");
+    // Which was kept, and why, is said at the one left out.
+    for line in [4, 7] {
+        let said = imported.notes.iter().any(|n| {
+            n.line == line && n.directive == "location" && n.text.contains("the stricter")
+        });
+        assert!(said, "{line}: {:#?}", imported.notes);
+    }
+}
+
+/// A location nginx guards that sluice has nothing to answer with (no root in scope;
+/// FastCGI, uwsgi or gRPC) is written closed rather than left out, where its paths
+/// would fall to a shorter route (`/`, proxied to the application). Where nginx refuses
+/// everyone (`deny all`) that is nginx's answer; elsewhere whom nginx let in gets 403 (a
+/// note says what was not carried over). No check sluice cannot make: it exits 0.
+#[test]
+fn a_guarded_location_with_nothing_to_answer_is_written_closed() {
+    let conf = "http {\n  server {\n    listen 80;\n    location / { proxy_pass http://127.0.0.1:8080; }\n    location /private/ { deny all; }\n    location /php/ { allow 10.0.0.0/8; deny all; fastcgi_pass 127.0.0.1:9000; }\n    location /rpc/ { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; grpc_pass grpc://127.0.0.1:9000; }\n    location /uw/ { root /srv; allow 10.0.0.0/8; deny all; uwsgi_pass 127.0.0.1:9000; }\n    location ~ ^/secret/ { deny all; }\n    location /open/ { fastcgi_pass 127.0.0.1:9000; }\n  }\n}\n";
+    let (imported, dir) = import("unserved", conf);
+    let toml = &imported.toml;
+    let config = parsed(toml);
+    for path in ["/private/", "/php/", "/rpc/", "/uw/", "/secret/"] {
+        let r = route(toml, path);
+        assert!(r.contains(CLOSED), "{path}: {r}");
+        // Not sluice's root: a FastCGI or uwsgi location's files are its scripts.
+        assert!(
+            !r.contains("root = ") && !r.contains("upstream = "),
+            "{path}: {r}"
+        );
+        assert!(r.contains("# answers 403: "), "{path}: {r}");
+    }
+    // Unguarded, it is left out as before (nothing nginx checked is opened).
+    assert!(!config.routes.iter().any(|r| r.path == "/open/"), "{toml}");
+    assert!(
+        notes(&imported, NoteKind::Closed).is_empty(),
+        "{:#?}",
+        imported.notes
+    );
+    let nginx = dir.0.join("nginx.conf").display().to_string();
+    let note = |line: usize| {
+        let found = imported
+            .notes
+            .iter()
+            .filter(|n| n.line == line && n.directive == "location" && n.file == nginx)
+            .find(|n| n.text.contains("return = 403"));
+        found.unwrap_or_else(|| panic!("{line}: {:#?}", imported.notes))
+    };
+    // `deny all`: nginx's own answer, 403 to everyone.
+    for line in [5, 9] {
+        let n = note(line);
+        assert_eq!(n.kind(), NoteKind::Done, "{n}");
+        assert!(n.text.contains("nginx refuses everyone here"), "{n}");
+    }
+    for (line, what) in [(6, "fastcgi_pass"), (7, "grpc_pass"), (8, "uwsgi_pass")] {
+        let n = note(line);
+        assert_eq!(n.kind(), NoteKind::Lost, "{n}");
+        assert!(
+            n.text.contains(what) && n.text.contains("written closed"),
+            "{n}"
+        );
+    }
+}
+
+/// Guarded locations whose paths sluice cannot route as nginx did: a regular expression
+/// that is no prefix (its paths fall to the other routes), one not anchored with ^
+/// (nginx matched it further in a path too), one case-insensitive (the path in other
+/// cases), one with longer prefixes under it (nginx tries regexes first, sluice the
+/// longest prefix). Each is a Closed note naming the location (exit 2): the paths it
+/// guarded are open under another route. Unguarded, or where every other route checks
+/// the same, nothing opens: no Closed note.
+#[test]
+fn guarded_locations_sluice_cannot_route_as_nginx_did_are_closed_notes() {
+    let conf = "http {\n  server {\n    listen 80;\n    location / { proxy_pass http://127.0.0.1:8080; }\n    location ~ /\\.git { deny all; }\n    location ~* \\.(env|ini)$ { deny all; }\n    location ~ \\.php$ { fastcgi_pass 127.0.0.1:9000; }\n    location ~* ^/admin { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; proxy_pass http://127.0.0.1:8080; }\n    location ~ ^/internal/ { allow 10.0.0.0/8; deny all; proxy_pass http://127.0.0.1:8080; }\n    location /internal/api/ { proxy_pass http://127.0.0.1:8080; }\n    location ~ ^/ops/ { deny all; proxy_pass http://127.0.0.1:8080; }\n    location ^~ /ops/x/ { proxy_pass http://127.0.0.1:8080; }\n    location @named { deny all; proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
+    let (imported, _) = import("unroutable", conf);
+    let toml = &imported.toml;
+    parsed(toml);
+    // What sluice can route is written, closed or with its checks, as before.
+    assert!(route(toml, "/.git").contains(CLOSED), "{toml}");
+    assert!(route(toml, "/admin").contains("auth_basic = "), "{toml}");
+    assert!(route(toml, "/internal/").contains("access = "), "{toml}");
+    let closed = notes(&imported, NoteKind::Closed);
+    let on = |line: usize, words: &str| {
+        closed
+            .iter()
+            .any(|n| n.contains(&format!(":{line}: location: ")) && n.contains(words))
+    };
+    assert!(on(5, "not anchored"), "{closed:#?}");
+    assert!(on(6, "not a path prefix"), "{closed:#?}");
+    assert!(on(8, "case"), "{closed:#?}");
+    assert!(on(9, "/internal/api/"), "{closed:#?}");
+    // Each names the checks nginx made there.
+    assert!(closed.iter().all(|n| n.contains(" at ")), "{closed:#?}");
+    // `^~` beats regexes in nginx too; an unguarded regex and a named location open
+    // nothing: no Closed note for them.
+    assert_eq!(closed.len(), 4, "{closed:#?}");
+    for line in [7, 13] {
+        let lost = imported
+            .notes
+            .iter()
+            .any(|n| n.line == line && n.directive == "location" && n.kind() == NoteKind::Lost);
+        assert!(lost, "{line}: {:#?}", imported.notes);
+    }
+}
+
+/// Where every other route of the server checks what the location did (a server-wide
+/// `deny`), its paths are no more open under them: no Closed note. Without a `/` route
+/// its paths may leave the server: closed note.
+#[test]
+fn a_location_guarded_as_the_whole_server_is_opens_nothing() {
+    let conf = "http {\n  server {\n    listen 80;\n    allow 10.0.0.0/8;\n    deny all;\n    location / { proxy_pass http://127.0.0.1:8080; }\n    location /closed/ { auth_request /auth; proxy_pass http://127.0.0.1:8080; }\n    location ~ \\.php$ { fastcgi_pass 127.0.0.1:9000; }\n  }\n  server {\n    listen 8080;\n    allow 10.0.0.0/8;\n    deny all;\n    location /app/ { proxy_pass http://127.0.0.1:8080; }\n    location ~ \\.php$ { fastcgi_pass 127.0.0.1:9000; }\n  }\n}\n";
+    let (imported, _) = import("covered", conf);
+    let closed = notes(&imported, NoteKind::Closed);
+    assert_eq!(closed.len(), 2, "{closed:#?}");
+    assert!(
+        closed.iter().any(|n| n.contains(":7: auth_request: ")),
+        "{closed:#?}"
+    );
+    assert!(
+        closed.iter().any(|n| n.contains(":15: location: ")),
+        "{closed:#?}"
+    );
+    let php = imported
+        .notes
+        .iter()
+        .find(|n| n.line == 8 && n.directive == "location");
+    assert_eq!(
+        php.map(|n| n.kind()),
+        Some(NoteKind::Lost),
+        "{:#?}",
+        imported.notes
+    );
+}
+
+/// A location that refuses everyone with its own answer (`return 403`, `404`, `444`)
+/// guards its paths as surely as `deny all` does (`location ~ /\.env { return 404; }`):
+/// one sluice cannot route alike is a Closed note too. One that answers 2xx, or whose
+/// paths every other route refuses too, opens nothing.
+#[test]
+fn a_location_that_refuses_with_return_guards_its_paths_too() {
+    let conf = "http {\n  server {\n    listen 80;\n    location / { proxy_pass http://127.0.0.1:8080; }\n    location ~ /\\.env { return 404; }\n    location ~* \\.(bak|sql)$ { return 444; }\n    location ~ \\.txt$ { return 200 \"ok\"; }\n    location ~ ^/(?:data|config)/ { return 403; }\n  }\n  server {\n    listen 8080;\n    location / { return 404; }\n    location ~ \\.sql$ { return 403; }\n  }\n}\n";
+    let (imported, _) = import("refuses", conf);
+    let toml = &imported.toml;
+    parsed(toml);
+    assert!(route(toml, "/.env").contains("status = 404"), "{toml}");
+    let closed = notes(&imported, NoteKind::Closed);
+    let on = |line: usize, words: &str| {
+        closed
+            .iter()
+            .any(|n| n.contains(&format!(":{line}: location: ")) && n.contains(words))
+    };
+    assert!(on(5, "not anchored"), "{closed:#?}");
+    assert!(on(6, "not a path prefix"), "{closed:#?}");
+    assert!(on(8, "not a path prefix"), "{closed:#?}");
+    assert!(
+        closed
+            .iter()
+            .all(|n| n.contains("refused everyone there (it answers 4")),
+        "{closed:#?}"
+    );
+    assert_eq!(closed.len(), 3, "{closed:#?}");
+    for line in [7, 13] {
+        let lost = imported
+            .notes
+            .iter()
+            .any(|n| n.line == line && n.directive == "location" && n.kind() == NoteKind::Lost);
+        assert!(lost, "{line}: {:#?}", imported.notes);
+    }
 }

@@ -4,7 +4,8 @@
 //! its import runs in `sluice serve`, and the same requests, from 127.0.0.1 and
 //! 127.0.0.2, with no, wrong and right credentials, get the same statuses from both;
 //! a refused request never reaches the backend behind either. And a check sluice cannot
-//! make: the import exits 2, and with `--force` the route it guarded answers 403.
+//! make, or paths nginx guarded that sluice cannot route alike (an unanchored regex):
+//! the import exits 2, and with `--force` the route it guarded answers 403.
 
 mod support;
 
@@ -81,7 +82,8 @@ fn nginx_conf(dir: &Path, port: u16, app: SocketAddr) -> String {
              location /actuator/ {{ allow 127.0.0.2; deny all; proxy_pass http://app; }}\n\
              location /admin/ {{\n      allow all;\n      auth_basic \"ops\";\n      proxy_pass http://app;\n      location /admin/public/ {{ auth_basic off; proxy_pass http://app; }}\n    }}\n\
              location /either/ {{ satisfy any; auth_basic \"ops\"; proxy_pass http://app; }}\n\
-             location /ping {{ return 200 \"pong\"; }}\n  }}\n}}\n"
+             location /ping {{ return 200 \"pong\"; }}\n\
+             location /private/ {{ deny all; }}\n  }}\n}}\n"
     )
 }
 
@@ -271,6 +273,9 @@ fn imported_checks_answer_as_nginx_does() {
         "/admin/public/x",
         "/either/x",
         "/ping",
+        // Nothing sluice can answer with, but nginx's deny all: written closed, not
+        // left to fall to `/` (proxied, and open to 127.0.0.1).
+        "/private/x",
     ];
     let mut seen = std::collections::BTreeSet::new();
     for path in paths {
@@ -289,17 +294,21 @@ fn a_check_sluice_cannot_make_exits_2_and_forced_answers_403() {
     let app = support::backend();
     let dir = Dir::new("import-closed");
     let text = format!(
-        "events {{ }}\nhttp {{\n  geo $blocked {{ default 0; 127.0.0.2 1; }}\n  upstream app {{ server {app}; }}\n  server {{\n    listen 127.0.0.1:8080;\n    location / {{ proxy_pass http://app; }}\n    location /private/ {{ auth_request /auth; proxy_pass http://app; }}\n    location /geo/ {{\n      if ($blocked) {{ return 403; }}\n      proxy_pass http://app;\n    }}\n  }}\n}}\n"
+        "events {{ }}\nhttp {{\n  geo $blocked {{ default 0; 127.0.0.2 1; }}\n  upstream app {{ server {app}; }}\n  server {{\n    listen 127.0.0.1:8080;\n    location / {{ proxy_pass http://app; }}\n    location /private/ {{ auth_request /auth; proxy_pass http://app; }}\n    location /geo/ {{\n      if ($blocked) {{ return 403; }}\n      proxy_pass http://app;\n    }}\n    location ~ /\\.git {{ deny all; }}\n  }}\n}}\n"
     );
     let conf = dir.file("nginx.conf", &text);
     let refused = import(&conf, &[]);
     let notes = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(2), "{notes}");
-    for line in [":8: auth_request: /auth: ", ":10: if: ($blocked): "] {
+    for line in [
+        ":8: auth_request: /auth: ",
+        ":10: if: ($blocked): ",
+        ":13: location: ~ /\\.git: not anchored",
+    ] {
         assert!(notes.contains(line), "{line} not in:\n{notes}");
     }
     assert!(
-        notes.contains("2 checks that sluice cannot make"),
+        notes.contains("3 checks that sluice cannot make"),
         "{notes}"
     );
     assert!(notes.contains("--force"), "{notes}");
@@ -309,7 +318,16 @@ fn a_check_sluice_cannot_make_exits_2_and_forced_answers_403() {
     assert_eq!(refused.stdout, forced.stdout);
     let toml = String::from_utf8(forced.stdout).unwrap();
     let (_sluice, sluice) = serve(&dir, &on_free_ports(&toml, 8080));
-    for (path, want) in [("/private/x", 403), ("/geo/x", 403), ("/x", 200)] {
+    // `/.git` is closed; nginx also refused `/x/.git/config`, which sluice's `/`
+    // takes: the open path the exit 2 was about.
+    let paths = [
+        ("/private/x", 403),
+        ("/geo/x", 403),
+        ("/.git/config", 403),
+        ("/x", 200),
+        ("/x/.git/config", 200),
+    ];
+    for (path, want) in paths {
         let (status, reached, _) = through(sluice, app, path, "127.0.0.1", None);
         assert_eq!((status, reached), (want, want == 200), "{path}:\n{toml}");
     }

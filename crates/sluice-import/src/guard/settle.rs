@@ -2,7 +2,7 @@
 //! out where nginx answers before checking anyone; a note for each check that closed
 //! routes.
 
-use crate::plan::{Action, Closure, Guard, Route, Satisfy};
+use crate::plan::{Action, ClosedBy, Closure, Guard, Route, Satisfy};
 use crate::{Note, Notes};
 
 /// Closes the routes whose checks sluice cannot make (each answers 403), and leaves out
@@ -22,7 +22,9 @@ pub fn settle(routes: &mut [Route], notes: &mut Notes) {
         }
     }
     let mut checks: Vec<&Closure> = Vec::new();
-    for c in routes.iter().flat_map(|r| &r.guard.closed) {
+    let closures = routes.iter().flat_map(|r| &r.guard.closed);
+    // A location with nothing to answer has a note of its own (`translate::server`).
+    for c in closures.filter(|c| !matches!(c.by, ClosedBy::Unserved { .. })) {
         if !checks.contains(&c) {
             checks.push(c);
         }
@@ -35,6 +37,16 @@ pub fn settle(routes: &mut [Route], notes: &mut Notes) {
             .collect();
         notes.push(closed_note(c, &closed));
     }
+}
+
+/// The checks nginx makes on `r`'s requests: its guard, less those a `return` answers
+/// before (see [`settle`]).
+pub fn in_force(r: &Route) -> Guard {
+    let mut g = r.guard.clone();
+    if matches!(r.action, Action::Return { .. } | Action::RedirectHttps) {
+        not_reached(&mut g);
+    }
+    g
 }
 
 /// nginx answers `return` (rewrite phase) before its access phase: `allow`, `deny`,

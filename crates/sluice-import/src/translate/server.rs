@@ -3,9 +3,11 @@
 //! default server of an address takes the requests no name matched, as in nginx).
 
 use super::{Scope, Translator};
-use crate::guard::Level;
+use crate::guard::{self, Level};
 use crate::location;
-use crate::plan::{bind, Action, Listener, Plan, Route, Server, Upstream};
+use crate::plan::{
+    bind, Action, ClosedBy, Closure, Guard, Listener, Matching, Plan, Route, Server, Upstream,
+};
 use crate::tree::Node;
 use crate::Notes;
 
@@ -39,9 +41,16 @@ const READ_HERE: &[&str] = &[
 
 impl Translator {
     pub(super) fn server(&mut self, block: &Node, outer: &Scope, notes: &mut Notes) {
-        let scope = outer.enter(Level::Outer, block.block(), &mut self.plan, notes);
+        let mut scope = outer.enter(Level::Outer, block.block(), &mut self.plan, notes);
         let (binds, defaults) = self.listens(block, &scope, notes);
         let names = names(block, notes);
+        let tls = block
+            .block()
+            .iter()
+            .any(|d| d.name == "listen" && d.args.iter().any(|a| a == "ssl"));
+        if !tls {
+            scope.plain(block, notes);
+        }
         let routes = self.routes(block, &scope, notes);
         for d in block
             .block()
@@ -180,10 +189,15 @@ impl Translator {
             route.action = location::action(ret, notes).unwrap_or_default();
             return vec![route];
         }
-        let mut out = Vec::new();
+        let mut found = Found::default();
         for loc in locations {
-            self.nested(loc, scope, &mut out, notes);
+            self.nested(loc, scope, &mut found, notes);
         }
+        let Found {
+            routes: mut out,
+            gone,
+            ..
+        } = found;
         if let Some(pass) = block.block().iter().find(|d| d.name == "proxy_pass") {
             notes.push(pass.note("proxy_pass outside a location: not valid nginx; left out"));
         }
@@ -195,37 +209,81 @@ impl Translator {
                 out.push(route);
             }
         }
+        let out = collapse(out, notes);
+        exposed::note(&out, gone, notes);
         out
     }
 
     /// A location's route, and those of the locations inside it.
-    fn nested(&mut self, loc: &Node, outer: &Scope, out: &mut Vec<Route>, notes: &mut Notes) {
-        let path = match location::prefix(loc) {
-            Ok((path, why)) => {
-                notes.extend(why.map(|w| loc.note(w)));
-                path
-            }
+    fn nested(&mut self, loc: &Node, outer: &Scope, found: &mut Found, notes: &mut Notes) {
+        let mut at = match location::prefix(loc) {
+            Ok(at) => at,
             Err(why) => {
-                notes.push(loc.note(why));
-                return;
+                return found
+                    .gone
+                    .extend(exposed::unroutable(loc, outer, why, notes))
             }
         };
+        notes.extend(at.why.take().map(|w| loc.note(w)));
+        if let Matching::Regex { order, .. } = &mut at.matching {
+            found.regexes += 1;
+            *order = found.regexes;
+        }
         let scope = outer.enter(Level::Location, loc.block(), &mut self.plan, notes);
         let mut route = location::route(loc, &scope, notes);
-        route.path = path;
+        route.path = at.path;
+        route.matching = at.matching;
         for d in loc.block() {
             if d.name == "location" {
-                self.nested(d, &scope, out, notes);
+                self.nested(d, &scope, found, notes);
             } else if location::action(d, &mut Vec::new()).is_none() && !scope.claims(d) {
                 crate::known::note(d, notes);
             }
         }
         if matches!(route.action, Action::None) {
-            notes.push(loc.note("nothing sluice can answer with here (no proxy_pass, return or root translated); left out"));
-            return;
+            if !route.guard.restricts() {
+                notes.push(loc.note("nothing sluice can answer with here (no proxy_pass, return or root translated); left out"));
+                return;
+            }
+            notes.push(unserved(loc, &mut route));
         }
-        out.push(route);
+        found.routes.push(route);
     }
+}
+
+/// A server's locations read so far.
+#[derive(Default)]
+struct Found {
+    routes: Vec<Route>,
+    /// Guarded locations sluice cannot route, whose paths fall to other routes.
+    gone: Vec<exposed::Gone>,
+    /// Regex locations seen, in nginx's order (which tries them in it).
+    regexes: usize,
+}
+
+/// A location nginx guards that sluice has nothing to answer with, closed (return =
+/// 403) rather than left out: its paths would fall to a shorter route (`/`, often the
+/// application), open to whom nginx refused. Its note: nginx's own answer where nginx
+/// refuses everyone, what is not carried over elsewhere.
+fn unserved(loc: &Node, route: &mut Route) -> crate::Note {
+    let what = match location::content(loc) {
+        Some(d) => format!("{} {}", d.name, d.args.join(" ")),
+        None => "no proxy_pass, return or root".into(),
+    };
+    let checks = route.guard.describe();
+    let place = loc.args.join(" ");
+    let note = if route.guard.refuses_everyone() {
+        loc.note(format!("{place}: nginx refuses everyone here ({checks}), and there is nothing else sluice can answer with ({what}): written as return = 403, nginx's answer, rather than left out (its paths would fall to a shorter route); nothing more to write")).of_kind(crate::NoteKind::Done)
+    } else {
+        loc.note(format!("{place}: nothing sluice can answer with here ({what}: not translated), and nginx checked who may reach it ({checks}): written closed (return = 403) rather than left out, where its paths would fall to a shorter route; whom nginx let in gets 403 until it is carried over by hand")).of_kind(crate::NoteKind::Lost)
+    };
+    route.guard.closed.push(Closure {
+        by: ClosedBy::Unserved { what },
+        directive: "location".into(),
+        args: place,
+        from: route.from.clone(),
+    });
+    note
 }
 
 /// Places every server's routes, now that each address's default server is known, and
@@ -322,7 +380,84 @@ fn loops_into(addr: &str, bind: &str) -> bool {
     port == bport && (host == bhost || (local && matches!(bhost, "0.0.0.0" | "[::]")))
 }
 
-/// Drops a route that repeats another's host, path and listeners (the first wins).
+/// One route per path of a server: nginx's `= /p` and `/p` (and a regex recovered as
+/// the prefix `/p`) become one prefix in sluice. Where their checks differ the stricter
+/// is kept, and said at the location left out.
+fn collapse(routes: Vec<Route>, notes: &mut Notes) -> Vec<Route> {
+    let mut out: Vec<Route> = Vec::new();
+    for r in routes {
+        match out.iter_mut().find(|o| o.path == r.path) {
+            Some(first) => merge(first, r, notes),
+            None => out.push(r),
+        }
+    }
+    out
+}
+
+/// `dup` has `first`'s path. Kept, in this order: closed, with every check that closed
+/// either (each keeps its Closed note); the same checks: `first`, as nginx's first
+/// location; the one that checks anyone over one that checks no one; and two different
+/// checks close the route, as sluice cannot keep both (closed over open).
+fn merge(first: &mut Route, dup: Route, notes: &mut Notes) {
+    let (mine, theirs) = (guard::in_force(first), guard::in_force(&dup));
+    let note = |at: &str, text: String| crate::Note::at(at, "location", text);
+    let same = |other: &str| {
+        format!(
+            "{}: the same path as the route from {other} (nginx's = and prefix locations of one path become one prefix in sluice)",
+            dup.path
+        )
+    };
+    // A closure for want of anything to answer with adds no check to a closed route.
+    let unserved = |c: &Closure| matches!(c.by, ClosedBy::Unserved { .. });
+    let adds = |c: &&Closure| {
+        let new = !mine.closed.contains(c);
+        new && (mine.closed.is_empty() || !unserved(c))
+    };
+    let mut closed = mine.closed.clone();
+    closed.extend(theirs.closed.iter().filter(adds).cloned());
+    if closed.len() > mine.closed.len() {
+        first.guard = Guard { closed, ..mine };
+        // Closed whatever it answered: `guard::settle` writes it 403.
+        first.action = Action::None;
+        let text = format!("{}, with other checks: one route, kept closed (return = 403) as the stricter, so that each check that closed either still closes it", same(&first.from));
+        notes.push(note(&dup.from, text));
+    } else if mine.same_checks(&theirs) || !mine.closed.is_empty() {
+        let why = if mine.closed.is_empty() {
+            ""
+        } else {
+            " (closed: the stricter)"
+        };
+        notes.push(note(
+            &dup.from,
+            format!("{}{why}; left out", same(&first.from)),
+        ));
+    } else if !theirs.restricts() {
+        notes.push(note(&dup.from, format!(
+            "{}, which checks who may reach it: that route is kept, as the stricter; this one, which lets anyone in, is left out",
+            same(&first.from)
+        )));
+    } else if !mine.restricts() {
+        notes.push(note(&first.from, format!(
+            "{}, which checks who may reach it: that route is kept, as the stricter; this one, which lets anyone in, is left out",
+            same(&dup.from)
+        )));
+        *first = dup;
+    } else {
+        first.guard.closed.push(Closure {
+            by: ClosedBy::Collapsed {
+                with: first.from.clone(),
+            },
+            directive: "location".into(),
+            args: dup.path.clone(),
+            from: dup.from.clone(),
+        });
+        first.action = Action::None;
+    }
+}
+
+/// Drops a route that repeats another's host, path and listeners: a `server_name` two
+/// `server` blocks share, which nginx answers with the first (a server's own paths are
+/// one route each already, [`collapse`]).
 fn dedupe(routes: Vec<Route>, notes: &mut Notes) -> Vec<Route> {
     let mut out: Vec<Route> = Vec::new();
     for r in routes {
@@ -330,7 +465,7 @@ fn dedupe(routes: Vec<Route>, notes: &mut Notes) -> Vec<Route> {
             Some(first) => notes.push(crate::Note::at(
                 &r.from,
                 "location",
-                format!("{}: the same path as the route from {} (nginx's = and prefix locations of one path become one prefix); left out", r.path, first.from),
+                format!("{}: the same host and path as the route from {}, whose server nginx answers that name with (the first); left out", r.path, first.from),
             )),
             None => out.push(r),
         }
@@ -413,3 +548,5 @@ fn made(plan: &mut Plan, authority: &str, tls: bool, from: &str) -> String {
     }
     name
 }
+
+mod exposed;
