@@ -11,17 +11,17 @@ use std::time::Duration;
 use crate::exit::{BAD_INPUT as BAD_CONFIG, FAILURE};
 use crate::plural::counted;
 
-/// "sluice import: 1 check that sluice cannot make (its routes answer 403), 3
-/// directives not carried over, 2 directives carried over differently, 5 directives
-/// that sluice does itself (each listed above)"; the checks only when there are some.
+/// "sluice import: 1 check that sluice cannot carry over, 3 directives not carried
+/// over, 2 directives carried over differently, 5 directives that sluice does itself
+/// (each listed above)"; the checks only when there are some.
 fn import_summary(notes: &[sluice_import::Note]) -> String {
     use sluice_import::NoteKind;
     let count = |kind| notes.iter().filter(|n| n.kind() == kind).count();
     let n = |kind, what: &str| format!("{} {what}", counted(count(kind), "directive"));
     let closed = match count(NoteKind::Closed) {
         0 => String::new(),
-        1 => "1 check that sluice cannot make (the routes under it answer 403), ".into(),
-        c => format!("{c} checks that sluice cannot make (the routes under them answer 403), "),
+        1 => "1 check that sluice cannot carry over, ".into(),
+        c => format!("{c} checks that sluice cannot carry over, "),
     };
     format!(
         "sluice import: {closed}{}, {}, {} (each listed above); check the result with `sluice check FILE`",
@@ -52,7 +52,7 @@ pub fn import(path: &Path, force: bool) -> anyhow::Result<ExitCode> {
         .iter()
         .any(|n| n.kind() == sluice_import::NoteKind::Closed);
     if closed && !force {
-        eprintln!("sluice import: nginx checked who may reach some routes in ways sluice cannot; they are written closed (return = 403). Carry the checks over by hand, or pass --force to accept the config as it is");
+        eprintln!("sluice import: nginx checked who may reach some paths in ways sluice cannot carry over (each named above): their routes are written closed (return = 403) where sluice can route them as nginx did, and said to be open where it cannot. Carry the checks over by hand, or pass --force to accept the config as it is");
         return Ok(ExitCode::from(BAD_CONFIG));
     }
     Ok(ExitCode::SUCCESS)

@@ -67,13 +67,14 @@ enum Command {
     /// Translate an nginx.conf into a sluice config (on stdout); what does not carry
     /// over is listed on stderr as file:line: directive: what sluice does instead.
     /// allow, deny, auth_basic and satisfy carry over; a check sluice cannot make
-    /// (auth_request, auth_jwt, limit_except, an if on a geo or map variable answering
-    /// 403) writes the routes under it closed, answering 403, and exits 2 unless --force.
+    /// (auth_request, auth_jwt, limit_except, an if answering 4xx) writes the routes under
+    /// it closed, answering 403, and one it cannot route as nginx did (a guarded regex
+    /// location) is named: either exits 2 unless --force.
     Import {
         /// The nginx config file (files it includes are read too).
         nginx_conf: PathBuf,
-        /// Exit 0 even when checks sluice cannot make closed routes (they still answer
-        /// 403).
+        /// Exit 0 even when checks sluice cannot carry over closed routes (they still
+        /// answer 403) or left paths open.
         #[arg(long)]
         force: bool,
     },

@@ -316,7 +316,7 @@ const ENTRIES: &[Entry] = &[
     Entry {
         section: Section::ExitStatus,
         term: Term::Code(BAD_INPUT),
-        text: r"nginx guards a location with a check sluice cannot make (\fBauth_request\fR, \fBlimit_except\fR, an \fBif\fR on a \fBgeo\fR or \fBmap\fR answering 403, ...): the config is printed all the same, each such route answering 403 and named on stderr (\fB--force\fR exits 0); or the command line cannot be used.",
+        text: r"nginx guards a location with a check sluice cannot make (\fBauth_request\fR, \fBlimit_except\fR, an \fBif\fR answering 4xx, ...), or one it cannot route as nginx did (a guarded regex location): the config is printed all the same, such routes answering 403 where sluice can route them, each named on stderr (\fB--force\fR exits 0); or the command line cannot be used.",
         pages: &["import"],
     },
     Entry {
