@@ -308,7 +308,7 @@ fn a_check_sluice_cannot_make_exits_2_and_forced_answers_403() {
         assert!(notes.contains(line), "{line} not in:\n{notes}");
     }
     assert!(
-        notes.contains("3 checks that sluice cannot make"),
+        notes.contains("3 checks that sluice cannot carry over"),
         "{notes}"
     );
     assert!(notes.contains("--force"), "{notes}");

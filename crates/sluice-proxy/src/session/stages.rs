@@ -122,20 +122,10 @@ pub(crate) fn head_stages(
     }
     let route = route(&generation, client.listener, &view, &mut scratch.key);
     if let Some(r) = route {
-        if let Some(wait) = rate_limited(&generation, r, &view, &mut scratch.limit_key) {
-            return Ok(staged(
-                checked.request,
-                Target::Limited(Some(r), wait),
-                guarded,
-            ));
-        }
         let ip = forwarded_for.unwrap_or(client.peer.ip());
-        if let Some(refusal) = guard(&generation, r, ip, raw.headers, &mut guarded) {
-            return Ok(staged(
-                checked.request,
-                Target::Refused(r, refusal),
-                guarded,
-            ));
+        let kept = (&mut scratch.limit_key, &mut guarded);
+        if let Some(target) = refusal(&generation, r, (&view, ip), kept) {
+            return Ok(staged(checked.request, target, guarded));
         }
     }
     if let Some(c) = route.map(|r| generation.shared.route(r)) {
@@ -151,6 +141,21 @@ pub(crate) fn head_stages(
         _ => encode_for_server(&generation, route, &view, (raw, checked), client, scratch)?,
     };
     Ok(staged(request, target, guarded))
+}
+
+/// Route `r`'s rate limits, then its guard (nginx's order), for the request `view`
+/// from `ip`: the refusal, if one refuses. Uses `limit_key` for the limits' keys; what
+/// the guard leaves for later goes in `guarded`.
+fn refusal(
+    generation: &Generation,
+    r: RouteId,
+    (view, ip): (&View<'_>, IpAddr),
+    (limit_key, guarded): (&mut Vec<u8>, &mut Guarded),
+) -> Option<Target> {
+    if let Some(wait) = rate_limited(generation, r, view, limit_key) {
+        return Some(Target::Limited(Some(r), wait));
+    }
+    guard(generation, r, ip, view.headers, guarded).map(|why| Target::Refused(r, why))
 }
 
 /// What route `r`'s guard says of a request from `ip`: a refusal, or nothing (it

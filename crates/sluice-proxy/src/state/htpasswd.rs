@@ -298,13 +298,18 @@ fn md5_crypt(password: &[u8], salt: &[u8], magic: &str) -> String {
         digest = ctx.finalize().into();
     }
     let mut out = format!("{magic}{}$", String::from_utf8_lossy(salt));
+    push_checksum(&mut out, &digest);
+    out
+}
+
+/// The digest as crypt(3) writes it: its bytes in MD5-crypt's order, 6 bits a letter.
+fn push_checksum(out: &mut String, digest: &[u8; 16]) {
     let groups = [(0, 6, 12), (1, 7, 13), (2, 8, 14), (3, 9, 15), (4, 10, 5)];
     for (a, b, c) in groups {
         let v = u32::from(digest[a]) << 16 | u32::from(digest[b]) << 8 | u32::from(digest[c]);
-        push64(&mut out, v, 4);
+        push64(out, v, 4);
     }
-    push64(&mut out, u32::from(digest[11]), 2);
-    out
+    push64(out, u32::from(digest[11]), 2);
 }
 
 fn push64(out: &mut String, mut v: u32, n: usize) {

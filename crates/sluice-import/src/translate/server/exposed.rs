@@ -114,7 +114,6 @@ pub fn note(routes: &[Route], gone: Vec<Gone>, notes: &mut Notes) {
     // with a `/` of its own.
     let catch_all = routes.iter().any(|r| r.path == "/");
     let everywhere = |refused: &Refused| catch_all && routes.iter().all(|r| refused.covered_by(r));
-    let closed = |from: &str, text: String| Note::at(from, "location", text).closed();
     for g in gone {
         if everywhere(&g.refused) {
             notes.push(Note::at(&g.from, "location", g.why));
@@ -127,49 +126,60 @@ pub fn note(routes: &[Route], gone: Vec<Gone>, notes: &mut Notes) {
         )));
     }
     for r in routes {
-        let Matching::Regex {
-            re,
-            anchored,
-            caseless,
-            order,
-        } = &r.matching
-        else {
-            continue;
-        };
-        let Some(refused) = Refused::of(r) else {
-            continue;
-        };
-        let said = refused.said();
-        let path = &r.path;
-        if !anchored && !everywhere(&refused) {
-            notes.push(closed(&r.from, format!(
-                "{re}: not anchored with ^, so nginx matched it further in a path too (as in /any{path}), and {said}; sluice's route {path} takes only the paths that begin with it: the others are open under the other routes of its server, which do not refuse them alike; close them by hand"
-            )));
+        if let Some(refused) = Refused::of(r).filter(|refused| !everywhere(refused)) {
+            note_regex(r, &refused, routes, notes);
         }
-        if *caseless && path.chars().any(|c| c.is_ascii_alphabetic()) && !everywhere(&refused) {
-            notes.push(closed(&r.from, format!(
-                "{re}: case-insensitive in nginx, which {said}; sluice's route {path} takes its paths in this case only: the same paths in other cases ({}) are open under the other routes of its server, which do not refuse them alike; close them by hand",
-                path.to_ascii_uppercase()
-            )));
-        }
-        // nginx tries regexes, in order, before any prefix but `^~` (and `=`, whose
-        // route in sluice takes longer paths too).
-        let taken: Vec<&str> = routes
-            .iter()
-            .filter(|o| o.path.len() > path.len() && o.path.starts_with(path.as_str()))
-            .filter(|o| match &o.matching {
-                Matching::Prefix | Matching::Exact => true,
-                Matching::Preferred => false,
-                Matching::Regex { order: theirs, .. } => theirs > order,
-            })
-            .filter(|o| !refused.covered_by(o))
-            .map(|o| o.path.as_str())
-            .collect();
-        if !taken.is_empty() {
-            notes.push(closed(&r.from, format!(
-                "{re}: nginx tries regular expressions before prefix locations, so it took the paths of {} too, and {said}; sluice routes by the longest prefix, and those routes do not refuse them alike: they are open to whom nginx refused; close them or give them this location's checks by hand",
-                taken.join(", ")
-            )));
-        }
+    }
+}
+
+/// A Closed note of the location at `from`.
+fn closed(from: &str, text: String) -> Note {
+    Note::at(from, "location", text).closed()
+}
+
+/// What a guarded regex location `r` leaves open in sluice, whose routes are prefixes
+/// (not reached by the server's other routes refusing the same clients): its paths
+/// further in a path, in other letter case, or under a longer prefix nginx let it take.
+fn note_regex(r: &Route, refused: &Refused, routes: &[Route], notes: &mut Notes) {
+    let Matching::Regex {
+        re,
+        anchored,
+        caseless,
+        order,
+    } = &r.matching
+    else {
+        return;
+    };
+    let said = refused.said();
+    let path = &r.path;
+    if !anchored {
+        notes.push(closed(&r.from, format!(
+            "{re}: not anchored with ^, so nginx matched it further in a path too (as in /any{path}), and {said}; sluice's route {path} takes only the paths that begin with it: the others are open under the other routes of its server, which do not refuse them alike; close them by hand"
+        )));
+    }
+    if *caseless && path.chars().any(|c| c.is_ascii_alphabetic()) {
+        notes.push(closed(&r.from, format!(
+            "{re}: case-insensitive in nginx, which {said}; sluice's route {path} takes its paths in this case only: the same paths in other cases ({}) are open under the other routes of its server, which do not refuse them alike; close them by hand",
+            path.to_ascii_uppercase()
+        )));
+    }
+    // nginx tries regexes, in order, before any prefix but `^~` (and `=`, whose
+    // route in sluice takes longer paths too).
+    let taken: Vec<&str> = routes
+        .iter()
+        .filter(|o| o.path.len() > path.len() && o.path.starts_with(path.as_str()))
+        .filter(|o| match &o.matching {
+            Matching::Prefix | Matching::Exact => true,
+            Matching::Preferred => false,
+            Matching::Regex { order: theirs, .. } => theirs > order,
+        })
+        .filter(|o| !refused.covered_by(o))
+        .map(|o| o.path.as_str())
+        .collect();
+    if !taken.is_empty() {
+        notes.push(closed(&r.from, format!(
+            "{re}: nginx tries regular expressions before prefix locations, so it took the paths of {} too, and {said}; sluice routes by the longest prefix, and those routes do not refuse them alike: they are open to whom nginx refused; close them or give them this location's checks by hand",
+            taken.join(", ")
+        )));
     }
 }
