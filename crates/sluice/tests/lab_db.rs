@@ -850,7 +850,9 @@ fn a_jvm_collecting_back_to_back_is_named_at_its_heap_and_not_with_room() {
     let parts = step["breakdown"]["parts"].to_string();
     assert!(parts.contains("stopped in GC pauses"), "{parts}");
     assert!(parts.contains("on its CPU"), "{parts}");
-    // The same app with room in its heap: not its heap.
-    let (report, stdout) = churn_lab(&pg, "-Xmx768m");
+    // The same app with room in its heap: not its heap. (With 768 MiB, a third of it
+    // young, the 64 MiB kept was copied often enough at 6,300 req/s to stop the JVM 32%
+    // of the step, past GC_HEAP_FULL_PCT, on this repo's machine.)
+    let (report, stdout) = churn_lab(&pg, "-Xmx2g");
     assert_ne!(report["verdict"]["resource"], "heap", "{stdout}");
 }
