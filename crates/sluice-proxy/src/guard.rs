@@ -10,10 +10,10 @@
 //! (never the password), so a browser's requests cost one hash, not one each.
 
 pub use crate::state::htpasswd::Users;
-use crate::state::verified;
 
 use crate::route::RouteId;
 use crate::state::generation::Generation;
+use crate::state::verified;
 use sluice_config::{Config, Errors, Satisfy, Verdict};
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
