@@ -356,14 +356,19 @@ fn a_check_at_the_http_level_closes_every_route_below_it_but_where_turned_off() 
 fn an_if_that_checks_nothing_about_the_client_is_not_a_check() {
     let conf = "http {\n  server {\n    listen 80;\n    if ($request_method = OPTIONS) { return 204; }\n    if ($http_user_agent ~ bot) { rewrite ^ /bots; }\n    location / { proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
     let (imported, _) = import("plain-if", conf);
+    stays_open_with_if_notes(&imported, "/", 2);
+}
+
+/// `path` still proxies, nothing is closed, and `ifs` `if`s are noted.
+fn stays_open_with_if_notes(imported: &Imported, path: &str, ifs: usize) {
     assert!(
-        route(&imported.toml, "/").contains("upstream = "),
+        route(&imported.toml, path).contains("upstream = "),
         "{}",
         imported.toml
     );
-    assert!(notes(&imported, NoteKind::Closed).is_empty());
-    let ifs = imported.notes.iter().filter(|n| n.directive == "if");
-    assert_eq!(ifs.count(), 2, "{:?}", imported.notes);
+    assert!(notes(imported, NoteKind::Closed).is_empty());
+    let noted = imported.notes.iter().filter(|n| n.directive == "if");
+    assert_eq!(noted.count(), ifs, "{:?}", imported.notes);
 }
 
 /// As nginx runs them (checked against nginx 1.22): a location's `limit_except` and its
@@ -474,14 +479,7 @@ fn an_if_that_refuses_closes_its_routes_whatever_it_reads() {
     }
     let open = "http {\n  server {\n    listen 80;\n    if ($scheme = http) { return 301 https://$host$request_uri; }\n    location /x/ {\n      if ($http_x_api_key = \"\") { return 302 /login; }\n      if ($request_method = OPTIONS) { return 200; }\n      if ($arg_debug) { return 503; }\n      proxy_pass http://127.0.0.1:8080;\n    }\n  }\n}\n";
     let (imported, _) = import("if-open", open);
-    assert!(
-        route(&imported.toml, "/x/").contains("upstream = "),
-        "{}",
-        imported.toml
-    );
-    assert!(notes(&imported, NoteKind::Closed).is_empty());
-    let ifs = imported.notes.iter().filter(|n| n.directive == "if");
-    assert_eq!(ifs.count(), 4, "{:?}", imported.notes);
+    stays_open_with_if_notes(&imported, "/x/", 4);
 }
 
 /// `location = /p` and `location /p` become one prefix route in sluice. When their
