@@ -20,23 +20,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 
-/// Why a guard refused a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Refusal {
-    /// The client's address is denied: `403`.
-    Address,
-    /// No valid user and password: `401`, with the realm.
-    Credentials,
-}
-
-impl Refusal {
-    pub(crate) fn status(self) -> u16 {
-        match self {
-            Refusal::Address => 403,
-            Refusal::Credentials => 401,
-        }
-    }
-}
+/// Why a guard refused a request: the metrics' kind of refusal, the one type for it.
+pub(crate) use crate::metrics::Refused as Refusal;
 
 /// What the guard says of a request's head, and the user it named (for the log).
 pub(crate) struct Decision {
@@ -74,11 +59,16 @@ pub(crate) fn decide(
         verdict,
         user: None,
     };
-    let Some(users) = generation.shared.users(r) else {
+    let Some(auth) = &guard.auth else {
         return pass(match address_passes {
             true => Outcome::Pass,
             false => Outcome::Refuse(Refusal::Address),
         });
+    };
+    // The route's config says whether it asks for a password; its users are read
+    // with the generation. Were they ever missing, nobody passes (closed, not open).
+    let Some(users) = generation.shared.users(r) else {
+        return pass(Outcome::Refuse(Refusal::Credentials));
     };
     match guard.satisfy {
         // nginx: under `any`, an address passes only by a rule allowing it; else the
@@ -87,8 +77,7 @@ pub(crate) fn decide(
         Satisfy::All if !address_passes => return pass(Outcome::Refuse(Refusal::Address)),
         _ => {}
     }
-    let cache = guard.auth.as_ref().map_or(Duration::ZERO, |a| a.cache);
-    credentials(generation, users, headers, cache)
+    credentials(generation, users, headers, auth.cache)
 }
 
 /// The decision on the `Authorization` a request sent.

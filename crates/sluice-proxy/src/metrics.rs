@@ -334,6 +334,15 @@ impl Refused {
             Refused::Credentials => "credentials",
         }
     }
+
+    /// The status the client gets: `403` for its address, `401` (with the realm) for
+    /// its credentials.
+    pub fn status(self) -> u16 {
+        match self {
+            Refused::Address => 403,
+            Refused::Credentials => 401,
+        }
+    }
 }
 
 pub type RouteStats = Sharded<RouteSlot>;
