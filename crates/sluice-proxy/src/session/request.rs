@@ -49,7 +49,7 @@ pub(crate) async fn serve<S: Stream>(
         guarded,
     } = staged;
     let target = match guarded.pending {
-        Some(pending) => verified(&generation, pending, target).await,
+        Some(pending) => Box::pin(verified(&generation, *pending, target)).await,
         None => target,
     };
     let head = (prepared.head, prepared.key);

@@ -63,7 +63,8 @@ pub(crate) struct Staged {
 #[derive(Default)]
 pub(crate) struct Guarded {
     /// A password to verify before the request goes on (refused 401 if wrong).
-    pub pending: Option<Pending>,
+    /// Boxed: rare, and every request's staged state stays a pointer wide for it.
+    pub pending: Option<Box<Pending>>,
     /// The user its basic auth named, where the route asked for one.
     pub user: Option<Box<str>>,
     /// The client's address as a trusted proxy in front named it, if one did.
@@ -176,7 +177,7 @@ fn guard(
         guard::Outcome::Pass => None,
         guard::Outcome::Refuse(refusal) => Some(refusal),
         guard::Outcome::Verify(pending) => {
-            guarded.pending = Some(pending);
+            guarded.pending = Some(Box::new(pending));
             None
         }
     }
