@@ -144,8 +144,7 @@ fn import(conf: &Path, extra: &[&str]) -> Output {
 fn on_free_ports(toml: &str, port: u16) -> String {
     let listener = format!("bind = \"127.0.0.1:{port}\"");
     assert!(toml.contains(&listener), "{toml}");
-    toml.replace(&listener, "bind = \"127.0.0.1:0\"")
-        .replace("bind = \"127.0.0.1:9901\"", "bind = \"127.0.0.1:0\"")
+    support::admin_on_a_free_port(&toml.replace(&listener, "bind = \"127.0.0.1:0\""))
 }
 
 /// `sluice serve` of `toml` (written in `dir`), once it says where it listens.

@@ -43,11 +43,7 @@ async fn an_imported_nginx_conf_checks_and_serves() {
         "{}\n{toml}",
         String::from_utf8_lossy(&check.stderr)
     );
-    // The import writes nginx's missing admin listener on 127.0.0.1:9901, a fixed port
-    // something else on the machine may hold: served here on a free one.
-    let admin = "bind = \"127.0.0.1:9901\"";
-    assert!(toml.contains(admin), "{toml}");
-    let toml = toml.replace(admin, "bind = \"127.0.0.1:0\"");
+    let toml = crate::support::admin_on_a_free_port(&toml);
     let proxy = SluiceProcess::serve("sluice.toml", &toml, "warn").await;
     let mut seen = std::collections::BTreeSet::new();
     for _ in 0..6 {

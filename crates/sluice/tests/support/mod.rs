@@ -192,3 +192,12 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// A config `sluice import` wrote, its admin listener moved from the fixed
+/// 127.0.0.1:9901 it writes (nginx had none) to a port the kernel picks: a test that
+/// serves it must not fail beside anything holding that port.
+pub fn admin_on_a_free_port(toml: &str) -> String {
+    let admin = "bind = \"127.0.0.1:9901\"";
+    assert!(toml.contains(admin), "{toml}");
+    toml.replace(admin, "bind = \"127.0.0.1:0\"")
+}
