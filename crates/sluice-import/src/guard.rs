@@ -6,6 +6,9 @@
 //! an `if` answering 403 or another 4xx) closes the routes under it:
 //! `sluice import` never writes a route nginx guarded without its guard.
 
+mod settle;
+pub use settle::{in_force, settle};
+
 use crate::plan::{Auth, ClosedBy, Closure, Guard, Rule, Satisfy, Verdict};
 use crate::tree::Node;
 use crate::Notes;
@@ -372,9 +375,6 @@ fn who(arg: &str) -> Option<String> {
         format!("{net}/{bits}")
     })
 }
-
-mod settle;
-pub use settle::{in_force, settle};
 
 #[cfg(test)]
 mod tests {
