@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/duty.sh: how closely the lab's user-space CPU budget (SIGSTOP/SIGCONT duty cycle,
-# crates/sluice-lab/src/cpu_duty.rs) holds a share, against a cgroup quota on this
-# machine: busy loops held to 0.25, 0.5 and 1 CPU (crates/sluice-lab/examples/
+# crates/sluice-process/src/cpu_duty.rs) holds a share, against a cgroup quota on this
+# machine: busy loops held to 0.25, 0.5 and 1 CPU (crates/sluice-process/examples/
 # duty_precision.rs). Run as root for the cgroup column. Only local busy loops; no network.
 #
 # Usage: [SECS=10] bench/duty.sh    Results: bench/runs/<date>-duty/summary.md
@@ -9,7 +9,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
 SECS=${SECS:-10}
-(cd "$REPO" && cargo build --locked --release -p sluice-lab --example duty_precision)
+(cd "$REPO" && cargo build --locked --release -p sluice-process --example duty_precision)
 OUT=$REPO/bench/runs/$(date +%F)-duty
 n=2; while [ -e "$OUT" ]; do OUT=$REPO/bench/runs/$(date +%F)-duty-$n; n=$((n + 1)); done
 mkdir -p "$OUT"

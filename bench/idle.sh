@@ -4,7 +4,7 @@
 # Each balancer (2 workers) sits in front of one `sluice backend`, with the same limits:
 # 5 s for a request head (sluice header_timeout, nginx client_header_timeout, HAProxy
 # timeout http-request) and 60 s of keep-alive idleness, and a TLS listener offering
-# HTTP/2 with the same certificate. `idle_clients` (crates/sluice-lab/examples) measures,
+# HTTP/2 with the same certificate. `idle_clients` (crates/sluice-process/examples) measures,
 # each on a freshly started balancer:
 #   1. keep-alive: CLIENTS connections each send one GET, read the response, and stay
 #      idle; the balancer's resident memory (whole process tree) before and after;
@@ -46,7 +46,7 @@ done
 NAME=idle
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # Two builds: with `--example`, cargo builds only the example, not sluice itself.
-(cd "$REPO" && cargo build --locked --release -p sluice && cargo build --locked --release -p sluice-lab --example idle_clients)
+(cd "$REPO" && cargo build --locked --release -p sluice && cargo build --locked --release -p sluice-process --example idle_clients)
 
 BACKEND=127.0.0.1:19601
 declare -A PORT=([sluice]=19610 [nginx]=19611 [haproxy]=19612 [sluice-base]=19613)

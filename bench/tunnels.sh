@@ -3,7 +3,7 @@
 # open, for sluice, nginx and HAProxy on this machine, in one run.
 #
 # Each balancer (2 workers) sits in front of one `sluice backend` (a WebSocket echo
-# server). `ws_tunnels` (crates/sluice-lab/examples) opens TUNNELS WebSockets through it
+# server). `ws_tunnels` (crates/sluice-process/examples) opens TUNNELS WebSockets through it
 # from 127.0.0.2-5 (so ephemeral ports do not run out), reads the balancer's resident
 # memory (its whole process tree) before and after, then times 2,000 echoes on random
 # tunnels while all stay open. Repeated RUNS times, balancers interleaved; medians and
@@ -19,7 +19,7 @@ TUNNELS=${TUNNELS:-9000}
 NAME=tunnels
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # Two builds: with `--example`, cargo builds only the example, not sluice itself.
-(cd "$REPO" && cargo build --locked --release -p sluice && cargo build --locked --release -p sluice-lab --example ws_tunnels)
+(cd "$REPO" && cargo build --locked --release -p sluice && cargo build --locked --release -p sluice-process --example ws_tunnels)
 
 BACKEND=127.0.0.1:19501
 declare -A PORT=([sluice]=19510 [nginx]=19511 [haproxy]=19512)

@@ -1,8 +1,8 @@
 //! What each subcommand does, in terms of the library crates.
 
 use anyhow::{anyhow, Context};
-use sluice_lab::backend;
 use sluice_proxy::Proxy;
+use sluice_simulated::backend;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -126,7 +126,7 @@ fn environment(
     let disk = sluice_config::on_disk(&config);
     let certs = certificates(&config);
     let users = sluice_proxy::guard::check(&config);
-    match (crate::resolve::names(config), disk, certs, users) {
+    match (sluice_discovery::names::names(config), disk, certs, users) {
         (Ok(c), Ok(()), Ok(()), Ok(())) => Ok(c),
         (names, disk, certs, users) => {
             let errors = names.err().into_iter().chain(disk.err()).chain(certs.err());
@@ -159,8 +159,8 @@ pub fn hash_report(keys: usize) -> anyhow::Result<ExitCode> {
     use std::io::Write;
     let text = format!(
         "# sluice hash-report\n\n{}\n{}",
-        sluice_lab::hash_report::report(keys.max(1000)),
-        sluice_lab::balance_sim::report()
+        sluice_simulated::hash_report::report(keys.max(1000)),
+        sluice_simulated::balance_sim::report()
     );
     // A closed pipe (`| head`) is not an error worth a panic.
     let _ = std::io::stdout().write_all(text.as_bytes());

@@ -1,12 +1,12 @@
-//! `sluice lab`: the command line of the lab (the work is `sluice-experiment`'s).
+//! `sluice lab`: the command line of the lab (the work is `sluice-lab`'s).
 
 use anyhow::Context;
 use clap::Args;
-use sluice_experiment::budget::Enforcement;
-use sluice_experiment::live::Live;
-use sluice_experiment::spec::{Experiment, LbKind};
-use sluice_experiment::text::{self, Width};
-use sluice_experiment::{builtin, report, run};
+use sluice_lab::budget::Enforcement;
+use sluice_lab::live::Live;
+use sluice_lab::spec::{Experiment, LbKind};
+use sluice_lab::text::{self, Width};
+use sluice_lab::{builtin, report, run};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -157,7 +157,7 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
     }
     let mut tiers = Vec::new();
     for spec in &args.tier {
-        match sluice_experiment::real::parse_tier(spec) {
+        match sluice_lab::real::parse_tier(spec) {
             Ok(t) => tiers.extend(t),
             Err(e) => return refuse(format!("{e:#}")),
         }
@@ -245,7 +245,7 @@ fn write_files(args: &LabArgs, report: &report::LabReport, text: &str) -> anyhow
     if let Some(path) = &args.json {
         std::fs::write(path, &json).with_context(|| format!("writing {}", path.display()))?;
     }
-    let page = sluice_experiment::html::render(report);
+    let page = sluice_lab::html::render(report);
     if let Some(path) = &args.html {
         std::fs::write(path, &page).with_context(|| format!("writing {}", path.display()))?;
     }
@@ -336,7 +336,7 @@ fn intro(e: &Experiment) -> String {
         e.lb.run.name(),
         e.servers,
         e.users,
-        sluice_experiment::spec::text(e.duration),
+        sluice_lab::spec::text(e.duration),
         total
     )
 }

@@ -5,14 +5,12 @@ mod admin_client;
 mod bench;
 mod cli_reference;
 mod commands;
-mod discovery;
 mod exit;
 mod lab;
 mod man;
 mod notify;
 mod plan;
 mod plural;
-mod resolve;
 mod serve;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -256,7 +254,7 @@ fn main() -> ExitCode {
                 }
                 let stall = sluice_config::parse_duration(&stall)
                     .ok_or_else(|| anyhow::anyhow!("--stall {stall}: a duration, e.g. 1s"))?;
-                Ok(sluice_lab::backend::Simulated {
+                Ok(sluice_simulated::backend::Simulated {
                     size,
                     errors,
                     max_conns,

@@ -9,9 +9,9 @@
 //! from the config, or by default `$TMPDIR/sluice-<hash of the config's full path>.pid`,
 //! so `serve` and `reload` given the same file find each other.
 
-use crate::discovery::Discovery;
 use crate::exit::{BAD_INPUT as BAD_CONFIG, INTERRUPTED};
 use anyhow::{anyhow, Context};
+use sluice_discovery::Discovery;
 use sluice_proxy::Proxy;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -37,7 +37,7 @@ pub enum Signal {
 /// Certificates it names are read and checked too.
 fn load_or_report(path: &Path, then: &str) -> Option<sluice_config::Config> {
     let loaded = sluice_config::load(path)
-        .and_then(crate::resolve::names)
+        .and_then(sluice_discovery::names::names)
         .and_then(|c| sluice_proxy::tls::check(&c).map(|_| c));
     match loaded {
         Ok(config) => Some(config),
@@ -282,7 +282,7 @@ pub fn run_until_stopped(
 /// Reloads from `path`, or logs why not and keeps the running config. Returns what
 /// changed, or why nothing did.
 fn apply(proxy: &Proxy, path: &Path, discovery: &Discovery) -> Result<String, String> {
-    let config = match sluice_config::load(path).and_then(crate::resolve::names) {
+    let config = match sluice_config::load(path).and_then(sluice_discovery::names::names) {
         Ok(config) => config,
         Err(errors) => {
             for e in &errors.0 {

@@ -354,7 +354,7 @@ struct Deployment {
     app: Running,
     lb: Running,
     _node: Running,
-    _budget: sluice_lab::cpu_budget::CpuBudget,
+    _budget: sluice_process::cpu_budget::CpuBudget,
     lb_port: u16,
     /// sluice's admin listener: its /metrics.
     admin_port: u16,
@@ -375,7 +375,7 @@ fn deployment() -> Deployment {
             "2ms",
         ],
     );
-    let budget = sluice_lab::cpu_budget::CpuBudget::create("deployment-app", 0.2)
+    let budget = sluice_process::cpu_budget::CpuBudget::create("deployment-app", 0.2)
         .expect("root and cgroup v1");
     budget.add(app.0.id()).unwrap();
     support::wait_listening(app_port);
@@ -501,7 +501,7 @@ fn prometheus(dir: &std::path::Path, targets: &[(&str, u16)]) -> (Running, u16) 
     support::wait_listening(port);
     let up = format!("http://127.0.0.1:{port}/api/v1/query?query=up%3D%3D1");
     for _ in 0..150 {
-        let body = sluice_experiment::fetch::http_get(&up).unwrap_or_default();
+        let body = sluice_lab::fetch::http_get(&up).unwrap_or_default();
         if body.matches("\"instance\"").count() == targets.len() {
             return (server, port);
         }
@@ -661,8 +661,8 @@ fn a_generator_short_of_cpu_makes_the_step_invalid_instead_of_blaming_a_tier() {
     );
     support::wait_listening(app_port);
     // The lab itself (the generator) in a budget far below what the backend can serve.
-    let budget =
-        sluice_lab::cpu_budget::CpuBudget::create("generator", 0.05).expect("root and cgroup v1");
+    let budget = sluice_process::cpu_budget::CpuBudget::create("generator", 0.05)
+        .expect("root and cgroup v1");
     let dir = std::env::temp_dir().join(format!("sluice-lab-gen-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("report.json");
@@ -911,7 +911,7 @@ fn single_threaded_tiers_are_judged_at_one_core_on_a_machine_of_more() {
     let (nginx, pid) = nginx_one_worker(&dir, port, &http);
     // Its master and its worker, as an operator lists them: one instance, the worker's
     // CPU counted once (a process is read with its tree).
-    let worker = *sluice_lab::procfs::tree(pid).last().unwrap();
+    let worker = *sluice_process::procfs::tree(pid).last().unwrap();
     assert_ne!(worker, pid, "nginx's worker");
     // Two steps: on a noisy machine a full core can read 80%, and the plateau then names
     // the one busy thread all the same.

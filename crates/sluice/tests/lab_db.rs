@@ -710,7 +710,7 @@ impl SpringApp {
         // Up once its metrics answer (as text: what the lab asks for).
         let metrics = format!("http://127.0.0.1:{port}/actuator/prometheus");
         for _ in 0..600 {
-            let up = sluice_experiment::fetch::http_get(&metrics);
+            let up = sluice_lab::fetch::http_get(&metrics);
             if up.is_some_and(|b| b.contains("tomcat_threads_busy_threads")) {
                 return app;
             }

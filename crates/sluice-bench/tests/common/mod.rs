@@ -3,7 +3,7 @@
 
 use sluice_bench::report::Report;
 use sluice_bench::{Plan, RequestSpec, Step, Target, Weighted};
-use sluice_lab::backend::{self, Options};
+use sluice_simulated::backend::{self, Options};
 use std::net::SocketAddr;
 use std::time::Duration;
 

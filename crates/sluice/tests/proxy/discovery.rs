@@ -2,7 +2,7 @@
 //! DNS server on loopback: dnsmasq, whose records the tests change while sluice runs.
 
 use super::harness::*;
-use sluice_lab::backend::{self, Options};
+use sluice_simulated::backend::{self, Options};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -4,8 +4,8 @@
 // Shared by two test targets (`proxy` and `slow`), each of which uses part of it.
 #![allow(dead_code)]
 
-use sluice_lab::backend::{self, Options};
 use sluice_proxy::Proxy;
+use sluice_simulated::backend::{self, Options};
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -520,7 +520,7 @@ impl Drop for SluiceProcess {
 
 /// CPU seconds `pid` uses over `period`.
 pub async fn cpu_over(pid: u32, period: Duration) -> f64 {
-    let cpu_seconds = sluice_lab::procfs::cpu_seconds;
+    let cpu_seconds = sluice_process::procfs::cpu_seconds;
     let before = cpu_seconds(pid);
     tokio::time::sleep(period).await;
     cpu_seconds(pid) - before

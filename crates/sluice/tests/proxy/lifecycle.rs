@@ -146,7 +146,7 @@ fn the_demo_serves_its_dashboard_says_what_to_try_next_and_logs_its_stop() {
     }
     let dashboard = dashboard.expect("the dashboard's address");
     assert!(bench.is_some(), "a next step: the bench command");
-    let page = sluice_experiment::fetch::http_get(&dashboard).expect("the dashboard answers");
+    let page = sluice_lab::fetch::http_get(&dashboard).expect("the dashboard answers");
     assert!(
         page.contains("<html") || page.contains("<!doctype"),
         "{page}"

@@ -352,7 +352,7 @@ async fn a_client_over_max_conns_per_client_is_answered_429_and_closed() {
 /// A lab app server with a pool of `threads` and `queue` places to wait, `delay` per
 /// request (Tomcat's maxThreads and acceptCount in front of 20 ms of I/O).
 async fn pooled_backend(name: &str, threads: usize, queue: usize, delay: Duration) -> SocketAddr {
-    use sluice_lab::backend::{serve_simulated, Options, Simulated};
+    use sluice_simulated::backend::{serve_simulated, Options, Simulated};
     let listener = tokio::net::TcpListener::bind(loopback()).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let options = Options {
@@ -472,7 +472,7 @@ impl MachineCpu {
         MachineCpu {
             total: ticks.iter().sum(),
             not_others: at(3) + at(4) + at(5) + at(6),
-            own: sluice_lab::procfs::cpu_seconds(std::process::id()) * 100.0,
+            own: sluice_process::procfs::cpu_seconds(std::process::id()) * 100.0,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::harness::*;
 use futures_util::{SinkExt, StreamExt};
-use sluice_lab::stomp::Frame;
+use sluice_simulated::stomp::Frame;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;

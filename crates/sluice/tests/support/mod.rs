@@ -16,14 +16,14 @@ pub fn backends(names: &[&str], stomp: bool) -> Vec<SocketAddr> {
     let addrs = names
         .iter()
         .map(|name| {
-            let options = sluice_lab::backend::Options {
+            let options = sluice_simulated::backend::Options {
                 name: name.to_string(),
                 delay: Duration::ZERO,
                 stomp,
             };
             let any = "127.0.0.1:0".parse().unwrap();
             runtime
-                .block_on(sluice_lab::backend::spawn(any, options))
+                .block_on(sluice_simulated::backend::spawn(any, options))
                 .unwrap()
         })
         .collect();

@@ -2,7 +2,7 @@
 //! throttled. Needs root and the cgroup v1 cpu controller, as these machines have; the
 //! test fails, saying why, where they are missing.
 
-use sluice_lab::cpu_budget::CpuBudget;
+use sluice_process::cpu_budget::CpuBudget;
 use std::time::{Duration, Instant};
 
 /// CPU seconds (user + system) of process `pid` so far.
@@ -27,10 +27,10 @@ fn a_busy_process_gets_its_quota_and_no_more() {
         .unwrap();
     budget.add(child.id()).unwrap();
     // What a sampler finds from the pid alone, as for a process it did not start.
-    let found = sluice_lab::cpu_budget::quota_of(child.id()).expect("its quota");
+    let found = sluice_process::cpu_budget::quota_of(child.id()).expect("its quota");
     assert_eq!(
         (found.cores, found.method),
-        (0.25, sluice_lab::cpu_budget::V1)
+        (0.25, sluice_process::cpu_budget::V1)
     );
     let (start_cpu, started) = (cpu_seconds(child.id()), Instant::now());
     std::thread::sleep(Duration::from_millis(1500));

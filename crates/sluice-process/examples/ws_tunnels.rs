@@ -8,7 +8,7 @@
 //! Prints one JSON line. Loopback only; every step has a deadline.
 
 use futures_util::{SinkExt, StreamExt};
-use sluice_lab::procfs::tree_rss_kib;
+use sluice_process::procfs::tree_rss_kib;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 use tokio::net::TcpSocket;

@@ -29,7 +29,7 @@
 //! Source addresses are spread over 127.0.0.2 .. 127.0.0.(1 + SOURCES) so ephemeral
 //! ports do not run out. Prints one JSON line. Loopback only; every step has a deadline.
 
-use sluice_lab::procfs::{tree_anon_kib, tree_rss_kib};
+use sluice_process::procfs::{tree_anon_kib, tree_rss_kib};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};

@@ -10,8 +10,8 @@
 
 use crate::database::{DbReading, DbSampler};
 use crate::real::Watched;
-use sluice_lab::cpu_budget::Throttling;
-use sluice_lab::procfs::{self, TcpStates};
+use sluice_process::cpu_budget::Throttling;
+use sluice_process::procfs::{self, TcpStates};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -191,7 +191,7 @@ fn read(sources: &Sources, started: Instant) -> Reading {
         generator_throttling: sources
             .generator_quota
             .as_deref()
-            .map(sluice_lab::cpu_budget::throttling_at)
+            .map(sluice_process::cpu_budget::throttling_at)
             .unwrap_or_default(),
         machine_busy_s: procfs::machine_busy_seconds(),
         listen_overflows: procfs::listen_overflows().unwrap_or(0),

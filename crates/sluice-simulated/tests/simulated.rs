@@ -2,7 +2,7 @@
 //! and refuses them past its queue, with the evidence in `/__stats`, CPU work that
 //! takes its time, and a connection pool to a simulated database (another backend).
 
-use sluice_lab::backend::{serve_simulated, Options, Simulated};
+use sluice_simulated::backend::{serve_simulated, Options, Simulated};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};

@@ -51,7 +51,7 @@ use validity::{validity, GeneratorCpu};
 
 use crate::sample::{ProcReading, Reading};
 use serde::Serialize;
-use sluice_lab::cpu_budget::Throttling;
+use sluice_process::cpu_budget::Throttling;
 
 /// What the judge knows of a process besides its readings.
 #[derive(Debug, Clone)]

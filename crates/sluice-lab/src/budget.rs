@@ -2,8 +2,8 @@
 //! duty cycle, its worker threads, or the machine's cores. The tiers the lab starts and
 //! those of a deployment it measures are judged against the same kind of budget.
 
-use sluice_lab::cpu_budget::{CpuBudget, Throttling};
-use sluice_lab::cpu_duty::Meter;
+use sluice_process::cpu_budget::{CpuBudget, Throttling};
+use sluice_process::cpu_duty::Meter;
 use std::path::PathBuf;
 
 /// The CPU a process may use, and who set it.
@@ -26,7 +26,7 @@ pub enum Throttled {
 impl Throttled {
     pub fn read(&self) -> Throttling {
         match self {
-            Throttled::Cgroup(dir) => sluice_lab::cpu_budget::throttling_at(dir),
+            Throttled::Cgroup(dir) => sluice_process::cpu_budget::throttling_at(dir),
             Throttled::Duty(meter) => meter.throttling(),
         }
     }
@@ -35,7 +35,7 @@ impl Throttled {
 /// Whether a budget of this kind (its `method`) is a quota the lab can set larger for
 /// a proof: a cgroup's, or its own duty cycle's.
 pub fn resizable(method: &str) -> bool {
-    method.starts_with("cgroup") || method == sluice_lab::cpu_duty::METHOD
+    method.starts_with("cgroup") || method == sluice_process::cpu_duty::METHOD
 }
 
 /// The machine's cores: the budget of a process nobody limited.
@@ -66,7 +66,7 @@ pub fn thread_budget(b: Budget, threads: usize) -> Budget {
 /// once before a run (and said in its first lines).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Enforcement {
-    /// The kernel's quota, a cgroup per tier ([`sluice_lab::cpu_budget::V1`] or `V2`).
+    /// The kernel's quota, a cgroup per tier ([`sluice_process::cpu_budget::V1`] or `V2`).
     Cgroup(&'static str),
     /// No cgroup could be made (`why`): the lab's user-space duty cycle.
     Duty { why: String },

@@ -7,7 +7,7 @@
 //! lookup that fails keeps the servers found last and says so in the log. This module
 //! owns the names; the proxy only ever sees addresses.
 
-mod lookup;
+use crate::lookup;
 
 use hickory_resolver::TokioResolver;
 use sluice_config::{Config, Discover, Server};
@@ -283,7 +283,7 @@ fn usable(servers: Vec<Server>, key: &Key, config: &Config) -> Vec<Server> {
     servers
         .into_iter()
         .filter(|s| {
-            let bad = crate::resolve::unconnectable(&s.addr) || crate::resolve::loops(&s.addr, &binds);
+            let bad = crate::names::unconnectable(&s.addr) || crate::names::loops(&s.addr, &binds);
             if bad {
                 tracing::warn!(upstream = %key.0, name = %key.1, addr = %s.addr, "dns: found an address sluice must not connect to (port 0, unspecified, or its own listener); left out");
             }

@@ -186,7 +186,7 @@ fn join(into: &mut Watched, other: Watched) {
 /// The one port a process tree listens on, if it listens on exactly one: its sockets
 /// are the tier's socket figures.
 fn only_listening_port(pid: u32) -> Option<u16> {
-    match sluice_lab::procfs::listening_ports(&sluice_lab::procfs::tree(pid))[..] {
+    match sluice_process::procfs::listening_ports(&sluice_process::procfs::tree(pid))[..] {
         [port] => Some(port),
         _ => None,
     }
@@ -198,7 +198,7 @@ fn only_listening_port(pid: u32) -> Option<u16> {
 fn fold_process_trees(list: &mut Vec<Watched>) {
     let trees: Vec<Vec<u32>> = list
         .iter()
-        .map(|w| w.pid.map(sluice_lab::procfs::tree).unwrap_or_default())
+        .map(|w| w.pid.map(sluice_process::procfs::tree).unwrap_or_default())
         .collect();
     let mut i = 0;
     while i < list.len() {
@@ -229,8 +229,8 @@ fn merge_metrics_into_processes(list: &mut Vec<Watched>) {
         list.iter().position(|w| {
             w.stats.is_none()
                 && w.pid.is_some_and(|pid| {
-                    let tree = sluice_lab::procfs::tree(pid);
-                    sluice_lab::procfs::listening_ports(&tree).contains(&port)
+                    let tree = sluice_process::procfs::tree(pid);
+                    sluice_process::procfs::listening_ports(&tree).contains(&port)
                 })
         })
     });
@@ -361,7 +361,7 @@ fn redis(tier: &str, name: String, url: &str) -> Watched {
     let local = local_port(&url.replacen("redis://", "http://", 1)).is_some();
     let pid = port
         .filter(|_| local)
-        .and_then(sluice_lab::procfs::listener_pid);
+        .and_then(sluice_process::procfs::listener_pid);
     let (budget, cgroup) = match pid {
         Some(pid) => process_budget(pid),
         None => (
@@ -389,7 +389,7 @@ fn redis(tier: &str, name: String, url: &str) -> Watched {
 fn database(tier: &str, name: String, db: DbUrl) -> Watched {
     let pid = db
         .is_local()
-        .then(|| sluice_lab::procfs::listener_pid(db.port))
+        .then(|| sluice_process::procfs::listener_pid(db.port))
         .flatten();
     let (budget, cgroup) = match pid {
         Some(pid) => process_budget(pid),
@@ -415,7 +415,7 @@ fn database(tier: &str, name: String, db: DbUrl) -> Watched {
 
 /// The CPU a process may use: its cgroup quota, else its affinity, else the machine.
 pub fn process_budget(pid: u32) -> (Budget, Option<PathBuf>) {
-    if let Some(q) = sluice_lab::cpu_budget::quota_of(pid) {
+    if let Some(q) = sluice_process::cpu_budget::quota_of(pid) {
         let method = q.method.into();
         return (
             Budget {

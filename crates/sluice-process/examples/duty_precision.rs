@@ -4,9 +4,9 @@
 //! measured from /proc, and the budget thread's own CPU. Without root the cgroup rows
 //! are skipped. Run by `bench/duty.sh`; prints a Markdown table.
 
-use sluice_lab::cpu_budget::CpuBudget;
-use sluice_lab::cpu_duty::DutyBudget;
-use sluice_lab::procfs;
+use sluice_process::cpu_budget::CpuBudget;
+use sluice_process::cpu_duty::DutyBudget;
+use sluice_process::procfs;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 

@@ -5,15 +5,15 @@
 //! A budget is a cgroup (v1 `cpu` controller quota) the process joins before its first
 //! instruction (`sh -c 'echo $$ > cgroup.procs; exec ...'`), so the children it forks at
 //! once (nginx's workers) are inside too. Where no cgroup can be made (not root), it is
-//! the lab's user-space duty cycle (`sluice_lab::cpu_duty`) over the process's tree; the
+//! the lab's user-space duty cycle (`sluice_process::cpu_duty`) over the process's tree; the
 //! report names which each tier had.
 
 use crate::budget::{machine_budget, thread_budget, Budget, Enforcement, Throttled};
 use crate::error::Error;
 use crate::lb_config::{self, Layout};
 use crate::spec::{Experiment, LbKind};
-use sluice_lab::cpu_budget::CpuBudget;
-use sluice_lab::cpu_duty::{self, DutyBudget};
+use sluice_process::cpu_budget::CpuBudget;
+use sluice_process::cpu_duty::{self, DutyBudget};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -289,7 +289,7 @@ fn stop(p: &mut Proc) {
     if let Some(Limit::Duty(d)) = &mut p.limit {
         d.release();
     }
-    let tree = sluice_lab::procfs::tree(p.pid);
+    let tree = sluice_process::procfs::tree(p.pid);
     signal("-TERM", p.pid);
     let deadline = Instant::now() + Duration::from_secs(3);
     while Instant::now() < deadline {
@@ -343,8 +343,8 @@ fn command(
         // One calibration for every tier, measured here outside any quota: the CPU
         // work per request is then the same amount in every process.
         .env(
-            sluice_lab::cpu::RATE_ENV,
-            sluice_lab::cpu::per_microsecond().to_string(),
+            sluice_simulated::cpu::RATE_ENV,
+            sluice_simulated::cpu::per_microsecond().to_string(),
         )
         .stdin(Stdio::null())
         .stdout(stdout)
