@@ -5,15 +5,19 @@ Every benchmark run behind a figure the docs quote is committed (its summary, it
 numbers, a NOTE.md with the question), but its raw logs are packed into one compressed
 archive, so a run adds a handful of files and some tens of KiB.
 
-    bench/runs.py pack DIR    raw/, configs/, servers/ and any file beyond the kept ones
-                              into DIR/raw.tar.xz (each bench script does this at its end)
+    bench/runs.py pack DIR... raw/, configs/, servers/ and any file beyond the kept ones
+                              into DIR/raw.tar.xz, machine paths in every kept file and
+                              archived one replaced (each bench script does this at its end;
+                              run again, it scrubs a run packed before)
     bench/runs.py index       write bench/runs/README.md: every run with its date, commit,
                               command, whether the machine was quiet, and where it is cited
     bench/runs.py check       what scripts/test.sh runs: the index is current, no run
                               holds more than MAX_FILES files or MAX_BYTES bytes, and no
-                              text names a path of the machine that ran it
+                              text, kept or archived, names a path of the machine that
+                              ran it
 """
 
+import io
 import pathlib
 import re
 import sys
@@ -29,27 +33,74 @@ MAX_FILES = 8
 MAX_BYTES = 100 * 1024
 # Where a run's figures may be quoted.
 CITING = ["README.md", "docs", "bench", "crates"]
-MACHINE_PATH = re.compile(r"(/work/|/tmp/|/root/|/home/)[\w./-]*")
+# A path of the machine that ran a run: its checkouts and builds (/work/), its scratch
+# directories, its home directories. Not one inside another path (<repo>/tmp/, a URL's).
+MACHINE_PATH = re.compile(r"(?<![\w.>~/-])/(work|tmp|root|home)/([\w.+-]*)(/?)")
+
+
+def placeholder(m: re.Match) -> str:
+    """What a machine path becomes: <repo> for a checkout, <baseline> and <target> for
+    the binaries built elsewhere, <tmp> for a scratch directory, ~ for a home."""
+    top, first, slash = m.groups()
+    if top == "work":
+        if first == "baseline":
+            return "<baseline>" + slash
+        return ("<target>" if first.startswith("target") else "<repo>") + slash
+    if top == "home":
+        return "~" + slash
+    return ("<tmp>/" if top == "tmp" else "~/") + first + slash
+
+
+def scrub(text: str) -> str:
+    return MACHINE_PATH.sub(placeholder, text)
 
 
 def pack(run: pathlib.Path) -> None:
-    """Moves everything but the kept files into run/raw.tar.xz (added to, if it exists)."""
+    """Moves everything but the kept files into run/raw.tar.xz (added to, if it exists),
+    and replaces machine paths in the kept text files and in every archived file."""
+    for p in sorted(run.iterdir()):
+        if kept(p) and p.name != "raw.tar.xz":
+            text = p.read_text(errors="surrogateescape")
+            if scrub(text) != text:
+                p.write_text(scrub(text), errors="surrogateescape")
     loose = [p for p in sorted(run.iterdir()) if not kept(p)]
-    if not loose:
-        return
     archive = run / "raw.tar.xz"
+    if not loose and not (archive.exists() and machine_paths(archive)):
+        return
     fresh = run / "raw.tar.xz.new"
     with tarfile.open(fresh, "w:xz") as tar:
         if archive.exists():
             with tarfile.open(archive) as old:
                 for member in old.getmembers():
-                    data = old.extractfile(member) if member.isfile() else None
-                    tar.addfile(member, data)
+                    data = old.extractfile(member).read() if member.isfile() else None
+                    add(tar, member, data)
         for p in loose:
-            tar.add(p, arcname=p.name)
+            for f in [p] + sorted(p.rglob("*")):
+                info = tar.gettarinfo(f, arcname=str(f.relative_to(run)))
+                add(tar, info, f.read_bytes() if info.isfile() else None)
     fresh.replace(archive)
     for p in loose:
         remove(p)
+
+
+def add(tar: tarfile.TarFile, info: tarfile.TarInfo, data) -> None:
+    """Adds one member, its text scrubbed of machine paths."""
+    if data is not None:
+        data = scrub(data.decode(errors="surrogateescape")).encode(errors="surrogateescape")
+        info.size = len(data)
+    tar.addfile(info, io.BytesIO(data) if data is not None else None)
+
+
+def machine_paths(archive: pathlib.Path) -> list:
+    """(member, the path it names) for each archived file that names a machine path."""
+    found = []
+    with tarfile.open(archive) as tar:
+        for member in tar.getmembers():
+            if member.isfile():
+                m = MACHINE_PATH.search(tar.extractfile(member).read().decode(errors="replace"))
+                if m:
+                    found.append((member.name, m.group(0)))
+    return found
 
 
 def kept(p: pathlib.Path) -> bool:
@@ -154,16 +205,25 @@ def check() -> list:
         if len(files) > MAX_FILES or size > MAX_BYTES:
             problems.append(f"{run.name}: {len(files)} files, {size // 1024} KiB: run bench/runs.py pack")
         for f in files:
-            if f.suffix in {".md", ".jsonl"}:
+            if f.name == "raw.tar.xz":
+                found = machine_paths(f)
+                if found:
+                    member, path = found[0]
+                    problems.append(
+                        f"{f.relative_to(REPO)}: {len(found)} files name a machine path"
+                        f" ({member}: {path}): run bench/runs.py pack"
+                    )
+            else:
                 m = MACHINE_PATH.search(f.read_text(errors="replace"))
                 if m:
-                    problems.append(f"{f.relative_to(REPO)}: names a machine path ({m.group(0)})")
+                    problems.append(f"{f.relative_to(REPO)}: names a machine path ({m.group(0)}): run bench/runs.py pack")
     return problems
 
 
 def main(argv: list) -> int:
-    if argv[1:2] == ["pack"] and len(argv) == 3:
-        pack(pathlib.Path(argv[2]))
+    if argv[1:2] == ["pack"] and len(argv) >= 3:
+        for run in argv[2:]:
+            pack(pathlib.Path(run))
     elif argv[1:] == ["index"]:
         INDEX.write_text(index_text())
     elif argv[1:] == ["check"]:
