@@ -7,7 +7,8 @@ heading of that file, as GitHub makes anchors of headings (lowercase, punctuatio
 dropped, spaces to hyphens, `-1`, `-2` for repeats). Links in code blocks and code spans
 are not links. Prints each broken one as file:line: link: why; exits 1 if any.
 
-Usage: scripts/doc-links.py [FILE_OR_DIR ...]   (default: README.md docs bench/runs/README.md)
+Usage: scripts/doc-links.py [FILE_OR_DIR ...]
+       (default: README.md docs bench/runs/README.md lab/runs/README.md)
 """
 
 import pathlib
@@ -79,7 +80,7 @@ def broken(path: pathlib.Path) -> list:
 
 def markdown_files(args: list) -> list:
     files = []
-    for a in args or ["README.md", "docs", "bench/runs/README.md"]:
+    for a in args or ["README.md", "docs", "bench/runs/README.md", "lab/runs/README.md"]:
         p = REPO / a
         files += sorted(p.rglob("*.md")) if p.is_dir() else [p]
     return files
