@@ -18,6 +18,7 @@
 //! also uses: the frame codec is shared, the proxy's own checks of a request are not.
 //! The CLI (`sluice bench`) is a thin layer over [`run`].
 
+pub mod capacity;
 pub mod conn;
 pub mod delivery;
 pub mod hdrlog;
