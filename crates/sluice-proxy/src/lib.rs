@@ -43,7 +43,7 @@
 //! Dependencies point one way, from the stages above to the layers below:
 //! `runtime` -> `session` -> `forward` -> {`upstream`, `downstream`, `route`, `state`,
 //! `record`, `failure`} -> `io` -> `http1`; `context` and `clock` are leaves the stages
-//! share. `docs/architecture.md` has the graph, checked by `scripts/module-graph.py`.
+//! share. `docs/decisions.md` has the graph, checked by `scripts/module-graph.py`.
 
 mod access_log;
 pub mod acme;

@@ -100,7 +100,7 @@ async fn dispatch<'g, S: Stream>(
     let (head, key) = prepared;
     // Not boxed: a box per request cost more instructions than it saved memory (the
     // heap fragments between request boxes and connection tasks; see
-    // docs/architecture.md). The rarer answers below are boxed, keeping their state
+    // docs/decisions.md). The rarer answers below are boxed, keeping their state
     // out of every connection's task.
     match target {
         Target::Forward(r, u) => forward(ctx, generation, down, req, (r, u), head, key).await,

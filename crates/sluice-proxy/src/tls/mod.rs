@@ -26,7 +26,7 @@ use tokio_rustls::TlsAcceptor;
 const SESSION_CACHE: usize = 20_000;
 
 /// The crypto provider: aws-lc-rs, rustls's default, or ring when built with the `ring`
-/// feature (kept to measure one against the other: docs/architecture.md has the figures).
+/// feature (kept to measure one against the other: docs/benchmarks.md has the figures).
 pub fn provider() -> &'static Arc<CryptoProvider> {
     static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
     #[cfg(not(feature = "ring"))]
