@@ -1,8 +1,9 @@
 //! Moving bytes: connections with their read buffers and deadlines (`conn`), message
-//! bodies streamed from one side to the other (`body`), and tunnels (`tunnel`).
+//! bodies streamed from one side to the other (`body`), tunnels (`tunnel`), a server
+//! connection over TCP or TLS (`server`) and the PROXY protocol's header
+//! (`proxy_protocol`).
 //!
-//! Generic over the stream ([`Stream`]): a client's connection is TCP today and may be
-//! TLS tomorrow. This module knows framing (from `http1`) but never routing, servers or
+//! Generic over the stream ([`Stream`]): TCP or TLS, on either side. This module knows framing (from `http1`) but never routing, servers or
 //! the config.
 
 pub mod body;
