@@ -2,7 +2,7 @@
 # The whole test suite, as CI runs it: formatting, lints, every test, and validation of
 # every example config. Works on a fresh Debian machine with Rust: it installs the few
 # system tools the tests use itself (curl; nginx, which a test compares ketama hashing with;
-# python3 with h11, the differential test's reference parser, and PyYAML, which reads the
+# a venv with h11, the differential test's reference parser, and PyYAML, which reads the
 # example Kubernetes manifest; chromium, headless, which opens the `sluice bench --html`
 # report in a test; prometheus, for promtool, which checks the /metrics output; goaccess,
 # which reads the access log; prometheus-node-exporter, which `sluice lab` reads as a
@@ -20,6 +20,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Everything missing is found first and listed in one plan, then installed: apt packages
+# without their recommendations and never upgrading an installed one by name (apt still
+# upgrades an installed library when a new package needs a newer version of it: the plan
+# names each), Python packages into a virtual environment of this checkout's own (never
+# the system's or the user's), mdbook by cargo install, rustfmt and clippy by rustup.
 need_apt=()
 command -v curl >/dev/null || need_apt+=(curl)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need_apt+=(nginx)
@@ -43,23 +48,55 @@ command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || need_apt+=(maven)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import psycopg2" 2>/dev/null || need_apt+=(python3-psycopg2)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import pymysql" 2>/dev/null || need_apt+=(python3-pymysql)
+# python3 -m venv needs ensurepip, which Debian ships apart, in python3-venv.
+python3 -c "import ensurepip" 2>/dev/null || need_apt+=(python3-venv)
+
+# The differential test compares sluice's HTTP/1.1 parser with Python's h11; the example
+# Kubernetes manifest is read with PyYAML. Both live in this venv (under the target
+# directory, kept across runs); the tests run its interpreter as SLUICE_PYTHON.
+target=${CARGO_TARGET_DIR:-target}
+[[ $target = /* ]] || target=$PWD/$target
+venv=$target/test-venv
+need_pip=()
+for module in h11:h11 yaml:pyyaml; do
+    "$venv/bin/python" -c "import ${module%%:*}" 2>/dev/null || need_pip+=("${module#*:}")
+done
+
+need_rustup=()
+for component in rustfmt clippy; do
+    cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1 || need_rustup+=("$component")
+done
+MDBOOK=$(command -v mdbook || echo "${CARGO_HOME:-$HOME/.cargo}/bin/mdbook")
+need_mdbook=0
+[ -x "$MDBOOK" ] || need_mdbook=1
+
+if [ ${#need_apt[@]} -gt 0 ] || [ ${#need_pip[@]} -gt 0 ] || [ ${#need_rustup[@]} -gt 0 ] || [ $need_mdbook = 1 ]; then
+    echo "== to install:"
+    [ ${#need_apt[@]} -eq 0 ] || echo "   apt-get, without recommendations: ${need_apt[*]}"
+    [ ${#need_pip[@]} -eq 0 ] || echo "   pip, into $venv: ${need_pip[*]}"
+    [ ${#need_rustup[@]} -eq 0 ] || echo "   rustup component: ${need_rustup[*]}"
+    [ $need_mdbook = 0 ] || echo "   cargo install --locked: mdbook (into ${CARGO_HOME:-$HOME/.cargo}/bin)"
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
-    echo "== installing ${need_apt[*]}"
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
-fi
-# The differential test compares sluice's HTTP/1.1 parser with Python's h11; the
-# example Kubernetes manifest is read with PyYAML.
-for module in h11:h11 yaml:pyyaml; do
-    if ! python3 -c "import ${module%%:*}" 2>/dev/null; then
-        echo "== installing ${module#*:} (pip)"
-        python3 -m pip install --quiet "${module#*:}" || python3 -m pip install --quiet --break-system-packages "${module#*:}"
+    plan=$(apt-get install -s --no-install-recommends --no-upgrade "${need_apt[@]}")
+    upgrades=$(sed -n 's/^Inst \([^ ]*\) \[\([^]]*\)\] (\([^ ]*\).*/     \1 \2 -> \3/p' <<<"$plan")
+    echo "== apt-get adds $(grep -c '^Inst [^ ]* (' <<<"$plan") packages, dependencies included"
+    if [ -n "$upgrades" ]; then
+        echo "   and upgrades $(wc -l <<<"$upgrades") installed ones, which the new ones need newer:"
+        echo "$upgrades"
     fi
-done
-for component in rustfmt clippy; do
-    cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1 || rustup component add "$component"
-done
+    $SUDO env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends --no-upgrade "${need_apt[@]}"
+fi
+if [ ${#need_pip[@]} -gt 0 ]; then
+    "$venv/bin/python" -c "import sys" 2>/dev/null || python3 -m venv --clear "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${need_pip[@]}"
+fi
+export SLUICE_PYTHON=$venv/bin/python
+[ ${#need_rustup[@]} -eq 0 ] || rustup component add "${need_rustup[@]}"
+[ $need_mdbook = 0 ] || cargo install --locked --quiet mdbook
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -73,8 +110,6 @@ done
 echo "== no broken relative link or anchor in README.md and docs/"
 python3 scripts/doc-links.py
 echo "== mdbook build docs (the manual as a site)"
-MDBOOK=$(command -v mdbook || echo "${CARGO_HOME:-$HOME/.cargo}/bin/mdbook")
-[ -x "$MDBOOK" ] || cargo install --locked --quiet mdbook
 "$MDBOOK" build docs >/dev/null
 echo "== bench/runs: indexed, small, no machine paths"
 python3 bench/runs.py check

@@ -3,11 +3,34 @@
 
 use std::path::PathBuf;
 
+/// A test's directory, removed when dropped (a failed test's too).
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let dir = std::env::temp_dir().join(format!("sluice-import-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Dir(dir)
+    }
+}
+
+impl std::ops::Deref for Dir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Writes `files` (the first the main one; `DIR` in them is replaced by their
-/// directory) and imports them; the directory stays until the test ends.
-fn import(name: &str, files: &[(&str, &str)]) -> (sluice_import::Imported, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("sluice-import-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// directory) and imports them; the directory stays until what this returns is dropped.
+fn import(name: &str, files: &[(&str, &str)]) -> (sluice_import::Imported, Dir) {
+    let dir = Dir::new(name);
     std::fs::create_dir_all(dir.join("www")).unwrap();
     for (file, text) in files {
         let path = dir.join(file);
@@ -139,13 +162,11 @@ fn the_field_notes_directives_carry_over() {
         noted("X-Request-Start $msec: sluice has no $msec"),
         "{notes:#?}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_file_that_is_not_nginx_syntax_is_an_error_with_its_place() {
-    let dir = std::env::temp_dir().join(format!("sluice-import-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Dir::new("bad");
     let path = dir.join("nginx.conf");
     std::fs::write(&path, "http {\n  server { listen 80;\n").unwrap();
     let err = sluice_import::import(&path).unwrap_err().to_string();
@@ -153,7 +174,6 @@ fn a_file_that_is_not_nginx_syntax_is_an_error_with_its_place() {
         err.contains("nginx.conf") && err.contains("not nginx's syntax"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -174,7 +194,7 @@ http {
     }
 }
 "#;
-    let (imported, dir) = import("dns", &[("nginx.conf", conf)]);
+    let (imported, _dir) = import("dns", &[("nginx.conf", conf)]);
     let toml = &imported.toml;
     let config =
         sluice_config::parse("imported.toml", toml).unwrap_or_else(|e| panic!("{toml}\n{e}"));
@@ -205,7 +225,6 @@ http {
         "{toml}"
     );
     assert_eq!(config.listeners.len(), 1, "{toml}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The corpus's file `name`, read in place (`../shared/nginx-corpus`, or
@@ -223,7 +242,7 @@ fn corpus_file(name: &str) -> Option<PathBuf> {
 fn seed_003s_consistent_hash_module_becomes_sluices_hash() {
     // `consistent_hash $request_uri` (the third-party module seed 003 compiled in).
     let text = "http { upstream myapp { consistent_hash $request_uri; server 10.0.0.1; server 10.0.0.2; } server { listen 80; location / { proxy_pass http://myapp; } } }";
-    let (imported, _) = import("consistent-hash", &[("nginx.conf", text)]);
+    let (imported, _dir) = import("consistent-hash", &[("nginx.conf", text)]);
     let toml = &imported.toml;
     assert!(toml.contains("balance = \"hash\""), "{toml}");
     assert!(toml.contains("hash_key = \"$request_uri\""), "{toml}");
@@ -250,7 +269,7 @@ fn seed_003s_consistent_hash_module_becomes_sluices_hash() {
 fn what_sluice_does_itself_is_not_a_loss_and_what_changes_is_said() {
     use sluice_import::NoteKind;
     let text = "worker_processes 1;\nevents { worker_connections 1024; }\nhttp {\n  server_tokens off;\n  upstream app { server 10.0.0.1:8080; keepalive 32; }\n  server {\n    listen 80;\n    location / {\n      proxy_pass http://app;\n      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n      proxy_set_header Connection $connection_upgrade;\n      rewrite ^/old /new;\n    }\n  }\n}\n";
-    let (imported, _) = import("kinds", &[("nginx.conf", text)]);
+    let (imported, _dir) = import("kinds", &[("nginx.conf", text)]);
     let kind = |directive: &str, words: &str| {
         let n = imported
             .notes
@@ -290,7 +309,7 @@ fn what_sluice_does_itself_is_not_a_loss_and_what_changes_is_said() {
 fn a_root_named_by_a_variable_is_left_out_at_every_level_with_a_note() {
     use sluice_import::NoteKind;
     let text = "events {}\nhttp {\n  server {\n    listen 80;\n    root $base;\n    location /a/ { }\n    location /b/ { root $document_root/b; }\n    location /c/ { root DIR/www; }\n    location / { proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
-    let (imported, _) = import("var-root", &[("nginx.conf", text)]);
+    let (imported, _dir) = import("var-root", &[("nginx.conf", text)]);
     let toml = &imported.toml;
     assert!(!toml.contains('$'), "{toml}");
     assert!(toml.contains("path = \"/c/\"\nroot = "), "{toml}");
@@ -306,7 +325,7 @@ fn a_root_named_by_a_variable_is_left_out_at_every_level_with_a_note() {
 
 #[test]
 fn a_file_with_no_server_says_the_result_serves_nothing() {
-    let (imported, _) = import(
+    let (imported, _dir) = import(
         "events-only",
         &[("nginx.conf", "events {\n  worker_connections 1024;\n}\n")],
     );
@@ -322,9 +341,8 @@ fn https_servers_by_name_are_verified_for_that_name() {
     // A named server reached over HTTPS (an API behind a public certificate): verified
     // against its IP, as `tls = true` is, every request would fail.
     let text = "http { upstream pay { server pay.example.com:443; } upstream ips { server 10.0.0.1:8443; server 10.0.0.2:8443; } server { listen 80; location / { proxy_pass https://pay; } location /ip/ { proxy_pass https://ips; } location /ext/ { proxy_pass https://cdn.example.org; } } }";
-    let (imported, dir) = import("https-names", &[("nginx.conf", text)]);
+    let (imported, _dir) = import("https-names", &[("nginx.conf", text)]);
     let toml = &imported.toml;
-    let _ = std::fs::remove_dir_all(&dir);
     for expected in [
         "servers = [\"pay.example.com:443\"]\ntls = { server_name = \"pay.example.com\" }",
         "servers = [\"10.0.0.1:8443\", \"10.0.0.2:8443\"]\ntls = true",

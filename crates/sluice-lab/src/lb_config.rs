@@ -150,6 +150,15 @@ fn haproxy(lb: &Lb, at: &Layout) -> String {
 mod tests {
     use super::*;
 
+    /// A test's directory, removed when dropped (a failed test's too).
+    struct RemovedOnDrop(std::path::PathBuf);
+
+    impl Drop for RemovedOnDrop {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
     #[test]
     fn each_balancer_gets_the_same_servers_and_keep_alive_choice() {
         let servers: Vec<SocketAddr> = vec!["127.0.0.1:9001".parse().unwrap()];
@@ -188,6 +197,7 @@ mod tests {
     fn a_server_limit_is_written_as_each_balancer_takes_it_and_each_accepts_it() {
         let dir = std::env::temp_dir().join(format!("sluice-lb-config-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
+        let _removed = RemovedOnDrop(dir.clone());
         let servers: Vec<SocketAddr> = vec![
             "127.0.0.1:9001".parse().unwrap(),
             "127.0.0.1:9002".parse().unwrap(),
@@ -240,6 +250,5 @@ mod tests {
         ];
         let out = tool("nginx", &args);
         assert!(out.status.success(), "{n}\n{out:?}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

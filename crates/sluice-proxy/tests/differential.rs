@@ -16,7 +16,8 @@
 //!   stops or the oracle is stopped, and the cases answered so far are compared.
 //! - `SLUICE_DIFF_SEED=N`: another mutation seed.
 //! - `SLUICE_PYTHON=path`: the interpreter (default `python3`), which needs `h11`
-//!   (`python3 -m pip install h11`). Without it the test fails; it never skips.
+//!   (scripts/test.sh installs it into the venv `target/test-venv` and sets this to its
+//!   `bin/python`). Without it the test fails; it never skips.
 //!
 //! Known, accepted differences (each also noted where it is handled):
 //! 1. Empty lines before the request-line: RFC 9112 section 2.2 says a server SHOULD
@@ -64,8 +65,9 @@ const ORACLE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/differential/h11_oracle.py"
 );
-const INSTALL: &str = "install h11 with `python3 -m pip install h11` (or point SLUICE_PYTHON \
-                       at a Python 3 that has it)";
+const INSTALL: &str = "scripts/test.sh installs h11 into target/test-venv: run the test with \
+                       SLUICE_PYTHON=target/test-venv/bin/python (or point SLUICE_PYTHON at \
+                       any Python 3 that has h11)";
 
 // ---------------------------------------------------------------------------------------
 // Seed corpus

@@ -24,7 +24,8 @@ const MANIFEST: &str = concat!(
 
 /// The manifest's documents, as JSON.
 fn manifest() -> Vec<Value> {
-    let out = Command::new("python3")
+    let python = support::python();
+    let out = Command::new(&python)
         .args([
             "-c",
             "import json, sys, yaml\n\
@@ -32,12 +33,13 @@ fn manifest() -> Vec<Value> {
             MANIFEST,
         ])
         .output()
-        .expect("python3 runs");
+        .unwrap_or_else(|e| panic!("{python} runs: {e}"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !stderr.contains("No module named 'yaml'"),
-        "this test reads the YAML with PyYAML: apt-get install python3-yaml \
-         (or python3 -m pip install pyyaml)"
+        "this test reads the YAML with PyYAML, which {python} lacks: scripts/test.sh \
+         installs it into target/test-venv (then SLUICE_PYTHON=target/test-venv/bin/python), \
+         or apt-get install python3-yaml"
     );
     assert!(
         out.status.success(),

@@ -20,13 +20,8 @@ static MACHINE: Mutex<()> = Mutex::new(());
 /// Runs `sluice lab` with `args` and returns its JSON report.
 fn lab(args: &[&str]) -> Value {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!(
-        "sluice-lab-test-{}-{}",
-        std::process::id(),
-        args.join("_").replace('/', "")
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("report.json");
+    let dir = support::TempDir::new("lab-test");
+    let json = dir.0.join("report.json");
     let (report, stdout) = report_of(
         Command::new(env!("CARGO_BIN_EXE_sluice"))
             .arg("lab")
@@ -35,7 +30,6 @@ fn lab(args: &[&str]) -> Value {
             .arg(&json),
         &json,
     );
-    let _ = std::fs::remove_dir_all(&dir);
     println!("{stdout}");
     report
 }
@@ -234,8 +228,8 @@ fn without_root_the_lab_holds_the_budgets_itself_and_names_the_same_tiers() {
     // (nobody, when these tests run as root): the first lines say which budgets it has
     // and how to get the kernel's, and the verdicts are those the cgroups give.
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("sluice-lab-nonroot-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = support::TempDir::new("lab-nonroot");
+    let dir = tmp.0.clone();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let json = dir.join("report.json");
@@ -266,7 +260,6 @@ fn without_root_the_lab_holds_the_budgets_itself_and_names_the_same_tiers() {
     );
     assert!(sudo.is_some_and(|l| l.ends_with(&command)), "{stderr}");
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
     let configs = report["configurations"].as_array().unwrap();
     let verdict = |i: usize| {
         let v = &configs[i]["verdict"];
@@ -285,8 +278,8 @@ fn without_root_the_lab_holds_the_budgets_itself_and_names_the_same_tiers() {
 
 #[test]
 fn a_bad_experiment_file_is_refused_with_its_place() {
-    let dir = std::env::temp_dir().join(format!("sluice-lab-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = support::TempDir::new("lab-bad");
+    let dir = tmp.0.clone();
     let file = dir.join("bad.toml");
     std::fs::write(&file, "servers = [1, 2]\n[app]\nthreds = 4\n").unwrap();
     let stderr = refused(&["-e", file.to_str().unwrap()]);
@@ -295,7 +288,6 @@ fn a_bad_experiment_file_is_refused_with_its_place() {
         "{stderr}"
     );
     assert!(stderr.contains("did you mean `threads`?"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
     // A built-in asked for by a name it does not have is bad input too.
     let stderr = refused(&["--print", "scale-oot"]);
     assert!(
@@ -359,7 +351,8 @@ struct Deployment {
     /// sluice's admin listener: its /metrics.
     admin_port: u16,
     node_port: u16,
-    dir: std::path::PathBuf,
+    /// Its config and sluice's pid file; removed when dropped, after the processes.
+    dir: support::TempDir,
 }
 
 fn deployment() -> Deployment {
@@ -379,10 +372,9 @@ fn deployment() -> Deployment {
         .expect("root and cgroup v1");
     budget.add(app.0.id()).unwrap();
     support::wait_listening(app_port);
-    let dir = std::env::temp_dir().join(format!("sluice-lab-deploy-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = support::TempDir::new("lab-deploy");
     let (lb_port, admin_port) = (support::free_port(), support::free_port());
-    let config = dir.join("sluice.toml");
+    let config = dir.0.join("sluice.toml");
     let upstream = format!("[upstream.app]\nservers = [\"127.0.0.1:{app_port}\"]\n");
     let route = "[[route]]\npath = \"/\"\nupstream = \"app\"\n";
     let admin = format!("[admin]\nbind = \"127.0.0.1:{admin_port}\"\n");
@@ -395,7 +387,7 @@ fn deployment() -> Deployment {
     let lb = Running(
         Command::new(sluice)
             .args(["serve", "-c", config.to_str().unwrap()])
-            .env("TMPDIR", &dir)
+            .env("TMPDIR", &dir.0)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -431,7 +423,7 @@ fn a_deployment_it_did_not_start_is_measured_by_pid_and_through_node_exporter() 
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let before = pid_files();
     let d = deployment();
-    let json = d.dir.join("report.json");
+    let json = d.dir.0.join("report.json");
     let (report, stdout) = report_of(
         Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args([
@@ -465,8 +457,7 @@ fn a_deployment_it_did_not_start_is_measured_by_pid_and_through_node_exporter() 
         machine_cpu["utilisation"].as_f64().unwrap() > 0.0,
         "{machine_cpu}"
     );
-    let _ = std::fs::remove_dir_all(&d.dir);
-    // The killed balancer's pid file went with its directory, not left in /tmp.
+    // The killed balancer's pid file goes with its directory, not left in /tmp.
     drop(d);
     let left: Vec<_> = pid_files().difference(&before).cloned().collect();
     assert!(left.is_empty(), "{left:?}");
@@ -516,9 +507,9 @@ fn a_tier_read_through_prometheus_is_its_jobs_targets() {
     // user with twenty servers already scraped does instead of listing them.
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let d = deployment();
-    let (_prometheus, prom) = prometheus(&d.dir, &[("lb", d.admin_port), ("node", d.node_port)]);
+    let (_prometheus, prom) = prometheus(&d.dir.0, &[("lb", d.admin_port), ("node", d.node_port)]);
     let job = |name: &str| format!("prometheus+http://127.0.0.1:{prom}/?job={name}");
-    let json = d.dir.join("report-prometheus.json");
+    let json = d.dir.0.join("report-prometheus.json");
     let (report, stdout) = report_of(
         Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args([
@@ -562,7 +553,6 @@ fn a_tier_read_through_prometheus_is_its_jobs_targets() {
     let evidence = lb_cpu.unwrap()["evidence"].to_string();
     assert!(evidence.contains("requests to the servers"), "{evidence}");
     assert_eq!(report["verdict"]["tier"], "app", "{stdout}");
-    let _ = std::fs::remove_dir_all(&d.dir);
 }
 
 #[test]
@@ -580,8 +570,8 @@ fn the_live_page_shows_every_tier_while_the_run_goes_on() {
     support::wait_listening(port);
     // Into the measured part of the step: a second of readings at least.
     std::thread::sleep(std::time::Duration::from_secs(4));
-    let profile = std::env::temp_dir().join(format!("sluice-live-{}.profile", std::process::id()));
-    let dom = support::browser_dom_of(&format!("http://127.0.0.1:{port}/"), &profile);
+    let profile = support::TempDir::new("live-profile");
+    let dom = support::browser_dom_of(&format!("http://127.0.0.1:{port}/"), &profile.0);
     let out = lab.wait_with_output().unwrap();
     assert!(
         out.status.success(),
@@ -612,8 +602,8 @@ fn the_html_report_draws_its_charts_and_keeps_user_text_as_text() {
         &["backend", "--listen", &format!("127.0.0.1:{app_port}")],
     );
     support::wait_listening(app_port);
-    let dir = std::env::temp_dir().join(format!("sluice-lab-html-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = support::TempDir::new("lab-html");
+    let dir = tmp.0.clone();
     let (page, json) = (dir.join("report.html"), dir.join("report.json"));
     // A tier named with markup: the page must show it as text.
     let hostile = format!("<b>bold</b>={}", app.0.id());
@@ -647,7 +637,6 @@ fn the_html_report_draws_its_charts_and_keeps_user_text_as_text() {
         "the tier name is shown as text"
     );
     assert!(!dom.contains("<b>bold</b>"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -663,8 +652,8 @@ fn a_generator_short_of_cpu_makes_the_step_invalid_instead_of_blaming_a_tier() {
     // The lab itself (the generator) in a budget far below what the backend can serve.
     let budget = sluice_process::cpu_budget::CpuBudget::create("generator", 0.05)
         .expect("root and cgroup v1");
-    let dir = std::env::temp_dir().join(format!("sluice-lab-gen-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = support::TempDir::new("lab-gen");
+    let dir = tmp.0.clone();
     let json = dir.join("report.json");
     let (report, _) = report_of(
         Command::new("sh")
@@ -691,7 +680,6 @@ fn a_generator_short_of_cpu_makes_the_step_invalid_instead_of_blaming_a_tier() {
     let why = step["invalid_reason"].as_str().unwrap();
     assert!(why.contains("load generator"), "{why}");
     assert_eq!(report["verdict"]["tier"], "loadgen");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -732,8 +720,8 @@ fn cpu_taken_by_other_processes_is_reported_as_such() {
     let hogs: Vec<Running> = (0..=cores)
         .map(|_| start("bash", &["-c", "while [ $SECONDS -lt 20 ]; do :; done"]))
         .collect();
-    let dir = std::env::temp_dir().join(format!("sluice-lab-starved-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = support::TempDir::new("lab-starved");
+    let dir = tmp.0.clone();
     let json = dir.join("report.json");
     let (report, _) = report_of(
         Command::new(env!("CARGO_BIN_EXE_sluice"))
@@ -763,7 +751,6 @@ fn cpu_taken_by_other_processes_is_reported_as_such() {
         findings.contains("other processes on this machine take the CPU"),
         "{findings}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -898,7 +885,8 @@ fn deployment_lab(
 #[test]
 fn single_threaded_tiers_are_judged_at_one_core_on_a_machine_of_more() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("sluice-lab-one-core-{}", std::process::id()));
+    let tmp = support::TempDir::new("lab-one-core");
+    let dir = tmp.0.clone();
     std::fs::create_dir_all(dir.join("www")).unwrap();
     // nginx's one worker scanning a 64 KiB page for a string it removes (sub_filter):
     // full at one core while the machine has more, its answers a byte.
@@ -948,7 +936,6 @@ fn single_threaded_tiers_are_judged_at_one_core_on_a_machine_of_more() {
     let tiers = [format!("lb={pid}"), format!("app={}", app.0.id())];
     // A listen backlog of 128 (Python's default of 5 drops connections past it).
     let (report, stdout) = deployment_lab(&dir, port, &tiers, "4,8");
-    let _ = std::fs::remove_dir_all(&dir);
     let v = &report["verdict"];
     // Named at its one core: by its full thread, or, where the thread read below the bar
     // on a noisy machine, by the plateau its steps made. A machine other processes
@@ -967,8 +954,8 @@ fn single_threaded_tiers_are_judged_at_one_core_on_a_machine_of_more() {
 #[test]
 fn a_plateau_nothing_measured_explains_is_called_a_saturation_not_headroom() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("sluice-lab-plateau-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = support::TempDir::new("lab-plateau");
+    let dir = tmp.0.clone();
     // A threaded Python server whose requests take turns at one lock for 5 ms each (a
     // synchronized block, a file lock): about 200 req/s whatever the users, its CPU
     // nearly idle, no pool or thread metric that fills. Nothing the lab reads saturates.
@@ -988,5 +975,4 @@ fn a_plateau_nothing_measured_explains_is_called_a_saturation_not_headroom() {
     assert!(!stdout.contains("more users would load"), "{stdout}");
     let advice = v["advice"].as_str().unwrap();
     assert!(advice.contains("expose"), "{advice}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -23,13 +23,16 @@ use std::sync::Mutex;
 static MACHINE: Mutex<()> = Mutex::new(());
 
 /// A directory the database's own user may write: as root, the database's user is
-/// `user` (PostgreSQL and MariaDB refuse to run as root); otherwise this user.
-fn database_dir(name: &str, user: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-lab-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+/// `user` (PostgreSQL and MariaDB refuse to run as root); otherwise this user. Removed
+/// when dropped, also when the database failed to start.
+fn database_dir(name: &str, user: &str) -> support::TempDir {
+    let dir = support::TempDir::new(&format!("lab-{name}"));
     if is_root() {
-        let status = Command::new("chown").arg(user).arg(&dir).status().unwrap();
+        let status = Command::new("chown")
+            .arg(user)
+            .arg(&dir.0)
+            .status()
+            .unwrap();
         assert!(
             status.success(),
             "chown {user} (scripts/test.sh installs the database)"
@@ -72,7 +75,7 @@ fn run(mut cmd: Command) {
 /// dropped. `cpus`: the CPUs it may run on (`taskset`), all when `None`.
 struct Postgres {
     bin: PathBuf,
-    dir: PathBuf,
+    dir: support::TempDir,
     port: u16,
 }
 
@@ -92,7 +95,7 @@ impl Postgres {
         versions.sort();
         let bin = versions.pop().expect("a PostgreSQL version");
         let dir = database_dir("pg", "postgres");
-        let data = dir.join("data");
+        let data = dir.0.join("data");
         let tool = |name: &str| bin.join(name).to_string_lossy().into_owned();
         run(as_user(
             "postgres",
@@ -109,9 +112,9 @@ impl Postgres {
         let port = support::free_port();
         let options = format!(
             "-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections={max_connections}",
-            dir.display()
+            dir.0.display()
         );
-        let log = dir.join("log");
+        let log = dir.0.join("log");
         let pg_ctl = [
             "-D",
             data.to_str().unwrap(),
@@ -166,7 +169,7 @@ impl Postgres {
 
 impl Drop for Postgres {
     fn drop(&mut self) {
-        let data = self.dir.join("data");
+        let data = self.dir.0.join("data");
         let pg_ctl = self.bin.join("pg_ctl").to_string_lossy().into_owned();
         let _ = as_user(
             "postgres",
@@ -174,21 +177,20 @@ impl Drop for Postgres {
             &["-D", data.to_str().unwrap(), "-m", "immediate", "stop"],
         )
         .output();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
 /// A MariaDB server of its own (Debian's), stopped when dropped.
 struct Mariadb {
     server: Child,
-    dir: PathBuf,
+    dir: support::TempDir,
     port: u16,
 }
 
 impl Mariadb {
     fn start() -> Mariadb {
         let dir = database_dir("mariadb", "mysql");
-        let data = format!("--datadir={}", dir.join("data").display());
+        let data = format!("--datadir={}", dir.0.join("data").display());
         let user = if is_root() {
             "--user=mysql"
         } else {
@@ -205,7 +207,7 @@ impl Mariadb {
             c
         });
         let port = support::free_port();
-        let socket = dir.join("sock");
+        let socket = dir.0.join("sock");
         let server = as_user(
             "mysql",
             "/usr/sbin/mariadbd",
@@ -215,7 +217,7 @@ impl Mariadb {
                 &format!("--port={port}"),
                 "--bind-address=127.0.0.1",
                 &format!("--socket={}", socket.display()),
-                &format!("--pid-file={}", dir.join("pid").display()),
+                &format!("--pid-file={}", dir.0.join("pid").display()),
                 "--skip-log-bin",
                 "--innodb-buffer-pool-size=64M",
             ],
@@ -246,12 +248,11 @@ impl Mariadb {
 impl Drop for Mariadb {
     fn drop(&mut self) {
         // The server runs as the database's user under runuser: its own pid file names it.
-        if let Ok(pid) = std::fs::read_to_string(self.dir.join("pid")) {
+        if let Ok(pid) = std::fs::read_to_string(self.dir.0.join("pid")) {
             let _ = Command::new("kill").args(["-9", pid.trim()]).status();
         }
         let _ = self.server.kill();
         let _ = self.server.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -328,26 +329,24 @@ fn lab(app: &App, db_url: &str, users: &str) -> (Value, String) {
 /// `sluice lab --target` on `app` with `tier` beside it, as nobody when `nobody` (and
 /// this is root: a user who cannot read other users' processes).
 fn lab_as(app: &App, tier: &str, users: &str, nobody: bool) -> (Value, String) {
-    let (report, stdout, dir) = lab_run(app, tier, users, nobody);
-    let _ = std::fs::remove_dir_all(&dir);
+    let (report, stdout, _dir) = lab_run(app, tier, users, nobody);
     (report, stdout)
 }
 
 /// [`lab`]'s report, and the DOM of its HTML page as headless Chromium builds it.
 fn lab_page(app: &App, db_url: &str, users: &str) -> (Value, String) {
     let (report, _, dir) = lab_run(app, &format!("db={db_url}"), users, false);
-    let dom = support::browser_dom(&dir.join("report.html"));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dom = support::browser_dom(&dir.0.join("report.html"));
     (report, dom)
 }
 
-/// One `sluice lab` run, its JSON and HTML reports in the directory it returns.
-fn lab_run(app: &App, tier: &str, users: &str, nobody: bool) -> (Value, String, PathBuf) {
-    let dir =
-        std::env::temp_dir().join(format!("sluice-lab-db-{}-{}", std::process::id(), app.port));
-    std::fs::create_dir_all(&dir).unwrap();
+/// One `sluice lab` run, its JSON and HTML reports in the directory it returns (removed
+/// when dropped).
+fn lab_run(app: &App, tier: &str, users: &str, nobody: bool) -> (Value, String, support::TempDir) {
+    let tmp = support::TempDir::new("lab-db");
+    let dir = &tmp.0;
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let json = dir.join("report.json");
     let mut cmd = if nobody && is_root() {
         let mut c = Command::new("setpriv");
@@ -376,7 +375,7 @@ fn lab_run(app: &App, tier: &str, users: &str, nobody: bool) -> (Value, String, 
     assert!(out.status.success(), "{stdout}\n{stderr}");
     println!("{stdout}");
     let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    (report, stdout, dir)
+    (report, stdout, tmp)
 }
 
 /// The evidence of the run's verdict, one string.
@@ -672,10 +671,13 @@ fn a_busy_redis_is_named_at_its_one_command_thread() {
 
 /// `lab/spring-app` (Spring Boot 3.5.7: Tomcat, HikariCP, Micrometer), built with Maven
 /// when its jar (kept in its `target/`) is older than its sources, run against `pg` with
-/// Tomcat held to `threads` threads; killed when dropped.
+/// Tomcat held to `threads` threads; killed when dropped. The JVM's temporary directory
+/// (Tomcat's `tomcat.*` and `tomcat-docbase.*`, which a killed JVM leaves) is its own,
+/// removed after it.
 struct SpringApp {
     child: Child,
     port: u16,
+    _tmp: support::TempDir,
 }
 
 impl SpringApp {
@@ -696,8 +698,10 @@ impl SpringApp {
             });
         }
         let port = support::free_port();
+        let tmp = support::TempDir::new("spring-app");
         let child = Command::new("java")
             .args(jvm)
+            .arg(format!("-Djava.io.tmpdir={}", tmp.0.display()))
             .arg("-jar")
             .arg(&jar)
             .arg(format!("--server.tomcat.threads.max={threads}"))
@@ -706,7 +710,11 @@ impl SpringApp {
             .stdout(Stdio::null())
             .spawn()
             .expect("java (scripts/test.sh installs openjdk-17 and maven)");
-        let app = SpringApp { child, port };
+        let app = SpringApp {
+            child,
+            port,
+            _tmp: tmp,
+        };
         // Up once its metrics answer (as text: what the lab asks for).
         let metrics = format!("http://127.0.0.1:{port}/actuator/prometheus");
         for _ in 0..600 {
@@ -803,9 +811,8 @@ fn spring_lab(
     tier: &str,
     (users, duration): (&str, &str),
 ) -> (Value, String) {
-    let dir = std::env::temp_dir().join(format!("sluice-lab-jvm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("report.json");
+    let dir = support::TempDir::new("lab-jvm");
+    let json = dir.0.join("report.json");
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args([
             "lab",
@@ -825,7 +832,6 @@ fn spring_lab(
     );
     println!("{stdout}");
     let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
     (report, stdout)
 }
 

@@ -338,11 +338,12 @@ fn the_container_build_context_holds_everything_the_dockerfile_copies() {
 #[test]
 fn the_kubernetes_manifest_runs_sluice_on_its_config() {
     let path = repo().join("dist/kubernetes.yaml");
-    let out = Command::new("python3")
+    let python = crate::support::python();
+    let out = Command::new(&python)
         .args(["-c", "import json, sys, yaml\njson.dump(list(yaml.safe_load_all(open(sys.argv[1]))), sys.stdout)"])
         .arg(&path)
         .output()
-        .expect("python3 runs (scripts/test.sh installs PyYAML)");
+        .unwrap_or_else(|e| panic!("{python} runs (SLUICE_PYTHON, with PyYAML: scripts/test.sh installs it): {e}"));
     assert!(
         out.status.success(),
         "{}",

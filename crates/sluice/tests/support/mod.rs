@@ -167,6 +167,13 @@ pub fn self_signed(dir: &std::path::Path, name: &str) -> (String, String) {
     (cert.display().to_string(), key.display().to_string())
 }
 
+/// The Python interpreter that has the tests' packages (PyYAML): `SLUICE_PYTHON`, which
+/// scripts/test.sh points at the virtual environment it installs them into
+/// (`target/test-venv/bin/python`), or `python3`.
+pub fn python() -> String {
+    std::env::var("SLUICE_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
 /// A directory of the test's own under the system temp dir, removed when dropped.
 pub struct TempDir(pub std::path::PathBuf);
 
