@@ -111,7 +111,7 @@ echo "== no broken relative link or anchor in README.md and docs/"
 python3 scripts/doc-links.py
 echo "== mdbook build docs (the manual as a site)"
 "$MDBOOK" build docs >/dev/null
-echo "== bench/runs: indexed, small, no machine paths"
+echo "== bench/runs and lab/runs: indexed, small, no machine paths"
 python3 bench/runs.py check
 echo "== cargo test"
 cargo test --workspace --locked
