@@ -9,7 +9,7 @@ use crate::judge::choice::HEADROOM;
 use crate::judge::plateau::{plateau, Plateau, Point};
 use crate::judge::proof::{confirms, settled};
 use crate::judge::thresholds::{FLAT_GAIN_PCT, PLATEAU_THREAD_BUSY};
-use crate::judge::{Judged, Resource, Verdict};
+use crate::judge::{Judged, Kind, Resource, Verdict};
 use crate::spec::Experiment;
 use serde::Serialize;
 use sluice_bench::report::StepReport;
@@ -242,7 +242,7 @@ fn plateau_verdict(p: &Plateau, step: Verdict) -> Verdict {
     evidence.extend(step.evidence);
     Verdict {
         tier: None,
-        resource: Some("plateau".into()),
+        resource: Some(Kind::Plateau),
         summary: p.summary(),
         evidence,
         ..Default::default()
@@ -255,7 +255,7 @@ fn single_threaded(s: &StepResult) -> Option<&Resource> {
     s.judged
         .resources
         .iter()
-        .filter(|r| r.resource == "thread" && r.utilisation >= PLATEAU_THREAD_BUSY)
+        .filter(|r| r.resource == Kind::BusiestThread && r.utilisation >= PLATEAU_THREAD_BUSY)
         .filter(|r| {
             let t = s.judged.tiers.iter().find(|t| t.tier == r.tier);
             t.is_some_and(|t| t.processes == 1 && r.utilisation >= 0.9 * t.cpu_cores)
@@ -275,7 +275,7 @@ fn one_thread_verdict(p: &Plateau, plateau: Verdict, r: &Resource) -> Verdict {
     evidence.extend(plateau.evidence);
     Verdict {
         tier: Some(r.tier.clone()),
-        resource: Some("thread".into()),
+        resource: Some(Kind::BusiestThread),
         summary: format!(
             "{}: {} was the likely limit ({:.0}% of one core, and nothing else near full)",
             p.summary_short(),
@@ -311,7 +311,7 @@ impl ProofRow {
     pub fn of(r: &Resource, named: bool, before: f64, again: &StepResult) -> ProofRow {
         ProofRow {
             tier: r.tier.clone(),
-            resource: r.resource.clone(),
+            resource: r.resource.name().into(),
             role: if named { "named" } else { "runner-up" }.into(),
             change: r.enlarge.clone().unwrap_or_default(),
             tps: again.tps,
@@ -506,7 +506,7 @@ impl LabReport {
             .tiers
             .iter()
             .any(|t| t.url.as_deref().is_some_and(is_database_url));
-        if v.resource.as_deref() == Some("db_pool") && !database_read {
+        if v.resource == Some(Kind::DbPool) && !database_read {
             advice.push_str(", once the database says what its sessions wait on (--tier db=postgres://... or mysql://...): more pool in front of a row lock only lengthens the queue");
         }
         advice
@@ -562,7 +562,7 @@ impl LabReport {
             .find(|c| c.verdict.tier.is_some());
         Verdict {
             tier: named.and_then(|c| c.verdict.tier.clone()),
-            resource: named.and_then(|c| c.verdict.resource.clone()),
+            resource: named.and_then(|c| c.verdict.resource),
             summary: parts.join("; "),
             evidence: named
                 .map(|c| c.verdict.evidence.clone())
@@ -597,7 +597,7 @@ fn is_database_url(url: &str) -> bool {
 
 /// What to do about a saturated resource.
 fn advice(v: &Verdict) -> &'static str {
-    match (v.tier.as_deref(), v.resource.as_deref()) {
+    match (v.tier.as_deref(), v.resource.map(Kind::name)) {
         (Some("loadgen"), _) => "give the load generator more CPU or another machine",
         (_, Some("locks")) => {
             "more pool or app servers will not help: every request waits on the same lock; shorten the transaction that holds it (commit sooner, nothing slow inside it) or spread the hot row (a row per shard, updates batched)"
@@ -638,7 +638,7 @@ fn advice(v: &Verdict) -> &'static str {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::{Proof, ProofRow};
-    use crate::judge::Verdict;
+    use crate::judge::{Kind, Verdict};
 
     fn row(role: &str, change: &str, tps: f64, gain_pct: f64) -> ProofRow {
         ProofRow {
@@ -694,7 +694,7 @@ pub(crate) mod tests {
         let mut s = step(users, tps);
         s.judged.resources.push(crate::judge::Resource {
             tier: "app".into(),
-            resource: "thread".into(),
+            resource: Kind::BusiestThread,
             label: "the app server's busiest thread (one core)".into(),
             utilisation: thread,
             saturated: false,
@@ -728,18 +728,16 @@ pub(crate) mod tests {
         };
         let v = of(0.74, 0.75);
         assert_eq!(
-            (v.tier.as_deref(), v.resource.as_deref()),
-            (Some("app"), Some("thread"))
+            (v.tier.as_deref(), v.resource),
+            (Some("app"), Some(Kind::BusiestThread))
         );
         assert!(v.summary.starts_with("a plateau at 2527-2675 req/s from 4 to 8 users: the app server's busiest thread (one core) was the likely limit (74% of one core"), "{}", v.summary);
         // Below the bar, or a process whose other threads work too: a plateau, unnamed.
         assert_eq!(
-            of(super::PLATEAU_THREAD_BUSY - 0.01, 0.6)
-                .resource
-                .as_deref(),
-            Some("plateau")
+            of(super::PLATEAU_THREAD_BUSY - 0.01, 0.6).resource,
+            Some(Kind::Plateau)
         );
-        assert_eq!(of(0.74, 1.5).resource.as_deref(), Some("plateau"));
+        assert_eq!(of(0.74, 1.5).resource, Some(Kind::Plateau));
     }
 
     #[test]
@@ -748,7 +746,7 @@ pub(crate) mod tests {
             let mut s = step(20, 190.0);
             s.judged.verdict = Verdict {
                 tier: Some("app".into()),
-                resource: Some("db_pool".into()),
+                resource: Some(Kind::DbPool),
                 summary: "app's database pool (10) was saturated".into(),
                 ..Verdict::default()
             };
@@ -770,12 +768,7 @@ pub(crate) mod tests {
     fn a_plateau_with_nothing_measured_saturated_is_not_called_headroom() {
         // As tried: 16 -> 32 users, 37.6k -> 38.3k req/s, latency doubled.
         let c = super::Configuration::of(1, None, vec![step(16, 37_600.0), step(32, 38_300.0)]);
-        assert_eq!(
-            c.verdict.resource.as_deref(),
-            Some("plateau"),
-            "{:?}",
-            c.verdict
-        );
+        assert_eq!(c.verdict.resource, Some(Kind::Plateau), "{:?}", c.verdict);
         assert!(c
             .verdict
             .summary

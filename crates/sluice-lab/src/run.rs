@@ -7,7 +7,7 @@ use crate::budget::Enforcement;
 use crate::database::DbSampler;
 use crate::error::{chain, Error};
 use crate::judge::thresholds::ENLARGE;
-use crate::judge::{self, Load, ProcInfo, Resource};
+use crate::judge::{self, Kind, Load, ProcInfo, Resource};
 use crate::live::{self, Live};
 use crate::real::{TierError, Watched};
 use crate::report::{self, Configuration, LabReport, Proof, ProofRow, StepResult};
@@ -346,18 +346,18 @@ fn rerun(
 pub fn enlarged(e: &Experiment, r: &Resource) -> Option<Experiment> {
     let mut e = e.clone();
     let grow = |n: usize| (n as f64 * ENLARGE).ceil() as usize;
-    match (r.tier.as_str(), r.resource.as_str()) {
-        ("lb", "cpu") => e.lb.cpu = Some(e.lb.cpu? * ENLARGE),
-        ("lb", "keepalive") => e.lb.keepalive = true,
-        ("app", "cpu") => e.app.cpu = Some(e.app.cpu? * ENLARGE),
-        ("app", "threads") => e.app.threads = grow(e.app.threads),
-        ("app", "db_pool") => e.app.db_pool = grow(e.app.db_pool),
-        ("app", "connections") => e.app.max_conns = grow(e.app.max_conns),
-        ("db", "cpu") => {
+    match (r.tier.as_str(), r.resource) {
+        ("lb", Kind::Cpu) => e.lb.cpu = Some(e.lb.cpu? * ENLARGE),
+        ("lb", Kind::KeepaliveOff) => e.lb.keepalive = true,
+        ("app", Kind::Cpu) => e.app.cpu = Some(e.app.cpu? * ENLARGE),
+        ("app", Kind::ThreadPool) => e.app.threads = grow(e.app.threads),
+        ("app", Kind::DbPool) => e.app.db_pool = grow(e.app.db_pool),
+        ("app", Kind::ConnectionCap) => e.app.max_conns = grow(e.app.max_conns),
+        ("db", Kind::Cpu) => {
             let db = e.db.as_mut()?;
             db.cpu = Some(db.cpu? * ENLARGE);
         }
-        ("db", "threads") => {
+        ("db", Kind::ThreadPool) => {
             let db = e.db.as_mut()?;
             db.threads = grow(db.threads);
         }
@@ -381,9 +381,12 @@ fn prove(
         return Ok(None);
     };
     let named = &step.judged.verdict;
-    let Some(resource) = step.judged.resources.iter().find(|r| {
-        Some(&r.tier) == named.tier.as_ref() && Some(&r.resource) == named.resource.as_ref()
-    }) else {
+    let Some(resource) = step
+        .judged
+        .resources
+        .iter()
+        .find(|r| Some(&r.tier) == named.tier.as_ref() && Some(r.resource) == named.resource)
+    else {
         return Ok(None);
     };
     // The control: the same step on freshly started tiers, unchanged. Gains are

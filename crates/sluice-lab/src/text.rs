@@ -6,6 +6,7 @@
 
 use crate::judge::proof::settled;
 use crate::judge::thresholds::{CONTROL_DRIFT_PCT, PROOF_GAIN_PCT};
+use crate::judge::Kind;
 use crate::report::{control_spread, plural, whole, LabReport, Proof, StepResult};
 use std::fmt::Write;
 
@@ -62,8 +63,8 @@ fn fullest_pool(s: &StepResult) -> String {
         // keep-alive is no pool.
         .filter(|r| {
             !matches!(
-                r.resource.as_str(),
-                "cpu" | "thread" | "keepalive" | "queue" | "heap"
+                r.resource,
+                Kind::Cpu | Kind::BusiestThread | Kind::KeepaliveOff | Kind::Queue | Kind::Heap
             )
         })
         .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))

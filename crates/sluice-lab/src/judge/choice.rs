@@ -4,41 +4,60 @@
 //! pool or cap; and the runner-up the proof enlarges instead.
 
 use super::thresholds::CPU_SATURATED;
-use super::{Resource, Verdict};
+use super::{Kind, Resource, Verdict};
 
 /// What a step with nothing saturated concludes, unless its configuration's steps show
 /// a plateau (`plateau.rs`), which takes it back.
 pub const HEADROOM: &str = ": more users would load them further";
 
-/// Resources inside a database that the pools in front of it wait on.
-const INSIDE_DB: &[&str] = &["locks", "io"];
+/// How the choice ranks a kind of resource.
+#[derive(PartialEq)]
+enum Rank {
+    /// Named first, saturated: what the rest of the step waits on (a CPU, a thread, a
+    /// heap whose collector fills the CPU).
+    Hard,
+    /// Inside a database, what the pools in front of it wait on.
+    InsideDb,
+    /// A pool or cap, by how deep in the request's path it is: a deeper one fills the
+    /// shallower ones behind it, never the reverse.
+    Depth(u8),
+}
+
+fn rank(kind: Kind) -> Rank {
+    match kind {
+        Kind::Cpu | Kind::BusiestThread | Kind::KeepaliveOff | Kind::Heap => Rank::Hard,
+        Kind::Locks | Kind::DiskIo => Rank::InsideDb,
+        Kind::MaxConnections => Rank::Depth(4),
+        Kind::DbPool => Rank::Depth(3),
+        Kind::ThreadPool => Rank::Depth(2),
+        Kind::ConnectionCap => Rank::Depth(1),
+        Kind::Queue | Kind::RoomsSplit | Kind::Plateau => Rank::Depth(0),
+    }
+}
 
 /// Saturated CPU first, by utilisation; else the deepest saturated pool or cap.
 pub(super) fn choose(resources: &[Resource]) -> Verdict {
-    let depth = |r: &Resource| match (r.tier.as_str(), r.resource.as_str()) {
-        ("db", _) | (_, "db_connections") => 4,
-        (_, "db_pool") => 3,
-        (_, "threads") => 2,
-        (_, "connections") => 1,
-        _ => 0,
+    // Anything of the database's own tier is as deep as a request goes.
+    let depth = |r: &Resource| match rank(r.resource) {
+        _ if r.tier == "db" => 4,
+        Rank::Depth(d) => d,
+        Rank::Hard | Rank::InsideDb => 0,
     };
     // A whole machine's CPU (node_exporter) is full when a process on it is: the
     // process, when one is saturated too, is the more useful name.
     // A full heap before any CPU: the collector's threads are what fills that CPU.
     let hard = resources
         .iter()
-        .filter(|r| {
-            r.saturated && matches!(r.resource.as_str(), "heap" | "cpu" | "keepalive" | "thread")
-        })
+        .filter(|r| r.saturated && rank(r.resource) == Rank::Hard)
         .max_by(|a, b| {
-            (a.resource == "heap", !a.machine, a.utilisation)
-                .partial_cmp(&(b.resource == "heap", !b.machine, b.utilisation))
+            (a.resource == Kind::Heap, !a.machine, a.utilisation)
+                .partial_cmp(&(b.resource == Kind::Heap, !b.machine, b.utilisation))
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
     let inside_db = || {
         resources
             .iter()
-            .filter(|r| r.saturated && INSIDE_DB.contains(&r.resource.as_str()))
+            .filter(|r| r.saturated && rank(r.resource) == Rank::InsideDb)
             .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
     };
     let soft = || {
@@ -51,7 +70,7 @@ pub(super) fn choose(resources: &[Resource]) -> Verdict {
     match hard.or_else(inside_db).or_else(soft) {
         Some(r) => Verdict {
             tier: Some(r.tier.clone()),
-            resource: Some(r.resource.clone()),
+            resource: Some(r.resource),
             summary: format!("{} was saturated", r.label),
             evidence: r
                 .evidence
@@ -66,7 +85,7 @@ pub(super) fn choose(resources: &[Resource]) -> Verdict {
             // more users would meet first: the busiest is among the others.
             let top = resources
                 .iter()
-                .filter(|r| r.resource != "db_connections" || resources.len() == 1)
+                .filter(|r| r.resource != Kind::MaxConnections || resources.len() == 1)
                 .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
             Verdict {
                 tier: None,
@@ -105,7 +124,7 @@ pub(super) fn also_saturated(resources: &[Resource], named: &Resource) -> Option
     // reads lower than the quota it kept running into, and the entry says so.
     let cpus: Vec<&str> = resources
         .iter()
-        .filter(|o| o.resource == "cpu")
+        .filter(|o| o.resource == Kind::Cpu)
         .map(|o| o.label.as_str())
         .collect();
     let others: Vec<String> = fullest
@@ -127,9 +146,7 @@ pub(super) fn also_saturated(resources: &[Resource], named: &Resource) -> Option
 pub fn runner_up<'r>(resources: &'r [Resource], named: &Verdict) -> Option<&'r Resource> {
     resources
         .iter()
-        .filter(|r| {
-            Some(&r.tier) != named.tier.as_ref() || Some(&r.resource) != named.resource.as_ref()
-        })
+        .filter(|r| Some(&r.tier) != named.tier.as_ref() || Some(r.resource) != named.resource)
         .filter(|r| r.enlarge.is_some())
         .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
 }

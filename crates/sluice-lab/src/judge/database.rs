@@ -5,7 +5,7 @@
 //! cause of the pool that fills in front of it, which more pool only lengthens.
 
 use super::thresholds::{CAP_HELD_SHARE, DB_WAIT_OF_ACTIVE, DB_WAIT_SHARE};
-use super::{pct, round2, tier_word, Delta, Resource};
+use super::{pct, round2, tier_word, Delta, Kind, Resource};
 use crate::database::{top, Class, DbReading};
 
 /// What was measured inside each database over the step.
@@ -48,7 +48,7 @@ pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Stri
         let line = sessions_line(d, &db);
         match resources
             .iter_mut()
-            .find(|r| r.tier == d.info.tier && r.resource == "cpu")
+            .find(|r| r.tier == d.info.tier && r.resource == Kind::Cpu)
         {
             Some(cpu) => cpu.evidence.push(line),
             None => out.push(format!(
@@ -122,13 +122,13 @@ fn wait(d: &Delta, db: &DbReading, class: Class) -> Option<Resource> {
         .collect();
     let event = top(&events).map_or("", |(e, _)| e).to_string();
     let (resource, what) = match class {
-        Class::Lock => ("locks", lock_kind(&event)),
-        _ => ("io", "disk I/O"),
+        Class::Lock => (Kind::Locks, lock_kind(&event)),
+        _ => (Kind::DiskIo, "disk I/O"),
     };
     let evidence = wait_evidence(d, db, class, &event, (waiting, share, of_active));
     Some(Resource {
         tier: d.info.tier.clone(),
-        resource: resource.into(),
+        resource,
         label: format!("{}'s {what}", tier_word(&d.info.tier)),
         utilisation: round2(share),
         saturated: share >= DB_WAIT_SHARE && of_active >= DB_WAIT_OF_ACTIVE,
@@ -198,10 +198,10 @@ pub(super) fn connections_unwaited(resources: &mut [Resource], errors: u64) -> V
     let waited = errors > 0
         || resources
             .iter()
-            .any(|r| r.saturated && r.resource == "db_pool");
+            .any(|r| r.saturated && r.resource == Kind::DbPool);
     let mut out = Vec::new();
     for r in resources.iter_mut() {
-        if r.resource != "db_connections" || !r.saturated || waited {
+        if r.resource != Kind::MaxConnections || !r.saturated || waited {
             continue;
         }
         r.saturated = false;
@@ -225,7 +225,7 @@ fn connections(d: &Delta, db: &DbReading) -> Option<Resource> {
     let at_max = db.at_max as f64 / db.samples as f64;
     Some(Resource {
         tier: d.info.tier.clone(),
-        resource: "db_connections".into(),
+        resource: Kind::MaxConnections,
         label: format!("{}'s max_connections ({max})", tier_word(&d.info.tier)),
         utilisation: round2(mean / max as f64),
         saturated: at_max >= CAP_HELD_SHARE,

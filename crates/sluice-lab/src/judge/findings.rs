@@ -4,7 +4,7 @@
 use super::thresholds::{
     CONTENDED_PSI_PCT, CONTENDED_TIER_BELOW, KEEPALIVE_OFF_PER_REQUEST, LOST_MESSAGES_PCT,
 };
-use super::{Delta, Load, MachineCpu, Resource, Verdict};
+use super::{Delta, Kind, Load, MachineCpu, Resource, Verdict};
 
 /// Findings that come with any verdict: a balancer opening a connection per request.
 /// When that balancer's CPU is the saturated resource, the cause is named instead.
@@ -22,9 +22,9 @@ pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Stri
     );
     if let Some(lb) = resources
         .iter_mut()
-        .find(|r| r.tier == "lb" && r.resource == "cpu" && r.saturated)
+        .find(|r| r.tier == "lb" && r.resource == Kind::Cpu && r.saturated)
     {
-        lb.resource = "keepalive".into();
+        lb.resource = Kind::KeepaliveOff;
         lb.label = "the balancer's CPU, spent opening a new upstream connection per request (keep-alive off),".into();
         lb.evidence.push(finding.clone());
         lb.enlarge = Some("upstream keep-alive on".into());
@@ -81,7 +81,7 @@ pub(super) fn starved(
     // A full thread is a full tier too (a single-threaded process at one core).
     let busiest = resources
         .iter()
-        .filter(|r| matches!(r.resource.as_str(), "cpu" | "thread"))
+        .filter(|r| matches!(r.resource, Kind::Cpu | Kind::BusiestThread))
         .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))?;
     if busiest.utilisation >= CONTENDED_TIER_BELOW {
         return None;
@@ -122,7 +122,7 @@ pub(super) fn lost_messages(load: Load, verdict: Verdict, findings: &mut Vec<Str
     }
     Verdict {
         tier: Some("lb".into()),
-        resource: Some("balance".into()),
+        resource: Some(Kind::RoomsSplit),
         summary: format!("the balancer split rooms over servers: {lost}% of messages lost"),
         evidence: vec![finding],
         ..Default::default()

@@ -5,7 +5,7 @@
 //! out however rarely it paused.
 
 use super::thresholds::{GC_HEAP_FULL_PCT, GC_PAUSED_PCT, GC_TAIL_OVER_MEDIAN, GC_TAIL_SHARE};
-use super::{round2, tier_word, Delta, Load, Resource};
+use super::{round2, tier_word, Delta, Kind, Load, Resource};
 
 /// What a JVM's pauses over the step were.
 struct Pauses {
@@ -34,7 +34,7 @@ pub(super) fn heaps(deltas: &[Delta]) -> Vec<Resource> {
         let Some(p) = pauses(d) else { continue };
         out.push(Resource {
             tier: d.info.tier.clone(),
-            resource: "heap".into(),
+            resource: Kind::Heap,
             label: format!("{}'s heap (GC)", tier_word(&d.info.tier)),
             utilisation: round2(p.pct / 100.0),
             saturated: p.pct >= GC_HEAP_FULL_PCT,

@@ -4,7 +4,7 @@
 //! one app tier at 90%, not two tiers with room to spare.
 
 use super::thresholds::{CPU_SATURATED, OTHER_PROCESSES_PCT};
-use super::{round2, Delta, Resource};
+use super::{round2, Delta, Kind, Resource};
 use crate::sample::Reading;
 use serde::Serialize;
 
@@ -105,7 +105,7 @@ fn tier_together(tier: &str, ds: &[&Delta]) -> Resource {
     let names: Vec<&str> = ds.iter().map(|d| d.info.name.as_str()).collect();
     Resource {
         tier: tier.into(),
-        resource: "cpu".into(),
+        resource: Kind::Cpu,
         label: format!(
             "the {tier} tier's CPU ({} processes sharing the machine's {cores} cores)",
             ds.len()
@@ -149,7 +149,7 @@ fn shared_machine(deltas: &[Delta], m: &MachineCpu) -> Option<Resource> {
     }
     Some(Resource {
         tier: tier.into(),
-        resource: "cpu".into(),
+        resource: Kind::Cpu,
         label: format!(
             "the machine's CPU ({} cores, shared by tiers without budgets: {})",
             m.cores,

@@ -33,6 +33,7 @@ pub mod choice;
 mod database;
 mod findings;
 mod gc;
+pub mod kind;
 mod machine;
 pub mod plateau;
 pub mod proof;
@@ -45,6 +46,7 @@ pub use breakdown::{Breakdown, Part};
 use choice::choose;
 pub use choice::runner_up;
 use findings::{findings, lost_messages, missing_metrics, starved};
+pub use kind::Kind;
 pub use machine::MachineCpu;
 use resources::resources;
 use validity::{validity, GeneratorCpu};
@@ -92,8 +94,8 @@ pub struct Load {
 #[derive(Debug, Clone, Serialize)]
 pub struct Resource {
     pub tier: String,
-    /// `cpu`, `threads`, `db_pool`, `connections`, `keepalive`, `queue`.
-    pub resource: String,
+    /// Its kind (the JSON's `cpu`, `threads`, `db_pool`, ...: [`Kind`]).
+    pub resource: Kind,
     /// In words, with its size: "the database's CPU (0.3 cores, cgroup v1 cpu quota)".
     pub label: String,
     pub utilisation: f64,
@@ -113,7 +115,8 @@ pub struct Verdict {
     /// A tier name (`lb`, `app`, `db`, a real tier's name, `loadgen`); `null` when no
     /// tier was saturated or the evidence does not decide.
     pub tier: Option<String>,
-    pub resource: Option<String>,
+    /// What saturated there; `null` with no tier, and for the load generator.
+    pub resource: Option<Kind>,
     pub summary: String,
     pub evidence: Vec<String>,
     /// The run's verdict only, the summary's parts: where the run stopped scaling (or
@@ -300,7 +303,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     resources.extend(database::resources(&deltas));
     resources.extend(gc::heaps(&deltas));
     let unwaited = database::connections_unwaited(&mut resources, load.errors);
-    if !resources.iter().any(|r| r.resource == "queue") {
+    if !resources.iter().any(|r| r.resource == Kind::Queue) {
         resources.extend(queue::shed(&deltas, load));
     }
     queue::attribute(&mut resources, &deltas);

@@ -11,7 +11,7 @@
 //! balancer itself, and count as held.
 
 use super::thresholds::{POOL_BUSY as BUSY, QUEUE_WAITED as WAITED};
-use super::{pct, round2, Delta, Load, Resource};
+use super::{pct, round2, Delta, Kind, Load, Resource};
 
 /// How long and how often requests waited in the balancer over the step.
 struct Held {
@@ -25,7 +25,7 @@ pub(super) fn resource(d: &Delta, load: Load) -> Option<Resource> {
     let held = sluice(d, load).or_else(|| haproxy(d))?;
     Some(Resource {
         tier: d.info.tier.clone(),
-        resource: "queue".into(),
+        resource: Kind::Queue,
         label: "the balancer's limit on its servers (max_conns), its queue full".into(),
         utilisation: round2(held.share),
         saturated: held.share >= WAITED,
@@ -57,7 +57,7 @@ pub(super) fn shed(deltas: &[Delta], load: Load) -> Option<Resource> {
     }
     Some(Resource {
         tier: lb.info.tier.clone(),
-        resource: "queue".into(),
+        resource: Kind::Queue,
         label: "the balancer's limit on its servers (max_conns), with no queue".into(),
         utilisation: round2(share),
         saturated: true,
@@ -130,7 +130,7 @@ fn haproxy(d: &Delta) -> Option<Held> {
 pub(super) fn attribute(resources: &mut [Resource], deltas: &[Delta]) {
     let Some(q) = resources
         .iter()
-        .position(|r| r.resource == "queue" && r.saturated)
+        .position(|r| r.resource == Kind::Queue && r.saturated)
     else {
         return;
     };
@@ -138,7 +138,10 @@ pub(super) fn attribute(resources: &mut [Resource], deltas: &[Delta]) {
     let roomy = limit_not_below_threads(deltas);
     queue.extend(roomy.clone());
     let mut at_knee = false;
-    for r in resources.iter_mut().filter(|r| r.resource == "threads") {
+    for r in resources
+        .iter_mut()
+        .filter(|r| r.resource == Kind::ThreadPool)
+    {
         if r.utilisation >= BUSY || roomy.is_some() {
             r.saturated = true;
             r.evidence.extend(queue.iter().cloned());
@@ -151,7 +154,7 @@ pub(super) fn attribute(resources: &mut [Resource], deltas: &[Delta]) {
     }
     let busiest = resources
         .iter()
-        .filter(|r| r.resource == "threads")
+        .filter(|r| r.resource == Kind::ThreadPool)
         .map(|r| r.utilisation)
         .reduce(f64::max);
     if let Some(u) = busiest {
@@ -187,7 +190,7 @@ fn limit_not_below_threads(deltas: &[Delta]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use crate::judge::{judge, Load, ProcInfo};
+    use crate::judge::{judge, Kind, Load, ProcInfo};
     use crate::sample::{ProcReading, Reading};
     use std::collections::BTreeMap;
 
@@ -271,7 +274,7 @@ mod tests {
         let readings: Vec<Reading> = (0..5).map(|i| reading(i as f64, QUEUED, 0.97)).collect();
         let j = judge(&procs, &readings, load(0));
         assert_eq!(j.verdict.tier.as_deref(), Some("app"), "{:?}", j.verdict);
-        assert_eq!(j.verdict.resource.as_deref(), Some("threads"));
+        assert_eq!(j.verdict.resource, Some(Kind::ThreadPool));
         let evidence = j.verdict.evidence.join("\n");
         assert!(evidence.contains("waited in its queue"), "{evidence}");
         // Without the balancer's queue, the same pool (few waits of its own) is not.
@@ -296,8 +299,8 @@ mod tests {
         let readings: Vec<Reading> = (0..5).map(|i| reading(i as f64, &lb, 0.4)).collect();
         let v = judge(&procs, &readings, load(0)).verdict;
         assert_eq!(
-            (v.tier.as_deref(), v.resource.as_deref()),
-            (Some("lb"), Some("queue")),
+            (v.tier.as_deref(), v.resource),
+            (Some("lb"), Some(Kind::Queue)),
             "{v:?}"
         );
         assert!(v.evidence.join(" ").contains("at most 40% busy"), "{v:?}");
@@ -311,8 +314,8 @@ mod tests {
         let readings: Vec<Reading> = (0..5).map(|i| reading(i as f64, QUEUED, 0.79)).collect();
         let v = judge(&procs, &readings, load(0)).verdict;
         assert_eq!(
-            (v.tier.as_deref(), v.resource.as_deref()),
-            (Some("app"), Some("threads")),
+            (v.tier.as_deref(), v.resource),
+            (Some("app"), Some(Kind::ThreadPool)),
             "{v:?}"
         );
         let evidence = v.evidence.join(" ");

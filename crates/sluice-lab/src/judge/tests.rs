@@ -70,7 +70,7 @@ fn counters(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
 }
 
 /// The resource `kind` of the only process judged over `readings`.
-fn resource(tier: &str, readings: &[Reading], kind: &str) -> Resource {
+fn resource(tier: &str, readings: &[Reading], kind: Kind) -> Resource {
     let judged = judge(&one(tier), readings, load());
     let found = judged.resources.iter().find(|r| r.resource == kind);
     found
@@ -91,7 +91,7 @@ fn cpu_at(util: f64, throttled: u64) -> Resource {
     };
     end.throttling.periods = 100;
     end.throttling.throttled = throttled;
-    resource("app", &step(start, end), "cpu")
+    resource("app", &step(start, end), Kind::Cpu)
 }
 
 #[test]
@@ -144,9 +144,9 @@ fn pool_at(prefix: &str, busy: f64, waited: f64) -> Resource {
         ..ProcReading::default()
     };
     let kind = if prefix == "pool" {
-        "threads"
+        Kind::ThreadPool
     } else {
-        "db_pool"
+        Kind::DbPool
     };
     resource("app", &step(start, end), kind)
 }
@@ -211,7 +211,7 @@ fn cap_at(open: &[f64], queued: u64) -> Resource {
         counters: counters(&[("max_conns", 100.0), ("conns_open", 0.0)]),
         ..ProcReading::default()
     };
-    resource("app", &framed(readings, idle), "connections")
+    resource("app", &framed(readings, idle), Kind::ConnectionCap)
 }
 
 #[test]
@@ -271,9 +271,13 @@ fn exported_pools_are_saturated_busy_with_requests_pending_or_nearly_full() {
     ];
     for (active, pending_in, busy, db_saturated, threads_saturated) in table {
         let resources = gauges_at(active, pending_in, busy);
-        let of = |kind: &str| resources.iter().find(|r| r.resource == kind).unwrap();
-        assert_eq!(of("db_pool").saturated, db_saturated, "{resources:?}");
-        assert_eq!(of("threads").saturated, threads_saturated, "{resources:?}");
+        let of = |kind: Kind| resources.iter().find(|r| r.resource == kind).unwrap();
+        assert_eq!(of(Kind::DbPool).saturated, db_saturated, "{resources:?}");
+        assert_eq!(
+            of(Kind::ThreadPool).saturated,
+            threads_saturated,
+            "{resources:?}"
+        );
     }
 }
 
@@ -345,7 +349,7 @@ fn keep_alive_off_is_found_from_new_connections_per_request() {
         assert_eq!(said, found, "{per_request}: {:?}", judged.findings);
     }
     // The balancer's saturated CPU is then named for its keep-alive.
-    let mut resources = vec![saturated("lb", "cpu", 0.95, false)];
+    let mut resources = vec![saturated("lb", Kind::Cpu, 0.95, false)];
     let procs = one("app");
     let readings = apps(1.0);
     let deltas: Vec<Delta> = vec![Delta {
@@ -357,7 +361,7 @@ fn keep_alive_off_is_found_from_new_connections_per_request() {
         readings: &readings,
     }];
     findings(&deltas, &mut resources);
-    assert_eq!(resources[0].resource, "keepalive");
+    assert_eq!(resources[0].resource, Kind::KeepaliveOff);
 }
 
 #[test]
@@ -368,7 +372,7 @@ fn other_processes_take_the_cpu_when_it_is_contended_and_no_tier_is_busy() {
         (CONTENDED_PSI_PCT, CONTENDED_TIER_BELOW, false),
     ];
     for (psi, busiest, found) in table {
-        let resources = [resource_of("app", "cpu", busiest, false)];
+        let resources = [resource_of("app", Kind::Cpu, busiest, false)];
         assert_eq!(
             starved(Some(psi), &resources, None).is_some(),
             found,
@@ -376,12 +380,12 @@ fn other_processes_take_the_cpu_when_it_is_contended_and_no_tier_is_busy() {
         );
     }
     assert_eq!(
-        starved(None, &[resource_of("app", "cpu", 0.1, false)], None),
+        starved(None, &[resource_of("app", Kind::Cpu, 0.1, false)], None),
         None
     );
     // "Other processes" are only those that are neither a tier nor the generator, and
     // only when they used OTHER_PROCESSES_PCT of the machine or more.
-    let resources = [resource_of("app", "cpu", 0.5, false)];
+    let resources = [resource_of("app", Kind::Cpu, 0.5, false)];
     let split = |other: f64| MachineCpu {
         cores: 2.0,
         busy: 1.9,
@@ -430,7 +434,7 @@ fn a_machine_full_of_other_processes_says_so_in_its_verdict() {
     };
     let readings: Vec<Reading> = (0..=10).map(|i| at(i as f64)).collect();
     let v = judge(&procs, &readings, load()).verdict;
-    assert_eq!(v.resource.as_deref(), Some("cpu"), "{v:?}");
+    assert_eq!(v.resource, Some(Kind::Cpu), "{v:?}");
     assert!(
         v.summary
             .contains("shared by tiers without budgets: app 0.42, lb 0.38, other processes 1.10"),
@@ -465,8 +469,8 @@ fn tiers_sharing_a_machine_without_budgets_are_judged_together_against_it() {
     let judged = judge(&procs, &readings, load());
     let v = &judged.verdict;
     assert_eq!(
-        (v.tier.as_deref(), v.resource.as_deref()),
-        (Some("app"), Some("cpu")),
+        (v.tier.as_deref(), v.resource),
+        (Some("app"), Some(Kind::Cpu)),
         "{v:?}"
     );
     let together = judged
@@ -515,10 +519,10 @@ fn lost_messages_name_the_balancer_only_when_no_tier_is_saturated() {
     assert_eq!(kept.tier.as_deref(), Some("db"));
 }
 
-fn resource_of(tier: &str, kind: &str, utilisation: f64, machine: bool) -> Resource {
+fn resource_of(tier: &str, kind: Kind, utilisation: f64, machine: bool) -> Resource {
     Resource {
         tier: tier.into(),
-        resource: kind.into(),
+        resource: kind,
         label: format!("{tier} {kind}"),
         utilisation,
         saturated: false,
@@ -528,7 +532,7 @@ fn resource_of(tier: &str, kind: &str, utilisation: f64, machine: bool) -> Resou
     }
 }
 
-fn saturated(tier: &str, kind: &str, utilisation: f64, machine: bool) -> Resource {
+fn saturated(tier: &str, kind: Kind, utilisation: f64, machine: bool) -> Resource {
     Resource {
         saturated: true,
         ..resource_of(tier, kind, utilisation, machine)
@@ -547,7 +551,7 @@ fn lock_waits(waited: u64, waiting: u64, running: u64) -> Resource {
     db.samples_with.insert("lock".into(), waited);
     db.events.insert("Lock:transactionid".into(), waiting);
     let judged = db_step(db, 0);
-    let locks = judged.resources.iter().find(|r| r.resource == "locks");
+    let locks = judged.resources.iter().find(|r| r.resource == Kind::Locks);
     locks.expect("a lock resource").clone()
 }
 
@@ -604,7 +608,7 @@ fn io_waits_are_judged_as_lock_waits_are() {
         let r = judged
             .resources
             .iter()
-            .find(|r| r.resource == "io")
+            .find(|r| r.resource == Kind::DiskIo)
             .unwrap();
         assert_eq!(r.saturated, saturated, "{waited} {waiting}: {r:?}");
         assert_eq!(r.label, "the database's disk I/O");
@@ -629,14 +633,14 @@ fn max_connections_is_saturated_when_held_and_waited_for() {
         let r = judged
             .resources
             .iter()
-            .find(|r| r.resource == "db_connections")
+            .find(|r| r.resource == Kind::MaxConnections)
             .unwrap();
         assert_eq!(r.saturated, saturated, "{at_max}: {r:?}");
     }
     // Held, and nothing waited: the pools in front are open, so it is what limits the
     // next client (another server's pool), said as a finding, never the verdict.
     let judged = db_step(at(40), 0);
-    assert_ne!(judged.verdict.resource.as_deref(), Some("db_connections"));
+    assert_ne!(judged.verdict.resource, Some(Kind::MaxConnections));
     let finding = judged
         .findings
         .iter()
@@ -649,7 +653,7 @@ fn max_connections_is_saturated_when_held_and_waited_for() {
 }
 
 /// A verdict's tier and resource.
-type Named = (Option<String>, Option<String>);
+type Named = (Option<String>, Option<Kind>);
 
 /// The tier and resource `choose` names among `resources`.
 fn chosen(resources: &[Resource]) -> Named {
@@ -657,8 +661,8 @@ fn chosen(resources: &[Resource]) -> Named {
     (v.tier, v.resource)
 }
 
-fn named(tier: &str, kind: &str) -> Named {
-    (Some(tier.into()), Some(kind.into()))
+fn named(tier: &str, kind: Kind) -> Named {
+    (Some(tier.into()), Some(kind))
 }
 
 #[test]
@@ -668,70 +672,73 @@ fn a_saturated_cpu_is_chosen_before_any_pool_and_the_deepest_pool_before_others(
         // (issue 29: "add pool" was the advice for a hot row)...
         (
             vec![
-                saturated("app", "db_pool", 1.0, false),
-                saturated("app", "threads", 1.0, false),
-                saturated("db", "locks", 0.9, false),
+                saturated("app", Kind::DbPool, 1.0, false),
+                saturated("app", Kind::ThreadPool, 1.0, false),
+                saturated("db", Kind::Locks, 0.9, false),
             ],
-            named("db", "locks"),
+            named("db", Kind::Locks),
         ),
         // ...but after a saturated CPU, whose slow holders make others wait.
         (
             vec![
-                saturated("db", "locks", 1.0, false),
-                saturated("db", "cpu", 0.9, false),
+                saturated("db", Kind::Locks, 1.0, false),
+                saturated("db", Kind::Cpu, 0.9, false),
             ],
-            named("db", "cpu"),
+            named("db", Kind::Cpu),
         ),
         // CPU first, even when a pool reads fuller: the pool fills because of it.
         (
             vec![
-                saturated("app", "db_pool", 0.99, false),
-                saturated("app", "cpu", 0.86, false),
+                saturated("app", Kind::DbPool, 0.99, false),
+                saturated("app", Kind::Cpu, 0.86, false),
             ],
-            named("app", "cpu"),
+            named("app", Kind::Cpu),
         ),
         // The busiest of two saturated CPUs.
         (
             vec![
-                saturated("app", "cpu", 0.9, false),
-                saturated("db", "cpu", 0.95, false),
+                saturated("app", Kind::Cpu, 0.9, false),
+                saturated("db", Kind::Cpu, 0.95, false),
             ],
-            named("db", "cpu"),
+            named("db", Kind::Cpu),
         ),
         // A process before its whole machine (node_exporter), however full that is.
         (
             vec![
-                saturated("host", "cpu", 1.0, true),
-                saturated("app", "cpu", 0.86, false),
+                saturated("host", Kind::Cpu, 1.0, true),
+                saturated("app", Kind::Cpu, 0.86, false),
             ],
-            named("app", "cpu"),
+            named("app", Kind::Cpu),
         ),
         // The deepest pool: the database's, then the app's database pool, threads, cap.
         (
             vec![
-                saturated("app", "connections", 1.0, false),
-                saturated("app", "threads", 0.99, false),
-                saturated("app", "db_pool", 0.81, false),
+                saturated("app", Kind::ConnectionCap, 1.0, false),
+                saturated("app", Kind::ThreadPool, 0.99, false),
+                saturated("app", Kind::DbPool, 0.81, false),
             ],
-            named("app", "db_pool"),
+            named("app", Kind::DbPool),
         ),
         (
             vec![
-                saturated("app", "db_pool", 0.99, false),
-                saturated("db", "threads", 0.81, false),
+                saturated("app", Kind::DbPool, 0.99, false),
+                saturated("db", Kind::ThreadPool, 0.81, false),
             ],
-            named("db", "threads"),
+            named("db", Kind::ThreadPool),
         ),
         // Nothing saturated: no tier, however busy.
-        (vec![resource_of("app", "cpu", 0.84, false)], (None, None)),
+        (
+            vec![resource_of("app", Kind::Cpu, 0.84, false)],
+            (None, None),
+        ),
     ];
     for (resources, expected) in table {
         assert_eq!(chosen(&resources), expected, "{resources:?}");
     }
     // The others saturated are said beside the verdict.
     let both = [
-        saturated("app", "cpu", 0.9, false),
-        saturated("app", "threads", 0.9, false),
+        saturated("app", Kind::Cpu, 0.9, false),
+        saturated("app", Kind::ThreadPool, 0.9, false),
     ];
     let v = choose(&both);
     assert!(
@@ -746,19 +753,19 @@ fn a_saturated_cpu_is_chosen_before_any_pool_and_the_deepest_pool_before_others(
 fn the_runner_up_is_the_most_used_other_resource_that_can_be_enlarged() {
     let verdict = Verdict {
         tier: Some("app".into()),
-        resource: Some("cpu".into()),
+        resource: Some(Kind::Cpu),
         ..Verdict::default()
     };
-    let mut fixed = resource_of("db", "cpu", 0.99, false);
+    let mut fixed = resource_of("db", Kind::Cpu, 0.99, false);
     fixed.enlarge = None;
     let resources = [
-        resource_of("app", "cpu", 0.95, false),
+        resource_of("app", Kind::Cpu, 0.95, false),
         fixed,
-        resource_of("app", "threads", 0.6, false),
-        resource_of("lb", "cpu", 0.4, false),
+        resource_of("app", Kind::ThreadPool, 0.6, false),
+        resource_of("lb", Kind::Cpu, 0.4, false),
     ];
     let r = runner_up(&resources, &verdict).unwrap();
-    assert_eq!((r.tier.as_str(), r.resource.as_str()), ("app", "threads"));
+    assert_eq!((r.tier.as_str(), r.resource), ("app", Kind::ThreadPool));
 }
 
 #[test]
@@ -827,20 +834,19 @@ fn a_spring_boot_app_waiting_on_hikari_is_named_for_its_database_pool() {
     };
     let j = judge(&procs, &readings, load);
     assert_eq!(j.verdict.tier.as_deref(), Some("app"), "{:?}", j.verdict);
-    assert_eq!(
-        j.verdict.resource.as_deref(),
-        Some("db_pool"),
-        "{:?}",
-        j.verdict
-    );
+    assert_eq!(j.verdict.resource, Some(Kind::DbPool), "{:?}", j.verdict);
     let threads = j
         .resources
         .iter()
-        .find(|r| r.resource == "threads")
+        .find(|r| r.resource == Kind::ThreadPool)
         .unwrap();
     assert_eq!((threads.utilisation, threads.saturated), (0.2, false));
     // The CPU, 10% of its budget, is not what limits it.
-    let cpu = j.resources.iter().find(|r| r.resource == "cpu").unwrap();
+    let cpu = j
+        .resources
+        .iter()
+        .find(|r| r.resource == Kind::Cpu)
+        .unwrap();
     assert!(!cpu.saturated && cpu.utilisation < 0.2, "{cpu:?}");
     // An idle pool names nothing.
     let idle = full.replace("} 7.0", "} 0.0").replace(
@@ -928,15 +934,15 @@ fn a_single_busy_thread_is_saturated_however_many_cores_the_machine_has() {
         let thread = judged
             .resources
             .iter()
-            .find(|r| r.resource == "thread")
+            .find(|r| r.resource == Kind::BusiestThread)
             .unwrap();
         assert_eq!(thread.saturated, saturated, "{thread:?}");
-        let named = judged.verdict.resource.as_deref() == Some("thread");
+        let named = judged.verdict.resource == Some(Kind::BusiestThread);
         assert_eq!(named, saturated, "{:?}", judged.verdict);
         let cpu = judged
             .resources
             .iter()
-            .find(|r| r.resource == "cpu")
+            .find(|r| r.resource == Kind::Cpu)
             .unwrap();
         assert!(
             !cpu.saturated,
@@ -986,7 +992,7 @@ fn a_cpu_measured_without_a_core_count_is_said_not_judged() {
             .find(|f| f.starts_with("app: used 0.90 cores"));
         assert_eq!(found.is_some(), said, "{:?}", judged.findings);
         if said {
-            assert!(!judged.resources.iter().any(|r| r.resource == "cpu"));
+            assert!(!judged.resources.iter().any(|r| r.resource == Kind::Cpu));
             assert!(found.unwrap().contains("PID@URL"));
         }
     }
@@ -1116,24 +1122,31 @@ fn a_jvm_stopped_by_gc_a_large_share_of_the_step_is_its_heap_saturated() {
         let heap = judged
             .resources
             .iter()
-            .find(|r| r.resource == "heap")
+            .find(|r| r.resource == Kind::Heap)
             .unwrap();
         assert_eq!(heap.saturated, saturated, "{pct}: {heap:?}");
         assert_eq!(heap.label, "the app server's heap (GC)");
         // Named before the CPU its collector fills; below, said as a finding.
-        let named = (
-            judged.verdict.tier.as_deref(),
-            judged.verdict.resource.as_deref(),
-        );
+        let named = (judged.verdict.tier.as_deref(), judged.verdict.resource);
         let gc_finding = judged
             .findings
             .iter()
             .any(|f| f.contains("GC paused the JVM"));
         if saturated {
-            assert_eq!(named, (Some("app"), Some("heap")), "{:?}", judged.verdict);
+            assert_eq!(
+                named,
+                (Some("app"), Some(Kind::Heap)),
+                "{:?}",
+                judged.verdict
+            );
             assert!(!gc_finding, "{:?}", judged.findings);
         } else {
-            assert_eq!(named, (Some("app"), Some("cpu")), "{:?}", judged.verdict);
+            assert_eq!(
+                named,
+                (Some("app"), Some(Kind::Cpu)),
+                "{:?}",
+                judged.verdict
+            );
             assert!(gc_finding, "{:?}", judged.findings);
         }
     }
@@ -1221,7 +1234,7 @@ fn a_real_spring_boot_apps_metrics_give_its_pools_and_where_its_time_went() {
             ..load()
         },
     );
-    let of = |kind: &str| {
+    let of = |kind: Kind| {
         judged
             .resources
             .iter()
@@ -1229,8 +1242,9 @@ fn a_real_spring_boot_apps_metrics_give_its_pools_and_where_its_time_went() {
             .unwrap()
     };
     // 20 of 20 Tomcat threads busy; 10 of 10 connections with 9 requests pending.
-    assert!(of("threads").saturated, "{:?}", of("threads"));
-    assert!(of("db_pool").saturated, "{:?}", of("db_pool"));
+    let (threads, pool) = (of(Kind::ThreadPool), of(Kind::DbPool));
+    assert!(threads.saturated, "{threads:?}");
+    assert!(pool.saturated, "{pool:?}");
     assert!(!judged.findings.iter().any(|f| f.contains("mbeanregistry")));
     // 1,754 requests to /stock between the readings (the actuator's left out), 196.5 s
     // in the app: 112.0 ms each, half waiting for a connection, half holding one.
@@ -1261,7 +1275,7 @@ fn a_jvm_with_only_the_cpu_usage_gauge_is_judged_by_it() {
         let cpu = judged
             .resources
             .iter()
-            .find(|r| r.resource == "cpu")
+            .find(|r| r.resource == Kind::Cpu)
             .cloned();
         cpu.expect("a CPU from the gauge")
     };
