@@ -9,7 +9,7 @@ use crate::judge::choice::HEADROOM;
 use crate::judge::plateau::{plateau, Plateau, Point};
 use crate::judge::proof::{confirms, settled};
 use crate::judge::thresholds::{FLAT_GAIN_PCT, PLATEAU_THREAD_BUSY};
-use crate::judge::{Judged, Kind, Resource, Verdict};
+use crate::judge::{Finding, Judged, Kind, Resource, Verdict};
 use crate::spec::Experiment;
 use serde::Serialize;
 use sluice_bench::report::StepReport;
@@ -78,7 +78,7 @@ pub struct Configuration {
     /// The verdict of its last valid step (the most users).
     pub verdict: Verdict,
     /// That step's findings (keep-alive off, messages lost, CPU taken by others).
-    pub findings: Vec<String>,
+    pub findings: Vec<Finding>,
     /// The Universal Scalability Law fitted to its valid steps, with four or more.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usl: Option<crate::usl::Usl>,

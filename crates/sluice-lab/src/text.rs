@@ -184,9 +184,12 @@ fn configurations(r: &LabReport, w: Width) -> String {
         let findings = c
             .findings
             .iter()
-            .filter(|f| !c.verdict.evidence.contains(f));
+            // A finding the verdict's evidence already gave (keep-alive off beside the
+            // balancer's CPU, messages lost) is printed once, there.
+            .filter(|f| !c.verdict.evidence.contains(&f.text));
         for f in findings {
-            out.push_str(&wrap(&format!("finding: {f}"), "      ", "        ", w));
+            let line = format!("finding: {}", f.text);
+            out.push_str(&wrap(&line, "      ", "        ", w));
         }
     }
     let invalid: Vec<&StepResult> = r

@@ -5,7 +5,7 @@
 //! cause of the pool that fills in front of it, which more pool only lengthens.
 
 use super::thresholds::{CAP_HELD_SHARE, DB_WAIT_OF_ACTIVE, DB_WAIT_SHARE};
-use super::{pct, round2, tier_word, Delta, Kind, Resource};
+use super::{pct, round2, tier_word, Delta, Finding, FindingKind, Kind, Resource};
 use crate::database::{top, Class, DbReading};
 
 /// What was measured inside each database over the step.
@@ -25,25 +25,27 @@ pub(super) fn resources(deltas: &[Delta]) -> Vec<Resource> {
 
 /// Where the database's sessions spent the step, beside its CPU (or as a finding when
 /// its CPU is not read), and what kept the lab from seeing inside.
-pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<String> {
+pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Finding> {
     let mut out = Vec::new();
     for d in deltas {
         let Some(db) = d.db() else { continue };
+        let name = d.info.name.as_str();
         if let Some(e) = &db.error {
-            out.push(format!("{}: its sessions were not read: {e}", d.info.name));
+            let text = format!("{name}: its sessions were not read: {e}");
+            out.push(Finding::new(FindingKind::SessionsNotRead, name, text));
         }
         if let Some(line) = postgres_exporter_sessions(d) {
-            out.push(line);
+            out.push(Finding::new(FindingKind::SessionsCounted, name, line));
             continue; // it counted connections, not what sessions did
         }
         if db.samples == 0 {
             continue;
         }
         if db.hidden {
-            out.push(format!(
-                "{}: other users' statements are hidden from the lab's user (PostgreSQL: GRANT pg_read_all_stats TO it)",
-                d.info.name
-            ));
+            let text = format!(
+                "{name}: other users' statements are hidden from the lab's user (PostgreSQL: GRANT pg_read_all_stats TO it)"
+            );
+            out.push(Finding::new(FindingKind::StatementsHidden, name, text));
         }
         let line = sessions_line(d, &db);
         match resources
@@ -51,9 +53,9 @@ pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Stri
             .find(|r| r.tier == d.info.tier && r.resource == Kind::Cpu)
         {
             Some(cpu) => cpu.evidence.push(line),
-            None => out.push(format!(
+            None => out.push(Finding::new(FindingKind::Sessions, name, format!(
                 "{line} (its CPU is not read: give its pid, or, on another machine, the node_exporter of its host beside its URL)"
-            )),
+            ))),
         }
     }
     out
@@ -194,7 +196,7 @@ fn lock_kind(event: &str) -> &'static str {
 /// for a connection (an app's pool saturated) or are refused (errors): else its clients'
 /// pools are simply full-sized, and what it limits is the next one (another app server's
 /// pool, a migration): a finding, not the step's saturation.
-pub(super) fn connections_unwaited(resources: &mut [Resource], errors: u64) -> Vec<String> {
+pub(super) fn connections_unwaited(resources: &mut [Resource], errors: u64) -> Vec<Finding> {
     let waited = errors > 0
         || resources
             .iter()
@@ -205,11 +207,13 @@ pub(super) fn connections_unwaited(resources: &mut [Resource], errors: u64) -> V
             continue;
         }
         r.saturated = false;
-        out.push(format!(
+        let text = format!(
             "{} was reached, yet no request waited for a connection (the pools in front of it were open): the next client to connect (another app server's pool, a migration, psql) is refused; {}",
             r.label,
             r.evidence.join("; ")
-        ));
+        );
+        let kind = FindingKind::MaxConnectionsUnwaited;
+        out.push(Finding::new(kind, &r.tier, text));
     }
     out
 }

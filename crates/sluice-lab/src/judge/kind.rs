@@ -1,11 +1,13 @@
-//! The kinds of resource the judge names: what each rule makes, what the choice ranks,
-//! what the proof enlarges and what the advice is for. An enum, so every `match` on it
-//! is checked by the compiler: a kind added here does not build until the choice and the
+//! The names the judge speaks in: the kinds of resource it names (what each rule makes,
+//! what the choice ranks, what the proof enlarges and what the advice is for), and the
+//! kinds of finding it says beside a verdict. Enums, so every `match` on them is checked
+//! by the compiler: a resource kind added here does not build until the choice and the
 //! advice say what to do with it.
 //!
-//! The JSON report spells each kind as it always has (the `rename` of each variant): the
-//! page's script (`assets/lab.js`), the end-to-end tests and the runs kept under
-//! `lab/runs/` read those names. Add kinds, never rename one.
+//! The JSON report spells each resource kind as it always has (the `rename` of each
+//! variant): the page's script (`assets/lab.js`), the end-to-end tests and the runs kept
+//! under `lab/runs/` read those names. Add kinds, never rename one. A finding is written
+//! as its sentence alone (`findings::Finding`), so its kind is not in the JSON.
 
 use serde::Serialize;
 use std::fmt;
@@ -84,6 +86,39 @@ impl fmt::Display for Kind {
         // `pad`, so a table's `{:<9}` aligns it as it would the name.
         f.pad(self.name())
     }
+}
+
+/// What a finding is about, whatever its words: with its subject, what tells two
+/// findings apart (`findings::merge`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FindingKind {
+    /// Upstream keep-alive off: a new connection to the app servers per request.
+    KeepaliveOff,
+    /// A process's CPU time read without how many cores it may use: measured, not judged.
+    CpuNotJudged,
+    /// A JVM without Tomcat's thread metrics: its thread pool cannot be judged.
+    NoThreadMetrics,
+    /// A database whose sessions could not be read.
+    SessionsNotRead,
+    /// postgres_exporter's count of sessions, which does not say what they wait on.
+    SessionsCounted,
+    /// Other users' statements hidden from the lab's database user.
+    StatementsHidden,
+    /// What a database's sessions did, where its CPU is not read (else it is evidence
+    /// beside that CPU).
+    Sessions,
+    /// A database's `max_connections` reached while nobody waited for a connection.
+    MaxConnectionsUnwaited,
+    /// A JVM's GC pauses, a share of the step.
+    GcPauses,
+    /// A GC pause that the latency tail waited out.
+    GcTail,
+    /// Users missing from Little's law, held by a tier that had not answered them.
+    UsersHeld,
+    /// The machine's CPUs contended while no tier was busy.
+    CpuContended,
+    /// STOMP messages lost between users of one room.
+    MessagesLost,
 }
 
 #[cfg(test)]

@@ -45,8 +45,9 @@ mod validity;
 pub use breakdown::{Breakdown, Part};
 use choice::choose;
 pub use choice::runner_up;
+pub use findings::Finding;
 use findings::{findings, lost_messages, missing_metrics, starved};
-pub use kind::Kind;
+pub use kind::{FindingKind, Kind};
 pub use machine::MachineCpu;
 use resources::resources;
 use validity::{validity, GeneratorCpu};
@@ -165,7 +166,7 @@ pub struct Judged {
     pub machine_cpu: Option<MachineCpu>,
     pub tiers: Vec<TierFigures>,
     pub resources: Vec<Resource>,
-    pub findings: Vec<String>,
+    pub findings: Vec<Finding>,
     /// Where a request's time went, where the app or the database measured it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub breakdown: Option<Breakdown>,
@@ -326,9 +327,10 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     let held = tiers.iter().any(|t| t.accept_queue_max > 0) || load.errors > 0;
     if held && !generator.short() {
         findings.extend(invalid_reason.take().map(|why| {
-            format!(
+            let text = format!(
                 "{why}: the others waited on requests a tier had not answered when the step ended"
-            )
+            );
+            Finding::new(FindingKind::UsersHeld, "loadgen", text)
         }));
     }
     let pressure = match (first.pressure_us, last.pressure_us) {

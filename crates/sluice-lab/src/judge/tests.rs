@@ -345,7 +345,7 @@ fn keep_alive_off_is_found_from_new_connections_per_request() {
         let said = judged
             .findings
             .iter()
-            .any(|f| f.contains("keep-alive is off"));
+            .any(|f| f.text.contains("keep-alive is off"));
         assert_eq!(said, found, "{per_request}: {:?}", judged.findings);
     }
     // The balancer's saturated CPU is then named for its keep-alive.
@@ -394,9 +394,13 @@ fn other_processes_take_the_cpu_when_it_is_contended_and_no_tier_is_busy() {
         other,
     };
     let edge = 2.0 * OTHER_PROCESSES_PCT / 100.0;
-    let found = starved(Some(90.0), &resources, Some(&split(edge))).unwrap();
+    let found = starved(Some(90.0), &resources, Some(&split(edge)))
+        .unwrap()
+        .text;
     assert!(found.contains("other processes on this machine"), "{found}");
-    let found = starved(Some(90.0), &resources, Some(&split(edge - 0.01))).unwrap();
+    let found = starved(Some(90.0), &resources, Some(&split(edge - 0.01)))
+        .unwrap()
+        .text;
     assert!(
         found.contains("the lab's own tiers and load generator"),
         "{found}"
@@ -489,7 +493,7 @@ fn tiers_sharing_a_machine_without_budgets_are_judged_together_against_it() {
         judged
             .findings
             .iter()
-            .all(|f| !f.contains("other processes")),
+            .all(|f| !f.text.contains("other processes")),
         "{:?}",
         judged.findings
     );
@@ -644,9 +648,9 @@ fn max_connections_is_saturated_when_held_and_waited_for() {
     let finding = judged
         .findings
         .iter()
-        .find(|f| f.contains("max_connections (11) was reached"));
+        .find(|f| f.text.contains("max_connections (11) was reached"));
     assert!(
-        finding.is_some_and(|f| f.contains("the next client to connect")),
+        finding.is_some_and(|f| f.text.contains("the next client to connect")),
         "{:?}",
         judged.findings
     );
@@ -967,9 +971,38 @@ fn a_jvm_without_tomcat_thread_metrics_is_said_to_be_missing_them() {
         let found = judged
             .findings
             .iter()
-            .any(|f| f.contains("server.tomcat.mbeanregistry.enabled=true"));
+            .any(|f| f.text.contains("server.tomcat.mbeanregistry.enabled=true"));
         assert_eq!(found, said, "{text}: {:?}", judged.findings);
     }
+}
+
+#[test]
+fn a_tiers_processes_missing_a_metric_say_so_once_for_their_tier() {
+    // Merged by kind and subject (the tier), whatever each process's sentence says.
+    let jvm = "jvm_threads_live_threads 40.0\n";
+    let procs: Vec<ProcInfo> = [("app-1", "app"), ("app-2", "app"), ("api-1", "api")]
+        .into_iter()
+        .map(|(name, tier)| ProcInfo {
+            name: name.into(),
+            tier: tier.into(),
+            ..one("app").remove(0)
+        })
+        .collect();
+    let readings: Vec<Reading> = (0..5)
+        .map(|i| {
+            let mut r = reading(i as f64, 0.1 * i as f64, jvm);
+            r.procs = vec![r.procs[0].clone(); 3];
+            r
+        })
+        .collect();
+    let judged = judge(&procs, &readings, load());
+    let said: Vec<(FindingKind, &str)> = judged
+        .findings
+        .iter()
+        .map(|f| (f.kind, f.subject.as_str()))
+        .collect();
+    let missing = FindingKind::NoThreadMetrics;
+    assert_eq!(said, [(missing, "app"), (missing, "api")], "{said:?}");
 }
 
 #[test]
@@ -989,11 +1022,11 @@ fn a_cpu_measured_without_a_core_count_is_said_not_judged() {
         let found = judged
             .findings
             .iter()
-            .find(|f| f.starts_with("app: used 0.90 cores"));
+            .find(|f| f.text.starts_with("app: used 0.90 cores"));
         assert_eq!(found.is_some(), said, "{:?}", judged.findings);
         if said {
             assert!(!judged.resources.iter().any(|r| r.resource == Kind::Cpu));
-            assert!(found.unwrap().contains("PID@URL"));
+            assert!(found.unwrap().text.contains("PID@URL"));
         }
     }
 }
@@ -1052,16 +1085,19 @@ fn a_requests_time_is_broken_down_from_the_apps_own_timers() {
         ]
     );
     // 0.1 s of pauses in 10 s is 1%: no finding; GC_PAUSED_PCT of the step is one.
-    assert!(!judged.findings.iter().any(|f| f.contains("GC paused")));
+    assert!(!judged.findings.iter().any(|f| f.text.contains("GC paused")));
     let paused = GC_PAUSED_PCT / 100.0 * 10.0;
     let readings = vec![
         reading(0.0, 0.0, &micrometer(0.0, 0.0, 0.0, 0.0, 0.0)),
         reading(10.0, 0.0, &micrometer(1000.0, 80.0, 50.0, 20.0, paused)),
     ];
     let judged = judge(&one("app"), &readings, load());
-    let gc = judged.findings.iter().find(|f| f.contains("GC paused"));
+    let gc = judged
+        .findings
+        .iter()
+        .find(|f| f.text.contains("GC paused"));
     assert!(
-        gc.is_some_and(|f| f.contains("the longest 200 ms")),
+        gc.is_some_and(|f| f.text.contains("the longest 200 ms")),
         "{:?}",
         judged.findings
     );
@@ -1091,7 +1127,7 @@ fn a_gc_pause_the_latency_tail_waited_out_is_a_finding() {
         let found = judged
             .findings
             .iter()
-            .find(|f| f.contains("GC pauses line up with the latency tail"));
+            .find(|f| f.text.contains("GC pauses line up with the latency tail"));
         assert_eq!(
             found.is_some(),
             said,
@@ -1100,7 +1136,7 @@ fn a_gc_pause_the_latency_tail_waited_out_is_a_finding() {
         );
         if said {
             assert!(
-                found.unwrap().contains("the longest pause 200 ms"),
+                found.unwrap().text.contains("the longest pause 200 ms"),
                 "{found:?}"
             );
         }
@@ -1131,7 +1167,7 @@ fn a_jvm_stopped_by_gc_a_large_share_of_the_step_is_its_heap_saturated() {
         let gc_finding = judged
             .findings
             .iter()
-            .any(|f| f.contains("GC paused the JVM"));
+            .any(|f| f.text.contains("GC paused the JVM"));
         if saturated {
             assert_eq!(
                 named,
@@ -1245,7 +1281,10 @@ fn a_real_spring_boot_apps_metrics_give_its_pools_and_where_its_time_went() {
     let (threads, pool) = (of(Kind::ThreadPool), of(Kind::DbPool));
     assert!(threads.saturated, "{threads:?}");
     assert!(pool.saturated, "{pool:?}");
-    assert!(!judged.findings.iter().any(|f| f.contains("mbeanregistry")));
+    assert!(!judged
+        .findings
+        .iter()
+        .any(|f| f.text.contains("mbeanregistry")));
     // 1,754 requests to /stock between the readings (the actuator's left out), 196.5 s
     // in the app: 112.0 ms each, half waiting for a connection, half holding one.
     let b = judged.breakdown.expect("a breakdown");
