@@ -23,9 +23,9 @@ pub(super) fn resources(deltas: &[Delta]) -> Vec<Resource> {
     out
 }
 
-/// Where the database's sessions spent the step, beside its CPU (or as a finding when
-/// its CPU is not read), and what kept the lab from seeing inside.
-pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Finding> {
+/// What kept the lab from seeing inside each database: its sessions not read, counted
+/// by an exporter without what they wait on, other users' statements hidden.
+pub(super) fn findings(deltas: &[Delta]) -> Vec<Finding> {
     let mut out = Vec::new();
     for d in deltas {
         let Some(db) = d.db() else { continue };
@@ -38,23 +38,52 @@ pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Find
             out.push(Finding::new(FindingKind::SessionsCounted, name, line));
             continue; // it counted connections, not what sessions did
         }
-        if db.samples == 0 {
-            continue;
-        }
-        if db.hidden {
+        if db.samples > 0 && db.hidden {
             let text = format!(
                 "{name}: other users' statements are hidden from the lab's user (PostgreSQL: GRANT pg_read_all_stats TO it)"
             );
             out.push(Finding::new(FindingKind::StatementsHidden, name, text));
         }
-        let line = sessions_line(d, &db);
+    }
+    out
+}
+
+/// Where one database's sessions spent the step, in a line (`sessions_line`).
+pub(super) struct Sessions {
+    tier: String,
+    name: String,
+    line: String,
+}
+
+/// Each sampled database's sessions (not an exporter's count of them).
+pub(super) fn sessions(deltas: &[Delta]) -> Vec<Sessions> {
+    deltas
+        .iter()
+        .filter(|d| postgres_exporter_sessions(d).is_none())
+        .filter_map(|d| {
+            let db = d.db().filter(|db| db.samples > 0)?;
+            Some(Sessions {
+                tier: d.info.tier.clone(),
+                name: d.info.name.clone(),
+                line: sessions_line(d, &db),
+            })
+        })
+        .collect()
+}
+
+/// Each database's sessions as evidence beside its tier's CPU, where the CPU is read;
+/// else as a finding, which says how to read it.
+pub(super) fn place_sessions(resources: &mut [Resource], sessions: Vec<Sessions>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for s in sessions {
         match resources
             .iter_mut()
-            .find(|r| r.tier == d.info.tier && r.resource == Kind::Cpu)
+            .find(|r| r.tier == s.tier && r.resource == Kind::Cpu)
         {
-            Some(cpu) => cpu.evidence.push(line),
-            None => out.push(Finding::new(FindingKind::Sessions, name, format!(
-                "{line} (its CPU is not read: give its pid, or, on another machine, the node_exporter of its host beside its URL)"
+            Some(cpu) => cpu.evidence.push(s.line),
+            None => out.push(Finding::new(FindingKind::Sessions, &s.name, format!(
+                "{} (its CPU is not read: give its pid, or, on another machine, the node_exporter of its host beside its URL)",
+                s.line
             ))),
         }
     }

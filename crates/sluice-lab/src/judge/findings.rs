@@ -48,30 +48,35 @@ pub(super) fn merge(findings: &mut Vec<Finding>, new: Finding) {
     }
 }
 
-/// Findings that come with any verdict: a balancer opening a connection per request.
-/// When that balancer's CPU is the saturated resource, the cause is named instead.
-pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Finding> {
+/// A balancer opening a new connection to the app servers per request: upstream
+/// keep-alive off, a finding with any verdict.
+pub(super) fn keepalive_off(deltas: &[Delta]) -> Option<Finding> {
     let apps: Vec<&Delta> = deltas.iter().filter(|d| d.info.tier == "app").collect();
     let opened: f64 = apps.iter().map(|d| d.counter("connections")).sum();
     let requests: f64 = apps.iter().map(|d| d.counter("requests")).sum();
     let time_wait: u64 = apps.iter().map(|d| d.b.tcp.time_wait).sum();
     if requests < 1.0 || opened / requests < KEEPALIVE_OFF_PER_REQUEST {
-        return Vec::new();
+        return None;
     }
-    let finding = format!(
+    let text = format!(
         "upstream keep-alive is off: {:.2} new connections to the app servers per request; {time_wait} sockets in TIME_WAIT",
         opened / requests
     );
+    Some(Finding::new(FindingKind::KeepaliveOff, "lb", text))
+}
+
+/// With keep-alive off (`finding`), a saturated balancer CPU is named for it: the CPU
+/// is full of opening connections, and what to change is keep-alive, not the CPU.
+pub(super) fn blame_keepalive(resources: &mut [Resource], finding: &Finding) {
     if let Some(lb) = resources
         .iter_mut()
         .find(|r| r.tier == "lb" && r.resource == Kind::Cpu && r.saturated)
     {
         lb.resource = Kind::KeepaliveOff;
         lb.label = "the balancer's CPU, spent opening a new upstream connection per request (keep-alive off),".into();
-        lb.evidence.push(finding.clone());
+        lb.evidence.push(finding.text.clone());
         lb.enlarge = Some("upstream keep-alive on".into());
     }
-    vec![Finding::new(FindingKind::KeepaliveOff, "lb", finding)]
 }
 
 /// What the lab could not judge for want of a metric, said once per tier: a JVM whose

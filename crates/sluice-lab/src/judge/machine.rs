@@ -4,7 +4,7 @@
 //! one app tier at 90%, not two tiers with room to spare.
 
 use super::thresholds::{CPU_SATURATED, OTHER_PROCESSES_PCT};
-use super::{round2, Delta, Kind, Resource};
+use super::{pct, round2, Delta, Kind, Resource};
 use crate::sample::Reading;
 use serde::Serialize;
 
@@ -62,6 +62,13 @@ pub(super) fn split(
     let busy = last.machine_busy_s? - first.machine_busy_s?;
     let generator = last.generator_cpu_s - first.generator_cpu_s;
     Some(MachineCpu::split(busy, generator, seconds, deltas))
+}
+
+/// The machine's CPU pressure (PSI some) between readings `first` and `last`, percent
+/// of the `seconds` between them; `None` where the kernel does not say.
+pub(super) fn pressure(first: &Reading, last: &Reading, seconds: f64) -> Option<f64> {
+    let (a, b) = (first.pressure_us?, last.pressure_us?);
+    Some(pct(b.saturating_sub(a) as f64 / 1e6, seconds))
 }
 
 /// The resources of tiers sharing the machine without budgets: each such tier's

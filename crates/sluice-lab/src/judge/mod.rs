@@ -39,6 +39,7 @@ pub mod plateau;
 pub mod proof;
 mod queue;
 mod resources;
+mod settle;
 pub mod thresholds;
 mod validity;
 
@@ -46,10 +47,11 @@ pub use breakdown::{Breakdown, Part};
 use choice::choose;
 pub use choice::runner_up;
 pub use findings::Finding;
-use findings::{findings, lost_messages, missing_metrics, starved};
+use findings::{keepalive_off, lost_messages, missing_metrics, starved};
 pub use kind::{FindingKind, Kind};
 pub use machine::MachineCpu;
 use resources::resources;
+use settle::settle;
 use validity::{validity, GeneratorCpu};
 
 use crate::sample::{ProcReading, Reading};
@@ -282,70 +284,32 @@ fn pct(part: f64, whole: f64) -> f64 {
     }
 }
 
-/// Judges a step from the readings taken over it (the first and last bound it).
+/// Judges a step from the readings taken over it (the first and last bound it): every
+/// rule on its own ([`Ruled::of`]), then their edits of each other's results
+/// ([`settle`]), the step's validity, and the choice of what saturated.
 pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     let (first, last) = (&readings[0], &readings[readings.len() - 1]);
     let seconds = (last.t - first.t).max(1e-3);
-    let deltas: Vec<Delta> = procs
-        .iter()
-        .enumerate()
-        .map(|(i, info)| Delta {
-            info,
-            a: &first.procs[i],
-            b: &last.procs[i],
-            index: i,
-            readings,
-            seconds,
-        })
-        .collect();
+    let deltas = deltas(procs, readings, seconds);
     let machine_cpu = machine::split(first, last, seconds, &deltas);
-    let mut resources = resources(&deltas, load);
-    resources.extend(machine::shared(&deltas, machine_cpu.as_ref()));
-    resources.extend(database::resources(&deltas));
-    resources.extend(gc::heaps(&deltas));
-    let unwaited = database::connections_unwaited(&mut resources, load.errors);
-    if !resources.iter().any(|r| r.resource == Kind::Queue) {
-        resources.extend(queue::shed(&deltas, load));
-    }
-    queue::attribute(&mut resources, &deltas);
-    let mut findings = findings(&deltas, &mut resources);
-    findings.extend(missing_metrics(&deltas));
-    findings.extend(database::findings(&deltas, &mut resources));
-    findings.extend(unwaited);
-    findings.extend(gc::findings(&deltas, load));
-    let breakdown = breakdown::breakdown(&deltas, load);
+    let Ruled {
+        mut resources,
+        mut findings,
+        sessions,
+        gc,
+    } = Ruled::of(&deltas, load, machine_cpu.as_ref());
+    let settled = settle(&mut resources, &findings, sessions, &deltas, load.errors);
+    findings.extend(settled.into_iter().chain(gc));
     let tiers = tiers(&deltas, readings);
-    let generator = GeneratorCpu {
-        util: (last.generator_cpu_s - first.generator_cpu_s) / (seconds * load.generator_cores),
-        throttled_pct: throttled_pct(&first.generator_throttling, &last.generator_throttling),
-    };
+    let generator = GeneratorCpu::between(first, last, seconds, load.generator_cores);
     let users_in_system = load.tps * (load.mean_ms / 1000.0 + load.think_s);
-    let mut invalid_reason = validity(load, generator, users_in_system);
-    // Users missing from Little's law while a tier left connections unaccepted (or
-    // requests failed) were held by that tier, not idle in the generator: evidence,
-    // not an invalid step.
-    let held = tiers.iter().any(|t| t.accept_queue_max > 0) || load.errors > 0;
-    if held && !generator.short() {
-        findings.extend(invalid_reason.take().map(|why| {
-            let text = format!(
-                "{why}: the others waited on requests a tier had not answered when the step ended"
-            );
-            Finding::new(FindingKind::UsersHeld, "loadgen", text)
-        }));
-    }
-    let pressure = match (first.pressure_us, last.pressure_us) {
-        (Some(a), Some(b)) => Some(pct(b.saturating_sub(a) as f64 / 1e6, seconds)),
-        _ => None,
-    };
+    let why = validity(load, generator, users_in_system);
+    let (invalid_reason, held) = validity::held(why, &tiers, load, generator);
+    findings.extend(held);
+    let pressure = machine::pressure(first, last, seconds);
     findings.extend(starved(pressure, &resources, machine_cpu.as_ref()));
     let verdict = match &invalid_reason {
-        Some(why) => Verdict {
-            tier: Some("loadgen".into()),
-            resource: None,
-            summary: format!("invalid step: {why}"),
-            evidence: vec![why.clone()],
-            ..Default::default()
-        },
+        Some(why) => invalid(why),
         None => choose(&resources),
     };
     let verdict = lost_messages(load, verdict, &mut findings);
@@ -360,8 +324,66 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         tiers,
         resources,
         findings,
-        breakdown,
+        breakdown: breakdown::breakdown(&deltas, load),
         verdict,
+    }
+}
+
+/// What each process did between the step's first reading and its last.
+fn deltas<'a>(procs: &'a [ProcInfo], readings: &'a [Reading], seconds: f64) -> Vec<Delta<'a>> {
+    let (first, last) = (&readings[0], &readings[readings.len() - 1]);
+    procs
+        .iter()
+        .enumerate()
+        .map(|(i, info)| Delta {
+            info,
+            a: &first.procs[i],
+            b: &last.procs[i],
+            index: i,
+            readings,
+            seconds,
+        })
+        .collect()
+}
+
+/// What the rules made, each reading the step alone, before [`settle`].
+struct Ruled {
+    resources: Vec<Resource>,
+    /// The rules' findings before the settling's, in the order the reports print them.
+    findings: Vec<Finding>,
+    /// The databases' sessions, for the settling to place beside their CPU.
+    sessions: Vec<database::Sessions>,
+    /// The GC's findings, printed after the settling's.
+    gc: Vec<Finding>,
+}
+
+impl Ruled {
+    fn of(deltas: &[Delta], load: Load, machine_cpu: Option<&MachineCpu>) -> Ruled {
+        let mut resources = resources(deltas, load);
+        resources.extend(machine::shared(deltas, machine_cpu));
+        resources.extend(database::resources(deltas));
+        resources.extend(gc::heaps(deltas));
+        resources.extend(queue::shed(deltas, load));
+        let mut findings: Vec<Finding> = keepalive_off(deltas).into_iter().collect();
+        findings.extend(missing_metrics(deltas));
+        findings.extend(database::findings(deltas));
+        Ruled {
+            resources,
+            findings,
+            sessions: database::sessions(deltas),
+            gc: gc::findings(deltas, load),
+        }
+    }
+}
+
+/// The verdict of a step that measured the generator, not the tiers.
+fn invalid(why: &str) -> Verdict {
+    Verdict {
+        tier: Some("loadgen".into()),
+        resource: None,
+        summary: format!("invalid step: {why}"),
+        evidence: vec![why.to_string()],
+        ..Default::default()
     }
 }
 

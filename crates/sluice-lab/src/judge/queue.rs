@@ -22,7 +22,7 @@ struct Held {
 
 /// The balancer's queue as a resource, when it has one (its metrics are read).
 pub(super) fn resource(d: &Delta, load: Load) -> Option<Resource> {
-    let held = sluice(d, load).or_else(|| haproxy(d))?;
+    let held = held(d, load)?;
     Some(Resource {
         tier: d.info.tier.clone(),
         resource: Kind::Queue,
@@ -37,9 +37,12 @@ pub(super) fn resource(d: &Delta, load: Load) -> Option<Resource> {
 
 /// Requests the balancer failed by itself: it limits what it sends each server, at least
 /// 5% of requests failed, the app servers refused (or failed) under a tenth of those,
-/// and none left a connection waiting unaccepted. Read only for a balancer without a
-/// queue of its own in its metrics.
+/// and none left a connection waiting unaccepted. Read only where no balancer has a
+/// queue of its own in its metrics (then [`resource`] reads that queue).
 pub(super) fn shed(deltas: &[Delta], load: Load) -> Option<Resource> {
+    if deltas.iter().any(|d| held(d, load).is_some()) {
+        return None;
+    }
     let lb = deltas.iter().find(|d| d.info.tier == "lb")?;
     let apps: Vec<&Delta> = deltas.iter().filter(|d| d.info.tier == "app").collect();
     let failed = load.errors as f64;
@@ -70,6 +73,11 @@ pub(super) fn shed(deltas: &[Delta], load: Load) -> Option<Resource> {
         enlarge: None,
         machine: false,
     })
+}
+
+/// How the balancer `d` held requests back, where its metrics have a queue.
+fn held(d: &Delta, load: Load) -> Option<Held> {
+    sluice(d, load).or_else(|| haproxy(d))
 }
 
 /// From sluice's `/metrics`: requests that waited, and for how long.

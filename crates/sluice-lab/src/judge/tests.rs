@@ -4,7 +4,7 @@
 //! `crates/sluice/tests/lab.rs` check the same rules on real tiers.
 
 use super::choice::choose;
-use super::findings::{findings, lost_messages, starved};
+use super::findings::{blame_keepalive, keepalive_off, lost_messages, starved};
 use super::thresholds::*;
 use super::validity::{validity, GeneratorCpu};
 use super::*;
@@ -360,7 +360,8 @@ fn keep_alive_off_is_found_from_new_connections_per_request() {
         index: 0,
         readings: &readings,
     }];
-    findings(&deltas, &mut resources);
+    let off = keepalive_off(&deltas).expect("keep-alive off");
+    blame_keepalive(&mut resources, &off);
     assert_eq!(resources[0].resource, Kind::KeepaliveOff);
 }
 
@@ -618,6 +619,45 @@ fn io_waits_are_judged_as_lock_waits_are() {
         assert_eq!(r.label, "the database's disk I/O");
         assert!(r.evidence[0].contains("(IO:DataFileRead)"), "{r:?}");
     }
+}
+
+#[test]
+fn a_databases_sessions_go_beside_its_cpu_or_say_that_it_is_not_read() {
+    let db_with_cpu = |cpu_s: f64| {
+        let mut db = crate::database::DbReading {
+            samples: 40,
+            ..Default::default()
+        };
+        db.sessions.insert("running".into(), 40);
+        let start = ProcReading {
+            db: Some(Default::default()),
+            ..ProcReading::default()
+        };
+        let end = ProcReading {
+            cpu_s,
+            db: Some(db),
+            ..ProcReading::default()
+        };
+        judge(&one("db"), &step(start, end), load())
+    };
+    let line = "db-1: 1.0 sessions running on average (40 samples)";
+    let read = db_with_cpu(2.0);
+    let cpu = read.resources.iter().find(|r| r.resource == Kind::Cpu);
+    assert!(
+        cpu.is_some_and(|c| c.evidence.iter().any(|e| e == line)),
+        "{read:?}"
+    );
+    assert!(!read.findings.iter().any(|f| f.text.starts_with(line)));
+    let unread = db_with_cpu(0.0);
+    let said = unread
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::Sessions);
+    assert!(
+        said.is_some_and(|f| f.text.starts_with(line) && f.text.contains("its CPU is not read")),
+        "{:?}",
+        unread.findings
+    );
 }
 
 #[test]
