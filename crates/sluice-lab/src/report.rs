@@ -5,10 +5,8 @@
 //! The JSON's `verdict` objects (`{"tier": NAME, "evidence": [...]}`), at the top and in
 //! each configuration, are an interface: add fields, never rename.
 
-use crate::judge::choice::HEADROOM;
-use crate::judge::plateau::{plateau, Plateau, Point};
+use crate::judge::plateau::{self, Point};
 use crate::judge::proof::{confirms, settled};
-use crate::judge::thresholds::{FLAT_GAIN_PCT, PLATEAU_THREAD_BUSY};
 use crate::judge::{Finding, Judged, Kind, Resource, Verdict};
 use crate::spec::Experiment;
 use serde::Serialize;
@@ -192,30 +190,22 @@ impl Configuration {
         let valid = || steps.iter().filter(|s| s.judged.valid);
         let last_valid = steps.iter().rev().find(|s| s.judged.valid);
         let peak_tps = valid().map(|s| s.tps).fold(0.0, f64::max);
-        let (mut verdict, findings) = match last_valid.or(steps.last()) {
+        let (last, findings) = match last_valid.or(steps.last()) {
             Some(s) => (s.judged.verdict.clone(), s.judged.findings.clone()),
             None => (Verdict::default(), Vec::new()),
         };
-        let points: Vec<Point> = valid()
-            .map(|s| Point {
-                users: s.users,
-                tps: s.tps,
-                mean_ms: s.mean_ms,
+        let judged: Vec<plateau::Step> = valid()
+            .map(|s| plateau::Step {
+                point: Point {
+                    users: s.users,
+                    tps: s.tps,
+                    mean_ms: s.mean_ms,
+                },
+                judged: &s.judged,
             })
             .collect();
-        if verdict.tier.is_none() && last_valid.is_some() {
-            if let Some(p) = plateau(&points) {
-                verdict = plateau_verdict(&p, verdict);
-                if let Some(one) = last_valid.and_then(single_threaded) {
-                    verdict = one_thread_verdict(&p, verdict, one);
-                }
-                let at = |users| valid().find(|s| s.users == users);
-                let parts = |s: Option<&StepResult>| s.and_then(|s| s.judged.breakdown.clone());
-                if let (Some(a), Some(b)) = (parts(at(p.users.0)), parts(at(p.users.1))) {
-                    verdict.evidence.extend(crate::judge::plateau::grew(&a, &b));
-                }
-            }
-        }
+        let verdict = plateau::verdict(&judged).unwrap_or(last);
+        let points: Vec<Point> = judged.iter().map(|s| s.point).collect();
         let usl = crate::usl::Usl::fit(
             &points
                 .iter()
@@ -231,59 +221,6 @@ impl Configuration {
             findings,
             usl,
         }
-    }
-}
-
-/// A configuration whose steps plateaued with nothing measured saturated: said as a
-/// saturation the lab did not see, never as headroom (`step`: its last step's verdict).
-fn plateau_verdict(p: &Plateau, step: Verdict) -> Verdict {
-    let measured = step.summary.replace(HEADROOM, "");
-    let mut evidence = vec![format!("{measured}, yet users grew and throughput did not")];
-    evidence.extend(step.evidence);
-    Verdict {
-        tier: None,
-        resource: Some(Kind::Plateau),
-        summary: p.summary(),
-        evidence,
-        ..Default::default()
-    }
-}
-
-/// The busiest process of a step that runs on one thread (its busiest thread is nearly
-/// all its CPU) with that thread on CPU [`PLATEAU_THREAD_BUSY`] of the time or more.
-fn single_threaded(s: &StepResult) -> Option<&Resource> {
-    s.judged
-        .resources
-        .iter()
-        .filter(|r| r.resource == Kind::BusiestThread && r.utilisation >= PLATEAU_THREAD_BUSY)
-        .filter(|r| {
-            let t = s.judged.tiers.iter().find(|t| t.tier == r.tier);
-            t.is_some_and(|t| t.processes == 1 && r.utilisation >= 0.9 * t.cpu_cores)
-        })
-        .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
-}
-
-/// A plateau with a single-threaded process busy at its one core: that process is the
-/// likely limit. It serves one request at a time, so its waits on the network hold
-/// requests too, which its CPU time does not count.
-fn one_thread_verdict(p: &Plateau, plateau: Verdict, r: &Resource) -> Verdict {
-    let mut evidence = r.evidence.clone();
-    evidence.push(
-        "a single-threaded process serves one request at a time: its waits on the network hold the others too, which its CPU time does not count"
-            .into(),
-    );
-    evidence.extend(plateau.evidence);
-    Verdict {
-        tier: Some(r.tier.clone()),
-        resource: Some(Kind::BusiestThread),
-        summary: format!(
-            "{}: {} was the likely limit ({:.0}% of one core, and nothing else near full)",
-            p.summary_short(),
-            r.label,
-            r.utilisation * 100.0
-        ),
-        evidence,
-        ..Default::default()
     }
 }
 
@@ -469,7 +406,7 @@ impl LabReport {
                 u.summary = u.describe(self.peak_rate);
             }
         }
-        let flat = self.scale_out.iter().find(|g| g.gain_pct < FLAT_GAIN_PCT);
+        let flat = self.scale_out.iter().find(|g| plateau::flat(g.gain_pct));
         let last = self
             .configurations
             .last()
@@ -653,8 +590,18 @@ pub(crate) mod tests {
     }
 
     /// A valid step of `users` at `tps` (Little's law: mean = users / tps), whose own
-    /// verdict named nothing.
+    /// verdict named nothing, its busiest resource the app server's CPU at 31%.
     pub(crate) fn step(users: usize, tps: f64) -> super::StepResult {
+        let cpu = crate::judge::Resource {
+            tier: "app".into(),
+            resource: Kind::Cpu,
+            label: "the app server's CPU".into(),
+            utilisation: 0.31,
+            saturated: false,
+            evidence: vec!["app[pid 7] used 0.62 of its 2 cores".into()],
+            enlarge: None,
+            machine: false,
+        };
         super::StepResult {
             servers: 1,
             users,
@@ -674,7 +621,6 @@ pub(crate) mod tests {
                 listen_overflows: 0,
                 machine_cpu: None,
                 tiers: Vec::new(),
-                resources: Vec::new(),
                 findings: Vec::new(),
                 breakdown: None,
                 verdict: Verdict {
@@ -682,8 +628,10 @@ pub(crate) mod tests {
                         "no tier was saturated (the busiest: the app server's CPU, 31%){}",
                         crate::judge::choice::HEADROOM
                     ),
+                    evidence: cpu.evidence.clone(),
                     ..Verdict::default()
                 },
+                resources: vec![cpu],
             },
         }
     }
@@ -734,7 +682,7 @@ pub(crate) mod tests {
         assert!(v.summary.starts_with("a plateau at 2527-2675 req/s from 4 to 8 users: the app server's busiest thread (one core) was the likely limit (74% of one core"), "{}", v.summary);
         // Below the bar, or a process whose other threads work too: a plateau, unnamed.
         assert_eq!(
-            of(super::PLATEAU_THREAD_BUSY - 0.01, 0.6).resource,
+            of(crate::judge::thresholds::PLATEAU_THREAD_BUSY - 0.01, 0.6).resource,
             Some(Kind::Plateau)
         );
         assert_eq!(of(0.74, 1.5).resource, Some(Kind::Plateau));

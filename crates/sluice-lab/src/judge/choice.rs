@@ -7,7 +7,7 @@ use super::thresholds::CPU_SATURATED;
 use super::{Kind, Resource, Verdict};
 
 /// What a step with nothing saturated concludes, unless its configuration's steps show
-/// a plateau (`plateau.rs`), which takes it back.
+/// a plateau (`plateau.rs`), which says what was measured without it.
 pub const HEADROOM: &str = ": more users would load them further";
 
 /// How the choice ranks a kind of resource.
@@ -35,8 +35,39 @@ fn rank(kind: Kind) -> Rank {
     }
 }
 
-/// Saturated CPU first, by utilisation; else the deepest saturated pool or cap.
+/// The step's verdict: the saturated resource [`chosen`], with the others saturated
+/// beside its evidence; else that nothing was, and the busiest.
 pub(super) fn choose(resources: &[Resource]) -> Verdict {
+    let Some(r) = chosen(resources) else {
+        let top = busiest(resources);
+        return Verdict {
+            tier: None,
+            resource: None,
+            summary: match top {
+                Some(_) => format!("{}{HEADROOM}", nothing_saturated(resources)),
+                None => nothing_saturated(resources),
+            },
+            evidence: top.map(|r| r.evidence.clone()).unwrap_or_default(),
+            ..Default::default()
+        };
+    };
+    Verdict {
+        tier: Some(r.tier.clone()),
+        resource: Some(r.resource),
+        summary: format!("{} was saturated", r.label),
+        evidence: r
+            .evidence
+            .iter()
+            .cloned()
+            .chain(also_saturated(resources, r))
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// Saturated CPU first, by utilisation; else what saturated inside a database; else the
+/// deepest saturated pool or cap. `None`: nothing was saturated.
+fn chosen(resources: &[Resource]) -> Option<&Resource> {
     // Anything of the database's own tier is as deep as a request goes.
     let depth = |r: &Resource| match rank(r.resource) {
         _ if r.tier == "db" => 4,
@@ -67,41 +98,29 @@ pub(super) fn choose(resources: &[Resource]) -> Verdict {
                 .then(a.utilisation.total_cmp(&b.utilisation))
         })
     };
-    match hard.or_else(inside_db).or_else(soft) {
-        Some(r) => Verdict {
-            tier: Some(r.tier.clone()),
-            resource: Some(r.resource),
-            summary: format!("{} was saturated", r.label),
-            evidence: r
-                .evidence
-                .iter()
-                .cloned()
-                .chain(also_saturated(resources, r))
-                .collect(),
-            ..Default::default()
-        },
-        None => {
-            // A database's max_connections reached with nobody waiting is not what
-            // more users would meet first: the busiest is among the others.
-            let top = resources
-                .iter()
-                .filter(|r| r.resource != Kind::MaxConnections || resources.len() == 1)
-                .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
-            Verdict {
-                tier: None,
-                resource: None,
-                summary: match top {
-                    Some(r) => format!(
-                        "no tier was saturated (the busiest: {}, {:.0}%){HEADROOM}",
-                        r.label,
-                        r.utilisation * 100.0
-                    ),
-                    None => "no tier was sampled".into(),
-                },
-                evidence: top.map(|r| r.evidence.clone()).unwrap_or_default(),
-                ..Default::default()
-            }
-        }
+    hard.or_else(inside_db).or_else(soft)
+}
+
+/// The most used resource of a step with nothing saturated. A database's
+/// max_connections reached with nobody waiting is not what more users would meet
+/// first: the busiest is among the others.
+fn busiest(resources: &[Resource]) -> Option<&Resource> {
+    resources
+        .iter()
+        .filter(|r| r.resource != Kind::MaxConnections || resources.len() == 1)
+        .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
+}
+
+/// What a step with nothing saturated measured: "no tier was saturated (the busiest:
+/// the app server's CPU, 31%)", or "no tier was sampled".
+pub(super) fn nothing_saturated(resources: &[Resource]) -> String {
+    match busiest(resources) {
+        Some(r) => format!(
+            "no tier was saturated (the busiest: {}, {:.0}%)",
+            r.label,
+            r.utilisation * 100.0
+        ),
+        None => "no tier was sampled".into(),
     }
 }
 
