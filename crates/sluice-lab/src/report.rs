@@ -6,12 +6,11 @@
 //! each configuration, are an interface: add fields, never rename.
 
 use crate::judge::plateau::{self, Point};
-use crate::judge::proof::{confirms, settled};
-use crate::judge::{Finding, Judged, Kind, Resource, Verdict};
+use crate::judge::proof::{Proof, Rerun};
+use crate::judge::{whole, Finding, Judged, Kind, Verdict};
 use crate::spec::Experiment;
 use serde::Serialize;
 use sluice_bench::report::StepReport;
-use std::fmt::Write;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct LabReport {
@@ -120,46 +119,19 @@ pub struct Gain {
     pub gain_pct: f64,
 }
 
-/// The counterfactual: the plateau step again with one resource enlarged.
-#[derive(Debug, Clone, Serialize)]
-pub struct Proof {
-    pub servers: usize,
-    pub users: usize,
-    pub tps: f64,
-    pub rows: Vec<ProofRow>,
-    /// How far the control run (the step again, unchanged; the last, when it had to be
-    /// repeated) moved from the step, percent: the noise the gains are read against.
-    pub noise_pct: f64,
-    /// Against the control run, the named resource's enlargement raised throughput
-    /// enough above the noise and the runner-up's did not ([`confirms`]).
-    pub confirmed: bool,
-    pub summary: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ProofRow {
-    pub tier: String,
-    pub resource: String,
-    /// `control` (nothing changed), `named` or `runner-up`.
-    pub role: String,
-    pub change: String,
-    pub tps: f64,
-    /// Against the control run (the control's own: against the original step).
-    pub gain_pct: f64,
-    /// What the re-run named.
-    pub verdict: Verdict,
-}
-
-/// `x` rounded to a whole number for printing, never "-0".
-pub(crate) fn whole(x: f64) -> f64 {
-    x.round() + 0.0
-}
-
 fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
 
 impl StepResult {
+    /// This step as a re-run of the proof reads it.
+    pub fn rerun(&self) -> Rerun<'_> {
+        Rerun {
+            tps: self.tps,
+            verdict: &self.judged.verdict,
+        }
+    }
+
     pub fn of(servers: usize, users: usize, s: &StepReport, judged: Judged) -> StepResult {
         let l = &s.summary.latency;
         StepResult {
@@ -220,98 +192,6 @@ impl Configuration {
             verdict,
             findings,
             usl,
-        }
-    }
-}
-
-impl ProofRow {
-    /// The control run: nothing changed; its gain is against the original step. A
-    /// control that moved too far is run once more (`repeat`).
-    pub fn control(original: f64, again: &StepResult, repeat: bool) -> ProofRow {
-        ProofRow {
-            tier: String::new(),
-            resource: String::new(),
-            role: "control".into(),
-            change: if repeat {
-                "none: the same step, once more"
-            } else {
-                "none: the same step again"
-            }
-            .into(),
-            tps: again.tps,
-            gain_pct: round1((again.tps / original.max(1e-9) - 1.0) * 100.0),
-            verdict: again.judged.verdict.clone(),
-        }
-    }
-
-    /// A run with `r` enlarged; its gain is against the control run's `before`.
-    pub fn of(r: &Resource, named: bool, before: f64, again: &StepResult) -> ProofRow {
-        ProofRow {
-            tier: r.tier.clone(),
-            resource: r.resource.name().into(),
-            role: if named { "named" } else { "runner-up" }.into(),
-            change: r.enlarge.clone().unwrap_or_default(),
-            tps: again.tps,
-            gain_pct: round1((again.tps / before.max(1e-9) - 1.0) * 100.0),
-            verdict: again.judged.verdict.clone(),
-        }
-    }
-}
-
-/// How far apart identical runs were: the largest drift of a control from its step.
-pub(crate) fn control_spread(rows: &[ProofRow]) -> f64 {
-    rows.iter()
-        .filter(|r| r.role == "control")
-        .map(|r| r.gain_pct.abs())
-        .fold(0.0, f64::max)
-}
-
-impl Proof {
-    pub fn of(servers: usize, users: usize, tps: f64, rows: Vec<ProofRow>) -> Proof {
-        let named = rows.iter().find(|r| r.role == "named");
-        let runner = rows.iter().find(|r| r.role == "runner-up");
-        let noise = rows
-            .iter()
-            .rfind(|r| r.role == "control")
-            .map_or(0.0, |c| c.gain_pct);
-        let confirmed =
-            named.is_some_and(|n| confirms(n.gain_pct, runner.map(|r| r.gain_pct), noise));
-        let mut summary = match named {
-            Some(n) => format!("{} ({}): {:+.0}% TPS", n.change, n.tier, whole(n.gain_pct)),
-            None => "the named resource cannot be enlarged here".into(),
-        };
-        if let Some(r) = runner {
-            let _ = write!(
-                summary,
-                "; runner-up, {} ({}): {:+.0}% TPS",
-                r.change,
-                r.tier,
-                whole(r.gain_pct)
-            );
-        }
-        let _ = write!(summary, " (noise {:.0}%)", whole(noise.abs()));
-        if !settled(noise) {
-            let spread = control_spread(&rows);
-            let _ = write!(
-                summary,
-                ": not confirmed: identical runs differed by {:.0}%",
-                whole(spread)
-            );
-        } else {
-            summary.push_str(if confirmed {
-                ": confirmed"
-            } else {
-                ": not confirmed"
-            });
-        }
-        Proof {
-            servers,
-            users,
-            tps,
-            rows,
-            noise_pct: noise,
-            confirmed,
-            summary,
         }
     }
 }
@@ -574,20 +454,7 @@ fn advice(v: &Verdict) -> &'static str {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use super::{Proof, ProofRow};
     use crate::judge::{Kind, Verdict};
-
-    fn row(role: &str, change: &str, tps: f64, gain_pct: f64) -> ProofRow {
-        ProofRow {
-            tier: "db".into(),
-            resource: "cpu".into(),
-            role: role.into(),
-            change: change.into(),
-            tps,
-            gain_pct,
-            verdict: Verdict::default(),
-        }
-    }
 
     /// A valid step of `users` at `tps` (Little's law: mean = users / tps), whose own
     /// verdict named nothing, its busiest resource the app server's CPU at 31%.
@@ -751,41 +618,11 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_proof_whose_control_drifts_twice_is_not_confirmed_and_says_by_how_much() {
-        // The step gave 160 req/s; its identical re-runs 125 (-22%) and 128 (-20%).
-        let rows = vec![
-            row("control", "none: the same step again", 125.0, -22.0),
-            row("control", "none: the same step, once more", 128.0, -20.0),
-            row("named", "CPU budget 0.25 -> 0.38 cores", 240.0, 87.5),
-            row("runner-up", "db_pool 20 -> 30", 127.0, -0.8),
-        ];
-        let p = Proof::of(3, 40, 160.0, rows);
-        assert!(!p.confirmed);
-        assert!(
-            p.summary
-                .ends_with("not confirmed: identical runs differed by 22%"),
-            "{}",
-            p.summary
-        );
-        // The same gains over a quiet control are confirmed.
-        let rows = vec![
-            row("control", "none: the same step again", 158.0, -1.2),
-            row("named", "CPU budget 0.25 -> 0.38 cores", 240.0, 51.9),
-            row("runner-up", "db_pool 20 -> 30", 157.0, -0.6),
-        ];
-        let p = Proof::of(3, 40, 160.0, rows);
-        assert!(
-            p.confirmed && p.summary.ends_with("(noise 1%): confirmed"),
-            "{}",
-            p.summary
-        );
-    }
-
-    #[test]
     fn a_gain_that_rounds_to_nothing_prints_without_a_sign_of_its_own() {
-        assert_eq!(format!("{:.0}%", super::whole(-0.3)), "0%");
-        assert_eq!(format!("{:+.0}%", super::whole(-0.3)), "+0%");
-        assert_eq!(format!("{:+.0}%", super::whole(-11.4)), "-11%");
+        use crate::judge::whole;
+        assert_eq!(format!("{:.0}%", whole(-0.3)), "0%");
+        assert_eq!(format!("{:+.0}%", whole(-0.3)), "+0%");
+        assert_eq!(format!("{:+.0}%", whole(-11.4)), "-11%");
         assert_eq!(super::ordinal(3), "3rd");
         assert_eq!(super::ordinal(11), "11th");
         assert_eq!(super::ordinal(22), "22nd");

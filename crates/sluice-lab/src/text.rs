@@ -4,10 +4,10 @@
 //! gives every cell in full. The JSON report (`report.rs`) is the data; this is only its
 //! rendering, and decides nothing.
 
-use crate::judge::proof::settled;
+use crate::judge::proof::{control_spread, settled, Proof, Role};
 use crate::judge::thresholds::{CONTROL_DRIFT_PCT, PROOF_GAIN_PCT};
-use crate::judge::Kind;
-use crate::report::{control_spread, plural, whole, LabReport, Proof, StepResult};
+use crate::judge::{whole, Kind};
+use crate::report::{plural, LabReport, StepResult};
 use std::fmt::Write;
 
 /// The widest a line is by default.
@@ -323,7 +323,7 @@ fn proof_text(p: &Proof, w: Width) -> String {
     );
     let noise = whole(p.noise_pct.abs());
     for row in &p.rows {
-        let beside = if row.role == "control" {
+        let beside = if row.role == Role::Control {
             "  (the noise)".to_string()
         } else {
             format!("  (noise {noise:.0}%)")
@@ -429,23 +429,23 @@ pub fn fit(line: String, w: Width) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::ProofRow;
+    use crate::judge::proof::ProofRow;
 
     #[test]
     fn the_proof_prints_the_noise_beside_each_gain_and_why_it_settles_nothing() {
-        let row = |role: &str, tps: f64, gain_pct: f64| ProofRow {
+        let row = |role: Role, tps: f64, gain_pct: f64| ProofRow {
             tier: "db".into(),
-            resource: "cpu".into(),
-            role: role.into(),
+            resource: Some(Kind::Cpu),
+            role,
             change: "CPU budget 0.25 -> 0.38 cores".into(),
             tps,
             gain_pct,
             verdict: Default::default(),
         };
         let rows = vec![
-            row("control", 125.0, -22.0),
-            row("control", 128.0, -20.0),
-            row("named", 240.0, 87.5),
+            row(Role::Control, 125.0, -22.0),
+            row(Role::Control, 128.0, -20.0),
+            row(Role::Named, 240.0, 87.5),
         ];
         let text = proof_text(&Proof::of(3, 40, 160.0, rows), Width::Narrow);
         assert!(text.contains("+88%  (noise 20%)"), "{text}");

@@ -1,7 +1,7 @@
 //! Which saturated resource the verdict names: a saturated CPU first, then what
 //! saturated inside a database (a lock or its I/O: the pools in front of it fill
 //! because of it, and more pool only lengthens the queue), else the deepest saturated
-//! pool or cap; and the runner-up the proof enlarges instead.
+//! pool or cap.
 
 use super::thresholds::CPU_SATURATED;
 use super::{Kind, Resource, Verdict};
@@ -159,13 +159,4 @@ pub(super) fn also_saturated(resources: &[Resource], named: &Resource) -> Option
         })
         .collect();
     (!others.is_empty()).then(|| format!("also saturated: {}", others.join(", ")))
-}
-
-/// The runner-up to `named`: the most used resource of another kind or tier.
-pub fn runner_up<'r>(resources: &'r [Resource], named: &Verdict) -> Option<&'r Resource> {
-    resources
-        .iter()
-        .filter(|r| Some(&r.tier) != named.tier.as_ref() || Some(r.resource) != named.resource)
-        .filter(|r| r.enlarge.is_some())
-        .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
 }

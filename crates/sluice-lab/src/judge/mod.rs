@@ -45,7 +45,6 @@ mod validity;
 
 pub use breakdown::{Breakdown, Part};
 use choice::choose;
-pub use choice::runner_up;
 pub use findings::Finding;
 use findings::{keepalive_off, lost_messages, missing_metrics, starved};
 pub use kind::{FindingKind, Kind};
@@ -390,6 +389,11 @@ fn invalid(why: &str) -> Verdict {
 /// "0.25 cores", "1 core".
 fn cores(n: f64) -> String {
     format!("{} core{}", round2(n), if n == 1.0 { "" } else { "s" })
+}
+
+/// `x` rounded to a whole number for printing, never "-0".
+pub fn whole(x: f64) -> f64 {
+    x.round() + 0.0
 }
 
 fn round2(x: f64) -> f64 {

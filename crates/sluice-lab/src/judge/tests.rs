@@ -5,6 +5,7 @@
 
 use super::choice::choose;
 use super::findings::{blame_keepalive, keepalive_off, lost_messages, starved};
+use super::proof::runner_up;
 use super::thresholds::*;
 use super::validity::{validity, GeneratorCpu};
 use super::*;
