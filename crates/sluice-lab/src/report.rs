@@ -5,9 +5,10 @@
 //! The JSON's `verdict` objects (`{"tier": NAME, "evidence": [...]}`), at the top and in
 //! each configuration, are an interface: add fields, never rename.
 
+use crate::judge::advice::advice;
 use crate::judge::plateau::{self, Point};
 use crate::judge::proof::{Proof, Rerun};
-use crate::judge::{whole, Finding, Judged, Kind, Verdict};
+use crate::judge::{whole, Finding, Judged, Verdict};
 use crate::spec::Experiment;
 use serde::Serialize;
 use sluice_bench::report::StepReport;
@@ -296,7 +297,7 @@ impl LabReport {
             .unwrap_or(last);
         let mut v = at.verdict.clone();
         v.limit = v.summary.clone();
-        v.advice = self.advice_for(&v);
+        v.advice = advice(&v, self.database_unread());
         let cause = match &v.tier {
             Some(_) => format!("{}: {}; {}", v.summary, v.evidence.join("; "), v.advice),
             None => v.summary.clone(),
@@ -311,22 +312,14 @@ impl LabReport {
         self.verdict = v;
     }
 
-    /// What to change for verdict `v`: a deployment's full database pool, its database
-    /// not read, asks for the database's sessions first (a bigger pool in front of a
-    /// row lock only lengthens the queue).
-    fn advice_for(&self, v: &Verdict) -> String {
-        let mut advice = advice(v).to_string();
-        let Some(d) = &self.deployment else {
-            return advice;
-        };
-        let database_read = d
-            .tiers
-            .iter()
-            .any(|t| t.url.as_deref().is_some_and(is_database_url));
-        if v.resource == Some(Kind::DbPool) && !database_read {
-            advice.push_str(", once the database says what its sessions wait on (--tier db=postgres://... or mysql://...): more pool in front of a row lock only lengthens the queue");
-        }
-        advice
+    /// A deployment whose database's sessions were not read (no tier's URL is a
+    /// database's): the advice for a full pool asks for them first.
+    fn database_unread(&self) -> bool {
+        self.deployment.as_ref().is_some_and(|d| {
+            !d.tiers
+                .iter()
+                .any(|t| t.url.as_deref().is_some_and(is_database_url))
+        })
     }
 
     /// Where the run stopped scaling, or what it came to.
@@ -410,46 +403,6 @@ fn ordinal(n: usize) -> String {
 
 fn is_database_url(url: &str) -> bool {
     crate::database::DbUrl::parse(url).is_some()
-}
-
-/// What to do about a saturated resource.
-fn advice(v: &Verdict) -> &'static str {
-    match (v.tier.as_deref(), v.resource.map(Kind::name)) {
-        (Some("loadgen"), _) => "give the load generator more CPU or another machine",
-        (_, Some("locks")) => {
-            "more pool or app servers will not help: every request waits on the same lock; shorten the transaction that holds it (commit sooner, nothing slow inside it) or spread the hot row (a row per shard, updates batched)"
-        }
-        (_, Some("io")) => {
-            "give the database more memory for its cache (shared_buffers, innodb_buffer_pool_size), faster storage, or fewer reads (an index)"
-        }
-        (_, Some("db_connections")) => {
-            "keep the app servers' pools (pool size x servers) below the database's max_connections, or raise it"
-        }
-        (Some("db"), _) => "add database capacity, or send it fewer queries",
-        (Some("lb"), Some("keepalive")) => "turn upstream keep-alive on",
-        (Some("lb"), Some("balance")) => "hash on the room, so each room stays on one server",
-        (Some("lb"), Some("queue")) => {
-            "raise max_conns to what the servers can take, or let limit = \"adaptive\" find it"
-        }
-        (Some("lb"), Some("thread")) => {
-            "give the balancer more worker processes or threads (nginx: worker_processes auto; sluice: workers): one worker is one core however many the machine has"
-        }
-        (Some("lb"), _) => "give the balancer more CPU or workers",
-        (_, Some("db_pool")) => "add pool or database capacity",
-        (_, Some("threads")) => "raise the thread pool if the CPU has room, or add servers",
-        (_, Some("connections")) => "raise the connection cap",
-        (_, Some("cpu")) => "add app servers or CPU",
-        (_, Some("heap")) => {
-            "give the JVM a larger heap (-Xmx, or its container's memory) or keep less per request; more users or servers with the same heap only collect more often"
-        }
-        (_, Some("thread")) => {
-            "spread its work over more threads or processes (nginx: worker_processes auto; Redis: shard it, or move slow commands and scripts off its one thread; a single-threaded app: more instances)"
-        }
-        (None, Some("plateau")) => {
-            "expose what saturated: give the tiers CPU budgets (a full one shows), and the app's pools their metrics (Tomcat's threads need server.tomcat.mbeanregistry.enabled=true; HikariCP's come with Micrometer); a single-threaded process (nginx with worker_processes 1, Redis, Node.js) is full at one core"
-        }
-        _ => "",
-    }
 }
 
 #[cfg(test)]

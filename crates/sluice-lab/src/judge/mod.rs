@@ -28,6 +28,7 @@
 //! - `findings` beside any verdict: keep-alive off (then a balancer whose CPU is full
 //!   is named for it), STOMP messages lost, CPU taken by other processes.
 
+pub mod advice;
 mod breakdown;
 pub mod choice;
 mod database;
