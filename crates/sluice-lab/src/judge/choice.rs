@@ -127,29 +127,24 @@ pub(super) fn nothing_saturated(resources: &[Resource]) -> String {
 /// The other saturated resources (not `named`'s kind on another process), so a reader
 /// sees what was close.
 pub(super) fn also_saturated(resources: &[Resource], named: &Resource) -> Option<String> {
-    // One entry per kind of resource: the app servers' pools share a label, and the
-    // fullest of them speaks for the rest.
-    let mut fullest: Vec<(&str, f64)> = Vec::new();
+    // One line per line a reader would see: the app servers' pools of one size share
+    // a label, and the fullest of them speaks for the rest.
+    let mut fullest: Vec<(&str, Kind, f64)> = Vec::new();
     for o in resources.iter().filter(|o| o.saturated) {
         if o.tier == named.tier && o.resource == named.resource {
             continue;
         }
-        match fullest.iter_mut().find(|(label, _)| *label == o.label) {
-            Some((_, u)) => *u = u.max(o.utilisation),
-            None => fullest.push((&o.label, o.utilisation)),
+        match fullest.iter_mut().find(|(label, _, _)| *label == o.label) {
+            Some((_, _, u)) => *u = u.max(o.utilisation),
+            None => fullest.push((&o.label, o.resource, o.utilisation)),
         }
     }
-    // A CPU below CPU_SATURATED is saturated only by the throttling rule: its average
-    // reads lower than the quota it kept running into, and the entry says so.
-    let cpus: Vec<&str> = resources
-        .iter()
-        .filter(|o| o.resource == Kind::Cpu)
-        .map(|o| o.label.as_str())
-        .collect();
     let others: Vec<String> = fullest
         .iter()
-        .map(|(label, u)| {
-            let throttled = cpus.contains(label) && *u < CPU_SATURATED;
+        .map(|(label, kind, u)| {
+            // A CPU below CPU_SATURATED is saturated only by the throttling rule: its
+            // average reads lower than the quota it kept running into, and it says so.
+            let throttled = *kind == Kind::Cpu && *u < CPU_SATURATED;
             let how = if throttled {
                 ", throttled at its quota"
             } else {

@@ -10,30 +10,29 @@ use super::{cores, pct, queue, round2, tier_word, Delta, Kind, Load, Resource};
 
 /// Every resource of every process, with the balancer's own metrics beside its CPU.
 pub(super) fn resources(deltas: &[Delta], load: Load) -> Vec<Resource> {
-    let mut resources = Vec::new();
-    for d in deltas {
-        resources.extend(cpu(d));
-        resources.extend(busiest_thread(d));
-        resources.extend(pool(d, Kind::ThreadPool, load));
-        resources.extend(pool(d, Kind::DbPool, load));
-        resources.extend(cap(d));
-        resources.extend(exported_pools(d));
-        resources.extend(queue::resource(d, load));
-        if let Some(r) = resources
-            .iter_mut()
-            .find(|r| r.tier == d.info.tier && r.resource == Kind::Cpu)
-        {
-            r.evidence.extend(balancer_metrics(d));
-        }
-        // Redis's own figures beside its command thread (or, read remotely, its CPU).
-        let thread_or_cpu = resources.iter().rposition(|r| {
-            r.tier == d.info.tier && matches!(r.resource, Kind::BusiestThread | Kind::Cpu)
-        });
-        if let Some(i) = thread_or_cpu {
-            resources[i].evidence.extend(redis_metrics(d));
-        }
+    deltas.iter().flat_map(|d| of_process(d, load)).collect()
+}
+
+/// One process's resources, its own metrics as evidence beside its CPU: sluice's beside
+/// its CPU, Redis's beside its command thread (or, read remotely, its CPU).
+fn of_process(d: &Delta, load: Load) -> Vec<Resource> {
+    let mut own: Vec<Resource> = cpu(d).into_iter().collect();
+    own.extend(busiest_thread(d));
+    own.extend(pool(d, Kind::ThreadPool, load));
+    own.extend(pool(d, Kind::DbPool, load));
+    own.extend(cap(d));
+    own.extend(exported_pools(d));
+    own.extend(queue::resource(d, load));
+    if let Some(cpu) = own.iter_mut().find(|r| r.resource == Kind::Cpu) {
+        cpu.evidence.extend(balancer_metrics(d));
     }
-    resources
+    let thread_or_cpu = own
+        .iter()
+        .rposition(|r| matches!(r.resource, Kind::BusiestThread | Kind::Cpu));
+    if let Some(i) = thread_or_cpu {
+        own[i].evidence.extend(redis_metrics(d));
+    }
+    own
 }
 
 /// A process's busiest thread against one core: a single-threaded process (nginx with

@@ -421,6 +421,50 @@ fn machine(name: &str, tier: &str) -> ProcInfo {
 }
 
 #[test]
+fn each_balancers_own_metrics_are_evidence_beside_its_own_cpu() {
+    // Two sluice processes of one tier: each one's /metrics beside its CPU, not both
+    // beside the first's.
+    let procs = [
+        ProcInfo {
+            name: "lb-1".into(),
+            ..one("lb").remove(0)
+        },
+        ProcInfo {
+            name: "lb-2".into(),
+            ..one("lb").remove(0)
+        },
+    ];
+    let at = |t: f64| Reading {
+        t,
+        procs: [100.0, 300.0]
+            .iter()
+            .map(|rate| ProcReading {
+                cpu_s: 0.2 * t,
+                counters: counters(&[("sluice_upstream_requests_total", rate * t)]),
+                ..ProcReading::default()
+            })
+            .collect(),
+        ..Reading::default()
+    };
+    let readings: Vec<Reading> = (0..=10).map(|i| at(i as f64)).collect();
+    let judged = judge(&procs, &readings, load());
+    let cpus: Vec<&Resource> = judged
+        .resources
+        .iter()
+        .filter(|r| r.resource == Kind::Cpu)
+        .collect();
+    for (cpu, name) in cpus.iter().zip(["lb-1", "lb-2"]) {
+        let own = format!("{name} (its /metrics)");
+        let said: Vec<&String> = cpu
+            .evidence
+            .iter()
+            .filter(|e| e.contains("/metrics"))
+            .collect();
+        assert!(said.len() == 1 && said[0].starts_with(&own), "{cpus:?}");
+    }
+}
+
+#[test]
 fn a_machine_full_of_other_processes_says_so_in_its_verdict() {
     // Two tiers without budgets at 0.4 cores each, the machine full: 1.1 cores were
     // some other process's (a CI host's neighbour), which the verdict must name.
