@@ -2,6 +2,10 @@
 //! configuration's verdict, the scale-out gains, the proof, and one verdict in plain
 //! words. Serialized as the `--json` report, printed as the terminal table.
 //!
+//! This module assembles; `judge` decides: a configuration's plateau
+//! (`judge::plateau`), the proof's rows and bar (`judge::proof`), what to change
+//! (`judge::advice`), when throughput stopped growing with servers (`plateau::flat`).
+//!
 //! The JSON's `verdict` objects (`{"tier": NAME, "evidence": [...]}`), at the top and in
 //! each configuration, are an interface: add fields, never rename.
 

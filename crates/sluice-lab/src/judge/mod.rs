@@ -1,12 +1,22 @@
-//! Naming the saturated tier of one step, with its numbers.
+//! Naming the saturated tier of one step, with its numbers; and what the lab decides
+//! from the steps judged: a configuration's plateau, the proof, the advice. `report.rs`
+//! only assembles what is decided here; this module never reads the report.
 //!
-//! The rules, each in its own file, every threshold a constant of [`thresholds`] (the
-//! docs/lab.md's "How the lab judges" says the same in prose and points there):
+//! A step is judged in four stages ([`judge`]): each rule reads the step alone and makes
+//! its resources and findings; `settle` then applies, in one stated
+//! order, the edits some rules make to others' results; the step's validity; the
+//! choice. What the judge names is typed ([`kind`]): a resource's [`Kind`], a finding's
+//! [`FindingKind`], a proof row's [`proof::Role`], each written in the JSON by the name
+//! the report has always used. Every threshold is a constant of [`thresholds`]
+//! (docs/lab.md's "How the lab judges" says the same in prose and points there).
+//!
+//! The rules, each in its own file:
 //!
 //! - `resources`: **utilisation against the tier's own budget** (the USE method): a
 //!   process's CPU against its quota, its worker threads or the machine's cores,
 //!   whichever is least; a pool against its size; a connection cap by the seconds it
-//!   was held with connections waiting unaccepted.
+//!   was held with connections waiting unaccepted. `machine`: tiers sharing a machine
+//!   without budgets, judged together against it.
 //! - `queue`: **a balancer's queue** (`max_conns`, HAProxy's `maxconn`) holds back what
 //!   would have waited in the app's pool: the queue is that pool's evidence, or, with
 //!   every pool below its knee, the balancer's limit is what saturated. Requests a
@@ -26,12 +36,18 @@
 //! - `gc`: **a JVM's GC pauses**: its heap saturated when they stop it a large share of
 //!   the step; below that, a finding (a share of the step, or the latency tail's pause).
 //! - `findings` beside any verdict: keep-alive off (then a balancer whose CPU is full
-//!   is named for it), STOMP messages lost, CPU taken by other processes.
+//!   is named for it), metrics missing for a judgement, STOMP messages lost, CPU taken
+//!   by other processes.
+//!
+//! Beyond a step: `plateau` (a configuration whose throughput stayed flat while users
+//! grew is saturated, measured or not), `proof` (what the re-runs enlarge and whether
+//! they confirm), `advice` (what to change, a sentence per kind).
 
 pub mod advice;
 mod breakdown;
 pub mod choice;
 mod database;
+mod delta;
 mod findings;
 mod gc;
 pub mod kind;
@@ -46,6 +62,7 @@ mod validity;
 
 pub use breakdown::{Breakdown, Part};
 use choice::choose;
+use delta::{throttled_pct, Delta};
 pub use findings::Finding;
 use findings::{keepalive_off, lost_messages, missing_metrics, starved};
 pub use kind::{FindingKind, Kind};
@@ -54,9 +71,8 @@ use resources::resources;
 use settle::settle;
 use validity::{validity, GeneratorCpu};
 
-use crate::sample::{ProcReading, Reading};
+use crate::sample::Reading;
 use serde::Serialize;
-use sluice_process::cpu_budget::Throttling;
 
 /// What the judge knows of a process besides its readings.
 #[derive(Debug, Clone)]
@@ -175,107 +191,6 @@ pub struct Judged {
     pub verdict: Verdict,
 }
 
-/// What happened to one process over a step: its first and last readings, and every
-/// reading between (for gauges, whose samples matter, not their difference).
-struct Delta<'a> {
-    info: &'a ProcInfo,
-    a: &'a ProcReading,
-    b: &'a ProcReading,
-    seconds: f64,
-    /// This process's place in each reading.
-    index: usize,
-    readings: &'a [Reading],
-}
-
-impl Delta<'_> {
-    /// A gauge's value in each reading taken under load that has it: not the step's
-    /// edges (read while the load generator started or stopped its users), nor a reading
-    /// within [`thresholds::GAUGE_SETTLE_S`] of the start, which a gauge its exporter
-    /// refreshes once a second (HikariCP's) can still show from the idle before. A step
-    /// too short to have such readings falls back to all of them.
-    fn series(&self, key: &str) -> Vec<f64> {
-        let i = self.index;
-        let has = |r: &Reading| r.procs[i].counters.contains_key(key);
-        let inner = self.under_load();
-        let chosen: Vec<&Reading> = if inner.iter().any(|&k| has(&self.readings[k])) {
-            inner.iter().map(|&k| &self.readings[k]).collect()
-        } else {
-            self.readings.iter().collect()
-        };
-        chosen
-            .iter()
-            .filter_map(|r| r.procs[i].counters.get(key).copied())
-            .collect()
-    }
-    /// A gauge's mean under load; `None` when no reading has it.
-    fn mean(&self, key: &str) -> Option<f64> {
-        let s = self.series(key);
-        (!s.is_empty()).then(|| s.iter().sum::<f64>() / s.len() as f64)
-    }
-    /// The places of the readings taken under load (see [`Delta::series`]).
-    fn under_load(&self) -> Vec<usize> {
-        let (start, end) = (self.readings[0].t, self.readings[self.readings.len() - 1].t);
-        let settled = start + thresholds::GAUGE_SETTLE_S;
-        (0..self.readings.len())
-            .filter(|&k| self.readings[k].t >= settled && self.readings[k].t < end)
-            .collect()
-    }
-    /// The largest accept queue of its port over the step.
-    fn accept_queue_max(&self) -> u64 {
-        let i = self.index;
-        self.readings
-            .iter()
-            .map(|r| r.procs[i].tcp.accept_queue)
-            .max()
-            .unwrap_or(0)
-    }
-    /// What the database's sessions did over the step, where they are sampled.
-    /// An exporter's counts are a sample a reading, so, like a gauge, only those taken
-    /// under load count; the database's own sampler takes four a second, and its step is
-    /// the whole of it.
-    fn db(&self) -> Option<crate::database::DbReading> {
-        let b = self.b.db.as_ref()?;
-        let at = |k: usize| self.readings[k].procs[self.index].db.as_ref();
-        let inner = self.under_load();
-        if let (true, Some(&first), Some(&last)) = (b.counts_only, inner.first(), inner.last()) {
-            if let (Some(before), Some(end)) = (at(first.saturating_sub(1)), at(last)) {
-                return Some(end.since(before));
-            }
-        }
-        Some(match &self.a.db {
-            Some(a) => b.since(a),
-            None => b.clone(),
-        })
-    }
-    fn counter(&self, key: &str) -> f64 {
-        let get = |r: &ProcReading| r.counters.get(key).copied().unwrap_or(0.0);
-        (get(self.b) - get(self.a)).max(0.0)
-    }
-    fn gauge(&self, key: &str) -> Option<f64> {
-        self.b.counters.get(key).copied()
-    }
-    /// CPU used over the budget; 0 when the budget is unknown (an exporter without a
-    /// CPU count).
-    fn cpu_util(&self) -> f64 {
-        if self.info.budget_cores <= 0.0 {
-            return 0.0;
-        }
-        (self.b.cpu_s - self.a.cpu_s) / (self.seconds * self.info.budget_cores)
-    }
-    fn throttled_pct(&self) -> f64 {
-        throttled_pct(&self.a.throttling, &self.b.throttling)
-    }
-}
-
-/// Percent of the quota periods between two readings in which a budget was throttled.
-fn throttled_pct(a: &Throttling, b: &Throttling) -> f64 {
-    let periods = b.periods.saturating_sub(a.periods);
-    pct(
-        b.throttled.saturating_sub(a.throttled) as f64,
-        periods as f64,
-    )
-}
-
 fn pct(part: f64, whole: f64) -> f64 {
     if whole <= 0.0 {
         0.0
@@ -285,8 +200,8 @@ fn pct(part: f64, whole: f64) -> f64 {
 }
 
 /// Judges a step from the readings taken over it (the first and last bound it): every
-/// rule on its own ([`Ruled::of`]), then their edits of each other's results
-/// ([`settle`]), the step's validity, and the choice of what saturated.
+/// rule on its own (`Ruled::of`), then their edits of each other's results
+/// (`settle`), the step's validity, and the choice of what saturated.
 pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     let (first, last) = (&readings[0], &readings[readings.len() - 1]);
     let seconds = (last.t - first.t).max(1e-3);

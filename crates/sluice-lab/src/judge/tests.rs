@@ -10,6 +10,7 @@ use super::thresholds::*;
 use super::validity::{validity, GeneratorCpu};
 use super::*;
 use crate::sample::{exposition_counters, ProcReading, Reading};
+use sluice_process::cpu_budget::Throttling;
 use std::collections::BTreeMap;
 
 /// A reading of one process at `t` whose exporter said `text`.
