@@ -171,7 +171,7 @@ impl Configuration {
             Some(s) => (s.judged.verdict.clone(), s.judged.findings.clone()),
             None => (Verdict::default(), Vec::new()),
         };
-        let judged: Vec<plateau::Step> = valid()
+        let valid_steps: Vec<plateau::Step> = valid()
             .map(|s| plateau::Step {
                 point: Point {
                     users: s.users,
@@ -181,8 +181,8 @@ impl Configuration {
                 judged: &s.judged,
             })
             .collect();
-        let verdict = plateau::verdict(&judged).unwrap_or(last);
-        let points: Vec<Point> = judged.iter().map(|s| s.point).collect();
+        let verdict = plateau::verdict(&valid_steps).unwrap_or(last);
+        let points: Vec<Point> = valid_steps.iter().map(|s| s.point).collect();
         let usl = crate::usl::Usl::fit(
             &points
                 .iter()

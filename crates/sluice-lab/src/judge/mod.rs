@@ -221,6 +221,8 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     let why = validity(load, generator, users_in_system);
     let (invalid_reason, held) = validity::held(why, &tiers, load, generator);
     findings.extend(held);
+    // What reads the settled resources: the machine's contention (against the busiest
+    // CPU as settled), the choice, and messages lost (a verdict when nothing else is).
     let pressure = machine::pressure(first, last, seconds);
     findings.extend(starved(pressure, &resources, machine_cpu.as_ref()));
     let verdict = match &invalid_reason {
