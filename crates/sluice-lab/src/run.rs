@@ -6,11 +6,12 @@
 use crate::budget::Enforcement;
 use crate::database::DbSampler;
 use crate::error::{chain, Error};
+use crate::judge::proof::{Proof, ProofRow, Role};
 use crate::judge::thresholds::ENLARGE;
-use crate::judge::{self, Load, ProcInfo, Resource};
+use crate::judge::{self, Kind, Load, ProcInfo, Resource};
 use crate::live::{self, Live};
 use crate::real::{TierError, Watched};
-use crate::report::{self, Configuration, LabReport, Proof, ProofRow, StepResult};
+use crate::report::{self, Configuration, LabReport, StepResult};
 use crate::sample::Sampler;
 use crate::spec::{Experiment, ScenarioFile};
 use crate::topology::{Launch, Topology};
@@ -346,18 +347,18 @@ fn rerun(
 pub fn enlarged(e: &Experiment, r: &Resource) -> Option<Experiment> {
     let mut e = e.clone();
     let grow = |n: usize| (n as f64 * ENLARGE).ceil() as usize;
-    match (r.tier.as_str(), r.resource.as_str()) {
-        ("lb", "cpu") => e.lb.cpu = Some(e.lb.cpu? * ENLARGE),
-        ("lb", "keepalive") => e.lb.keepalive = true,
-        ("app", "cpu") => e.app.cpu = Some(e.app.cpu? * ENLARGE),
-        ("app", "threads") => e.app.threads = grow(e.app.threads),
-        ("app", "db_pool") => e.app.db_pool = grow(e.app.db_pool),
-        ("app", "connections") => e.app.max_conns = grow(e.app.max_conns),
-        ("db", "cpu") => {
+    match (r.tier.as_str(), r.resource) {
+        ("lb", Kind::Cpu) => e.lb.cpu = Some(e.lb.cpu? * ENLARGE),
+        ("lb", Kind::KeepaliveOff) => e.lb.keepalive = true,
+        ("app", Kind::Cpu) => e.app.cpu = Some(e.app.cpu? * ENLARGE),
+        ("app", Kind::ThreadPool) => e.app.threads = grow(e.app.threads),
+        ("app", Kind::DbPool) => e.app.db_pool = grow(e.app.db_pool),
+        ("app", Kind::ConnectionCap) => e.app.max_conns = grow(e.app.max_conns),
+        ("db", Kind::Cpu) => {
             let db = e.db.as_mut()?;
             db.cpu = Some(db.cpu? * ENLARGE);
         }
-        ("db", "threads") => {
+        ("db", Kind::ThreadPool) => {
             let db = e.db.as_mut()?;
             db.threads = grow(db.threads);
         }
@@ -380,10 +381,9 @@ fn prove(
     let Some(step) = config.steps.iter().rev().find(|s| s.judged.valid) else {
         return Ok(None);
     };
-    let named = &step.judged.verdict;
-    let Some(resource) = step.judged.resources.iter().find(|r| {
-        Some(&r.tier) == named.tier.as_ref() && Some(&r.resource) == named.resource.as_ref()
-    }) else {
+    let judged = &step.judged;
+    let Some((named, runner_up)) = judge::proof::candidates(&judged.resources, &judged.verdict)
+    else {
         return Ok(None);
     };
     // The control: the same step on freshly started tiers, unchanged. Gains are
@@ -393,7 +393,7 @@ fn prove(
         "proof: control (unchanged) -> {:.0} req/s",
         control.tps
     ));
-    let mut rows = vec![ProofRow::control(step.tps, &control, false)];
+    let mut rows = vec![ProofRow::control(step.tps, control.rerun(), false)];
     // A control far from its step is run once more: one outlier is not the noise.
     if !judge::proof::settled(rows[0].gain_pct) {
         control = rerun(e, step, "proof-control-2", o, stop)?;
@@ -401,20 +401,18 @@ fn prove(
             "proof: control once more (the first moved {:+.0}%) -> {:.0} req/s",
             rows[0].gain_pct, control.tps
         ));
-        rows.push(ProofRow::control(step.tps, &control, true));
+        rows.push(ProofRow::control(step.tps, control.rerun(), true));
     }
-    let candidates = [
-        Some(resource),
-        judge::runner_up(&step.judged.resources, named),
-    ];
-    for (i, r) in candidates.into_iter().flatten().enumerate() {
+    let candidates = [(Role::Named, Some(named)), (Role::RunnerUp, runner_up)];
+    for (i, (role, r)) in candidates.into_iter().enumerate() {
+        let Some(r) = r else { continue };
         let Some(changed) = enlarged(e, r) else {
             continue;
         };
         let again = rerun(&changed, step, &format!("proof-{i}"), o, stop)?;
         let change = r.enlarge.as_deref().unwrap_or("");
         (o.progress)(&format!("proof: {change} -> {:.0} req/s", again.tps));
-        rows.push(ProofRow::of(r, i == 0, control.tps, &again));
+        rows.push(ProofRow::of(r, role, control.tps, again.rerun()));
     }
     Ok(Some(Proof::of(step.servers, step.users, step.tps, rows)))
 }

@@ -4,9 +4,10 @@
 //! gives every cell in full. The JSON report (`report.rs`) is the data; this is only its
 //! rendering, and decides nothing.
 
-use crate::judge::proof::settled;
+use crate::judge::proof::{control_spread, settled, Proof, Role};
 use crate::judge::thresholds::{CONTROL_DRIFT_PCT, PROOF_GAIN_PCT};
-use crate::report::{control_spread, plural, whole, LabReport, Proof, StepResult};
+use crate::judge::{whole, Kind};
+use crate::report::{plural, LabReport, StepResult};
 use std::fmt::Write;
 
 /// The widest a line is by default.
@@ -62,8 +63,8 @@ fn fullest_pool(s: &StepResult) -> String {
         // keep-alive is no pool.
         .filter(|r| {
             !matches!(
-                r.resource.as_str(),
-                "cpu" | "thread" | "keepalive" | "queue" | "heap"
+                r.resource,
+                Kind::Cpu | Kind::BusiestThread | Kind::KeepaliveOff | Kind::Queue | Kind::Heap
             )
         })
         .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
@@ -183,9 +184,12 @@ fn configurations(r: &LabReport, w: Width) -> String {
         let findings = c
             .findings
             .iter()
-            .filter(|f| !c.verdict.evidence.contains(f));
+            // A finding the verdict's evidence already gave (keep-alive off beside the
+            // balancer's CPU, messages lost) is printed once, there.
+            .filter(|f| !c.verdict.evidence.contains(&f.text));
         for f in findings {
-            out.push_str(&wrap(&format!("finding: {f}"), "      ", "        ", w));
+            let line = format!("finding: {}", f.text);
+            out.push_str(&wrap(&line, "      ", "        ", w));
         }
     }
     let invalid: Vec<&StepResult> = r
@@ -319,7 +323,7 @@ fn proof_text(p: &Proof, w: Width) -> String {
     );
     let noise = whole(p.noise_pct.abs());
     for row in &p.rows {
-        let beside = if row.role == "control" {
+        let beside = if row.role == Role::Control {
             "  (the noise)".to_string()
         } else {
             format!("  (noise {noise:.0}%)")
@@ -425,23 +429,23 @@ pub fn fit(line: String, w: Width) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::ProofRow;
+    use crate::judge::proof::ProofRow;
 
     #[test]
     fn the_proof_prints_the_noise_beside_each_gain_and_why_it_settles_nothing() {
-        let row = |role: &str, tps: f64, gain_pct: f64| ProofRow {
+        let row = |role: Role, tps: f64, gain_pct: f64| ProofRow {
             tier: "db".into(),
-            resource: "cpu".into(),
-            role: role.into(),
+            resource: Some(Kind::Cpu),
+            role,
             change: "CPU budget 0.25 -> 0.38 cores".into(),
             tps,
             gain_pct,
             verdict: Default::default(),
         };
         let rows = vec![
-            row("control", 125.0, -22.0),
-            row("control", 128.0, -20.0),
-            row("named", 240.0, 87.5),
+            row(Role::Control, 125.0, -22.0),
+            row(Role::Control, 128.0, -20.0),
+            row(Role::Named, 240.0, 87.5),
         ];
         let text = proof_text(&Proof::of(3, 40, 160.0, rows), Width::Narrow);
         assert!(text.contains("+88%  (noise 20%)"), "{text}");

@@ -1,44 +1,94 @@
 //! Which saturated resource the verdict names: a saturated CPU first, then what
 //! saturated inside a database (a lock or its I/O: the pools in front of it fill
 //! because of it, and more pool only lengthens the queue), else the deepest saturated
-//! pool or cap; and the runner-up the proof enlarges instead.
+//! pool or cap.
 
 use super::thresholds::CPU_SATURATED;
-use super::{Resource, Verdict};
+use super::{Kind, Resource, Verdict};
 
 /// What a step with nothing saturated concludes, unless its configuration's steps show
-/// a plateau (`plateau.rs`), which takes it back.
+/// a plateau (`plateau.rs`), which says what was measured without it.
 pub const HEADROOM: &str = ": more users would load them further";
 
-/// Resources inside a database that the pools in front of it wait on.
-const INSIDE_DB: &[&str] = &["locks", "io"];
+/// How the choice ranks a kind of resource.
+#[derive(PartialEq)]
+enum Rank {
+    /// Named first, saturated: what the rest of the step waits on (a CPU, a thread, a
+    /// heap whose collector fills the CPU).
+    Hard,
+    /// Inside a database, what the pools in front of it wait on.
+    InsideDb,
+    /// A pool or cap, by how deep in the request's path it is: a deeper one fills the
+    /// shallower ones behind it, never the reverse.
+    Depth(u8),
+}
 
-/// Saturated CPU first, by utilisation; else the deepest saturated pool or cap.
+fn rank(kind: Kind) -> Rank {
+    match kind {
+        Kind::Cpu | Kind::BusiestThread | Kind::KeepaliveOff | Kind::Heap => Rank::Hard,
+        Kind::Locks | Kind::DiskIo => Rank::InsideDb,
+        Kind::MaxConnections => Rank::Depth(4),
+        Kind::DbPool => Rank::Depth(3),
+        Kind::ThreadPool => Rank::Depth(2),
+        Kind::ConnectionCap => Rank::Depth(1),
+        Kind::Queue | Kind::RoomsSplit | Kind::Plateau => Rank::Depth(0),
+    }
+}
+
+/// The step's verdict: the saturated resource [`chosen`], with the others saturated
+/// beside its evidence; else that nothing was, and the busiest.
 pub(super) fn choose(resources: &[Resource]) -> Verdict {
-    let depth = |r: &Resource| match (r.tier.as_str(), r.resource.as_str()) {
-        ("db", _) | (_, "db_connections") => 4,
-        (_, "db_pool") => 3,
-        (_, "threads") => 2,
-        (_, "connections") => 1,
-        _ => 0,
+    let Some(r) = chosen(resources) else {
+        let top = busiest(resources);
+        return Verdict {
+            tier: None,
+            resource: None,
+            summary: match top {
+                Some(_) => format!("{}{HEADROOM}", nothing_saturated(resources)),
+                None => nothing_saturated(resources),
+            },
+            evidence: top.map(|r| r.evidence.clone()).unwrap_or_default(),
+            ..Default::default()
+        };
+    };
+    Verdict {
+        tier: Some(r.tier.clone()),
+        resource: Some(r.resource),
+        summary: format!("{} was saturated", r.label),
+        evidence: r
+            .evidence
+            .iter()
+            .cloned()
+            .chain(also_saturated(resources, r))
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// Saturated CPU first, by utilisation; else what saturated inside a database; else the
+/// deepest saturated pool or cap. `None`: nothing was saturated.
+fn chosen(resources: &[Resource]) -> Option<&Resource> {
+    // Anything of the database's own tier is as deep as a request goes.
+    let depth = |r: &Resource| match rank(r.resource) {
+        _ if r.tier == "db" => 4,
+        Rank::Depth(d) => d,
+        Rank::Hard | Rank::InsideDb => 0,
     };
     // A whole machine's CPU (node_exporter) is full when a process on it is: the
     // process, when one is saturated too, is the more useful name.
     // A full heap before any CPU: the collector's threads are what fills that CPU.
     let hard = resources
         .iter()
-        .filter(|r| {
-            r.saturated && matches!(r.resource.as_str(), "heap" | "cpu" | "keepalive" | "thread")
-        })
+        .filter(|r| r.saturated && rank(r.resource) == Rank::Hard)
         .max_by(|a, b| {
-            (a.resource == "heap", !a.machine, a.utilisation)
-                .partial_cmp(&(b.resource == "heap", !b.machine, b.utilisation))
+            (a.resource == Kind::Heap, !a.machine, a.utilisation)
+                .partial_cmp(&(b.resource == Kind::Heap, !b.machine, b.utilisation))
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
     let inside_db = || {
         resources
             .iter()
-            .filter(|r| r.saturated && INSIDE_DB.contains(&r.resource.as_str()))
+            .filter(|r| r.saturated && rank(r.resource) == Rank::InsideDb)
             .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
     };
     let soft = || {
@@ -48,70 +98,53 @@ pub(super) fn choose(resources: &[Resource]) -> Verdict {
                 .then(a.utilisation.total_cmp(&b.utilisation))
         })
     };
-    match hard.or_else(inside_db).or_else(soft) {
-        Some(r) => Verdict {
-            tier: Some(r.tier.clone()),
-            resource: Some(r.resource.clone()),
-            summary: format!("{} was saturated", r.label),
-            evidence: r
-                .evidence
-                .iter()
-                .cloned()
-                .chain(also_saturated(resources, r))
-                .collect(),
-            ..Default::default()
-        },
-        None => {
-            // A database's max_connections reached with nobody waiting is not what
-            // more users would meet first: the busiest is among the others.
-            let top = resources
-                .iter()
-                .filter(|r| r.resource != "db_connections" || resources.len() == 1)
-                .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
-            Verdict {
-                tier: None,
-                resource: None,
-                summary: match top {
-                    Some(r) => format!(
-                        "no tier was saturated (the busiest: {}, {:.0}%){HEADROOM}",
-                        r.label,
-                        r.utilisation * 100.0
-                    ),
-                    None => "no tier was sampled".into(),
-                },
-                evidence: top.map(|r| r.evidence.clone()).unwrap_or_default(),
-                ..Default::default()
-            }
-        }
+    hard.or_else(inside_db).or_else(soft)
+}
+
+/// The most used resource of a step with nothing saturated. A database's
+/// max_connections reached with nobody waiting is not what more users would meet
+/// first: the busiest is among the others.
+fn busiest(resources: &[Resource]) -> Option<&Resource> {
+    resources
+        .iter()
+        .filter(|r| r.resource != Kind::MaxConnections || resources.len() == 1)
+        .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
+}
+
+/// What a step with nothing saturated measured: "no tier was saturated (the busiest:
+/// the app server's CPU, 31%)", or "no tier was sampled".
+pub(super) fn nothing_saturated(resources: &[Resource]) -> String {
+    match busiest(resources) {
+        Some(r) => format!(
+            "no tier was saturated (the busiest: {}, {:.0}%)",
+            r.label,
+            r.utilisation * 100.0
+        ),
+        None => "no tier was sampled".into(),
     }
 }
 
 /// The other saturated resources (not `named`'s kind on another process), so a reader
 /// sees what was close.
 pub(super) fn also_saturated(resources: &[Resource], named: &Resource) -> Option<String> {
-    // One entry per kind of resource: the app servers' pools share a label, and the
-    // fullest of them speaks for the rest.
-    let mut fullest: Vec<(&str, f64)> = Vec::new();
+    // One line per line a reader would see: the app servers' pools of one size share
+    // a label, and the fullest of them speaks for the rest.
+    let mut fullest: Vec<(&str, Kind, f64)> = Vec::new();
     for o in resources.iter().filter(|o| o.saturated) {
         if o.tier == named.tier && o.resource == named.resource {
             continue;
         }
-        match fullest.iter_mut().find(|(label, _)| *label == o.label) {
-            Some((_, u)) => *u = u.max(o.utilisation),
-            None => fullest.push((&o.label, o.utilisation)),
+        match fullest.iter_mut().find(|(label, _, _)| *label == o.label) {
+            Some((_, _, u)) => *u = u.max(o.utilisation),
+            None => fullest.push((&o.label, o.resource, o.utilisation)),
         }
     }
-    // A CPU below CPU_SATURATED is saturated only by the throttling rule: its average
-    // reads lower than the quota it kept running into, and the entry says so.
-    let cpus: Vec<&str> = resources
-        .iter()
-        .filter(|o| o.resource == "cpu")
-        .map(|o| o.label.as_str())
-        .collect();
     let others: Vec<String> = fullest
         .iter()
-        .map(|(label, u)| {
-            let throttled = cpus.contains(label) && *u < CPU_SATURATED;
+        .map(|(label, kind, u)| {
+            // A CPU below CPU_SATURATED is saturated only by the throttling rule: its
+            // average reads lower than the quota it kept running into, and it says so.
+            let throttled = *kind == Kind::Cpu && *u < CPU_SATURATED;
             let how = if throttled {
                 ", throttled at its quota"
             } else {
@@ -121,15 +154,4 @@ pub(super) fn also_saturated(resources: &[Resource], named: &Resource) -> Option
         })
         .collect();
     (!others.is_empty()).then(|| format!("also saturated: {}", others.join(", ")))
-}
-
-/// The runner-up to `named`: the most used resource of another kind or tier.
-pub fn runner_up<'r>(resources: &'r [Resource], named: &Verdict) -> Option<&'r Resource> {
-    resources
-        .iter()
-        .filter(|r| {
-            Some(&r.tier) != named.tier.as_ref() || Some(&r.resource) != named.resource.as_ref()
-        })
-        .filter(|r| r.enlarge.is_some())
-        .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
 }

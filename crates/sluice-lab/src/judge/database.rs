@@ -5,7 +5,7 @@
 //! cause of the pool that fills in front of it, which more pool only lengthens.
 
 use super::thresholds::{CAP_HELD_SHARE, DB_WAIT_OF_ACTIVE, DB_WAIT_SHARE};
-use super::{pct, round2, tier_word, Delta, Resource};
+use super::{pct, round2, tier_word, Delta, Finding, FindingKind, Kind, Resource};
 use crate::database::{top, Class, DbReading};
 
 /// What was measured inside each database over the step.
@@ -23,37 +23,68 @@ pub(super) fn resources(deltas: &[Delta]) -> Vec<Resource> {
     out
 }
 
-/// Where the database's sessions spent the step, beside its CPU (or as a finding when
-/// its CPU is not read), and what kept the lab from seeing inside.
-pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<String> {
+/// What kept the lab from seeing inside each database: its sessions not read, counted
+/// by an exporter without what they wait on, other users' statements hidden.
+pub(super) fn findings(deltas: &[Delta]) -> Vec<Finding> {
     let mut out = Vec::new();
     for d in deltas {
         let Some(db) = d.db() else { continue };
+        let name = d.info.name.as_str();
         if let Some(e) = &db.error {
-            out.push(format!("{}: its sessions were not read: {e}", d.info.name));
+            let text = format!("{name}: its sessions were not read: {e}");
+            out.push(Finding::new(FindingKind::SessionsNotRead, name, text));
         }
         if let Some(line) = postgres_exporter_sessions(d) {
-            out.push(line);
+            out.push(Finding::new(FindingKind::SessionsCounted, name, line));
             continue; // it counted connections, not what sessions did
         }
-        if db.samples == 0 {
-            continue;
+        if db.samples > 0 && db.hidden {
+            let text = format!(
+                "{name}: other users' statements are hidden from the lab's user (PostgreSQL: GRANT pg_read_all_stats TO it)"
+            );
+            out.push(Finding::new(FindingKind::StatementsHidden, name, text));
         }
-        if db.hidden {
-            out.push(format!(
-                "{}: other users' statements are hidden from the lab's user (PostgreSQL: GRANT pg_read_all_stats TO it)",
-                d.info.name
-            ));
-        }
-        let line = sessions_line(d, &db);
+    }
+    out
+}
+
+/// Where one database's sessions spent the step, in a line (`sessions_line`).
+pub(super) struct Sessions {
+    tier: String,
+    name: String,
+    line: String,
+}
+
+/// Each sampled database's sessions (not an exporter's count of them).
+pub(super) fn sessions(deltas: &[Delta]) -> Vec<Sessions> {
+    deltas
+        .iter()
+        .filter(|d| postgres_exporter_sessions(d).is_none())
+        .filter_map(|d| {
+            let db = d.db().filter(|db| db.samples > 0)?;
+            Some(Sessions {
+                tier: d.info.tier.clone(),
+                name: d.info.name.clone(),
+                line: sessions_line(d, &db),
+            })
+        })
+        .collect()
+}
+
+/// Each database's sessions as evidence beside its tier's CPU, where the CPU is read;
+/// else as a finding, which says how to read it.
+pub(super) fn place_sessions(resources: &mut [Resource], sessions: Vec<Sessions>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for s in sessions {
         match resources
             .iter_mut()
-            .find(|r| r.tier == d.info.tier && r.resource == "cpu")
+            .find(|r| r.tier == s.tier && r.resource == Kind::Cpu)
         {
-            Some(cpu) => cpu.evidence.push(line),
-            None => out.push(format!(
-                "{line} (its CPU is not read: give its pid, or, on another machine, the node_exporter of its host beside its URL)"
-            )),
+            Some(cpu) => cpu.evidence.push(s.line),
+            None => out.push(Finding::new(FindingKind::Sessions, &s.name, format!(
+                "{} (its CPU is not read: give its pid, or, on another machine, the node_exporter of its host beside its URL)",
+                s.line
+            ))),
         }
     }
     out
@@ -122,13 +153,13 @@ fn wait(d: &Delta, db: &DbReading, class: Class) -> Option<Resource> {
         .collect();
     let event = top(&events).map_or("", |(e, _)| e).to_string();
     let (resource, what) = match class {
-        Class::Lock => ("locks", lock_kind(&event)),
-        _ => ("io", "disk I/O"),
+        Class::Lock => (Kind::Locks, lock_kind(&event)),
+        _ => (Kind::DiskIo, "disk I/O"),
     };
     let evidence = wait_evidence(d, db, class, &event, (waiting, share, of_active));
     Some(Resource {
         tier: d.info.tier.clone(),
-        resource: resource.into(),
+        resource,
         label: format!("{}'s {what}", tier_word(&d.info.tier)),
         utilisation: round2(share),
         saturated: share >= DB_WAIT_SHARE && of_active >= DB_WAIT_OF_ACTIVE,
@@ -194,22 +225,24 @@ fn lock_kind(event: &str) -> &'static str {
 /// for a connection (an app's pool saturated) or are refused (errors): else its clients'
 /// pools are simply full-sized, and what it limits is the next one (another app server's
 /// pool, a migration): a finding, not the step's saturation.
-pub(super) fn connections_unwaited(resources: &mut [Resource], errors: u64) -> Vec<String> {
+pub(super) fn connections_unwaited(resources: &mut [Resource], errors: u64) -> Vec<Finding> {
     let waited = errors > 0
         || resources
             .iter()
-            .any(|r| r.saturated && r.resource == "db_pool");
+            .any(|r| r.saturated && r.resource == Kind::DbPool);
     let mut out = Vec::new();
     for r in resources.iter_mut() {
-        if r.resource != "db_connections" || !r.saturated || waited {
+        if r.resource != Kind::MaxConnections || !r.saturated || waited {
             continue;
         }
         r.saturated = false;
-        out.push(format!(
+        let text = format!(
             "{} was reached, yet no request waited for a connection (the pools in front of it were open): the next client to connect (another app server's pool, a migration, psql) is refused; {}",
             r.label,
             r.evidence.join("; ")
-        ));
+        );
+        let kind = FindingKind::MaxConnectionsUnwaited;
+        out.push(Finding::new(kind, &r.tier, text));
     }
     out
 }
@@ -225,7 +258,7 @@ fn connections(d: &Delta, db: &DbReading) -> Option<Resource> {
     let at_max = db.at_max as f64 / db.samples as f64;
     Some(Resource {
         tier: d.info.tier.clone(),
-        resource: "db_connections".into(),
+        resource: Kind::MaxConnections,
         label: format!("{}'s max_connections ({max})", tier_word(&d.info.tier)),
         utilisation: round2(mean / max as f64),
         saturated: at_max >= CAP_HELD_SHARE,

@@ -1,35 +1,82 @@
-//! Findings that come with any verdict: upstream keep-alive off, the machine's CPUs
-//! taken by other processes, STOMP messages lost between rooms split over servers.
+//! A finding (what the judge says beside a verdict: a kind, whom it is about, its
+//! sentence), and the findings that come with any verdict: upstream keep-alive off,
+//! metrics missing for a judgement, the machine's CPUs taken by other processes, STOMP
+//! messages lost between rooms split over servers.
 
 use super::thresholds::{
     CONTENDED_PSI_PCT, CONTENDED_TIER_BELOW, KEEPALIVE_OFF_PER_REQUEST, LOST_MESSAGES_PCT,
 };
-use super::{Delta, Load, MachineCpu, Resource, Verdict};
+use super::{Delta, FindingKind, Kind, Load, MachineCpu, Resource, Verdict};
+use serde::{Serialize, Serializer};
 
-/// Findings that come with any verdict: a balancer opening a connection per request.
-/// When that balancer's CPU is the saturated resource, the cause is named instead.
-pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<String> {
+/// One thing the judge says beside a verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub kind: FindingKind,
+    /// Whom it is about: a tier, a process, `machine`.
+    pub subject: String,
+    /// The sentence the reports print.
+    pub text: String,
+}
+
+impl Finding {
+    pub fn new(kind: FindingKind, subject: &str, text: String) -> Finding {
+        Finding {
+            kind,
+            subject: subject.into(),
+            text,
+        }
+    }
+}
+
+/// The JSON's findings are their sentences (an interface: `["upstream keep-alive is
+/// off: ...", ...]`).
+impl Serialize for Finding {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+/// Adds `new` to `findings` unless one of its kind about its subject is there already:
+/// a tier's processes each find what is missing of their tier, and it is said once.
+pub(super) fn merge(findings: &mut Vec<Finding>, new: Finding) {
+    if !findings
+        .iter()
+        .any(|f| f.kind == new.kind && f.subject == new.subject)
+    {
+        findings.push(new);
+    }
+}
+
+/// A balancer opening a new connection to the app servers per request: upstream
+/// keep-alive off, a finding with any verdict.
+pub(super) fn keepalive_off(deltas: &[Delta]) -> Option<Finding> {
     let apps: Vec<&Delta> = deltas.iter().filter(|d| d.info.tier == "app").collect();
     let opened: f64 = apps.iter().map(|d| d.counter("connections")).sum();
     let requests: f64 = apps.iter().map(|d| d.counter("requests")).sum();
     let time_wait: u64 = apps.iter().map(|d| d.b.tcp.time_wait).sum();
     if requests < 1.0 || opened / requests < KEEPALIVE_OFF_PER_REQUEST {
-        return Vec::new();
+        return None;
     }
-    let finding = format!(
+    let text = format!(
         "upstream keep-alive is off: {:.2} new connections to the app servers per request; {time_wait} sockets in TIME_WAIT",
         opened / requests
     );
+    Some(Finding::new(FindingKind::KeepaliveOff, "lb", text))
+}
+
+/// With keep-alive off (`finding`), a saturated balancer CPU is named for it: the CPU
+/// is full of opening connections, and what to change is keep-alive, not the CPU.
+pub(super) fn blame_keepalive(resources: &mut [Resource], finding: &Finding) {
     if let Some(lb) = resources
         .iter_mut()
-        .find(|r| r.tier == "lb" && r.resource == "cpu" && r.saturated)
+        .find(|r| r.tier == "lb" && r.resource == Kind::Cpu && r.saturated)
     {
-        lb.resource = "keepalive".into();
+        lb.resource = Kind::KeepaliveOff;
         lb.label = "the balancer's CPU, spent opening a new upstream connection per request (keep-alive off),".into();
-        lb.evidence.push(finding.clone());
+        lb.evidence.push(finding.text.clone());
         lb.enlarge = Some("upstream keep-alive on".into());
     }
-    vec![finding]
 }
 
 /// What the lab could not judge for want of a metric, said once per tier: a JVM whose
@@ -37,31 +84,32 @@ pub(super) fn findings(deltas: &[Delta], resources: &mut [Resource]) -> Vec<Stri
 /// `server.tomcat.mbeanregistry.enabled=true`, so its thread pool, a common limit, cannot
 /// be judged), and a process whose CPU time its URL gives without how many cores it may
 /// use (a Python or Node.js Prometheus client): its CPU is measured, not judged.
-pub(super) fn missing_metrics(deltas: &[Delta]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+pub(super) fn missing_metrics(deltas: &[Delta]) -> Vec<Finding> {
+    let mut out = Vec::new();
     for d in deltas {
+        let tier = d.info.tier.as_str();
         let used = (d.b.cpu_s - d.a.cpu_s) / d.seconds;
-        let said_cpu = || {
-            out.iter()
-                .any(|f| f.starts_with(&format!("{}: used ", d.info.tier)))
-        };
-        if d.info.budget_cores <= 0.0 && used > 0.0 && !said_cpu() {
-            out.push(format!(
+        if d.info.budget_cores <= 0.0 && used > 0.0 {
+            let text = format!(
                 "{}: used {used:.2} cores ({}), but its metrics do not say how many it may use (no system_cpu_count, no node_exporter): its CPU is not judged; give its pid as PID@URL, or run it where node_exporter reports its machine",
                 d.info.tier, d.info.name
-            ));
+            );
+            merge(
+                &mut out,
+                Finding::new(FindingKind::CpuNotJudged, tier, text),
+            );
         }
         let keys = || d.b.counters.keys();
         let jvm = keys().any(|k| k.starts_with("jvm_"));
         let tomcat = keys().any(|k| k.starts_with("tomcat_threads_"));
-        let said = out
-            .iter()
-            .any(|f| f.starts_with(&format!("{}: a JVM", d.info.tier)));
-        if jvm && !tomcat && !said {
-            out.push(format!(
-                "{}: a JVM without Tomcat's thread metrics (set server.tomcat.mbeanregistry.enabled=true): its thread pool cannot be judged",
-                d.info.tier
-            ));
+        if jvm && !tomcat {
+            let text = format!(
+                "{tier}: a JVM without Tomcat's thread metrics (set server.tomcat.mbeanregistry.enabled=true): its thread pool cannot be judged"
+            );
+            merge(
+                &mut out,
+                Finding::new(FindingKind::NoThreadMetrics, tier, text),
+            );
         }
     }
     out
@@ -76,12 +124,12 @@ pub(super) fn starved(
     pressure: Option<f64>,
     resources: &[Resource],
     machine: Option<&MachineCpu>,
-) -> Option<String> {
+) -> Option<Finding> {
     let p = pressure.filter(|p| *p >= CONTENDED_PSI_PCT)?;
     // A full thread is a full tier too (a single-threaded process at one core).
     let busiest = resources
         .iter()
-        .filter(|r| matches!(r.resource.as_str(), "cpu" | "thread"))
+        .filter(|r| matches!(r.resource, Kind::Cpu | Kind::BusiestThread))
         .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))?;
     if busiest.utilisation >= CONTENDED_TIER_BELOW {
         return None;
@@ -99,30 +147,35 @@ pub(super) fn starved(
         ),
         None => "other processes on this machine take the CPU".into(),
     };
-    Some(format!(
+    let text = format!(
         "the machine's CPUs were contended in {p}% of the step (PSI) while no tier used 70% of its budget (the busiest: {}, {:.0}%): {who}",
         busiest.label,
         busiest.utilisation * 100.0
-    ))
+    );
+    Some(Finding::new(FindingKind::CpuContended, "machine", text))
 }
 
 /// Messages lost between users of one room: the balancer sent them to different
 /// servers, whose brokers do not share subscriptions. A finding with any verdict, and
 /// the verdict itself when no tier was saturated.
-pub(super) fn lost_messages(load: Load, verdict: Verdict, findings: &mut Vec<String>) -> Verdict {
+pub(super) fn lost_messages(load: Load, verdict: Verdict, findings: &mut Vec<Finding>) -> Verdict {
     let Some(lost) = load.lost_pct.filter(|l| *l > LOST_MESSAGES_PCT) else {
         return verdict;
     };
     let finding = format!(
         "{lost}% of STOMP message copies were lost: users of one room reached different servers, whose brokers do not share subscriptions; hash on the room (balance = \"hash\", hash_key = \"$arg_room\")"
     );
-    findings.push(finding.clone());
+    findings.push(Finding::new(
+        FindingKind::MessagesLost,
+        "lb",
+        finding.clone(),
+    ));
     if verdict.tier.is_some() {
         return verdict;
     }
     Verdict {
         tier: Some("lb".into()),
-        resource: Some("balance".into()),
+        resource: Some(Kind::RoomsSplit),
         summary: format!("the balancer split rooms over servers: {lost}% of messages lost"),
         evidence: vec![finding],
         ..Default::default()

@@ -4,7 +4,7 @@
 //! one app tier at 90%, not two tiers with room to spare.
 
 use super::thresholds::{CPU_SATURATED, OTHER_PROCESSES_PCT};
-use super::{round2, Delta, Resource};
+use super::{pct, round2, Delta, Kind, Resource};
 use crate::sample::Reading;
 use serde::Serialize;
 
@@ -64,6 +64,13 @@ pub(super) fn split(
     Some(MachineCpu::split(busy, generator, seconds, deltas))
 }
 
+/// The machine's CPU pressure (PSI some) between readings `first` and `last`, percent
+/// of the `seconds` between them; `None` where the kernel does not say.
+pub(super) fn pressure(first: &Reading, last: &Reading, seconds: f64) -> Option<f64> {
+    let (a, b) = (first.pressure_us?, last.pressure_us?);
+    Some(pct(b.saturating_sub(a) as f64 / 1e6, seconds))
+}
+
 /// The resources of tiers sharing the machine without budgets: each such tier's
 /// processes together, and the machine itself when it is full.
 pub(super) fn shared(deltas: &[Delta], m: Option<&MachineCpu>) -> Vec<Resource> {
@@ -105,7 +112,7 @@ fn tier_together(tier: &str, ds: &[&Delta]) -> Resource {
     let names: Vec<&str> = ds.iter().map(|d| d.info.name.as_str()).collect();
     Resource {
         tier: tier.into(),
-        resource: "cpu".into(),
+        resource: Kind::Cpu,
         label: format!(
             "the {tier} tier's CPU ({} processes sharing the machine's {cores} cores)",
             ds.len()
@@ -149,7 +156,7 @@ fn shared_machine(deltas: &[Delta], m: &MachineCpu) -> Option<Resource> {
     }
     Some(Resource {
         tier: tier.into(),
-        resource: "cpu".into(),
+        resource: Kind::Cpu,
         label: format!(
             "the machine's CPU ({} cores, shared by tiers without budgets: {})",
             m.cores,

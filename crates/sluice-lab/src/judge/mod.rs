@@ -1,12 +1,22 @@
-//! Naming the saturated tier of one step, with its numbers.
+//! Naming the saturated tier of one step, with its numbers; and what the lab decides
+//! from the steps judged: a configuration's plateau, the proof, the advice. `report.rs`
+//! only assembles what is decided here; this module never reads the report.
 //!
-//! The rules, each in its own file, every threshold a constant of [`thresholds`] (the
-//! docs/lab.md's "How the lab judges" says the same in prose and points there):
+//! A step is judged in four stages ([`judge`]): each rule reads the step alone and makes
+//! its resources and findings; `settle` then applies, in one stated
+//! order, the edits some rules make to others' results; the step's validity; the
+//! choice. What the judge names is typed ([`kind`]): a resource's [`Kind`], a finding's
+//! [`FindingKind`], a proof row's [`proof::Role`], each written in the JSON by the name
+//! the report has always used. Every threshold is a constant of [`thresholds`]
+//! (docs/lab.md's "How the lab judges" says the same in prose and points there).
+//!
+//! The rules, each in its own file:
 //!
 //! - `resources`: **utilisation against the tier's own budget** (the USE method): a
 //!   process's CPU against its quota, its worker threads or the machine's cores,
 //!   whichever is least; a pool against its size; a connection cap by the seconds it
-//!   was held with connections waiting unaccepted.
+//!   was held with connections waiting unaccepted. `machine`: tiers sharing a machine
+//!   without budgets, judged together against it.
 //! - `queue`: **a balancer's queue** (`max_conns`, HAProxy's `maxconn`) holds back what
 //!   would have waited in the app's pool: the queue is that pool's evidence, or, with
 //!   every pool below its knee, the balancer's limit is what saturated. Requests a
@@ -26,32 +36,43 @@
 //! - `gc`: **a JVM's GC pauses**: its heap saturated when they stop it a large share of
 //!   the step; below that, a finding (a share of the step, or the latency tail's pause).
 //! - `findings` beside any verdict: keep-alive off (then a balancer whose CPU is full
-//!   is named for it), STOMP messages lost, CPU taken by other processes.
+//!   is named for it), metrics missing for a judgement, STOMP messages lost, CPU taken
+//!   by other processes.
+//!
+//! Beyond a step: `plateau` (a configuration whose throughput stayed flat while users
+//! grew is saturated, measured or not), `proof` (what the re-runs enlarge and whether
+//! they confirm), `advice` (what to change, a sentence per kind).
 
+pub mod advice;
 mod breakdown;
 pub mod choice;
 mod database;
+mod delta;
 mod findings;
 mod gc;
+pub mod kind;
 mod machine;
 pub mod plateau;
 pub mod proof;
 mod queue;
 mod resources;
+mod settle;
 pub mod thresholds;
 mod validity;
 
 pub use breakdown::{Breakdown, Part};
 use choice::choose;
-pub use choice::runner_up;
-use findings::{findings, lost_messages, missing_metrics, starved};
+use delta::{throttled_pct, Delta};
+pub use findings::Finding;
+use findings::{keepalive_off, lost_messages, missing_metrics, starved};
+pub use kind::{FindingKind, Kind};
 pub use machine::MachineCpu;
 use resources::resources;
+use settle::settle;
 use validity::{validity, GeneratorCpu};
 
-use crate::sample::{ProcReading, Reading};
+use crate::sample::Reading;
 use serde::Serialize;
-use sluice_process::cpu_budget::Throttling;
 
 /// What the judge knows of a process besides its readings.
 #[derive(Debug, Clone)]
@@ -92,8 +113,8 @@ pub struct Load {
 #[derive(Debug, Clone, Serialize)]
 pub struct Resource {
     pub tier: String,
-    /// `cpu`, `threads`, `db_pool`, `connections`, `keepalive`, `queue`.
-    pub resource: String,
+    /// Its kind (the JSON's `cpu`, `threads`, `db_pool`, ...: [`Kind`]).
+    pub resource: Kind,
     /// In words, with its size: "the database's CPU (0.3 cores, cgroup v1 cpu quota)".
     pub label: String,
     pub utilisation: f64,
@@ -113,7 +134,8 @@ pub struct Verdict {
     /// A tier name (`lb`, `app`, `db`, a real tier's name, `loadgen`); `null` when no
     /// tier was saturated or the evidence does not decide.
     pub tier: Option<String>,
-    pub resource: Option<String>,
+    /// What saturated there; `null` with no tier, and for the load generator.
+    pub resource: Option<Kind>,
     pub summary: String,
     pub evidence: Vec<String>,
     /// The run's verdict only, the summary's parts: where the run stopped scaling (or
@@ -162,112 +184,11 @@ pub struct Judged {
     pub machine_cpu: Option<MachineCpu>,
     pub tiers: Vec<TierFigures>,
     pub resources: Vec<Resource>,
-    pub findings: Vec<String>,
+    pub findings: Vec<Finding>,
     /// Where a request's time went, where the app or the database measured it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub breakdown: Option<Breakdown>,
     pub verdict: Verdict,
-}
-
-/// What happened to one process over a step: its first and last readings, and every
-/// reading between (for gauges, whose samples matter, not their difference).
-struct Delta<'a> {
-    info: &'a ProcInfo,
-    a: &'a ProcReading,
-    b: &'a ProcReading,
-    seconds: f64,
-    /// This process's place in each reading.
-    index: usize,
-    readings: &'a [Reading],
-}
-
-impl Delta<'_> {
-    /// A gauge's value in each reading taken under load that has it: not the step's
-    /// edges (read while the load generator started or stopped its users), nor a reading
-    /// within [`thresholds::GAUGE_SETTLE_S`] of the start, which a gauge its exporter
-    /// refreshes once a second (HikariCP's) can still show from the idle before. A step
-    /// too short to have such readings falls back to all of them.
-    fn series(&self, key: &str) -> Vec<f64> {
-        let i = self.index;
-        let has = |r: &Reading| r.procs[i].counters.contains_key(key);
-        let inner = self.under_load();
-        let chosen: Vec<&Reading> = if inner.iter().any(|&k| has(&self.readings[k])) {
-            inner.iter().map(|&k| &self.readings[k]).collect()
-        } else {
-            self.readings.iter().collect()
-        };
-        chosen
-            .iter()
-            .filter_map(|r| r.procs[i].counters.get(key).copied())
-            .collect()
-    }
-    /// A gauge's mean under load; `None` when no reading has it.
-    fn mean(&self, key: &str) -> Option<f64> {
-        let s = self.series(key);
-        (!s.is_empty()).then(|| s.iter().sum::<f64>() / s.len() as f64)
-    }
-    /// The places of the readings taken under load (see [`Delta::series`]).
-    fn under_load(&self) -> Vec<usize> {
-        let (start, end) = (self.readings[0].t, self.readings[self.readings.len() - 1].t);
-        let settled = start + thresholds::GAUGE_SETTLE_S;
-        (0..self.readings.len())
-            .filter(|&k| self.readings[k].t >= settled && self.readings[k].t < end)
-            .collect()
-    }
-    /// The largest accept queue of its port over the step.
-    fn accept_queue_max(&self) -> u64 {
-        let i = self.index;
-        self.readings
-            .iter()
-            .map(|r| r.procs[i].tcp.accept_queue)
-            .max()
-            .unwrap_or(0)
-    }
-    /// What the database's sessions did over the step, where they are sampled.
-    /// An exporter's counts are a sample a reading, so, like a gauge, only those taken
-    /// under load count; the database's own sampler takes four a second, and its step is
-    /// the whole of it.
-    fn db(&self) -> Option<crate::database::DbReading> {
-        let b = self.b.db.as_ref()?;
-        let at = |k: usize| self.readings[k].procs[self.index].db.as_ref();
-        let inner = self.under_load();
-        if let (true, Some(&first), Some(&last)) = (b.counts_only, inner.first(), inner.last()) {
-            if let (Some(before), Some(end)) = (at(first.saturating_sub(1)), at(last)) {
-                return Some(end.since(before));
-            }
-        }
-        Some(match &self.a.db {
-            Some(a) => b.since(a),
-            None => b.clone(),
-        })
-    }
-    fn counter(&self, key: &str) -> f64 {
-        let get = |r: &ProcReading| r.counters.get(key).copied().unwrap_or(0.0);
-        (get(self.b) - get(self.a)).max(0.0)
-    }
-    fn gauge(&self, key: &str) -> Option<f64> {
-        self.b.counters.get(key).copied()
-    }
-    /// CPU used over the budget; 0 when the budget is unknown (an exporter without a
-    /// CPU count).
-    fn cpu_util(&self) -> f64 {
-        if self.info.budget_cores <= 0.0 {
-            return 0.0;
-        }
-        (self.b.cpu_s - self.a.cpu_s) / (self.seconds * self.info.budget_cores)
-    }
-    fn throttled_pct(&self) -> f64 {
-        throttled_pct(&self.a.throttling, &self.b.throttling)
-    }
-}
-
-/// Percent of the quota periods between two readings in which a budget was throttled.
-fn throttled_pct(a: &Throttling, b: &Throttling) -> f64 {
-    let periods = b.periods.saturating_sub(a.periods);
-    pct(
-        b.throttled.saturating_sub(a.throttled) as f64,
-        periods as f64,
-    )
 }
 
 fn pct(part: f64, whole: f64) -> f64 {
@@ -278,69 +199,34 @@ fn pct(part: f64, whole: f64) -> f64 {
     }
 }
 
-/// Judges a step from the readings taken over it (the first and last bound it).
+/// Judges a step from the readings taken over it (the first and last bound it): every
+/// rule on its own (`Ruled::of`), then their edits of each other's results
+/// (`settle`), the step's validity, and the choice of what saturated.
 pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
     let (first, last) = (&readings[0], &readings[readings.len() - 1]);
     let seconds = (last.t - first.t).max(1e-3);
-    let deltas: Vec<Delta> = procs
-        .iter()
-        .enumerate()
-        .map(|(i, info)| Delta {
-            info,
-            a: &first.procs[i],
-            b: &last.procs[i],
-            index: i,
-            readings,
-            seconds,
-        })
-        .collect();
+    let deltas = deltas(procs, readings, seconds);
     let machine_cpu = machine::split(first, last, seconds, &deltas);
-    let mut resources = resources(&deltas, load);
-    resources.extend(machine::shared(&deltas, machine_cpu.as_ref()));
-    resources.extend(database::resources(&deltas));
-    resources.extend(gc::heaps(&deltas));
-    let unwaited = database::connections_unwaited(&mut resources, load.errors);
-    if !resources.iter().any(|r| r.resource == "queue") {
-        resources.extend(queue::shed(&deltas, load));
-    }
-    queue::attribute(&mut resources, &deltas);
-    let mut findings = findings(&deltas, &mut resources);
-    findings.extend(missing_metrics(&deltas));
-    findings.extend(database::findings(&deltas, &mut resources));
-    findings.extend(unwaited);
-    findings.extend(gc::findings(&deltas, load));
-    let breakdown = breakdown::breakdown(&deltas, load);
+    let Ruled {
+        mut resources,
+        mut findings,
+        sessions,
+        gc,
+    } = Ruled::of(&deltas, load, machine_cpu.as_ref());
+    let settled = settle(&mut resources, &findings, sessions, &deltas, load.errors);
+    findings.extend(settled.into_iter().chain(gc));
     let tiers = tiers(&deltas, readings);
-    let generator = GeneratorCpu {
-        util: (last.generator_cpu_s - first.generator_cpu_s) / (seconds * load.generator_cores),
-        throttled_pct: throttled_pct(&first.generator_throttling, &last.generator_throttling),
-    };
+    let generator = GeneratorCpu::between(first, last, seconds, load.generator_cores);
     let users_in_system = load.tps * (load.mean_ms / 1000.0 + load.think_s);
-    let mut invalid_reason = validity(load, generator, users_in_system);
-    // Users missing from Little's law while a tier left connections unaccepted (or
-    // requests failed) were held by that tier, not idle in the generator: evidence,
-    // not an invalid step.
-    let held = tiers.iter().any(|t| t.accept_queue_max > 0) || load.errors > 0;
-    if held && !generator.short() {
-        findings.extend(invalid_reason.take().map(|why| {
-            format!(
-                "{why}: the others waited on requests a tier had not answered when the step ended"
-            )
-        }));
-    }
-    let pressure = match (first.pressure_us, last.pressure_us) {
-        (Some(a), Some(b)) => Some(pct(b.saturating_sub(a) as f64 / 1e6, seconds)),
-        _ => None,
-    };
+    let why = validity(load, generator, users_in_system);
+    let (invalid_reason, held) = validity::held(why, &tiers, load, generator);
+    findings.extend(held);
+    // What reads the settled resources: the machine's contention (against the busiest
+    // CPU as settled), the choice, and messages lost (a verdict when nothing else is).
+    let pressure = machine::pressure(first, last, seconds);
     findings.extend(starved(pressure, &resources, machine_cpu.as_ref()));
     let verdict = match &invalid_reason {
-        Some(why) => Verdict {
-            tier: Some("loadgen".into()),
-            resource: None,
-            summary: format!("invalid step: {why}"),
-            evidence: vec![why.clone()],
-            ..Default::default()
-        },
+        Some(why) => invalid(why),
         None => choose(&resources),
     };
     let verdict = lost_messages(load, verdict, &mut findings);
@@ -355,14 +241,77 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         tiers,
         resources,
         findings,
-        breakdown,
+        breakdown: breakdown::breakdown(&deltas, load),
         verdict,
+    }
+}
+
+/// What each process did between the step's first reading and its last.
+fn deltas<'a>(procs: &'a [ProcInfo], readings: &'a [Reading], seconds: f64) -> Vec<Delta<'a>> {
+    let (first, last) = (&readings[0], &readings[readings.len() - 1]);
+    procs
+        .iter()
+        .enumerate()
+        .map(|(i, info)| Delta {
+            info,
+            a: &first.procs[i],
+            b: &last.procs[i],
+            index: i,
+            readings,
+            seconds,
+        })
+        .collect()
+}
+
+/// What the rules made, each reading the step alone, before [`settle`].
+struct Ruled {
+    resources: Vec<Resource>,
+    /// The rules' findings before the settling's, in the order the reports print them.
+    findings: Vec<Finding>,
+    /// The databases' sessions, for the settling to place beside their CPU.
+    sessions: Vec<database::Sessions>,
+    /// The GC's findings, printed after the settling's.
+    gc: Vec<Finding>,
+}
+
+impl Ruled {
+    fn of(deltas: &[Delta], load: Load, machine_cpu: Option<&MachineCpu>) -> Ruled {
+        let mut resources = resources(deltas, load);
+        resources.extend(machine::shared(deltas, machine_cpu));
+        resources.extend(database::resources(deltas));
+        resources.extend(gc::heaps(deltas));
+        resources.extend(queue::shed(deltas, load));
+        let mut findings: Vec<Finding> = keepalive_off(deltas).into_iter().collect();
+        findings.extend(missing_metrics(deltas));
+        findings.extend(database::findings(deltas));
+        Ruled {
+            resources,
+            findings,
+            sessions: database::sessions(deltas),
+            gc: gc::findings(deltas, load),
+        }
+    }
+}
+
+/// The verdict of a step that measured the generator, not the tiers.
+fn invalid(why: &str) -> Verdict {
+    Verdict {
+        tier: Some("loadgen".into()),
+        resource: None,
+        summary: format!("invalid step: {why}"),
+        evidence: vec![why.to_string()],
+        ..Default::default()
     }
 }
 
 /// "0.25 cores", "1 core".
 fn cores(n: f64) -> String {
     format!("{} core{}", round2(n), if n == 1.0 { "" } else { "s" })
+}
+
+/// `x` rounded to a whole number for printing, never "-0".
+pub fn whole(x: f64) -> f64 {
+    x.round() + 0.0
 }
 
 fn round2(x: f64) -> f64 {

@@ -2,10 +2,13 @@
 //! interactive response time law (R = N / X - Z), a flat X with N growing means the
 //! response time grows with N: requests queue at some resource that is full, whether the
 //! lab measured it or not. So a configuration whose steps plateau is never "headroom",
-//! even when no measured resource crossed its bar.
+//! even when no measured resource crossed its bar: its verdict ([`verdict`]) says a
+//! plateau, names a busy single-threaded process as the likely limit, and which part of
+//! a request's time grew.
 
-use super::thresholds::{FLAT_GAIN_PCT, PLATEAU_USERS_RATIO};
-use super::Breakdown;
+use super::choice::nothing_saturated;
+use super::thresholds::{FLAT_GAIN_PCT, PLATEAU_THREAD_BUSY, PLATEAU_USERS_RATIO};
+use super::{Breakdown, Judged, Kind, Resource, Verdict};
 
 /// One step, as the rule reads it.
 #[derive(Debug, Clone, Copy)]
@@ -23,6 +26,85 @@ pub struct Plateau {
     pub mean_ms: (f64, f64),
 }
 
+/// A valid step of a configuration, as the plateau reads it.
+pub struct Step<'a> {
+    pub point: Point,
+    pub judged: &'a Judged,
+}
+
+/// The verdict of a configuration whose valid steps are `steps` (in order of users),
+/// when the last of them named no tier and they plateau; `None`: the last step's verdict
+/// stands.
+pub fn verdict(steps: &[Step]) -> Option<Verdict> {
+    let last = steps.last().filter(|s| s.judged.verdict.tier.is_none())?;
+    let points: Vec<Point> = steps.iter().map(|s| s.point).collect();
+    let p = plateau(&points)?;
+    let mut verdict = unmeasured(&p, last.judged);
+    if let Some(one) = single_threaded(last.judged) {
+        verdict = one_thread(&p, verdict, one);
+    }
+    let parts = |users| {
+        let s = steps.iter().find(|s| s.point.users == users)?;
+        s.judged.breakdown.as_ref()
+    };
+    if let (Some(a), Some(b)) = (parts(p.users.0), parts(p.users.1)) {
+        verdict.evidence.extend(grew(a, b));
+    }
+    Some(verdict)
+}
+
+/// Steps that plateaued with nothing measured saturated at the `last`: said as a
+/// saturation the lab did not see, never as headroom.
+fn unmeasured(p: &Plateau, last: &Judged) -> Verdict {
+    let measured = nothing_saturated(&last.resources);
+    let mut evidence = vec![format!("{measured}, yet users grew and throughput did not")];
+    evidence.extend(last.verdict.evidence.iter().cloned());
+    Verdict {
+        tier: None,
+        resource: Some(Kind::Plateau),
+        summary: p.summary(),
+        evidence,
+        ..Default::default()
+    }
+}
+
+/// The busiest process of a step that runs on one thread (its busiest thread is nearly
+/// all its CPU) with that thread on CPU [`PLATEAU_THREAD_BUSY`] of the time or more.
+fn single_threaded(step: &Judged) -> Option<&Resource> {
+    step.resources
+        .iter()
+        .filter(|r| r.resource == Kind::BusiestThread && r.utilisation >= PLATEAU_THREAD_BUSY)
+        .filter(|r| {
+            let t = step.tiers.iter().find(|t| t.tier == r.tier);
+            t.is_some_and(|t| t.processes == 1 && r.utilisation >= 0.9 * t.cpu_cores)
+        })
+        .max_by(|a, b| a.utilisation.total_cmp(&b.utilisation))
+}
+
+/// A plateau with a single-threaded process busy at its one core: that process is the
+/// likely limit. It serves one request at a time, so its waits on the network hold
+/// requests too, which its CPU time does not count.
+fn one_thread(p: &Plateau, plateau: Verdict, r: &Resource) -> Verdict {
+    let mut evidence = r.evidence.clone();
+    evidence.push(
+        "a single-threaded process serves one request at a time: its waits on the network hold the others too, which its CPU time does not count"
+            .into(),
+    );
+    evidence.extend(plateau.evidence);
+    Verdict {
+        tier: Some(r.tier.clone()),
+        resource: Some(Kind::BusiestThread),
+        summary: format!(
+            "{}: {} was the likely limit ({:.0}% of one core, and nothing else near full)",
+            p.summary_short(),
+            r.label,
+            r.utilisation * 100.0
+        ),
+        evidence,
+        ..Default::default()
+    }
+}
+
 /// The widest plateau ending at the last step of `points` (valid steps, in order of
 /// users): an earlier step with [`PLATEAU_USERS_RATIO`] times fewer users or less, from
 /// which throughput gained under [`FLAT_GAIN_PCT`] percent.
@@ -31,12 +113,18 @@ pub fn plateau(points: &[Point]) -> Option<Plateau> {
     points
         .iter()
         .filter(|p| p.users > 0 && last.users as f64 / p.users as f64 >= PLATEAU_USERS_RATIO)
-        .find(|p| p.tps > 0.0 && (last.tps / p.tps - 1.0) * 100.0 < FLAT_GAIN_PCT)
+        .find(|p| p.tps > 0.0 && flat((last.tps / p.tps - 1.0) * 100.0))
         .map(|p| Plateau {
             users: (p.users, last.users),
             tps: (p.tps, last.tps),
             mean_ms: (p.mean_ms, last.mean_ms),
         })
+}
+
+/// Whether throughput that gained `gain_pct` percent stayed flat ([`FLAT_GAIN_PCT`]):
+/// over more users, a plateau; over one more server, scale-out that stopped helping.
+pub fn flat(gain_pct: f64) -> bool {
+    gain_pct < FLAT_GAIN_PCT
 }
 
 impl Plateau {

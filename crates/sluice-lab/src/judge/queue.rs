@@ -11,7 +11,7 @@
 //! balancer itself, and count as held.
 
 use super::thresholds::{POOL_BUSY as BUSY, QUEUE_WAITED as WAITED};
-use super::{pct, round2, Delta, Load, Resource};
+use super::{pct, round2, Delta, Kind, Load, Resource};
 
 /// How long and how often requests waited in the balancer over the step.
 struct Held {
@@ -22,10 +22,10 @@ struct Held {
 
 /// The balancer's queue as a resource, when it has one (its metrics are read).
 pub(super) fn resource(d: &Delta, load: Load) -> Option<Resource> {
-    let held = sluice(d, load).or_else(|| haproxy(d))?;
+    let held = held(d, load)?;
     Some(Resource {
         tier: d.info.tier.clone(),
-        resource: "queue".into(),
+        resource: Kind::Queue,
         label: "the balancer's limit on its servers (max_conns), its queue full".into(),
         utilisation: round2(held.share),
         saturated: held.share >= WAITED,
@@ -37,9 +37,12 @@ pub(super) fn resource(d: &Delta, load: Load) -> Option<Resource> {
 
 /// Requests the balancer failed by itself: it limits what it sends each server, at least
 /// 5% of requests failed, the app servers refused (or failed) under a tenth of those,
-/// and none left a connection waiting unaccepted. Read only for a balancer without a
-/// queue of its own in its metrics.
+/// and none left a connection waiting unaccepted. Read only where no balancer has a
+/// queue of its own in its metrics (then [`resource`] reads that queue).
 pub(super) fn shed(deltas: &[Delta], load: Load) -> Option<Resource> {
+    if deltas.iter().any(|d| held(d, load).is_some()) {
+        return None;
+    }
     let lb = deltas.iter().find(|d| d.info.tier == "lb")?;
     let apps: Vec<&Delta> = deltas.iter().filter(|d| d.info.tier == "app").collect();
     let failed = load.errors as f64;
@@ -57,7 +60,7 @@ pub(super) fn shed(deltas: &[Delta], load: Load) -> Option<Resource> {
     }
     Some(Resource {
         tier: lb.info.tier.clone(),
-        resource: "queue".into(),
+        resource: Kind::Queue,
         label: "the balancer's limit on its servers (max_conns), with no queue".into(),
         utilisation: round2(share),
         saturated: true,
@@ -70,6 +73,11 @@ pub(super) fn shed(deltas: &[Delta], load: Load) -> Option<Resource> {
         enlarge: None,
         machine: false,
     })
+}
+
+/// How the balancer `d` held requests back, where its metrics have a queue.
+fn held(d: &Delta, load: Load) -> Option<Held> {
+    sluice(d, load).or_else(|| haproxy(d))
 }
 
 /// From sluice's `/metrics`: requests that waited, and for how long.
@@ -130,7 +138,7 @@ fn haproxy(d: &Delta) -> Option<Held> {
 pub(super) fn attribute(resources: &mut [Resource], deltas: &[Delta]) {
     let Some(q) = resources
         .iter()
-        .position(|r| r.resource == "queue" && r.saturated)
+        .position(|r| r.resource == Kind::Queue && r.saturated)
     else {
         return;
     };
@@ -138,7 +146,10 @@ pub(super) fn attribute(resources: &mut [Resource], deltas: &[Delta]) {
     let roomy = limit_not_below_threads(deltas);
     queue.extend(roomy.clone());
     let mut at_knee = false;
-    for r in resources.iter_mut().filter(|r| r.resource == "threads") {
+    for r in resources
+        .iter_mut()
+        .filter(|r| r.resource == Kind::ThreadPool)
+    {
         if r.utilisation >= BUSY || roomy.is_some() {
             r.saturated = true;
             r.evidence.extend(queue.iter().cloned());
@@ -151,7 +162,7 @@ pub(super) fn attribute(resources: &mut [Resource], deltas: &[Delta]) {
     }
     let busiest = resources
         .iter()
-        .filter(|r| r.resource == "threads")
+        .filter(|r| r.resource == Kind::ThreadPool)
         .map(|r| r.utilisation)
         .reduce(f64::max);
     if let Some(u) = busiest {
@@ -187,7 +198,7 @@ fn limit_not_below_threads(deltas: &[Delta]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use crate::judge::{judge, Load, ProcInfo};
+    use crate::judge::{judge, Kind, Load, ProcInfo};
     use crate::sample::{ProcReading, Reading};
     use std::collections::BTreeMap;
 
@@ -271,7 +282,7 @@ mod tests {
         let readings: Vec<Reading> = (0..5).map(|i| reading(i as f64, QUEUED, 0.97)).collect();
         let j = judge(&procs, &readings, load(0));
         assert_eq!(j.verdict.tier.as_deref(), Some("app"), "{:?}", j.verdict);
-        assert_eq!(j.verdict.resource.as_deref(), Some("threads"));
+        assert_eq!(j.verdict.resource, Some(Kind::ThreadPool));
         let evidence = j.verdict.evidence.join("\n");
         assert!(evidence.contains("waited in its queue"), "{evidence}");
         // Without the balancer's queue, the same pool (few waits of its own) is not.
@@ -296,8 +307,8 @@ mod tests {
         let readings: Vec<Reading> = (0..5).map(|i| reading(i as f64, &lb, 0.4)).collect();
         let v = judge(&procs, &readings, load(0)).verdict;
         assert_eq!(
-            (v.tier.as_deref(), v.resource.as_deref()),
-            (Some("lb"), Some("queue")),
+            (v.tier.as_deref(), v.resource),
+            (Some("lb"), Some(Kind::Queue)),
             "{v:?}"
         );
         assert!(v.evidence.join(" ").contains("at most 40% busy"), "{v:?}");
@@ -311,8 +322,8 @@ mod tests {
         let readings: Vec<Reading> = (0..5).map(|i| reading(i as f64, QUEUED, 0.79)).collect();
         let v = judge(&procs, &readings, load(0)).verdict;
         assert_eq!(
-            (v.tier.as_deref(), v.resource.as_deref()),
-            (Some("app"), Some("threads")),
+            (v.tier.as_deref(), v.resource),
+            (Some("app"), Some(Kind::ThreadPool)),
             "{v:?}"
         );
         let evidence = v.evidence.join(" ");

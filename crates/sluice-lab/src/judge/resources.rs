@@ -6,34 +6,33 @@ use super::thresholds::{
     CAP_HELD_SHARE, CAP_MEAN_FULL, CPU_SATURATED, CPU_THROTTLED_PCT, CPU_THROTTLED_UTIL, ENLARGE,
     GAUGE_BUSY_ALONE, GAUGE_PENDING_SHARE, POOL_BUSY, POOL_WAITED,
 };
-use super::{cores, pct, queue, round2, tier_word, Delta, Load, Resource};
+use super::{cores, pct, queue, round2, tier_word, Delta, Kind, Load, Resource};
 
 /// Every resource of every process, with the balancer's own metrics beside its CPU.
 pub(super) fn resources(deltas: &[Delta], load: Load) -> Vec<Resource> {
-    let mut resources = Vec::new();
-    for d in deltas {
-        resources.extend(cpu(d));
-        resources.extend(busiest_thread(d));
-        resources.extend(pool(d, "threads", "pool", load));
-        resources.extend(pool(d, "db_pool", "db_pool", load));
-        resources.extend(cap(d));
-        resources.extend(exported_pools(d));
-        resources.extend(queue::resource(d, load));
-        if let Some(r) = resources
-            .iter_mut()
-            .find(|r| r.tier == d.info.tier && r.resource == "cpu")
-        {
-            r.evidence.extend(balancer_metrics(d));
-        }
-        // Redis's own figures beside its command thread (or, read remotely, its CPU).
-        let thread_or_cpu = resources.iter().rposition(|r| {
-            r.tier == d.info.tier && (r.resource == "thread" || r.resource == "cpu")
-        });
-        if let Some(i) = thread_or_cpu {
-            resources[i].evidence.extend(redis_metrics(d));
-        }
+    deltas.iter().flat_map(|d| of_process(d, load)).collect()
+}
+
+/// One process's resources, its own metrics as evidence beside its CPU: sluice's beside
+/// its CPU, Redis's beside its command thread (or, read remotely, its CPU).
+fn of_process(d: &Delta, load: Load) -> Vec<Resource> {
+    let mut own: Vec<Resource> = cpu(d).into_iter().collect();
+    own.extend(busiest_thread(d));
+    own.extend(pool(d, Kind::ThreadPool, load));
+    own.extend(pool(d, Kind::DbPool, load));
+    own.extend(cap(d));
+    own.extend(exported_pools(d));
+    own.extend(queue::resource(d, load));
+    if let Some(cpu) = own.iter_mut().find(|r| r.resource == Kind::Cpu) {
+        cpu.evidence.extend(balancer_metrics(d));
     }
-    resources
+    let thread_or_cpu = own
+        .iter()
+        .rposition(|r| matches!(r.resource, Kind::BusiestThread | Kind::Cpu));
+    if let Some(i) = thread_or_cpu {
+        own[i].evidence.extend(redis_metrics(d));
+    }
+    own
 }
 
 /// A process's busiest thread against one core: a single-threaded process (nginx with
@@ -51,7 +50,7 @@ fn busiest_thread(d: &Delta) -> Option<Resource> {
     let u = used / d.seconds;
     Some(Resource {
         tier: d.info.tier.clone(),
-        resource: "thread".into(),
+        resource: Kind::BusiestThread,
         label: format!("{}'s busiest thread (one core)", tier_word(&d.info.tier)),
         utilisation: round2(u),
         saturated: u >= CPU_SATURATED,
@@ -92,7 +91,7 @@ fn cpu(d: &Delta) -> Option<Resource> {
     }
     Some(Resource {
         tier: d.info.tier.clone(),
-        resource: "cpu".into(),
+        resource: Kind::Cpu,
         label: cpu_label(d),
         utilisation: round2(u),
         saturated: u >= CPU_SATURATED
@@ -129,7 +128,7 @@ fn cpu_usage_gauge(d: &Delta) -> Option<Resource> {
     let u = round2(usage * cpus / d.info.budget_cores);
     Some(Resource {
         tier: d.info.tier.clone(),
-        resource: "cpu".into(),
+        resource: Kind::Cpu,
         label: cpu_label(d),
         utilisation: u,
         saturated: u >= CPU_SATURATED,
@@ -144,34 +143,56 @@ fn cpu_usage_gauge(d: &Delta) -> Option<Resource> {
     })
 }
 
-/// A pool whose counters start with `prefix` (`pool_*`: worker threads; `db_pool_*`).
-fn pool(d: &Delta, resource: &str, prefix: &str, load: Load) -> Option<Resource> {
-    let (size_key, busy_key) = if prefix == "pool" {
-        ("pool_threads", "pool_busy_ms")
+/// The simulated app's counters of one pool: its size, busy time, waits, wait time and
+/// the requests it served.
+struct PoolKeys {
+    size: &'static str,
+    busy_ms: &'static str,
+    waits: &'static str,
+    wait_ms: &'static str,
+    served: &'static str,
+    /// What it holds, in words.
+    what: &'static str,
+}
+
+/// Worker threads (`pool_*`) and database connections (`db_pool_*`).
+const THREAD_POOL: PoolKeys = PoolKeys {
+    size: "pool_threads",
+    busy_ms: "pool_busy_ms",
+    waits: "queue_waits",
+    wait_ms: "queue_wait_ms",
+    served: "pool_entered",
+    what: "threads",
+};
+const DB_POOL: PoolKeys = PoolKeys {
+    size: "db_pool_size",
+    busy_ms: "db_pool_busy_ms",
+    waits: "db_waits",
+    wait_ms: "db_wait_ms",
+    served: "db_queries",
+    what: "database connections",
+};
+
+/// A pool of the simulated app's counters: `kind` is [`Kind::ThreadPool`] or
+/// [`Kind::DbPool`].
+fn pool(d: &Delta, kind: Kind, load: Load) -> Option<Resource> {
+    let keys = if kind == Kind::ThreadPool {
+        &THREAD_POOL
     } else {
-        ("db_pool_size", "db_pool_busy_ms")
+        &DB_POOL
     };
-    let size = d.gauge(size_key).filter(|s| *s > 0.0)?;
-    let (waits_key, wait_key, entered_key) = if prefix == "pool" {
-        ("queue_waits", "queue_wait_ms", "pool_entered")
-    } else {
-        ("db_waits", "db_wait_ms", "db_queries")
-    };
-    let u = d.counter(busy_key) / (d.seconds * 1000.0 * size);
+    let size = d.gauge(keys.size).filter(|s| *s > 0.0)?;
+    let u = d.counter(keys.busy_ms) / (d.seconds * 1000.0 * size);
     let (waits, wait_ms, served) = (
-        d.counter(waits_key),
-        d.counter(wait_key),
-        d.counter(entered_key),
+        d.counter(keys.waits),
+        d.counter(keys.wait_ms),
+        d.counter(keys.served),
     );
     let mean_wait = if served > 0.0 { wait_ms / served } else { 0.0 };
-    let what = if prefix == "pool" {
-        "threads"
-    } else {
-        "database connections"
-    };
     let mut evidence = vec![format!(
-        "{}'s {size} {what} were {:.0}% busy",
+        "{}'s {size} {} were {:.0}% busy",
         d.info.name,
+        keys.what,
         u * 100.0
     )];
     if waits > 0.0 {
@@ -180,19 +201,19 @@ fn pool(d: &Delta, resource: &str, prefix: &str, load: Load) -> Option<Resource>
             pct(mean_wait, load.mean_ms)
         ));
     }
-    let label = if prefix == "pool" {
+    let label = if kind == Kind::ThreadPool {
         format!("{}'s thread pool ({size} threads)", tier_word(&d.info.tier))
     } else {
         format!("the database pool ({size} connections per app server)")
     };
     Some(Resource {
         tier: d.info.tier.clone(),
-        resource: resource.into(),
+        resource: kind,
         label,
         utilisation: round2(u),
         saturated: u >= POOL_BUSY && waits >= POOL_WAITED * served,
         evidence,
-        enlarge: Some(format!("{resource} {size} -> {}", (size * ENLARGE).ceil())),
+        enlarge: Some(format!("{kind} {size} -> {}", (size * ENLARGE).ceil())),
         machine: false,
     })
 }
@@ -207,7 +228,7 @@ fn cap(d: &Delta) -> Option<Resource> {
     let mean_open = open.iter().sum::<f64>() / open.len().max(1) as f64;
     Some(Resource {
         tier: d.info.tier.clone(),
-        resource: "connections".into(),
+        resource: Kind::ConnectionCap,
         label: format!("{}'s connection cap ({cap} connections)", tier_word(&d.info.tier)),
         utilisation: round2(mean_open / cap),
         saturated: (share >= CAP_HELD_SHARE || mean_open / cap >= CAP_MEAN_FULL) && queued > 0,
@@ -224,21 +245,21 @@ fn cap(d: &Delta) -> Option<Resource> {
 /// Pools that exporters report as gauges, sampled each second: (resource, busy, size,
 /// waiting). Micrometer's names (Spring Boot's `/actuator/prometheus`) and the JMX
 /// exporter's usual Tomcat rule.
-const EXPORTED_POOLS: &[(&str, &str, &str, Option<&str>)] = &[
+const EXPORTED_POOLS: &[(Kind, &str, &str, Option<&str>)] = &[
     (
-        "threads",
+        Kind::ThreadPool,
         "tomcat_threads_busy_threads",
         "tomcat_threads_config_max_threads",
         None,
     ),
     (
-        "threads",
+        Kind::ThreadPool,
         "tomcat_threadpool_currentthreadsbusy",
         "tomcat_threadpool_maxthreads",
         None,
     ),
     (
-        "db_pool",
+        Kind::DbPool,
         "hikaricp_connections_active",
         "hikaricp_connections_max",
         Some("hikaricp_connections_pending"),
@@ -250,7 +271,7 @@ const EXPORTED_POOLS: &[(&str, &str, &str, Option<&str>)] = &[
 /// without a pending gauge, at [`GAUGE_BUSY_ALONE`]).
 fn exported_pools(d: &Delta) -> Vec<Resource> {
     let mut out = Vec::new();
-    for (resource, busy, size, pending) in EXPORTED_POOLS {
+    for &(kind, busy, size, pending) in EXPORTED_POOLS {
         let (b, s) = (d.series(busy), d.series(size));
         let Some(max) = s.iter().copied().reduce(f64::max).filter(|m| *m > 0.0) else {
             continue;
@@ -277,11 +298,11 @@ fn exported_pools(d: &Delta) -> Vec<Resource> {
         }
         out.push(Resource {
             tier: d.info.tier.clone(),
-            resource: (*resource).into(),
+            resource: kind,
             label: format!(
                 "{}'s {} ({max})",
                 d.info.tier,
-                if *resource == "threads" {
+                if kind == Kind::ThreadPool {
                     "thread pool"
                 } else {
                     "database pool"

@@ -4,11 +4,13 @@
 //! `crates/sluice/tests/lab.rs` check the same rules on real tiers.
 
 use super::choice::choose;
-use super::findings::{findings, lost_messages, starved};
+use super::findings::{blame_keepalive, keepalive_off, lost_messages, starved};
+use super::proof::runner_up;
 use super::thresholds::*;
 use super::validity::{validity, GeneratorCpu};
 use super::*;
 use crate::sample::{exposition_counters, ProcReading, Reading};
+use sluice_process::cpu_budget::Throttling;
 use std::collections::BTreeMap;
 
 /// A reading of one process at `t` whose exporter said `text`.
@@ -70,7 +72,7 @@ fn counters(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
 }
 
 /// The resource `kind` of the only process judged over `readings`.
-fn resource(tier: &str, readings: &[Reading], kind: &str) -> Resource {
+fn resource(tier: &str, readings: &[Reading], kind: Kind) -> Resource {
     let judged = judge(&one(tier), readings, load());
     let found = judged.resources.iter().find(|r| r.resource == kind);
     found
@@ -91,7 +93,7 @@ fn cpu_at(util: f64, throttled: u64) -> Resource {
     };
     end.throttling.periods = 100;
     end.throttling.throttled = throttled;
-    resource("app", &step(start, end), "cpu")
+    resource("app", &step(start, end), Kind::Cpu)
 }
 
 #[test]
@@ -144,9 +146,9 @@ fn pool_at(prefix: &str, busy: f64, waited: f64) -> Resource {
         ..ProcReading::default()
     };
     let kind = if prefix == "pool" {
-        "threads"
+        Kind::ThreadPool
     } else {
-        "db_pool"
+        Kind::DbPool
     };
     resource("app", &step(start, end), kind)
 }
@@ -211,7 +213,7 @@ fn cap_at(open: &[f64], queued: u64) -> Resource {
         counters: counters(&[("max_conns", 100.0), ("conns_open", 0.0)]),
         ..ProcReading::default()
     };
-    resource("app", &framed(readings, idle), "connections")
+    resource("app", &framed(readings, idle), Kind::ConnectionCap)
 }
 
 #[test]
@@ -271,9 +273,13 @@ fn exported_pools_are_saturated_busy_with_requests_pending_or_nearly_full() {
     ];
     for (active, pending_in, busy, db_saturated, threads_saturated) in table {
         let resources = gauges_at(active, pending_in, busy);
-        let of = |kind: &str| resources.iter().find(|r| r.resource == kind).unwrap();
-        assert_eq!(of("db_pool").saturated, db_saturated, "{resources:?}");
-        assert_eq!(of("threads").saturated, threads_saturated, "{resources:?}");
+        let of = |kind: Kind| resources.iter().find(|r| r.resource == kind).unwrap();
+        assert_eq!(of(Kind::DbPool).saturated, db_saturated, "{resources:?}");
+        assert_eq!(
+            of(Kind::ThreadPool).saturated,
+            threads_saturated,
+            "{resources:?}"
+        );
     }
 }
 
@@ -341,11 +347,11 @@ fn keep_alive_off_is_found_from_new_connections_per_request() {
         let said = judged
             .findings
             .iter()
-            .any(|f| f.contains("keep-alive is off"));
+            .any(|f| f.text.contains("keep-alive is off"));
         assert_eq!(said, found, "{per_request}: {:?}", judged.findings);
     }
     // The balancer's saturated CPU is then named for its keep-alive.
-    let mut resources = vec![saturated("lb", "cpu", 0.95, false)];
+    let mut resources = vec![saturated("lb", Kind::Cpu, 0.95, false)];
     let procs = one("app");
     let readings = apps(1.0);
     let deltas: Vec<Delta> = vec![Delta {
@@ -356,8 +362,9 @@ fn keep_alive_off_is_found_from_new_connections_per_request() {
         index: 0,
         readings: &readings,
     }];
-    findings(&deltas, &mut resources);
-    assert_eq!(resources[0].resource, "keepalive");
+    let off = keepalive_off(&deltas).expect("keep-alive off");
+    blame_keepalive(&mut resources, &off);
+    assert_eq!(resources[0].resource, Kind::KeepaliveOff);
 }
 
 #[test]
@@ -368,7 +375,7 @@ fn other_processes_take_the_cpu_when_it_is_contended_and_no_tier_is_busy() {
         (CONTENDED_PSI_PCT, CONTENDED_TIER_BELOW, false),
     ];
     for (psi, busiest, found) in table {
-        let resources = [resource_of("app", "cpu", busiest, false)];
+        let resources = [resource_of("app", Kind::Cpu, busiest, false)];
         assert_eq!(
             starved(Some(psi), &resources, None).is_some(),
             found,
@@ -376,12 +383,12 @@ fn other_processes_take_the_cpu_when_it_is_contended_and_no_tier_is_busy() {
         );
     }
     assert_eq!(
-        starved(None, &[resource_of("app", "cpu", 0.1, false)], None),
+        starved(None, &[resource_of("app", Kind::Cpu, 0.1, false)], None),
         None
     );
     // "Other processes" are only those that are neither a tier nor the generator, and
     // only when they used OTHER_PROCESSES_PCT of the machine or more.
-    let resources = [resource_of("app", "cpu", 0.5, false)];
+    let resources = [resource_of("app", Kind::Cpu, 0.5, false)];
     let split = |other: f64| MachineCpu {
         cores: 2.0,
         busy: 1.9,
@@ -390,9 +397,13 @@ fn other_processes_take_the_cpu_when_it_is_contended_and_no_tier_is_busy() {
         other,
     };
     let edge = 2.0 * OTHER_PROCESSES_PCT / 100.0;
-    let found = starved(Some(90.0), &resources, Some(&split(edge))).unwrap();
+    let found = starved(Some(90.0), &resources, Some(&split(edge)))
+        .unwrap()
+        .text;
     assert!(found.contains("other processes on this machine"), "{found}");
-    let found = starved(Some(90.0), &resources, Some(&split(edge - 0.01))).unwrap();
+    let found = starved(Some(90.0), &resources, Some(&split(edge - 0.01)))
+        .unwrap()
+        .text;
     assert!(
         found.contains("the lab's own tiers and load generator"),
         "{found}"
@@ -407,6 +418,50 @@ fn machine(name: &str, tier: &str) -> ProcInfo {
         budget_cores: 2.0,
         budget: "the machine's 2 cores".into(),
         local: true,
+    }
+}
+
+#[test]
+fn each_balancers_own_metrics_are_evidence_beside_its_own_cpu() {
+    // Two sluice processes of one tier: each one's /metrics beside its CPU, not both
+    // beside the first's.
+    let procs = [
+        ProcInfo {
+            name: "lb-1".into(),
+            ..one("lb").remove(0)
+        },
+        ProcInfo {
+            name: "lb-2".into(),
+            ..one("lb").remove(0)
+        },
+    ];
+    let at = |t: f64| Reading {
+        t,
+        procs: [100.0, 300.0]
+            .iter()
+            .map(|rate| ProcReading {
+                cpu_s: 0.2 * t,
+                counters: counters(&[("sluice_upstream_requests_total", rate * t)]),
+                ..ProcReading::default()
+            })
+            .collect(),
+        ..Reading::default()
+    };
+    let readings: Vec<Reading> = (0..=10).map(|i| at(i as f64)).collect();
+    let judged = judge(&procs, &readings, load());
+    let cpus: Vec<&Resource> = judged
+        .resources
+        .iter()
+        .filter(|r| r.resource == Kind::Cpu)
+        .collect();
+    for (cpu, name) in cpus.iter().zip(["lb-1", "lb-2"]) {
+        let own = format!("{name} (its /metrics)");
+        let said: Vec<&String> = cpu
+            .evidence
+            .iter()
+            .filter(|e| e.contains("/metrics"))
+            .collect();
+        assert!(said.len() == 1 && said[0].starts_with(&own), "{cpus:?}");
     }
 }
 
@@ -430,7 +485,7 @@ fn a_machine_full_of_other_processes_says_so_in_its_verdict() {
     };
     let readings: Vec<Reading> = (0..=10).map(|i| at(i as f64)).collect();
     let v = judge(&procs, &readings, load()).verdict;
-    assert_eq!(v.resource.as_deref(), Some("cpu"), "{v:?}");
+    assert_eq!(v.resource, Some(Kind::Cpu), "{v:?}");
     assert!(
         v.summary
             .contains("shared by tiers without budgets: app 0.42, lb 0.38, other processes 1.10"),
@@ -465,8 +520,8 @@ fn tiers_sharing_a_machine_without_budgets_are_judged_together_against_it() {
     let judged = judge(&procs, &readings, load());
     let v = &judged.verdict;
     assert_eq!(
-        (v.tier.as_deref(), v.resource.as_deref()),
-        (Some("app"), Some("cpu")),
+        (v.tier.as_deref(), v.resource),
+        (Some("app"), Some(Kind::Cpu)),
         "{v:?}"
     );
     let together = judged
@@ -485,7 +540,7 @@ fn tiers_sharing_a_machine_without_budgets_are_judged_together_against_it() {
         judged
             .findings
             .iter()
-            .all(|f| !f.contains("other processes")),
+            .all(|f| !f.text.contains("other processes")),
         "{:?}",
         judged.findings
     );
@@ -515,10 +570,10 @@ fn lost_messages_name_the_balancer_only_when_no_tier_is_saturated() {
     assert_eq!(kept.tier.as_deref(), Some("db"));
 }
 
-fn resource_of(tier: &str, kind: &str, utilisation: f64, machine: bool) -> Resource {
+fn resource_of(tier: &str, kind: Kind, utilisation: f64, machine: bool) -> Resource {
     Resource {
         tier: tier.into(),
-        resource: kind.into(),
+        resource: kind,
         label: format!("{tier} {kind}"),
         utilisation,
         saturated: false,
@@ -528,7 +583,7 @@ fn resource_of(tier: &str, kind: &str, utilisation: f64, machine: bool) -> Resou
     }
 }
 
-fn saturated(tier: &str, kind: &str, utilisation: f64, machine: bool) -> Resource {
+fn saturated(tier: &str, kind: Kind, utilisation: f64, machine: bool) -> Resource {
     Resource {
         saturated: true,
         ..resource_of(tier, kind, utilisation, machine)
@@ -547,7 +602,7 @@ fn lock_waits(waited: u64, waiting: u64, running: u64) -> Resource {
     db.samples_with.insert("lock".into(), waited);
     db.events.insert("Lock:transactionid".into(), waiting);
     let judged = db_step(db, 0);
-    let locks = judged.resources.iter().find(|r| r.resource == "locks");
+    let locks = judged.resources.iter().find(|r| r.resource == Kind::Locks);
     locks.expect("a lock resource").clone()
 }
 
@@ -604,12 +659,51 @@ fn io_waits_are_judged_as_lock_waits_are() {
         let r = judged
             .resources
             .iter()
-            .find(|r| r.resource == "io")
+            .find(|r| r.resource == Kind::DiskIo)
             .unwrap();
         assert_eq!(r.saturated, saturated, "{waited} {waiting}: {r:?}");
         assert_eq!(r.label, "the database's disk I/O");
         assert!(r.evidence[0].contains("(IO:DataFileRead)"), "{r:?}");
     }
+}
+
+#[test]
+fn a_databases_sessions_go_beside_its_cpu_or_say_that_it_is_not_read() {
+    let db_with_cpu = |cpu_s: f64| {
+        let mut db = crate::database::DbReading {
+            samples: 40,
+            ..Default::default()
+        };
+        db.sessions.insert("running".into(), 40);
+        let start = ProcReading {
+            db: Some(Default::default()),
+            ..ProcReading::default()
+        };
+        let end = ProcReading {
+            cpu_s,
+            db: Some(db),
+            ..ProcReading::default()
+        };
+        judge(&one("db"), &step(start, end), load())
+    };
+    let line = "db-1: 1.0 sessions running on average (40 samples)";
+    let read = db_with_cpu(2.0);
+    let cpu = read.resources.iter().find(|r| r.resource == Kind::Cpu);
+    assert!(
+        cpu.is_some_and(|c| c.evidence.iter().any(|e| e == line)),
+        "{read:?}"
+    );
+    assert!(!read.findings.iter().any(|f| f.text.starts_with(line)));
+    let unread = db_with_cpu(0.0);
+    let said = unread
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::Sessions);
+    assert!(
+        said.is_some_and(|f| f.text.starts_with(line) && f.text.contains("its CPU is not read")),
+        "{:?}",
+        unread.findings
+    );
 }
 
 #[test]
@@ -629,27 +723,27 @@ fn max_connections_is_saturated_when_held_and_waited_for() {
         let r = judged
             .resources
             .iter()
-            .find(|r| r.resource == "db_connections")
+            .find(|r| r.resource == Kind::MaxConnections)
             .unwrap();
         assert_eq!(r.saturated, saturated, "{at_max}: {r:?}");
     }
     // Held, and nothing waited: the pools in front are open, so it is what limits the
     // next client (another server's pool), said as a finding, never the verdict.
     let judged = db_step(at(40), 0);
-    assert_ne!(judged.verdict.resource.as_deref(), Some("db_connections"));
+    assert_ne!(judged.verdict.resource, Some(Kind::MaxConnections));
     let finding = judged
         .findings
         .iter()
-        .find(|f| f.contains("max_connections (11) was reached"));
+        .find(|f| f.text.contains("max_connections (11) was reached"));
     assert!(
-        finding.is_some_and(|f| f.contains("the next client to connect")),
+        finding.is_some_and(|f| f.text.contains("the next client to connect")),
         "{:?}",
         judged.findings
     );
 }
 
 /// A verdict's tier and resource.
-type Named = (Option<String>, Option<String>);
+type Named = (Option<String>, Option<Kind>);
 
 /// The tier and resource `choose` names among `resources`.
 fn chosen(resources: &[Resource]) -> Named {
@@ -657,8 +751,8 @@ fn chosen(resources: &[Resource]) -> Named {
     (v.tier, v.resource)
 }
 
-fn named(tier: &str, kind: &str) -> Named {
-    (Some(tier.into()), Some(kind.into()))
+fn named(tier: &str, kind: Kind) -> Named {
+    (Some(tier.into()), Some(kind))
 }
 
 #[test]
@@ -668,70 +762,73 @@ fn a_saturated_cpu_is_chosen_before_any_pool_and_the_deepest_pool_before_others(
         // (issue 29: "add pool" was the advice for a hot row)...
         (
             vec![
-                saturated("app", "db_pool", 1.0, false),
-                saturated("app", "threads", 1.0, false),
-                saturated("db", "locks", 0.9, false),
+                saturated("app", Kind::DbPool, 1.0, false),
+                saturated("app", Kind::ThreadPool, 1.0, false),
+                saturated("db", Kind::Locks, 0.9, false),
             ],
-            named("db", "locks"),
+            named("db", Kind::Locks),
         ),
         // ...but after a saturated CPU, whose slow holders make others wait.
         (
             vec![
-                saturated("db", "locks", 1.0, false),
-                saturated("db", "cpu", 0.9, false),
+                saturated("db", Kind::Locks, 1.0, false),
+                saturated("db", Kind::Cpu, 0.9, false),
             ],
-            named("db", "cpu"),
+            named("db", Kind::Cpu),
         ),
         // CPU first, even when a pool reads fuller: the pool fills because of it.
         (
             vec![
-                saturated("app", "db_pool", 0.99, false),
-                saturated("app", "cpu", 0.86, false),
+                saturated("app", Kind::DbPool, 0.99, false),
+                saturated("app", Kind::Cpu, 0.86, false),
             ],
-            named("app", "cpu"),
+            named("app", Kind::Cpu),
         ),
         // The busiest of two saturated CPUs.
         (
             vec![
-                saturated("app", "cpu", 0.9, false),
-                saturated("db", "cpu", 0.95, false),
+                saturated("app", Kind::Cpu, 0.9, false),
+                saturated("db", Kind::Cpu, 0.95, false),
             ],
-            named("db", "cpu"),
+            named("db", Kind::Cpu),
         ),
         // A process before its whole machine (node_exporter), however full that is.
         (
             vec![
-                saturated("host", "cpu", 1.0, true),
-                saturated("app", "cpu", 0.86, false),
+                saturated("host", Kind::Cpu, 1.0, true),
+                saturated("app", Kind::Cpu, 0.86, false),
             ],
-            named("app", "cpu"),
+            named("app", Kind::Cpu),
         ),
         // The deepest pool: the database's, then the app's database pool, threads, cap.
         (
             vec![
-                saturated("app", "connections", 1.0, false),
-                saturated("app", "threads", 0.99, false),
-                saturated("app", "db_pool", 0.81, false),
+                saturated("app", Kind::ConnectionCap, 1.0, false),
+                saturated("app", Kind::ThreadPool, 0.99, false),
+                saturated("app", Kind::DbPool, 0.81, false),
             ],
-            named("app", "db_pool"),
+            named("app", Kind::DbPool),
         ),
         (
             vec![
-                saturated("app", "db_pool", 0.99, false),
-                saturated("db", "threads", 0.81, false),
+                saturated("app", Kind::DbPool, 0.99, false),
+                saturated("db", Kind::ThreadPool, 0.81, false),
             ],
-            named("db", "threads"),
+            named("db", Kind::ThreadPool),
         ),
         // Nothing saturated: no tier, however busy.
-        (vec![resource_of("app", "cpu", 0.84, false)], (None, None)),
+        (
+            vec![resource_of("app", Kind::Cpu, 0.84, false)],
+            (None, None),
+        ),
     ];
     for (resources, expected) in table {
         assert_eq!(chosen(&resources), expected, "{resources:?}");
     }
     // The others saturated are said beside the verdict.
     let both = [
-        saturated("app", "cpu", 0.9, false),
-        saturated("app", "threads", 0.9, false),
+        saturated("app", Kind::Cpu, 0.9, false),
+        saturated("app", Kind::ThreadPool, 0.9, false),
     ];
     let v = choose(&both);
     assert!(
@@ -746,19 +843,19 @@ fn a_saturated_cpu_is_chosen_before_any_pool_and_the_deepest_pool_before_others(
 fn the_runner_up_is_the_most_used_other_resource_that_can_be_enlarged() {
     let verdict = Verdict {
         tier: Some("app".into()),
-        resource: Some("cpu".into()),
+        resource: Some(Kind::Cpu),
         ..Verdict::default()
     };
-    let mut fixed = resource_of("db", "cpu", 0.99, false);
+    let mut fixed = resource_of("db", Kind::Cpu, 0.99, false);
     fixed.enlarge = None;
     let resources = [
-        resource_of("app", "cpu", 0.95, false),
+        resource_of("app", Kind::Cpu, 0.95, false),
         fixed,
-        resource_of("app", "threads", 0.6, false),
-        resource_of("lb", "cpu", 0.4, false),
+        resource_of("app", Kind::ThreadPool, 0.6, false),
+        resource_of("lb", Kind::Cpu, 0.4, false),
     ];
     let r = runner_up(&resources, &verdict).unwrap();
-    assert_eq!((r.tier.as_str(), r.resource.as_str()), ("app", "threads"));
+    assert_eq!((r.tier.as_str(), r.resource), ("app", Kind::ThreadPool));
 }
 
 #[test]
@@ -827,20 +924,19 @@ fn a_spring_boot_app_waiting_on_hikari_is_named_for_its_database_pool() {
     };
     let j = judge(&procs, &readings, load);
     assert_eq!(j.verdict.tier.as_deref(), Some("app"), "{:?}", j.verdict);
-    assert_eq!(
-        j.verdict.resource.as_deref(),
-        Some("db_pool"),
-        "{:?}",
-        j.verdict
-    );
+    assert_eq!(j.verdict.resource, Some(Kind::DbPool), "{:?}", j.verdict);
     let threads = j
         .resources
         .iter()
-        .find(|r| r.resource == "threads")
+        .find(|r| r.resource == Kind::ThreadPool)
         .unwrap();
     assert_eq!((threads.utilisation, threads.saturated), (0.2, false));
     // The CPU, 10% of its budget, is not what limits it.
-    let cpu = j.resources.iter().find(|r| r.resource == "cpu").unwrap();
+    let cpu = j
+        .resources
+        .iter()
+        .find(|r| r.resource == Kind::Cpu)
+        .unwrap();
     assert!(!cpu.saturated && cpu.utilisation < 0.2, "{cpu:?}");
     // An idle pool names nothing.
     let idle = full.replace("} 7.0", "} 0.0").replace(
@@ -928,15 +1024,15 @@ fn a_single_busy_thread_is_saturated_however_many_cores_the_machine_has() {
         let thread = judged
             .resources
             .iter()
-            .find(|r| r.resource == "thread")
+            .find(|r| r.resource == Kind::BusiestThread)
             .unwrap();
         assert_eq!(thread.saturated, saturated, "{thread:?}");
-        let named = judged.verdict.resource.as_deref() == Some("thread");
+        let named = judged.verdict.resource == Some(Kind::BusiestThread);
         assert_eq!(named, saturated, "{:?}", judged.verdict);
         let cpu = judged
             .resources
             .iter()
-            .find(|r| r.resource == "cpu")
+            .find(|r| r.resource == Kind::Cpu)
             .unwrap();
         assert!(
             !cpu.saturated,
@@ -961,9 +1057,38 @@ fn a_jvm_without_tomcat_thread_metrics_is_said_to_be_missing_them() {
         let found = judged
             .findings
             .iter()
-            .any(|f| f.contains("server.tomcat.mbeanregistry.enabled=true"));
+            .any(|f| f.text.contains("server.tomcat.mbeanregistry.enabled=true"));
         assert_eq!(found, said, "{text}: {:?}", judged.findings);
     }
+}
+
+#[test]
+fn a_tiers_processes_missing_a_metric_say_so_once_for_their_tier() {
+    // Merged by kind and subject (the tier), whatever each process's sentence says.
+    let jvm = "jvm_threads_live_threads 40.0\n";
+    let procs: Vec<ProcInfo> = [("app-1", "app"), ("app-2", "app"), ("api-1", "api")]
+        .into_iter()
+        .map(|(name, tier)| ProcInfo {
+            name: name.into(),
+            tier: tier.into(),
+            ..one("app").remove(0)
+        })
+        .collect();
+    let readings: Vec<Reading> = (0..5)
+        .map(|i| {
+            let mut r = reading(i as f64, 0.1 * i as f64, jvm);
+            r.procs = vec![r.procs[0].clone(); 3];
+            r
+        })
+        .collect();
+    let judged = judge(&procs, &readings, load());
+    let said: Vec<(FindingKind, &str)> = judged
+        .findings
+        .iter()
+        .map(|f| (f.kind, f.subject.as_str()))
+        .collect();
+    let missing = FindingKind::NoThreadMetrics;
+    assert_eq!(said, [(missing, "app"), (missing, "api")], "{said:?}");
 }
 
 #[test]
@@ -983,11 +1108,11 @@ fn a_cpu_measured_without_a_core_count_is_said_not_judged() {
         let found = judged
             .findings
             .iter()
-            .find(|f| f.starts_with("app: used 0.90 cores"));
+            .find(|f| f.text.starts_with("app: used 0.90 cores"));
         assert_eq!(found.is_some(), said, "{:?}", judged.findings);
         if said {
-            assert!(!judged.resources.iter().any(|r| r.resource == "cpu"));
-            assert!(found.unwrap().contains("PID@URL"));
+            assert!(!judged.resources.iter().any(|r| r.resource == Kind::Cpu));
+            assert!(found.unwrap().text.contains("PID@URL"));
         }
     }
 }
@@ -1046,16 +1171,19 @@ fn a_requests_time_is_broken_down_from_the_apps_own_timers() {
         ]
     );
     // 0.1 s of pauses in 10 s is 1%: no finding; GC_PAUSED_PCT of the step is one.
-    assert!(!judged.findings.iter().any(|f| f.contains("GC paused")));
+    assert!(!judged.findings.iter().any(|f| f.text.contains("GC paused")));
     let paused = GC_PAUSED_PCT / 100.0 * 10.0;
     let readings = vec![
         reading(0.0, 0.0, &micrometer(0.0, 0.0, 0.0, 0.0, 0.0)),
         reading(10.0, 0.0, &micrometer(1000.0, 80.0, 50.0, 20.0, paused)),
     ];
     let judged = judge(&one("app"), &readings, load());
-    let gc = judged.findings.iter().find(|f| f.contains("GC paused"));
+    let gc = judged
+        .findings
+        .iter()
+        .find(|f| f.text.contains("GC paused"));
     assert!(
-        gc.is_some_and(|f| f.contains("the longest 200 ms")),
+        gc.is_some_and(|f| f.text.contains("the longest 200 ms")),
         "{:?}",
         judged.findings
     );
@@ -1085,7 +1213,7 @@ fn a_gc_pause_the_latency_tail_waited_out_is_a_finding() {
         let found = judged
             .findings
             .iter()
-            .find(|f| f.contains("GC pauses line up with the latency tail"));
+            .find(|f| f.text.contains("GC pauses line up with the latency tail"));
         assert_eq!(
             found.is_some(),
             said,
@@ -1094,7 +1222,7 @@ fn a_gc_pause_the_latency_tail_waited_out_is_a_finding() {
         );
         if said {
             assert!(
-                found.unwrap().contains("the longest pause 200 ms"),
+                found.unwrap().text.contains("the longest pause 200 ms"),
                 "{found:?}"
             );
         }
@@ -1116,24 +1244,31 @@ fn a_jvm_stopped_by_gc_a_large_share_of_the_step_is_its_heap_saturated() {
         let heap = judged
             .resources
             .iter()
-            .find(|r| r.resource == "heap")
+            .find(|r| r.resource == Kind::Heap)
             .unwrap();
         assert_eq!(heap.saturated, saturated, "{pct}: {heap:?}");
         assert_eq!(heap.label, "the app server's heap (GC)");
         // Named before the CPU its collector fills; below, said as a finding.
-        let named = (
-            judged.verdict.tier.as_deref(),
-            judged.verdict.resource.as_deref(),
-        );
+        let named = (judged.verdict.tier.as_deref(), judged.verdict.resource);
         let gc_finding = judged
             .findings
             .iter()
-            .any(|f| f.contains("GC paused the JVM"));
+            .any(|f| f.text.contains("GC paused the JVM"));
         if saturated {
-            assert_eq!(named, (Some("app"), Some("heap")), "{:?}", judged.verdict);
+            assert_eq!(
+                named,
+                (Some("app"), Some(Kind::Heap)),
+                "{:?}",
+                judged.verdict
+            );
             assert!(!gc_finding, "{:?}", judged.findings);
         } else {
-            assert_eq!(named, (Some("app"), Some("cpu")), "{:?}", judged.verdict);
+            assert_eq!(
+                named,
+                (Some("app"), Some(Kind::Cpu)),
+                "{:?}",
+                judged.verdict
+            );
             assert!(gc_finding, "{:?}", judged.findings);
         }
     }
@@ -1221,7 +1356,7 @@ fn a_real_spring_boot_apps_metrics_give_its_pools_and_where_its_time_went() {
             ..load()
         },
     );
-    let of = |kind: &str| {
+    let of = |kind: Kind| {
         judged
             .resources
             .iter()
@@ -1229,9 +1364,13 @@ fn a_real_spring_boot_apps_metrics_give_its_pools_and_where_its_time_went() {
             .unwrap()
     };
     // 20 of 20 Tomcat threads busy; 10 of 10 connections with 9 requests pending.
-    assert!(of("threads").saturated, "{:?}", of("threads"));
-    assert!(of("db_pool").saturated, "{:?}", of("db_pool"));
-    assert!(!judged.findings.iter().any(|f| f.contains("mbeanregistry")));
+    let (threads, pool) = (of(Kind::ThreadPool), of(Kind::DbPool));
+    assert!(threads.saturated, "{threads:?}");
+    assert!(pool.saturated, "{pool:?}");
+    assert!(!judged
+        .findings
+        .iter()
+        .any(|f| f.text.contains("mbeanregistry")));
     // 1,754 requests to /stock between the readings (the actuator's left out), 196.5 s
     // in the app: 112.0 ms each, half waiting for a connection, half holding one.
     let b = judged.breakdown.expect("a breakdown");
@@ -1261,7 +1400,7 @@ fn a_jvm_with_only_the_cpu_usage_gauge_is_judged_by_it() {
         let cpu = judged
             .resources
             .iter()
-            .find(|r| r.resource == "cpu")
+            .find(|r| r.resource == Kind::Cpu)
             .cloned();
         cpu.expect("a CPU from the gauge")
     };

@@ -1,6 +1,7 @@
 //! Every threshold the lab judges by, each once, with why it is where it is. The rules
-//! that use them (`resources`, `queue`, `validity`, `findings`, `choice`, and the proof
-//! in `report`) name these constants; docs/lab.md's "How the lab judges" points here.
+//! that use them (`resources`, `queue`, `validity`, `findings`, `choice`, `database`,
+//! `gc`, `plateau` and `proof`) name these constants; docs/lab.md's "How the lab judges"
+//! points here.
 
 /// Defines each threshold as a constant, and [`ALL`] with every one by name.
 macro_rules! thresholds {

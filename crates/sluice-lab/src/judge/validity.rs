@@ -4,7 +4,8 @@
 use super::thresholds::{
     CPU_THROTTLED_PCT, CPU_THROTTLED_UTIL, GENERATOR_BUSY, LITTLES_LAW_TOLERANCE,
 };
-use super::{round2, Load};
+use super::{round2, throttled_pct, Finding, FindingKind, Load, TierFigures};
+use crate::sample::Reading;
 
 /// The load generator's CPU over a step: its share of the cores it can use, and the
 /// percent of its cgroup's quota periods it was throttled in (0 without a quota).
@@ -15,6 +16,15 @@ pub struct GeneratorCpu {
 }
 
 impl GeneratorCpu {
+    /// The generator's CPU between readings `first` and `last`, `seconds` apart, on the
+    /// `cores` it can use.
+    pub(super) fn between(first: &Reading, last: &Reading, seconds: f64, cores: f64) -> Self {
+        GeneratorCpu {
+            util: (last.generator_cpu_s - first.generator_cpu_s) / (seconds * cores),
+            throttled_pct: throttled_pct(&first.generator_throttling, &last.generator_throttling),
+        }
+    }
+
     /// Short of CPU by the rule a tier's CPU is saturated by: busy, or nearly so while
     /// its quota stopped it in most periods (over a short step, on a busy machine, a
     /// generator held at its quota can read as 70-80% of it).
@@ -62,4 +72,28 @@ pub(super) fn validity(
         ));
     }
     None
+}
+
+/// Users missing from Little's law (`why`) while a tier left connections unaccepted, or
+/// requests failed, were held by that tier, not idle in the generator: evidence, said as
+/// a finding, not an invalid step. A generator short of CPU stays the reason.
+pub(super) fn held(
+    why: Option<String>,
+    tiers: &[TierFigures],
+    load: Load,
+    generator: GeneratorCpu,
+) -> (Option<String>, Option<Finding>) {
+    let held = tiers.iter().any(|t| t.accept_queue_max > 0) || load.errors > 0;
+    match why {
+        Some(why) if held && !generator.short() => {
+            let text = format!(
+                "{why}: the others waited on requests a tier had not answered when the step ended"
+            );
+            (
+                None,
+                Some(Finding::new(FindingKind::UsersHeld, "loadgen", text)),
+            )
+        }
+        why => (why, None),
+    }
 }
