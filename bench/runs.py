@@ -198,13 +198,17 @@ def first_code(text: str) -> str:
 
 def lab_row(run: pathlib.Path, where: str) -> str:
     report, output, note = (read(run / f) for f in ("report.txt", "output.txt", "NOTE.md"))
-    first = output.splitlines()[0] if output else ""
-    command = first[2:] if first.startswith("$ ") else field(note, "command").strip("`")
+    # sluice lab --out writes its command line and version atop report.txt (since
+    # 2026-11-29); earlier runs have them in output.txt or NOTE.md, if anywhere.
+    firsts = [text.splitlines()[0] for text in (output, report) if text]
+    said = [line[2:] for line in firsts if line.startswith("$ ")]
+    command = said[0] if said else field(note, "command").strip("`")
     contended = report.count("the machine's CPUs were contended")
     machine = f"contended in {contended} step(s)" if contended else "no contention found"
     date, experiment = run.parent.name, run.name
+    commit = commit_in(note + output + report[:300]) or "-"
     return (
-        f"| {date} | [{experiment}]({date}/{experiment}/) | {commit_in(note + output) or '-'}"
+        f"| {date} | [{experiment}]({date}/{experiment}/) | {commit}"
         f" | {f'`{cell(command)}`' if command else '-'} | {machine} | {cell(verdict(report))}"
         f" | {proof(report)} | {where} |"
     )
@@ -277,8 +281,9 @@ LAB = Tree(
         "# Lab runs",
         "",
         "Every `sluice lab` run the docs quote, one directory each, `DATE/EXPERIMENT`:",
-        "`report.txt` (the report `sluice lab --out` writes: the table, each configuration's",
-        "evidence, the proof, the verdict), `output.txt` where kept (all it printed, after the",
+        "`report.txt` (the report `sluice lab --out` writes: since 2026-11-29 the command and",
+        "the build first, then the table, each configuration's evidence, the proof, the",
+        "verdict), `output.txt` where kept (all it printed, after the",
         "command as `$ ...` where that was recorded), a `NOTE.md` where something needs saying,",
         "and `raw.tar.xz` (`report.html`, the page; `report.json`; `tiers/`, each step's configs",
         "and logs). After `sluice lab --out lab/runs/DATE/EXPERIMENT`: `bench/runs.py pack",

@@ -20,6 +20,13 @@ use sluice_bench::report::StepReport;
 #[derive(Debug, Clone, Serialize)]
 pub struct LabReport {
     pub tool: String,
+    /// The build that ran (`sluice --version`'s text, with its commit) and the command
+    /// line, the program written `sluice`: set by the CLI, so that a report kept in
+    /// lab/runs says how to run it again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     /// The experiment run; absent when a running deployment was measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub experiment: Option<Experiment>,
@@ -262,6 +269,8 @@ impl LabReport {
     fn new_empty(interrupted: bool) -> LabReport {
         LabReport {
             tool: format!("sluice lab {}", env!("CARGO_PKG_VERSION")),
+            version: None,
+            command: None,
             experiment: None,
             deployment: None,
             started_unix_ms: 0,

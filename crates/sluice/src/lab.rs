@@ -139,8 +139,7 @@ pub fn lab(args: LabArgs) -> anyhow::Result<ExitCode> {
     if args.out.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let report = result?;
-    finish(&args, &report)
+    finish(&args, result?)
 }
 
 /// `--target URL --tier ...`: measure a deployment the lab did not start.
@@ -189,7 +188,7 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
     let options = progress_options(args, target, std::env::temp_dir(), None)?;
     let report = run::run_deployment(&mut d, &options, &stop)?;
     options.live.finish(&report.verdict.summary);
-    finish(args, &report)
+    finish(args, report)
 }
 
 fn width(args: &LabArgs) -> Width {
@@ -230,9 +229,17 @@ fn progress_options(
 
 /// The summary after the steps' lines, the files asked for, and the exit code (130
 /// after an interruption: what was measured is written all the same).
-fn finish(args: &LabArgs, report: &report::LabReport) -> anyhow::Result<ExitCode> {
-    print!("{}", text::summary(report, width(args)));
-    write_files(args, report, &text::table(report, width(args)))?;
+fn finish(args: &LabArgs, mut report: report::LabReport) -> anyhow::Result<ExitCode> {
+    report.version = Some(format!("sluice {}", env!("SLUICE_VERSION")));
+    report.command = Some(command_line("sluice".into()));
+    print!("{}", text::summary(&report, width(args)));
+    let run = format!(
+        "$ {}\n{}\n\n",
+        report.command.as_deref().unwrap_or_default(),
+        report.version.as_deref().unwrap_or_default()
+    );
+    let table = run + &text::table(&report, width(args));
+    write_files(args, &report, &table)?;
     Ok(if report.interrupted {
         ExitCode::from(INTERRUPTED)
     } else {
@@ -308,6 +315,11 @@ fn experiment(args: &LabArgs) -> Result<Experiment, String> {
 /// rarely has `~/.cargo/bin`), each argument quoted where the shell needs it.
 fn rerun_command() -> String {
     let exe = std::env::current_exe().map_or("sluice".into(), |p| p.display().to_string());
+    command_line(exe)
+}
+
+/// `program` and this process's arguments, each quoted for a shell where it needs it.
+fn command_line(program: String) -> String {
     let args = std::env::args().skip(1).map(|a| {
         let plain = a
             .chars()
@@ -318,7 +330,7 @@ fn rerun_command() -> String {
             format!("'{}'", a.replace('\'', "'\\''"))
         }
     });
-    std::iter::once(exe)
+    std::iter::once(program)
         .chain(args)
         .collect::<Vec<_>>()
         .join(" ")

@@ -640,6 +640,54 @@ fn the_html_report_draws_its_charts_and_keeps_user_text_as_text() {
 }
 
 #[test]
+fn an_out_directory_says_which_build_ran_and_how() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let sluice = env!("CARGO_BIN_EXE_sluice");
+    let app_port = support::free_port();
+    let app = start(
+        sluice,
+        &["backend", "--listen", &format!("127.0.0.1:{app_port}")],
+    );
+    support::wait_listening(app_port);
+    let tmp = support::TempDir::new("lab-out");
+    let out = tmp.0.join("run");
+    let target = format!("http://127.0.0.1:{app_port}/");
+    let tier = format!("app={}", app.0.id());
+    let args = ["lab", "--target", &target, "--tier", &tier, "--users", "2"];
+    let status = Command::new(sluice)
+        .args(args)
+        .args(["-d", "1s", "--warmup", "0s", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    // What lab/runs' index reads: the command (the program as `sluice`, never a path of
+    // this machine) and the build, atop the report.
+    let text = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    let mut lines = text.lines();
+    let command = format!(
+        "sluice {} -d 1s --warmup 0s --out {}",
+        args.join(" "),
+        out.display()
+    );
+    assert_eq!(
+        lines.next(),
+        Some(format!("$ {command}").as_str()),
+        "{text}"
+    );
+    let version = lines.next().unwrap();
+    assert!(
+        version.starts_with(concat!("sluice ", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["command"], command.as_str());
+    assert_eq!(json["version"], version);
+    assert!(out.join("report.html").is_file());
+}
+
+#[test]
 fn a_generator_short_of_cpu_makes_the_step_invalid_instead_of_blaming_a_tier() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let sluice = env!("CARGO_BIN_EXE_sluice");
