@@ -5,7 +5,7 @@
 //! its response. It speaks HTTP/1.1 itself (heads parsed with `httparse`, bodies streamed
 //! through fixed buffers) so that the per-request work stays small: one read and one write
 //! on each side for a typical request. HTTP/2 from clients goes through the `h2` crate
-//! (vendored with four patches: vendor/h2/PATCHED.md), TLS through rustls, to the same stages as HTTP/1.1; servers
+//! (vendored with four patches: vendor/README.md), TLS through rustls, to the same stages as HTTP/1.1; servers
 //! are spoken to in HTTP/1.1, in plain TCP or TLS. It must never panic on input, never
 //! buffer a whole body, never block a worker thread, and never connect anywhere but a
 //! configured server. Balancing decisions come from `sluice-balance`; configuration from
