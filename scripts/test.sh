@@ -102,6 +102,8 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== vendor/h2 is h2 0.4.20 from crates.io plus vendor/h2-patches"
+bash scripts/vendor-h2.sh check
 echo "== no crate's module graph has a cycle"
 for src in crates/*/src; do
     python3 scripts/module-graph.py "$src" --top >/dev/null
@@ -115,6 +117,8 @@ echo "== bench/runs and lab/runs: indexed, small, no machine paths"
 python3 bench/runs.py check
 echo "== cargo test"
 cargo test --workspace --locked
+echo "== h2's own unit and doc tests and the patches' tests, against vendor/h2"
+bash scripts/vendor-h2.sh test
 echo "== sluice check examples/*.toml"
 cargo run --quiet --locked -p sluice -- check -c examples/*.toml
 echo "== all checks passed"
