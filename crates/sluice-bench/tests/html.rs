@@ -186,6 +186,7 @@ fn check_page(dom: &str, report: &Report) {
 }
 
 #[test]
+#[ignore = "needs chromium"]
 fn closed_model_page_draws_its_charts_and_tables() {
     let users = |users| Load::Users {
         users,
@@ -237,6 +238,7 @@ fn closed_model_page_draws_its_charts_and_tables() {
 }
 
 #[test]
+#[ignore = "needs chromium"]
 fn open_model_page_shows_uncorrected_latency_too() {
     let rate = |rate| Load::Rate {
         rate,

@@ -194,6 +194,7 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs haproxy and nginx"]
     fn a_server_limit_is_written_as_each_balancer_takes_it_and_each_accepts_it() {
         let dir = std::env::temp_dir().join(format!("sluice-lb-config-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -900,6 +900,7 @@ fn env_num(name: &str, default: u64) -> u64 {
 // ---------------------------------------------------------------------------------------
 
 #[test]
+#[ignore = "needs python3 with h11"]
 fn sluice_accepts_nothing_h11_refuses_and_reads_it_the_same() {
     let started = Instant::now();
     let wanted = env_num("SLUICE_DIFF_CASES", DEFAULT_CASES as u64) as usize;

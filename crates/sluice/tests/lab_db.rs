@@ -348,14 +348,12 @@ fn lab_run(app: &App, tier: &str, users: &str, nobody: bool) -> (Value, String, 
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let json = dir.join("report.json");
-    let mut cmd = if nobody && is_root() {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(env!("CARGO_BIN_EXE_sluice"));
-        c
-    } else {
-        Command::new(env!("CARGO_BIN_EXE_sluice"))
-    };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    if nobody && is_root() {
+        // As nobody (std drops root's supplementary groups with the ids).
+        use std::os::unix::process::CommandExt;
+        cmd.uid(65534).gid(65534);
+    }
     let out = cmd
         .args([
             "lab",
@@ -390,6 +388,7 @@ fn evidence(report: &Value) -> String {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL, python3 with psycopg2, prometheus-postgres-exporter and chromium"]
 fn a_hot_row_in_postgresql_is_named_as_its_lock_never_as_the_pool() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let pg = Postgres::start(None);
@@ -462,6 +461,7 @@ fn a_hot_row_in_postgresql_is_named_as_its_lock_never_as_the_pool() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL and python3 with psycopg2"]
 fn a_cpu_heavy_query_is_named_as_the_databases_cpu() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     // One CPU for the database: its budget, read from its affinity.
@@ -484,6 +484,7 @@ fn a_cpu_heavy_query_is_named_as_the_databases_cpu() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL and python3 with psycopg2"]
 fn a_database_at_its_max_connections_is_said_to_refuse_the_next() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     // 14 connections, 3 reserved for superusers: the app's pool of 10 and the lab's own
@@ -535,6 +536,7 @@ fn max_connections(report: &Value, stdout: &str) -> Value {
 }
 
 #[test]
+#[ignore = "needs MariaDB, python3 with PyMySQL and prometheus-mysqld-exporter"]
 fn mariadb_row_lock_waits_are_named_with_their_statement() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let db = Mariadb::start();
@@ -584,6 +586,7 @@ fn mariadb_row_lock_waits_are_named_with_their_statement() {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL"]
 fn a_database_the_lab_cannot_read_is_refused_before_the_run() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let pg = Postgres::start(None);
@@ -631,13 +634,20 @@ impl Drop for Redis {
     }
 }
 
-#[test]
-fn a_busy_redis_is_named_at_its_one_command_thread() {
-    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+/// Redis, an app whose every request runs a Lua script of a few milliseconds on Redis's
+/// one thread, and the `--tier` naming Redis by its URL.
+fn busy_redis() -> (Redis, App, String) {
     let redis = Redis::start();
-    // Every request runs a Lua script of a few milliseconds on Redis's one thread.
     let app = App::start("redis", &format!("127.0.0.1:{}", redis.port), "cpu");
     let tier = format!("cache=redis://127.0.0.1:{}", redis.port);
+    (redis, app, tier)
+}
+
+#[test]
+#[ignore = "needs python3 and redis-server"]
+fn a_busy_redis_is_named_at_its_one_command_thread() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let (_redis, app, tier) = busy_redis();
     // Its process found by its port: a thread at one core of a machine of two.
     let (report, stdout) = lab_as(&app, &tier, "10", false);
     let v = &report["verdict"];
@@ -647,13 +657,20 @@ fn a_busy_redis_is_named_at_its_one_command_thread() {
         "{stdout}"
     );
     assert!(evidence(&report).contains("(its INFO): "), "{stdout}");
-    // A user who cannot read its process: its INFO alone, against the one core its
-    // commands run on. Only root can become such a user here (Redis runs as this one
-    // otherwise, and its process is readable).
-    if !is_root() {
-        println!("not root: the run as a user who cannot read Redis's process is skipped");
-        return;
-    }
+}
+
+/// A user who cannot read Redis's process: its INFO alone, against the one core its
+/// commands run on. Only root can become such a user here (Redis runs as this one
+/// otherwise, and its process is readable).
+#[test]
+#[ignore = "needs python3, redis-server and root"]
+fn a_busy_redis_whose_process_cannot_be_read_is_named_at_its_one_core_from_its_info() {
+    assert!(
+        is_root(),
+        "needs root: to run the lab as a user who cannot read Redis's process"
+    );
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let (_redis, app, tier) = busy_redis();
     let (report, stdout) = lab_as(&app, &tier, "10", true);
     let v = &report["verdict"];
     assert_eq!(
@@ -760,6 +777,7 @@ impl Drop for SpringApp {
 }
 
 #[test]
+#[ignore = "needs PostgreSQL, java and mvn"]
 fn a_live_spring_boot_apps_tomcat_pool_is_named_with_10_s_steps_and_its_cpu_read() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let pg = Postgres::start(None);
@@ -836,6 +854,7 @@ fn spring_lab(
 }
 
 #[test]
+#[ignore = "needs PostgreSQL, java and mvn"]
 fn a_jvm_collecting_back_to_back_is_named_at_its_heap_and_not_with_room() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let pg = Postgres::start(None);

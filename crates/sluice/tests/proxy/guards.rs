@@ -175,29 +175,20 @@ async fn a_trusted_proxy_s_forwarded_for_is_believed_and_a_stranger_s_is_not() {
 }
 
 /// `htpasswd -nbB USER PASSWORD` (bcrypt) or `openssl passwd -apr1 PASSWORD`, as the
-/// line it prints; `None` (and a line saying so) when the tool is not installed.
-fn hashed(tool: &str, user: &str, password: &str) -> Option<String> {
-    let output = match tool {
-        "htpasswd" => std::process::Command::new("htpasswd")
-            .args(["-nbB", user, password])
-            .output(),
-        _ => std::process::Command::new("openssl")
-            .args(["passwd", "-apr1", password])
-            .output(),
+/// line it prints.
+fn hashed(tool: &str, user: &str, password: &str) -> String {
+    let mut command = std::process::Command::new(crate::support::tool(tool));
+    match tool {
+        "htpasswd" => command.args(["-nbB", user, password]),
+        _ => command.args(["passwd", "-apr1", password]),
     };
-    match output {
-        Ok(o) if o.status.success() => {
-            let text = String::from_utf8(o.stdout).unwrap();
-            let line = text.trim();
-            Some(match tool {
-                "htpasswd" => line.to_string(),
-                _ => format!("{user}:{line}"),
-            })
-        }
-        _ => {
-            println!("skipped: {tool} is not installed (apt-get install apache2-utils openssl)");
-            None
-        }
+    let o = command.output().unwrap();
+    assert!(o.status.success(), "{tool}: {o:?}");
+    let text = String::from_utf8(o.stdout).unwrap();
+    let line = text.trim();
+    match tool {
+        "htpasswd" => line.to_string(),
+        _ => format!("{user}:{line}"),
     }
 }
 
@@ -210,13 +201,10 @@ fn auth_config(server: SocketAddr, file: &std::path::Path, extra: &str) -> Strin
 }
 
 #[tokio::test]
+#[ignore = "needs htpasswd and openssl"]
 async fn basic_auth_with_files_made_by_htpasswd_and_openssl() {
-    let (Some(bcrypt), Some(apr1)) = (
-        hashed("htpasswd", "ann", "s3cret pass"),
-        hashed("openssl", "bob", "hunter2"),
-    ) else {
-        return;
-    };
+    let bcrypt = hashed("htpasswd", "ann", "s3cret pass");
+    let apr1 = hashed("openssl", "bob", "hunter2");
     let dir = TempDir::new("guards");
     let file = dir.file("htpasswd", &format!("# ops\n{bcrypt}\n{apr1}\n"));
     let server = backend("a").await;
@@ -341,6 +329,7 @@ async fn satisfy_any_lets_an_allowed_address_in_without_a_password() {
 }
 
 #[tokio::test]
+#[ignore = "needs curl"]
 async fn http2_clients_get_the_same_refusals() {
     let server = backend("a").await;
     let dir = TempDir::new("guards");
@@ -367,14 +356,6 @@ async fn http2_clients_get_the_same_refusals() {
         args.push(&url);
         args.iter().map(|s| s.to_string()).collect::<Vec<_>>()
     };
-    if std::process::Command::new("curl")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        println!("skipped: curl is not installed");
-        return;
-    }
     let (_, head) = curl(&ask(&[])).await;
     assert!(head.starts_with("HTTP/2 401"), "{head}");
     assert!(
@@ -537,20 +518,14 @@ async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_rate() {
     );
 }
 
-/// A user's line hashed with bcrypt at `cost` (`htpasswd -nbB -C COST`), if installed.
-fn bcrypt_at(cost: u32, user: &str, password: &str) -> Option<String> {
-    let out = std::process::Command::new("htpasswd")
+/// A user's line hashed with bcrypt at `cost` (`htpasswd -nbB -C COST`).
+fn bcrypt_at(cost: u32, user: &str, password: &str) -> String {
+    let o = std::process::Command::new(crate::support::tool("htpasswd"))
         .args(["-nbB", "-C", &cost.to_string(), user, password])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {
-            Some(String::from_utf8(o.stdout).unwrap().trim().to_string())
-        }
-        _ => {
-            println!("skipped: htpasswd is not installed (apt-get install apache2-utils)");
-            None
-        }
-    }
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "htpasswd: {o:?}");
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
 }
 
 /// How long `GET path` with `credentials` takes on `c`, and its status.
@@ -569,10 +544,9 @@ async fn timed(c: &mut Client, path: &str, credentials: &str) -> (u16, std::time
 /// another route with the same file remembers the password. One connection, so one
 /// worker: each worker remembers for itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs htpasswd"]
 async fn a_verified_password_is_remembered_per_route_cache() {
-    let Some(line) = bcrypt_at(11, "ann", "pw") else {
-        return;
-    };
+    let line = bcrypt_at(11, "ann", "pw");
     let server = backend("a").await;
     let dir = TempDir::new("guards");
     let file = dir.file("htpasswd", &format!("{line}\n"));

@@ -396,7 +396,7 @@ impl SluiceProcess {
     }
 
     /// [`serve`](Self::serve) under an open-file limit of `nofile`, soft and hard (set
-    /// by `prlimit`, which then runs sluice in its place).
+    /// by the shell's `ulimit`, which then runs sluice in its place).
     pub async fn serve_with_nofile(
         name: &str,
         config: &str,
@@ -448,9 +448,12 @@ impl SluiceProcess {
         let log = dir.0.join("stderr.log");
         let sluice = env!("CARGO_BIN_EXE_sluice");
         let mut command = match nofile {
+            // The shell's `ulimit -n` sets both limits, then sluice runs in its place.
             Some(n) => {
-                let mut c = std::process::Command::new("prlimit");
-                c.arg(format!("--nofile={n}:{n}")).arg("--").arg(sluice);
+                let mut c = std::process::Command::new("sh");
+                c.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(sluice);
                 c
             }
             None => std::process::Command::new(sluice),
@@ -538,11 +541,11 @@ fn socket_addrs(line: &str) -> Vec<SocketAddr> {
 pub async fn curl<S: AsRef<str>>(args: &[S]) -> (i32, String) {
     let args: Vec<String> = args.iter().map(|a| a.as_ref().to_string()).collect();
     let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("curl")
+        std::process::Command::new(crate::support::tool("curl"))
             .args(["-sS", "--max-time", "10"])
             .args(&args)
             .output()
-            .expect("curl is installed")
+            .unwrap()
     })
     .await
     .unwrap();

@@ -118,6 +118,7 @@ async fn http10_clients_get_keep_alive_only_when_they_ask() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs curl"]
 async fn curl_sees_the_backend_through_the_proxy() {
     let p = proxy(&one_upstream(&[backend("a").await, backend("b").await], ""));
     let url = format!("http://{}/", p.addr);

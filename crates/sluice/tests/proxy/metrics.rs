@@ -315,6 +315,7 @@ async fn with_a_token_nothing_is_answered_without_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs promtool"]
 async fn promtool_accepts_the_metrics() {
     let p = proxy(&one_upstream(&[backend("a").await], ""));
     let admin = admin(&p, None);

@@ -56,6 +56,23 @@ pub fn answered(addr: SocketAddr) -> u64 {
     stat(addr, "requests") - 1
 }
 
+/// The program `name`, one a test needs beyond Rust: its path on the PATH, or in
+/// /usr/sbin or /sbin, where Debian keeps nginx, haproxy and dnsmasq (often not on a
+/// user's PATH). A test that needs one is `#[ignore = "needs NAME"]`: plain `cargo test`
+/// lists it as ignored; `scripts/test.sh` installs NAME and runs it (`--include-ignored`),
+/// and where NAME is missing all the same the test fails here, saying which program.
+pub fn tool(name: &str) -> std::path::PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let sbin = ["/usr/local/sbin", "/usr/sbin", "/sbin"].map(std::path::PathBuf::from);
+    std::env::split_paths(&path)
+        .chain(sbin)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!("{name} is not installed (on the PATH or in /usr/sbin): scripts/test.sh installs it")
+        })
+}
+
 /// A loopback address with a port free now (the kernel's pick), for a process a test
 /// starts that must be told its address before it binds.
 pub fn free_addr() -> SocketAddr {
@@ -117,11 +134,7 @@ pub fn browser_dom(page: &std::path::Path) -> String {
 pub fn browser_dom_of(url: &str, profile: &std::path::Path) -> String {
     let out = std::process::Command::new("timeout")
         .arg("60")
-        .arg(if std::path::Path::new("/usr/bin/chromium").exists() {
-            "/usr/bin/chromium"
-        } else {
-            "chromium"
-        })
+        .arg(tool("chromium"))
         .args([
             "--headless",
             "--no-sandbox",
@@ -137,7 +150,7 @@ pub fn browser_dom_of(url: &str, profile: &std::path::Path) -> String {
         .arg(url)
         .stderr(std::process::Stdio::null())
         .output()
-        .expect("chromium (scripts/test.sh installs it)");
+        .expect("timeout runs chromium");
     assert!(out.status.success(), "chromium: {}", out.status);
     let _ = std::fs::remove_dir_all(profile);
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -147,7 +160,7 @@ pub fn browser_dom_of(url: &str, profile: &std::path::Path) -> String {
 /// marks it a CA), written as `cert.pem` and `key.pem` in `dir`; their paths.
 pub fn self_signed(dir: &std::path::Path, name: &str) -> (String, String) {
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let made = std::process::Command::new("openssl")
+    let made = std::process::Command::new(tool("openssl"))
         .args([
             "req",
             "-x509",
@@ -162,7 +175,7 @@ pub fn self_signed(dir: &std::path::Path, name: &str) -> (String, String) {
         .arg("-out")
         .arg(&cert)
         .output()
-        .expect("openssl is installed");
+        .unwrap();
     assert!(made.status.success(), "{made:?}");
     (cert.display().to_string(), key.display().to_string())
 }
