@@ -59,6 +59,9 @@ pub enum Error {
     /// The load generator could not run (its threads, a worker that panicked).
     #[error("running the load generator")]
     Load(#[source] io::Error),
+    /// The running sluice's upstream could not be resized, or was not put back.
+    #[error(transparent)]
+    Resize(#[from] crate::resize::ResizeError),
     #[error("the step was interrupted before it started")]
     Interrupted,
     /// A file or directory of the tiers, or a loopback port for one: `what` was done.

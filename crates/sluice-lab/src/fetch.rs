@@ -1,6 +1,7 @@
-//! A plain-HTTP GET within a second: how the lab reads loopback tiers' counters,
-//! exporters and a Prometheus server's API. A few lines of its own rather than an HTTP
-//! client: one request, `Connection: close`, a 200's body (chunked or not), nothing more.
+//! Plain HTTP within a second: how the lab reads loopback tiers' counters, exporters and
+//! a Prometheus server's API, and drains servers through a sluice's admin API. A few
+//! lines of its own rather than an HTTP client: one request without a body,
+//! `Connection: close`, the status and the body (chunked or not), nothing more.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -8,36 +9,64 @@ use std::time::Duration;
 
 /// The body of a plain-HTTP GET of `url` (loopback tiers, exporters), within 1 s.
 pub fn http_get(url: &str) -> Option<String> {
-    let rest = url.strip_prefix("http://")?;
+    match http_request("GET", url) {
+        Ok((200, body)) => Some(body),
+        _ => None,
+    }
+}
+
+/// A plain-HTTP request with no body (a GET, or a POST to an admin API), within 1 s
+/// each way: its status and body, or why there is none.
+pub fn http_request(method: &str, url: &str) -> Result<(u16, String), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("{url}: not an http:// URL"))?;
     let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let path = if path.is_empty() { "/" } else { path };
     let addr = std::net::ToSocketAddrs::to_socket_addrs(host)
-        .ok()?
-        .next()?;
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
-    s.set_write_timeout(Some(Duration::from_secs(1))).ok()?;
+        .map_err(|e| format!("{host}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{host}: no address"))?;
+    let io = |e: std::io::Error| format!("{method} {url}: {e}");
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map_err(io)?;
+    s.set_read_timeout(Some(Duration::from_secs(1)))
+        .map_err(io)?;
+    s.set_write_timeout(Some(Duration::from_secs(1)))
+        .map_err(io)?;
     // Prometheus's text format where an endpoint offers several (Spring Boot's actuator
     // would answer OpenMetrics otherwise), and anything else rather than a 406 from an
     // endpoint that has no text/plain (Spring Boot's /actuator/health).
+    let length = if method == "GET" {
+        ""
+    } else {
+        "Content-Length: 0\r\n"
+    };
     let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/plain, */*;q=0.1\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/plain, */*;q=0.1\r\n{length}Connection: close\r\n\r\n"
     );
-    s.write_all(req.as_bytes()).ok()?;
+    s.write_all(req.as_bytes()).map_err(io)?;
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).ok()?;
+    s.read_to_end(&mut raw).map_err(io)?;
     let text = String::from_utf8_lossy(&raw);
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
-        return None;
-    }
-    if head
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("{method} {url}: no HTTP response"))?;
+    let status = head
+        .strip_prefix("HTTP/1.1 ")
+        .or_else(|| head.strip_prefix("HTTP/1.0 "))
+        .and_then(|s| s.get(..3)?.parse().ok())
+        .ok_or_else(|| format!("{method} {url}: no HTTP response"))?;
+    let chunked = head
         .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        return Some(unchunk(body));
-    }
-    Some(body.to_string())
+        .contains("transfer-encoding: chunked");
+    Ok((
+        status,
+        if chunked {
+            unchunk(body)
+        } else {
+            body.to_string()
+        },
+    ))
 }
 
 /// A chunked body's data.

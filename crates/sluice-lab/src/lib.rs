@@ -3,7 +3,8 @@
 //! the numbers that prove it, then proves it by re-running with that resource enlarged.
 //!
 //! This crate owns experiments (`spec`), starting tiers (`topology`, `lb_config`),
-//! sampling them (`sample`, `prom`, `real` for tiers it did not start, `database`
+//! sampling them (`sample`, `prom`, `real` for tiers it did not start, `resize` for
+//! the upstream of a running sluice drained to each configuration's servers, `database`
 //! for a database's sessions, `redis`, `prometheus` for a job's targets through its
 //! server, `fetch` their one HTTP GET, `url` their URLs shown without passwords; `usl`
 //! fits the scalability law to the steps), judging
@@ -27,6 +28,7 @@ pub mod prometheus;
 pub mod real;
 pub mod redis;
 pub mod report;
+pub mod resize;
 pub mod run;
 pub mod sample;
 pub mod spec;

@@ -208,6 +208,21 @@ impl Configuration {
     }
 }
 
+/// Peak throughput from each number of servers to the next (of the same variant).
+fn gains(configurations: &[Configuration]) -> Vec<Gain> {
+    configurations
+        .windows(2)
+        .filter(|w| w[0].variant == w[1].variant)
+        .map(|w| Gain {
+            from: w[0].servers,
+            to: w[1].servers,
+            tps_from: w[0].peak_tps,
+            tps_to: w[1].peak_tps,
+            gain_pct: round1((w[1].peak_tps / w[0].peak_tps.max(1e-9) - 1.0) * 100.0),
+        })
+        .collect()
+}
+
 impl LabReport {
     pub fn new(
         e: &Experiment,
@@ -215,17 +230,7 @@ impl LabReport {
         warnings: Vec<String>,
         interrupted: bool,
     ) -> LabReport {
-        let scale_out = configurations
-            .windows(2)
-            .filter(|w| w[0].variant == w[1].variant)
-            .map(|w| Gain {
-                from: w[0].servers,
-                to: w[1].servers,
-                tps_from: w[0].peak_tps,
-                tps_to: w[1].peak_tps,
-                gain_pct: round1((w[1].peak_tps / w[0].peak_tps.max(1e-9) - 1.0) * 100.0),
-            })
-            .collect();
+        let scale_out = gains(&configurations);
         let mut r = LabReport::new_empty(interrupted);
         r.experiment = Some(e.clone());
         r.warnings = warnings;
@@ -234,11 +239,12 @@ impl LabReport {
         r
     }
 
-    /// The report of a measured deployment: one configuration, its steps.
+    /// The report of a measured deployment: its configurations (one, or one for each
+    /// number of servers the lab resized its upstream to), their steps.
     pub fn deployment(
         target: &str,
         watched: &[crate::real::Watched],
-        c: Configuration,
+        configurations: Vec<Configuration>,
         interrupted: bool,
     ) -> LabReport {
         let tiers = watched
@@ -262,7 +268,8 @@ impl LabReport {
             target: target.to_string(),
             tiers,
         });
-        r.configurations = vec![c];
+        r.scale_out = gains(&configurations);
+        r.configurations = configurations;
         r
     }
 
@@ -532,7 +539,8 @@ pub(crate) mod tests {
                 ..Verdict::default()
             };
             let c = super::Configuration::of(1, None, vec![s]);
-            let mut r = super::LabReport::deployment("http://127.0.0.1:1/", watched, c, false);
+            let mut r =
+                super::LabReport::deployment("http://127.0.0.1:1/", watched, vec![c], false);
             r.conclude();
             r.verdict.advice
         };

@@ -12,6 +12,7 @@ use crate::judge::{self, Kind, Load, ProcInfo, Resource};
 use crate::live::{self, Live};
 use crate::real::{TierError, Watched};
 use crate::report::{self, Configuration, LabReport, StepResult};
+use crate::resize::Resize;
 use crate::sample::Sampler;
 use crate::spec::{Experiment, ScenarioFile};
 use crate::topology::{Launch, Topology};
@@ -427,10 +428,14 @@ pub struct Deployment {
     pub duration: Duration,
     /// The rate it must hold at its peak (`sluice plan`'s), for the scalability fit.
     pub peak_rate: Option<f64>,
+    /// The scale-out experiment on its own servers: the sluice upstream drained to each
+    /// count of `servers` in turn (`--servers` with the balancer's admin API).
+    pub resize: Option<(Resize, Vec<usize>)>,
 }
 
 /// Measures a running deployment: users in steps against `d.target`, every tier
-/// sampled, each step judged; no proof (the lab cannot resize what it did not start).
+/// sampled, each step judged; with `d.resize`, at each number of servers in turn (the
+/// others drained), the upstream put back as it was at the end.
 pub fn run_deployment(
     d: &mut Deployment,
     o: &Options,
@@ -440,7 +445,54 @@ pub fn run_deployment(
     fill_exporter_budgets(&mut d.tiers)?;
     let databases = connect_databases(&d.tiers)?;
     let sampler = Sampler::with_databases(&d.tiers, databases);
-    let servers = d.tiers.iter().filter(|w| w.tier == "app").count().max(1);
+    let app_processes = d.tiers.iter().filter(|w| w.tier == "app").count().max(1);
+    let counts = d
+        .resize
+        .as_ref()
+        .map_or(vec![app_processes], |(_, counts)| counts.clone());
+    let mut configurations = Vec::new();
+    let mut conflict = None;
+    for servers in counts {
+        if *stop.borrow() || conflict.is_some() {
+            break;
+        }
+        if let Some((resize, _)) = &d.resize {
+            resize.set(servers)?;
+            (o.progress)(&format!(
+                "{servers} server(s) of upstream {} in service, the others drained",
+                resize.upstream()
+            ));
+        }
+        let steps = deployment_steps(d, o, &sampler, servers, stop);
+        conflict = d.resize.as_ref().and_then(|(r, _)| r.conflict());
+        configurations.push(Configuration::of(servers, None, steps?));
+    }
+    if let Some((resize, _)) = &mut d.resize {
+        resize.restore()?;
+    }
+    let interrupted = *stop.borrow() || conflict.is_some();
+    let mut report = LabReport::deployment(&d.target, &d.tiers, configurations, interrupted);
+    // What was measured before someone else changed the upstream is kept, with why the
+    // run stopped.
+    report.warnings.extend(conflict.map(|c| c.to_string()));
+    report.started_unix_ms = started;
+    report.peak_rate = d.peak_rate;
+    report
+        .warnings
+        .extend(scrape_warnings(&d.tiers, d.duration));
+    report.conclude();
+    Ok(report)
+}
+
+/// The user steps of one configuration of a deployment; a change of its upstream by
+/// someone else (seen while the lab resizes it) ends them after the step it is seen in.
+fn deployment_steps(
+    d: &Deployment,
+    o: &Options,
+    sampler: &Sampler,
+    servers: usize,
+    stop: &watch::Receiver<bool>,
+) -> Result<Vec<StepResult>, Error> {
     let mut steps = Vec::new();
     for &users in &d.users {
         if *stop.borrow() {
@@ -457,20 +509,18 @@ pub fn run_deployment(
             // never put down to a limit of its own.
             balancer_limited: false,
         };
-        let sampling = Sampling::new(o, &sampler, &d.tiers, String::new());
+        let sampling = Sampling::new(o, sampler, &d.tiers, String::new());
         let step = measure(&d.target, &sampling, spec, stop)?;
         progress_line(o, &step);
         steps.push(step);
+        if d.resize
+            .as_ref()
+            .is_some_and(|(r, _)| r.conflict().is_some())
+        {
+            break;
+        }
     }
-    let config = Configuration::of(servers, None, steps);
-    let mut report = LabReport::deployment(&d.target, &d.tiers, config, *stop.borrow());
-    report.started_unix_ms = started;
-    report.peak_rate = d.peak_rate;
-    report
-        .warnings
-        .extend(scrape_warnings(&d.tiers, d.duration));
-    report.conclude();
-    Ok(report)
+    Ok(steps)
 }
 
 /// For a target read through Prometheus: the CPUs of its host, from a node_exporter the

@@ -4,6 +4,7 @@ use anyhow::Context;
 use clap::Args;
 use sluice_lab::budget::Enforcement;
 use sluice_lab::live::Live;
+use sluice_lab::resize::Resize;
 use sluice_lab::spec::{Experiment, LbKind};
 use sluice_lab::text::{self, Width};
 use sluice_lab::{builtin, report, run};
@@ -31,7 +32,10 @@ pub struct LabArgs {
     /// generated with the same servers, algorithm, workers and keep-alive).
     #[arg(long)]
     lb: Option<String>,
-    /// App servers per configuration, e.g. 1,2,3 (overrides the experiment's).
+    /// App servers per configuration, e.g. 1,2,3 (overrides the experiment's). With
+    /// --target, the scale-out experiment on your own servers behind sluice: the
+    /// upstream's other servers are drained through its admin API (--admin) for each
+    /// count, and put back as they were after the run.
     #[arg(long, value_delimiter = ',')]
     servers: Vec<usize>,
     /// Users per step, e.g. 10,20,40 (overrides the experiment's).
@@ -48,8 +52,17 @@ pub struct LabArgs {
     no_prove: bool,
     /// Measure a running deployment instead of an experiment: the URL its users reach
     /// (with --tier for each tier, --users, --duration).
-    #[arg(long, conflicts_with_all = ["experiment", "lb", "servers"])]
+    #[arg(long, conflicts_with_all = ["experiment", "lb"])]
     target: Option<String>,
+    /// The admin API of the sluice in front of the deployment (http://HOST:PORT), which
+    /// --servers drains servers through; by default the one of --tier lb=PID@URL's
+    /// /metrics URL.
+    #[arg(long, requires = "target", value_name = "URL")]
+    admin: Option<String>,
+    /// The upstream --servers scales over (by default the only one with more than one
+    /// server).
+    #[arg(long, requires = "servers", value_name = "NAME")]
+    upstream: Option<String>,
     /// A tier of the deployment, one item per instance: NAME=PID[,PID...] for local
     /// processes, NAME=http://HOST:PORT/metrics for a Prometheus exporter (node_exporter,
     /// the JMX exporter, Spring Boot's actuator, sluice's /metrics),
@@ -174,6 +187,10 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
         (Ok(d), Ok(w), Ok(t)) => (d, w, t),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return refuse(e),
     };
+    let resize = match resize(args, &tiers) {
+        Ok(r) => r,
+        Err(e) => return refuse(e),
+    };
     let mut d = run::Deployment {
         target: target.to_string(),
         tiers,
@@ -182,6 +199,7 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
         warmup,
         duration,
         peak_rate: args.peak_rate,
+        resize,
     };
     let stop = crate::bench::interrupt_on_signal("sluice lab")?;
     // A deployment's budgets are its own, read from its processes: none is made here.
@@ -189,6 +207,39 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
     let report = run::run_deployment(&mut d, &options, &stop)?;
     options.live.finish(&report.verdict.summary);
     finish(args, report)
+}
+
+/// With `--servers`: the sluice upstream to resize, through `--admin` or the admin API
+/// whose `/metrics` a balancer tier is read at.
+fn resize(
+    args: &LabArgs,
+    tiers: &[sluice_lab::real::Watched],
+) -> Result<Option<(Resize, Vec<usize>)>, String> {
+    if args.servers.is_empty() {
+        return Ok(None);
+    }
+    if args.servers.contains(&0) {
+        return Err("--servers takes numbers above 0".into());
+    }
+    let from_tier = || {
+        tiers
+            .iter()
+            .filter(|w| w.tier == "lb")
+            .find_map(|w| w.stats.as_deref()?.strip_suffix("/metrics"))
+            .map(String::from)
+    };
+    let Some(admin) = args.admin.clone().or_else(from_tier) else {
+        return Err(
+            "--servers with --target resizes the upstream of the sluice in front: \
+                    give its admin API with --admin http://HOST:PORT or \
+                    --tier lb=PID@http://HOST:PORT/metrics"
+                .into(),
+        );
+    };
+    let most = args.servers.iter().copied().max().unwrap_or(1);
+    Resize::start(&admin, args.upstream.as_deref(), most)
+        .map(|r| Some((r, args.servers.clone())))
+        .map_err(|e| e.to_string())
 }
 
 fn width(args: &LabArgs) -> Width {

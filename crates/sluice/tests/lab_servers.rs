@@ -1,0 +1,260 @@
+//! `sluice lab --target URL --servers 1,2,3` on servers the lab did not start: three
+//! `sluice backend` processes behind a `sluice serve` with an admin listener. The lab
+//! drains the upstream's servers through the admin API for each count, and the upstream
+//! is as it was after the run, after Ctrl-C, after `kill -9` (the drains are leases the
+//! balancer ends by itself) and when someone else changes it (the run stops).
+
+mod support;
+
+use serde_json::Value;
+use sluice_lab::fetch::http_request;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A process killed at the end of the test.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Three app servers behind a sluice with an admin API.
+struct Stack {
+    apps: Vec<Running>,
+    lb: Running,
+    lb_port: u16,
+    admin: String,
+    _dir: support::TempDir,
+}
+
+impl Stack {
+    fn start() -> Stack {
+        let sluice = env!("CARGO_BIN_EXE_sluice");
+        let mut apps = Vec::new();
+        let mut servers = Vec::new();
+        for _ in 0..3 {
+            let port = support::free_port();
+            let listen = format!("127.0.0.1:{port}");
+            let child = Command::new(sluice)
+                .args(["backend", "--listen", &listen, "--cpu", "1ms"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            apps.push(Running(child));
+            support::wait_listening(port);
+            servers.push(format!("\"{listen}\""));
+        }
+        let dir = support::TempDir::new("lab-servers");
+        let (lb_port, admin_port) = (support::free_port(), support::free_port());
+        let config = dir.0.join("sluice.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[[listener]]\nbind = \"127.0.0.1:{lb_port}\"\n[[route]]\nupstream = \"app\"\n\
+                 [upstream.app]\nservers = [{}]\n[admin]\nbind = \"127.0.0.1:{admin_port}\"\n",
+                servers.join(", ")
+            ),
+        )
+        .unwrap();
+        let lb = Command::new(sluice)
+            .args(["serve", "-c", config.to_str().unwrap()])
+            .env("TMPDIR", &dir.0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        support::wait_listening(lb_port);
+        support::wait_listening(admin_port);
+        Stack {
+            apps,
+            lb: Running(lb),
+            lb_port,
+            admin: format!("http://127.0.0.1:{admin_port}"),
+            _dir: dir,
+        }
+    }
+
+    /// `sluice lab` against this stack with `extra` flags, the balancer's admin API
+    /// found from its tier's metrics URL.
+    fn lab(&self, extra: &[&str]) -> Command {
+        let mut lab = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        let pids: Vec<String> = self.apps.iter().map(|a| a.0.id().to_string()).collect();
+        lab.args([
+            "lab",
+            "--target",
+            &format!("http://127.0.0.1:{}/", self.lb_port),
+        ])
+        .args([
+            "--tier",
+            &format!("lb={}@{}/metrics", self.lb.0.id(), self.admin),
+        ])
+        .args(["--tier", &format!("app={}", pids.join(","))])
+        .args(["--warmup", "0s"])
+        .args(extra);
+        lab
+    }
+
+    /// The upstream `app` as the admin API lists it.
+    fn upstream(&self) -> Value {
+        let (status, body) = http_request("GET", &format!("{}/api/upstreams", self.admin)).unwrap();
+        assert_eq!(status, 200, "{body}");
+        let all: Value = serde_json::from_str(&body).unwrap();
+        all["upstreams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["name"] == "app")
+            .unwrap()
+            .clone()
+    }
+
+    fn drained(&self) -> usize {
+        let up = self.upstream();
+        let servers = up["servers"].as_array().unwrap();
+        servers.iter().filter(|s| s["drained"] == true).count()
+    }
+
+    /// Waits (at most `within`) for `n` drained servers; how long it took.
+    fn wait_drained(&self, n: usize, within: Duration) -> Duration {
+        let start = Instant::now();
+        while self.drained() != n {
+            assert!(
+                start.elapsed() < within,
+                "{} drained, not {n}",
+                self.drained()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        start.elapsed()
+    }
+}
+
+#[test]
+fn the_scale_out_runs_on_servers_it_did_not_start_and_leaves_them_as_they_were() {
+    let stack = Stack::start();
+    let before = stack.upstream()["changes"].as_u64().unwrap();
+    let dir = support::TempDir::new("lab-servers-json");
+    let json = dir.0.join("report.json");
+    let out = stack
+        .lab(&["--servers", "1,2,3", "--users", "4", "-d", "1s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let configurations = report["configurations"].as_array().unwrap();
+    let servers: Vec<u64> = configurations
+        .iter()
+        .map(|c| c["servers"].as_u64().unwrap())
+        .collect();
+    assert_eq!(servers, [1, 2, 3], "{stdout}");
+    for c in configurations {
+        let step = &c["steps"][0];
+        assert_eq!(step["servers"], c["servers"]);
+        assert!(step["requests"].as_u64().unwrap() > 0, "{c}");
+        assert_eq!(step["error_pct"].as_f64().unwrap(), 0.0, "{c}");
+    }
+    assert_eq!(report["scale_out"].as_array().unwrap().len(), 2, "{report}");
+    // As it was: nothing drained, and exactly the lab's own changes counted (two
+    // drains, then two undrains).
+    assert_eq!(stack.drained(), 0);
+    assert_eq!(stack.upstream()["changes"].as_u64().unwrap(), before + 4);
+}
+
+#[test]
+fn a_lab_killed_mid_run_leaves_no_drain_behind() {
+    let stack = Stack::start();
+    let mut lab = Running(
+        stack
+            .lab(&["--servers", "1,3", "--users", "2", "-d", "20s"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    stack.wait_drained(2, Duration::from_secs(10));
+    // kill -9: no chance to undrain; the balancer ends the leases by itself.
+    lab.0.kill().unwrap();
+    let _ = lab.0.wait();
+    let took = stack.wait_drained(0, Duration::from_secs(15));
+    assert!(took > Duration::from_secs(2), "the leases ran, {took:?}");
+}
+
+#[test]
+fn ctrl_c_puts_the_upstream_back_at_once() {
+    let stack = Stack::start();
+    let lab = Running(
+        stack
+            .lab(&["--servers", "1,3", "--users", "2", "-d", "20s"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    stack.wait_drained(2, Duration::from_secs(10));
+    let pid = lab.0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    stack.wait_drained(0, Duration::from_secs(5));
+}
+
+#[test]
+fn a_change_by_someone_else_stops_the_run_and_keeps_what_was_measured() {
+    let stack = Stack::start();
+    let dir = support::TempDir::new("lab-servers-changed");
+    let json = dir.0.join("report.json");
+    // Bounded on its own: two configurations of one 6 s step.
+    let lab = stack
+        .lab(&["--servers", "1,3", "--users", "2", "-d", "6s", "--json"])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    stack.wait_drained(2, Duration::from_secs(10));
+    // An operator puts a server back in the middle of the run.
+    let server = stack.upstream()["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["drained"] == true)
+        .unwrap()["addr"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let undrain = format!("{}/api/upstreams/app/servers/{server}/undrain", stack.admin);
+    assert_eq!(http_request("POST", &undrain).unwrap().0, 200);
+    let out = lab.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("changed by someone else"), "{warnings}");
+    assert_eq!(
+        report["configurations"].as_array().unwrap().len(),
+        1,
+        "{report}"
+    );
+    assert_eq!(stack.drained(), 0);
+}
+
+#[test]
+fn servers_without_an_admin_api_are_refused_with_how() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["lab", "--target", "http://127.0.0.1:9/", "--tier", "app=1"])
+        .args(["--servers", "1,2", "--users", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--admin http://HOST:PORT"), "{stderr}");
+}
