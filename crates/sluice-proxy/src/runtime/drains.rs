@@ -138,3 +138,49 @@ fn expire(shared: &Shared, now: u64) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    fn shared(servers: &str, previous: Option<&Shared>) -> Shared {
+        let text = format!("[[listener]]\nbind = \"127.0.0.1:0\"\n[[route]]\nupstream = \"app\"\n[upstream.app]\nservers = [{servers}]\n");
+        Shared::new(sluice_config::parse("t.toml", &text).unwrap(), previous)
+    }
+
+    /// A lease runs out at its end (a change), and a reload that keeps the server keeps
+    /// its lease; one that changes the set of servers counts a change.
+    #[test]
+    fn leases_run_out_on_the_tick_and_reloads_keep_them_and_count_their_changes() {
+        let one = shared("\"127.0.0.1:9\", \"127.0.0.1:10\"", None);
+        let group = &one.upstreams[0];
+        assert_eq!(
+            group.servers[0]
+                .drain
+                .drain(Some(Duration::from_secs(1)), 0),
+            Ok(true)
+        );
+        group.changed();
+        let two = shared("\"127.0.0.1:9\"", Some(&one));
+        assert_eq!(
+            two.upstreams[0].changes(),
+            2,
+            "drain, then a server removed"
+        );
+        let same = shared("\"127.0.0.1:9\"", Some(&two));
+        assert_eq!(same.upstreams[0].changes(), 2);
+        let server = &same.upstreams[0].servers[0];
+        expire(&same, S - 1);
+        assert_eq!(
+            server.drain.lease_left(S / 2),
+            Some(Duration::from_millis(500))
+        );
+        expire(&same, S);
+        assert!(!server.drained());
+        assert_eq!(same.upstreams[0].changes(), 3);
+        expire(&same, 2 * S);
+        assert_eq!(same.upstreams[0].changes(), 3);
+    }
+}
