@@ -283,7 +283,9 @@
     }
     tr.append(addr, health);
     cells(tr, latest(key), s.in_flight, s.ejections, s.tunnels_open);
-    tr.append(el('td', 'drained', s.drained ? 'drained' : '–'));
+    // A drain with a lease (a tool's, such as sluice lab) ends by itself: say when.
+    const lease = s.lease_ms === null || s.lease_ms === undefined ? '' : ` (lease ${Math.ceil(s.lease_ms / 1000)} s)`;
+    tr.append(el('td', 'drained', s.drained ? `drained${lease}` : '–'));
     return tr;
   }
 

@@ -57,6 +57,7 @@ pub fn upstreams(s: &Snapshot) -> Value {
             json!({
                 "name": u.name,
                 "balance": u.balance,
+                "changes": u.changes,
                 "servers": u.servers.iter().map(server).collect::<Vec<_>>(),
                 "dns": s.dns.iter().filter(|d| d.upstream == u.name).map(|d| json!({
                     "name": d.name, "lookups": d.lookups, "failures": d.failures, "servers": d.servers,
@@ -98,6 +99,7 @@ fn server(v: &ServerView) -> Value {
         "checked_up": v.checked_up,
         "ejected_for_s": v.ejected_for.map(|d| d.as_secs_f64()),
         "drained": v.drained,
+        "lease_ms": v.lease.map(|l| l.as_millis() as u64),
         "last_errors": v.last_errors.iter().map(|e| json!({
             "at_unix": unix(e.at), "route": e.route, "status": e.status, "kind": e.kind, "cause": e.cause,
         })).collect::<Vec<_>>(),

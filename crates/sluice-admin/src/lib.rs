@@ -9,6 +9,7 @@
 //! without the configured bearer token, except for the dashboard's static files, which
 //! hold no data (the data they show comes from the API, behind the token).
 
+mod actions;
 mod api;
 mod dashboard;
 mod exposition;
@@ -49,7 +50,7 @@ impl Drop for Admin {
 }
 
 /// What each request is answered from.
-struct State {
+pub(crate) struct State {
     view: View,
     info: Info,
     /// `[admin]` as configured: its token and its limits.
@@ -166,7 +167,7 @@ fn warn_at_cap(max_conns: usize) {
     );
 }
 
-type Reply = Response<Full<Bytes>>;
+pub(crate) type Reply = Response<Full<Bytes>>;
 
 async fn answer(req: Request<Incoming>, state: Arc<State>) -> Result<Reply, Infallible> {
     if req.method() == Method::GET {
@@ -191,7 +192,7 @@ async fn answer(req: Request<Incoming>, state: Arc<State>) -> Result<Reply, Infa
         return Ok(reply);
     }
     if req.method() == Method::POST {
-        return Ok(act(req.uri().path(), &state));
+        return Ok(actions::act(req.uri(), &state));
     }
     if req.method() != Method::GET {
         let error = serde_json::json!({"error": "only GET and POST are answered here"});
@@ -206,55 +207,13 @@ async fn answer(req: Request<Incoming>, state: Arc<State>) -> Result<Reply, Infa
     })
 }
 
-/// `POST /api/reload`, `POST /api/upstreams/NAME/servers/ADDR/drain` (or `undrain`).
-fn act(path: &str, state: &State) -> Reply {
-    if path == "/api/reload" {
-        let Some(reload) = &state.info.reload else {
-            let error = serde_json::json!({"error": "this sluice has no config file to reload"});
-            return json(StatusCode::CONFLICT, &error);
-        };
-        return match reload() {
-            Ok(changed) => json(
-                StatusCode::OK,
-                &serde_json::json!({"reloaded": true, "changed": changed}),
-            ),
-            Err(why) => json(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                &serde_json::json!({"reloaded": false, "error": why}),
-            ),
-        };
-    }
-    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let (upstream, server, verb) = match parts.as_slice() {
-        ["api", "upstreams", u, "servers", s, verb] => (*u, *s, *verb),
-        _ => return not_found(path),
-    };
-    let drained = match verb {
-        "drain" => true,
-        "undrain" => false,
-        _ => return not_found(path),
-    };
-    let Ok(addr) = server.parse() else {
-        let error =
-            serde_json::json!({"error": format!("{server:?} is not a server address (IP:port)")});
-        return json(StatusCode::BAD_REQUEST, &error);
-    };
-    match state.view.drain(upstream, addr, drained) {
-        Ok(()) => json(
-            StatusCode::OK,
-            &serde_json::json!({"upstream": upstream, "server": server, "drained": drained}),
-        ),
-        Err(why) => json(StatusCode::NOT_FOUND, &serde_json::json!({"error": why})),
-    }
-}
-
-fn not_found(path: &str) -> Reply {
+pub(crate) fn not_found(path: &str) -> Reply {
     json(
         StatusCode::NOT_FOUND,
         &serde_json::json!({
             "error": format!("no such endpoint: {path}"),
             "endpoints": ["GET / (the dashboard)", "GET /metrics", "GET /api/status", "GET /api/upstreams", "POST /api/reload",
-                          "POST /api/upstreams/NAME/servers/IP:PORT/drain", "POST /api/upstreams/NAME/servers/IP:PORT/undrain"],
+                          "POST /api/upstreams/NAME/servers/IP:PORT/drain[?lease=15s]", "POST /api/upstreams/NAME/servers/IP:PORT/undrain"],
         }),
     )
 }
@@ -345,7 +304,7 @@ fn text(body: String, content_type: &'static str) -> Reply {
     reply
 }
 
-fn json(status: StatusCode, value: &serde_json::Value) -> Reply {
+pub(crate) fn json(status: StatusCode, value: &serde_json::Value) -> Reply {
     let body = serde_json::to_string_pretty(value).unwrap_or_default();
     let mut reply = text(body, "application/json");
     *reply.status_mut() = status;

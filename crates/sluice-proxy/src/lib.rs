@@ -68,11 +68,13 @@ mod state;
 pub mod tls;
 mod upstream;
 
+pub use runtime::drains::{DrainError, Drained};
 pub use runtime::server::{Proxy, ReloadSummary};
 pub use runtime::view::{
     DnsView, LimitView, ListenerView, QueueView, RouteView, ServerView, Snapshot, UpstreamView,
     View,
 };
+pub use state::drain::DrainedWithoutLease;
 pub use state::group::ServerError;
 
 #[doc(hidden)]

@@ -95,7 +95,7 @@ fn server_row(u: &Value, s: &Value) -> Vec<String> {
     vec![
         text(&u["name"]),
         text(&s["addr"]),
-        text(&s["health"]),
+        health(s),
         s["weight"].to_string(),
         s["in_flight"].to_string(),
         s["requests"]["2xx"].to_string(),
@@ -105,6 +105,16 @@ fn server_row(u: &Value, s: &Value) -> Vec<String> {
         s["ejections"].to_string(),
         last,
     ]
+}
+
+/// The server's health as the API says it, with what a drain's lease has left
+/// (`drained (lease 12s)`): a drain that ends by itself is told from an operator's.
+fn health(s: &Value) -> String {
+    let health = s["health"].as_str().unwrap_or("?");
+    match s["lease_ms"].as_u64() {
+        Some(ms) if health == "drained" => format!("drained (lease {}s)", ms.div_ceil(1000)),
+        _ => health.to_string(),
+    }
 }
 
 /// `rows` as aligned columns two spaces apart (`right`: which are right-aligned); the
@@ -191,5 +201,21 @@ mod tests {
             assert_eq!(line.as_bytes()[end], b' ', "{text}");
         }
         assert!(text.contains("1234567"), "{text}");
+    }
+
+    #[test]
+    fn a_drain_with_a_lease_says_what_it_has_left() {
+        let server = |health: &str, lease: serde_json::Value| serde_json::json!({"health": health, "lease_ms": lease});
+        let health = |s| super::health(&s);
+        assert_eq!(
+            health(server("drained", 11_200.into())),
+            "drained (lease 12s)"
+        );
+        assert_eq!(
+            health(server("drained", serde_json::Value::Null)),
+            "drained"
+        );
+        assert_eq!(health(server("down", 3000.into())), "down");
+        assert_eq!(health(server("up", serde_json::Value::Null)), "up");
     }
 }

@@ -26,6 +26,7 @@ mod proxy {
     mod http2;
     mod import;
     mod install;
+    mod leases;
     mod lifecycle;
     mod metrics;
     mod overload;

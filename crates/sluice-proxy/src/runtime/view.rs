@@ -90,6 +90,9 @@ pub struct UpstreamView {
     pub balance: String,
     pub servers: Vec<ServerView>,
     pub queue: QueueView,
+    /// Changes to its set of servers or to a server's drain since it was first
+    /// configured, by anyone: a drain, an undrain, a lease running out, a reload, DNS.
+    pub changes: u64,
 }
 
 /// The upstream's queue of requests waiting for a server below its `max_conns`.
@@ -118,8 +121,10 @@ pub struct ServerView {
     pub checked_up: bool,
     /// How much longer a passive ejection lasts, if the server is ejected now.
     pub ejected_for: Option<Duration>,
-    /// Drained by the operator: no new requests.
+    /// Drained through the admin API: no new requests.
     pub drained: bool,
+    /// What the drain's lease has left, when it is drained with a lease.
+    pub lease: Option<Duration>,
     pub totals: ServerTotals,
     /// Its last failures, oldest first.
     pub last_errors: Vec<ServerError>,
@@ -133,26 +138,6 @@ impl ServerView {
 }
 
 impl View {
-    /// Drains (`true`) or undrains the server at `addr` of upstream `upstream`: a
-    /// drained server gets no new requests while those in flight finish, and stays
-    /// drained across reloads while its upstream keeps it. Errors name what is unknown.
-    pub fn drain(&self, upstream: &str, addr: SocketAddr, drained: bool) -> Result<(), String> {
-        let shared = self.current.borrow().clone();
-        let up = shared
-            .upstreams
-            .iter()
-            .find(|u| u.config.name == upstream)
-            .ok_or_else(|| format!("no upstream named {upstream:?}"))?;
-        let server = up
-            .servers
-            .iter()
-            .find(|s| s.addr == addr)
-            .ok_or_else(|| format!("upstream {upstream:?} has no server {addr}"))?;
-        server.set_drained(drained);
-        tracing::info!(upstream, server = %addr, drained, "{}", if drained { "server drained: no new requests" } else { "server undrained" });
-        Ok(())
-    }
-
     pub fn snapshot(&self) -> Snapshot {
         let shared = self.current.borrow().clone();
         let stats = &self.stats;
@@ -279,6 +264,7 @@ fn upstreams(shared: &Shared, stats: &ProxyStats) -> Vec<UpstreamView> {
                         checked_up: state.health.checked_up(),
                         ejected_for: (until > now).then(|| Duration::from_nanos(until - now)),
                         drained: state.drained(),
+                        lease: state.drain.lease_left(now),
                         totals: state.stats.totals(),
                         last_errors: state.last_errors(),
                     }
@@ -290,6 +276,7 @@ fn upstreams(shared: &Shared, stats: &ProxyStats) -> Vec<UpstreamView> {
                 timeouts: u.queue.timeouts.get(),
                 rejected: u.queue.rejected.get(),
             },
+            changes: u.changes(),
         })
         .collect()
 }

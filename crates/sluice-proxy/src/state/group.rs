@@ -16,8 +16,23 @@ use sluice_balance::{
     RandomTwo, Server, SmoothWeighted,
 };
 use sluice_config::{Balance, HashMethod, KeyTemplate, Upstream};
+use std::collections::HashSet;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// The change counter of the upstream `previous` (a new one for a new upstream), with
+/// one change more if its set of servers is not `servers`' (a reload or DNS changed it).
+fn carried_changes(previous: Option<&ServerGroup>, servers: &[Arc<ServerState>]) -> Arc<AtomicU64> {
+    let Some(previous) = previous else {
+        return Arc::default();
+    };
+    let set = |list: &[Arc<ServerState>]| list.iter().map(|s| s.addr).collect::<HashSet<_>>();
+    if set(&previous.servers) != set(servers) {
+        previous.changed();
+    }
+    previous.changes.clone()
+}
 
 /// Weights are scaled by this so slow start can hand out fractions of a weight of 1.
 const WEIGHT_SCALE: f64 = 1000.0;
@@ -45,6 +60,9 @@ pub struct ServerGroup {
     pub queue: Arc<Queue>,
     /// Some server has `max_conns`: picks go through the queue's lock.
     limited: bool,
+    /// Changes to its set of servers or to a server's drain, by anyone (see
+    /// [`ServerGroup::changed`]); carried across reloads.
+    changes: Arc<AtomicU64>,
 }
 
 impl ServerGroup {
@@ -64,6 +82,7 @@ impl ServerGroup {
             .collect();
         let balancer = Mutex::new(balancer_for(&config));
         let queue = previous.map(|p| p.queue.clone()).unwrap_or_default();
+        let changes = carried_changes(previous, &servers);
         if !queue.is_empty() {
             // Limits raised or servers added: waiters take the new room first.
             queue.pump(&mut queue.lock(), &servers);
@@ -76,7 +95,21 @@ impl ServerGroup {
             budget: Mutex::new(RetryBudget::carried(config.retry.budget, previous)),
             queue,
             config,
+            changes,
         }
+    }
+
+    /// Counts a change to its servers' drains. A tool that drains servers (`sluice lab`)
+    /// compares the count with its own changes to see that nobody else changed the
+    /// upstream meanwhile: anything that changes its set of servers or a server's drain
+    /// must count, and nothing that changes neither (a lease's renewal) may.
+    pub fn changed(&self) -> u64 {
+        self.changes.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// How many changes it has seen (see [`ServerGroup::changed`]).
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Relaxed)
     }
 
     pub fn addr(&self, server: usize) -> SocketAddr {

@@ -1,5 +1,6 @@
 //! What workers share, and what a config generation is built into: per-upstream
-//! balancers and retry budgets of each upstream's servers (`group`), each server's state (`server`), health
+//! balancers and retry budgets of each upstream's servers (`group`), each server's state (`server`), its drain and
+//! drain's lease (`drain`), health
 //! (`health`) and, while it is limited, idle connections (`idle`), rate limits
 //! (`limits`), connections per client (`clients`), the queue of requests waiting for a
 //! server with room (`queue`), the users of htpasswd files (`htpasswd`) and the
@@ -8,6 +9,7 @@
 
 pub mod adaptive;
 pub mod clients;
+pub mod drain;
 pub mod generation;
 pub mod group;
 pub mod health;

@@ -5,6 +5,7 @@
 use crate::io::conn::Counted;
 use crate::io::{Conn, ServerStream};
 use crate::state::adaptive::Vegas;
+use crate::state::drain::Drain;
 use crate::state::health::{Health, LazyNow};
 use crate::state::idle::SharedIdle;
 use std::collections::VecDeque;
@@ -33,8 +34,9 @@ pub struct ServerState {
     retire: Notify,
     /// Its counters and histograms; they survive reloads with the server.
     pub stats: crate::metrics::ServerStats,
-    /// Drained by the operator: no new requests (in-flight ones finish).
-    drained: AtomicBool,
+    /// Drained through the admin API, for good or for a lease: no new requests
+    /// (in-flight ones finish).
+    pub drain: Drain,
     /// Its last failures, newest last, for the admin API.
     errors: Mutex<VecDeque<ServerError>>,
 }
@@ -66,18 +68,14 @@ impl ServerState {
             retired: AtomicBool::new(false),
             retire: Notify::new(),
             stats: Default::default(),
-            drained: AtomicBool::new(false),
+            drain: Drain::default(),
             errors: Mutex::new(VecDeque::new()),
         })
     }
 
-    /// Stops (true) or resumes (false) sending new requests to the server.
-    pub fn set_drained(&self, drained: bool) {
-        self.drained.store(drained, Ordering::Relaxed);
-    }
-
+    /// Whether it is drained: no new requests (see [`Drain`]).
     pub fn drained(&self) -> bool {
-        self.drained.load(Ordering::Relaxed)
+        self.drain.drained()
     }
 
     /// Keeps a failure blamed on the server (a rare path: a lock is fine here).
