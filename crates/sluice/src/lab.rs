@@ -183,6 +183,10 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
         duration,
         peak_rate: args.peak_rate,
     };
+    // A target that does not answer would have every step measure its failures.
+    if let Err(refusal) = sluice_lab::probe::probe(target, None) {
+        return refuse(refusal.to_string());
+    }
     let stop = crate::bench::interrupt_on_signal("sluice lab")?;
     // A deployment's budgets are its own, read from its processes: none is made here.
     let options = progress_options(args, target, std::env::temp_dir(), None)?;

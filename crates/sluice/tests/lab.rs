@@ -295,6 +295,60 @@ fn a_bad_experiment_file_is_refused_with_its_place() {
     );
 }
 
+#[test]
+fn a_target_refusing_connections_is_refused_before_any_step() {
+    let port = support::free_port();
+    let target = format!("http://127.0.0.1:{port}/");
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "lab", "--target", &target, "--tier", "app=1", "--users", "2",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "sluice lab: the target {target} does not answer: connect 127.0.0.1:{port}: Connection refused"
+        )),
+        "{stderr}"
+    );
+    // No step ran: no progress table, no verdict.
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn a_target_answering_only_errors_is_refused_with_its_status_and_words() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0; 4096];
+            let _ = conn.read(&mut buf);
+            let body = "no healthy upstream\n";
+            let _ = write!(
+                conn,
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let target = format!("http://{addr}/");
+    let stderr = refused(&["--target", &target, "--tier", "app=1", "--users", "2"]);
+    assert!(
+        stderr.contains(&format!(
+            "the target {target} answered only errors: 503 Service Unavailable: no healthy upstream"
+        )),
+        "{stderr}"
+    );
+}
+
 /// Runs `sluice lab ARGS`, asserts it refused them as bad input (exit 2), and returns
 /// what it said.
 fn refused(args: &[&str]) -> String {
