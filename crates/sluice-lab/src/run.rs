@@ -237,6 +237,7 @@ fn measure(
             p99_ms: sum.latency.p99_ms,
             requests: sum.samples,
             errors: sum.errors,
+            error_kinds: &sum.error_kinds,
             generator_cores: generator_cores(),
             balancer_limited: s.balancer_limited,
         },
