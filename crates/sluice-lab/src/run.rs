@@ -428,6 +428,8 @@ pub struct Deployment {
     pub duration: Duration,
     /// The rate it must hold at its peak (`sluice plan`'s), for the scalability fit.
     pub peak_rate: Option<f64>,
+    /// What each user does (`--scenario`), its steps sent to `target`; none: a GET loop.
+    pub scenario: Option<ScenarioFile>,
 }
 
 /// Measures a running deployment: users in steps against `d.target`, every tier
@@ -453,7 +455,7 @@ pub fn run_deployment(
             think: d.think,
             warmup: d.warmup,
             duration: d.duration,
-            scenario: None,
+            scenario: d.scenario.as_ref(),
             // A deployment's balancer settings are not known here: its failures are
             // never put down to a limit of its own.
             balancer_limited: false,
