@@ -2,7 +2,8 @@
 //! users in steps), samples every tier each second, and names the saturated tier with
 //! the numbers that prove it, then proves it by re-running with that resource enlarged.
 //!
-//! This crate owns experiments (`spec`), starting tiers (`topology`, `lb_config`),
+//! This crate owns experiments (`spec`), asking a deployment's target whether it
+//! answers before its steps (`probe`), starting tiers (`topology`, `lb_config`),
 //! sampling them (`sample`, `prom`, `real` for tiers it did not start, `resize` for
 //! the upstream of a running sluice drained to each configuration's servers, `database`
 //! for a database's sessions, `redis`, `prometheus` for a job's targets through its
@@ -23,6 +24,7 @@ pub mod html;
 pub mod judge;
 pub mod lb_config;
 pub mod live;
+pub mod probe;
 pub mod prom;
 pub mod prometheus;
 pub mod real;

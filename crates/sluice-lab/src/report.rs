@@ -103,6 +103,9 @@ pub struct StepResult {
     pub p99_ms: f64,
     pub error_pct: f64,
     pub requests: u64,
+    /// A scenario's requests by step name (its label), when it has more than one.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub labels: std::collections::BTreeMap<String, u64>,
     /// STOMP messages, for a scenario that sends them: copies due, delivered, lost.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
@@ -155,6 +158,14 @@ impl StepResult {
             p99_ms: l.p99_ms,
             error_pct: s.summary.error_pct,
             requests: s.summary.samples,
+            labels: match s.labels.len() {
+                0 | 1 => Default::default(),
+                _ => s
+                    .labels
+                    .iter()
+                    .map(|(l, x)| (l.clone(), x.samples))
+                    .collect(),
+            },
             delivery: s.delivery.as_ref().map(|d| Delivery {
                 messages: d.messages,
                 expected: d.expected,
@@ -451,6 +462,7 @@ pub(crate) mod tests {
             p99_ms: 0.0,
             error_pct: 0.0,
             requests: 0,
+            labels: Default::default(),
             delivery: None,
             judged: crate::judge::Judged {
                 valid: true,

@@ -238,6 +238,7 @@ fn measure(
             p99_ms: sum.latency.p99_ms,
             requests: sum.samples,
             errors: sum.errors,
+            error_kinds: &sum.error_kinds,
             generator_cores: generator_cores(),
             balancer_limited: s.balancer_limited,
         },
@@ -428,6 +429,8 @@ pub struct Deployment {
     pub duration: Duration,
     /// The rate it must hold at its peak (`sluice plan`'s), for the scalability fit.
     pub peak_rate: Option<f64>,
+    /// What each user does (`--scenario`), its steps sent to `target`; none: a GET loop.
+    pub scenario: Option<ScenarioFile>,
     /// The scale-out experiment on its own servers: the sluice upstream drained to each
     /// count of `servers` in turn (`--servers` with the balancer's admin API).
     pub resize: Option<(Resize, Vec<usize>)>,
@@ -504,7 +507,7 @@ fn deployment_steps(
             think: d.think,
             warmup: d.warmup,
             duration: d.duration,
-            scenario: None,
+            scenario: d.scenario.as_ref(),
             // A deployment's balancer settings are not known here: its failures are
             // never put down to a limit of its own.
             balancer_limited: false,

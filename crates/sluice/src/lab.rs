@@ -2,10 +2,11 @@
 
 use anyhow::Context;
 use clap::Args;
+use sluice_bench::scenario::Scenario;
 use sluice_lab::budget::Enforcement;
 use sluice_lab::live::Live;
 use sluice_lab::resize::Resize;
-use sluice_lab::spec::{Experiment, LbKind};
+use sluice_lab::spec::{Experiment, LbKind, ScenarioFile};
 use sluice_lab::text::{self, Width};
 use sluice_lab::{builtin, report, run};
 use std::io::Write;
@@ -81,6 +82,10 @@ pub struct LabArgs {
     /// Pause of each user between requests (closed model; overrides the experiment's).
     #[arg(long)]
     think: Option<String>,
+    /// What each user does, instead of a GET loop: a `sluice bench --scenario` file. Its
+    /// steps go to the experiment's balancer (or to --target), in place of its target.
+    #[arg(long, value_name = "FILE")]
+    scenario: Option<PathBuf>,
     /// Print every cell and sentence in full, however wide (by default lines keep
     /// within 120 columns and the table's saturated cells are short).
     #[arg(long)]
@@ -187,6 +192,10 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
         (Ok(d), Ok(w), Ok(t)) => (d, w, t),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return refuse(e),
     };
+    let scenario = match answering(args, target) {
+        Ok(scenario) => scenario,
+        Err(e) => return refuse(e),
+    };
     let resize = match resize(args, &tiers) {
         Ok(r) => r,
         Err(e) => return refuse(e),
@@ -199,6 +208,7 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
         warmup,
         duration,
         peak_rate: args.peak_rate,
+        scenario,
         resize,
     };
     let stop = crate::bench::interrupt_on_signal("sluice lab")?;
@@ -356,10 +366,35 @@ fn experiment(args: &LabArgs) -> Result<Experiment, String> {
     if args.no_prove {
         e.prove = false;
     }
+    if let Some((file, _)) = scenario_file(args).map_err(|e| format!("sluice lab: {e}"))? {
+        e.scenario = Some(file);
+    }
     if e.servers.contains(&0) || e.users.contains(&0) {
         return Err("sluice lab: --servers and --users take numbers above 0".into());
     }
     Ok(e)
+}
+
+/// `--scenario`'s file, once the target answered its first request (or a GET): a
+/// target that does not answer would have every step measure its failures.
+fn answering(args: &LabArgs, target: &str) -> Result<Option<ScenarioFile>, String> {
+    let scenario = scenario_file(args)?;
+    sluice_lab::probe::probe(target, scenario.as_ref().map(|(_, parsed)| parsed))
+        .map_err(|refusal| refusal.to_string())?;
+    Ok(scenario.map(|(file, _)| file))
+}
+
+/// `--scenario FILE`, read and parsed as `sluice bench --scenario` does: every problem
+/// at once, each with its place (`chat.toml:3:1: ...`).
+fn scenario_file(args: &LabArgs) -> Result<Option<(ScenarioFile, Scenario)>, String> {
+    let Some(path) = &args.scenario else {
+        return Ok(None);
+    };
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--scenario {name}: cannot read it: {e}"))?;
+    let parsed = Scenario::parse(&name, &text).map_err(|e| e.to_string())?;
+    Ok(Some((ScenarioFile { name, text }, parsed)))
 }
 
 /// This very command, as root would run it: the binary by its full path (root's PATH

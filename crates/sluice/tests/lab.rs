@@ -295,6 +295,122 @@ fn a_bad_experiment_file_is_refused_with_its_place() {
     );
 }
 
+#[test]
+fn a_scenario_runs_against_the_target_each_of_its_requests_counted() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let sluice = env!("CARGO_BIN_EXE_sluice");
+    let app_port = support::free_port();
+    let app = start(
+        sluice,
+        &["backend", "--listen", &format!("127.0.0.1:{app_port}")],
+    );
+    support::wait_listening(app_port);
+    let tmp = support::TempDir::new("lab-scenario");
+    let file = tmp.0.join("flow.toml");
+    // Its own target is replaced by --target's.
+    let flow = "target = \"http://127.0.0.1:1\"\nusers = [1]\nduration = \"1s\"\n\
+        [[step]]\nname = \"home\"\nhttp = \"GET /\"\n\
+        [[step]]\nname = \"search\"\nhttp = \"GET /?x=1\"\n";
+    std::fs::write(&file, flow).unwrap();
+    let json = tmp.0.join("report.json");
+    let target = format!("http://127.0.0.1:{app_port}/");
+    let tier = format!("app={}", app.0.id());
+    let (report, _) = report_of(
+        Command::new(sluice)
+            .args(["lab", "--target", &target, "--tier", &tier, "--users", "2"])
+            .args(["-d", "1s", "--warmup", "0s", "--scenario"])
+            .arg(&file)
+            .arg("--json")
+            .arg(&json),
+        &json,
+    );
+    let step = &report["configurations"][0]["steps"][0];
+    for label in ["home", "search"] {
+        assert!(step["labels"][label].as_u64().unwrap() > 0, "{step}");
+    }
+    assert_eq!(step["error_pct"].as_f64(), Some(0.0), "{step}");
+}
+
+#[test]
+fn a_bad_scenario_is_refused_with_its_place() {
+    let tmp = support::TempDir::new("lab-bad-scenario");
+    let file = tmp.0.join("bad.toml");
+    let bad = "target = \"http://127.0.0.1:1\"\nusers = [1]\nduration = \"1s\"\n\
+        [[step]]\nname = \"home\"\nhtp = \"GET /\"\n";
+    std::fs::write(&file, bad).unwrap();
+    let path = file.to_str().unwrap();
+    for args in [
+        &[
+            "--scenario",
+            path,
+            "--target",
+            "http://127.0.0.1:1/",
+            "--tier",
+            "app=1",
+            "--users",
+            "1",
+        ][..],
+        &["--scenario", path, "--no-prove"][..],
+    ] {
+        let stderr = refused(args);
+        assert!(stderr.contains(&format!("{path}:6:1")), "{stderr}");
+    }
+}
+
+#[test]
+fn a_target_refusing_connections_is_refused_before_any_step() {
+    let port = support::free_port();
+    let target = format!("http://127.0.0.1:{port}/");
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "lab", "--target", &target, "--tier", "app=1", "--users", "2",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "sluice lab: the target {target} does not answer: connect 127.0.0.1:{port}: Connection refused"
+        )),
+        "{stderr}"
+    );
+    // No step ran: no progress table, no verdict.
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn a_target_answering_only_errors_is_refused_with_its_status_and_words() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0; 4096];
+            let _ = conn.read(&mut buf);
+            let body = "no healthy upstream\n";
+            let _ = write!(
+                conn,
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let target = format!("http://{addr}/");
+    let stderr = refused(&["--target", &target, "--tier", "app=1", "--users", "2"]);
+    assert!(
+        stderr.contains(&format!(
+            "the target {target} answered only errors: 503 Service Unavailable: no healthy upstream"
+        )),
+        "{stderr}"
+    );
+}
+
 /// Runs `sluice lab ARGS`, asserts it refused them as bad input (exit 2), and returns
 /// what it said.
 fn refused(args: &[&str]) -> String {

@@ -249,12 +249,27 @@ fn a_change_by_someone_else_stops_the_run_and_keeps_what_was_measured() {
 
 #[test]
 fn servers_without_an_admin_api_are_refused_with_how() {
+    let stack = Stack::start();
+    let app = stack.apps[0].0.id();
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["lab", "--target", "http://127.0.0.1:9/", "--tier", "app=1"])
-        .args(["--servers", "1,2", "--users", "2"])
+        .args([
+            "lab",
+            "--target",
+            &format!("http://127.0.0.1:{}/", stack.lb_port),
+        ])
+        .args([
+            "--tier",
+            &format!("app={app}"),
+            "--servers",
+            "1,2",
+            "--users",
+            "2",
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--admin http://HOST:PORT"), "{stderr}");
+    // Nothing was drained.
+    assert_eq!(stack.upstream()["changes"].as_u64(), Some(0));
 }

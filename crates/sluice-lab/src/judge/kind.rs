@@ -119,6 +119,8 @@ pub enum FindingKind {
     CpuContended,
     /// STOMP messages lost between users of one room.
     MessagesLost,
+    /// Requests that failed, by the load generator's kinds of error.
+    Errors,
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ mod breakdown;
 pub mod choice;
 mod database;
 mod delta;
+mod errors;
 mod findings;
 mod gc;
 pub mod kind;
@@ -73,6 +74,7 @@ use validity::{validity, GeneratorCpu};
 
 use crate::sample::Reading;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// What the judge knows of a process besides its readings.
 #[derive(Debug, Clone)]
@@ -87,7 +89,7 @@ pub struct ProcInfo {
 
 /// A step's own figures, from the load generator.
 #[derive(Debug, Clone, Copy)]
-pub struct Load {
+pub struct Load<'a> {
     pub users: usize,
     pub think_s: f64,
     pub tps: f64,
@@ -97,6 +99,8 @@ pub struct Load {
     pub p99_ms: f64,
     pub requests: u64,
     pub errors: u64,
+    /// The failed requests by the generator's kind of error (`status 503`, `timeout`).
+    pub error_kinds: &'a BTreeMap<String, u64>,
     /// Cores the generator's threads can use.
     pub generator_cores: f64,
     /// Whether Little's law can be checked (a GET loop; not a scenario, whose users
@@ -213,21 +217,28 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         sessions,
         gc,
     } = Ruled::of(&deltas, load, machine_cpu.as_ref());
+    // Failures a limit of a tier accounts for (a balancer failing what its max_conns
+    // holds back, a server refusing at its cap) are its evidence, not the step's errors.
+    let explained = resources
+        .iter()
+        .any(|r| r.saturated && matches!(r.resource, Kind::Queue | Kind::ConnectionCap));
     let settled = settle(&mut resources, &findings, sessions, &deltas, load.errors);
     findings.extend(settled.into_iter().chain(gc));
     let tiers = tiers(&deltas, readings);
     let generator = GeneratorCpu::between(first, last, seconds, load.generator_cores);
     let users_in_system = load.tps * (load.mean_ms / 1000.0 + load.think_s);
-    let why = validity(load, generator, users_in_system);
-    let (invalid_reason, held) = validity::held(why, &tiers, load, generator);
-    findings.extend(held);
+    let (invalid_reason, mut failed) =
+        step_validity(load, generator, (users_in_system, explained), &tiers);
+    findings.extend(failed.finding.clone());
+    findings.extend(failed.held.take());
     // What reads the settled resources: the machine's contention (against the busiest
     // CPU as settled), the choice, and messages lost (a verdict when nothing else is).
     let pressure = machine::pressure(first, last, seconds);
     findings.extend(starved(pressure, &resources, machine_cpu.as_ref()));
-    let verdict = match &invalid_reason {
-        Some(why) => invalid(why),
-        None => choose(&resources),
+    let verdict = match (&invalid_reason, &failed.finding) {
+        (Some(why), Some(errors)) if failed.dominated => errors::verdict(why, errors),
+        (Some(why), _) => invalid(why),
+        (None, _) => choose(&resources),
     };
     let verdict = lost_messages(load, verdict, &mut findings);
     Judged {
@@ -244,6 +255,44 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         breakdown: breakdown::breakdown(&deltas, load),
         verdict,
     }
+}
+
+/// What a step's validity adds: its errors' finding, whether they dominated it, and
+/// users Little's law missed that a tier held.
+struct Validity {
+    finding: Option<Finding>,
+    dominated: bool,
+    held: Option<Finding>,
+}
+
+/// Whether the step measured the tiers, and why not: errors dominating it first, unless
+/// a tier's limit is `explained` to have failed them (fast failures would otherwise
+/// read as the generator's CPU or Little's law), then the generator's CPU and Little's
+/// law.
+fn step_validity(
+    load: Load,
+    generator: GeneratorCpu,
+    (users_in_system, explained): (f64, bool),
+    tiers: &[TierFigures],
+) -> (Option<String>, Validity) {
+    let finding = errors::finding(load);
+    let dominated = errors::dominated(load, finding.as_ref()).filter(|_| !explained);
+    if let Some(why) = dominated {
+        let v = Validity {
+            finding,
+            dominated: true,
+            held: None,
+        };
+        return (Some(why), v);
+    }
+    let why = validity(load, generator, users_in_system);
+    let (why, held) = validity::held(why, tiers, load, generator);
+    let v = Validity {
+        finding,
+        dominated: false,
+        held,
+    };
+    (why, v)
 }
 
 /// What each process did between the step's first reading and its last.

@@ -247,7 +247,9 @@ mod tests {
         }
     }
 
-    fn load(errors: u64) -> Load {
+    static NO_KINDS: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+
+    fn load(errors: u64) -> Load<'static> {
         Load {
             users: 160,
             think_s: 0.0,
@@ -257,6 +259,7 @@ mod tests {
             p99_ms: 300.0,
             requests: 4500,
             errors,
+            error_kinds: &NO_KINDS,
             generator_cores: 1.0,
             littles_law: false,
             lost_pct: None,

@@ -38,7 +38,10 @@ fn one(tier: &str) -> Vec<ProcInfo> {
 }
 
 /// A step of 10 users, 100 req/s at 100 ms: Little's law holds.
-fn load() -> Load {
+/// No request failed.
+static NO_ERRORS: BTreeMap<String, u64> = BTreeMap::new();
+
+fn load() -> Load<'static> {
     Load {
         users: 10,
         think_s: 0.0,
@@ -48,6 +51,7 @@ fn load() -> Load {
         p99_ms: 150.0,
         requests: 1000,
         errors: 0,
+        error_kinds: &NO_ERRORS,
         generator_cores: 1.0,
         littles_law: true,
         lost_pct: None,
@@ -917,6 +921,7 @@ fn a_spring_boot_app_waiting_on_hikari_is_named_for_its_database_pool() {
         p99_ms: 150.0,
         requests: 2000,
         errors: 0,
+        error_kinds: &NO_ERRORS,
         generator_cores: 1.0,
         littles_law: true,
         lost_pct: None,
@@ -1441,4 +1446,79 @@ fn a_generator_its_quota_stopped_makes_the_step_invalid_below_the_busy_mark() {
     assert_eq!(judged.verdict.tier.as_deref(), Some("loadgen"));
     let why = judged.invalid_reason.unwrap();
     assert!(why.contains("throttled in 90%"), "{why}");
+}
+
+#[test]
+fn a_step_its_errors_dominate_names_no_tier_and_says_what_failed() {
+    // A closed port: a generator busy at its one core failing connections as fast as it
+    // can; a server answering 503; a few failures beside answers; none.
+    let refused = BTreeMap::from([("connect: connection refused".to_string(), 1000)]);
+    let unavailable = BTreeMap::from([("status 503".to_string(), 990), ("timeout".to_string(), 3)]);
+    let few = BTreeMap::from([("status 503".to_string(), 10)]);
+    let half = BTreeMap::from([("status 502".to_string(), 499)]);
+    // Error kinds, the generator's CPU, then: valid, the tier named, the finding.
+    type Case<'a> = (
+        &'a BTreeMap<String, u64>,
+        f64,
+        bool,
+        Option<&'a str>,
+        &'a str,
+    );
+    let table: [Case; 5] = [
+        (
+            &refused,
+            1.0,
+            false,
+            None,
+            "100% of requests failed (1000 of 1000): 1000 x connect: connection refused",
+        ),
+        (
+            &unavailable,
+            0.1,
+            false,
+            None,
+            "99% of requests failed (993 of 1000): 990 x status 503, 3 x timeout",
+        ),
+        (
+            &few,
+            0.1,
+            true,
+            None,
+            "1.0% of requests failed (10 of 1000): 10 x status 503",
+        ),
+        // Just under ERRORS_DOMINATE: a finding, the step judged as any other.
+        (
+            &half,
+            0.1,
+            true,
+            None,
+            "50% of requests failed (499 of 1000): 499 x status 502",
+        ),
+        // No error: a busy generator is the generator's limit, as ever.
+        (&NO_ERRORS, 1.0, false, Some("loadgen"), ""),
+    ];
+    for (kinds, generator, valid, tier, said) in table {
+        let at = |t: f64| Reading {
+            t,
+            procs: vec![ProcReading::default()],
+            generator_cpu_s: generator * t,
+            ..Reading::default()
+        };
+        let load = Load {
+            errors: kinds.values().sum(),
+            error_kinds: kinds,
+            ..load()
+        };
+        let j = judge(&one("app"), &[at(0.0), at(10.0)], load);
+        assert_eq!(j.valid, valid, "{said}: {:?}", j.verdict);
+        assert_eq!(j.verdict.tier.as_deref(), tier, "{said}: {:?}", j.verdict);
+        let errors = j.findings.iter().find(|f| f.kind == FindingKind::Errors);
+        assert_eq!(errors.map_or("", |f| f.text.as_str()), said);
+        if !valid && tier.is_none() {
+            assert!(j.verdict.summary.contains(said), "{:?}", j.verdict);
+            assert!(j.verdict.summary.contains("not a saturation"));
+            // No advice to give the generator more CPU: nothing to enlarge.
+            assert_eq!(advice::advice(&j.verdict, false), "");
+        }
+    }
 }

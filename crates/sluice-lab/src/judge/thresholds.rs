@@ -70,6 +70,9 @@ thresholds! {
     /// Little's law (throughput x (response time + think time)) may differ from the users
     /// configured by at most this share before the step is invalid.
     LITTLES_LAW_TOLERANCE = 0.20;
+    /// A step whose failed requests are at least this share of them measured errors
+    /// (fast failures, at a rate no working server reaches), not a saturation.
+    ERRORS_DOMINATE = 0.50;
 
     // ---- findings
 
