@@ -461,9 +461,15 @@ pub fn run_deployment(
         }
         if let Some((resize, _)) = &d.resize {
             resize.set(servers)?;
+            let (serving, drained) = resize.servers().split_at(servers);
             (o.progress)(&format!(
-                "{servers} server(s) of upstream {} in service, the others drained",
-                resize.upstream()
+                "upstream {}: {} in service{}",
+                resize.upstream(),
+                serving.join(", "),
+                match drained {
+                    [] => String::new(),
+                    d => format!(", {} drained (a lease the lab renews)", d.join(", ")),
+                }
             ));
         }
         let steps = deployment_steps(d, o, &sampler, servers, stop);
