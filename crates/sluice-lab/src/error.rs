@@ -62,6 +62,9 @@ pub enum Error {
     /// The running sluice's upstream could not be resized, or was not put back.
     #[error(transparent)]
     Resize(#[from] crate::resize::ResizeError),
+    /// A change the proof makes on a deployment (a quota, a server, the user's command).
+    #[error("the proof's change: {0}")]
+    Change(String),
     #[error("the step was interrupted before it started")]
     Interrupted,
     /// A file or directory of the tiers, or a loopback port for one: `what` was done.

@@ -5,7 +5,8 @@
 //! This crate owns experiments (`spec`), asking a deployment's target whether it
 //! answers before its steps (`probe`), starting tiers (`topology`, `lb_config`),
 //! sampling them (`sample`, `prom`, `real` for tiers it did not start, `resize` for
-//! the upstream of a running sluice drained to each configuration's servers, `database`
+//! the upstream of a running sluice drained to each configuration's servers, `change`
+//! what its proof may change there, `database`
 //! for a database's sessions, `redis`, `prometheus` for a job's targets through its
 //! server, `fetch` their one HTTP GET, `url` their URLs shown without passwords; `usl`
 //! fits the scalability law to the steps), judging
@@ -17,6 +18,7 @@
 
 pub mod budget;
 pub mod builtin;
+pub mod change;
 pub mod database;
 pub mod error;
 pub mod fetch;

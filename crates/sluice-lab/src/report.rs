@@ -11,7 +11,7 @@
 
 use crate::judge::advice::advice;
 use crate::judge::plateau::{self, Point};
-use crate::judge::proof::{Proof, Rerun};
+use crate::judge::proof::{Proof, Rerun, Role};
 use crate::judge::{whole, Finding, Judged, Verdict};
 use crate::spec::Experiment;
 use serde::Serialize;
@@ -234,6 +234,34 @@ fn gains(configurations: &[Configuration]) -> Vec<Gain> {
         .collect()
 }
 
+/// The verdict moved to the runner-up when the proof contradicts it
+/// ([`Proof::overturned`]), with the runner-up's own evidence and the proof's numbers.
+fn overturn(v: &mut Verdict, p: &Proof, at: &Configuration) {
+    let Some(row) = p.overturned() else { return };
+    let named = p.rows.iter().find(|r| r.role == Role::Named);
+    let step = at.steps.iter().find(|s| s.users == p.users);
+    let resource = step.and_then(|s| {
+        s.judged
+            .resources
+            .iter()
+            .find(|r| r.tier == row.tier && Some(r.resource) == row.resource)
+    });
+    let Some(resource) = resource else { return };
+    let was = std::mem::take(&mut v.summary);
+    v.summary = format!(
+        "{} was the limit, not what the steps named ({was}): the proof enlarged that ({}: {:+.0}% TPS) \
+         and nothing moved; {} gave {:+.0}%",
+        resource.label,
+        named.map_or("", |n| n.change.as_str()),
+        named.map_or(0.0, |n| n.gain_pct),
+        row.change,
+        row.gain_pct
+    );
+    v.tier = Some(row.tier.clone());
+    v.resource = row.resource;
+    v.evidence = resource.evidence.clone();
+}
+
 impl LabReport {
     pub fn new(
         e: &Experiment,
@@ -327,6 +355,9 @@ impl LabReport {
             .and_then(|g| self.configurations.iter().find(|c| c.servers == g.to))
             .unwrap_or(last);
         let mut v = at.verdict.clone();
+        if let Some(p) = self.proof.as_ref().filter(|p| p.servers == at.servers) {
+            overturn(&mut v, p, at);
+        }
         v.limit = v.summary.clone();
         v.advice = advice(&v, self.database_unread());
         let cause = match &v.tier {

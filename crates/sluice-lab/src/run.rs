@@ -4,6 +4,7 @@
 //! named resource enlarged, and with the runner-up enlarged instead.
 
 use crate::budget::Enforcement;
+use crate::change::{Change, Commands};
 use crate::database::DbSampler;
 use crate::error::{chain, Error};
 use crate::judge::proof::{Proof, ProofRow, Role};
@@ -434,6 +435,9 @@ pub struct Deployment {
     /// The scale-out experiment on its own servers: the sluice upstream drained to each
     /// count of `servers` in turn (`--servers` with the balancer's admin API).
     pub resize: Option<(Resize, Vec<usize>)>,
+    /// The proof on its own servers: `None` for none (`--no-prove`), else the user's
+    /// commands beside what the lab can change itself.
+    pub prove: Option<Commands>,
 }
 
 /// Measures a running deployment: users in steps against `d.target`, every tier
@@ -476,11 +480,20 @@ pub fn run_deployment(
         conflict = d.resize.as_ref().and_then(|(r, _)| r.conflict());
         configurations.push(Configuration::of(servers, None, steps?));
     }
+    let interrupted = *stop.borrow() || conflict.is_some();
+    let mut warnings = Vec::new();
+    let proof = match (&d.prove, configurations.last()) {
+        (Some(commands), Some(last)) if !interrupted => {
+            prove_deployment(d, commands, last, o, &sampler, stop, &mut warnings)?
+        }
+        _ => None,
+    };
     if let Some((resize, _)) = &mut d.resize {
         resize.restore()?;
     }
-    let interrupted = *stop.borrow() || conflict.is_some();
     let mut report = LabReport::deployment(&d.target, &d.tiers, configurations, interrupted);
+    report.proof = proof;
+    report.warnings.extend(warnings);
     // What was measured before someone else changed the upstream is kept, with why the
     // run stopped.
     report.warnings.extend(conflict.map(|c| c.to_string()));
@@ -491,6 +504,94 @@ pub fn run_deployment(
         .extend(scrape_warnings(&d.tiers, d.duration));
     report.conclude();
     Ok(report)
+}
+
+/// The proof on a deployment: the configuration's top valid step again (the control),
+/// then with the named resource enlarged, then with the runner-up's, each change undone
+/// after its re-run. Where the lab cannot change the named resource, no re-run: a warning
+/// says how to prove it by hand.
+fn prove_deployment(
+    d: &Deployment,
+    commands: &Commands,
+    config: &Configuration,
+    o: &Options,
+    sampler: &Sampler,
+    stop: &watch::Receiver<bool>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Proof>, Error> {
+    let Some(step) = config.steps.iter().rev().find(|s| s.judged.valid) else {
+        return Ok(None);
+    };
+    let resources = &step.judged.resources;
+    let Some((named, _)) = judge::proof::candidates(resources, &step.judged.verdict) else {
+        return Ok(None);
+    };
+    let resize = d.resize.as_ref().map(|(r, _)| r);
+    let change = |r: &Resource| Change::find(r, &d.tiers, commands, resize, step.servers);
+    let Some(named_change) = change(named) else {
+        warnings.push(unproven(named));
+        return Ok(None);
+    };
+    let runner_up = resources
+        .iter()
+        .filter(|r| !std::ptr::eq(*r, named))
+        .filter_map(|r| Some((r, change(r)?)))
+        .max_by(|a, b| a.0.utilisation.total_cmp(&b.0.utilisation));
+    let again = |name: &str| -> Result<StepResult, Error> {
+        let spec = StepSpec {
+            servers: step.servers,
+            users: step.users,
+            think: d.think,
+            warmup: d.warmup,
+            duration: d.duration,
+            scenario: d.scenario.as_ref(),
+            balancer_limited: false,
+        };
+        let sampling = Sampling::new(o, sampler, &d.tiers, format!("{name}: "));
+        measure(&d.target, &sampling, spec, stop)
+    };
+    let control = again("proof-control")?;
+    (o.progress)(&format!(
+        "proof: control (unchanged) -> {:.0} req/s",
+        control.tps
+    ));
+    let mut rows = vec![ProofRow::control(step.tps, control.rerun(), false)];
+    let tries = [
+        (Role::Named, Some((named, named_change))),
+        (Role::RunnerUp, runner_up),
+    ];
+    for (role, candidate) in tries {
+        let Some((r, change)) = candidate else {
+            continue;
+        };
+        change.apply(resize).map_err(Error::Change)?;
+        let result = again(&format!("proof-{role}"));
+        let undone = change.undo(resize);
+        let again = result?;
+        if let Err(why) = undone {
+            warnings.push(format!("the proof could not undo its change: {why}"));
+        }
+        (o.progress)(&format!(
+            "proof: {} -> {:.0} req/s",
+            change.describe(),
+            again.tps
+        ));
+        let mut row = ProofRow::of(r, role, control.tps, again.rerun());
+        row.change = change.describe();
+        rows.push(row);
+    }
+    Ok(Some(Proof::of(step.servers, step.users, step.tps, rows)))
+}
+
+/// Why the named resource is unproven, and the flags that would prove it by hand.
+fn unproven(r: &Resource) -> String {
+    let key = format!("{}.{}", r.tier, r.resource.name());
+    format!(
+        "unproven: the lab cannot change {} here (no cgroup quota it may write, no spare \
+         server); to prove it, give the commands that enlarge it and put it back: \
+         --enlarge {key}='COMMAND' --restore {key}='COMMAND' (or --enlarge {}.servers='... {{n}}')",
+        r.label, r.tier
+    )
 }
 
 /// The user steps of one configuration of a deployment; a change of its upstream by

@@ -64,6 +64,16 @@ pub struct LabArgs {
     /// server).
     #[arg(long, requires = "servers", value_name = "NAME")]
     upstream: Option<String>,
+    /// For the proof on a deployment: a command that enlarges a resource,
+    /// TIER.KIND='COMMAND' (the report's kinds: app.db_pool, db.cpu, ...), or
+    /// TIER.servers='COMMAND' with {n} the servers wanted (kubectl scale ...
+    /// --replicas={n}). Repeatable.
+    #[arg(long, requires = "target", value_name = "TIER.KIND=COMMAND")]
+    enlarge: Vec<String>,
+    /// The command that puts back what --enlarge changed, for the same TIER.KIND.
+    /// Repeatable.
+    #[arg(long, requires = "enlarge", value_name = "TIER.KIND=COMMAND")]
+    restore: Vec<String>,
     /// A tier of the deployment, one item per instance: NAME=PID[,PID...] for local
     /// processes, NAME=http://HOST:PORT/metrics for a Prometheus exporter (node_exporter,
     /// the JMX exporter, Spring Boot's actuator, sluice's /metrics),
@@ -196,6 +206,10 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
         Ok(scenario) => scenario,
         Err(e) => return refuse(e),
     };
+    let prove = match sluice_lab::change::Commands::parse(&args.enlarge, &args.restore) {
+        Ok(commands) => (!args.no_prove).then_some(commands),
+        Err(e) => return refuse(e),
+    };
     let resize = match resize(args, &tiers) {
         Ok(r) => r,
         Err(e) => return refuse(e),
@@ -210,6 +224,7 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
         peak_rate: args.peak_rate,
         scenario,
         resize,
+        prove,
     };
     let stop = crate::bench::interrupt_on_signal("sluice lab")?;
     // A deployment's budgets are its own, read from its processes: none is made here.

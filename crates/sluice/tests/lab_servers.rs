@@ -32,6 +32,11 @@ struct Stack {
 
 impl Stack {
     fn start() -> Stack {
+        Stack::start_with(&["--cpu", "1ms"])
+    }
+
+    /// Three `sluice backend` app servers given `app` (their flags) behind sluice.
+    fn start_with(app: &[&str]) -> Stack {
         let sluice = env!("CARGO_BIN_EXE_sluice");
         let mut apps = Vec::new();
         let mut servers = Vec::new();
@@ -39,7 +44,8 @@ impl Stack {
             let port = support::free_port();
             let listen = format!("127.0.0.1:{port}");
             let child = Command::new(sluice)
-                .args(["backend", "--listen", &listen, "--cpu", "1ms"])
+                .args(["backend", "--listen", &listen])
+                .args(app)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -245,6 +251,83 @@ fn a_change_by_someone_else_stops_the_run_and_keeps_what_was_measured() {
         "{report}"
     );
     assert_eq!(stack.drained(), 0);
+}
+
+/// A cgroup v1 CPU quota of `cores` for `pid`, removed when dropped.
+fn quota(name: &str, cores: f64, pid: u32) -> sluice_process::cpu_budget::CpuBudget {
+    let budget =
+        sluice_process::cpu_budget::CpuBudget::create(name, cores).expect("root and cgroup v1");
+    budget.add(pid).unwrap();
+    budget
+}
+
+#[test]
+#[ignore = "needs root (cgroup v1 cpu controller)"]
+fn the_proof_on_own_servers_enlarges_the_named_quota_and_puts_it_back() {
+    let sluice = env!("CARGO_BIN_EXE_sluice");
+    // A database (1 ms a query, 0.2 core) behind three app servers (1 ms and their own
+    // work, 0.2 core each) and sluice: the database holds about 200 req/s, the apps
+    // together over 400.
+    let db_port = support::free_port();
+    let db_listen = format!("127.0.0.1:{db_port}");
+    let db = Running(
+        Command::new(sluice)
+            .args([
+                "backend",
+                "--listen",
+                &db_listen,
+                "--cpu",
+                "1ms",
+                "--threads",
+                "8",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let _db_quota = quota("own-db", 0.2, db.0.id());
+    support::wait_listening(db_port);
+    let stack = Stack::start_with(&["--cpu", "1ms", "--threads", "16", "--db", &db_listen]);
+    let _app_quotas: Vec<_> = stack
+        .apps
+        .iter()
+        .enumerate()
+        .map(|(i, a)| quota(&format!("own-app{i}"), 0.2, a.0.id()))
+        .collect();
+    let quota_file = _db_quota.dir().join("cpu.cfs_quota_us");
+    let before = std::fs::read_to_string(&quota_file).unwrap();
+    let dir = support::TempDir::new("lab-servers-proof");
+    let json = dir.0.join("report.json");
+    let out = stack
+        .lab(&["--servers", "3", "--users", "32", "-d", "4s"])
+        .args(["--tier", &format!("db={}", db.0.id()), "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["verdict"]["tier"], "db", "{stdout}");
+    let proof = &report["proof"];
+    let rows = proof["rows"].as_array().unwrap();
+    let named = rows.iter().find(|r| r["role"] == "named").unwrap();
+    assert_eq!(named["tier"], "db");
+    assert!(
+        named["change"]
+            .as_str()
+            .unwrap()
+            .starts_with("CPU quota 0.20 -> 0.30"),
+        "{named}"
+    );
+    assert!(named["gain_pct"].as_f64().unwrap() > 15.0, "{proof}");
+    assert_eq!(proof["confirmed"], true, "{proof}");
+    // The database's quota as it was.
+    assert_eq!(std::fs::read_to_string(&quota_file).unwrap(), before);
 }
 
 #[test]

@@ -179,6 +179,20 @@ impl Proof {
     }
 }
 
+impl Proof {
+    /// The runner-up's row when the proof contradicts the verdict: over a quiet control,
+    /// enlarging the named resource moved throughput less than the bar and enlarging the
+    /// runner-up moved it past the bar (a limit set at the knee of what is behind it,
+    /// named where the thing behind it is the limit).
+    pub fn overturned(&self) -> Option<&ProofRow> {
+        let noise = self.noise_pct.abs();
+        let moved = |r: &ProofRow| r.gain_pct >= PROOF_GAIN_PCT + noise;
+        let named = self.rows.iter().find(|r| r.role == Role::Named)?;
+        let runner = self.rows.iter().find(|r| r.role == Role::RunnerUp)?;
+        (settled(self.noise_pct) && !moved(named) && moved(runner)).then_some(runner)
+    }
+}
+
 /// "CPU budget 0.25 -> 0.38 cores (db): +52% TPS; runner-up, db_pool 20 -> 30 (app): -1%
 /// TPS (noise 1%): confirmed".
 fn summary(
@@ -289,6 +303,31 @@ mod tests {
             "{}",
             p.summary
         );
+    }
+
+    #[test]
+    fn a_named_resource_that_moved_nothing_while_the_runner_up_did_is_overturned() {
+        // sluice's max_conns at the app's own capacity: raised, nothing moved; the app's
+        // CPU, enlarged, gave 40%.
+        let rows = vec![
+            row(Role::Control, "none: the same step again", 101.0, 1.0),
+            row(Role::Named, "connections 8 -> 12", 102.0, 1.0),
+            row(Role::RunnerUp, "CPU quota 0.40 -> 0.60 cores", 141.0, 40.0),
+        ];
+        let p = Proof::of(2, 16, 100.0, rows.clone());
+        assert!(!p.confirmed);
+        assert_eq!(
+            p.overturned().unwrap().change,
+            "CPU quota 0.40 -> 0.60 cores"
+        );
+        // Both moved: not overturned (nor confirmed: the runner-up moved too).
+        let mut both = rows.clone();
+        both[1].gain_pct = 30.0;
+        assert!(Proof::of(2, 16, 100.0, both).overturned().is_none());
+        // A noisy control proves nothing either way.
+        let mut noisy = rows;
+        noisy[0].gain_pct = 25.0;
+        assert!(Proof::of(2, 16, 100.0, noisy).overturned().is_none());
     }
 
     /// The rows as the JSON has always had them: the control's tier and resource
