@@ -192,6 +192,12 @@ impl Resize {
         &self.servers
     }
 
+    /// Whether the drains are leases that end by themselves (a sluice's), rather than
+    /// drains that last until the lab undoes them (HAProxy's).
+    pub fn leased(&self) -> bool {
+        matches!(self.balancer, Balancer::Sluice { .. })
+    }
+
     /// The commands that put back the servers a run down to `fewest` servers drains,
     /// should the lab be killed before it can: none for a sluice, whose drains are
     /// leases that end by themselves.

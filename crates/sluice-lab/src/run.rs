@@ -468,7 +468,10 @@ pub fn run_deployment(
                 serving.join(", "),
                 match drained {
                     [] => String::new(),
-                    d => format!(", {} drained (a lease the lab renews)", d.join(", ")),
+                    d if resize.leased() => {
+                        format!(", {} drained (a lease the lab renews)", d.join(", "))
+                    }
+                    d => format!(", {} drained (until the lab undoes it)", d.join(", ")),
                 }
             ));
         }
