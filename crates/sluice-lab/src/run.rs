@@ -479,14 +479,13 @@ pub fn run_deployment(
         conflict = d.resize.as_ref().and_then(|(r, _)| r.conflict());
         configurations.push(Configuration::of(servers, None, steps?));
     }
-    if let Some((resize, _)) = &mut d.resize {
-        resize.restore()?;
-    }
+    let unrestored = put_back(d, conflict.is_some())?;
     let interrupted = *stop.borrow() || conflict.is_some();
     let mut report = LabReport::deployment(&d.target, &d.tiers, configurations, interrupted);
     // What was measured before someone else changed the upstream is kept, with why the
     // run stopped.
     report.warnings.extend(conflict.map(|c| c.to_string()));
+    report.warnings.extend(unrestored);
     report.started_unix_ms = started;
     report.peak_rate = d.peak_rate;
     report
@@ -494,6 +493,18 @@ pub fn run_deployment(
         .extend(scrape_warnings(&d.tiers, d.duration));
     report.conclude();
     Ok(report)
+}
+
+/// Undoes the lab's drains. After someone else's change, a server they took over is
+/// theirs to put back: that is said with the measurements (kept), not an error.
+fn put_back(d: &mut Deployment, conflict: bool) -> Result<Option<String>, Error> {
+    let Some((resize, _)) = &mut d.resize else {
+        return Ok(None);
+    };
+    match resize.restore() {
+        Err(e) if conflict => Ok(Some(e.to_string())),
+        r => r.map(|()| None).map_err(Into::into),
+    }
 }
 
 /// The user steps of one configuration of a deployment; a change of its upstream by

@@ -94,13 +94,18 @@ impl Stack {
         lab
     }
 
-    /// Each server's `srv_admin_state`, read with `show servers state app`.
-    fn admin_states(&self) -> Vec<u32> {
+    /// One runtime API command, its answer.
+    fn command(&self, line: &str) -> String {
         let mut stream = UnixStream::connect(&self.socket).unwrap();
-        stream.write_all(b"show servers state app\n").unwrap();
+        stream.write_all(format!("{line}\n").as_bytes()).unwrap();
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
         answer
+    }
+
+    /// Each server's `srv_admin_state`, read with `show servers state app`.
+    fn admin_states(&self) -> Vec<u32> {
+        self.command("show servers state app")
             .lines()
             .skip(1)
             .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -180,4 +185,40 @@ fn ctrl_c_puts_haproxys_servers_back_ready() {
         .success());
     stack.wait_drained(0, Duration::from_secs(5));
     assert_eq!(stack.admin_states(), [0, 0, 0]);
+}
+
+#[test]
+#[ignore = "needs haproxy"]
+fn a_change_by_someone_else_behind_haproxy_stops_the_run() {
+    let stack = Stack::start();
+    let dir = support::TempDir::new("lab-haproxy-changed");
+    let json = dir.0.join("report.json");
+    // Bounded on its own: two configurations of one 6 s step.
+    let lab = stack
+        .lab(&["--servers", "1,3", "--users", "2", "-d", "6s", "--json"])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    stack.wait_drained(2, Duration::from_secs(10));
+    // An operator puts s3 in maintenance in the middle of the run.
+    assert_eq!(stack.command("set server app/s3 state maint").trim(), "");
+    let out = lab.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("changed by someone else"), "{warnings}");
+    assert!(warnings.contains("s3's admin state"), "{warnings}");
+    assert!(
+        warnings.contains("app/s3 was put in maintenance"),
+        "{warnings}"
+    );
+    assert_eq!(report["configurations"].as_array().unwrap().len(), 1);
+    // The lab's other drain is undone; the operator's maintenance is left (its drain
+    // too: HAProxy's `state ready` would end both).
+    let states = stack.admin_states();
+    assert_eq!(states[1], 0, "{states:?}");
+    assert_eq!(states[2] & 0x01, 0x01, "{states:?}");
 }

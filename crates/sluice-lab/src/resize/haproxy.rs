@@ -58,6 +58,9 @@ pub(super) fn set(
     server: &str,
     drain: bool,
 ) -> Result<Mark, ResizeError> {
+    if !drain {
+        keep_maintenance(socket, backend, server)?;
+    }
     let state = if drain { "drain" } else { "ready" };
     let line = format!("set server {backend}/{server} state {state}");
     let answer = command(socket, &line)?;
@@ -66,6 +69,24 @@ pub(super) fn set(
         return Err(runtime(socket, format!("{line}: {}", answer.trim())));
     }
     mark(socket, backend)
+}
+
+/// Refuses to undrain a server someone else put in maintenance since: `state ready`
+/// would end their maintenance too (HAProxy has no command that ends a drain alone).
+fn keep_maintenance(socket: &str, backend: &str, server: &str) -> Result<(), ResizeError> {
+    let Mark::States(states) = mark(socket, backend)? else {
+        return Ok(());
+    };
+    match states.get(server) {
+        Some(state) if state & !DRAIN != 0 => Err(runtime(
+            socket,
+            format!(
+                "{backend}/{server} was put in maintenance by someone else (admin state {state}): \
+                 the lab leaves it so; `set server {backend}/{server} state ready` ends both"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The admin states once `server`'s drain bit is set (or cleared).
