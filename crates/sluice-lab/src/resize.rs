@@ -1,26 +1,29 @@
-//! The scale-out experiment on the user's own servers: a running sluice's upstream is
-//! resized through its admin API. For each configuration, the servers beyond the count
-//! it measures are drained (no new requests; those in flight finish) and the others
-//! undrained, then put back as they were when the run ends.
+//! The scale-out experiment on the user's own servers: the balancer's upstream is resized
+//! through its API, a sluice's admin API or HAProxy's runtime API. For each
+//! configuration, the servers beyond the count it measures are drained (no new requests;
+//! those in flight finish) and the others undrained, then put back as they were when the
+//! run ends (normally, on an error, on Ctrl-C: [`Drop`] restores).
 //!
-//! Each drain is a lease the lab renews while it runs, so a lab that is killed leaves
-//! nothing behind: it stops renewing and the balancer ends the drains by itself. Only
-//! servers in service at the start are used; a server an operator drained is never
-//! touched. The upstream's `changes` counter (it moves on every change of its servers or
-//! their drains, whoever makes it) tells a change by anyone else, which stops the run.
+//! A sluice's drains are leases the lab renews while it runs, so a lab that is killed
+//! leaves nothing behind: it stops renewing and the balancer ends the drains by itself.
+//! HAProxy has no leases: a lab killed with `kill -9` leaves its drains, which is why the
+//! commands that undo them are given before the run ([`Resize::by_hand`]).
+//!
+//! Only servers in service at the start are used; a server an operator drained is never
+//! touched. A change by anyone else stops the run: the lab keeps a [`Mark`] of the
+//! upstream as its own changes left it and compares it on every renewal tick.
 
-use crate::fetch;
-use serde_json::Value;
-use std::collections::BTreeSet;
+mod haproxy;
+mod sluice;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// How long a drain lasts unless renewed: a killed lab's servers are back this soon.
-const LEASE: Duration = Duration::from_secs(10);
-/// How often the leases are renewed and the upstream checked: a third of a lease, so
-/// that two renewals may fail (a busy balancer) before one runs out.
+/// How often the leases are renewed and the upstream checked: a third of a sluice
+/// lease, so that two renewals may fail (a busy balancer) before one runs out.
 const RENEW: Duration = Duration::from_millis(3_000);
 
 /// Why the upstream cannot be resized, in words to act on.
@@ -28,15 +31,99 @@ const RENEW: Duration = Duration::from_millis(3_000);
 pub enum ResizeError {
     #[error("the admin API at {admin}: {why}")]
     Admin { admin: String, why: String },
+    #[error("HAProxy's runtime API at {socket}: {why}")]
+    Runtime { socket: String, why: String },
     #[error("{0}")]
     Upstream(String),
     #[error("the upstream {upstream} was changed by someone else during the run ({why}); the run stops: put it back as you want it and run again")]
     Changed { upstream: String, why: String },
 }
 
-/// A sluice's upstream the lab resizes, and the drains it holds.
+/// The balancer whose upstream is resized, and the API it is resized through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Balancer {
+    /// A sluice's admin API, `http://HOST:PORT`.
+    Sluice { admin: String },
+    /// HAProxy's runtime API (`stats socket ... level admin`): a unix socket's path or
+    /// `HOST:PORT`.
+    Haproxy { socket: String },
+}
+
+/// What the upstream looks like after the lab's own changes: anything else is someone
+/// else's doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Mark {
+    /// A sluice upstream's `changes` counter.
+    Changes(u64),
+    /// A HAProxy backend's servers and their admin states.
+    States(BTreeMap<String, u32>),
+}
+
+impl Mark {
+    /// The mark once this run has drained (or undrained) `server`.
+    fn after(&self, server: &str, drain: bool) -> Mark {
+        match self {
+            Mark::Changes(n) => Mark::Changes(n + 1),
+            Mark::States(states) => Mark::States(haproxy::after(states, server, drain)),
+        }
+    }
+
+    /// Why `found` is not this mark, in words.
+    fn why(&self, found: &Mark) -> String {
+        match (self, found) {
+            (Mark::Changes(expected), Mark::Changes(found)) => format!(
+                "its change count is {found} where the lab's own changes made it {expected}"
+            ),
+            (Mark::States(expected), Mark::States(found)) => haproxy::differences(expected, found),
+            _ => "it answers differently".into(),
+        }
+    }
+}
+
+impl Balancer {
+    /// The upstream (by name, or the only one with more than one server), its servers
+    /// in service (at least `most`) and its mark now.
+    fn open(
+        &self,
+        upstream: Option<&str>,
+        most: usize,
+    ) -> Result<(String, Vec<String>, Mark), ResizeError> {
+        match self {
+            Balancer::Sluice { admin } => sluice::open(admin, upstream, most),
+            Balancer::Haproxy { socket } => haproxy::open(socket, upstream, most),
+        }
+    }
+
+    /// Drains (or undrains) `server`; the upstream's mark after.
+    fn set(&self, upstream: &str, server: &str, drain: bool) -> Result<Mark, ResizeError> {
+        match self {
+            Balancer::Sluice { admin } => sluice::call(admin, upstream, server, drain),
+            Balancer::Haproxy { socket } => haproxy::set(socket, upstream, server, drain),
+        }
+    }
+
+    /// Renews the drains this run holds (a sluice's leases; HAProxy's drains last until
+    /// undone) and reads the upstream: the marks seen, which must all be the run's own.
+    fn tick(&self, upstream: &str, drained: &BTreeSet<String>) -> Vec<Mark> {
+        match self {
+            Balancer::Sluice { admin } => {
+                let renewed = drained.iter();
+                let mut marks: Vec<Mark> = renewed
+                    .filter_map(|s| sluice::call(admin, upstream, s, true).ok())
+                    .collect();
+                marks.extend(sluice::mark(admin, upstream));
+                marks
+            }
+            Balancer::Haproxy { socket } => {
+                haproxy::mark(socket, upstream).ok().into_iter().collect()
+            }
+        }
+    }
+}
+
+/// An upstream the lab resizes, and the drains it holds.
 pub struct Resize {
-    admin: String,
+    balancer: Balancer,
     upstream: String,
     /// The servers in service at the start, in the API's order: the first `n` serve a
     /// configuration of `n` servers.
@@ -46,43 +133,49 @@ pub struct Resize {
 }
 
 struct Shared {
-    state: Mutex<Leases>,
+    state: Mutex<Drains>,
     done: AtomicBool,
 }
 
-#[derive(Default)]
-struct Leases {
-    /// The servers this run drained (each under a lease).
+struct Drains {
+    /// The servers this run drained.
     drained: BTreeSet<String>,
-    /// The upstream's `changes` after this run's last change.
-    changes: u64,
+    /// The upstream as this run's last change left it.
+    mark: Mark,
     /// A change by someone else, seen by the renewer.
     conflict: Option<ResizeError>,
 }
 
 impl Resize {
-    /// The upstream of the sluice whose admin API is at `admin` (`http://HOST:PORT`):
-    /// `upstream` by name, or the only one with more than one server. It must have at
-    /// least `most` servers in service and no drain lease running (another lab's).
-    pub fn start(admin: &str, upstream: Option<&str>, most: usize) -> Result<Resize, ResizeError> {
-        let admin = admin.trim_end_matches('/').to_string();
-        let all = upstreams(&admin)?;
-        let (name, up) = choose(&all, upstream)?;
-        let servers = in_service(&name, up, most)?;
-        let changes = up["changes"].as_u64().unwrap_or_default();
+    /// The upstream of `balancer`: `upstream` by name, or the only one with more than
+    /// one server. It must have at least `most` servers in service and (a sluice) no
+    /// drain lease running (another lab's).
+    pub fn start(
+        balancer: Balancer,
+        upstream: Option<&str>,
+        most: usize,
+    ) -> Result<Resize, ResizeError> {
+        let balancer = match balancer {
+            Balancer::Sluice { admin } => Balancer::Sluice {
+                admin: admin.trim_end_matches('/').to_string(),
+            },
+            haproxy => haproxy,
+        };
+        let (name, servers, mark) = balancer.open(upstream, most)?;
         let shared = Arc::new(Shared {
-            state: Mutex::new(Leases {
-                changes,
-                ..Leases::default()
+            state: Mutex::new(Drains {
+                drained: BTreeSet::new(),
+                mark,
+                conflict: None,
             }),
             done: AtomicBool::new(false),
         });
         let renewer = {
-            let (shared, admin, name) = (shared.clone(), admin.clone(), name.clone());
-            std::thread::spawn(move || renew(&shared, &admin, &name))
+            let (shared, balancer, name) = (shared.clone(), balancer.clone(), name.clone());
+            std::thread::spawn(move || renew(&shared, &balancer, &name))
         };
         Ok(Resize {
-            admin,
+            balancer,
             upstream: name,
             servers,
             shared,
@@ -99,24 +192,43 @@ impl Resize {
         &self.servers
     }
 
+    /// Whether the drains are leases that end by themselves (a sluice's), rather than
+    /// drains that last until the lab undoes them (HAProxy's).
+    pub fn leased(&self) -> bool {
+        matches!(self.balancer, Balancer::Sluice { .. })
+    }
+
+    /// The commands that put back the servers a run down to `fewest` servers drains,
+    /// should the lab be killed before it can: none for a sluice, whose drains are
+    /// leases that end by themselves.
+    pub fn by_hand(&self, fewest: usize) -> Vec<String> {
+        match &self.balancer {
+            Balancer::Sluice { .. } => Vec::new(),
+            Balancer::Haproxy { socket } => self.servers[fewest.min(self.servers.len())..]
+                .iter()
+                .map(|server| haproxy::ready_by_hand(socket, &self.upstream, server))
+                .collect(),
+        }
+    }
+
     /// Leaves the first `n` servers in service and drains the others.
     pub fn set(&self, n: usize) -> Result<(), ResizeError> {
-        let mut leases = self.shared.lock();
-        if let Some(e) = leases.conflict.clone() {
+        let mut drains = self.shared.lock();
+        if let Some(e) = drains.conflict.clone() {
             return Err(e);
         }
         for (i, server) in self.servers.iter().enumerate() {
             let drain = i >= n;
-            if drain == leases.drained.contains(server) {
+            if drain == drains.drained.contains(server) {
                 continue;
             }
-            let changes = self.post(server, drain)?;
-            self.note(&mut leases, changes, 1)?;
+            let found = self.balancer.set(&self.upstream, server, drain)?;
             if drain {
-                leases.drained.insert(server.clone());
+                drains.drained.insert(server.clone());
             } else {
-                leases.drained.remove(server);
+                drains.drained.remove(server);
             }
+            self.note(&mut drains, found, server, drain)?;
         }
         Ok(())
     }
@@ -132,29 +244,30 @@ impl Resize {
         if let Some(r) = self.renewer.take() {
             let _ = r.join();
         }
-        let mut leases = self.shared.lock();
+        let mut drains = self.shared.lock();
         let mut first_error = None;
-        for server in std::mem::take(&mut leases.drained) {
-            if let Err(e) = self.post(&server, false) {
+        for server in std::mem::take(&mut drains.drained) {
+            if let Err(e) = self.balancer.set(&self.upstream, &server, false) {
                 first_error.get_or_insert(e);
             }
         }
         first_error.map_or(Ok(()), Err)
     }
 
-    /// A drain (with the lease) or an undrain of `server`; the upstream's `changes` after.
-    fn post(&self, server: &str, drain: bool) -> Result<u64, ResizeError> {
-        call(&self.admin, &self.upstream, server, drain)
-    }
-
-    /// Takes `changes` from this run's own call, which moved the counter by `by`: any
-    /// other move is someone else's.
-    fn note(&self, leases: &mut Leases, changes: u64, by: u64) -> Result<(), ResizeError> {
-        let expected = leases.changes + by;
-        leases.changes = changes;
-        if changes != expected {
-            let e = changed(&self.upstream, expected, changes);
-            leases.conflict = Some(e.clone());
+    /// Takes the mark `found` after this run's own change of `server`: anything but
+    /// that change is someone else's.
+    fn note(
+        &self,
+        drains: &mut Drains,
+        found: Mark,
+        server: &str,
+        drain: bool,
+    ) -> Result<(), ResizeError> {
+        let expected = drains.mark.after(server, drain);
+        drains.mark = found.clone();
+        if found != expected {
+            let e = changed(&self.upstream, &expected, &found);
+            drains.conflict = Some(e.clone());
             return Err(e);
         }
         Ok(())
@@ -171,20 +284,20 @@ impl Drop for Resize {
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Leases> {
+    fn lock(&self) -> MutexGuard<'_, Drains> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-fn changed(upstream: &str, expected: u64, found: u64) -> ResizeError {
+fn changed(upstream: &str, expected: &Mark, found: &Mark) -> ResizeError {
     ResizeError::Changed {
         upstream: upstream.into(),
-        why: format!("its change count is {found} where the lab's own changes made it {expected}"),
+        why: expected.why(found),
     }
 }
 
-/// Renews the leases and checks the upstream every [`RENEW`] until the run is done.
-fn renew(shared: &Shared, admin: &str, upstream: &str) {
+/// Renews the drains and checks the upstream every [`RENEW`] until the run is done.
+fn renew(shared: &Shared, balancer: &Balancer, upstream: &str) {
     let tick = Duration::from_millis(100);
     let mut waited = Duration::ZERO;
     while !shared.done.load(Ordering::Relaxed) {
@@ -194,190 +307,55 @@ fn renew(shared: &Shared, admin: &str, upstream: &str) {
             continue;
         }
         waited = Duration::ZERO;
-        let mut leases = shared.lock();
-        for server in leases.drained.clone() {
-            // A renewal changes nothing, so the counter must not move.
-            if let Ok(changes) = call(admin, upstream, &server, true) {
-                if changes != leases.changes && leases.conflict.is_none() {
-                    leases.conflict = Some(changed(upstream, leases.changes, changes));
-                }
+        let mut drains = shared.lock();
+        // A renewal changes nothing, so every mark seen must be the run's own.
+        for found in balancer.tick(upstream, &drains.drained) {
+            if found != drains.mark && drains.conflict.is_none() {
+                drains.conflict = Some(changed(upstream, &drains.mark, &found));
             }
         }
-        let now = upstreams(admin)
-            .ok()
-            .and_then(|all| all.get(upstream).map(|u| u["changes"].as_u64()))
-            .flatten();
-        if let Some(now) = now.filter(|&n| n != leases.changes) {
-            let expected = leases.changes;
-            leases
-                .conflict
-                .get_or_insert(changed(upstream, expected, now));
-        }
     }
 }
 
-/// `POST .../drain?lease=` or `.../undrain`; the upstream's `changes` it answers.
-fn call(admin: &str, upstream: &str, server: &str, drain: bool) -> Result<u64, ResizeError> {
-    let path = match drain {
-        true => format!("drain?lease={}ms", LEASE.as_millis()),
-        false => "undrain".to_string(),
-    };
-    let url = format!("{admin}/api/upstreams/{upstream}/servers/{server}/{path}");
-    let error = |why: String| ResizeError::Admin {
-        admin: admin.into(),
-        why,
-    };
-    let (status, body) = fetch::http_request("POST", &url).map_err(error)?;
-    let json: Value = serde_json::from_str(&body).unwrap_or_default();
-    if status != 200 {
-        let said = json["error"].as_str().unwrap_or(&body).to_string();
-        return Err(error(format!("POST {url}: {status}: {said}")));
-    }
-    json["changes"].as_u64().ok_or_else(|| {
-        error(format!(
-            "POST {url} answered without `changes`: a sluice older than drain leases?"
-        ))
-    })
-}
-
-/// `GET /api/upstreams`, by name.
-fn upstreams(admin: &str) -> Result<serde_json::Map<String, Value>, ResizeError> {
-    let url = format!("{admin}/api/upstreams");
-    let error = |why: String| ResizeError::Admin {
-        admin: admin.into(),
-        why,
-    };
-    let (status, body) = fetch::http_request("GET", &url).map_err(error)?;
-    if status != 200 {
-        return Err(error(format!("GET {url}: {status}")));
-    }
-    let json: Value = serde_json::from_str(&body)
-        .map_err(|e| error(format!("GET {url}: not sluice's JSON: {e}")))?;
-    by_name(&json).ok_or_else(|| error(format!("GET {url}: not sluice's list of upstreams")))
-}
-
-/// The API's upstreams keyed by name, whether it lists them as an object or an array.
-fn by_name(json: &Value) -> Option<serde_json::Map<String, Value>> {
-    let list = json.get("upstreams").unwrap_or(json);
-    match list {
-        Value::Object(map) => Some(map.clone()),
-        Value::Array(items) => Some(
-            items
-                .iter()
-                .filter_map(|u| Some((u["name"].as_str()?.to_string(), u.clone())))
-                .collect(),
-        ),
-        _ => None,
-    }
-}
-
-/// `wanted`, or the only upstream with more than one server.
-fn choose<'a>(
-    all: &'a serde_json::Map<String, Value>,
+/// `wanted`, or the only upstream with more than one server: `counts` are each
+/// upstream's servers, by name; `what` is what the balancer calls an upstream.
+fn choose(
+    counts: &BTreeMap<String, usize>,
     wanted: Option<&str>,
-) -> Result<(String, &'a Value), ResizeError> {
-    let names = || all.keys().cloned().collect::<Vec<_>>().join(", ");
+    what: &str,
+) -> Result<String, ResizeError> {
+    let names = || counts.keys().cloned().collect::<Vec<_>>().join(", ");
     if let Some(name) = wanted {
-        return all.get(name).map(|u| (name.to_string(), u)).ok_or_else(|| {
-            ResizeError::Upstream(format!(
-                "--upstream {name}: no such upstream (it has {})",
+        return match counts.contains_key(name) {
+            true => Ok(name.to_string()),
+            false => Err(ResizeError::Upstream(format!(
+                "--upstream {name}: no such {what} (it has {})",
                 names()
-            ))
-        });
+            ))),
+        };
     }
-    let several: Vec<_> = all
-        .iter()
-        .filter(|(_, u)| u["servers"].as_array().map_or(0, Vec::len) > 1)
-        .collect();
+    let several: Vec<_> = counts.iter().filter(|(_, &n)| n > 1).collect();
     match several.as_slice() {
-        [(name, u)] => Ok(((*name).clone(), *u)),
+        [(name, _)] => Ok((*name).clone()),
         [] => Err(ResizeError::Upstream(format!(
-            "no upstream has more than one server to scale over (upstreams: {})",
+            "no {what} has more than one server to scale over ({what}s: {})",
             names()
         ))),
         _ => Err(ResizeError::Upstream(format!(
-            "several upstreams have servers to scale over: say which with --upstream ({})",
+            "several {what}s have servers to scale over: say which with --upstream ({})",
             names()
         ))),
     }
 }
 
-/// The servers of `up` in service (not drained, not backups), at least `most`; none may
-/// be under a lease.
-fn in_service(name: &str, up: &Value, most: usize) -> Result<Vec<String>, ResizeError> {
-    let servers = up["servers"].as_array().cloned().unwrap_or_default();
-    if let Some(leased) = servers.iter().find(|s| !s["lease_ms"].is_null()) {
-        return Err(ResizeError::Upstream(format!(
-            "upstream {name}: {} is drained under a lease already (another lab run?); wait for it to end",
-            leased["addr"].as_str().unwrap_or("a server")
-        )));
-    }
-    let ready: Vec<String> = servers
-        .iter()
-        .filter(|s| s["drained"].as_bool() == Some(false) && s["backup"] != true)
-        .filter_map(|s| s["addr"].as_str().map(String::from))
-        .collect();
+/// Refuses fewer than `most` servers in service, naming them.
+fn enough(what: &str, name: &str, ready: &[String], most: usize) -> Result<(), ResizeError> {
     if ready.len() < most {
         return Err(ResizeError::Upstream(format!(
-            "upstream {name} has {} server(s) in service ({}); --servers asks for {most}",
+            "{what} {name} has {} server(s) in service ({}); --servers asks for {most}",
             ready.len(),
             ready.join(", ")
         )));
     }
-    Ok(ready)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn api(text: &str) -> serde_json::Map<String, Value> {
-        by_name(&serde_json::from_str(text).unwrap()).unwrap()
-    }
-
-    #[test]
-    fn the_only_upstream_with_servers_to_scale_over_is_chosen() {
-        let all = api(
-            r#"{"upstreams":[{"name":"static","servers":[{"addr":"10.0.0.9:80","drained":false}]},
-                {"name":"app","changes":4,"servers":[{"addr":"10.0.0.1:8080","drained":false},
-                {"addr":"10.0.0.2:8080","drained":true,"lease_ms":null},{"addr":"10.0.0.3:8080","drained":false}]}]}"#,
-        );
-        let (name, up) = choose(&all, None).unwrap();
-        assert_eq!(name, "app");
-        // The operator's drained server is left alone.
-        assert_eq!(
-            in_service(&name, up, 2).unwrap(),
-            ["10.0.0.1:8080", "10.0.0.3:8080"]
-        );
-        let short = in_service(&name, up, 3).unwrap_err().to_string();
-        assert!(
-            short.contains("2 server(s) in service") && short.contains("asks for 3"),
-            "{short}"
-        );
-        assert!(choose(&all, Some("nope"))
-            .unwrap_err()
-            .to_string()
-            .contains("app, static"));
-    }
-
-    #[test]
-    fn a_lease_running_already_is_refused() {
-        let all = api(
-            r#"{"upstreams":[{"name":"app","servers":[{"addr":"10.0.0.1:8080","drained":false},
-                {"addr":"10.0.0.2:8080","drained":true,"lease_ms":4000}]}]}"#,
-        );
-        let (name, up) = choose(&all, None).unwrap();
-        let e = in_service(&name, up, 1).unwrap_err().to_string();
-        assert!(e.contains("10.0.0.2:8080 is drained under a lease"), "{e}");
-    }
-
-    #[test]
-    fn several_upstreams_to_scale_over_ask_which() {
-        let all = api(
-            r#"{"upstreams":[{"name":"a","servers":[{"addr":"1.1.1.1:1"},{"addr":"1.1.1.2:1"}]},
-                {"name":"b","servers":[{"addr":"1.1.1.3:1"},{"addr":"1.1.1.4:1"}]}]}"#,
-        );
-        let e = choose(&all, None).unwrap_err().to_string();
-        assert!(e.contains("--upstream (a, b)"), "{e}");
-    }
+    Ok(())
 }

@@ -472,7 +472,10 @@ pub fn run_deployment(
                 serving.join(", "),
                 match drained {
                     [] => String::new(),
-                    d => format!(", {} drained (a lease the lab renews)", d.join(", ")),
+                    d if resize.leased() => {
+                        format!(", {} drained (a lease the lab renews)", d.join(", "))
+                    }
+                    d => format!(", {} drained (until the lab undoes it)", d.join(", ")),
                 }
             ));
         }
@@ -488,15 +491,14 @@ pub fn run_deployment(
         }
         _ => None,
     };
-    if let Some((resize, _)) = &mut d.resize {
-        resize.restore()?;
-    }
+    let unrestored = put_back(d, conflict.is_some())?;
     let mut report = LabReport::deployment(&d.target, &d.tiers, configurations, interrupted);
     report.proof = proof;
     report.warnings.extend(warnings);
     // What was measured before someone else changed the upstream is kept, with why the
     // run stopped.
     report.warnings.extend(conflict.map(|c| c.to_string()));
+    report.warnings.extend(unrestored);
     report.started_unix_ms = started;
     report.peak_rate = d.peak_rate;
     report
@@ -592,6 +594,18 @@ fn unproven(r: &Resource) -> String {
          --enlarge {key}='COMMAND' --restore {key}='COMMAND' (or --enlarge {}.servers='... {{n}}')",
         r.label, r.tier
     )
+}
+
+/// Undoes the lab's drains. After someone else's change, a server they took over is
+/// theirs to put back: that is said with the measurements (kept), not an error.
+fn put_back(d: &mut Deployment, conflict: bool) -> Result<Option<String>, Error> {
+    let Some((resize, _)) = &mut d.resize else {
+        return Ok(None);
+    };
+    match resize.restore() {
+        Err(e) if conflict => Ok(Some(e.to_string())),
+        r => r.map(|()| None).map_err(Into::into),
+    }
 }
 
 /// The user steps of one configuration of a deployment; a change of its upstream by

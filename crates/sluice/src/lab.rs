@@ -5,7 +5,7 @@ use clap::Args;
 use sluice_bench::scenario::Scenario;
 use sluice_lab::budget::Enforcement;
 use sluice_lab::live::Live;
-use sluice_lab::resize::Resize;
+use sluice_lab::resize::{Balancer, Resize};
 use sluice_lab::spec::{Experiment, LbKind, ScenarioFile};
 use sluice_lab::text::{self, Width};
 use sluice_lab::{builtin, report, run};
@@ -34,9 +34,10 @@ pub struct LabArgs {
     #[arg(long)]
     lb: Option<String>,
     /// App servers per configuration, e.g. 1,2,3 (overrides the experiment's). With
-    /// --target, the scale-out experiment on your own servers behind sluice: the
-    /// upstream's other servers are drained through its admin API (--admin) for each
-    /// count, and put back as they were after the run.
+    /// --target, the scale-out experiment on your own servers behind sluice or HAProxy:
+    /// the upstream's other servers are drained through its admin API (--admin) or
+    /// HAProxy's runtime API (--haproxy-socket) for each count, and put back as they were
+    /// after the run.
     #[arg(long, value_delimiter = ',')]
     servers: Vec<usize>,
     /// Users per step, e.g. 10,20,40 (overrides the experiment's).
@@ -60,8 +61,19 @@ pub struct LabArgs {
     /// /metrics URL.
     #[arg(long, requires = "target", value_name = "URL")]
     admin: Option<String>,
-    /// The upstream --servers scales over (by default the only one with more than one
-    /// server).
+    /// HAProxy's runtime API, which --servers drains servers through when HAProxy is in
+    /// front: the path of its `stats socket ... level admin` (e.g.
+    /// /run/haproxy/admin.sock) or HOST:PORT for `stats socket ipv4@HOST:PORT`. Its
+    /// drains are not leases: the commands that undo them are printed before the run.
+    #[arg(
+        long,
+        requires = "target",
+        conflicts_with = "admin",
+        value_name = "ADDR"
+    )]
+    haproxy_socket: Option<String>,
+    /// The upstream --servers scales over, or HAProxy's backend (by default the only one
+    /// with more than one server).
     #[arg(long, requires = "servers", value_name = "NAME")]
     upstream: Option<String>,
     /// For the proof on a deployment: a command that enlarges a resource,
@@ -234,8 +246,8 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
     finish(args, report)
 }
 
-/// With `--servers`: the sluice upstream to resize, through `--admin` or the admin API
-/// whose `/metrics` a balancer tier is read at.
+/// With `--servers`: the upstream to resize, through `--haproxy-socket`, `--admin` or the
+/// admin API whose `/metrics` a balancer tier is read at.
 fn resize(
     args: &LabArgs,
     tiers: &[sluice_lab::real::Watched],
@@ -253,18 +265,35 @@ fn resize(
             .find_map(|w| w.stats.as_deref()?.strip_suffix("/metrics"))
             .map(String::from)
     };
-    let Some(admin) = args.admin.clone().or_else(from_tier) else {
-        return Err(
-            "--servers with --target resizes the upstream of the sluice in front: \
-                    give its admin API with --admin http://HOST:PORT or \
-                    --tier lb=PID@http://HOST:PORT/metrics"
-                .into(),
-        );
+    let balancer = match (&args.haproxy_socket, args.admin.clone().or_else(from_tier)) {
+        (Some(socket), _) => Balancer::Haproxy {
+            socket: socket.clone(),
+        },
+        (None, Some(admin)) => Balancer::Sluice { admin },
+        (None, None) => {
+            return Err(
+                "--servers with --target resizes the upstream of the balancer in front: \
+                    give a sluice's admin API with --admin http://HOST:PORT or \
+                    --tier lb=PID@http://HOST:PORT/metrics, or HAProxy's runtime API with \
+                    --haproxy-socket PATH|HOST:PORT"
+                    .into(),
+            )
+        }
     };
     let most = args.servers.iter().copied().max().unwrap_or(1);
-    Resize::start(&admin, args.upstream.as_deref(), most)
-        .map(|r| Some((r, args.servers.clone())))
-        .map_err(|e| e.to_string())
+    let resize =
+        Resize::start(balancer, args.upstream.as_deref(), most).map_err(|e| e.to_string())?;
+    let fewest = args.servers.iter().copied().min().unwrap_or(most);
+    let by_hand = resize.by_hand(fewest);
+    if !by_hand.is_empty() {
+        // HAProxy's drains outlive a lab killed with kill -9: say how to undo them first.
+        eprintln!(
+            "sluice lab: drains through HAProxy are undone when the run ends; \
+             if it is killed (kill -9) first, undo them with:\n  {}",
+            by_hand.join("\n  ")
+        );
+    }
+    Ok(Some((resize, args.servers.clone())))
 }
 
 fn width(args: &LabArgs) -> Width {
