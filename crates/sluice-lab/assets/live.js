@@ -39,16 +39,34 @@
     cell(row, s.saturated, "text");
   }
 
+  // Redrawn whole each second, as the tables are: the lab keeps at most a few hundred.
+  function drawEvents(events) {
+    var list = document.getElementById("events");
+    while (list.firstChild) { list.removeChild(list.firstChild); }
+    events.forEach(function (e) {
+      var li = document.createElement("li");
+      var at = document.createElement("span");
+      at.className = "at";
+      at.textContent = e.at_s.toFixed(0) + " s  ";
+      li.appendChild(at);
+      li.appendChild(document.createTextNode(e.text));
+      list.appendChild(li);
+    });
+  }
+
   function draw(s) {
     document.getElementById("title").textContent = "sluice lab: " + s.experiment;
     document.getElementById("phase").textContent =
       s.done ? "done" : s.phase + ", " + s.elapsed_s.toFixed(0) + " s";
+    document.getElementById("servers").textContent =
+      s.servers === null ? "-" : String(s.servers);
     document.getElementById("verdict").textContent = s.verdict || "no verdict yet";
     document.getElementById("tps").textContent = s.tps.toFixed(1);
     document.getElementById("p99").textContent = s.p99_ms.toFixed(1);
     document.getElementById("err").textContent = s.error_pct.toFixed(1);
     fill(document.querySelector("#tiers tbody"), s.tiers, drawTier);
     fill(document.querySelector("#steps tbody"), s.steps, drawStep);
+    drawEvents(s.events);
     updates += 1;
     document.body.setAttribute("data-updated", String(updates));
     if (s.done) { document.body.setAttribute("data-done", "true"); }

@@ -24,6 +24,8 @@ const PAGE_JS: &str = include_str!("../assets/live.js");
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LiveState {
     pub experiment: String,
+    /// The servers of the configuration under load now (none before the first).
+    pub servers: Option<usize>,
     /// What runs now: `2 servers, 20 users: measuring`, `proof: control`.
     pub phase: String,
     pub elapsed_s: f64,
@@ -34,7 +36,22 @@ pub struct LiveState {
     pub steps: Vec<LiveStep>,
     /// The last step's verdict: the verdict forming.
     pub verdict: String,
+    /// The run's progress lines as they were said (servers drained and put back, the
+    /// proof's runs), oldest first, at most [`EVENTS`]: what the table of steps does not
+    /// show.
+    pub events: Vec<LiveEvent>,
     pub done: bool,
+}
+
+/// Events the page keeps: a run says a few per configuration, so this is every one of
+/// any run the lab makes, and a bound on the page's size all the same.
+const EVENTS: usize = 200;
+
+/// A progress line, and when in the run it was said.
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveEvent {
+    pub at_s: f64,
+    pub text: String,
 }
 
 /// One process's CPU over the last second, against its budget.
@@ -61,6 +78,7 @@ pub struct LiveStep {
 pub struct Live {
     state: Arc<Mutex<LiveState>>,
     terminal: bool,
+    started: std::time::Instant,
 }
 
 impl Live {
@@ -73,6 +91,7 @@ impl Live {
         Live {
             state: Arc::new(Mutex::new(state)),
             terminal: std::io::stderr().is_terminal(),
+            started: std::time::Instant::now(),
         }
     }
 
@@ -105,6 +124,25 @@ impl Live {
             s.tps = 0.0;
             s.p99_ms = 0.0;
             s.error_pct = 0.0;
+        });
+    }
+
+    /// The configuration under load now: its number of servers.
+    pub fn servers(&self, servers: usize) {
+        self.update(|s| s.servers = Some(servers));
+    }
+
+    /// A progress line (a drain, a proof's run), into the page's list of events.
+    pub fn event(&self, text: &str) {
+        let at_s = round1(self.started.elapsed().as_secs_f64());
+        self.update(|s| {
+            if s.events.len() == EVENTS {
+                s.events.remove(0);
+            }
+            s.events.push(LiveEvent {
+                at_s,
+                text: text.into(),
+            });
         });
     }
 

@@ -312,7 +312,7 @@ impl LabReport {
         r
     }
 
-    fn new_empty(interrupted: bool) -> LabReport {
+    pub(crate) fn new_empty(interrupted: bool) -> LabReport {
         LabReport {
             tool: format!("sluice lab {}", env!("CARGO_PKG_VERSION")),
             version: None,
@@ -526,7 +526,7 @@ pub(crate) mod tests {
         s.judged.resources.push(crate::judge::Resource {
             tier: "app".into(),
             resource: Kind::BusiestThread,
-            label: "the app server's busiest thread (one core)".into(),
+            label: "the app server's busiest thread (one core at most)".into(),
             utilisation: thread,
             saturated: false,
             evidence: vec!["app[pid 7]: its thread 7 used ...".into()],
@@ -562,7 +562,7 @@ pub(crate) mod tests {
             (v.tier.as_deref(), v.resource),
             (Some("app"), Some(Kind::BusiestThread))
         );
-        assert!(v.summary.starts_with("a plateau at 2527-2675 req/s from 4 to 8 users: the app server's busiest thread (one core) was the likely limit (74% of one core"), "{}", v.summary);
+        assert!(v.summary.starts_with("a plateau at 2527-2675 req/s from 4 to 8 users: the app server's busiest thread (one core at most) was the likely limit (74% of one core"), "{}", v.summary);
         // Below the bar, or a process whose other threads work too: a plateau, unnamed.
         assert_eq!(
             of(crate::judge::thresholds::PLATEAU_THREAD_BUSY - 0.01, 0.6).resource,

@@ -55,12 +55,13 @@ pub fn run(e: &Experiment, o: &Options, stop: &watch::Receiver<bool>) -> Result<
         let mut ev = e.clone();
         ev.lb = lb;
         if let Some(name) = &variant {
-            (o.progress)(&format!("-- {name}"));
+            say(o, &format!("-- {name}"));
         }
         for &servers in &e.servers {
             if *stop.borrow() {
                 break;
             }
+            o.live.servers(servers);
             let dir = o.dir.join(format!("{servers}-servers-{i}"));
             let launch = Launch {
                 sluice: &o.sluice,
@@ -121,6 +122,12 @@ fn steps(
         steps.push(step);
     }
     Ok(steps)
+}
+
+/// A progress line that is not the table's: on the terminal, and the live page's events.
+fn say(o: &Options, line: &str) {
+    o.live.event(line);
+    (o.progress)(line);
 }
 
 /// A step's line in the progress table, after the table's header for the run's first.
@@ -218,6 +225,8 @@ fn measure(
         load(target, &s, s.warmup, stop, sampling)?;
     }
     sampling.live.phase(format!("{name}: measuring"));
+    // A proof's re-run may have other servers than the configuration before it.
+    sampling.live.servers(s.servers);
     let first = sampler.now();
     let bench = load(target, &s, s.duration, stop, sampling)?;
     let last = sampler.now();
@@ -392,18 +401,21 @@ fn prove(
     // The control: the same step on freshly started tiers, unchanged. Gains are
     // measured against it, so the noise of a fresh start is not taken for an effect.
     let mut control = rerun(e, step, "proof-control", o, stop)?;
-    (o.progress)(&format!(
-        "proof: control (unchanged) -> {:.0} req/s",
-        control.tps
-    ));
+    say(
+        o,
+        &format!("proof: control (unchanged) -> {:.0} req/s", control.tps),
+    );
     let mut rows = vec![ProofRow::control(step.tps, control.rerun(), false)];
     // A control far from its step is run once more: one outlier is not the noise.
     if !judge::proof::settled(rows[0].gain_pct) {
         control = rerun(e, step, "proof-control-2", o, stop)?;
-        (o.progress)(&format!(
-            "proof: control once more (the first moved {:+.0}%) -> {:.0} req/s",
-            rows[0].gain_pct, control.tps
-        ));
+        say(
+            o,
+            &format!(
+                "proof: control once more (the first moved {:+.0}%) -> {:.0} req/s",
+                rows[0].gain_pct, control.tps
+            ),
+        );
         rows.push(ProofRow::control(step.tps, control.rerun(), true));
     }
     let candidates = [(Role::Named, Some(named)), (Role::RunnerUp, runner_up)];
@@ -414,7 +426,7 @@ fn prove(
         };
         let again = rerun(&changed, step, &format!("proof-{i}"), o, stop)?;
         let change = r.enlarge.as_deref().unwrap_or("");
-        (o.progress)(&format!("proof: {change} -> {:.0} req/s", again.tps));
+        say(o, &format!("proof: {change} -> {:.0} req/s", again.tps));
         rows.push(ProofRow::of(r, role, control.tps, again.rerun()));
     }
     Ok(Some(Proof::of(step.servers, step.users, step.tps, rows)))
@@ -463,21 +475,25 @@ pub fn run_deployment(
         if *stop.borrow() || conflict.is_some() {
             break;
         }
+        o.live.servers(servers);
         if let Some((resize, _)) = &d.resize {
             resize.set(servers)?;
             let (serving, drained) = resize.servers().split_at(servers);
-            (o.progress)(&format!(
-                "upstream {}: {} in service{}",
-                resize.upstream(),
-                serving.join(", "),
-                match drained {
-                    [] => String::new(),
-                    d if resize.leased() => {
-                        format!(", {} drained (a lease the lab renews)", d.join(", "))
+            say(
+                o,
+                &format!(
+                    "upstream {}: {} in service{}",
+                    resize.upstream(),
+                    serving.join(", "),
+                    match drained {
+                        [] => String::new(),
+                        d if resize.leased() => {
+                            format!(", {} drained (a lease the lab renews)", d.join(", "))
+                        }
+                        d => format!(", {} drained (until the lab undoes it)", d.join(", ")),
                     }
-                    d => format!(", {} drained (until the lab undoes it)", d.join(", ")),
-                }
-            ));
+                ),
+            );
         }
         let steps = deployment_steps(d, o, &sampler, servers, stop);
         conflict = d.resize.as_ref().and_then(|(r, _)| r.conflict());
@@ -553,10 +569,10 @@ fn prove_deployment(
         measure(&d.target, &sampling, spec, stop)
     };
     let control = again("proof-control")?;
-    (o.progress)(&format!(
-        "proof: control (unchanged) -> {:.0} req/s",
-        control.tps
-    ));
+    say(
+        o,
+        &format!("proof: control (unchanged) -> {:.0} req/s", control.tps),
+    );
     let mut rows = vec![ProofRow::control(step.tps, control.rerun(), false)];
     let tries = [
         (Role::Named, Some((named, named_change))),
@@ -573,11 +589,10 @@ fn prove_deployment(
         if let Err(why) = undone {
             warnings.push(format!("the proof could not undo its change: {why}"));
         }
-        (o.progress)(&format!(
-            "proof: {} -> {:.0} req/s",
-            change.describe(),
-            again.tps
-        ));
+        say(
+            o,
+            &format!("proof: {} -> {:.0} req/s", change.describe(), again.tps),
+        );
         let mut row = ProofRow::of(r, role, control.tps, again.rerun());
         row.change = change.describe();
         rows.push(row);

@@ -173,10 +173,7 @@ fn configurations(r: &LabReport, w: Width) -> String {
         for e in &c.verdict.evidence {
             out.push_str(&wrap(e, "      ", "        ", w));
         }
-        let judged = c.steps.iter().rev().find(|s| s.judged.valid);
-        if let Some(m) = judged.and_then(|s| s.judged.machine_cpu.as_ref()) {
-            out.push_str(&wrap(&m.describe(), "      ", "        ", w));
-        }
+        out.push_str(&machine_line(c, w));
         out.push_str(&breakdowns(&c.steps, w));
         if let Some(u) = c.usl.as_ref().filter(|u| !u.summary.is_empty()) {
             out.push_str(&wrap(&u.summary, "      ", "        ", w));
@@ -207,6 +204,18 @@ fn configurations(r: &LabReport, w: Width) -> String {
         }
     }
     out
+}
+
+/// The machine's CPU over the configuration's last valid step, unless its verdict's
+/// evidence already said it (a verdict naming the machine's CPU has it as evidence).
+fn machine_line(c: &crate::report::Configuration, w: Width) -> String {
+    let judged = c.steps.iter().rev().find(|s| s.judged.valid);
+    match judged.and_then(|s| s.judged.machine_cpu.as_ref()) {
+        Some(m) if !c.verdict.evidence.contains(&m.describe()) => {
+            wrap(&m.describe(), "      ", "        ", w)
+        }
+        _ => String::new(),
+    }
 }
 
 /// Steps shown side by side in a breakdown table: the last ones, the most loaded.
@@ -501,6 +510,36 @@ mod tests {
                 .starts_with("where a request's 93.0 ms went"),
             "{one}"
         );
+    }
+
+    #[test]
+    fn the_machines_cpu_is_printed_once_when_it_is_the_verdicts_evidence() {
+        let m = crate::judge::MachineCpu {
+            cores: 2.0,
+            busy: 1.99,
+            tiers: 1.05,
+            generator: 0.29,
+            other: 0.65,
+        };
+        // (the verdict's evidence has the machine's line, times it is printed)
+        for (in_evidence, times) in [(true, 1), (false, 1)] {
+            let mut s = crate::report::tests::step(40, 34_595.0);
+            s.judged.machine_cpu = Some(m.clone());
+            let mut c = crate::report::Configuration::of(2, None, vec![s]);
+            c.verdict.evidence = if in_evidence {
+                vec![m.describe()]
+            } else {
+                vec!["lb used 0.58 of its 2 cores".into()]
+            };
+            let mut r = crate::report::LabReport::new_empty(false);
+            r.configurations = vec![c];
+            let text = configurations(&r, Width::Narrow);
+            assert_eq!(
+                text.matches("the machine's CPU: 1.99").count(),
+                times,
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -707,6 +707,7 @@ fn the_live_page_shows_every_tier_while_the_run_goes_on() {
     }
     assert!(dom.contains("cgroup v1 cpu quota"), "{dom}");
     assert!(dom.contains("1 server, 10 users: measuring"), "{dom}");
+    assert!(dom.contains("<span id=\"servers\">1</span>"), "{dom}");
     assert!(!dom.contains("no answer from the lab"), "{dom}");
 }
 

@@ -356,3 +356,43 @@ fn servers_without_an_admin_api_are_refused_with_how() {
     // Nothing was drained.
     assert_eq!(stack.upstream()["changes"].as_u64(), Some(0));
 }
+
+/// `/live.json` of a run's `--live` page, once the page answers.
+fn live_state(port: u16) -> Option<Value> {
+    let (status, body) = http_request("GET", &format!("http://127.0.0.1:{port}/live.json")).ok()?;
+    (status == 200).then(|| serde_json::from_str(&body).ok())?
+}
+
+#[test]
+fn the_live_page_shows_the_servers_in_service_and_the_drains_as_they_happen() {
+    let stack = Stack::start();
+    let port = support::free_port();
+    let lab = Running(
+        stack
+            .lab(&["--servers", "1,3", "--users", "2", "-d", "20s", "--live"])
+            .arg(format!("127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // While the first configuration runs: one server, and the drain of the other two
+    // said on the page, as the terminal says it.
+    let start = Instant::now();
+    let state = loop {
+        let state = live_state(port).unwrap_or_default();
+        if state["servers"] == 1 && state["events"].as_array().is_some_and(|e| !e.is_empty()) {
+            break state;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "{state}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let event = state["events"][0]["text"].as_str().unwrap();
+    assert!(event.starts_with("upstream app: 127.0.0.1:"), "{event}");
+    assert!(
+        event.contains("drained (a lease the lab renews)"),
+        "{event}"
+    );
+    assert_eq!(event.matches("127.0.0.1:").count(), 3, "{event}");
+    drop(lab);
+}

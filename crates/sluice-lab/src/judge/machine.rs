@@ -129,6 +129,18 @@ fn tier_together(tier: &str, ds: &[&Delta]) -> Resource {
     }
 }
 
+/// " on its one worker thread (one core at most)": beside the share of a tier that is
+/// one process saying it runs one worker, which cannot use more of the machine however
+/// idle it is.
+fn one_worker(ds: &[&Delta]) -> &'static str {
+    match ds {
+        [d] if super::resources::workers(d) == Some(1) => {
+            " on its one worker thread (one core at most)"
+        }
+        _ => "",
+    }
+}
+
 /// The machine itself, when tiers without budgets share it and it is full: named for
 /// the unbudgeted tier that used the most of it, with the split as evidence.
 fn shared_machine(deltas: &[Delta], m: &MachineCpu) -> Option<Resource> {
@@ -137,18 +149,22 @@ fn shared_machine(deltas: &[Delta], m: &MachineCpu) -> Option<Resource> {
     if sharing.len() < 2 || u < CPU_SATURATED {
         return None;
     }
-    let mut by_tier: Vec<(&str, f64)> = Vec::new();
+    let mut by_tier: Vec<(&str, f64, Vec<&Delta>)> = Vec::new();
     for d in &sharing {
         let used = (d.b.cpu_s - d.a.cpu_s) / d.seconds;
-        match by_tier.iter_mut().find(|(t, _)| *t == d.info.tier) {
-            Some((_, sum)) => *sum += used,
-            None => by_tier.push((&d.info.tier, used)),
+        match by_tier.iter_mut().find(|(t, _, _)| *t == d.info.tier) {
+            Some((_, sum, ds)) => {
+                *sum += used;
+                ds.push(d);
+            }
+            None => by_tier.push((&d.info.tier, used, vec![d])),
         }
     }
-    let (tier, _) = by_tier.iter().max_by(|a, b| a.1.total_cmp(&b.1)).copied()?;
+    let (tier, _, _) = by_tier.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let tier = *tier;
     let mut users: Vec<String> = by_tier
         .iter()
-        .map(|(t, used)| format!("{t} {used:.2}"))
+        .map(|(t, used, ds)| format!("{t} {used:.2}{}", one_worker(ds)))
         .collect();
     // The machine was full partly because of others: say so where the verdict is read.
     if m.others_matter() {

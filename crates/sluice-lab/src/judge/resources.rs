@@ -51,7 +51,7 @@ fn busiest_thread(d: &Delta) -> Option<Resource> {
     Some(Resource {
         tier: d.info.tier.clone(),
         resource: Kind::BusiestThread,
-        label: format!("{}'s busiest thread (one core)", tier_word(&d.info.tier)),
+        label: thread_label(d),
         utilisation: round2(u),
         saturated: u >= CPU_SATURATED,
         evidence: vec![format!(
@@ -63,6 +63,24 @@ fn busiest_thread(d: &Delta) -> Option<Resource> {
         enlarge: None,
         machine: false,
     })
+}
+
+/// "the balancer's one worker thread (one core at most)": what the busiest thread is,
+/// where the process says how many workers it runs (sluice's `sluice_workers`), so a
+/// reader sees one worker as the cause, not the machine's CPU; else only its ceiling.
+fn thread_label(d: &Delta) -> String {
+    let who = tier_word(&d.info.tier);
+    match workers(d) {
+        Some(1) => format!("{who}'s one worker thread (one core at most)"),
+        Some(n) => format!("{who}'s busiest thread (one of its {n} workers, one core at most)"),
+        None => format!("{who}'s busiest thread (one core at most)"),
+    }
+}
+
+/// The worker threads a process says it runs: sluice's `sluice_workers` (its
+/// `/metrics`, read with `--tier lb=PID@URL`); `None` where it does not say.
+pub(super) fn workers(d: &Delta) -> Option<u64> {
+    Some(d.gauge("sluice_workers")?.round() as u64).filter(|n| *n > 0)
 }
 
 fn cpu(d: &Delta) -> Option<Resource> {

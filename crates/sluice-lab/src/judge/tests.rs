@@ -498,6 +498,59 @@ fn a_machine_full_of_other_processes_says_so_in_its_verdict() {
 }
 
 #[test]
+fn a_balancer_on_one_worker_is_said_to_be_on_its_one_thread() {
+    // sluice with `workers = 1` (its /metrics says so) beside its app servers on a full
+    // machine: its share is said with its one thread, and so is its busiest thread.
+    let procs = [machine("lb[pid 2]", "lb"), machine("app[pid 1]", "app")];
+    // (sluice_workers, what its share says, its busiest thread's label)
+    let table = [
+        (
+            Some(1.0),
+            "lb 0.58 on its one worker thread (one core at most), app 0.47",
+            "the balancer's one worker thread (one core at most)",
+        ),
+        (
+            Some(4.0),
+            "lb 0.58, app 0.47",
+            "the balancer's busiest thread (one of its 4 workers, one core at most)",
+        ),
+        (
+            None,
+            "lb 0.58, app 0.47",
+            "the balancer's busiest thread (one core at most)",
+        ),
+    ];
+    for (workers, share, thread) in table {
+        let at = |t: f64| Reading {
+            t,
+            procs: [0.58, 0.47]
+                .iter()
+                .map(|cores| ProcReading {
+                    cpu_s: cores * t,
+                    threads: [(7, cores * t)].into_iter().collect(),
+                    counters: counters(&workers.map_or(vec![], |w| vec![("sluice_workers", w)])),
+                    ..ProcReading::default()
+                })
+                .collect(),
+            generator_cpu_s: 0.29 * t,
+            machine_busy_s: Some(1.99 * t),
+            ..Reading::default()
+        };
+        let readings: Vec<Reading> = (0..=10).map(|i| at(i as f64)).collect();
+        let judged = judge(&procs, &readings, load());
+        let v = &judged.verdict;
+        assert_eq!(v.tier.as_deref(), Some("lb"), "{v:?}");
+        assert!(v.summary.contains(share), "{workers:?}: {v:?}");
+        let busiest = judged
+            .resources
+            .iter()
+            .find(|r| r.tier == "lb" && r.resource == Kind::BusiestThread)
+            .unwrap();
+        assert_eq!(busiest.label, thread);
+    }
+}
+
+#[test]
 fn tiers_sharing_a_machine_without_budgets_are_judged_together_against_it() {
     // Spring PetClinic as tried: two JVMs and PostgreSQL on one 2-core host, none in a
     // budget; the JVMs used 0.86 and 0.96 cores (43% and 48% of the machine each).
