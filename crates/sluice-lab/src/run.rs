@@ -444,8 +444,9 @@ pub struct Deployment {
     pub peak_rate: Option<f64>,
     /// What each user does (`--scenario`), its steps sent to `target`; none: a GET loop.
     pub scenario: Option<ScenarioFile>,
-    /// The scale-out experiment on its own servers: the sluice upstream drained to each
-    /// count of `servers` in turn (`--servers` with the balancer's admin API).
+    /// The scale-out experiment on its own servers: the balancer's upstream drained to
+    /// each count of `servers` in turn (`--servers`, through sluice's admin API or
+    /// HAProxy's runtime API).
     pub resize: Option<(Resize, Vec<usize>)>,
     /// The proof on its own servers: `None` for none (`--no-prove`), else the user's
     /// commands beside what the lab can change itself.
@@ -478,22 +479,7 @@ pub fn run_deployment(
         o.live.servers(servers);
         if let Some((resize, _)) = &d.resize {
             resize.set(servers)?;
-            let (serving, drained) = resize.servers().split_at(servers);
-            say(
-                o,
-                &format!(
-                    "upstream {}: {} in service{}",
-                    resize.upstream(),
-                    serving.join(", "),
-                    match drained {
-                        [] => String::new(),
-                        d if resize.leased() => {
-                            format!(", {} drained (a lease the lab renews)", d.join(", "))
-                        }
-                        d => format!(", {} drained (until the lab undoes it)", d.join(", ")),
-                    }
-                ),
-            );
+            say(o, &in_service(resize, servers));
         }
         let steps = deployment_steps(d, o, &sampler, servers, stop);
         conflict = d.resize.as_ref().and_then(|(r, _)| r.conflict());
@@ -510,11 +496,12 @@ pub fn run_deployment(
     let unrestored = put_back(d, conflict.is_some())?;
     let mut report = LabReport::deployment(&d.target, &d.tiers, configurations, interrupted);
     report.proof = proof;
-    report.warnings.extend(warnings);
     // What was measured before someone else changed the upstream is kept, with why the
     // run stopped.
-    report.warnings.extend(conflict.map(|c| c.to_string()));
-    report.warnings.extend(unrestored);
+    let stopped = conflict.map(|c| c.to_string());
+    report
+        .warnings
+        .extend(warnings.into_iter().chain(stopped).chain(unrestored));
     report.started_unix_ms = started;
     report.peak_rate = d.peak_rate;
     report
@@ -522,6 +509,21 @@ pub fn run_deployment(
         .extend(scrape_warnings(&d.tiers, d.duration));
     report.conclude();
     Ok(report)
+}
+
+/// "upstream app: A, B in service, C drained (a lease the lab renews)".
+fn in_service(resize: &Resize, servers: usize) -> String {
+    let (serving, drained) = resize.servers().split_at(servers);
+    let drained = match drained {
+        [] => String::new(),
+        d if resize.leased() => format!(", {} drained (a lease the lab renews)", d.join(", ")),
+        d => format!(", {} drained (until the lab undoes it)", d.join(", ")),
+    };
+    format!(
+        "upstream {}: {} in service{drained}",
+        resize.upstream(),
+        serving.join(", ")
+    )
 }
 
 /// The proof on a deployment: the configuration's top valid step again (the control),

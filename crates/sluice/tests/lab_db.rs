@@ -590,8 +590,10 @@ fn mariadb_row_lock_waits_are_named_with_their_statement() {
 fn a_database_the_lab_cannot_read_is_refused_before_the_run() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     let pg = Postgres::start(None);
+    // A target that answers (a dead one is refused first, in its own words).
+    let target = format!("http://{}/", support::backend());
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["lab", "--target", "http://127.0.0.1:9/"])
+        .args(["lab", "--target", &target])
         .args(["--tier", &format!("db={}", pg.url("nosuchuser"))])
         .args(["--users", "1", "-d", "1s"])
         .output()
