@@ -37,6 +37,12 @@ impl Stack {
 
     /// Three `sluice backend` app servers given `app` (their flags) behind sluice.
     fn start_with(app: &[&str]) -> Stack {
+        Stack::start_each(app, String::new)
+    }
+
+    /// As [`Stack::start_with`], each app server also given the flag `each` makes
+    /// (none when empty).
+    fn start_each(app: &[&str], mut each: impl FnMut() -> String) -> Stack {
         let sluice = env!("CARGO_BIN_EXE_sluice");
         let mut apps = Vec::new();
         let mut servers = Vec::new();
@@ -46,6 +52,7 @@ impl Stack {
             let child = Command::new(sluice)
                 .args(["backend", "--listen", &listen])
                 .args(app)
+                .args(Some(each()).filter(|f| !f.is_empty()))
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -395,4 +402,63 @@ fn the_live_page_shows_the_servers_in_service_and_the_drains_as_they_happen() {
     );
     assert_eq!(event.matches("127.0.0.1:").count(), 3, "{event}");
     drop(lab);
+}
+
+#[test]
+fn the_proof_puts_a_spare_server_in_service_when_an_app_pool_is_named() {
+    // One worker thread each, 20 ms a request: a full thread pool, which the lab cannot
+    // enlarge on a server it did not start, while a third server (the spare past
+    // --servers 1,2) adds as much room again. Their pools are read at /__stats.
+    let stats: Vec<u16> = (0..3).map(|_| support::free_port()).collect();
+    let mut app = stats
+        .iter()
+        .map(|p| format!("--stats-listen=127.0.0.1:{p}"));
+    let flags = ["--threads", "1", "--delay", "20ms"];
+    let stack = Stack::start_each(&flags, || app.next().unwrap());
+    let tier: Vec<String> = (stack.apps.iter().zip(&stats))
+        .map(|(a, p)| format!("{}@http://127.0.0.1:{p}/__stats", a.0.id()))
+        .collect();
+    let dir = support::TempDir::new("lab-servers-spare");
+    let json = dir.0.join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "lab",
+            "--target",
+            &format!("http://127.0.0.1:{}/", stack.lb_port),
+        ])
+        .args([
+            "--tier",
+            &format!("lb={}@{}/metrics", stack.lb.0.id(), stack.admin),
+        ])
+        .args(["--tier", &format!("app={}", tier.join(","))])
+        .args([
+            "--servers",
+            "1,2",
+            "--users",
+            "8",
+            "-d",
+            "2s",
+            "--warmup",
+            "0s",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = report["proof"]["rows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let named = rows.iter().find(|r| r["role"] == "named").unwrap();
+    assert_eq!(named["tier"], "app", "{stdout}");
+    assert_eq!(named["change"], "servers 2 -> 3", "{stdout}");
+    assert!(named["gain_pct"].as_f64().unwrap() > 30.0, "{stdout}");
+    // The spare drained again after its re-run, and every server back at the end.
+    assert_eq!(stack.drained(), 0);
 }
