@@ -105,6 +105,8 @@ fn server(v: &ServerView) -> Value {
         })).collect::<Vec<_>>(),
         "in_flight": v.in_flight,
         "max_conns": v.max_conns,
+        "max_conns_config": v.max_conns_config,
+        "limit_lease_ms": v.limit_lease.map(|l| l.as_millis() as u64),
         "requests": responses,
         "connections_opened": t.connections_opened,
         "retries": t.retries,

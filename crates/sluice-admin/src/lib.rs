@@ -213,7 +213,7 @@ pub(crate) fn not_found(path: &str) -> Reply {
         &serde_json::json!({
             "error": format!("no such endpoint: {path}"),
             "endpoints": ["GET / (the dashboard)", "GET /metrics", "GET /api/status", "GET /api/upstreams", "POST /api/reload",
-                          "POST /api/upstreams/NAME/servers/IP:PORT/drain[?lease=15s]", "POST /api/upstreams/NAME/servers/IP:PORT/undrain"],
+                          "POST /api/upstreams/NAME/servers/IP:PORT/drain[?lease=15s]", "POST /api/upstreams/NAME/servers/IP:PORT/undrain", "POST /api/upstreams/NAME/servers/IP:PORT/limit?max_conns=N&lease=15s", "POST /api/upstreams/NAME/servers/IP:PORT/unlimit"],
         }),
     )
 }

@@ -68,7 +68,7 @@ mod state;
 pub mod tls;
 mod upstream;
 
-pub use runtime::drains::{DrainError, Drained};
+pub use runtime::leases::{Drained, LeaseError, Limited};
 pub use runtime::server::{Proxy, ReloadSummary};
 pub use runtime::view::{
     DnsView, LimitView, ListenerView, QueueView, RouteView, ServerView, Snapshot, UpstreamView,

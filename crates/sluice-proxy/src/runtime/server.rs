@@ -127,7 +127,7 @@ impl Proxy {
         let (drain, draining) = watch::channel(false);
         let (current, generations) = watch::channel(shared.clone());
         checks::spawn(generations.clone(), stop.clone())?;
-        crate::runtime::drains::spawn(generations.clone(), stop.clone())?;
+        crate::runtime::leases::spawn(generations.clone(), stop.clone())?;
         crate::runtime::certificates::spawn(generations, stop.clone())?;
         let (acks, stopped_accepting) = sync_mpsc::channel();
         let (mut handles, mut reloads) = (Vec::new(), Vec::new());

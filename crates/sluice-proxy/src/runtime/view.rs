@@ -113,8 +113,13 @@ pub struct ServerView {
     pub weight: u32,
     pub backup: bool,
     pub in_flight: u32,
-    /// Its concurrency limit now: its `max_conns`, or its adaptive limit.
+    /// Its concurrency limit now: its `max_conns` (a trial's while one holds), or its
+    /// adaptive limit.
     pub max_conns: Option<u32>,
+    /// Its `max_conns` in the config.
+    pub max_conns_config: Option<u32>,
+    /// What its trial limit's lease has left, while one holds.
+    pub limit_lease: Option<Duration>,
     /// Idle pooled connections to its address (all upstreams listing it share them).
     pub idle_pooled: u64,
     /// Active health checks' verdict (true without checks).
@@ -260,6 +265,8 @@ fn upstreams(shared: &Shared, stats: &ProxyStats) -> Vec<UpstreamView> {
                         backup: config.backup,
                         in_flight: state.in_flight(),
                         max_conns: state.limited().then(|| state.limit()),
+                        max_conns_config: state.configured_max_conns(),
+                        limit_lease: state.trial.lease_left(now),
                         idle_pooled: stats.idle(state.addr) + state.idle.len() as u64,
                         checked_up: state.health.checked_up(),
                         ejected_for: (until > now).then(|| Duration::from_nanos(until - now)),

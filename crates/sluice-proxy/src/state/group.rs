@@ -60,7 +60,7 @@ pub struct ServerGroup {
     pub queue: Arc<Queue>,
     /// Some server has `max_conns`: picks go through the queue's lock.
     limited: bool,
-    /// Changes to its set of servers or to a server's drain, by anyone (see
+    /// Changes to its set of servers or to a server's drain or trial limit, by anyone (see
     /// [`ServerGroup::changed`]); carried across reloads.
     changes: Arc<AtomicU64>,
 }
@@ -99,10 +99,11 @@ impl ServerGroup {
         }
     }
 
-    /// Counts a change to its servers' drains. A tool that drains servers (`sluice lab`)
-    /// compares the count with its own changes to see that nobody else changed the
-    /// upstream meanwhile: anything that changes its set of servers or a server's drain
-    /// must count, and nothing that changes neither (a lease's renewal) may.
+    /// Counts a change to its servers' drains or limits. A tool that drains servers or
+    /// tries limits (`sluice lab`) compares the count with its own changes to see that
+    /// nobody else changed the upstream meanwhile: anything that changes its set of
+    /// servers, a server's drain or its trial limit must count, and nothing that changes
+    /// none of them (a lease's renewal) may.
     pub fn changed(&self) -> u64 {
         self.changes.fetch_add(1, Ordering::Relaxed) + 1
     }

@@ -1,6 +1,6 @@
 //! What workers share, and what a config generation is built into: per-upstream
 //! balancers and retry budgets of each upstream's servers (`group`), each server's state (`server`), its drain and
-//! drain's lease (`drain`), health
+//! drain's lease (`drain`), a `max_conns` tried for a lease (`trial`), health
 //! (`health`) and, while it is limited, idle connections (`idle`), rate limits
 //! (`limits`), connections per client (`clients`), the queue of requests waiting for a
 //! server with room (`queue`), the users of htpasswd files (`htpasswd`) and the
@@ -18,4 +18,5 @@ pub mod idle;
 pub mod limits;
 pub mod queue;
 pub mod server;
+pub mod trial;
 pub mod verified;

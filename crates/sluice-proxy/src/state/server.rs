@@ -8,6 +8,7 @@ use crate::state::adaptive::Vegas;
 use crate::state::drain::Drain;
 use crate::state::health::{Health, LazyNow};
 use crate::state::idle::SharedIdle;
+use crate::state::trial::TrialLimit;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -20,8 +21,14 @@ use tokio::sync::Notify;
 pub struct ServerState {
     pub addr: SocketAddr,
     active: AtomicU32,
-    /// Its `max_conns` in the newest config, or its adaptive limit now (`u32::MAX`: none).
+    /// Its `max_conns` (its trial limit's, else the newest config's), or its adaptive
+    /// limit now (`u32::MAX`: none).
     pub(super) limit: AtomicU32,
+    /// Its `max_conns` in the newest config (`u32::MAX`: none): what it has again when
+    /// a trial limit ends.
+    configured: AtomicU32,
+    /// A `max_conns` tried through the admin API for a lease, in place of the config's.
+    pub trial: TrialLimit,
     /// Its adaptive limit's state, when its upstream has `limit = "adaptive"`.
     pub(super) adaptive: Mutex<Option<Vegas>>,
     pub health: Health,
@@ -61,6 +68,8 @@ impl ServerState {
             addr,
             active: AtomicU32::new(0),
             limit: AtomicU32::new(u32::MAX),
+            configured: AtomicU32::new(u32::MAX),
+            trial: TrialLimit::default(),
             adaptive: Mutex::new(None),
             health: Health::default(),
             idle: SharedIdle::default(),
@@ -99,20 +108,40 @@ impl ServerState {
     }
 
     /// Takes its upstream's settings: `max_conns`, and whether the limit is adaptive
-    /// (an adaptive limit already learnt is kept across a reload).
+    /// (an adaptive limit already learnt is kept across a reload). A trial limit holds
+    /// over the config's until it ends.
     pub(super) fn configure(&self, max_conns: Option<u32>, adaptive: bool) {
+        let configured = max_conns.unwrap_or(u32::MAX);
+        self.configured.store(configured, Ordering::Relaxed);
+        let max = self.trial.max_conns().unwrap_or(configured);
         let mut vegas = self.adaptive.lock().unwrap_or_else(|p| p.into_inner());
         let limit = match (adaptive, vegas.as_mut()) {
             (false, _) => {
                 *vegas = None;
-                max_conns.unwrap_or(u32::MAX)
+                max
             }
-            (true, Some(v)) => v.cap(max_conns.unwrap_or(u32::MAX)),
-            (true, None) => vegas
-                .insert(Vegas::new(max_conns.unwrap_or(u32::MAX)))
-                .limit(),
+            (true, Some(v)) => v.cap(max),
+            (true, None) => vegas.insert(Vegas::new(max)).limit(),
         };
         self.limit.store(limit, Ordering::Relaxed);
+    }
+
+    /// Its limit again after its trial limit began, changed or ended: the trial's
+    /// `max_conns`, else the config's (as the cap of an adaptive limit).
+    pub(crate) fn retune(&self) {
+        let configured = self.configured.load(Ordering::Relaxed);
+        let max = self.trial.max_conns().unwrap_or(configured);
+        let mut vegas = self.adaptive.lock().unwrap_or_else(|p| p.into_inner());
+        let limit = match vegas.as_mut() {
+            Some(v) => v.cap(max),
+            None => max,
+        };
+        self.limit.store(limit, Ordering::Relaxed);
+    }
+
+    /// Its `max_conns` in the newest config, if it has one.
+    pub fn configured_max_conns(&self) -> Option<u32> {
+        Some(self.configured.load(Ordering::Relaxed)).filter(|&m| m != u32::MAX)
     }
 
     /// Feeds its adaptive limit one response time (see [`crate::state::adaptive`]).

@@ -1,6 +1,7 @@
-//! Drains with a lease, as `sluice lab` takes them through a running sluice's admin API:
-//! a lease not renewed ends by itself (the upstream is left as it was even if the tool
-//! is killed), a renewed one holds, an operator's drain is never taken over, and each
+//! Drains and trial limits with a lease, as `sluice lab` takes them through a running
+//! sluice's admin API: a lease not renewed ends by itself (the upstream is left as it
+//! was even if the tool is killed), a renewed one holds, an operator's drain is never
+//! taken over, a larger trial `max_conns` lets queued requests in at once, and each
 //! upstream's `changes` counts every change to it but a renewal.
 
 use super::harness::*;
@@ -199,4 +200,91 @@ async fn reloads_count_a_change_of_servers_and_keep_a_leased_drain() {
     let app3 = app(admin).await;
     assert_eq!(app3["changes"], 3, "{app3}");
     assert_eq!(server(&app3, b)["drained"], false);
+}
+
+/// Waits (at most 3 s) until server `addr` of `app` shows `key` = `value`.
+async fn until_server(admin: SocketAddr, addr: SocketAddr, key: &str, value: Value) -> Value {
+    let started = Instant::now();
+    loop {
+        let app = app(admin).await;
+        if server(&app, addr)[key] == value {
+            return app;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{key} never {value}: {app}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trial_limit_lets_queued_requests_in_and_the_configs_comes_back_with_its_lease() {
+    let slow = backend_with_delay("slow", Duration::from_millis(1500)).await;
+    let (child, admin) = sluice(&[slow], "max_conns = 1\n").await;
+    let proxy = child.addr();
+    // Two requests at once on a server limited to one: one in service, one queued.
+    let requests: Vec<_> = (0..2)
+        .map(|_| tokio::spawn(async move { Client::connect(proxy).await.get("/").await }))
+        .collect();
+    let app_now = until_server(admin, slow, "in_flight", 1.into()).await;
+    assert_eq!(app_now["queue"]["waiting"], 1, "{app_now}");
+    let (status, tried) = act(admin, slow, "limit", "?max_conns=2&lease=1s").await;
+    assert_eq!(status, 200, "{tried}");
+    assert_eq!(
+        (
+            &tried["max_conns"],
+            &tried["max_conns_config"],
+            &tried["changes"]
+        ),
+        (&2.into(), &1.into(), &1.into())
+    );
+    // The queued request is let in by the larger limit, not by the first one's end.
+    let app_now = until_server(admin, slow, "in_flight", 2.into()).await;
+    assert_eq!(app_now["queue"]["waiting"], 0, "{app_now}");
+    assert!(server(&app_now, slow)["limit_lease_ms"].as_u64().is_some());
+    for r in requests {
+        assert_eq!(r.await.unwrap().status, 200);
+    }
+    // Not renewed, the lease ends and the config's max_conns is back, one more change.
+    let app_now = until_server(admin, slow, "max_conns", 1.into()).await;
+    assert_eq!(server(&app_now, slow)["limit_lease_ms"], Value::Null);
+    assert_eq!(app_now["changes"], 2, "{app_now}");
+    assert!(child
+        .log()
+        .contains("trial max_conns ended: its lease ran out"));
+    // Ended early by unlimit, as a tool does when its proof is done.
+    act(admin, slow, "limit", "?max_conns=5&lease=60s").await;
+    let (status, ended) = act(admin, slow, "unlimit", "").await;
+    assert_eq!(status, 200, "{ended}");
+    assert_eq!(
+        (&ended["max_conns"], &ended["lease_ms"]),
+        (&1.into(), &Value::Null)
+    );
+    assert_eq!(ended["changes"], 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trial_limit_is_refused_without_a_limit_to_change_or_with_a_bad_query() {
+    let a = backend("a").await;
+    let (_child, admin) = sluice(&[a], "").await;
+    let (status, refused) = act(admin, a, "limit", "?max_conns=2&lease=1s").await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(refused["error"]
+        .as_str()
+        .unwrap()
+        .contains("has no max_conns"));
+    for (query, says) in [
+        ("?max_conns=2", "needs a lease"),
+        ("?max_conns=zero&lease=1s", "above zero"),
+        ("?max_conns=2&lease=1s&for=ever", "unknown parameter"),
+    ] {
+        let (status, refused) = act(admin, a, "limit", query).await;
+        assert_eq!(status, 400, "{query}: {refused}");
+        assert!(
+            refused["error"].as_str().unwrap().contains(says),
+            "{refused}"
+        );
+    }
+    assert_eq!(app(admin).await["changes"], 0);
 }
