@@ -1,6 +1,7 @@
 //! What the lab can change on a deployment it did not start, to prove a verdict: a local
 //! process's CPU quota (its cgroup's, as root), one more server in service (a spare of
-//! the upstream it resizes, or the user's command), and anything else through the
+//! the upstream it resizes, or the user's command), a sluice balancer's own `max_conns`
+//! (a trial limit with a lease, through its admin API), and anything else through the
 //! user's own commands (`--enlarge app.db_pool='...' --restore app.db_pool='...'`:
 //! Kubernetes, Ansible, a curl to an app's admin endpoint; no agent of ours). Each change
 //! is undone after its re-run.
@@ -50,7 +51,7 @@ impl Commands {
 }
 
 /// One change the proof makes, and how it is undone.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// Each process's cgroup CPU quota, [`ENLARGE`] times larger.
     Quota {
@@ -59,16 +60,21 @@ pub enum Change {
     },
     /// One more server of the resized upstream in service.
     Server { from: usize },
-    /// The user's command (`{n}`: the servers it should give), and its undoing.
+    /// The `max_conns` of the sluice in front, on each server in service ([`ENLARGE`]
+    /// times larger): `(server, max_conns in the config)`.
+    Limit { limits: Vec<(String, u32)> },
+    /// The user's command, and its undoing; `servers`: for a `TIER.servers` command, the
+    /// servers it gives (its `{n}`).
     Command {
         key: String,
         enlarge: String,
         restore: Option<String>,
+        servers: Option<usize>,
     },
 }
 
 /// A cgroup's CPU quota as it was, to write back.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Quota {
     dir: PathBuf,
     /// `cpu.cfs_quota_us` (v1) or `cpu.max`'s quota (v2), microseconds a period.
@@ -78,7 +84,8 @@ pub struct Quota {
 
 impl Change {
     /// The change for `r`, if the lab can make one: the user's command for it first,
-    /// then a CPU quota of local processes, then one more server.
+    /// then the sluice balancer's limit (for its queue), a CPU quota of local processes,
+    /// then one more server.
     pub fn find(
         r: &Resource,
         tiers: &[Watched],
@@ -88,7 +95,12 @@ impl Change {
     ) -> Option<Change> {
         let key = format!("{}.{}", r.tier, r.resource.name());
         if let Some(cmd) = commands.enlarge.get(&key) {
-            return Some(Change::command(&key, cmd, commands));
+            return Some(Change::command(&key, cmd, commands, None));
+        }
+        if r.resource == Kind::Queue {
+            if let Some(limits) = resize.and_then(|z| z.limits(servers)) {
+                return Some(Change::Limit { limits });
+            }
         }
         if r.resource == Kind::Cpu && !r.machine {
             if let Some(q) = quotas(&r.tier, tiers) {
@@ -98,17 +110,18 @@ impl Change {
         let key = format!("{}.servers", r.tier);
         if let Some(cmd) = commands.enlarge.get(&key) {
             let cmd = cmd.replace("{n}", &(servers + 1).to_string());
-            return Some(Change::command(&key, &cmd, commands));
+            return Some(Change::command(&key, &cmd, commands, Some(servers + 1)));
         }
         let spare = resize.is_some_and(|z| z.servers().len() > servers);
         (r.tier == "app" && spare).then_some(Change::Server { from: servers })
     }
 
-    fn command(key: &str, cmd: &str, commands: &Commands) -> Change {
+    fn command(key: &str, cmd: &str, commands: &Commands, servers: Option<usize>) -> Change {
         Change::Command {
             key: key.into(),
             enlarge: cmd.into(),
             restore: commands.restore.get(key).cloned(),
+            servers,
         }
     }
 
@@ -119,7 +132,30 @@ impl Change {
                 format!("CPU quota {:.2} -> {:.2} cores", cores.0, cores.1)
             }
             Change::Server { from } => format!("servers {from} -> {}", from + 1),
+            Change::Limit { limits } => {
+                let low = limits.iter().map(|l| l.1).min().unwrap_or_default();
+                let high = limits.iter().map(|l| l.1).max().unwrap_or_default();
+                match low == high {
+                    true => format!("max_conns {low} -> {}", enlarged(low)),
+                    false => format!("max_conns x{ENLARGE} ({low}..{high})"),
+                }
+            }
+            Change::Command {
+                key,
+                servers: Some(n),
+                ..
+            } => format!("servers {} -> {n} (your {key} command)", n - 1),
             Change::Command { key, .. } => format!("{key}: your --enlarge command"),
+        }
+    }
+
+    /// Whether the change puts one more server in service (a spare, or the user's
+    /// `TIER.servers` command) rather than enlarging a resource of the servers.
+    pub fn adds_server(&self) -> bool {
+        match self {
+            Change::Server { .. } => true,
+            Change::Command { servers, .. } => servers.is_some(),
+            Change::Quota { .. } | Change::Limit { .. } => false,
         }
     }
 
@@ -130,6 +166,14 @@ impl Change {
                 .iter()
                 .try_for_each(|q| q.write((q.quota_us as f64 * ENLARGE) as i64)),
             Change::Server { from } => set(resize, from + 1),
+            Change::Limit { limits } => {
+                let larger: Vec<_> = limits
+                    .iter()
+                    .map(|(s, n)| (s.clone(), enlarged(*n)))
+                    .collect();
+                let resize = resize.ok_or("no balancer to change")?;
+                resize.try_limits(&larger).map_err(|e| e.to_string())
+            }
             Change::Command { enlarge, .. } => shell(enlarge),
         }
     }
@@ -139,6 +183,10 @@ impl Change {
         match self {
             Change::Quota { quotas, .. } => quotas.iter().try_for_each(|q| q.write(q.quota_us)),
             Change::Server { from } => set(resize, *from),
+            Change::Limit { .. } => {
+                let resize = resize.ok_or("no balancer to change")?;
+                resize.end_limits().map_err(|e| e.to_string())
+            }
             Change::Command { restore, key, .. } => match restore {
                 Some(cmd) => shell(cmd),
                 None => Err(format!(
@@ -149,13 +197,18 @@ impl Change {
     }
 }
 
+/// A limit of `n`, [`ENLARGE`] times larger: at least one more.
+fn enlarged(n: u32) -> u32 {
+    ((f64::from(n) * ENLARGE).ceil() as u32).max(n + 1)
+}
+
 fn set(resize: Option<&Resize>, n: usize) -> Result<(), String> {
     let resize = resize.ok_or("no upstream to resize")?;
     resize.set(n).map_err(|e| e.to_string())
 }
 
 /// Runs `cmd` with `sh -c`; its failure, with what it said.
-fn shell(cmd: &str) -> Result<(), String> {
+pub(crate) fn shell(cmd: &str) -> Result<(), String> {
     let out = Command::new("sh")
         .args(["-c", cmd])
         .output()
@@ -246,6 +299,19 @@ mod tests {
         assert!(e.contains("TIER.WHAT"), "{e}");
         let e = Commands::parse(&[], &["app.db_pool=y".into()]).unwrap_err();
         assert!(e.contains("no --enlarge app.db_pool"), "{e}");
+    }
+
+    #[test]
+    fn a_limit_is_raised_half_again_and_at_least_by_one() {
+        assert_eq!((enlarged(1), enlarged(4), enlarged(20)), (2, 6, 30));
+        let one = Change::Limit {
+            limits: vec![("a:1".into(), 4), ("b:1".into(), 4)],
+        };
+        assert_eq!(one.describe(), "max_conns 4 -> 6");
+        let mixed = Change::Limit {
+            limits: vec![("a:1".into(), 4), ("b:1".into(), 8)],
+        };
+        assert_eq!(mixed.describe(), "max_conns x1.5 (4..8)");
     }
 
     #[test]

@@ -11,8 +11,8 @@
 
 use crate::judge::advice::advice;
 use crate::judge::plateau::{self, Point};
-use crate::judge::proof::{Proof, Rerun, Role};
-use crate::judge::{whole, Finding, Judged, Verdict};
+use crate::judge::proof::{Proof, ProofRow, Rerun, Role};
+use crate::judge::{whole, Finding, Judged, Kind, Verdict};
 use crate::spec::Experiment;
 use serde::Serialize;
 use sluice_bench::report::StepReport;
@@ -235,10 +235,17 @@ fn gains(configurations: &[Configuration]) -> Vec<Gain> {
 }
 
 /// The verdict moved to the runner-up when the proof contradicts it
-/// ([`Proof::overturned`]), with the runner-up's own evidence and the proof's numbers.
+/// ([`Proof::overturned`]), with the runner-up's own evidence and the proof's numbers;
+/// or, when nothing the proof changed moved throughput ([`Proof::disproved`]), a
+/// plateau behind the named resource.
 fn overturn(v: &mut Verdict, p: &Proof, at: &Configuration) {
-    let Some(row) = p.overturned() else { return };
     let named = p.rows.iter().find(|r| r.role == Role::Named);
+    let Some(row) = p.overturned() else {
+        if let Some(named) = p.disproved() {
+            disprove(v, named);
+        }
+        return;
+    };
     let step = at.steps.iter().find(|s| s.users == p.users);
     let resource = step.and_then(|s| {
         s.judged
@@ -248,18 +255,42 @@ fn overturn(v: &mut Verdict, p: &Proof, at: &Configuration) {
     });
     let Some(resource) = resource else { return };
     let was = std::mem::take(&mut v.summary);
+    let named_change = named.map_or("", |n| n.change.as_str());
+    let named_gain = named.map_or(0.0, |n| n.gain_pct);
     v.summary = format!(
-        "{} was the limit, not what the steps named ({was}): the proof enlarged that ({}: {:+.0}% TPS) \
-         and nothing moved; {} gave {:+.0}%",
-        resource.label,
-        named.map_or("", |n| n.change.as_str()),
-        named.map_or(0.0, |n| n.gain_pct),
+        "{} was the limit, not what the steps named ({was}): the proof enlarged that ({named_change}: \
+         {named_gain:+.0}% TPS) and nothing moved; {} gave {:+.0}%",
+        if row.more_servers { format!("the {} servers' own capacity", row.tier) } else { resource.label.clone() },
         row.change,
         row.gain_pct
     );
+    // One more server moved throughput: the tier's servers were full, whichever of
+    // their resources the row was chosen by; the proof is the evidence.
+    v.evidence = match row.more_servers {
+        true => vec![format!(
+            "one more {} server ({}) gave {:+.0}% where a larger {named_change} gave {named_gain:+.0}%: \
+             each server was doing all it can at once",
+            row.tier, row.change, row.gain_pct
+        )],
+        false => resource.evidence.clone(),
+    };
     v.tier = Some(row.tier.clone());
     v.resource = row.resource;
-    v.evidence = resource.evidence.clone();
+}
+
+/// The named resource enlarged, and throughput did not move: it held requests back
+/// without being what limited them (a limit set at the knee of what is behind it). What
+/// is full behind it is not something the lab measured full or could change.
+fn disprove(v: &mut Verdict, named: &ProofRow) {
+    let was = std::mem::take(&mut v.summary);
+    v.summary = format!(
+        "a plateau behind what the steps named ({was}): the proof enlarged that ({}: {:+.0}% TPS) \
+         and throughput did not move, so it only sits at the knee of what is behind it, which is full \
+         and which the lab could neither measure full nor change",
+        named.change, named.gain_pct
+    );
+    v.tier = None;
+    v.resource = Some(Kind::Plateau);
 }
 
 impl LabReport {

@@ -1,5 +1,7 @@
 //! The scale-out experiment on the user's own servers: the balancer's upstream is resized
-//! through its API, a sluice's admin API or HAProxy's runtime API. For each
+//! through its API, a sluice's admin API or HAProxy's runtime API, or, with any other
+//! balancer, by the user's own command (`--enlarge app.servers='... {n}'`, with the
+//! `--restore` command that puts the deployment back). For each
 //! configuration, the servers beyond the count it measures are drained (no new requests;
 //! those in flight finish) and the others undrained, then put back as they were when the
 //! run ends (normally, on an error, on Ctrl-C: [`Drop`] restores).
@@ -8,6 +10,9 @@
 //! leaves nothing behind: it stops renewing and the balancer ends the drains by itself.
 //! HAProxy has no leases: a lab killed with `kill -9` leaves its drains, which is why the
 //! commands that undo them are given before the run ([`Resize::by_hand`]).
+//!
+//! Through a sluice, the proof may also try a larger `max_conns` on the servers in
+//! service ([`Resize::try_limits`]), a lease renewed and ended as drains are.
 //!
 //! Only servers in service at the start are used; a server an operator drained is never
 //! touched. A change by anyone else stops the run: the lab keeps a [`Mark`] of the
@@ -37,6 +42,8 @@ pub enum ResizeError {
     Upstream(String),
     #[error("the upstream {upstream} was changed by someone else during the run ({why}); the run stops: put it back as you want it and run again")]
     Changed { upstream: String, why: String },
+    #[error("your command for {key}: {why}")]
+    Command { key: String, why: String },
 }
 
 /// The balancer whose upstream is resized, and the API it is resized through.
@@ -47,6 +54,13 @@ pub enum Balancer {
     /// HAProxy's runtime API (`stats socket ... level admin`): a unix socket's path or
     /// `HOST:PORT`.
     Haproxy { socket: String },
+    /// Any other balancer: the user's commands, `scale` (its `{n}` the number of servers
+    /// wanted) and `restore` (the deployment as it was), for `key` (`app.servers`).
+    Command {
+        key: String,
+        scale: String,
+        restore: String,
+    },
 }
 
 /// What the upstream looks like after the lab's own changes: anything else is someone
@@ -60,6 +74,14 @@ enum Mark {
 }
 
 impl Mark {
+    /// The mark once this run has changed a sluice server's trial limit.
+    fn bumped(&self) -> Mark {
+        match self {
+            Mark::Changes(n) => Mark::Changes(n + 1),
+            states => states.clone(),
+        }
+    }
+
     /// The mark once this run has drained (or undrained) `server`.
     fn after(&self, server: &str, drain: bool) -> Mark {
         match self {
@@ -91,6 +113,11 @@ impl Balancer {
         match self {
             Balancer::Sluice { admin } => sluice::open(admin, upstream, most),
             Balancer::Haproxy { socket } => haproxy::open(socket, upstream, most),
+            // The lab cannot see the servers a command gives: numbered, never read.
+            Balancer::Command { key, .. } => {
+                let servers = (1..=most).map(|i| format!("#{i}")).collect();
+                Ok((key.clone(), servers, Mark::States(BTreeMap::new())))
+            }
         }
     }
 
@@ -99,24 +126,32 @@ impl Balancer {
         match self {
             Balancer::Sluice { admin } => sluice::call(admin, upstream, server, drain),
             Balancer::Haproxy { socket } => haproxy::set(socket, upstream, server, drain),
+            Balancer::Command { .. } => unreachable!("a command sets a count: Resize::scale"),
         }
     }
 
-    /// Renews the drains this run holds (a sluice's leases; HAProxy's drains last until
-    /// undone) and reads the upstream: the marks seen, which must all be the run's own.
-    fn tick(&self, upstream: &str, drained: &BTreeSet<String>) -> Vec<Mark> {
+    /// Renews the drains and trial limits this run holds (a sluice's leases; HAProxy's
+    /// drains last until undone) and reads the upstream: the marks seen, which must all
+    /// be the run's own.
+    fn tick(&self, upstream: &str, held: &Drains) -> Vec<Mark> {
         match self {
             Balancer::Sluice { admin } => {
-                let renewed = drained.iter();
+                let renewed = held.drained.iter();
                 let mut marks: Vec<Mark> = renewed
                     .filter_map(|s| sluice::call(admin, upstream, s, true).ok())
                     .collect();
+                let limits = held.limits.iter();
+                marks.extend(
+                    limits.filter_map(|(s, &n)| sluice::limit(admin, upstream, s, Some(n)).ok()),
+                );
                 marks.extend(sluice::mark(admin, upstream));
                 marks
             }
             Balancer::Haproxy { socket } => {
                 haproxy::mark(socket, upstream).ok().into_iter().collect()
             }
+            // Nothing to renew, nothing the lab can read: no conflict is ever seen.
+            Balancer::Command { .. } => Vec::new(),
         }
     }
 }
@@ -140,8 +175,12 @@ struct Shared {
 struct Drains {
     /// The servers this run drained.
     drained: BTreeSet<String>,
+    /// The trial `max_conns` this run holds, by server.
+    limits: BTreeMap<String, u32>,
     /// The upstream as this run's last change left it.
     mark: Mark,
+    /// The count the user's command last gave (a [`Balancer::Command`]).
+    scaled: Option<usize>,
     /// A change by someone else, seen by the renewer.
     conflict: Option<ResizeError>,
 }
@@ -159,13 +198,15 @@ impl Resize {
             Balancer::Sluice { admin } => Balancer::Sluice {
                 admin: admin.trim_end_matches('/').to_string(),
             },
-            haproxy => haproxy,
+            other => other,
         };
         let (name, servers, mark) = balancer.open(upstream, most)?;
         let shared = Arc::new(Shared {
             state: Mutex::new(Drains {
                 drained: BTreeSet::new(),
+                limits: BTreeMap::new(),
                 mark,
+                scaled: None,
                 conflict: None,
             }),
             done: AtomicBool::new(false),
@@ -198,12 +239,36 @@ impl Resize {
         matches!(self.balancer, Balancer::Sluice { .. })
     }
 
+    /// "upstream app: A, B in service, C drained (a lease the lab renews)"; "2 servers
+    /// (your app.servers command)".
+    pub fn in_service(&self, n: usize) -> String {
+        let (serving, drained) = self.servers.split_at(n.min(self.servers.len()));
+        let drained = match (&self.balancer, drained) {
+            (Balancer::Command { key, .. }, _) => {
+                return format!("{n} server(s) (your {key} command)")
+            }
+            (_, []) => String::new(),
+            (Balancer::Sluice { .. }, d) => {
+                format!(", {} drained (a lease the lab renews)", d.join(", "))
+            }
+            (Balancer::Haproxy { .. }, d) => {
+                format!(", {} drained (until the lab undoes it)", d.join(", "))
+            }
+        };
+        format!(
+            "upstream {}: {} in service{drained}",
+            self.upstream,
+            serving.join(", ")
+        )
+    }
+
     /// The commands that put back the servers a run down to `fewest` servers drains,
     /// should the lab be killed before it can: none for a sluice, whose drains are
     /// leases that end by themselves.
     pub fn by_hand(&self, fewest: usize) -> Vec<String> {
         match &self.balancer {
             Balancer::Sluice { .. } => Vec::new(),
+            Balancer::Command { restore, .. } => vec![restore.clone()],
             Balancer::Haproxy { socket } => self.servers[fewest.min(self.servers.len())..]
                 .iter()
                 .map(|server| haproxy::ready_by_hand(socket, &self.upstream, server))
@@ -211,11 +276,19 @@ impl Resize {
         }
     }
 
-    /// Leaves the first `n` servers in service and drains the others.
+    /// Leaves the first `n` servers in service and drains the others (or has the
+    /// user's command give `n`).
     pub fn set(&self, n: usize) -> Result<(), ResizeError> {
         let mut drains = self.shared.lock();
         if let Some(e) = drains.conflict.clone() {
             return Err(e);
+        }
+        if let Balancer::Command { key, scale, .. } = &self.balancer {
+            if drains.scaled != Some(n) {
+                run(key, &scale.replace("{n}", &n.to_string()))?;
+                drains.scaled = Some(n);
+            }
+            return Ok(());
         }
         for (i, server) in self.servers.iter().enumerate() {
             let drain = i >= n;
@@ -233,19 +306,76 @@ impl Resize {
         Ok(())
     }
 
+    /// The `max_conns` in the config of the first `n` servers (those with one), when
+    /// the balancer is a sluice: what [`Resize::try_limits`] may raise.
+    pub fn limits(&self, n: usize) -> Option<Vec<(String, u32)>> {
+        let Balancer::Sluice { admin } = &self.balancer else {
+            return None;
+        };
+        let servers = &self.servers[..n.min(self.servers.len())];
+        let limits = sluice::limits(admin, &self.upstream, servers).ok()?;
+        (!limits.is_empty()).then_some(limits)
+    }
+
+    /// Gives each server its trial `max_conns` (a lease renewed while the run lasts).
+    pub fn try_limits(&self, limits: &[(String, u32)]) -> Result<(), ResizeError> {
+        let Balancer::Sluice { admin } = &self.balancer else {
+            return Err(ResizeError::Upstream(
+                "only a sluice's limits can be tried".into(),
+            ));
+        };
+        let mut held = self.shared.lock();
+        for (server, n) in limits {
+            let found = sluice::limit(admin, &self.upstream, server, Some(*n))?;
+            held.limits.insert(server.clone(), *n);
+            self.noted(&mut held, found)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the trial limits this run holds: the config's `max_conns` again.
+    pub fn end_limits(&self) -> Result<(), ResizeError> {
+        let Balancer::Sluice { admin } = &self.balancer else {
+            return Ok(());
+        };
+        let mut held = self.shared.lock();
+        let mut first_error = None;
+        for server in std::mem::take(&mut held.limits).into_keys() {
+            // Every limit is ended, whatever happened to the others; a change by someone
+            // else is kept as the run's conflict by `noted`.
+            match sluice::limit(admin, &self.upstream, &server, None) {
+                Ok(found) => {
+                    let _ = self.noted(&mut held, found);
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
     /// A change by someone else, seen since the run began.
     pub fn conflict(&self) -> Option<ResizeError> {
         self.shared.lock().conflict.clone()
     }
 
-    /// Undrains every server this run drained and stops renewing: the upstream as it was.
+    /// Undrains every server this run drained, ends its trial limits and stops
+    /// renewing: the upstream as it was.
     pub fn restore(&mut self) -> Result<(), ResizeError> {
         self.shared.done.store(true, Ordering::Relaxed);
         if let Some(r) = self.renewer.take() {
             let _ = r.join();
         }
+        let mut first_error = self.end_limits().err();
         let mut drains = self.shared.lock();
-        let mut first_error = None;
+        if let Balancer::Command { key, restore, .. } = &self.balancer {
+            if drains.scaled.take().is_some() {
+                if let Err(e) = run(key, restore) {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
         for server in std::mem::take(&mut drains.drained) {
             if let Err(e) = self.balancer.set(&self.upstream, &server, false) {
                 first_error.get_or_insert(e);
@@ -264,6 +394,17 @@ impl Resize {
         drain: bool,
     ) -> Result<(), ResizeError> {
         let expected = drains.mark.after(server, drain);
+        self.expect(drains, expected, found)
+    }
+
+    /// Takes the mark `found` after this run changed a trial limit.
+    fn noted(&self, drains: &mut Drains, found: Mark) -> Result<(), ResizeError> {
+        let expected = drains.mark.bumped();
+        self.expect(drains, expected, found)
+    }
+
+    /// Keeps `found` as the upstream's mark; a conflict if it is not `expected`.
+    fn expect(&self, drains: &mut Drains, expected: Mark, found: Mark) -> Result<(), ResizeError> {
         drains.mark = found.clone();
         if found != expected {
             let e = changed(&self.upstream, &expected, &found);
@@ -289,6 +430,14 @@ impl Shared {
     }
 }
 
+/// Runs the user's command for `key`.
+fn run(key: &str, cmd: &str) -> Result<(), ResizeError> {
+    crate::change::shell(cmd).map_err(|why| ResizeError::Command {
+        key: key.into(),
+        why,
+    })
+}
+
 fn changed(upstream: &str, expected: &Mark, found: &Mark) -> ResizeError {
     ResizeError::Changed {
         upstream: upstream.into(),
@@ -309,7 +458,7 @@ fn renew(shared: &Shared, balancer: &Balancer, upstream: &str) {
         waited = Duration::ZERO;
         let mut drains = shared.lock();
         // A renewal changes nothing, so every mark seen must be the run's own.
-        for found in balancer.tick(upstream, &drains.drained) {
+        for found in balancer.tick(upstream, &drains) {
             if found != drains.mark && drains.conflict.is_none() {
                 drains.conflict = Some(changed(upstream, &drains.mark, &found));
             }

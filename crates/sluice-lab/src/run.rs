@@ -479,7 +479,7 @@ pub fn run_deployment(
         o.live.servers(servers);
         if let Some((resize, _)) = &d.resize {
             resize.set(servers)?;
-            say(o, &in_service(resize, servers));
+            say(o, &resize.in_service(servers));
         }
         let steps = deployment_steps(d, o, &sampler, servers, stop);
         conflict = d.resize.as_ref().and_then(|(r, _)| r.conflict());
@@ -511,21 +511,6 @@ pub fn run_deployment(
     Ok(report)
 }
 
-/// "upstream app: A, B in service, C drained (a lease the lab renews)".
-fn in_service(resize: &Resize, servers: usize) -> String {
-    let (serving, drained) = resize.servers().split_at(servers);
-    let drained = match drained {
-        [] => String::new(),
-        d if resize.leased() => format!(", {} drained (a lease the lab renews)", d.join(", ")),
-        d => format!(", {} drained (until the lab undoes it)", d.join(", ")),
-    };
-    format!(
-        "upstream {}: {} in service{drained}",
-        resize.upstream(),
-        serving.join(", ")
-    )
-}
-
 /// The proof on a deployment: the configuration's top valid step again (the control),
 /// then with the named resource enlarged, then with the runner-up's, each change undone
 /// after its re-run. Where the lab cannot change the named resource, no re-run: a warning
@@ -552,10 +537,13 @@ fn prove_deployment(
         warnings.push(unproven(named));
         return Ok(None);
     };
+    // A runner-up changed the named one's way (one more server for either of a tier's
+    // resources) would only repeat its re-run.
     let runner_up = resources
         .iter()
         .filter(|r| !std::ptr::eq(*r, named))
         .filter_map(|r| Some((r, change(r)?)))
+        .filter(|(_, c)| *c != named_change)
         .max_by(|a, b| a.0.utilisation.total_cmp(&b.0.utilisation));
     let again = |name: &str| -> Result<StepResult, Error> {
         let spec = StepSpec {
@@ -597,6 +585,7 @@ fn prove_deployment(
         );
         let mut row = ProofRow::of(r, role, control.tps, again.rerun());
         row.change = change.describe();
+        row.more_servers = change.adds_server();
         rows.push(row);
     }
     Ok(Some(Proof::of(step.servers, step.users, step.tps, rows)))

@@ -450,6 +450,7 @@ mod tests {
             tps,
             gain_pct,
             verdict: Default::default(),
+            more_servers: false,
         };
         let rows = vec![
             row(Role::Control, 125.0, -22.0),

@@ -34,10 +34,11 @@ pub struct LabArgs {
     #[arg(long)]
     lb: Option<String>,
     /// App servers per configuration, e.g. 1,2,3 (overrides the experiment's). With
-    /// --target, the scale-out experiment on your own servers behind sluice or HAProxy:
+    /// --target, the scale-out experiment on your own servers: behind sluice or HAProxy
     /// the upstream's other servers are drained through its admin API (--admin) or
-    /// HAProxy's runtime API (--haproxy-socket) for each count, and put back as they were
-    /// after the run.
+    /// HAProxy's runtime API (--haproxy-socket) for each count; behind any other
+    /// balancer, your command --enlarge app.servers='... {n}' gives each count; put back
+    /// as they were after the run (--restore app.servers='...').
     #[arg(long, value_delimiter = ',')]
     servers: Vec<usize>,
     /// Users per step, e.g. 10,20,40 (overrides the experiment's).
@@ -79,7 +80,8 @@ pub struct LabArgs {
     /// For the proof on a deployment: a command that enlarges a resource,
     /// TIER.KIND='COMMAND' (the report's kinds: app.db_pool, db.cpu, ...), or
     /// TIER.servers='COMMAND' with {n} the servers wanted (kubectl scale ...
-    /// --replicas={n}). Repeatable.
+    /// --replicas={n}), which also gives --servers its counts when the balancer has no
+    /// API the lab knows. Repeatable.
     #[arg(long, requires = "target", value_name = "TIER.KIND=COMMAND")]
     enlarge: Vec<String>,
     /// The command that puts back what --enlarge changed, for the same TIER.KIND.
@@ -218,11 +220,11 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
         Ok(scenario) => scenario,
         Err(e) => return refuse(e),
     };
-    let prove = match sluice_lab::change::Commands::parse(&args.enlarge, &args.restore) {
-        Ok(commands) => (!args.no_prove).then_some(commands),
+    let commands = match sluice_lab::change::Commands::parse(&args.enlarge, &args.restore) {
+        Ok(commands) => commands,
         Err(e) => return refuse(e),
     };
-    let resize = match resize(args, &tiers) {
+    let resize = match resize(args, &tiers, &commands) {
         Ok(r) => r,
         Err(e) => return refuse(e),
     };
@@ -236,7 +238,7 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
         peak_rate: args.peak_rate,
         scenario,
         resize,
-        prove,
+        prove: (!args.no_prove).then_some(commands),
     };
     let stop = crate::bench::interrupt_on_signal("sluice lab")?;
     // A deployment's budgets are its own, read from its processes: none is made here.
@@ -247,10 +249,12 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
 }
 
 /// With `--servers`: the upstream to resize, through `--haproxy-socket`, `--admin` or the
-/// admin API whose `/metrics` a balancer tier is read at.
+/// admin API whose `/metrics` a balancer tier is read at; or the user's own command
+/// (`--enlarge TIER.servers='... {n}'` with its `--restore`).
 fn resize(
     args: &LabArgs,
     tiers: &[sluice_lab::real::Watched],
+    commands: &sluice_lab::change::Commands,
 ) -> Result<Option<(Resize, Vec<usize>)>, String> {
     if args.servers.is_empty() {
         return Ok(None);
@@ -270,15 +274,7 @@ fn resize(
             socket: socket.clone(),
         },
         (None, Some(admin)) => Balancer::Sluice { admin },
-        (None, None) => {
-            return Err(
-                "--servers with --target resizes the upstream of the balancer in front: \
-                    give a sluice's admin API with --admin http://HOST:PORT or \
-                    --tier lb=PID@http://HOST:PORT/metrics, or HAProxy's runtime API with \
-                    --haproxy-socket PATH|HOST:PORT"
-                    .into(),
-            )
-        }
+        (None, None) => by_command(commands)?,
     };
     let most = args.servers.iter().copied().max().unwrap_or(1);
     let resize =
@@ -286,14 +282,51 @@ fn resize(
     let fewest = args.servers.iter().copied().min().unwrap_or(most);
     let by_hand = resize.by_hand(fewest);
     if !by_hand.is_empty() {
-        // HAProxy's drains outlive a lab killed with kill -9: say how to undo them first.
+        // HAProxy's drains and a command's servers outlive a lab killed with kill -9:
+        // say how to undo them first.
         eprintln!(
-            "sluice lab: drains through HAProxy are undone when the run ends; \
-             if it is killed (kill -9) first, undo them with:\n  {}",
+            "sluice lab: the servers are put back when the run ends; \
+             if it is killed (kill -9) first, put them back with:\n  {}",
             by_hand.join("\n  ")
         );
     }
     Ok(Some((resize, args.servers.clone())))
+}
+
+/// Any other balancer: the servers are given by the user's `--enlarge TIER.servers`
+/// command, which must say how many (`{n}`) and come with the `--restore` command that
+/// puts the deployment back as it was (the lab cannot know how it was).
+fn by_command(commands: &sluice_lab::change::Commands) -> Result<Balancer, String> {
+    let scale = commands
+        .enlarge
+        .iter()
+        .find(|(k, _)| k.ends_with(".servers"));
+    let Some((key, scale)) = scale else {
+        return Err(
+            "--servers with --target resizes the upstream of the balancer in front: \
+                give a sluice's admin API with --admin http://HOST:PORT or \
+                --tier lb=PID@http://HOST:PORT/metrics, HAProxy's runtime API with \
+                --haproxy-socket PATH|HOST:PORT, or your own command for any other: \
+                --enlarge app.servers='COMMAND {n}' --restore app.servers='COMMAND'"
+                .into(),
+        );
+    };
+    if !scale.contains("{n}") {
+        return Err(format!(
+            "--enlarge {key}='{scale}': say where the number of servers goes with {{n}}"
+        ));
+    }
+    let Some(restore) = commands.restore.get(key) else {
+        return Err(format!(
+            "--servers by your command --enlarge {key} needs --restore {key}='COMMAND' \
+             to put your servers back as they were after the run"
+        ));
+    };
+    Ok(Balancer::Command {
+        key: key.clone(),
+        scale: scale.clone(),
+        restore: restore.clone(),
+    })
 }
 
 fn width(args: &LabArgs) -> Width {

@@ -53,12 +53,12 @@ impl Stack {
 
     /// Three `sluice backend` app servers given `app` (their flags) behind sluice.
     fn start_with(app: &[&str]) -> Stack {
-        Stack::start_each(app, String::new)
+        Stack::start_each(app, String::new, "")
     }
 
     /// As [`Stack::start_with`], each app server also given the flag `each` makes
-    /// (none when empty).
-    fn start_each(app: &[&str], mut each: impl FnMut() -> String) -> Stack {
+    /// (none when empty), the upstream given the settings `upstream` (TOML lines).
+    fn start_each(app: &[&str], mut each: impl FnMut() -> String, upstream: &str) -> Stack {
         let sluice = env!("CARGO_BIN_EXE_sluice");
         let mut apps = Vec::new();
         let mut servers = Vec::new();
@@ -84,7 +84,7 @@ impl Stack {
             &config,
             format!(
                 "[[listener]]\nbind = \"127.0.0.1:{lb_port}\"\n[[route]]\nupstream = \"app\"\n\
-                 [upstream.app]\nservers = [{}]\n[admin]\nbind = \"127.0.0.1:{admin_port}\"\n",
+                 [upstream.app]\nservers = [{}]\n{upstream}[admin]\nbind = \"127.0.0.1:{admin_port}\"\n",
                 servers.join(", ")
             ),
         )
@@ -438,7 +438,7 @@ fn the_proof_puts_a_spare_server_in_service_when_an_app_pool_is_named() {
         .iter()
         .map(|p| format!("--stats-listen=127.0.0.1:{p}"));
     let flags = ["--threads", "1", "--delay", "20ms"];
-    let stack = Stack::start_each(&flags, || app.next().unwrap());
+    let stack = Stack::start_each(&flags, || app.next().unwrap(), "");
     let tier: Vec<String> = (stack.apps.iter().zip(&stats))
         .map(|(a, p)| format!("{}@http://127.0.0.1:{p}/__stats", a.0.id()))
         .collect();
@@ -485,4 +485,214 @@ fn the_proof_puts_a_spare_server_in_service_when_an_app_pool_is_named() {
     assert!(named["gain_pct"].as_f64().unwrap() > 30.0, "{stdout}");
     // The spare drained again after its re-run, and every server back at the end.
     assert_eq!(stack.drained(), 0);
+}
+
+#[test]
+fn a_limit_at_the_knee_is_raised_by_the_proof_and_the_verdict_moves_to_the_app() {
+    let _machine = alone();
+    // Four workers each, 20 ms a request, given only by pid (they publish nothing), and
+    // sluice's max_conns exactly at those four: the balancer's queue fills and is named,
+    // though the limit holds nothing back the servers could have served.
+    let stack = Stack::start_each(
+        &["--threads", "4", "--delay", "20ms"],
+        String::new,
+        "max_conns = 4\n",
+    );
+    let dir = support::TempDir::new("lab-servers-knee");
+    let json = dir.0.join("report.json");
+    let out = stack
+        .lab(&["--servers", "1,2", "--users", "32", "-d", "2s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = report["proof"]["rows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let named = rows.iter().find(|r| r["role"] == "named").unwrap();
+    assert_eq!(
+        (&named["tier"], &named["resource"]),
+        (&"lb".into(), &"queue".into()),
+        "{stdout}"
+    );
+    assert_eq!(named["change"], "max_conns 4 -> 6", "{stdout}");
+    assert!(named["gain_pct"].as_f64().unwrap() < 15.0, "{stdout}");
+    let runner = rows.iter().find(|r| r["role"] == "runner-up").unwrap();
+    assert_eq!(runner["change"], "servers 2 -> 3", "{stdout}");
+    // The verdict moved to the app servers, with the proof as its reason.
+    let verdict = &report["verdict"];
+    assert_eq!(verdict["tier"], "app", "{stdout}");
+    let summary = verdict["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("the app servers' own capacity was the limit"),
+        "{summary}"
+    );
+    assert!(
+        report["proof"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("overturned"),
+        "{stdout}"
+    );
+    // Every server has the config's limit again, no trial left, the spare undrained.
+    let up = stack.upstream();
+    for s in up["servers"].as_array().unwrap() {
+        assert_eq!(
+            (&s["max_conns"], &s["limit_lease_ms"]),
+            (&4.into(), &Value::Null),
+            "{up}"
+        );
+    }
+    assert_eq!(stack.drained(), 0);
+}
+
+/// `give.sh N`: the first N app servers behind the balancer, starting any not running
+/// (its pid kept in `appI.pid`), the balancer's config written and reloaded (SIGHUP), as
+/// a user's own script does for a balancer the lab has no API for.
+const GIVE: &str = r#"#!/bin/bash
+set -e
+cd "$(dirname "$0")"
+list=""
+for i in $(seq 1 "$1"); do
+    port=$(sed -n "${i}p" ports)
+    if [ ! -f "app$i.pid" ]; then
+        "$SLUICE" backend --listen "127.0.0.1:$port" --threads 1 --delay 20ms >/dev/null 2>&1 &
+        echo $! > "app$i.pid"
+        until (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null; do sleep 0.05; done
+    fi
+    list="$list\"127.0.0.1:$port\", "
+done
+printf '[[listener]]\nbind = "127.0.0.1:%s"\n[[route]]\nupstream = "app"\n[upstream.app]\nservers = [%s]\n' \
+    "$(cat lb.port)" "$list" > sluice.toml.new
+mv sluice.toml.new sluice.toml
+kill -HUP "$(cat lb.pid)"
+echo "$1" > count
+sleep 0.3
+"#;
+
+/// `restore.sh`: the two servers the deployment had, the third stopped.
+const RESTORE: &str = r#"#!/bin/bash
+set -e
+cd "$(dirname "$0")"
+bash give.sh 2
+if [ -f app3.pid ]; then kill "$(cat app3.pid)"; rm app3.pid; fi
+"#;
+
+#[test]
+fn any_balancer_scales_out_and_proves_by_the_users_own_scripts() {
+    let _machine = alone();
+    let sluice = env!("CARGO_BIN_EXE_sluice");
+    let dir = support::TempDir::new("lab-servers-scripts");
+    let ports: Vec<u16> = (0..3).map(|_| support::free_port()).collect();
+    let stats: Vec<u16> = (0..2).map(|_| support::free_port()).collect();
+    let lines: Vec<String> = ports.iter().map(u16::to_string).collect();
+    std::fs::write(dir.0.join("ports"), lines.join("\n") + "\n").unwrap();
+    // Two app servers of one worker each (20 ms a request), their pools read at
+    // /__stats; the balancer a sluice with no admin API, run from a file the scripts
+    // rewrite and reload.
+    let apps: Vec<Running> = (0..2)
+        .map(|i| {
+            let child = Command::new(sluice)
+                .args(["backend", "--listen", &format!("127.0.0.1:{}", ports[i])])
+                .args(["--threads", "1", "--delay", "20ms"])
+                .arg(format!("--stats-listen=127.0.0.1:{}", stats[i]))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            std::fs::write(
+                dir.0.join(format!("app{}.pid", i + 1)),
+                child.id().to_string(),
+            )
+            .unwrap();
+            support::wait_listening(ports[i]);
+            Running(child)
+        })
+        .collect();
+    let lb_port = support::free_port();
+    std::fs::write(dir.0.join("lb.port"), lb_port.to_string()).unwrap();
+    let config = dir.0.join("sluice.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[listener]]\nbind = \"127.0.0.1:{lb_port}\"\n[[route]]\nupstream = \"app\"\n\
+             [upstream.app]\nservers = [\"127.0.0.1:{}\", \"127.0.0.1:{}\"]\n",
+            ports[0], ports[1]
+        ),
+    )
+    .unwrap();
+    let lb = Running(
+        Command::new(sluice)
+            .args(["serve", "-c", config.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::fs::write(dir.0.join("lb.pid"), lb.0.id().to_string()).unwrap();
+    support::wait_listening(lb_port);
+    std::fs::write(dir.0.join("give.sh"), GIVE).unwrap();
+    std::fs::write(dir.0.join("restore.sh"), RESTORE).unwrap();
+    let give = format!("app.servers=bash {}/give.sh {{n}}", dir.0.display());
+    let restore = format!("app.servers=bash {}/restore.sh", dir.0.display());
+    let tier: Vec<String> = (apps.iter().zip(&stats))
+        .map(|(a, p)| format!("{}@http://127.0.0.1:{p}/__stats", a.0.id()))
+        .collect();
+    let json = dir.0.join("report.json");
+    let out = Command::new(sluice)
+        .args(["lab", "--target", &format!("http://127.0.0.1:{lb_port}/")])
+        .args(["--tier", &format!("lb={}", lb.0.id())])
+        .args(["--tier", &format!("app={}", tier.join(","))])
+        .args([
+            "--servers",
+            "1,2",
+            "--users",
+            "8",
+            "-d",
+            "2s",
+            "--warmup",
+            "0s",
+        ])
+        .args(["--enlarge", &give, "--restore", &restore, "--json"])
+        .arg(&json)
+        .env("SLUICE", sluice)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    println!("{stdout}");
+    // Before the run, how to put the servers back should the lab be killed.
+    assert!(stderr.contains("restore.sh"), "{stderr}");
+    assert!(
+        stdout.contains("1 server(s) (your app.servers command)"),
+        "{stdout}"
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let gain = report["scale_out"][0]["gain_pct"].as_f64().unwrap();
+    assert!(gain > 50.0, "1 -> 2 servers: {gain}%\n{stdout}");
+    let rows = report["proof"]["rows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let named = rows.iter().find(|r| r["role"] == "named").unwrap();
+    assert_eq!(
+        named["change"], "servers 2 -> 3 (your app.servers command)",
+        "{stdout}"
+    );
+    assert!(named["gain_pct"].as_f64().unwrap() > 30.0, "{stdout}");
+    // One more server is no runner-up of its own: the same change again.
+    assert!(rows.iter().all(|r| r["role"] != "runner-up"), "{stdout}");
+    assert_eq!(report["proof"]["confirmed"], true, "{stdout}");
+    // The deployment as it was: two servers in the balancer's config, the third,
+    // started by the script for the proof, stopped again.
+    let count = std::fs::read_to_string(dir.0.join("count")).unwrap();
+    assert_eq!(count.trim(), "2");
+    assert!(!dir.0.join("app3.pid").exists());
+    assert!(std::net::TcpStream::connect(("127.0.0.1", ports[2])).is_err());
 }

@@ -68,6 +68,11 @@ pub struct ProofRow {
     pub gain_pct: f64,
     /// What the re-run named.
     pub verdict: Verdict,
+    /// The change put one more server in service (rather than enlarging the resource
+    /// itself): a gain says the tier's servers were full, whichever of their resources
+    /// the row names.
+    #[serde(skip)]
+    pub more_servers: bool,
 }
 
 /// The control row's `"resource": ""`, as the JSON has always had it.
@@ -128,6 +133,7 @@ impl ProofRow {
             tps: again.tps,
             gain_pct: gain_pct(again.tps, original),
             verdict: again.verdict.clone(),
+            more_servers: false,
         }
     }
 
@@ -142,6 +148,7 @@ impl ProofRow {
             tps: again.tps,
             gain_pct: gain_pct(again.tps, before),
             verdict: again.verdict.clone(),
+            more_servers: false,
         }
     }
 }
@@ -167,7 +174,7 @@ impl Proof {
         let confirmed =
             named.is_some_and(|n| confirms(n.gain_pct, runner.map(|r| r.gain_pct), noise));
         let summary = summary(named, runner, noise, &rows, confirmed);
-        Proof {
+        let mut proof = Proof {
             servers,
             users,
             tps,
@@ -175,7 +182,16 @@ impl Proof {
             noise_pct: noise,
             confirmed,
             summary,
+        };
+        let against = match (proof.overturned(), proof.disproved()) {
+            (Some(_), _) => "overturned: the runner-up moved throughput, the named did not",
+            (None, Some(_)) => "disproved: enlarging the named moved nothing",
+            (None, None) => "",
+        };
+        if !against.is_empty() {
+            proof.summary = format!("{} ({against})", proof.summary);
         }
+        proof
     }
 }
 
@@ -185,11 +201,25 @@ impl Proof {
     /// runner-up moved it past the bar (a limit set at the knee of what is behind it,
     /// named where the thing behind it is the limit).
     pub fn overturned(&self) -> Option<&ProofRow> {
-        let noise = self.noise_pct.abs();
-        let moved = |r: &ProofRow| r.gain_pct >= PROOF_GAIN_PCT + noise;
         let named = self.rows.iter().find(|r| r.role == Role::Named)?;
         let runner = self.rows.iter().find(|r| r.role == Role::RunnerUp)?;
-        (settled(self.noise_pct) && !moved(named) && moved(runner)).then_some(runner)
+        (settled(self.noise_pct) && !self.moved(named) && self.moved(runner)).then_some(runner)
+    }
+
+    /// The named resource's row when, over a quiet control, enlarging it moved nothing
+    /// and nothing else the proof changed moved throughput either: the verdict is wrong,
+    /// and what is full is something the lab could not change (a limit at the knee of
+    /// servers whose own limit it cannot enlarge).
+    pub fn disproved(&self) -> Option<&ProofRow> {
+        let named = self.rows.iter().find(|r| r.role == Role::Named)?;
+        let runner = self.rows.iter().find(|r| r.role == Role::RunnerUp);
+        let quiet = settled(self.noise_pct) && !self.moved(named);
+        (quiet && !runner.is_some_and(|r| self.moved(r))).then_some(named)
+    }
+
+    /// Whether `row`'s change moved throughput past the bar, above the noise.
+    fn moved(&self, row: &ProofRow) -> bool {
+        row.gain_pct >= PROOF_GAIN_PCT + self.noise_pct.abs()
     }
 }
 
@@ -266,6 +296,7 @@ mod tests {
             tps,
             gain_pct,
             verdict: Verdict::default(),
+            more_servers: false,
         }
     }
 
@@ -325,9 +356,20 @@ mod tests {
         both[1].gain_pct = 30.0;
         assert!(Proof::of(2, 16, 100.0, both).overturned().is_none());
         // A noisy control proves nothing either way.
-        let mut noisy = rows;
+        let mut noisy = rows.clone();
         noisy[0].gain_pct = 25.0;
-        assert!(Proof::of(2, 16, 100.0, noisy).overturned().is_none());
+        assert!(Proof::of(2, 16, 100.0, noisy.clone())
+            .overturned()
+            .is_none());
+        assert!(Proof::of(2, 16, 100.0, noisy).disproved().is_none());
+        // Nothing the lab could change moved anything: disproved, not overturned.
+        let mut stuck = rows;
+        stuck[2].gain_pct = 2.0;
+        let p = Proof::of(2, 16, 100.0, stuck.clone());
+        assert!(p.overturned().is_none());
+        assert_eq!(p.disproved().unwrap().change, "connections 8 -> 12");
+        stuck.remove(2);
+        assert!(Proof::of(2, 16, 100.0, stuck).disproved().is_some());
     }
 
     /// The rows as the JSON has always had them: the control's tier and resource

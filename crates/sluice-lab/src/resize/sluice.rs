@@ -1,6 +1,6 @@
-//! A sluice's admin API: each drain is a lease of [`LEASE`], renewed by the lab while it
-//! runs; the upstream's `changes` counter moves on every change of its servers or their
-//! drains, whoever makes it.
+//! A sluice's admin API: each drain, and each trial `max_conns` the proof sets, is a
+//! lease of [`LEASE`], renewed by the lab while it runs; the upstream's `changes` counter
+//! moves on every change of its servers, their drains or their limits, whoever makes it.
 
 use super::{choose, enough, Mark, ResizeError};
 use crate::fetch;
@@ -41,11 +41,50 @@ pub(super) fn call(
     server: &str,
     drain: bool,
 ) -> Result<Mark, ResizeError> {
-    let path = match drain {
+    let verb = match drain {
         true => format!("drain?lease={}ms", LEASE.as_millis()),
         false => "undrain".to_string(),
     };
-    let url = format!("{admin}/api/upstreams/{upstream}/servers/{server}/{path}");
+    post(admin, upstream, server, &verb)
+}
+
+/// `POST .../limit?max_conns=N&lease=` (a trial `max_conns`, renewed by the same call)
+/// or, with `None`, `.../unlimit`; the upstream's `changes` it answers.
+pub(super) fn limit(
+    admin: &str,
+    upstream: &str,
+    server: &str,
+    max_conns: Option<u32>,
+) -> Result<Mark, ResizeError> {
+    let verb = match max_conns {
+        Some(n) => format!("limit?max_conns={n}&lease={}ms", LEASE.as_millis()),
+        None => "unlimit".to_string(),
+    };
+    post(admin, upstream, server, &verb)
+}
+
+/// Each of `servers`' `max_conns` in the config (those that have one).
+pub(super) fn limits(
+    admin: &str,
+    upstream: &str,
+    servers: &[String],
+) -> Result<Vec<(String, u32)>, ResizeError> {
+    let all = upstreams(admin)?;
+    let listed = all[upstream]["servers"].as_array().cloned();
+    let limit_of = |addr: &String| {
+        let s = listed
+            .iter()
+            .flatten()
+            .find(|s| s["addr"] == addr.as_str())?;
+        let n = s["max_conns_config"].as_u64()?;
+        Some((addr.clone(), u32::try_from(n).ok()?))
+    };
+    Ok(servers.iter().filter_map(limit_of).collect())
+}
+
+/// `POST .../servers/SERVER/VERB`; the upstream's `changes` it answers.
+fn post(admin: &str, upstream: &str, server: &str, verb: &str) -> Result<Mark, ResizeError> {
+    let url = format!("{admin}/api/upstreams/{upstream}/servers/{server}/{verb}");
     let error = |why: String| ResizeError::Admin {
         admin: admin.into(),
         why,
@@ -58,7 +97,7 @@ pub(super) fn call(
     }
     json["changes"].as_u64().map(Mark::Changes).ok_or_else(|| {
         error(format!(
-            "POST {url} answered without `changes`: a sluice older than drain leases?"
+            "POST {url} answered without `changes`: a sluice older than leases?"
         ))
     })
 }
