@@ -361,6 +361,10 @@ fn proof_conclusion(p: &Proof) -> String {
     }
     if p.confirmed {
         format!("confirmed: the named gain clears the noise ({noise:.0}%) by {PROOF_GAIN_PCT:.0}% or more, the runner-up's does not")
+    } else if p.overturned().is_some() {
+        format!("overturned: the named gain does not clear the noise ({noise:.0}%) by {PROOF_GAIN_PCT:.0}%, the runner-up's does: the verdict moves to it")
+    } else if p.disproved().is_some() {
+        format!("disproved: no gain clears the noise ({noise:.0}%) by {PROOF_GAIN_PCT:.0}%: what the steps named is not what limits throughput")
     } else {
         format!("not confirmed: the named gain does not clear the noise ({noise:.0}%) by {PROOF_GAIN_PCT:.0}%, or the runner-up gained as much")
     }

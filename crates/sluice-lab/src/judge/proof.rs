@@ -183,13 +183,14 @@ impl Proof {
             confirmed,
             summary,
         };
+        // Over a quiet control, "not confirmed" says more: which way the proof went.
         let against = match (proof.overturned(), proof.disproved()) {
             (Some(_), _) => "overturned: the runner-up moved throughput, the named did not",
             (None, Some(_)) => "disproved: enlarging the named moved nothing",
-            (None, None) => "",
+            (None, None) => return proof,
         };
-        if !against.is_empty() {
-            proof.summary = format!("{} ({against})", proof.summary);
+        if let Some(start) = proof.summary.strip_suffix(": not confirmed") {
+            proof.summary = format!("{start}: {against}");
         }
         proof
     }
