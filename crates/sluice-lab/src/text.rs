@@ -359,7 +359,9 @@ fn proof_conclusion(p: &Proof) -> String {
             "not confirmed: identical runs differed by {spread:.0}% (over {CONTROL_DRIFT_PCT:.0}% twice), so no gain here can be told from noise"
         );
     }
-    if p.confirmed {
+    if p.confirmed && p.runner_up_widens_named() {
+        format!("confirmed: the named gain clears the noise ({noise:.0}%) by {PROOF_GAIN_PCT:.0}% or more; one more server widens the balancer's limit too, so its gain is no evidence against it")
+    } else if p.confirmed {
         format!("confirmed: the named gain clears the noise ({noise:.0}%) by {PROOF_GAIN_PCT:.0}% or more, the runner-up's does not")
     } else if p.overturned().is_some() {
         format!("overturned: the named gain does not clear the noise ({noise:.0}%) by {PROOF_GAIN_PCT:.0}%, the runner-up's does: the verdict moves to it")

@@ -487,43 +487,60 @@ fn the_proof_puts_a_spare_server_in_service_when_an_app_pool_is_named() {
     assert_eq!(stack.drained(), 0);
 }
 
-#[test]
-fn a_limit_at_the_knee_is_raised_by_the_proof_and_the_verdict_moves_to_the_app() {
-    let _machine = alone();
-    // Four workers each, 20 ms a request, given only by pid (they publish nothing), and
-    // sluice's max_conns exactly at those four: the balancer's queue fills and is named,
-    // though the limit holds nothing back the servers could have served.
+/// Three app servers of four workers each (20 ms a request), given only by pid (they
+/// publish nothing), behind sluice with `max_conns` of `max_conns`: `sluice lab
+/// --servers 1,2` on them (the third a spare for the proof): its report and what it
+/// printed, once the upstream is checked to be as it was.
+fn limited_run(max_conns: u32) -> (Value, String) {
     let stack = Stack::start_each(
         &["--threads", "4", "--delay", "20ms"],
         String::new,
-        "max_conns = 4\n",
+        &format!("max_conns = {max_conns}\n"),
     );
-    let dir = support::TempDir::new("lab-servers-knee");
+    let dir = support::TempDir::new("lab-servers-limit");
     let json = dir.0.join("report.json");
     let out = stack
         .lab(&["--servers", "1,2", "--users", "32", "-d", "2s", "--json"])
         .arg(&json)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let rows = report["proof"]["rows"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{stdout}"));
-    let named = rows.iter().find(|r| r["role"] == "named").unwrap();
+    // Every server has the config's limit again, no trial left, the spare undrained.
+    let up = stack.upstream();
+    for s in up["servers"].as_array().unwrap() {
+        assert_eq!(
+            (&s["max_conns"], &s["limit_lease_ms"], &s["drained"]),
+            (&max_conns.into(), &Value::Null, &false.into()),
+            "{up}"
+        );
+    }
+    (report, stdout)
+}
+
+/// The proof's row of `role`.
+fn row<'a>(report: &'a Value, role: &str, stdout: &str) -> &'a Value {
+    let rows = report["proof"]["rows"].as_array();
+    let found = rows.and_then(|rows| rows.iter().find(|r| r["role"] == role));
+    found.unwrap_or_else(|| panic!("no {role} row: {stdout}"))
+}
+
+#[test]
+fn a_limit_at_the_knee_is_raised_by_the_proof_and_the_verdict_moves_to_the_app() {
+    let _machine = alone();
+    // max_conns exactly at the servers' four workers: the balancer's queue fills and is
+    // named, though the limit holds nothing back the servers could have served.
+    let (report, stdout) = limited_run(4);
+    let named = row(&report, "named", &stdout);
     assert_eq!(
-        (&named["tier"], &named["resource"]),
-        (&"lb".into(), &"queue".into()),
+        (&named["tier"], &named["resource"], &named["change"]),
+        (&"lb".into(), &"queue".into(), &"max_conns 4 -> 6".into()),
         "{stdout}"
     );
-    assert_eq!(named["change"], "max_conns 4 -> 6", "{stdout}");
     assert!(named["gain_pct"].as_f64().unwrap() < 15.0, "{stdout}");
-    let runner = rows.iter().find(|r| r["role"] == "runner-up").unwrap();
+    let runner = row(&report, "runner-up", &stdout);
     assert_eq!(runner["change"], "servers 2 -> 3", "{stdout}");
     // The verdict moved to the app servers, with the proof as its reason.
     let verdict = &report["verdict"];
@@ -533,23 +550,21 @@ fn a_limit_at_the_knee_is_raised_by_the_proof_and_the_verdict_moves_to_the_app()
         summary.contains("the app servers' own capacity was the limit"),
         "{summary}"
     );
-    assert!(
-        report["proof"]["summary"]
-            .as_str()
-            .unwrap()
-            .contains("overturned"),
-        "{stdout}"
-    );
-    // Every server has the config's limit again, no trial left, the spare undrained.
-    let up = stack.upstream();
-    for s in up["servers"].as_array().unwrap() {
-        assert_eq!(
-            (&s["max_conns"], &s["limit_lease_ms"]),
-            (&4.into(), &Value::Null),
-            "{up}"
-        );
-    }
-    assert_eq!(stack.drained(), 0);
+    let proof = report["proof"]["summary"].as_str().unwrap();
+    assert!(proof.contains("overturned"), "{stdout}");
+}
+
+#[test]
+fn a_limit_below_the_knee_is_raised_by_the_proof_and_confirmed() {
+    let _machine = alone();
+    // max_conns 2 where the servers have four workers: raising it moves throughput.
+    let (report, stdout) = limited_run(2);
+    let named = row(&report, "named", &stdout);
+    assert_eq!(named["change"], "max_conns 2 -> 3", "{stdout}");
+    assert!(named["gain_pct"].as_f64().unwrap() > 30.0, "{stdout}");
+    assert_eq!(report["verdict"]["tier"], "lb", "{stdout}");
+    // One more server brings its own max_conns: its gain is no evidence against it.
+    assert_eq!(report["proof"]["confirmed"], true, "{stdout}");
 }
 
 /// `give.sh N`: the first N app servers behind the balancer, starting any not running

@@ -171,8 +171,9 @@ impl Proof {
             .iter()
             .rfind(|r| r.role == Role::Control)
             .map_or(0.0, |c| c.gain_pct);
-        let confirmed =
-            named.is_some_and(|n| confirms(n.gain_pct, runner.map(|r| r.gain_pct), noise));
+        // A runner-up that widened the named resource too is no evidence against it.
+        let against = runner.filter(|r| !widens(named, r)).map(|r| r.gain_pct);
+        let confirmed = named.is_some_and(|n| confirms(n.gain_pct, against, noise));
         let summary = summary(named, runner, noise, &rows, confirmed);
         let mut proof = Proof {
             servers,
@@ -196,7 +197,21 @@ impl Proof {
     }
 }
 
+/// Whether the runner-up's change widened the named resource as well: one more server
+/// brings its own `max_conns` to the balancer's limit on its servers.
+fn widens(named: Option<&ProofRow>, runner: &ProofRow) -> bool {
+    runner.more_servers && named.is_some_and(|n| n.resource == Some(Kind::Queue))
+}
+
 impl Proof {
+    /// Whether the runner-up's change widened the named resource as well (its gain does
+    /// not count against the verdict).
+    pub fn runner_up_widens_named(&self) -> bool {
+        let named = self.rows.iter().find(|r| r.role == Role::Named);
+        let runner = self.rows.iter().find(|r| r.role == Role::RunnerUp);
+        runner.is_some_and(|r| widens(named, r))
+    }
+
     /// The runner-up's row when the proof contradicts the verdict: over a quiet control,
     /// enlarging the named resource moved throughput less than the bar and enlarging the
     /// runner-up moved it past the bar (a limit set at the knee of what is behind it,
@@ -371,6 +386,26 @@ mod tests {
         assert_eq!(p.disproved().unwrap().change, "connections 8 -> 12");
         stuck.remove(2);
         assert!(Proof::of(2, 16, 100.0, stuck).disproved().is_some());
+    }
+
+    #[test]
+    fn one_more_server_beside_a_named_balancer_limit_does_not_count_against_it() {
+        // max_conns below what the servers can do: raised, +49%; one more server brings
+        // its own max_conns, +50%. The limit binds: confirmed.
+        let mut rows = vec![
+            row(Role::Control, "none: the same step again", 188.0, 0.5),
+            row(Role::Named, "max_conns 2 -> 3", 280.0, 49.0),
+            row(Role::RunnerUp, "servers 2 -> 3", 282.0, 50.0),
+        ];
+        rows[1].resource = Some(Kind::Queue);
+        rows[2].more_servers = true;
+        let p = Proof::of(2, 32, 187.0, rows.clone());
+        assert!(p.confirmed, "{}", p.summary);
+        // The runner-up's quota instead of a server: it moved as much, not confirmed.
+        rows[2].more_servers = false;
+        rows[2].change = "CPU quota 0.40 -> 0.60 cores".into();
+        let p = Proof::of(2, 32, 187.0, rows);
+        assert!(!p.confirmed && !p.runner_up_widens_named());
     }
 
     /// The rows as the JSON has always had them: the control's tier and resource
