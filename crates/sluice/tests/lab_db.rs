@@ -8,6 +8,9 @@
 //! what refuses the next client, not the step's limit; and a live Spring Boot app
 //! (`lab/spring-app`, built with Maven) at its Tomcat pool, its CPU read from
 //! Micrometer, and at its heap when GC stops it back to back (not with room in it).
+//! Three of them behind sluice, scaled out 1 -> 2 -> 3 by the lab through the admin API
+//! over a PostgreSQL in a CPU quota: the third adds nothing, the database is named and
+//! proven by its quota 1.5 times larger (as root).
 //!
 //! Each run is one short step; they run one at a time, since each measures CPU on the
 //! same two cores.
@@ -883,4 +886,132 @@ fn a_jvm_collecting_back_to_back_is_named_at_its_heap_and_not_with_room() {
     // step, past GC_HEAP_FULL_PCT, on this repo's machine.)
     let (report, stdout) = churn_lab(&pg, &["-Xms2g", "-Xmx2g", "-Xmn1536m"]);
     assert_ne!(report["verdict"]["resource"], "heap", "{stdout}");
+}
+
+/// The PostgreSQL server's postmaster: the first line of its `postmaster.pid`.
+fn postmaster(pg: &Postgres) -> u32 {
+    let text = std::fs::read_to_string(pg.dir.0.join("data/postmaster.pid")).unwrap();
+    text.lines().next().unwrap().trim().parse().unwrap()
+}
+
+/// `sluice serve` in front of `apps` (one upstream, an admin listener): the process,
+/// its port and its admin API's address.
+fn sluice_in_front(apps: &[SpringApp], dir: &Path) -> (Child, u16, String) {
+    let (port, admin) = (support::free_port(), support::free_port());
+    let servers: Vec<String> = apps
+        .iter()
+        .map(|a| format!("\"127.0.0.1:{}\"", a.port))
+        .collect();
+    let config = dir.join("sluice.toml");
+    let text = format!(
+        "[[listener]]\nbind = \"127.0.0.1:{port}\"\n[[route]]\nupstream = \"app\"\n\
+         [upstream.app]\nservers = [{}]\n[admin]\nbind = \"127.0.0.1:{admin}\"\n",
+        servers.join(", ")
+    );
+    std::fs::write(&config, text).unwrap();
+    let lb = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["serve", "-c", config.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    support::wait_listening(port);
+    support::wait_listening(admin);
+    (lb, port, format!("http://127.0.0.1:{admin}"))
+}
+
+#[test]
+#[ignore = "needs PostgreSQL, java, mvn and root (cgroup v1 cpu controller)"]
+fn three_spring_apps_behind_sluice_scale_out_to_the_databases_quota_which_the_proof_enlarges() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    // PostgreSQL in a CPU quota of 0.3 core, set before any client connects: every
+    // backend it forks for the apps' pools is in it.
+    let pg = Postgres::start(None);
+    let quota = sluice_process::cpu_budget::CpuBudget::create("lab-spring-db", 0.3)
+        .expect("root and cgroup v1");
+    let db = postmaster(&pg);
+    quota.add(db).unwrap();
+    let quota_file = quota.dir().join("cpu.cfs_quota_us");
+    let before = std::fs::read_to_string(&quota_file).unwrap();
+    // Three Spring Boot apps of two Tomcat threads each, a report a request (a query
+    // costing the database about 1.4 ms of CPU here, then 10 ms of other calls): one app
+    // holds about 140 req/s, the database about 210.
+    let apps: Vec<SpringApp> = (0..3).map(|_| SpringApp::start(&pg, 2)).collect();
+    let dir = support::TempDir::new("lab-spring-servers");
+    let (mut lb, port, admin) = sluice_in_front(&apps, &dir.0);
+    let tier: Vec<String> = apps
+        .iter()
+        .map(|a| {
+            format!(
+                "{}@http://127.0.0.1:{}/actuator/prometheus",
+                a.child.id(),
+                a.port
+            )
+        })
+        .collect();
+    let json = dir.0.join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "lab",
+            "--target",
+            &format!("http://127.0.0.1:{port}/report"),
+        ])
+        .args(["--tier", &format!("lb={}@{admin}/metrics", lb.id())])
+        .args(["--tier", &format!("app={}", tier.join(","))])
+        .args(["--tier", &format!("db={db}")])
+        .args([
+            "--servers",
+            "1,2,3",
+            "--users",
+            "24",
+            "-d",
+            "4s",
+            "--warmup",
+            "2s",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let _ = lb.kill();
+    let _ = lb.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{stdout}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // The flat curve: the second app server adds, the third does not.
+    let gains: Vec<f64> = report["scale_out"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["gain_pct"].as_f64().unwrap())
+        .collect();
+    assert!(gains[0] > 15.0 && gains[1] < 10.0, "{gains:?}\n{stdout}");
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"db".into(), &"cpu".into()),
+        "{stdout}"
+    );
+    // Proven by the database's quota, 1.5 times larger, and put back.
+    let proof = &report["proof"];
+    let named = proof["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["role"] == "named");
+    let named = named.unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        named["change"]
+            .as_str()
+            .unwrap()
+            .starts_with("CPU quota 0.30 -> 0.45"),
+        "{stdout}"
+    );
+    assert_eq!(proof["confirmed"], true, "{stdout}");
+    assert_eq!(std::fs::read_to_string(&quota_file).unwrap(), before);
 }

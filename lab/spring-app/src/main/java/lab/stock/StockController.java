@@ -7,6 +7,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 
 import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
 @RestController
@@ -21,6 +22,18 @@ public class StockController {
     @GetMapping("/stock")
     public String stock() throws InterruptedException {
         return stockService.decrement();
+    }
+
+    /**
+     * A report page: a query that costs the database CPU (it counts {@code rows} rows it
+     * generates), then {@code waitMs} of other calls holding the Tomcat thread.
+     */
+    @GetMapping("/report")
+    public String report(@RequestParam(defaultValue = "20000") int rows,
+            @RequestParam(name = "wait", defaultValue = "10") int waitMs) throws InterruptedException {
+        long n = stockService.count(rows);
+        Thread.sleep(waitMs);
+        return Long.toString(n);
     }
 
     /** Waits 20 ms holding its Tomcat thread, as a call to a slow service does. */
