@@ -126,7 +126,11 @@ impl Balancer {
         match self {
             Balancer::Sluice { admin } => sluice::call(admin, upstream, server, drain),
             Balancer::Haproxy { socket } => haproxy::set(socket, upstream, server, drain),
-            Balancer::Command { .. } => unreachable!("a command sets a count: Resize::scale"),
+            // A command gives a count of servers (see `Resize::set`), never one server.
+            Balancer::Command { key, .. } => Err(ResizeError::Command {
+                key: key.clone(),
+                why: format!("it gives a number of servers, not {server} alone"),
+            }),
         }
     }
 
@@ -224,19 +228,9 @@ impl Resize {
         })
     }
 
-    pub fn upstream(&self) -> &str {
-        &self.upstream
-    }
-
     /// The servers in service at the start, in the order they are kept.
     pub fn servers(&self) -> &[String] {
         &self.servers
-    }
-
-    /// Whether the drains are leases that end by themselves (a sluice's), rather than
-    /// drains that last until the lab undoes them (HAProxy's).
-    pub fn leased(&self) -> bool {
-        matches!(self.balancer, Balancer::Sluice { .. })
     }
 
     /// "upstream app: A, B in service, C drained (a lease the lab renews)"; "2 servers
