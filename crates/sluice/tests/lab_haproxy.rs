@@ -49,6 +49,14 @@ impl Stack {
             support::wait_listening(port);
             servers.push_str(&format!("  server s{i} {listen}\n"));
         }
+        // A backup (of the first app's address): it serves only when the others are
+        // down, so the lab never counts it in service.
+        let first = servers
+            .split_whitespace()
+            .nth(2)
+            .unwrap_or_default()
+            .to_string();
+        servers.push_str(&format!("  server s4 {first} backup\n"));
         let dir = support::TempDir::new("lab-haproxy");
         let socket = dir.0.join("admin.sock");
         let port = support::free_port();
@@ -132,7 +140,7 @@ impl Stack {
 #[ignore = "needs haproxy"]
 fn the_scale_out_runs_behind_haproxy_and_leaves_every_server_ready() {
     let stack = Stack::start();
-    assert_eq!(stack.admin_states(), [0, 0, 0]);
+    assert_eq!(stack.admin_states(), [0, 0, 0, 0]);
     let dir = support::TempDir::new("lab-haproxy-json");
     let json = dir.0.join("report.json");
     let out = stack
@@ -149,6 +157,10 @@ fn the_scale_out_runs_behind_haproxy_and_leaves_every_server_ready() {
         stack.socket.display()
     );
     assert!(stderr.contains(&by_hand), "{stderr}");
+    assert!(
+        !stderr.contains("app/s4"),
+        "the backup is never drained: {stderr}"
+    );
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let configurations = report["configurations"].as_array().unwrap();
     let servers: Vec<u64> = configurations
@@ -161,7 +173,7 @@ fn the_scale_out_runs_behind_haproxy_and_leaves_every_server_ready() {
         assert!(step["requests"].as_u64().unwrap() > 0, "{c}");
         assert_eq!(step["error_pct"].as_f64().unwrap(), 0.0, "{c}");
     }
-    assert_eq!(stack.admin_states(), [0, 0, 0]);
+    assert_eq!(stack.admin_states(), [0, 0, 0, 0]);
 }
 
 #[test]
@@ -184,7 +196,7 @@ fn ctrl_c_puts_haproxys_servers_back_ready() {
         .unwrap()
         .success());
     stack.wait_drained(0, Duration::from_secs(5));
-    assert_eq!(stack.admin_states(), [0, 0, 0]);
+    assert_eq!(stack.admin_states(), [0, 0, 0, 0]);
 }
 
 #[test]

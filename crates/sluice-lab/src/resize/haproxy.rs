@@ -1,6 +1,7 @@
 //! HAProxy's runtime API (`stats socket ... level admin`): `show servers state` lists a
-//! backend's servers with their admin state, `set server BACKEND/SERVER state
-//! drain|ready` changes it. A drain lasts until undone: there are no leases.
+//! backend's servers with their admin state, `show stat` which are backups, `set server
+//! BACKEND/SERVER state drain|ready` changes the state. A drain lasts until undone: there
+//! are no leases.
 
 use super::{choose, enough, Mark, ResizeError};
 use std::collections::BTreeMap;
@@ -26,7 +27,8 @@ struct Server {
 }
 
 /// The backend to resize, its servers in service (up, neither in maintenance nor
-/// drained) and their admin states now.
+/// drained, not backups: a backup serves only when the others are down) and their admin
+/// states now.
 pub(super) fn open(
     socket: &str,
     backend: Option<&str>,
@@ -36,9 +38,12 @@ pub(super) fn open(
     let counts = all.iter().map(|(b, s)| (b.clone(), s.len())).collect();
     let name = choose(&counts, backend, "backend")?;
     let servers = &all[&name];
+    let line = "show stat -1 4 -1";
+    let backups = backups(&command(socket, line)?, &name)
+        .map_err(|why| runtime(socket, format!("{line}: {why}")))?;
     let ready: Vec<String> = servers
         .iter()
-        .filter(|s| s.admin == 0 && s.op == RUNNING)
+        .filter(|s| s.admin == 0 && s.op == RUNNING && !backups.contains(&s.name))
         .map(|s| s.name.clone())
         .collect();
     enough("backend", &name, &ready, most)?;
@@ -176,6 +181,23 @@ fn parse(answer: &str) -> Result<BTreeMap<String, Vec<Server>>, String> {
     Ok(all)
 }
 
+/// The backup servers of `backend`, from `show stat`'s CSV: a `# pxname,svname,...`
+/// header, then a line a server with `bck` 1 for a backup.
+fn backups(csv: &str, backend: &str) -> Result<std::collections::BTreeSet<String>, String> {
+    let mut lines = csv.lines();
+    let header = lines.next().and_then(|h| h.strip_prefix("# "));
+    let columns: Vec<&str> = header.map_or(Vec::new(), |h| h.split(',').collect());
+    let at = |name: &str| columns.iter().position(|c| *c == name);
+    let (Some(px), Some(sv), Some(bck)) = (at("pxname"), at("svname"), at("bck")) else {
+        return Err(format!("answered {:?}", csv.lines().next().unwrap_or("")));
+    };
+    let rows = lines.map(|l| l.split(',').collect::<Vec<_>>());
+    Ok(rows
+        .filter(|f| f.get(px) == Some(&backend) && f.get(bck) == Some(&"1"))
+        .filter_map(|f| f.get(sv).map(|s| s.to_string()))
+        .collect())
+}
+
 /// One command on its own connection and HAProxy's whole answer: without `prompt`, it
 /// answers one command and closes.
 fn command(socket: &str, line: &str) -> Result<String, ResizeError> {
@@ -245,6 +267,20 @@ mod tests {
         assert_eq!(app[1].admin & DRAIN, DRAIN);
         let counts = all.iter().map(|(b, s)| (b.clone(), s.len())).collect();
         assert_eq!(choose(&counts, None, "backend").unwrap(), "app");
+    }
+
+    #[test]
+    fn backups_are_read_from_show_stat() {
+        // Read from HAProxy 2.6 (columns cut after `bck`): s2 is `backup`.
+        let csv = "# pxname,svname,qcur,status,weight,act,bck,chkfail\n\
+                   app,s1,0,no check,1,1,0,\n\
+                   app,s2,0,no check,1,0,1,\n\
+                   static,web,0,no check,1,0,1,\n\n";
+        let found = backups(csv, "app").unwrap();
+        assert_eq!(found.into_iter().collect::<Vec<_>>(), ["s2"]);
+        assert!(backups("Unknown command.\n", "app")
+            .unwrap_err()
+            .contains("Unknown"));
     }
 
     #[test]
