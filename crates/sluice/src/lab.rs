@@ -224,6 +224,7 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
         Ok(commands) => commands,
         Err(e) => return refuse(e),
     };
+    authorize_admin(args, &tiers);
     let resize = match resize(args, &tiers, &commands) {
         Ok(r) => r,
         Err(e) => return refuse(e),
@@ -246,6 +247,22 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
     let report = run::run_deployment(&mut d, &options, &stop)?;
     options.live.finish(&report.verdict.summary);
     finish(args, report)
+}
+
+/// The token of a sluice admin API that has one, from `SLUICE_ADMIN_TOKEN` (never a flag:
+/// a command line is readable by every user of the machine), for `--admin` and the
+/// origin of a balancer tier's `/metrics` URL alone.
+fn authorize_admin(args: &LabArgs, tiers: &[sluice_lab::real::Watched]) {
+    let Ok(token) = std::env::var("SLUICE_ADMIN_TOKEN") else {
+        return;
+    };
+    let from_tiers = tiers
+        .iter()
+        .filter(|w| w.tier == "lb")
+        .filter_map(|w| w.stats.as_deref()?.strip_suffix("/metrics"));
+    for origin in args.admin.as_deref().into_iter().chain(from_tiers) {
+        sluice_lab::fetch::authorize(origin, &token);
+    }
 }
 
 /// With `--servers`: the upstream to resize, through `--haproxy-socket`, `--admin` or the

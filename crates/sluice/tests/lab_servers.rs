@@ -53,12 +53,17 @@ impl Stack {
 
     /// Three `sluice backend` app servers given `app` (their flags) behind sluice.
     fn start_with(app: &[&str]) -> Stack {
-        Stack::start_each(app, String::new, "")
+        Stack::start_each(app, String::new, ("", ""))
     }
 
     /// As [`Stack::start_with`], each app server also given the flag `each` makes
-    /// (none when empty), the upstream given the settings `upstream` (TOML lines).
-    fn start_each(app: &[&str], mut each: impl FnMut() -> String, upstream: &str) -> Stack {
+    /// (none when empty), the upstream given the settings `upstream` and the admin
+    /// listener `admin` (TOML lines).
+    fn start_each(
+        app: &[&str],
+        mut each: impl FnMut() -> String,
+        (upstream, admin): (&str, &str),
+    ) -> Stack {
         let sluice = env!("CARGO_BIN_EXE_sluice");
         let mut apps = Vec::new();
         let mut servers = Vec::new();
@@ -84,7 +89,7 @@ impl Stack {
             &config,
             format!(
                 "[[listener]]\nbind = \"127.0.0.1:{lb_port}\"\n[[route]]\nupstream = \"app\"\n\
-                 [upstream.app]\nservers = [{}]\n{upstream}[admin]\nbind = \"127.0.0.1:{admin_port}\"\n",
+                 [upstream.app]\nservers = [{}]\n{upstream}[admin]\nbind = \"127.0.0.1:{admin_port}\"\n{admin}",
                 servers.join(", ")
             ),
         )
@@ -121,12 +126,12 @@ impl Stack {
             "--tier",
             &format!("lb={}@{}/metrics", self.lb.0.id(), self.admin),
         ])
-        .args(["--tier", &format!("app={}", pids.join(","))])
-        .args(extra);
+        .args(["--tier", &format!("app={}", pids.join(","))]);
         // No warm-up unless asked: the tests of the mechanics need none.
         if !extra.contains(&"--warmup") {
             lab.args(["--warmup", "0s"]);
         }
+        lab.args(extra);
         lab
     }
 
@@ -450,7 +455,7 @@ fn the_proof_puts_a_spare_server_in_service_when_an_app_pool_is_named() {
         .iter()
         .map(|p| format!("--stats-listen=127.0.0.1:{p}"));
     let flags = ["--threads", "1", "--delay", "20ms"];
-    let stack = Stack::start_each(&flags, || app.next().unwrap(), "");
+    let stack = Stack::start_each(&flags, || app.next().unwrap(), ("", ""));
     let tier: Vec<String> = (stack.apps.iter().zip(&stats))
         .map(|(a, p)| format!("{}@http://127.0.0.1:{p}/__stats", a.0.id()))
         .collect();
@@ -507,7 +512,7 @@ fn limited_run(max_conns: u32) -> (Value, String) {
     let stack = Stack::start_each(
         &["--threads", "4", "--delay", "20ms"],
         String::new,
-        &format!("max_conns = {max_conns}\n"),
+        (&format!("max_conns = {max_conns}\n"), ""),
     );
     let dir = support::TempDir::new("lab-servers-limit");
     let json = dir.0.join("report.json");
@@ -722,4 +727,50 @@ fn any_balancer_scales_out_and_proves_by_the_users_own_scripts() {
     assert_eq!(count.trim(), "2");
     assert!(!dir.0.join("app3.pid").exists());
     assert!(std::net::TcpStream::connect(("127.0.0.1", ports[2])).is_err());
+}
+
+#[test]
+fn an_admin_api_with_a_token_is_driven_with_sluice_admin_token() {
+    let _machine = beside_others();
+    let stack = Stack::start_each(
+        &["--cpu", "1ms"],
+        String::new,
+        ("", "token = \"lab-token-0123456789abcdef\"\n"),
+    );
+    // Without it: refused before the run, saying where the token goes.
+    let out = stack
+        .lab(&["--servers", "1,2", "--users", "2", "-d", "1s"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("401") && stderr.contains("SLUICE_ADMIN_TOKEN"),
+        "{stderr}"
+    );
+    // With it: the run, its drains and the balancer's metrics behind the token.
+    let dir = support::TempDir::new("lab-servers-token");
+    let json = dir.0.join("report.json");
+    let out = stack
+        .lab(&["--servers", "1,2", "--users", "2", "-d", "1s", "--json"])
+        .arg(&json)
+        .env("SLUICE_ADMIN_TOKEN", "lab-token-0123456789abcdef")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(
+        report["configurations"].as_array().unwrap().len(),
+        2,
+        "{stdout}"
+    );
+    let warnings = report["warnings"].to_string();
+    assert!(!warnings.contains("401"), "{warnings}");
+    sluice_lab::fetch::authorize(&stack.admin, "lab-token-0123456789abcdef");
+    assert_eq!(stack.drained(), 0);
 }

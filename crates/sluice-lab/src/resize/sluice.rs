@@ -93,13 +93,24 @@ fn post(admin: &str, upstream: &str, server: &str, verb: &str) -> Result<Mark, R
     let json: Value = serde_json::from_str(&body).unwrap_or_default();
     if status != 200 {
         let said = json["error"].as_str().unwrap_or(&body).to_string();
-        return Err(error(format!("POST {url}: {status}: {said}")));
+        return Err(error(format!(
+            "POST {url}: {status}: {said}{}",
+            hint(status)
+        )));
     }
     json["changes"].as_u64().map(Mark::Changes).ok_or_else(|| {
         error(format!(
             "POST {url} answered without `changes`: a sluice older than leases?"
         ))
     })
+}
+
+/// What to do about a refusal the lab can do something about.
+fn hint(status: u16) -> &'static str {
+    match status {
+        401 => " (the admin API has a token: give it to the lab in SLUICE_ADMIN_TOKEN)",
+        _ => "",
+    }
 }
 
 /// `GET /api/upstreams`, by name.
@@ -111,7 +122,7 @@ fn upstreams(admin: &str) -> Result<serde_json::Map<String, Value>, ResizeError>
     };
     let (status, body) = fetch::http_request("GET", &url).map_err(error)?;
     if status != 200 {
-        return Err(error(format!("GET {url}: {status}")));
+        return Err(error(format!("GET {url}: {status}{}", hint(status))));
     }
     let json: Value = serde_json::from_str(&body)
         .map_err(|e| error(format!("GET {url}: not sluice's JSON: {e}")))?;
