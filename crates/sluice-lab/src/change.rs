@@ -10,9 +10,9 @@ use crate::judge::thresholds::ENLARGE;
 use crate::judge::{Kind, Resource};
 use crate::real::Watched;
 use crate::resize::Resize;
+use crate::shell::shell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
 
 /// The user's commands, by what they enlarge: `TIER.KIND` (the JSON's kind names:
 /// `db.cpu`, `app.db_pool`) or `TIER.servers`, whose `{n}` is the number of servers.
@@ -205,19 +205,6 @@ fn enlarged(n: u32) -> u32 {
 fn set(resize: Option<&Resize>, n: usize) -> Result<(), String> {
     let resize = resize.ok_or("no upstream to resize")?;
     resize.set(n).map_err(|e| e.to_string())
-}
-
-/// Runs `cmd` with `sh -c`; its failure, with what it said.
-pub(crate) fn shell(cmd: &str) -> Result<(), String> {
-    let out = Command::new("sh")
-        .args(["-c", cmd])
-        .output()
-        .map_err(|e| format!("{cmd}: {e}"))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    let said = String::from_utf8_lossy(&out.stderr);
-    Err(format!("{cmd}: {}: {}", out.status, said.trim()))
 }
 
 /// The CPU quotas of `tier`'s local processes, when each has one the lab may write.

@@ -5,8 +5,9 @@
 //! This crate owns experiments (`spec`), asking a deployment's target whether it
 //! answers before its steps (`probe`), starting tiers (`topology`, `lb_config`),
 //! sampling them (`sample`, `prom`, `real` for tiers it did not start, `resize` for
-//! the upstream of a running sluice drained to each configuration's servers, `change`
-//! what its proof may change there, `database`
+//! the upstream of a running sluice drained to each configuration's servers (or, behind
+//! another balancer, the user's command), `change` what its proof may change there,
+//! `shell` the user's own commands for both, `database`
 //! for a database's sessions, `redis`, `prometheus` for a job's targets through its
 //! server, `fetch` their one HTTP GET, `url` their URLs shown without passwords; `usl`
 //! fits the scalability law to the steps), judging
@@ -35,6 +36,7 @@ pub mod report;
 pub mod resize;
 pub mod run;
 pub mod sample;
+pub mod shell;
 pub mod spec;
 pub mod text;
 pub mod topology;

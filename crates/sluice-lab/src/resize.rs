@@ -426,7 +426,7 @@ impl Shared {
 
 /// Runs the user's command for `key`.
 fn run(key: &str, cmd: &str) -> Result<(), ResizeError> {
-    crate::change::shell(cmd).map_err(|why| ResizeError::Command {
+    crate::shell::shell(cmd).map_err(|why| ResizeError::Command {
         key: key.into(),
         why,
     })
