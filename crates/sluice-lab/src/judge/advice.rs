@@ -75,6 +75,7 @@ fn of(kind: Kind, place: Place) -> &'static str {
         ),
         Kind::DbPool => at(BALANCER, "add pool or database capacity"),
         Kind::ConnectionCap => at(BALANCER, "raise the connection cap"),
+        Kind::Workers => at(BALANCER, WORKERS),
         Kind::Heap => at(
             BALANCER,
             "give the JVM a larger heap (-Xmx, or its container's memory) or keep less per request; more users or servers with the same heap only collect more often",
@@ -92,6 +93,7 @@ fn of(kind: Kind, place: Place) -> &'static str {
 const QUEUE: &str =
     "raise max_conns to what the servers can take, or let limit = \"adaptive\" find it";
 const KEEPALIVE: &str = "turn upstream keep-alive on";
+const WORKERS: &str = "give it more workers if its CPU has room (gunicorn --workers or --threads, uWSGI processes, PHP-FPM pm.max_children, Puma threads), or more servers; a worker waiting on a slower service only moves the queue there";
 const ROOMS: &str = "hash on the room, so each room stays on one server";
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ fn rank(kind: Kind) -> Rank {
         Kind::Locks | Kind::DiskIo => Rank::InsideDb,
         Kind::MaxConnections => Rank::Depth(4),
         Kind::DbPool => Rank::Depth(3),
-        Kind::ThreadPool => Rank::Depth(2),
+        Kind::ThreadPool | Kind::Workers => Rank::Depth(2),
         Kind::ConnectionCap => Rank::Depth(1),
         Kind::Queue | Kind::RoomsSplit | Kind::Plateau => Rank::Depth(0),
     }
@@ -68,9 +68,12 @@ pub(super) fn choose(resources: &[Resource]) -> Verdict {
 /// Saturated CPU first, by utilisation; else what saturated inside a database; else the
 /// deepest saturated pool or cap. `None`: nothing was saturated.
 fn chosen(resources: &[Resource]) -> Option<&Resource> {
-    // Anything of the database's own tier is as deep as a request goes.
+    // Anything of the database's own tier is as deep as a request goes; the workers of a
+    // tier other than the balancer's and the app's are a dependency the app waits on
+    // (a service it calls), as deep as its database pool.
     let depth = |r: &Resource| match rank(r.resource) {
         _ if r.tier == "db" => 4,
+        _ if r.resource == Kind::Workers && !["lb", "app"].contains(&r.tier.as_str()) => 3,
         Rank::Depth(d) => d,
         Rank::Hard | Rank::InsideDb => 0,
     };

@@ -52,6 +52,19 @@ impl Delta<'_> {
             .filter(|&k| self.readings[k].t >= settled && self.readings[k].t < end)
             .collect()
     }
+    /// Its listening port's accept queue in each reading taken under load (see
+    /// [`Delta::series`]); every reading's when the step is too short to have such.
+    pub fn accept_queues(&self) -> Vec<u64> {
+        let i = self.index;
+        let mut inner = self.under_load();
+        if inner.is_empty() {
+            inner = (0..self.readings.len()).collect();
+        }
+        inner
+            .iter()
+            .map(|&k| self.readings[k].procs[i].tcp.accept_queue)
+            .collect()
+    }
     /// The largest accept queue of its port over the step.
     pub fn accept_queue_max(&self) -> u64 {
         let i = self.index;

@@ -52,6 +52,11 @@ pub enum Kind {
     /// A database's `max_connections`.
     #[serde(rename = "db_connections")]
     MaxConnections,
+    /// A server's workers (processes or threads: gunicorn's, uWSGI's, PHP-FPM's, a fixed
+    /// pool) that it does not publish, all busy: connections wait unaccepted in its
+    /// listen queue while its CPU has room.
+    #[serde(rename = "workers")]
+    Workers,
     /// A verdict only: STOMP rooms split over servers, their messages lost.
     #[serde(rename = "balance")]
     RoomsSplit,
@@ -75,6 +80,7 @@ impl Kind {
             Kind::Locks => "locks",
             Kind::DiskIo => "io",
             Kind::MaxConnections => "db_connections",
+            Kind::Workers => "workers",
             Kind::RoomsSplit => "balance",
             Kind::Plateau => "plateau",
         }
@@ -143,6 +149,7 @@ mod tests {
             (Kind::Locks, "locks"),
             (Kind::DiskIo, "io"),
             (Kind::MaxConnections, "db_connections"),
+            (Kind::Workers, "workers"),
             (Kind::RoomsSplit, "balance"),
             (Kind::Plateau, "plateau"),
         ];

@@ -17,6 +17,9 @@
 //!   whichever is least; a pool against its size; a connection cap by the seconds it
 //!   was held with connections waiting unaccepted. `machine`: tiers sharing a machine
 //!   without budgets, judged together against it.
+//! - `backlog`: **workers a server does not publish**, all busy: connections waiting
+//!   unaccepted in its listen queue nearly every second while its CPU has room (gunicorn,
+//!   uWSGI, PHP-FPM; a service the app calls, listed as a tier by pid).
 //! - `queue`: **a balancer's queue** (`max_conns`, HAProxy's `maxconn`) holds back what
 //!   would have waited in the app's pool: the queue is that pool's evidence, or, with
 //!   every pool below its knee, the balancer's limit is what saturated. Requests a
@@ -44,6 +47,7 @@
 //! they confirm), `advice` (what to change, a sentence per kind).
 
 pub mod advice;
+mod backlog;
 mod breakdown;
 pub mod choice;
 mod database;

@@ -21,6 +21,7 @@ fn of_process(d: &Delta, load: Load) -> Vec<Resource> {
     own.extend(pool(d, Kind::ThreadPool, load));
     own.extend(pool(d, Kind::DbPool, load));
     own.extend(cap(d));
+    own.extend(super::backlog::resource(d));
     own.extend(exported_pools(d));
     own.extend(queue::resource(d, load));
     if let Some(cpu) = own.iter_mut().find(|r| r.resource == Kind::Cpu) {

@@ -242,6 +242,66 @@ fn a_cap_is_saturated_held_or_nearly_full_with_connections_queued() {
     }
 }
 
+/// A server sampled 10 times whose listen queue held `queued` connections in `waited`
+/// of those seconds, using `cpu` of its one-core budget.
+fn backlog_at(waited: usize, queued: u64, cpu: f64) -> Option<Resource> {
+    // The step's edges (t = 0 and 11) and ten readings under load between them, the
+    // first GAUGE_SETTLE_S after the start.
+    let readings: Vec<Reading> = (0..12)
+        .map(|t| {
+            let mut p = ProcReading {
+                cpu_s: cpu * t as f64,
+                ..ProcReading::default()
+            };
+            let under_load = (1..=10).contains(&t);
+            p.tcp.accept_queue = if under_load && t <= waited { queued } else { 0 };
+            Reading {
+                t: t as f64 * GAUGE_SETTLE_S,
+                procs: vec![p],
+                ..Reading::default()
+            }
+        })
+        .collect();
+    let judged = judge(&one("app"), &readings, load());
+    judged
+        .resources
+        .into_iter()
+        .find(|r| r.resource == Kind::Workers)
+}
+
+#[test]
+fn workers_it_does_not_publish_are_all_busy_with_its_listen_queue_full_and_cpu_to_spare() {
+    let share = (WORKERS_QUEUED_SHARE * 10.0) as usize;
+    let table = [
+        (share, 28, 0.2, true),
+        (share - 1, 28, 0.2, false),
+        // Its CPU full: what the workers wait on is the CPU, named as such.
+        (10, 28, CPU_SATURATED + 0.05, false),
+    ];
+    for (waited, queued, cpu, saturated) in table {
+        let r = backlog_at(waited, queued, cpu).unwrap();
+        assert_eq!(r.saturated, saturated, "{waited} {cpu}: {r:?}");
+    }
+    let r = backlog_at(10, 28, 0.2).unwrap();
+    assert!(
+        r.evidence[0].contains("held 28 connections waiting"),
+        "{r:?}"
+    );
+    assert!(
+        backlog_at(0, 0, 0.2).is_none(),
+        "never a queue: nothing to say"
+    );
+    // A dependency listed as its own tier is deeper than the app waiting on it.
+    let app = saturated("app", Kind::Workers, 1.0, false);
+    let dep = saturated("payments", Kind::Workers, 1.0, false);
+    assert_eq!(
+        chosen(&[app.clone(), dep]),
+        named("payments", Kind::Workers)
+    );
+    let pool = saturated("app", Kind::DbPool, 1.0, false);
+    assert_eq!(chosen(&[app, pool]), named("app", Kind::DbPool));
+}
+
 /// Gauges as Spring Boot exports them, over 10 samples: HikariCP `active` of 10 with
 /// `pending` above 0 in `pending_in` of them, Tomcat's `busy` threads of 100.
 fn gauges_at(active: f64, pending_in: usize, busy: f64) -> Vec<Resource> {

@@ -59,6 +59,12 @@ thresholds! {
     /// timeout, drains it below the cap), in both cases with connections queued unaccepted.
     CAP_MEAN_FULL = 0.90;
 
+    /// A server's workers that it does not publish are all busy when connections waited
+    /// unaccepted in its listen queue in at least this share of the seconds sampled
+    /// under load (a server with a worker free accepts at once), while its CPU stayed
+    /// under [`CPU_SATURATED`] (else its CPU is what they wait on).
+    WORKERS_QUEUED_SHARE = 0.80;
+
     /// A balancer's queue is saturated (and a pool [`POOL_BUSY`] behind it too) when at
     /// least this share of requests waited in it: the same bar as a pool's waits.
     QUEUE_WAITED = POOL_WAITED;

@@ -1,0 +1,124 @@
+//! `sluice lab --target` on tiers that publish nothing about what ran out: a WSGI app
+//! run by gunicorn with a few sync workers, and a service it calls, listed as a tier by
+//! pid. Each is named at its workers from its listen queue (connections waiting to be
+//! accepted while its CPU has room), the service before the app that waits on it.
+//!
+//! They need gunicorn (`#[ignore = "needs gunicorn"]`; scripts/test.sh installs
+//! Debian's), and run one at a time: each measures on the same two cores.
+
+mod support;
+
+use serde_json::Value;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+/// One lab run at a time: they share the machine's CPU.
+static MACHINE: Mutex<()> = Mutex::new(());
+
+/// A gunicorn serving `support/wsgi_app.py` with `workers` sync workers and `env`;
+/// killed (master and workers) when dropped.
+struct Gunicorn {
+    child: Child,
+    port: u16,
+}
+
+impl Gunicorn {
+    fn start(workers: usize, env: &[(&str, &str)]) -> Gunicorn {
+        let port = support::free_port();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support");
+        let child = Command::new(support::tool("gunicorn"))
+            .args(["--workers", &workers.to_string(), "--worker-class", "sync"])
+            .args(["--bind", &format!("127.0.0.1:{port}"), "--chdir"])
+            .arg(&dir)
+            .arg("wsgi_app:app")
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        support::wait_listening(port);
+        Gunicorn { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for Gunicorn {
+    fn drop(&mut self) {
+        // SIGTERM: the master stops its workers before it exits.
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let _ = self.child.wait();
+    }
+}
+
+/// `sluice lab --target URL` with `tiers`, `users` for 3 s: its report and what it printed.
+fn lab(target: &str, tiers: &[String], users: &str) -> (Value, String) {
+    let dir = support::TempDir::new("lab-queues");
+    let json = dir.0.join("report.json");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    cmd.args(["lab", "--target", target]);
+    for tier in tiers {
+        cmd.args(["--tier", tier]);
+    }
+    let out = cmd
+        .args(["--users", users, "-d", "3s", "--warmup", "1s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{stdout}");
+    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (report, stdout)
+}
+
+#[test]
+#[ignore = "needs gunicorn"]
+fn a_wsgi_apps_sync_workers_are_named_from_its_listen_queue() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    // Two sync workers, 15 ms a request on no CPU: 16 users leave 14 connections
+    // waiting to be accepted, while the app's CPU idles.
+    let app = Gunicorn::start(2, &[]);
+    let tier = format!("app={}", app.child.id());
+    let (report, stdout) = lab(&app.url(), &[tier], "16");
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"app".into(), &"workers".into()),
+        "{stdout}"
+    );
+    let evidence = v["evidence"].to_string();
+    assert!(evidence.contains("listen queue held"), "{evidence}");
+    assert!(
+        v["advice"].as_str().unwrap().contains("gunicorn --workers"),
+        "{stdout}"
+    );
+}
+
+#[test]
+#[ignore = "needs gunicorn"]
+fn a_slow_service_the_app_calls_is_named_before_the_app_waiting_on_it() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    // A service serving two at once (20 ms each), called by an app of eight workers:
+    // the app's workers all wait on it, and both listen queues fill.
+    let service = Gunicorn::start(2, &[("SLEEP_MS", "20")]);
+    let app = Gunicorn::start(8, &[("SLEEP_MS", "0"), ("DEPENDENCY", &service.url())]);
+    let tiers = [
+        format!("app={}", app.child.id()),
+        format!("payments={}", service.child.id()),
+    ];
+    let (report, stdout) = lab(&app.url(), &tiers, "16");
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"payments".into(), &"workers".into()),
+        "{stdout}"
+    );
+}
