@@ -199,7 +199,10 @@ impl Configuration {
                 judged: &s.judged,
             })
             .collect();
-        let verdict = plateau::verdict(&valid_steps).unwrap_or(last);
+        let verdict = crate::judge::capped::verdict(&valid_steps)
+            .or_else(|| plateau::verdict(&valid_steps))
+            .or_else(|| crate::judge::downstream::verdict(&valid_steps))
+            .unwrap_or(last);
         let points: Vec<Point> = valid_steps.iter().map(|s| s.point).collect();
         let usl = crate::usl::Usl::fit(
             &points

@@ -559,6 +559,12 @@ fn mariadb_row_lock_waits_are_named_with_their_statement() {
         said.contains("waiting: `UPDATE stock SET n = n - 1 WHERE id = 1`"),
         "{said}"
     );
+    // The holder, found by following waiters queued behind waiters: the transaction
+    // sleeping between its UPDATE and its COMMIT, never another waiter's UPDATE.
+    assert!(
+        said.contains("held by a transaction between statements"),
+        "{said}"
+    );
     // The password is never printed, nor written in the report.
     assert!(!stdout.contains("lab:lab@"), "{stdout}");
     let tiers = report["deployment"]["tiers"].to_string();
@@ -1014,4 +1020,108 @@ fn three_spring_apps_behind_sluice_scale_out_to_the_databases_quota_which_the_pr
     );
     assert_eq!(proof["confirmed"], true, "{stdout}");
     assert_eq!(std::fs::read_to_string(&quota_file).unwrap(), before);
+}
+
+#[test]
+#[ignore = "needs PostgreSQL, java and mvn"]
+fn a_hot_row_with_the_database_given_by_pid_is_named_as_the_database_not_the_pool() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let pg = Postgres::start(None);
+    // Every request updates the same row and holds its lock 4 ms (GET /stock): at 4
+    // users as at 16 the row serves one at a time, so throughput stays flat while each
+    // pooled connection (HikariCP, 10) is held longer, waiting on the lock. The
+    // database given by pid only: its sessions are not read.
+    let app = SpringApp::start(&pg, 20);
+    let metrics = format!("http://127.0.0.1:{}/actuator/prometheus", app.port);
+    let tiers = format!("app={}@{metrics}", app.child.id());
+    let dir = support::TempDir::new("lab-hot-row-pid");
+    let json = dir.0.join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "lab",
+            "--target",
+            &format!("http://127.0.0.1:{}/stock", app.port),
+        ])
+        .args([
+            "--tier",
+            &tiers,
+            "--tier",
+            &format!("db={}", postmaster(&pg)),
+        ])
+        .args(["--users", "4,16", "-d", "4s", "--warmup", "2s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{stdout}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"db".into(), &"waits".into()),
+        "{stdout}"
+    );
+    let evidence = v["evidence"].to_string();
+    assert!(
+        evidence.contains("each pooled connection was held"),
+        "{evidence}"
+    );
+    assert!(evidence.contains("--tier db=postgres://"), "{evidence}");
+    assert!(
+        !v["advice"].as_str().unwrap().contains("add pool"),
+        "{stdout}"
+    );
+}
+
+#[test]
+#[ignore = "needs PostgreSQL, java, mvn and root (cgroup v1 cpu controller)"]
+fn a_jvm_read_by_its_metrics_url_alone_in_a_cpu_quota_is_named_at_its_cpu() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let pg = Postgres::start(None);
+    // The JVM started free, then held to 0.3 core, as a container's CPU limit does; the
+    // lab reads it through its metrics URL only, as on Kubernetes: the JVM reports the
+    // machine's 2 cores, and 0.3 is 15% of them. GET /cpu burns 5 ms of CPU a request.
+    let app = SpringApp::start(&pg, 40);
+    let quota = sluice_process::cpu_budget::CpuBudget::create("lab-jvm-quota", 0.3)
+        .expect("root and cgroup v1");
+    quota.add(app.child.id()).unwrap();
+    let metrics = format!("http://127.0.0.1:{}/actuator/prometheus", app.port);
+    let dir = support::TempDir::new("lab-jvm-quota");
+    let json = dir.0.join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "lab",
+            "--target",
+            &format!("http://127.0.0.1:{}/cpu", app.port),
+        ])
+        .args(["--tier", &format!("app={metrics}")])
+        .args(["--users", "8,24", "-d", "4s", "--warmup", "2s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{stdout}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"app".into(), &"cpu".into()),
+        "{stdout}"
+    );
+    let summary = v["summary"].as_str().unwrap();
+    assert!(summary.contains("a limit it does not publish"), "{summary}");
+    assert!(
+        v["evidence"].to_string().contains("--tier app=PID@URL"),
+        "{stdout}"
+    );
 }

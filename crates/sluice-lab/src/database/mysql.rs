@@ -15,15 +15,18 @@ const SESSIONS: &str = "SELECT p.COMMAND, p.STATE, p.INFO, t.trx_state, CAST(t.t
   LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID
   WHERE p.ID <> CONNECTION_ID()";
 
-/// Who blocks whom: (waiting transaction, the blocker's statement, its connection's).
+/// Who blocks whom: (waiting transaction, blocking transaction, the blocker's statement,
+/// its connection's). Most rows are a waiter blocked by another waiter queued ahead of it
+/// for the same row: the holder is found by following them ([`holders`]).
 const BLOCKERS: [&str; 2] = [
     // MariaDB, MySQL 5.7
-    "SELECT CAST(w.requesting_trx_id AS CHAR), b.trx_query, p.INFO
+    "SELECT CAST(w.requesting_trx_id AS CHAR), CAST(w.blocking_trx_id AS CHAR), b.trx_query, p.INFO
        FROM information_schema.INNODB_LOCK_WAITS w
        JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id
        LEFT JOIN information_schema.PROCESSLIST p ON p.ID = b.trx_mysql_thread_id",
     // MySQL 8
-    "SELECT CAST(w.REQUESTING_ENGINE_TRANSACTION_ID AS CHAR), b.trx_query, p.INFO
+    "SELECT CAST(w.REQUESTING_ENGINE_TRANSACTION_ID AS CHAR),
+            CAST(w.BLOCKING_ENGINE_TRANSACTION_ID AS CHAR), b.trx_query, p.INFO
        FROM performance_schema.data_lock_waits w
        JOIN information_schema.INNODB_TRX b ON b.trx_id = w.BLOCKING_ENGINE_TRANSACTION_ID
        LEFT JOIN information_schema.PROCESSLIST p ON p.ID = b.trx_mysql_thread_id",
@@ -112,12 +115,18 @@ impl Sessions for Mysql {
     }
 }
 
-/// A waiting transaction, its blocker's statement, its blocker's connection's statement.
-type Blocker = (Option<String>, Option<String>, Option<String>);
+/// A waiting transaction, its blocker, the blocker's statement, and its connection's.
+type Blocker = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
 
 impl Mysql {
-    /// Each waiting transaction's blocker's statement, from whichever table this server
-    /// has; none when neither answers.
+    /// Each waiting transaction's holder's statement (empty: the holder runs none, idle
+    /// in its transaction), from whichever table this server has; none when neither
+    /// answers.
     fn blockers(&mut self) -> HashMap<String, String> {
         let order: Vec<usize> = match self.blockers {
             Some(i) => vec![i],
@@ -127,16 +136,46 @@ impl Mysql {
             let rows: Result<Vec<Blocker>, _> = self.conn.query(BLOCKERS[i]);
             if let Ok(rows) = rows {
                 self.blockers = Some(i);
-                return rows
+                let waits = rows
                     .into_iter()
-                    .filter_map(|(id, trx_query, info)| {
-                        Some((id?, statement_text(&trx_query.or(info)?)))
-                    })
-                    .collect();
+                    .filter_map(|(waiter, blocker, trx_query, info)| {
+                        let statement = trx_query.or(info).map(|s| statement_text(&s));
+                        Some((waiter?, blocker?, statement))
+                    });
+                return holders(waits);
             }
         }
         HashMap::new()
     }
+}
+
+/// Each waiter's holder's statement (empty when it runs none), from `(waiter, blocker,
+/// the blocker's statement)` rows: a blocker that waits too is followed to the
+/// transaction it waits on, until one that waits on nothing (the holder). A cycle (a
+/// deadlock InnoDB has not broken yet) ends at the last transaction before it repeats.
+fn holders(
+    waits: impl Iterator<Item = (String, String, Option<String>)>,
+) -> HashMap<String, String> {
+    let mut blocked_by: HashMap<String, String> = HashMap::new();
+    let mut statement: HashMap<String, String> = HashMap::new();
+    for (waiter, blocker, text) in waits {
+        statement.insert(blocker.clone(), text.unwrap_or_default());
+        // A waiter blocked by several (a shared lock's holders) follows the first.
+        blocked_by.entry(waiter).or_insert(blocker);
+    }
+    let holder_of = |waiter: &String| {
+        let mut at = blocked_by.get(waiter)?;
+        let mut seen = vec![waiter];
+        while let Some(next) = blocked_by.get(at).filter(|n| !seen.contains(n)) {
+            seen.push(at);
+            at = next;
+        }
+        statement.get(at).cloned()
+    };
+    blocked_by
+        .keys()
+        .filter_map(|w| Some((w.clone(), holder_of(w)?)))
+        .collect()
 }
 
 /// A connection's class from its command, state and transaction; `None` when idle.
@@ -207,5 +246,30 @@ mod tests {
                 "{command:?} {state:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_waiter_queued_behind_another_waiter_is_held_by_the_holder() {
+        // 12 holds the row, idle in its transaction; 13 waits on it, 14 and 15 on 13.
+        let rows = [
+            ("13", "12", None),
+            ("14", "13", Some("UPDATE stock SET n = n - 1 WHERE id = 1")),
+            ("15", "13", Some("UPDATE stock SET n = n - 1 WHERE id = 1")),
+            ("15", "14", Some("UPDATE stock SET n = n - 1 WHERE id = 1")),
+        ];
+        let waits = rows
+            .iter()
+            .map(|(w, b, s)| (w.to_string(), b.to_string(), s.map(String::from)));
+        let found = holders(waits);
+        for waiter in ["13", "14", "15"] {
+            assert_eq!(
+                found[waiter], "",
+                "{waiter}: held by 12, which runs no statement"
+            );
+        }
+        // A deadlock not broken yet: each waits on the other; neither loops forever.
+        let cycle = [("1", "2", Some("A")), ("2", "1", Some("B"))]
+            .map(|(w, b, s)| (w.to_string(), b.to_string(), s.map(String::from)));
+        assert_eq!(holders(cycle.into_iter()).len(), 2);
     }
 }

@@ -9,10 +9,12 @@ use std::time::Duration;
 /// The sessions of the whole server, except this one (other users' sessions show as a
 /// row with a hidden statement and nothing else, to a user without the privilege).
 /// `pg_blocking_pids` is asked only for a session waiting on a lock: it takes the lock
-/// manager's locks to answer.
+/// manager's locks to answer. Of the sessions it names, one that is not waiting on a
+/// lock itself is the holder (the others queued ahead of this one for the same lock).
 const SESSIONS: &str = "SELECT a.state, a.wait_event_type, a.wait_event, a.query,
     CASE WHEN a.wait_event_type = 'Lock' THEN
-        (SELECT b.query FROM pg_stat_activity b WHERE b.pid = (pg_blocking_pids(a.pid))[1])
+        (SELECT b.query FROM pg_stat_activity b WHERE b.pid = ANY(pg_blocking_pids(a.pid))
+          ORDER BY b.wait_event_type IS NOT DISTINCT FROM 'Lock' LIMIT 1)
     END
   FROM pg_stat_activity a
   WHERE a.pid <> pg_backend_pid()

@@ -12,8 +12,11 @@ enum Place {
     Balancer,
     /// The database (`db`): whatever filled there, it wants capacity or fewer queries.
     Database,
-    /// An app server, or a tier of a deployment's own name.
+    /// An app server (`app`, or no tier).
     Elsewhere,
+    /// A tier of a deployment's own name: a cache, a service the app calls. More app
+    /// servers do nothing for it.
+    Service,
 }
 
 impl Place {
@@ -21,7 +24,8 @@ impl Place {
         match tier {
             Some("lb") => Place::Balancer,
             Some("db") => Place::Database,
-            _ => Place::Elsewhere,
+            Some("app") | None => Place::Elsewhere,
+            Some(_) => Place::Service,
         }
     }
 }
@@ -52,7 +56,7 @@ fn of(kind: Kind, place: Place) -> &'static str {
     let at = |balancer: &'static str, elsewhere: &'static str| match place {
         Place::Balancer => balancer,
         Place::Database => DATABASE,
-        Place::Elsewhere => elsewhere,
+        Place::Elsewhere | Place::Service => elsewhere,
     };
     match kind {
         Kind::Locks => {
@@ -63,6 +67,9 @@ fn of(kind: Kind, place: Place) -> &'static str {
         }
         Kind::MaxConnections => {
             "keep the app servers' pools (pool size x servers) below the database's max_connections, or raise it"
+        }
+        Kind::Cpu if place == Place::Service => {
+            "give it more CPU (a larger quota or machine), or send it less work (Redis: fewer or cheaper commands; a service: cache its answers)"
         }
         Kind::Cpu => at(BALANCER, "add app servers or CPU"),
         Kind::BusiestThread => at(
@@ -76,6 +83,7 @@ fn of(kind: Kind, place: Place) -> &'static str {
         Kind::DbPool => at(BALANCER, "add pool or database capacity"),
         Kind::ConnectionCap => at(BALANCER, "raise the connection cap"),
         Kind::Workers => at(BALANCER, WORKERS),
+        Kind::Waits => "more pool or app servers will not help: requests queue inside the database; give the lab its URL to see on what (a row lock, I/O, a slow statement), then shorten that",
         Kind::Heap => at(
             BALANCER,
             "give the JVM a larger heap (-Xmx, or its container's memory) or keep less per request; more users or servers with the same heap only collect more often",
@@ -120,6 +128,8 @@ mod tests {
                 "give the balancer more CPU or workers",
             ),
             (Some("app"), Some(Kind::Cpu), "add app servers or CPU"),
+            // A capped Redis (or a service the app calls) wants CPU, not app servers.
+            (Some("redis"), Some(Kind::Cpu), "give it more CPU"),
             (Some("db"), Some(Kind::Cpu), "add database capacity"),
             (Some("db"), Some(Kind::ThreadPool), "add database capacity"),
             (

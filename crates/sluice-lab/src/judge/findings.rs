@@ -48,21 +48,55 @@ pub(super) fn merge(findings: &mut Vec<Finding>, new: Finding) {
     }
 }
 
-/// A balancer opening a new connection to the app servers per request: upstream
-/// keep-alive off, a finding with any verdict.
-pub(super) fn keepalive_off(deltas: &[Delta]) -> Option<Finding> {
+/// A new connection to the app servers per request: upstream keep-alive off (or an app
+/// server closing each connection), a finding with any verdict. Read from the simulated
+/// servers' counters, else from a sluice in front (its connections opened over its
+/// attempts), else from the app servers' sockets in TIME_WAIT (each closed connection
+/// leaves one for 60 s: over the last minute's requests, or the run's if shorter).
+pub(super) fn keepalive_off(deltas: &[Delta], load: Load) -> Option<Finding> {
     let apps: Vec<&Delta> = deltas.iter().filter(|d| d.info.tier == "app").collect();
-    let opened: f64 = apps.iter().map(|d| d.counter("connections")).sum();
-    let requests: f64 = apps.iter().map(|d| d.counter("requests")).sum();
     let time_wait: u64 = apps.iter().map(|d| d.b.tcp.time_wait).sum();
-    if requests < 1.0 || opened / requests < KEEPALIVE_OFF_PER_REQUEST {
+    let all: Vec<&Delta> = deltas.iter().collect();
+    let (per_request, how) = counted(&apps, ("connections", "requests"))
+        .map(|n| (n, "new connections to the app servers"))
+        .or_else(|| {
+            let n = counted(&all, (LB_OPENED, LB_ATTEMPTS))?;
+            Some((n, "new connections from the balancer to its servers"))
+        })
+        .or_else(|| {
+            let n = closed(&apps, time_wait, load)?;
+            Some((
+                n,
+                "connections closed by or to the app servers (sockets left in TIME_WAIT)",
+            ))
+        })?;
+    if per_request < KEEPALIVE_OFF_PER_REQUEST {
         return None;
     }
     let text = format!(
-        "upstream keep-alive is off: {:.2} new connections to the app servers per request; {time_wait} sockets in TIME_WAIT",
-        opened / requests
+        "upstream keep-alive is off: {per_request:.2} {how} per request; {time_wait} sockets in TIME_WAIT"
     );
     Some(Finding::new(FindingKind::KeepaliveOff, "lb", text))
+}
+
+/// sluice's connections opened to its servers, and its attempts (its `/metrics`).
+const LB_OPENED: &str = "sluice_upstream_connections_opened_total";
+const LB_ATTEMPTS: &str = "sluice_upstream_request_duration_seconds_count";
+
+/// Connections opened per request from `(opened, requests)` counters, where `ds` count
+/// requests at all.
+fn counted(ds: &[&Delta], (opened, requests): (&str, &str)) -> Option<f64> {
+    let requests: f64 = ds.iter().map(|d| d.counter(requests)).sum();
+    let opened: f64 = ds.iter().map(|d| d.counter(opened)).sum();
+    (requests >= 1.0).then(|| opened / requests)
+}
+
+/// Connections closed per request, from the app servers' sockets in TIME_WAIT (local
+/// processes only) over the requests of the last 60 s, or of the run if it is shorter.
+fn closed(apps: &[&Delta], time_wait: u64, load: Load) -> Option<f64> {
+    let local = apps.iter().any(|d| d.info.local);
+    let run_s = apps.first()?.readings.last()?.t.min(60.0);
+    (local && load.tps > 0.0 && run_s > 0.0).then(|| time_wait as f64 / (load.tps * run_s))
 }
 
 /// With keep-alive off (`finding`), a saturated balancer CPU is named for it: the CPU

@@ -57,6 +57,10 @@ pub enum Kind {
     /// listen queue while its CPU has room.
     #[serde(rename = "workers")]
     Workers,
+    /// A database's sessions waiting on something the lab did not read (its URL not
+    /// given): the pools in front of it held their connections longer at flat throughput.
+    #[serde(rename = "waits")]
+    Waits,
     /// A verdict only: STOMP rooms split over servers, their messages lost.
     #[serde(rename = "balance")]
     RoomsSplit,
@@ -81,6 +85,7 @@ impl Kind {
             Kind::DiskIo => "io",
             Kind::MaxConnections => "db_connections",
             Kind::Workers => "workers",
+            Kind::Waits => "waits",
             Kind::RoomsSplit => "balance",
             Kind::Plateau => "plateau",
         }
@@ -150,6 +155,7 @@ mod tests {
             (Kind::DiskIo, "io"),
             (Kind::MaxConnections, "db_connections"),
             (Kind::Workers, "workers"),
+            (Kind::Waits, "waits"),
             (Kind::RoomsSplit, "balance"),
             (Kind::Plateau, "plateau"),
         ];

@@ -43,15 +43,19 @@
 //!   by other processes.
 //!
 //! Beyond a step: `plateau` (a configuration whose throughput stayed flat while users
-//! grew is saturated, measured or not), `proof` (what the re-runs enlarge and whether
+//! grew is saturated, measured or not; `capped` when the app's CPU held one level it
+//! does not publish), `downstream` (a pool whose connections were
+//! held longer at flat throughput is only where a database's queue shows), `proof` (what the re-runs enlarge and whether
 //! they confirm), `advice` (what to change, a sentence per kind).
 
 pub mod advice;
 mod backlog;
 mod breakdown;
+pub mod capped;
 pub mod choice;
 mod database;
 mod delta;
+pub mod downstream;
 mod errors;
 mod findings;
 mod gc;
@@ -334,7 +338,7 @@ impl Ruled {
         resources.extend(database::resources(deltas));
         resources.extend(gc::heaps(deltas));
         resources.extend(queue::shed(deltas, load));
-        let mut findings: Vec<Finding> = keepalive_off(deltas).into_iter().collect();
+        let mut findings: Vec<Finding> = keepalive_off(deltas, load).into_iter().collect();
         findings.extend(missing_metrics(deltas));
         findings.extend(database::findings(deltas));
         Ruled {

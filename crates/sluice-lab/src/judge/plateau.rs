@@ -155,7 +155,9 @@ impl Plateau {
 
 /// Which part of a request's time grew most from the plateau's first step (`a`) to its
 /// last (`b`): where the requests queued, when no resource there was measured full. Of
-/// nested parts, the innermost (the app's wait for a connection, not the app's time).
+/// nested parts, the innermost (the app's wait for a connection, not the app's time); a
+/// part the first step did not have counts from zero. A part that grew by less than a
+/// tenth of the response time's growth is not where the time went: nothing is said.
 pub fn grew(a: &Breakdown, b: &Breakdown) -> Option<String> {
     let leaf = |i: usize| {
         b.parts
@@ -167,12 +169,17 @@ pub fn grew(a: &Breakdown, b: &Breakdown) -> Option<String> {
         .iter()
         .enumerate()
         .filter(|(i, _)| leaf(*i))
-        .filter_map(|(_, p)| {
-            let before = a.parts.iter().find(|q| q.part == p.part)?.ms;
-            Some((p.part.as_str(), before, p.ms))
+        .map(|(_, p)| {
+            let before = a
+                .parts
+                .iter()
+                .find(|q| q.part == p.part)
+                .map_or(0.0, |q| q.ms);
+            (p.part.as_str(), before, p.ms)
         })
         .max_by(|x, y| (x.2 - x.1).total_cmp(&(y.2 - y.1)))?;
-    (after > before).then(|| {
+    let response_grew = b.response_ms - a.response_ms;
+    (after > before && after - before >= 0.1 * response_grew).then(|| {
         format!(
             "the time that grew: {part}, {before:.1} -> {after:.1} ms a request ({:.0}% of the response time's growth, {:.1} -> {:.1} ms)",
             (after - before) / (b.response_ms - a.response_ms).max(f64::EPSILON) * 100.0,
@@ -227,5 +234,38 @@ mod tests {
         );
         // Nothing grew: nothing to say.
         assert_eq!(grew(&b, &b), None);
+    }
+
+    #[test]
+    fn a_part_the_first_step_lacked_counts_from_zero_and_a_sliver_is_never_named() {
+        // The balancer's own time grew 0.1 ms; the wait before the app, absent from the
+        // first step's breakdown, 97 ms.
+        let a = breakdown(
+            25.0,
+            &[("in the balancer", 0.4, 0), ("at the servers", 24.6, 0)],
+        );
+        let b = breakdown(
+            122.0,
+            &[
+                ("in the balancer", 0.5, 0),
+                ("at the servers", 121.5, 0),
+                ("before the app", 97.0, 1),
+                ("in the app server", 24.5, 1),
+            ],
+        );
+        let said = grew(&a, &b).unwrap();
+        assert!(
+            said.starts_with("the time that grew: before the app, 0.0 -> 97.0 ms"),
+            "{said}"
+        );
+        let only_balancer = breakdown(
+            122.0,
+            &[("in the balancer", 0.5, 0), ("at the servers", 24.6, 0)],
+        );
+        assert_eq!(
+            grew(&a, &only_balancer),
+            None,
+            "0.1 ms of 97 is not where it went"
+        );
     }
 }

@@ -426,9 +426,38 @@ fn keep_alive_off_is_found_from_new_connections_per_request() {
         index: 0,
         readings: &readings,
     }];
-    let off = keepalive_off(&deltas).expect("keep-alive off");
+    let off = keepalive_off(&deltas, load()).expect("keep-alive off");
     blame_keepalive(&mut resources, &off);
     assert_eq!(resources[0].resource, Kind::KeepaliveOff);
+}
+
+#[test]
+fn keep_alive_off_is_found_from_sluices_metrics_or_the_app_servers_time_wait() {
+    // sluice in front opened 900 connections for 1000 attempts.
+    let lb = ProcReading {
+        counters: counters(&[
+            ("sluice_upstream_connections_opened_total", 900.0),
+            ("sluice_upstream_request_duration_seconds_count", 1000.0),
+        ]),
+        ..ProcReading::default()
+    };
+    let judged = judge(&one("lb"), &step(ProcReading::default(), lb), load());
+    assert!(judged
+        .findings
+        .iter()
+        .any(|f| f.text.contains("0.90 new connections from the balancer")));
+    // An app server that publishes nothing, 100 req/s for a 10 s run: 1,000 sockets in
+    // TIME_WAIT on its port is one closed connection a request; 100 is a tenth.
+    for (time_wait, found) in [(1000, true), (100, false)] {
+        let mut end = ProcReading::default();
+        end.tcp.time_wait = time_wait;
+        let judged = judge(&one("app"), &step(ProcReading::default(), end), load());
+        let said = judged
+            .findings
+            .iter()
+            .any(|f| f.text.contains("keep-alive is off"));
+        assert_eq!(said, found, "{time_wait}: {:?}", judged.findings);
+    }
 }
 
 #[test]

@@ -120,6 +120,18 @@ thresholds! {
     /// serves one request at a time, and its network waits, which CPU time does not
     /// count, hold the rest.
     PLATEAU_THREAD_BUSY = 0.60;
+    /// Over a plateau, an app's pooled connections held this many times longer a request
+    /// or more, at flat throughput, were held by requests queued inside the database (by
+    /// Little's law, more connections in use for the same work): a pool that limits holds
+    /// each one as long at any load.
+    HOLD_GREW = 1.3;
+    /// With nothing measured full, an app's CPU that stayed within this percent of one
+    /// level (under [`CPU_THROTTLED_UTIL`] of the cores it reports) as users grew
+    /// [`PLATEAU_USERS_RATIO`] times...
+    CPU_CAP_FLAT_PCT = 15.0;
+    /// ...while the rest of its requests' time in it (not their CPU, pool or database)
+    /// grew this many times or more, was held there by a CPU limit it does not publish.
+    CPU_CAP_REST_GREW = 2.0;
     /// How much larger the proof makes the named resource and the runner-up.
     ENLARGE = 1.5;
     /// The named resource, enlarged, must gain at least this percent over the control...
