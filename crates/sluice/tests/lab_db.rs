@@ -979,7 +979,7 @@ fn three_spring_apps_behind_sluice_scale_out_to_the_databases_quota_which_the_pr
             "--users",
             "24",
             "-d",
-            "4s",
+            "5s",
             "--warmup",
             "2s",
         ])
