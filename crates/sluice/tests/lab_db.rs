@@ -84,12 +84,20 @@ struct Postgres {
 
 impl Postgres {
     fn start(cpus: Option<&str>) -> Postgres {
-        Postgres::start_with(cpus, 60)
+        Postgres::start_with(cpus, 60, "")
+    }
+
+    /// [`Postgres::start`] keeping its statements' totals (`pg_stat_statements`, as a
+    /// user turns it on: preloaded, and the extension made in the lab's database).
+    fn with_statements(cpus: Option<&str>) -> Postgres {
+        let pg = Postgres::start_with(cpus, 60, "-c shared_preload_libraries=pg_stat_statements");
+        pg.sql("CREATE EXTENSION pg_stat_statements");
+        pg
     }
 
     /// [`Postgres::start`] allowing `max_connections` (3 of them reserved for
     /// superusers, PostgreSQL's default).
-    fn start_with(cpus: Option<&str>, max_connections: u32) -> Postgres {
+    fn start_with(cpus: Option<&str>, max_connections: u32, options: &str) -> Postgres {
         let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
             .expect("PostgreSQL (scripts/test.sh installs it)")
             .flatten()
@@ -114,7 +122,7 @@ impl Postgres {
         ));
         let port = support::free_port();
         let options = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections={max_connections}",
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections={max_connections} {options}",
             dir.0.display()
         );
         let log = dir.0.join("log");
@@ -484,6 +492,40 @@ fn a_cpu_heavy_query_is_named_as_the_databases_cpu() {
             .contains("sessions running on average (most: `SELECT count(*) FROM generate_series"),
         "{evidence}"
     );
+    // Without pg_stat_statements, what to turn on for its Top SQL.
+    let findings = report["configurations"][0]["steps"][0]["findings"].to_string();
+    assert!(
+        findings.contains("pg_stat_statements is not installed"),
+        "{findings}"
+    );
+}
+
+#[test]
+#[ignore = "needs PostgreSQL and python3 with psycopg2"]
+fn a_slow_statement_among_fast_ones_leads_the_databases_top_sql() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    // One CPU for the database, its statements' totals kept: nine requests in ten read
+    // one row, the tenth counts 300,000 generated rows.
+    let pg = Postgres::with_statements(Some("0"));
+    let app = App::start("postgres", &pg.dsn(), "mix");
+    let (report, stdout) = lab(&app, &pg.url("lab"), "10");
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"db".into(), &"cpu".into()),
+        "{stdout}"
+    );
+    let evidence = evidence(&report);
+    // The slow one first, though it is a tenth of the calls; the fast one after it.
+    let top = evidence
+        .split("statements by time (Top SQL): ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no Top SQL: {evidence}"));
+    assert!(
+        top.starts_with("`SELECT count(*) FROM generate_series($1, $2)`"),
+        "{top}"
+    );
+    assert!(top.contains("`SELECT n FROM stock WHERE id = $1`"), "{top}");
 }
 
 #[test]
@@ -492,7 +534,7 @@ fn a_database_at_its_max_connections_is_said_to_refuse_the_next() {
     let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     // 14 connections, 3 reserved for superusers: the app's pool of 10 and the lab's own
     // sampling connection take the 11 others, so the next client is refused.
-    let pg = Postgres::start_with(None, 14);
+    let pg = Postgres::start_with(None, 14, "");
     let app = App::start("postgres", &pg.dsn(), "read");
     let (report, stdout) = lab(&app, &pg.url("lab"), "4");
     let at_max = max_connections(&report, &stdout);

@@ -6,6 +6,11 @@
 //! and hold; the counts add up, so a step is the difference of two readings, as for
 //! every other counter the lab reads.
 //!
+//! Once a second it also reads the statements' own totals, where the database keeps them
+//! (PostgreSQL's `pg_stat_statements`, MySQL's and MariaDB's statement digests in
+//! `performance_schema`): a step's difference is its Top SQL, the statements that took
+//! the database's time, by time.
+//!
 //! It only reads: one connection, one query a sample, no table of the user's touched.
 
 pub mod exported;
@@ -20,6 +25,9 @@ use std::time::{Duration, Instant};
 /// How often a database's sessions are sampled: often enough that a 10 s step has 40
 /// samples of sessions whose transactions last milliseconds, at one cheap query each.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+
+/// Samples between two reads of the statements' totals: once a second.
+const STATEMENTS_EVERY: u64 = 4;
 
 /// The kinds of database the lab reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,9 +161,20 @@ pub struct Snapshot {
     pub counts_only: bool,
 }
 
+/// A statement's totals since the database began counting: its calls, and the time it
+/// took, ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StatementTime {
+    pub calls: u64,
+    pub ms: f64,
+}
+
 /// A database the lab can sample.
 pub trait Sessions: Send {
     fn sample(&mut self) -> Result<Snapshot, String>;
+    /// The statements' totals (the most time-consuming first, a few dozen), by their
+    /// text; or why the database keeps none the lab can read (what to turn on).
+    fn statement_times(&mut self) -> Result<Vec<(String, StatementTime)>, String>;
 }
 
 /// A database's samples added up since its sampler started.
@@ -182,6 +201,11 @@ pub struct DbReading {
     pub counts_only: bool,
     /// The last failure to sample, if the last sample failed.
     pub error: Option<String>,
+    /// The statements' totals as the database counts them, by text (since it began; a
+    /// step's are the difference of two readings).
+    pub statement_times: BTreeMap<String, StatementTime>,
+    /// Why the statements' totals are not read, when they are not.
+    pub statement_times_unread: Option<String>,
 }
 
 impl DbReading {
@@ -236,6 +260,26 @@ impl DbReading {
                 })
                 .collect(),
             holding: minus(&self.holding, &earlier.holding),
+            statement_times: self
+                .statement_times
+                .iter()
+                .filter_map(|(text, now)| {
+                    let before = earlier
+                        .statement_times
+                        .get(text)
+                        .copied()
+                        .unwrap_or_default();
+                    let calls = now.calls.checked_sub(before.calls).filter(|c| *c > 0)?;
+                    Some((
+                        text.clone(),
+                        StatementTime {
+                            calls,
+                            ms: (now.ms - before.ms).max(0.0),
+                        },
+                    ))
+                })
+                .collect(),
+            statement_times_unread: self.statement_times_unread.clone(),
             connections: self.connections.saturating_sub(earlier.connections),
             at_max: self.at_max.saturating_sub(earlier.at_max),
             max_connections: self.max_connections,
@@ -257,6 +301,18 @@ impl DbReading {
             .get(class.key())
             .cloned()
             .unwrap_or_default()
+    }
+
+    /// The statements that took the most time, most first: (text, its time, its share
+    /// of all the statements' time).
+    pub fn top_sql(&self, n: usize) -> Vec<(&str, StatementTime, f64)> {
+        let total: f64 = self.statement_times.values().map(|t| t.ms).sum();
+        let mut all: Vec<_> = self.statement_times.iter().collect();
+        all.sort_by(|a, b| b.1.ms.total_cmp(&a.1.ms));
+        all.into_iter()
+            .take(n)
+            .map(|(text, t)| (text.as_str(), *t, t.ms / total.max(f64::EPSILON)))
+            .collect()
     }
 
     /// The share of samples with at least one session of a class.
@@ -322,7 +378,18 @@ fn sample_until(
     stop: &AtomicBool,
 ) {
     let mut next = Instant::now();
+    let mut sampled: u64 = 0;
     while !stop.load(Ordering::Relaxed) {
+        // The statements' totals once a second: the step's Top SQL is their difference.
+        if sampled.is_multiple_of(STATEMENTS_EVERY) {
+            let times = conn.statement_times();
+            let mut reading = reading.lock().expect("not poisoned");
+            match times {
+                Ok(times) => reading.statement_times = times.into_iter().collect(),
+                Err(why) => reading.statement_times_unread = Some(why),
+            }
+        }
+        sampled += 1;
         match conn.sample() {
             Ok(s) => reading.lock().expect("not poisoned").add(&s),
             Err(e) => {
@@ -353,6 +420,44 @@ impl Drop for DbSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_steps_top_sql_is_the_difference_of_the_totals_most_time_first() {
+        let at = |pairs: &[(&str, u64, f64)]| DbReading {
+            statement_times: pairs
+                .iter()
+                .map(|(t, calls, ms)| {
+                    (
+                        t.to_string(),
+                        StatementTime {
+                            calls: *calls,
+                            ms: *ms,
+                        },
+                    )
+                })
+                .collect(),
+            ..DbReading::default()
+        };
+        let before = at(&[("fast", 1000, 100.0), ("slow", 10, 500.0), ("idle", 5, 5.0)]);
+        let after = at(&[
+            ("fast", 1900, 190.0),
+            ("slow", 110, 5500.0),
+            ("idle", 5, 5.0),
+        ]);
+        let step = after.since(&before);
+        let top = step.top_sql(3);
+        let names: Vec<&str> = top.iter().map(|t| t.0).collect();
+        // Only what ran in the step; the slow one first by time, though fewer calls.
+        assert_eq!(names, ["slow", "fast"]);
+        assert_eq!(
+            top[0].1,
+            StatementTime {
+                calls: 100,
+                ms: 5000.0
+            }
+        );
+        assert!((top[0].2 - 5000.0 / 5090.0).abs() < 1e-9);
+    }
 
     #[test]
     fn database_urls_are_read_with_their_kind_host_and_port() {

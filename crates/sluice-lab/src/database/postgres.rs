@@ -3,7 +3,7 @@
 //! statement of the session holding the lock (`pg_blocking_pids`). Statements of other
 //! users' sessions need `pg_read_all_stats` (or a superuser).
 
-use super::{statement_text, Class, Session, Sessions, Snapshot};
+use super::{statement_text, Class, Session, Sessions, Snapshot, StatementTime};
 use std::time::Duration;
 
 /// The sessions of the whole server, except this one (other users' sessions show as a
@@ -19,6 +19,15 @@ const SESSIONS: &str = "SELECT a.state, a.wait_event_type, a.wait_event, a.query
   FROM pg_stat_activity a
   WHERE a.pid <> pg_backend_pid()
     AND (a.backend_type = 'client backend' OR a.query = '<insufficient privilege>')";
+
+/// The statements' totals, the most time-consuming first (PostgreSQL 13's names).
+const STATEMENT_TIMES: &str = "SELECT query, calls, total_exec_time FROM pg_stat_statements
+  ORDER BY total_exec_time DESC LIMIT 50";
+
+/// What to do when `pg_stat_statements` cannot be read.
+const NO_STATEMENTS: &str =
+    "pg_stat_statements is not installed: add it to shared_preload_libraries \
+  (a restart) and CREATE EXTENSION pg_stat_statements in the database the lab connects to";
 
 /// Connections to the server's databases, which any user may read.
 const CONNECTIONS: &str = "SELECT sum(numbackends)::bigint FROM pg_stat_database";
@@ -102,6 +111,30 @@ impl Sessions for Postgres {
             });
         }
         Ok(snapshot)
+    }
+
+    fn statement_times(&mut self) -> Result<Vec<(String, StatementTime)>, String> {
+        let rows = self.client.query(STATEMENT_TIMES, &[]).map_err(|e| {
+            // Its view missing (or unreadable): what to turn on, with the server's words.
+            match e.as_db_error().map(|d| d.code().code()) {
+                Some("42P01") => NO_STATEMENTS.to_string(),
+                _ => format!("pg_stat_statements: {}", error_text(&e)),
+            }
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let query: Option<String> = row.get(0);
+                let calls: i64 = row.get(1);
+                let ms: f64 = row.get(2);
+                let text = statement_text(query.as_deref().unwrap_or(""));
+                let time = StatementTime {
+                    calls: calls.max(0) as u64,
+                    ms,
+                };
+                (text, time)
+            })
+            .collect())
     }
 }
 

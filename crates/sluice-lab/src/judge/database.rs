@@ -38,6 +38,14 @@ pub(super) fn findings(deltas: &[Delta]) -> Vec<Finding> {
             out.push(Finding::new(FindingKind::SessionsCounted, name, line));
             continue; // it counted connections, not what sessions did
         }
+        if let Some(why) = db
+            .statement_times_unread
+            .as_ref()
+            .filter(|_| db.samples > 0)
+        {
+            let text = format!("{name}: its statements by time (Top SQL) are not read: {why}");
+            out.push(Finding::new(FindingKind::TopSqlUnread, name, text));
+        }
         if db.samples > 0 && db.hidden {
             let text = format!(
                 "{name}: other users' statements are hidden from the lab's user (PostgreSQL: GRANT pg_read_all_stats TO it)"
@@ -48,11 +56,13 @@ pub(super) fn findings(deltas: &[Delta]) -> Vec<Finding> {
     out
 }
 
-/// Where one database's sessions spent the step, in a line (`sessions_line`).
+/// Where one database's sessions spent the step, in a line (`sessions_line`), and the
+/// statements that took its time (`top_sql`).
 pub(super) struct Sessions {
     tier: String,
     name: String,
     line: String,
+    top_sql: Option<String>,
 }
 
 /// Each sampled database's sessions (not an exporter's count of them).
@@ -66,6 +76,7 @@ pub(super) fn sessions(deltas: &[Delta]) -> Vec<Sessions> {
                 tier: d.info.tier.clone(),
                 name: d.info.name.clone(),
                 line: sessions_line(d, &db),
+                top_sql: top_sql(d, &db),
             })
         })
         .collect()
@@ -80,11 +91,17 @@ pub(super) fn place_sessions(resources: &mut [Resource], sessions: Vec<Sessions>
             .iter_mut()
             .find(|r| r.tier == s.tier && r.resource == Kind::Cpu)
         {
-            Some(cpu) => cpu.evidence.push(s.line),
-            None => out.push(Finding::new(FindingKind::Sessions, &s.name, format!(
-                "{} (its CPU is not read: give its pid, or, on another machine, the node_exporter of its host beside its URL)",
-                s.line
-            ))),
+            Some(cpu) => cpu.evidence.extend([s.line].into_iter().chain(s.top_sql)),
+            None => {
+                out.push(Finding::new(FindingKind::Sessions, &s.name, format!(
+                    "{} (its CPU is not read: give its pid, or, on another machine, the node_exporter of its host beside its URL)",
+                    s.line
+                )));
+                out.extend(
+                    s.top_sql
+                        .map(|t| Finding::new(FindingKind::Sessions, &s.name, t)),
+                );
+            }
         }
     }
     out
@@ -100,6 +117,31 @@ fn postgres_exporter_sessions(d: &Delta) -> Option<String> {
         d.info.name,
         active,
         d.mean(PG_IDLE_IN_TRANSACTION).unwrap_or(0.0)
+    ))
+}
+
+/// "db[pid 812]'s statements by time (Top SQL): `SELECT ...` 81% (1,234 calls, 2.1 ms
+/// each); ...": the three that took most of its statements' time over the step.
+fn top_sql(d: &Delta, db: &DbReading) -> Option<String> {
+    let top = db.top_sql(3);
+    if top.is_empty() {
+        return None;
+    }
+    let said: Vec<String> = top
+        .iter()
+        .map(|(text, t, share)| {
+            format!(
+                "`{text}` {:.0}% ({} calls, {:.1} ms each)",
+                share * 100.0,
+                t.calls,
+                t.ms / t.calls.max(1) as f64
+            )
+        })
+        .collect();
+    Some(format!(
+        "{}'s statements by time (Top SQL): {}",
+        d.info.name,
+        said.join("; ")
     ))
 }
 
@@ -193,6 +235,8 @@ fn wait_evidence(
             "its exporter counts sessions, not statements: --tier db=postgres://USER@HOST/DB (or mysql://) names the waiting and holding ones"
                 .into(),
         );
+    } else if class == Class::Io {
+        evidence.extend(top_sql(d, db));
     } else if class == Class::Lock {
         evidence.push(match top(&db.holding) {
             Some((s, _)) if !s.is_empty() => format!("held by: `{s}`"),

@@ -115,6 +115,9 @@ pub enum FindingKind {
     SessionsCounted,
     /// Other users' statements hidden from the lab's database user.
     StatementsHidden,
+    /// A database's statements' totals (its Top SQL) not kept where the lab can read
+    /// them: what to turn on.
+    TopSqlUnread,
     /// What a database's sessions did, where its CPU is not read (else it is evidence
     /// beside that CPU).
     Sessions,

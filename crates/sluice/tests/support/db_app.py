@@ -6,11 +6,14 @@ pool of database connections behind (HikariCP's shape), one transaction per requ
 DRIVER is `postgres` (psycopg2), `mysql` (pymysql) or `redis` (DSN `HOST:PORT`, its
 protocol spoken here); WORK is `hot` (every request updates the same row and holds its
 lock a few milliseconds, as a stock level or a counter does), `read` (a cheap read of
-that row: the database has nothing to do) or `cpu` (every request
-runs a query, or for Redis a Lua script, that keeps the server's CPU busy). Debian's
+that row: the database has nothing to do), `cpu` (every request
+runs a query, or for Redis a Lua script, that keeps the server's CPU busy) or `mix`
+(nine requests in ten the cheap read, the tenth the CPU query: a slow statement among
+fast ones). Debian's
 python3-psycopg2 and python3-pymysql; run with /usr/bin/python3.
 """
 import http.server
+import itertools
 import queue
 import socket
 import sys
@@ -55,6 +58,9 @@ CPU_QUERY = {
     "mysql": "SELECT BENCHMARK(300000, MD5('sluice'))",
 }
 
+# Requests so far, for `mix` (itertools.count is safe to share between threads).
+COUNTER = itertools.count()
+
 pool = queue.Queue()
 for _ in range(POOL):
     pool.put(connect())
@@ -70,6 +76,9 @@ def work(conn):
         return
     cur = conn.cursor()
     if WORK == "read":
+        cur.execute("SELECT n FROM stock WHERE id = 1")
+        cur.fetchall()
+    elif WORK == "mix" and next(COUNTER) % 10:
         cur.execute("SELECT n FROM stock WHERE id = 1")
         cur.fetchall()
     elif WORK == "hot":
