@@ -838,7 +838,7 @@ fn a_live_spring_boot_apps_tomcat_pool_is_named_with_10_s_steps_and_its_cpu_read
     let app = SpringApp::start(&pg, 4);
     let metrics = format!("http://127.0.0.1:{}/actuator/prometheus", app.port);
     // Its metrics URL alone: the JVM's CPU comes from Micrometer.
-    let (report, stdout) = spring_lab(&app, "/slow", &format!("app={metrics}"), ("16", "10s"));
+    let (report, stdout) = spring_lab(&app, "/slow", &[&format!("app={metrics}")], ("16", "10s"));
     let v = &report["verdict"];
     assert_eq!(
         (&v["tier"], &v["resource"]),
@@ -871,15 +871,15 @@ fn churn_lab(pg: &Postgres, heap: &[&str]) -> (Value, String) {
     let app = SpringApp::start_with(pg, 20, &[heap, &["-XX:+UseSerialGC"]].concat());
     let metrics = format!("http://127.0.0.1:{}/actuator/prometheus", app.port);
     let tier = format!("app={}@{metrics}", app.child.id());
-    spring_lab(&app, "/churn", &tier, ("8", "6s"))
+    spring_lab(&app, "/churn", &[&tier], ("8", "6s"))
 }
 
-/// `sluice lab --target` on `app`'s `path` with `tier`, `users` for `duration` after 2 s
-/// of warm-up: its report and the terminal's text.
+/// `sluice lab --target` on `app`'s `path` with `tiers` (`--tier` each), `users` for
+/// `duration` after 2 s of warm-up: its report and the terminal's text.
 fn spring_lab(
     app: &SpringApp,
     path: &str,
-    tier: &str,
+    tiers: &[&str],
     (users, duration): (&str, &str),
 ) -> (Value, String) {
     let dir = support::TempDir::new("lab-jvm");
@@ -890,7 +890,7 @@ fn spring_lab(
             "--target",
             &format!("http://127.0.0.1:{}{path}", app.port),
         ])
-        .args(["--tier", tier])
+        .args(tiers.iter().flat_map(|t| ["--tier", t]))
         .args(["--users", users, "-d", duration, "--warmup", "2s", "--json"])
         .arg(&json)
         .output()
@@ -1083,33 +1083,9 @@ fn a_hot_row_with_the_database_given_by_pid_is_named_as_the_database_not_the_poo
     // database given by pid only: its sessions are not read.
     let app = SpringApp::start(&pg, 20);
     let metrics = format!("http://127.0.0.1:{}/actuator/prometheus", app.port);
-    let tiers = format!("app={}@{metrics}", app.child.id());
-    let dir = support::TempDir::new("lab-hot-row-pid");
-    let json = dir.0.join("report.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "lab",
-            "--target",
-            &format!("http://127.0.0.1:{}/stock", app.port),
-        ])
-        .args([
-            "--tier",
-            &tiers,
-            "--tier",
-            &format!("db={}", postmaster(&pg)),
-        ])
-        .args(["--users", "4,16", "-d", "4s", "--warmup", "2s", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{stdout}");
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let app_tier = format!("app={}@{metrics}", app.child.id());
+    let db_tier = format!("db={}", postmaster(&pg));
+    let (report, stdout) = spring_lab(&app, "/stock", &[&app_tier, &db_tier], ("4,16", "4s"));
     let v = &report["verdict"];
     assert_eq!(
         (&v["tier"], &v["resource"]),
@@ -1141,27 +1117,8 @@ fn a_jvm_read_by_its_metrics_url_alone_in_a_cpu_quota_is_named_at_its_cpu() {
         .expect("root and cgroup v1");
     quota.add(app.child.id()).unwrap();
     let metrics = format!("http://127.0.0.1:{}/actuator/prometheus", app.port);
-    let dir = support::TempDir::new("lab-jvm-quota");
-    let json = dir.0.join("report.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "lab",
-            "--target",
-            &format!("http://127.0.0.1:{}/cpu", app.port),
-        ])
-        .args(["--tier", &format!("app={metrics}")])
-        .args(["--users", "8,24", "-d", "4s", "--warmup", "2s", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{stdout}");
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let tier = format!("app={metrics}");
+    let (report, stdout) = spring_lab(&app, "/cpu", &[&tier], ("8,24", "4s"));
     let v = &report["verdict"];
     assert_eq!(
         (&v["tier"], &v["resource"]),

@@ -73,6 +73,13 @@ pub(super) fn keepalive_off(deltas: &[Delta], load: Load) -> Option<Finding> {
     if per_request < KEEPALIVE_OFF_PER_REQUEST {
         return None;
     }
+    // With no balancer in front, it is the app servers that close what clients opened.
+    if !deltas.iter().any(|d| d.info.tier == "lb") {
+        let text = format!(
+            "the app servers keep no connection alive: {per_request:.2} {how} per request; {time_wait} sockets in TIME_WAIT"
+        );
+        return Some(Finding::new(FindingKind::KeepaliveOff, "app", text));
+    }
     let text = format!(
         "upstream keep-alive is off: {per_request:.2} {how} per request; {time_wait} sockets in TIME_WAIT"
     );

@@ -411,7 +411,7 @@ fn keep_alive_off_is_found_from_new_connections_per_request() {
         let said = judged
             .findings
             .iter()
-            .any(|f| f.text.contains("keep-alive is off"));
+            .any(|f| f.kind == FindingKind::KeepaliveOff);
         assert_eq!(said, found, "{per_request}: {:?}", judged.findings);
     }
     // The balancer's saturated CPU is then named for its keep-alive.
@@ -455,7 +455,7 @@ fn keep_alive_off_is_found_from_sluices_metrics_or_the_app_servers_time_wait() {
         let said = judged
             .findings
             .iter()
-            .any(|f| f.text.contains("keep-alive is off"));
+            .any(|f| f.kind == FindingKind::KeepaliveOff);
         assert_eq!(said, found, "{time_wait}: {:?}", judged.findings);
     }
 }

@@ -202,20 +202,28 @@ async fn reloads_count_a_change_of_servers_and_keep_a_leased_drain() {
     assert_eq!(server(&app3, b)["drained"], false);
 }
 
-/// Waits (at most 3 s) until server `addr` of `app` shows `key` = `value`.
-async fn until_server(admin: SocketAddr, addr: SocketAddr, key: &str, value: Value) -> Value {
+/// Waits (at most 3 s) until upstream `app` is as `holds` wants it; `what` for the error.
+async fn until(admin: SocketAddr, what: &str, holds: impl Fn(&Value) -> bool) -> Value {
     let started = Instant::now();
     loop {
         let app = app(admin).await;
-        if server(&app, addr)[key] == value {
+        if holds(&app) {
             return app;
         }
         assert!(
             started.elapsed() < Duration::from_secs(3),
-            "{key} never {value}: {app}"
+            "never {what}: {app}"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Waits until server `addr` of `app` shows `key` = `value`.
+async fn until_server(admin: SocketAddr, addr: SocketAddr, key: &str, value: Value) -> Value {
+    until(admin, &format!("{key} = {value}"), |app| {
+        server(app, addr)[key] == value
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -227,8 +235,10 @@ async fn a_trial_limit_lets_queued_requests_in_and_the_configs_comes_back_with_i
     let requests: Vec<_> = (0..2)
         .map(|_| tokio::spawn(async move { Client::connect(proxy).await.get("/").await }))
         .collect();
-    let app_now = until_server(admin, slow, "in_flight", 1.into()).await;
-    assert_eq!(app_now["queue"]["waiting"], 1, "{app_now}");
+    until(admin, "one in service, one queued", |app| {
+        server(app, slow)["in_flight"] == 1 && app["queue"]["waiting"] == 1
+    })
+    .await;
     let (status, tried) = act(admin, slow, "limit", "?max_conns=2&lease=1s").await;
     assert_eq!(status, 200, "{tried}");
     assert_eq!(
