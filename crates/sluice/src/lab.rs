@@ -12,6 +12,7 @@ use sluice_lab::{builtin, report, run};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 // The experiment or the command line cannot be used; interrupted (what was measured
 // is written all the same).
@@ -186,50 +187,40 @@ pub fn lab(args: LabArgs) -> anyhow::Result<ExitCode> {
 
 /// `--target URL --tier ...`: measure a deployment the lab did not start.
 fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
-    let refuse = |message: String| {
-        eprintln!("sluice lab: {message}");
-        Ok(ExitCode::from(BAD_INPUT))
+    let mut d = match deployment_of(args, target) {
+        Ok(d) => d,
+        Err(message) => {
+            eprintln!("sluice lab: {message}");
+            return Ok(ExitCode::from(BAD_INPUT));
+        }
     };
+    let stop = crate::bench::interrupt_on_signal("sluice lab")?;
+    // A deployment's budgets are its own, read from its processes: none is made here.
+    let options = progress_options(args, target, std::env::temp_dir(), None)?;
+    let report = run::run_deployment(&mut d, &options, &stop)?;
+    options.live.finish(&report.verdict.summary);
+    finish(args, report)
+}
+
+/// The deployment the flags describe, its target probed and its upstream opened for
+/// `--servers`; or what is wrong with them.
+fn deployment_of(args: &LabArgs, target: &str) -> Result<run::Deployment, String> {
     if args.tier.is_empty() {
-        return refuse("--target needs at least one --tier NAME=PID or NAME=URL".into());
+        return Err("--target needs at least one --tier NAME=PID or NAME=URL".into());
     }
     if args.users.is_empty() || args.users.contains(&0) {
-        return refuse("--target needs --users, e.g. --users 50,100,200".into());
+        return Err("--target needs --users, e.g. --users 50,100,200".into());
     }
     let mut tiers = Vec::new();
     for spec in &args.tier {
-        match sluice_lab::real::parse_tier(spec) {
-            Ok(t) => tiers.extend(t),
-            Err(e) => return refuse(format!("{e:#}")),
-        }
+        tiers.extend(sluice_lab::real::parse_tier(spec).map_err(|e| format!("{e:#}"))?);
     }
-    let time = |flag: &str, text: Option<&String>, default: &str| {
-        let text = text.map_or(default, |t| t.as_str());
-        sluice_config::parse_duration(text)
-            .ok_or_else(|| format!("{flag} {text}: not a duration (write e.g. 10s)"))
-    };
-    let (duration, warmup, think) = match (
-        time("--duration", args.duration.as_ref(), "10s"),
-        time("--warmup", args.warmup.as_ref(), "2s"),
-        time("--think", args.think.as_ref(), "0ms"),
-    ) {
-        (Ok(d), Ok(w), Ok(t)) => (d, w, t),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return refuse(e),
-    };
-    let scenario = match answering(args, target) {
-        Ok(scenario) => scenario,
-        Err(e) => return refuse(e),
-    };
-    let commands = match sluice_lab::change::Commands::parse(&args.enlarge, &args.restore) {
-        Ok(commands) => commands,
-        Err(e) => return refuse(e),
-    };
+    let (duration, warmup, think) = times(args)?;
+    let scenario = answering(args, target)?;
+    let commands = sluice_lab::change::Commands::parse(&args.enlarge, &args.restore)?;
     authorize_admin(args, &tiers);
-    let resize = match resize(args, &tiers, &commands) {
-        Ok(r) => r,
-        Err(e) => return refuse(e),
-    };
-    let mut d = run::Deployment {
+    let resize = resize(args, &tiers, &commands)?;
+    Ok(run::Deployment {
         target: target.to_string(),
         tiers,
         users: args.users.clone(),
@@ -240,13 +231,21 @@ fn deployment(args: &LabArgs, target: &str) -> anyhow::Result<ExitCode> {
         scenario,
         resize,
         prove: (!args.no_prove).then_some(commands),
+    })
+}
+
+/// `--duration`, `--warmup` and `--think` (10 s, 2 s and none by default).
+fn times(args: &LabArgs) -> Result<(Duration, Duration, Duration), String> {
+    let time = |flag: &str, text: Option<&String>, default: &str| {
+        let text = text.map_or(default, |t| t.as_str());
+        sluice_config::parse_duration(text)
+            .ok_or_else(|| format!("{flag} {text}: not a duration (write e.g. 10s)"))
     };
-    let stop = crate::bench::interrupt_on_signal("sluice lab")?;
-    // A deployment's budgets are its own, read from its processes: none is made here.
-    let options = progress_options(args, target, std::env::temp_dir(), None)?;
-    let report = run::run_deployment(&mut d, &options, &stop)?;
-    options.live.finish(&report.verdict.summary);
-    finish(args, report)
+    Ok((
+        time("--duration", args.duration.as_ref(), "10s")?,
+        time("--warmup", args.warmup.as_ref(), "2s")?,
+        time("--think", args.think.as_ref(), "0ms")?,
+    ))
 }
 
 /// The token of a sluice admin API that has one, from `SLUICE_ADMIN_TOKEN` (never a flag:
