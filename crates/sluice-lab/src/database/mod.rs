@@ -385,7 +385,10 @@ fn sample_until(
             let times = conn.statement_times();
             let mut reading = reading.lock().expect("not poisoned");
             match times {
-                Ok(times) => reading.statement_times = times.into_iter().collect(),
+                Ok(times) => {
+                    reading.statement_times = times.into_iter().collect();
+                    reading.statement_times_unread = None;
+                }
                 Err(why) => reading.statement_times_unread = Some(why),
             }
         }

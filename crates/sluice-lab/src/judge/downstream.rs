@@ -24,7 +24,12 @@ const HOLDING: &str = "holding a pooled connection";
 pub fn verdict(steps: &[Step]) -> Option<Verdict> {
     let last = steps.last()?;
     let named = &last.judged.verdict;
-    if named.resource != Some(Kind::DbPool) {
+    // Where its sessions are read, `database` judges its waits itself.
+    let sessions_read = |s: &Step| {
+        let waits = |r: &&super::Resource| matches!(r.resource, Kind::Locks | Kind::DiskIo);
+        s.judged.resources.iter().any(|r| waits(&r))
+    };
+    if named.resource != Some(Kind::DbPool) || steps.iter().any(sessions_read) {
         return None;
     }
     let points: Vec<_> = steps.iter().map(|s| s.point).collect();
