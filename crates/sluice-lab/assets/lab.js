@@ -179,6 +179,91 @@
     });
   }
 
+  // A JVM's request threads in each valid step that sampled them: a row per state,
+  // a column per step (threads on average in a dump), as the breakdown shows the time.
+  function threadTables(parent, steps, id) {
+    var last = steps[steps.length - 1];
+    last.jvm_threads.forEach(function (t, k) {
+      add(parent, "p", "", t.process + "'s " + (t.server || "request") + " request threads, on average in a thread dump:");
+      var table = add(parent, "table", "threads");
+      table.id = id + "-" + k;
+      var head = add(add(table, "thead"), "tr");
+      add(head, "th", "text", "users");
+      steps.forEach(function (s) { add(head, "th", "", s.users); });
+      var body = add(table, "tbody");
+      Object.keys(t.states).forEach(function (state) {
+        var cells = steps.map(function (s) {
+          var o = s.jvm_threads.filter(function (x) { return x.process === t.process; })[0];
+          return o ? o.states[state] : null;
+        });
+        if (!cells.some(function (c) { return c; })) { return; }
+        var row = add(body, "tr");
+        add(row, "td", "text", state);
+        cells.forEach(function (c) { add(row, "td", "", fixed(c, 1)); });
+      });
+      add(parent, "p", "cost", t.cost);
+    });
+  }
+
+  // A warm colour per frame name, the same name the same colour.
+  function color(name) {
+    var h = 0;
+    for (var i = 0; i < name.length; i++) { h = (h * 31 + name.charCodeAt(i)) >>> 0; }
+    return "hsl(" + (h % 55) + ", 75%, " + (58 + (h >> 8) % 20) + "%)";
+  }
+
+  // The profile of the step the verdict is about as a flame graph (outermost frame on
+  // top, each frame as wide as its samples); a click zooms into a frame, a click on the
+  // top one zooms out.
+  function flame(parent, p, id) {
+    var where = p.users + " users, " + p.servers + " server" + (p.servers === 1 ? "" : "s");
+    add(parent, "h3", "", p.process + " at " + where + " (wall clock: " + p.samples + " thread samples)");
+    var root = { name: "all", value: 0, children: {} };
+    p.stacks.forEach(function (s) {
+      var node = root;
+      root.value += s.samples;
+      s.frames.split(";").forEach(function (i) {
+        var name = p.frames[Number(i)];
+        if (!node.children[name]) { node.children[name] = { name: name, value: 0, children: {} }; }
+        node = node.children[name];
+        node.value += s.samples;
+      });
+    });
+    var box = add(parent, "div", "flame");
+    box.id = id;
+    drawFlame(box, root, root);
+  }
+
+  function drawFlame(box, root, top) {
+    while (box.firstChild) { box.removeChild(box.firstChild); }
+    var ROW = 18, rows = 0;
+    function place(node, x, depth) {
+      var width = node.value / top.value * 100;
+      if (width < 0.2) { return; }
+      var d = add(box, "div", "frame", node.name);
+      d.style.left = x + "%";
+      d.style.width = width + "%";
+      d.style.top = depth * ROW + "px";
+      d.style.background = color(node.name);
+      d.title = node.name + " (" + node.value + " samples, " + fixed(node.value / root.value * 100, 1) + "%)";
+      d.onclick = function () { drawFlame(box, root, node === top ? root : node); };
+      rows = Math.max(rows, depth + 1);
+      Object.keys(node.children).sort().forEach(function (k) {
+        var c = node.children[k];
+        place(c, x, depth + 1);
+        x += c.value / top.value * 100;
+      });
+    }
+    place(top, 0, 0);
+    box.style.height = rows * ROW + "px";
+  }
+
+  function profiles(parent) {
+    if (!data.profiles || !data.profiles.length) { return; }
+    add(parent, "h2", "", "Profile of the step the verdict is about");
+    data.profiles.forEach(function (p, i) { flame(parent, p, "flame-" + i); });
+  }
+
   function configurations(parent) {
     data.configurations.forEach(function (c, i) {
       var box = add(parent, "div", "config");
@@ -186,6 +271,8 @@
       verdictBox(box, c.verdict, "config-" + i);
       var measured = c.steps.filter(function (s) { return s.valid && s.breakdown; });
       if (measured.length) { breakdowns(box, measured, "breakdown-" + i); }
+      var sampled = c.steps.filter(function (s) { return s.valid && s.jvm_threads && s.jvm_threads.length; });
+      if (sampled.length) { threadTables(box, sampled, "threads-" + i); }
       if (c.usl && c.usl.summary) { add(box, "p", "usl", c.usl.summary).id = "usl-" + i; }
     });
     if (data.scale_out.length) {
@@ -229,5 +316,6 @@
   add(root, "h2", "", "Per configuration");
   configurations(root);
   proof(root);
+  profiles(root);
   document.body.dataset.rendered = String(charts);
 })();

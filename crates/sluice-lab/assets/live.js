@@ -28,6 +28,29 @@
     bar.style.width = Math.min(t.cpu_pct, 100) * 1.5 + "px";
     cell(row, "", "text").appendChild(bar);
     cell(row, t.budget, "text");
+    drawThreads(cell(row, "", "text threads"), t.threads || []);
+  }
+
+  var STATE_COLORS = {
+    running: "#2ca02c", database: "#1f77b4", downstream: "#17becf", pool: "#ff7f0e",
+    blocked: "#d62728", waiting: "#9467bd", idle: "#ddd"
+  };
+
+  // A JVM's request threads as one bar, a segment per state as wide as its threads
+  // (8 px a thread), with the counts beside it.
+  function drawThreads(td, threads) {
+    if (!threads.length) { return; }
+    threads.forEach(function (t) {
+      var seg = document.createElement("span");
+      seg.className = "seg";
+      seg.style.width = t.threads * 8 + "px";
+      seg.style.background = STATE_COLORS[t.state] || "#888";
+      seg.title = t.state + ": " + t.threads.toFixed(1);
+      td.appendChild(seg);
+    });
+    var words = threads.filter(function (t) { return t.threads > 0; })
+      .map(function (t) { return t.state + " " + t.threads.toFixed(1); });
+    td.appendChild(document.createTextNode(" " + words.join(", ")));
   }
 
   function drawStep(row, s) {

@@ -6,6 +6,7 @@
 //! It only shows: nothing here feeds the judge, which works from the sampler's readings
 //! and the generator's report after each step.
 
+use crate::jvm::dump::State;
 use crate::real::Watched;
 use crate::report::StepResult;
 use crate::sample::Reading;
@@ -61,6 +62,17 @@ pub struct LiveTier {
     pub tier: String,
     pub cpu_pct: f64,
     pub budget: String,
+    /// A sampled JVM's request threads over the last second, on average in a dump,
+    /// by state (`running`, `pool`, `blocked`, ...; none in no state): the page's bars.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<LiveThreads>,
+}
+
+/// How many request threads were in one state, on average in the last second's dumps.
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveThreads {
+    pub state: State,
+    pub threads: f64,
 }
 
 /// A step done, as the table shows it.
@@ -238,6 +250,31 @@ pub fn tiers_between(watched: &[Watched], a: &Reading, b: &Reading) -> Vec<LiveT
                 0.0
             },
             budget: w.budget.method.clone(),
+            threads: threads_between(pa, pb),
+        })
+        .collect()
+}
+
+/// A JVM's request threads by state between two readings, where its dumps were taken.
+fn threads_between(
+    a: &crate::sample::ProcReading,
+    b: &crate::sample::ProcReading,
+) -> Vec<LiveThreads> {
+    let (Some(a), Some(b)) = (&a.jvm, &b.jvm) else {
+        return Vec::new();
+    };
+    let step = b.since(a);
+    if step.samples == 0 {
+        return Vec::new();
+    }
+    State::ALL
+        .iter()
+        .filter_map(|s| {
+            let n = *step.states.get(s)?;
+            Some(LiveThreads {
+                state: *s,
+                threads: round1(n as f64 / step.samples as f64),
+            })
         })
         .collect()
 }

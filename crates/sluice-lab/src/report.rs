@@ -13,6 +13,7 @@ use crate::judge::advice::advice;
 use crate::judge::plateau::{self, Point};
 use crate::judge::proof::{Proof, ProofRow, Rerun, Role};
 use crate::judge::{whole, Finding, Judged, Kind, Verdict};
+use crate::profile::Profile;
 use crate::spec::Experiment;
 use serde::Serialize;
 use sluice_bench::report::StepReport;
@@ -46,6 +47,9 @@ pub struct LabReport {
     /// The rate the deployment must hold at its peak (`--peak-rate`, `sluice plan`'s).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_rate: Option<f64>,
+    /// The profiles of the step the verdict is about (`crate::profile`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<Profile>,
     pub verdict: Verdict,
 }
 
@@ -222,6 +226,18 @@ impl Configuration {
     }
 }
 
+/// The profiles of `at`'s last valid step: the one its verdict is about.
+fn profiles(at: &Configuration) -> Vec<Profile> {
+    let Some(s) = at.steps.iter().rev().find(|s| s.judged.valid) else {
+        return Vec::new();
+    };
+    s.judged
+        .jvm_threads
+        .iter()
+        .map(|t| Profile::of_threads(t, s.servers, s.users))
+        .collect()
+}
+
 /// Peak throughput from each number of servers to the next (of the same variant).
 fn gains(configurations: &[Configuration]) -> Vec<Gain> {
     configurations
@@ -360,6 +376,7 @@ impl LabReport {
             scale_out: Vec::new(),
             proof: None,
             peak_rate: None,
+            profiles: Vec::new(),
             verdict: Verdict::default(),
         }
     }
@@ -388,6 +405,7 @@ impl LabReport {
         let at = flat
             .and_then(|g| self.configurations.iter().find(|c| c.servers == g.to))
             .unwrap_or(last);
+        self.profiles = profiles(at);
         let mut v = at.verdict.clone();
         if let Some(p) = self.proof.as_ref().filter(|p| p.servers == at.servers) {
             overturn(&mut v, p, at);
@@ -539,6 +557,7 @@ pub(crate) mod tests {
                 machine_cpu: None,
                 tiers: Vec::new(),
                 findings: Vec::new(),
+                jvm_threads: Vec::new(),
                 breakdown: None,
                 verdict: Verdict {
                     summary: format!(

@@ -9,6 +9,7 @@
 //! files, one loopback HTTP request per tier), so sampling does not load what it measures.
 
 use crate::database::{DbReading, DbSampler};
+use crate::jvm::{JvmReading, JvmSampler};
 use crate::real::Watched;
 use sluice_process::cpu_budget::Throttling;
 use sluice_process::procfs::{self, TcpStates};
@@ -32,6 +33,8 @@ pub struct ProcReading {
     pub counters: BTreeMap<String, f64>,
     /// A database's sessions, sampled since the start (`crate::database`).
     pub db: Option<crate::database::DbReading>,
+    /// A JVM's request threads and GC, sampled since the start (`crate::jvm`).
+    pub jvm: Option<JvmReading>,
 }
 
 /// Every tier at one moment.
@@ -65,6 +68,8 @@ pub struct Sampler {
 struct Sources {
     watched: Vec<Watched>,
     databases: Vec<Option<DbSampler>>,
+    /// Beside each local process that is a JVM (or runs one), the thread sampling it.
+    jvms: Vec<Option<JvmSampler>>,
     /// Each tier's database sessions as its exporter counts them, added up here.
     exported: Vec<Mutex<DbReading>>,
     /// The cgroup whose CPU quota holds the load generator (this process), if one does.
@@ -76,6 +81,7 @@ impl Sources {
         Sources {
             exported: watched.iter().map(|_| Mutex::default()).collect(),
             generator_quota: crate::real::process_budget(std::process::id()).1,
+            jvms: watched.iter().map(|w| w.pid.and_then(jvm_in)).collect(),
             watched,
             databases,
         }
@@ -181,6 +187,13 @@ fn read(sources: &Sources, started: Instant) -> Reading {
             if r.db.is_none() {
                 r.db = exported_sessions(sources, i, &r.counters);
             }
+            r.jvm = sources
+                .jvms
+                .get(i)
+                .and_then(|j| j.as_ref().map(JvmSampler::reading));
+            if let Some(jvm) = &r.jvm {
+                jvm.gc_counters(&mut r.counters);
+            }
             r
         })
         .collect();
@@ -197,6 +210,17 @@ fn read(sources: &Sources, started: Instant) -> Reading {
         listen_overflows: procfs::listen_overflows().unwrap_or(0),
         pressure_us: procfs::cpu_pressure_total_us(),
     }
+}
+
+/// The sampler of the JVM that `pid` is, or that runs in its process tree (a script
+/// that starts `java`).
+fn jvm_in(pid: u32) -> Option<JvmSampler> {
+    let tree = procfs::trees(&[pid]).into_iter().next();
+    let jvm = tree
+        .unwrap_or_else(|| vec![pid])
+        .into_iter()
+        .find(|p| crate::jvm::is_jvm(*p))?;
+    Some(JvmSampler::start(jvm))
 }
 
 /// A database's sessions from its exporter's counters (mysqld_exporter's,

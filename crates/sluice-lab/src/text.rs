@@ -10,6 +10,8 @@ use crate::judge::{whole, Kind};
 use crate::report::{plural, LabReport, StepResult};
 use std::fmt::Write;
 
+mod threads;
+
 /// The widest a line is by default.
 pub const NARROW: usize = 120;
 /// Evidence lines the verdict shows (the rest are in the JSON and per configuration).
@@ -175,6 +177,7 @@ fn configurations(r: &LabReport, w: Width) -> String {
         }
         out.push_str(&machine_line(c, w));
         out.push_str(&breakdowns(&c.steps, w));
+        out.push_str(&threads::tables(&c.steps, w));
         if let Some(u) = c.usl.as_ref().filter(|u| !u.summary.is_empty()) {
             out.push_str(&wrap(&u.summary, "      ", "        ", w));
         }

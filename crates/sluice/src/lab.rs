@@ -415,6 +415,13 @@ fn write_files(args: &LabArgs, report: &report::LabReport, text: &str) -> anyhow
         std::fs::write(out.join("report.json"), &json)?;
         std::fs::write(out.join("report.html"), &page)?;
         std::fs::write(out.join("report.txt"), text)?;
+        if !report.profiles.is_empty() {
+            let dir = out.join("profiles");
+            std::fs::create_dir_all(&dir)?;
+            for p in &report.profiles {
+                std::fs::write(dir.join(p.file_name()), p.folded())?;
+            }
+        }
         eprintln!("sluice lab: report in {}", out.display());
     }
     Ok(())

@@ -18,178 +18,15 @@
 mod support;
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
+use support::stacks::{
+    as_user, database_dir, is_root, postmaster, run, spring_lab, Postgres, SpringApp,
+};
 
 /// One database and lab run at a time: they share the machine's CPU.
 static MACHINE: Mutex<()> = Mutex::new(());
-
-/// A directory the database's own user may write: as root, the database's user is
-/// `user` (PostgreSQL and MariaDB refuse to run as root); otherwise this user. Removed
-/// when dropped, also when the database failed to start.
-fn database_dir(name: &str, user: &str) -> support::TempDir {
-    let dir = support::TempDir::new(&format!("lab-{name}"));
-    if is_root() {
-        let status = Command::new("chown")
-            .arg(user)
-            .arg(&dir.0)
-            .status()
-            .unwrap();
-        assert!(
-            status.success(),
-            "chown {user} (scripts/test.sh installs the database)"
-        );
-    }
-    dir
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
-}
-
-/// `program args`, as the database's user when this is root; its output on failure.
-fn as_user(user: &str, program: &str, args: &[&str]) -> Command {
-    let mut cmd = if is_root() {
-        let mut c = Command::new("runuser");
-        c.args(["-u", user, "--", program]);
-        c
-    } else {
-        Command::new(program)
-    };
-    cmd.args(args);
-    cmd
-}
-
-fn run(mut cmd: Command) {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A PostgreSQL server of its own (Debian's, the newest installed), stopped when
-/// dropped. `cpus`: the CPUs it may run on (`taskset`), all when `None`.
-struct Postgres {
-    bin: PathBuf,
-    dir: support::TempDir,
-    port: u16,
-}
-
-impl Postgres {
-    fn start(cpus: Option<&str>) -> Postgres {
-        Postgres::start_with(cpus, 60, "")
-    }
-
-    /// [`Postgres::start`] keeping its statements' totals (`pg_stat_statements`, as a
-    /// user turns it on: preloaded, and the extension made in the lab's database).
-    fn with_statements(cpus: Option<&str>) -> Postgres {
-        let pg = Postgres::start_with(cpus, 60, "-c shared_preload_libraries=pg_stat_statements");
-        pg.sql("CREATE EXTENSION pg_stat_statements");
-        pg
-    }
-
-    /// [`Postgres::start`] allowing `max_connections` (3 of them reserved for
-    /// superusers, PostgreSQL's default).
-    fn start_with(cpus: Option<&str>, max_connections: u32, options: &str) -> Postgres {
-        let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-            .expect("PostgreSQL (scripts/test.sh installs it)")
-            .flatten()
-            .map(|e| e.path().join("bin"))
-            .collect();
-        versions.sort();
-        let bin = versions.pop().expect("a PostgreSQL version");
-        let dir = database_dir("pg", "postgres");
-        let data = dir.0.join("data");
-        let tool = |name: &str| bin.join(name).to_string_lossy().into_owned();
-        run(as_user(
-            "postgres",
-            &tool("initdb"),
-            &[
-                "-D",
-                data.to_str().unwrap(),
-                "-A",
-                "trust",
-                "-U",
-                "postgres",
-            ],
-        ));
-        let port = support::free_port();
-        let options = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c max_connections={max_connections} {options}",
-            dir.0.display()
-        );
-        let log = dir.0.join("log");
-        let pg_ctl = [
-            "-D",
-            data.to_str().unwrap(),
-            "-l",
-            log.to_str().unwrap(),
-            "-w",
-            "-o",
-            &options,
-            "start",
-        ];
-        run(match cpus {
-            Some(cpus) => as_user(
-                "postgres",
-                "taskset",
-                &[&["-c", cpus, &tool("pg_ctl")][..], &pg_ctl[..]].concat(),
-            ),
-            None => as_user("postgres", &tool("pg_ctl"), &pg_ctl),
-        });
-        let pg = Postgres { bin, dir, port };
-        pg.sql(
-            "CREATE TABLE stock (id int PRIMARY KEY, n bigint);
-             INSERT INTO stock VALUES (1, 1000000000);
-             CREATE ROLE watcher LOGIN;
-             CREATE ROLE lab LOGIN IN ROLE pg_read_all_stats;",
-        );
-        pg
-    }
-
-    fn sql(&self, sql: &str) {
-        let port = self.port.to_string();
-        let psql = self.bin.join("psql");
-        let args = ["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-q"];
-        run({
-            let mut c = Command::new(psql);
-            c.args(args).args(["-v", "ON_ERROR_STOP=1", "-c", sql]);
-            c
-        });
-    }
-
-    /// The app's connection string (psycopg2's).
-    fn dsn(&self) -> String {
-        format!(
-            "host=127.0.0.1 port={} user=postgres dbname=postgres",
-            self.port
-        )
-    }
-
-    fn url(&self, user: &str) -> String {
-        format!("postgres://{user}@127.0.0.1:{}/postgres", self.port)
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let data = self.dir.0.join("data");
-        let pg_ctl = self.bin.join("pg_ctl").to_string_lossy().into_owned();
-        let _ = as_user(
-            "postgres",
-            &pg_ctl,
-            &["-D", data.to_str().unwrap(), "-m", "immediate", "stop"],
-        )
-        .output();
-    }
-}
 
 /// A MariaDB server of its own (Debian's), stopped when dropped.
 struct Mariadb {
@@ -739,96 +576,6 @@ fn a_busy_redis_whose_process_cannot_be_read_is_named_at_its_one_core_from_its_i
     assert!(evidence.contains("commands/s"), "{evidence}");
 }
 
-/// `lab/spring-app` (Spring Boot 3.5.7: Tomcat, HikariCP, Micrometer), built with Maven
-/// when its jar (kept in its `target/`) is older than its sources, run against `pg` with
-/// Tomcat held to `threads` threads; killed when dropped. The JVM's temporary directory
-/// (Tomcat's `tomcat.*` and `tomcat-docbase.*`, which a killed JVM leaves) is its own,
-/// removed after it.
-struct SpringApp {
-    child: Child,
-    port: u16,
-    _tmp: support::TempDir,
-}
-
-impl SpringApp {
-    fn start(pg: &Postgres, threads: usize) -> SpringApp {
-        SpringApp::start_with(pg, threads, &[])
-    }
-
-    /// [`SpringApp::start`] with options for the JVM (`-Xmx96m`).
-    fn start_with(pg: &Postgres, threads: usize, jvm: &[&str]) -> SpringApp {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab/spring-app");
-        let jar = dir.join("target/stock-app-0.0.1.jar");
-        if modified(&jar) < newest_source(&dir) {
-            run({
-                let mut c = Command::new("mvn");
-                c.args(["-q", "-B", "-T1", "-DskipTests", "package"])
-                    .current_dir(&dir);
-                c
-            });
-        }
-        let port = support::free_port();
-        let tmp = support::TempDir::new("spring-app");
-        let child = Command::new("java")
-            .args(jvm)
-            .arg(format!("-Djava.io.tmpdir={}", tmp.0.display()))
-            .arg("-jar")
-            .arg(&jar)
-            .arg(format!("--server.tomcat.threads.max={threads}"))
-            .env("PORT", port.to_string())
-            .env("PGPORT", pg.port.to_string())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("java (scripts/test.sh installs openjdk-17 and maven)");
-        let app = SpringApp {
-            child,
-            port,
-            _tmp: tmp,
-        };
-        // Up once its metrics answer (as text: what the lab asks for).
-        let metrics = format!("http://127.0.0.1:{port}/actuator/prometheus");
-        for _ in 0..600 {
-            let up = sluice_lab::fetch::http_get(&metrics);
-            if up.is_some_and(|b| b.contains("tomcat_threads_busy_threads")) {
-                return app;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        panic!("the Spring Boot app did not start within 60 s");
-    }
-}
-
-/// When `path` was last written; the epoch when it does not exist.
-fn modified(path: &Path) -> std::time::SystemTime {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .unwrap_or(std::time::UNIX_EPOCH)
-}
-
-/// The newest of the app's sources (`pom.xml` and everything under `src/`).
-fn newest_source(dir: &Path) -> std::time::SystemTime {
-    let mut newest = modified(&dir.join("pom.xml"));
-    let mut todo = vec![dir.join("src")];
-    while let Some(d) = todo.pop() {
-        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                todo.push(path);
-            } else {
-                newest = newest.max(modified(&path));
-            }
-        }
-    }
-    newest
-}
-
-impl Drop for SpringApp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 #[ignore = "needs PostgreSQL, java and mvn"]
 fn a_live_spring_boot_apps_tomcat_pool_is_named_with_10_s_steps_and_its_cpu_read() {
@@ -874,38 +621,6 @@ fn churn_lab(pg: &Postgres, heap: &[&str]) -> (Value, String) {
     spring_lab(&app, "/churn", &[&tier], ("8", "6s"))
 }
 
-/// `sluice lab --target` on `app`'s `path` with `tiers` (`--tier` each), `users` for
-/// `duration` after 2 s of warm-up: its report and the terminal's text.
-fn spring_lab(
-    app: &SpringApp,
-    path: &str,
-    tiers: &[&str],
-    (users, duration): (&str, &str),
-) -> (Value, String) {
-    let dir = support::TempDir::new("lab-jvm");
-    let json = dir.0.join("report.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "lab",
-            "--target",
-            &format!("http://127.0.0.1:{}{path}", app.port),
-        ])
-        .args(tiers.iter().flat_map(|t| ["--tier", t]))
-        .args(["--users", users, "-d", duration, "--warmup", "2s", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{stdout}");
-    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    (report, stdout)
-}
-
 #[test]
 #[ignore = "needs PostgreSQL, java and mvn"]
 fn a_jvm_collecting_back_to_back_is_named_at_its_heap_and_not_with_room() {
@@ -934,12 +649,6 @@ fn a_jvm_collecting_back_to_back_is_named_at_its_heap_and_not_with_room() {
     // step, past GC_HEAP_FULL_PCT, on this repo's machine.)
     let (report, stdout) = churn_lab(&pg, &["-Xms2g", "-Xmx2g", "-Xmn1536m"]);
     assert_ne!(report["verdict"]["resource"], "heap", "{stdout}");
-}
-
-/// The PostgreSQL server's postmaster: the first line of its `postmaster.pid`.
-fn postmaster(pg: &Postgres) -> u32 {
-    let text = std::fs::read_to_string(pg.dir.0.join("data/postmaster.pid")).unwrap();
-    text.lines().next().unwrap().trim().parse().unwrap()
 }
 
 /// `sluice serve` in front of `apps` (one upstream, an admin listener): the process,

@@ -83,6 +83,7 @@ fn of(kind: Kind, place: Place) -> &'static str {
         Kind::DbPool => at(BALANCER, "add pool or database capacity"),
         Kind::ConnectionCap => at(BALANCER, "raise the connection cap"),
         Kind::Workers => at(BALANCER, WORKERS),
+        Kind::Monitor => "shorten what runs holding that lock (nothing slow inside it: no I/O, no call to another service), split it, or use a concurrent structure; more threads only queue at it, while each app server added brings a lock of its own",
         Kind::Waits => "more pool or app servers will not help: requests queue inside the database; give the lab its URL to see on what (a row lock, I/O, a slow statement), then shorten that",
         Kind::Heap => at(
             BALANCER,

@@ -28,7 +28,7 @@ fn rank(kind: Kind) -> Rank {
         Kind::Cpu | Kind::BusiestThread | Kind::KeepaliveOff | Kind::Heap => Rank::Hard,
         Kind::Locks | Kind::DiskIo | Kind::Waits => Rank::InsideDb,
         Kind::MaxConnections => Rank::Depth(4),
-        Kind::DbPool => Rank::Depth(3),
+        Kind::DbPool | Kind::Monitor => Rank::Depth(3),
         Kind::ThreadPool | Kind::Workers => Rank::Depth(2),
         Kind::ConnectionCap => Rank::Depth(1),
         Kind::Queue | Kind::RoomsSplit | Kind::Plateau => Rank::Depth(0),

@@ -143,7 +143,9 @@ pub(super) fn missing_metrics(deltas: &[Delta]) -> Vec<Finding> {
         let keys = || d.b.counters.keys();
         let jvm = keys().any(|k| k.starts_with("jvm_"));
         let tomcat = keys().any(|k| k.starts_with("tomcat_threads_"));
-        if jvm && !tomcat {
+        // A JVM whose request threads the lab sampled is judged by their states.
+        let sampled = d.b.jvm.as_ref().is_some_and(|j| j.server.is_some());
+        if jvm && !tomcat && !sampled {
             let text = format!(
                 "{tier}: a JVM without Tomcat's thread metrics (set server.tomcat.mbeanregistry.enabled=true): its thread pool cannot be judged"
             );

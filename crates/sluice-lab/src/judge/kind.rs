@@ -61,6 +61,10 @@ pub enum Kind {
     /// given): the pools in front of it held their connections longer at flat throughput.
     #[serde(rename = "waits")]
     Waits,
+    /// A JVM's monitor (a `synchronized` method or block) its request threads queued
+    /// BLOCKED to enter, from its thread dumps.
+    #[serde(rename = "monitor")]
+    Monitor,
     /// A verdict only: STOMP rooms split over servers, their messages lost.
     #[serde(rename = "balance")]
     RoomsSplit,
@@ -86,6 +90,7 @@ impl Kind {
             Kind::MaxConnections => "db_connections",
             Kind::Workers => "workers",
             Kind::Waits => "waits",
+            Kind::Monitor => "monitor",
             Kind::RoomsSplit => "balance",
             Kind::Plateau => "plateau",
         }
@@ -135,6 +140,8 @@ pub enum FindingKind {
     MessagesLost,
     /// Requests that failed, by the load generator's kinds of error.
     Errors,
+    /// A JVM whose threads could not be sampled, or had no server's by name.
+    ThreadsNotSampled,
 }
 
 #[cfg(test)]
@@ -159,6 +166,7 @@ mod tests {
             (Kind::MaxConnections, "db_connections"),
             (Kind::Workers, "workers"),
             (Kind::Waits, "waits"),
+            (Kind::Monitor, "monitor"),
             (Kind::RoomsSplit, "balance"),
             (Kind::Plateau, "plateau"),
         ];

@@ -66,6 +66,7 @@ pub mod proof;
 mod queue;
 mod resources;
 mod settle;
+pub mod thread_states;
 pub mod thresholds;
 mod validity;
 
@@ -197,6 +198,9 @@ pub struct Judged {
     pub tiers: Vec<TierFigures>,
     pub resources: Vec<Resource>,
     pub findings: Vec<Finding>,
+    /// Each JVM's request threads, where the lab sampled them (a JVM given by pid).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub jvm_threads: Vec<thread_states::ThreadStates>,
     /// Where a request's time went, where the app or the database measured it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub breakdown: Option<Breakdown>,
@@ -224,6 +228,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         mut findings,
         sessions,
         gc,
+        jvm_threads,
     } = Ruled::of(&deltas, load, machine_cpu.as_ref());
     // Failures a limit of a tier accounts for (a balancer failing what its max_conns
     // holds back, a server refusing at its cap) are its evidence, not the step's errors.
@@ -260,6 +265,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         tiers,
         resources,
         findings,
+        jvm_threads,
         breakdown: breakdown::breakdown(&deltas, load),
         verdict,
     }
@@ -329,6 +335,8 @@ struct Ruled {
     sessions: Vec<database::Sessions>,
     /// The GC's findings, printed after the settling's.
     gc: Vec<Finding>,
+    /// The JVMs' request threads, sampled.
+    jvm_threads: Vec<thread_states::ThreadStates>,
 }
 
 impl Ruled {
@@ -338,7 +346,10 @@ impl Ruled {
         resources.extend(database::resources(deltas));
         resources.extend(gc::heaps(deltas));
         resources.extend(queue::shed(deltas, load));
+        let jvm_threads = thread_states::tables(deltas);
+        resources.extend(thread_states::resources(deltas, &jvm_threads));
         let mut findings: Vec<Finding> = keepalive_off(deltas, load).into_iter().collect();
+        findings.extend(thread_states::findings(deltas));
         findings.extend(missing_metrics(deltas));
         findings.extend(database::findings(deltas));
         Ruled {
@@ -346,6 +357,7 @@ impl Ruled {
             findings,
             sessions: database::sessions(deltas),
             gc: gc::findings(deltas, load),
+            jvm_threads,
         }
     }
 }

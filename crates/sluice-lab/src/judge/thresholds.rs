@@ -65,6 +65,12 @@ thresholds! {
     /// under [`CPU_SATURATED`] (else its CPU is what they wait on).
     WORKERS_QUEUED_SHARE = 0.80;
 
+    /// A JVM's monitor, or its database pool seen from its threads, is saturated when
+    /// request threads waited at it (BLOCKED entering it; waiting for a pooled
+    /// connection) in at least this share of its thread dumps: a gauge's pending
+    /// requests' bar ([`GAUGE_PENDING_SHARE`]).
+    THREADS_WAITING_SHARE = GAUGE_PENDING_SHARE;
+
     /// A balancer's queue is saturated (and a pool [`POOL_BUSY`] behind it too) when at
     /// least this share of requests waited in it: the same bar as a pool's waits.
     QUEUE_WAITED = POOL_WAITED;

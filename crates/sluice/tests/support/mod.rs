@@ -5,6 +5,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub mod stacks;
+
 /// Lab backends named `names` in this process, on a runtime thread of their own (it
 /// runs for the rest of the test process); `stomp`: their WebSockets speak STOMP.
 pub fn backends(names: &[&str], stomp: bool) -> Vec<SocketAddr> {

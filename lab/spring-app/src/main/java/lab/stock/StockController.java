@@ -36,10 +36,31 @@ public class StockController {
         return Long.toString(n);
     }
 
+    /**
+     * A query of {@code ms} in the database, holding a pooled connection that long: with
+     * a pool smaller than the users, request threads queue for a connection.
+     */
+    @GetMapping("/query")
+    public String query(@RequestParam(defaultValue = "5") int ms) {
+        stockService.sleep(ms);
+        return "ok";
+    }
+
     /** Waits 20 ms holding its Tomcat thread, as a call to a slow service does. */
     @GetMapping("/slow")
     public String slow() throws InterruptedException {
         Thread.sleep(20);
+        return "ok";
+    }
+
+    /**
+     * One request at a time: a synchronized method that holds its lock 5 ms (a shared
+     * cache rebuilt under a lock, a call to a slow service inside one), the monitor every
+     * other request thread queues BLOCKED to enter.
+     */
+    @GetMapping("/hot")
+    public synchronized String hot() throws InterruptedException {
+        Thread.sleep(5);
         return "ok";
     }
 

@@ -19,6 +19,11 @@ public class StockService {
         return "ok";
     }
 
+    /** A query the database answers after {@code ms}, spending no CPU on it (pg_sleep). */
+    public void sleep(int ms) {
+        jdbc.queryForObject("SELECT 1 FROM pg_sleep(?)", Integer.class, ms / 1000.0);
+    }
+
     /** Counts {@code rows} rows the database generates: its CPU, no table, no lock. */
     public long count(int rows) {
         Long n = jdbc.queryForObject("SELECT count(*) FROM generate_series(1, ?)", Long.class, rows);
