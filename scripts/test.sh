@@ -49,6 +49,7 @@ command -v mvn >/dev/null || need_apt+=(maven)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import psycopg2" 2>/dev/null || need_apt+=(python3-psycopg2)
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import pymysql" 2>/dev/null || need_apt+=(python3-pymysql)
 command -v gunicorn >/dev/null || need_apt+=(gunicorn)
+command -v perf >/dev/null || need_apt+=(linux-perf)
 # python3 -m venv needs ensurepip, which Debian ships apart, in python3-venv.
 python3 -c "import ensurepip" 2>/dev/null || need_apt+=(python3-venv)
 

@@ -217,7 +217,9 @@
   // top one zooms out.
   function flame(parent, p, id) {
     var where = p.users + " users, " + p.servers + " server" + (p.servers === 1 ? "" : "s");
-    add(parent, "h3", "", p.process + " at " + where + " (wall clock: " + p.samples + " thread samples)");
+    var what = p.kind === "cpu" ? "on CPU (perf): " + p.samples + " samples"
+      : "wall clock: " + p.samples + " thread samples";
+    add(parent, "h3", "", p.process + " at " + where + " (" + what + ")");
     var root = { name: "all", value: 0, children: {} };
     p.stacks.forEach(function (s) {
       var node = root;

@@ -28,6 +28,7 @@ pub mod judge;
 pub mod jvm;
 pub mod lb_config;
 pub mod live;
+pub mod oncpu;
 pub mod probe;
 pub mod profile;
 pub mod prom;

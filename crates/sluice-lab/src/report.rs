@@ -13,7 +13,7 @@ use crate::judge::advice::advice;
 use crate::judge::plateau::{self, Point};
 use crate::judge::proof::{Proof, ProofRow, Rerun, Role};
 use crate::judge::{whole, Finding, Judged, Kind, Verdict};
-use crate::profile::Profile;
+use crate::profile::{Profile, ProfileKind, Taken};
 use crate::spec::Experiment;
 use serde::Serialize;
 use sluice_bench::report::StepReport;
@@ -231,11 +231,22 @@ fn profiles(at: &Configuration) -> Vec<Profile> {
     let Some(s) = at.steps.iter().rev().find(|s| s.judged.valid) else {
         return Vec::new();
     };
-    s.judged
-        .jvm_threads
-        .iter()
-        .map(|t| Profile::of_threads(t, s.servers, s.users))
-        .collect()
+    let at = |process, tier, kind| Taken {
+        process,
+        tier,
+        kind,
+        servers: s.servers,
+        users: s.users,
+    };
+    let wall = s.judged.jvm_threads.iter().map(|t| {
+        let taken = at(&t.process, &t.tier, ProfileKind::Wall);
+        Profile::of(taken, &t.folded)
+    });
+    let cpu = s.judged.on_cpu.iter().map(|p| {
+        let taken = at(&p.process, &p.tier, ProfileKind::Cpu);
+        Profile::of(taken, &p.folded)
+    });
+    wall.chain(cpu).collect()
 }
 
 /// Peak throughput from each number of servers to the next (of the same variant).
@@ -558,6 +569,7 @@ pub(crate) mod tests {
                 tiers: Vec::new(),
                 findings: Vec::new(),
                 jvm_threads: Vec::new(),
+                on_cpu: Vec::new(),
                 breakdown: None,
                 verdict: Verdict {
                     summary: format!(

@@ -11,6 +11,8 @@ use crate::judge::proof::{Proof, ProofRow, Role};
 use crate::judge::thresholds::ENLARGE;
 use crate::judge::{self, Kind, Load, ProcInfo, Resource};
 use crate::live::{self, Live};
+use crate::oncpu;
+use crate::profile::OnCpu;
 use crate::real::{TierError, Watched};
 use crate::report::{self, Configuration, LabReport, StepResult};
 use crate::resize::Resize;
@@ -182,6 +184,8 @@ struct Sampling<'a> {
     watched: &'a [Watched],
     /// Before the step's name in the live view: `proof-control: `.
     prefix: String,
+    /// The native processes whose on-CPU profile each step takes (a deployment's).
+    on_cpu: Option<&'a oncpu::Targets>,
 }
 
 impl<'a> Sampling<'a> {
@@ -191,6 +195,15 @@ impl<'a> Sampling<'a> {
             sampler,
             watched,
             prefix,
+            on_cpu: None,
+        }
+    }
+
+    /// Each step's on-CPU profile of `targets`' processes.
+    fn profiling(self, targets: Option<&'a oncpu::Targets>) -> Self {
+        Sampling {
+            on_cpu: targets,
+            ..self
         }
     }
 
@@ -227,12 +240,14 @@ fn measure(
     sampling.live.phase(format!("{name}: measuring"));
     // A proof's re-run may have other servers than the configuration before it.
     sampling.live.servers(s.servers);
+    let perf = std::env::temp_dir().join(format!("sluice-lab-{}.perf", std::process::id()));
+    let recording = sampling.on_cpu.and_then(|t| t.start(perf).ok());
     let first = sampler.now();
     let bench = load(target, &s, s.duration, stop, sampling)?;
     let last = sampler.now();
     let readings = sampler.between(first.t, last.t);
     let sum = &bench.summary;
-    let judged = judge::judge(
+    let mut judged = judge::judge(
         &proc_infos(watched),
         &readings,
         Load {
@@ -253,7 +268,20 @@ fn measure(
             balancer_limited: s.balancer_limited,
         },
     );
+    judged.on_cpu = on_cpu(recording, watched);
     Ok(StepResult::of(s.servers, s.users, &bench, judged))
+}
+
+/// The step's on-CPU profiles, from `perf`'s recording over it.
+fn on_cpu(recording: Option<oncpu::Recording>, watched: &[Watched]) -> Vec<OnCpu> {
+    let Some(Ok(stacks)) = recording.map(oncpu::Recording::stop) else {
+        return Vec::new();
+    };
+    stacks
+        .into_iter()
+        .filter(|(_, stacks)| !stacks.is_empty())
+        .map(|(i, stacks)| OnCpu::of(&watched[i].name, &watched[i].tier, stacks))
+        .collect()
 }
 
 /// The CPU the load generator (this process) can use: its threads, or less when its
@@ -465,6 +493,14 @@ pub fn run_deployment(
     fill_exporter_budgets(&mut d.tiers)?;
     let databases = connect_databases(&d.tiers)?;
     let sampler = Sampler::with_databases(&d.tiers, databases);
+    let mut warnings = Vec::new();
+    let on_cpu = oncpu::Targets::of(&d.tiers).filter(|t| match t.check() {
+        Ok(()) => true,
+        Err(why) => {
+            warnings.push(format!("no on-CPU profiles of the native processes: {why}"));
+            false
+        }
+    });
     let app_processes = d.tiers.iter().filter(|w| w.tier == "app").count().max(1);
     let counts = d
         .resize
@@ -481,12 +517,11 @@ pub fn run_deployment(
             resize.set(servers)?;
             say(o, &resize.in_service(servers));
         }
-        let steps = deployment_steps(d, o, &sampler, servers, stop);
+        let steps = deployment_steps(d, o, (&sampler, on_cpu.as_ref()), servers, stop);
         conflict = d.resize.as_ref().and_then(|(r, _)| r.conflict());
         configurations.push(Configuration::of(servers, None, steps?));
     }
     let interrupted = *stop.borrow() || conflict.is_some();
-    let mut warnings = Vec::new();
     let proof = match (&d.prove, configurations.last()) {
         (Some(commands), Some(last)) if !interrupted => {
             prove_deployment(d, commands, last, o, &sampler, stop, &mut warnings)?
@@ -619,7 +654,7 @@ fn put_back(d: &mut Deployment, conflict: bool) -> Result<Option<String>, Error>
 fn deployment_steps(
     d: &Deployment,
     o: &Options,
-    sampler: &Sampler,
+    (sampler, on_cpu): (&Sampler, Option<&oncpu::Targets>),
     servers: usize,
     stop: &watch::Receiver<bool>,
 ) -> Result<Vec<StepResult>, Error> {
@@ -639,7 +674,7 @@ fn deployment_steps(
             // never put down to a limit of its own.
             balancer_limited: false,
         };
-        let sampling = Sampling::new(o, sampler, &d.tiers, String::new());
+        let sampling = Sampling::new(o, sampler, &d.tiers, String::new()).profiling(on_cpu);
         let step = measure(&d.target, &sampling, spec, stop)?;
         progress_line(o, &step);
         steps.push(step);

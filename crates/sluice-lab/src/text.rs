@@ -10,7 +10,7 @@ use crate::judge::{whole, Kind};
 use crate::report::{plural, LabReport, StepResult};
 use std::fmt::Write;
 
-mod threads;
+mod inside;
 
 /// The widest a line is by default.
 pub const NARROW: usize = 120;
@@ -177,7 +177,8 @@ fn configurations(r: &LabReport, w: Width) -> String {
         }
         out.push_str(&machine_line(c, w));
         out.push_str(&breakdowns(&c.steps, w));
-        out.push_str(&threads::tables(&c.steps, w));
+        out.push_str(&inside::tables(&c.steps, w));
+        out.push_str(&inside::on_cpu(&c.steps, w));
         if let Some(u) = c.usl.as_ref().filter(|u| !u.summary.is_empty()) {
             out.push_str(&wrap(&u.summary, "      ", "        ", w));
         }

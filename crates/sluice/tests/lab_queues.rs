@@ -3,6 +3,9 @@
 //! pid. Each is named at its workers from its listen queue (connections waiting to be
 //! accepted while its CPU has room), the service before the app that waits on it.
 //!
+//! A CPU-heavy app given by pid has its on-CPU profile taken by `perf` each step, kept
+//! for the verdict's step as collapsed stacks.
+//!
 //! They need gunicorn (`#[ignore = "needs gunicorn"]`; scripts/test.sh installs
 //! Debian's), and run one at a time: each measures on the same two cores.
 
@@ -54,8 +57,9 @@ impl Drop for Gunicorn {
     }
 }
 
-/// `sluice lab --target URL` with `tiers`, `users` for 3 s: its report and what it printed.
-fn lab(target: &str, tiers: &[String], users: &str) -> (Value, String) {
+/// `sluice lab --target URL` with `tiers`, `users` for 3 s: its report, what it printed
+/// and where `--out` wrote.
+fn lab(target: &str, tiers: &[String], users: &str) -> (Value, String, support::TempDir) {
     let dir = support::TempDir::new("lab-queues");
     let json = dir.0.join("report.json");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
@@ -64,8 +68,8 @@ fn lab(target: &str, tiers: &[String], users: &str) -> (Value, String) {
         cmd.args(["--tier", tier]);
     }
     let out = cmd
-        .args(["--users", users, "-d", "3s", "--warmup", "1s", "--json"])
-        .arg(&json)
+        .args(["--users", users, "-d", "3s", "--warmup", "1s", "--out"])
+        .arg(&dir.0)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -76,7 +80,7 @@ fn lab(target: &str, tiers: &[String], users: &str) -> (Value, String) {
     );
     println!("{stdout}");
     let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    (report, stdout)
+    (report, stdout, dir)
 }
 
 #[test]
@@ -87,7 +91,7 @@ fn a_wsgi_apps_sync_workers_are_named_from_its_listen_queue() {
     // waiting to be accepted, while the app's CPU idles.
     let app = Gunicorn::start(2, &[]);
     let tier = format!("app={}", app.child.id());
-    let (report, stdout) = lab(&app.url(), &[tier], "16");
+    let (report, stdout, _) = lab(&app.url(), &[tier], "16");
     let v = &report["verdict"];
     assert_eq!(
         (&v["tier"], &v["resource"]),
@@ -114,11 +118,40 @@ fn a_slow_service_the_app_calls_is_named_before_the_app_waiting_on_it() {
         format!("app={}", app.child.id()),
         format!("payments={}", service.child.id()),
     ];
-    let (report, stdout) = lab(&app.url(), &tiers, "16");
+    let (report, stdout, _) = lab(&app.url(), &tiers, "16");
     let v = &report["verdict"];
     assert_eq!(
         (&v["tier"], &v["resource"]),
         (&"payments".into(), &"workers".into()),
         "{stdout}"
     );
+}
+
+#[test]
+#[ignore = "needs gunicorn and perf"]
+fn a_native_apps_on_cpu_profile_is_taken_by_perf_and_kept_for_the_verdicts_step() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    // Two sync workers hashing 3,000 times a request and waiting on nothing: their CPU.
+    let app = Gunicorn::start(2, &[("SLEEP_MS", "0"), ("BURN", "3000")]);
+    let tier = format!("app={}", app.child.id());
+    let (report, stdout, dir) = lab(&app.url(), &[tier], "4");
+    let steps = report["configurations"][0]["steps"].as_array().unwrap();
+    let profile = &steps.last().unwrap()["on_cpu"][0];
+    // The master and its workers as one process tree, sampled at 49 Hz for 3 s while
+    // its workers are on CPU.
+    assert!(profile["samples"].as_u64().unwrap() >= 20, "{profile}");
+    assert!(
+        !profile["top_frames"].as_array().unwrap().is_empty(),
+        "{profile}"
+    );
+    assert!(stdout.contains("on CPU at 4 users (perf"), "{stdout}");
+    let pid = app.child.id();
+    let folded =
+        std::fs::read_to_string(dir.0.join(format!("profiles/app-pid-{pid}.cpu.folded"))).unwrap();
+    let samples: u64 = folded
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(samples, profile["samples"].as_u64().unwrap(), "{folded}");
+    assert_eq!(report["profiles"][0]["kind"], "cpu", "{stdout}");
 }

@@ -201,6 +201,10 @@ pub struct Judged {
     /// Each JVM's request threads, where the lab sampled them (a JVM given by pid).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub jvm_threads: Vec<thread_states::ThreadStates>,
+    /// Each local native process's on-CPU profile, where `perf` took one (set by the
+    /// run after judging: the judge reads none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub on_cpu: Vec<crate::profile::OnCpu>,
     /// Where a request's time went, where the app or the database measured it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub breakdown: Option<Breakdown>,
@@ -266,6 +270,7 @@ pub fn judge(procs: &[ProcInfo], readings: &[Reading], load: Load) -> Judged {
         resources,
         findings,
         jvm_threads,
+        on_cpu: Vec::new(),
         breakdown: breakdown::breakdown(&deltas, load),
         verdict,
     }

@@ -14,6 +14,7 @@ use super::thresholds::THREADS_WAITING_SHARE;
 use super::{round2, tier_word, Delta, Finding, FindingKind, Kind, Resource};
 use crate::jvm::dump::State;
 use crate::jvm::JvmReading;
+use crate::profile::{shares, top, Frame};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -43,17 +44,6 @@ const LIBRARY_PREFIXES: [&str; 22] = [
     "kotlin.",
     "reactor.",
 ];
-
-/// Stacks kept with a step's profile for the flame graph: the rest, each rarer, are
-/// counted in no frame (`--out` keeps them all).
-pub const PROFILE_STACKS: usize = 400;
-
-/// One method of a profile and its share of the busy samples.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Frame {
-    pub frame: String,
-    pub pct: f64,
-}
 
 /// A JVM's request threads over a step.
 #[derive(Debug, Clone, Serialize)]
@@ -149,32 +139,6 @@ fn folded(j: &JvmReading) -> Vec<(String, u64)> {
 /// The app's own code: a frame of no library.
 fn own(frame: &str) -> bool {
     !LIBRARY_PREFIXES.iter().any(|p| frame.starts_with(p))
-}
-
-/// The five frames `pick` finds in the most samples, by share of all of them.
-fn top(folded: &[(String, u64)], pick: impl Fn(&str) -> Option<&str>) -> Vec<Frame> {
-    let total: u64 = folded.iter().map(|(_, n)| n).sum();
-    let mut by: BTreeMap<&str, u64> = BTreeMap::new();
-    for (stack, n) in folded {
-        if let Some(f) = pick(stack) {
-            *by.entry(f).or_default() += n;
-        }
-    }
-    shares(by.into_iter().map(|(k, v)| (k.to_string(), v)), total)
-}
-
-/// The five largest of `counts` as shares of `total`, largest first, 1% and over.
-fn shares(counts: impl Iterator<Item = (String, u64)>, total: u64) -> Vec<Frame> {
-    let mut all: Vec<(String, u64)> = counts.collect();
-    all.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    all.into_iter()
-        .take(5)
-        .map(|(frame, n)| Frame {
-            frame,
-            pct: (n as f64 / total.max(1) as f64 * 1000.0).round() / 10.0,
-        })
-        .filter(|f| f.pct >= 1.0)
-        .collect()
 }
 
 /// The JVM's GC over the step, from its counters' file.

@@ -1,11 +1,13 @@
-//! A sampled JVM's request threads as the terminal shows them, per configuration: a
-//! table of their states (rows) over the steps (columns), as the breakdown shows the
-//! time, and where the busy threads were at the most loaded step (the wall-clock
-//! profile's top frames) with what sampling them cost.
+//! Inside the processes, as the terminal shows it per configuration: a sampled JVM's
+//! request threads, a table of their states (rows) over the steps (columns) as the
+//! breakdown shows the time, and where the busy threads were at the most loaded step
+//! (the wall-clock profile's top frames) with what sampling them cost; and each native
+//! process's on-CPU profile's top frames at that step.
 
 use super::{cut, wrap, Width};
-use crate::judge::thread_states::{Frame, ThreadStates};
+use crate::judge::thread_states::ThreadStates;
 use crate::jvm::dump::State;
+use crate::profile::Frame;
 use crate::report::StepResult;
 use std::fmt::Write;
 
@@ -68,16 +70,40 @@ fn table(t: &ThreadStates, per_step: &[(usize, Option<&ThreadStates>)]) -> Strin
     out
 }
 
+/// Each native process's on-CPU top frames at the last valid step of `steps`.
+pub(super) fn on_cpu(steps: &[StepResult], w: Width) -> String {
+    let Some(last) = steps.iter().rev().find(|s| s.judged.valid) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for p in &last.judged.on_cpu {
+        let mut text = format!(
+            "{} on CPU at {} users (perf, {} samples): {}",
+            p.process,
+            last.users,
+            p.samples,
+            list(&p.top_frames)
+        );
+        if !p.top_own.is_empty() && p.top_own != p.top_frames {
+            let _ = write!(text, "; outside the kernel and libc: {}", list(&p.top_own));
+        }
+        out.push_str(&wrap(&text, "      ", "        ", w));
+    }
+    out
+}
+
+/// "lab.Hot.work 94%, java.lang.Thread.sleep 6%".
+fn list(frames: &[Frame]) -> String {
+    frames
+        .iter()
+        .map(|f| format!("{} {:.0}%", f.frame, f.pct))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// "where the busy threads were at 16 users (wall clock): lab.Hot.work 94%, ...; in
 /// the app's own code: ...; 22 thread dumps, ...".
 fn profile_line(t: &ThreadStates, users: usize) -> String {
-    let list = |frames: &[Frame]| {
-        frames
-            .iter()
-            .map(|f| format!("{} {:.0}%", f.frame, f.pct))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let mut text = format!("where the busy threads were at {users} users (wall clock)");
     if t.top_frames.is_empty() {
         text.push_str(": none was busy");
