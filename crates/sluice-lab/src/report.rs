@@ -204,6 +204,7 @@ impl Configuration {
             })
             .collect();
         let verdict = crate::judge::capped::verdict(&valid_steps)
+            .or_else(|| crate::judge::downstream::service_verdict(&valid_steps))
             .or_else(|| plateau::verdict(&valid_steps))
             .or_else(|| crate::judge::downstream::verdict(&valid_steps))
             .unwrap_or(last);

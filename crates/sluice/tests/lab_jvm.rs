@@ -3,8 +3,9 @@
 //! threads through the JDK's attach listener and reads its GC from the counters `jstat`
 //! reads. A `synchronized` hot spot is named with its method; a HikariCP pool of 2 is
 //! named from the threads waiting for a connection; a CPU-heavy endpoint's method leads
-//! the wall-clock profile's own-code frames; the thread dumps stop the JVM at most about
-//! 1% of each step, as the sampler spaces them.
+//! the wall-clock profile's own-code frames; a slow service the app calls, which the lab
+//! is not given, is named from the threads reading from it; the thread dumps stop the
+//! JVM at most about 1% of each step, as the sampler spaces them.
 //!
 //! One run at a time: each measures CPU on the same two cores.
 
@@ -13,7 +14,7 @@ mod support;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Mutex;
-use support::stacks::{spring_lab_in, Postgres, SpringApp};
+use support::stacks::{spring_lab_in, Gunicorn, Postgres, SpringApp};
 
 static MACHINE: Mutex<()> = Mutex::new(());
 
@@ -153,4 +154,34 @@ fn a_cpu_heavy_endpoints_method_leads_the_wall_clock_profile() {
         "{threads}"
     );
     assert!(stdout.contains("where the busy threads were"), "{stdout}");
+}
+
+#[test]
+#[ignore = "needs PostgreSQL, java, mvn and gunicorn"]
+fn a_slow_service_the_app_calls_unlisted_is_named_from_the_threads_reading_from_it() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    // GET /call: the app reads from a service (gunicorn, 2 sync workers, 20 ms a
+    // request: 100 req/s at most) on a blocking socket. The lab is given the app alone:
+    // from 4 to 16 users throughput stays at the service's, and each request's read
+    // from it grows as requests queue there.
+    let service = Gunicorn::start(2, &[("SLEEP_MS", "20")]);
+    let path = format!("/call?url={}", service.url());
+    let dir = support::TempDir::new("lab-jvm-call");
+    let (report, stdout, threads) = by_pid(&path, &[], "4,16", &dir.0);
+    let v = &report["verdict"];
+    assert_eq!(
+        (&v["tier"], &v["resource"]),
+        (&"app".into(), &"downstream".into()),
+        "{stdout}"
+    );
+    assert!(
+        v["evidence"]
+            .to_string()
+            .contains("in a read from another service"),
+        "{stdout}"
+    );
+    assert!(
+        threads["states"]["downstream"].as_f64().unwrap() >= 8.0,
+        "{threads}"
+    );
 }

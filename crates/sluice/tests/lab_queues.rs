@@ -12,50 +12,12 @@
 mod support;
 
 use serde_json::Value;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
+use support::stacks::Gunicorn;
 
 /// One lab run at a time: they share the machine's CPU.
 static MACHINE: Mutex<()> = Mutex::new(());
-
-/// A gunicorn serving `support/wsgi_app.py` with `workers` sync workers and `env`;
-/// killed (master and workers) when dropped.
-struct Gunicorn {
-    child: Child,
-    port: u16,
-}
-
-impl Gunicorn {
-    fn start(workers: usize, env: &[(&str, &str)]) -> Gunicorn {
-        let port = support::free_port();
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support");
-        let child = Command::new(support::tool("gunicorn"))
-            .args(["--workers", &workers.to_string(), "--worker-class", "sync"])
-            .args(["--bind", &format!("127.0.0.1:{port}"), "--chdir"])
-            .arg(&dir)
-            .arg("wsgi_app:app")
-            .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        support::wait_listening(port);
-        Gunicorn { child, port }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for Gunicorn {
-    fn drop(&mut self) {
-        // SIGTERM: the master stops its workers before it exits.
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        let _ = self.child.wait();
-    }
-}
 
 /// `sluice lab --target URL` with `tiers`, `users` for 3 s: its report, what it printed
 /// and where `--out` wrote.

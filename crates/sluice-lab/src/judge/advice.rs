@@ -84,6 +84,7 @@ fn of(kind: Kind, place: Place) -> &'static str {
         Kind::ConnectionCap => at(BALANCER, "raise the connection cap"),
         Kind::Workers => at(BALANCER, WORKERS),
         Kind::Monitor => "shorten what runs holding that lock (nothing slow inside it: no I/O, no call to another service), split it, or use a concurrent structure; more threads only queue at it, while each app server added brings a lock of its own",
+        Kind::Downstream => "more app threads or servers will not help: requests queue in a service the app calls; give the lab that service as a tier (--tier NAME=PID or its metrics URL) to see what it is short of, then enlarge that",
         Kind::Waits => "more pool or app servers will not help: requests queue inside the database; give the lab its URL to see on what (a row lock, I/O, a slow statement), then shorten that",
         Kind::Heap => at(
             BALANCER,

@@ -26,7 +26,7 @@ enum Rank {
 fn rank(kind: Kind) -> Rank {
     match kind {
         Kind::Cpu | Kind::BusiestThread | Kind::KeepaliveOff | Kind::Heap => Rank::Hard,
-        Kind::Locks | Kind::DiskIo | Kind::Waits => Rank::InsideDb,
+        Kind::Locks | Kind::DiskIo | Kind::Waits | Kind::Downstream => Rank::InsideDb,
         Kind::MaxConnections => Rank::Depth(4),
         Kind::DbPool | Kind::Monitor => Rank::Depth(3),
         Kind::ThreadPool | Kind::Workers => Rank::Depth(2),

@@ -65,6 +65,10 @@ pub enum Kind {
     /// BLOCKED to enter, from its thread dumps.
     #[serde(rename = "monitor")]
     Monitor,
+    /// A verdict only: a service the app calls that the lab was not given, seen from
+    /// the app's request threads waiting longer in a read from it at flat throughput.
+    #[serde(rename = "downstream")]
+    Downstream,
     /// A verdict only: STOMP rooms split over servers, their messages lost.
     #[serde(rename = "balance")]
     RoomsSplit,
@@ -91,6 +95,7 @@ impl Kind {
             Kind::Workers => "workers",
             Kind::Waits => "waits",
             Kind::Monitor => "monitor",
+            Kind::Downstream => "downstream",
             Kind::RoomsSplit => "balance",
             Kind::Plateau => "plateau",
         }
@@ -167,6 +172,7 @@ mod tests {
             (Kind::Workers, "workers"),
             (Kind::Waits, "waits"),
             (Kind::Monitor, "monitor"),
+            (Kind::Downstream, "downstream"),
             (Kind::RoomsSplit, "balance"),
             (Kind::Plateau, "plateau"),
         ];

@@ -1,6 +1,7 @@
 //! The real stacks the lab's end-to-end tests run: a PostgreSQL server of its own
 //! (Debian's) and `lab/spring-app` (Spring Boot, built with Maven) against it, and
-//! `sluice lab --target` on such an app, its JSON report read back.
+//! `sluice lab --target` on such an app, its JSON report read back; a WSGI app under
+//! gunicorn (`support/wsgi_app.py`).
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -309,4 +310,43 @@ pub fn spring_lab_in(
 pub fn postmaster(pg: &Postgres) -> u32 {
     let text = std::fs::read_to_string(pg.dir.0.join("data/postmaster.pid")).unwrap();
     text.lines().next().unwrap().trim().parse().unwrap()
+}
+
+/// A gunicorn serving `support/wsgi_app.py` with `workers` sync workers and `env`;
+/// killed (master and workers) when dropped.
+pub struct Gunicorn {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Gunicorn {
+    pub fn start(workers: usize, env: &[(&str, &str)]) -> Gunicorn {
+        let port = super::free_port();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support");
+        let child = Command::new(super::tool("gunicorn"))
+            .args(["--workers", &workers.to_string(), "--worker-class", "sync"])
+            .args(["--bind", &format!("127.0.0.1:{port}"), "--chdir"])
+            .arg(&dir)
+            .arg("wsgi_app:app")
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        super::wait_listening(port);
+        Gunicorn { child, port }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for Gunicorn {
+    fn drop(&mut self) {
+        // SIGTERM: the master stops its workers before it exits.
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let _ = self.child.wait();
+    }
 }

@@ -46,6 +46,17 @@ public class StockController {
         return "ok";
     }
 
+    /**
+     * Calls the service at {@code url} and answers what it answered: a blocking read on
+     * its socket (HttpURLConnection), as a REST call to another service is.
+     */
+    @GetMapping("/call")
+    public String call(@RequestParam String url) throws java.io.IOException {
+        try (java.io.InputStream in = new java.net.URL(url).openStream()) {
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+    }
+
     /** Waits 20 ms holding its Tomcat thread, as a call to a slow service does. */
     @GetMapping("/slow")
     public String slow() throws InterruptedException {
