@@ -13,14 +13,15 @@
 #     (the lab's fastest pace), beside the same lab run as `alone`.
 # A native process (`sluice backend`) under wrk, its throughput alone and with
 # `perf record -F 49 -g` on it (the lab's on-CPU profile).
-# Repeated RUNS times, interleaved; medians, and ratios to `alone`. Loopback only; every
+# Repeated RUNS times, interleaved (the JVM's modes in a rotating order); medians, and
+# ratios to `alone`. Loopback only; every
 # load is bounded in time.
 #
-# Usage: [RUNS=3] [SECONDS_EACH=8] bench/samplers.sh
+# Usage: [RUNS=6] [SECONDS_EACH=8] bench/samplers.sh
 # Results: bench/runs/<date>-samplers/ (summary.md, results.jsonl; logs in raw.tar.xz).
 
 set -euo pipefail
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-6}
 SECONDS_EACH=${SECONDS_EACH:-8}
 NAME=samplers
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -47,7 +48,7 @@ PIDS+=("$NATIVE_PID")
 for _ in $(seq 600); do curl -fs "http://127.0.0.1:$JVM_PORT/cpu" >/dev/null && break; sleep 0.1; done
 wait_port 19702 && wait_port 19703
 # The JVM's code compiled before anything is measured.
-wrk -t2 -c16 -d10s "http://127.0.0.1:$JVM_PORT/cpu" >/dev/null
+wrk -t2 -c16 -d30s "http://127.0.0.1:$JVM_PORT/cpu" >/dev/null
 
 # wrk_rps URL: requests a second over SECONDS_EACH, 16 connections.
 wrk_rps() {
@@ -99,8 +100,11 @@ native_round() {
 }
 
 : >"$OUT/results.jsonl"
+# The JVM speeds up for minutes as it compiles: each round takes its modes in another
+# order, so that no mode always runs on the warmest JVM.
+JVM_ORDERS=("alone lab jcmd" "lab jcmd alone" "jcmd alone lab")
 for round in $(seq "$RUNS"); do
-    for mode in alone lab jcmd; do
+    for mode in ${JVM_ORDERS[$(((round - 1) % 3))]}; do
         log "round $round: jvm $mode"
         jvm_round "$mode" "$round" | tee -a "$OUT/results.jsonl"
     done
