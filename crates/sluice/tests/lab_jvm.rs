@@ -13,7 +13,9 @@ mod support;
 
 use serde_json::Value;
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 use support::stacks::{spring_lab_in, Gunicorn, Postgres, SpringApp};
 
 static MACHINE: Mutex<()> = Mutex::new(());
@@ -184,4 +186,49 @@ fn a_slow_service_the_app_calls_unlisted_is_named_from_the_threads_reading_from_
         threads["states"]["downstream"].as_f64().unwrap() >= 8.0,
         "{threads}"
     );
+}
+
+#[test]
+#[ignore = "needs PostgreSQL, java, mvn and chromium"]
+fn the_live_page_shows_the_jvms_request_threads_by_state_as_they_are_sampled() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let pg = Postgres::start(None);
+    let app = SpringApp::start(&pg, 20);
+    let port = support::free_port();
+    let mut lab = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["lab", "--target"])
+        .arg(format!("http://127.0.0.1:{}/hot", app.port))
+        .args(["--tier", &format!("app={}", app.child.id())])
+        .args(["--users", "8", "-d", "15s", "--warmup", "0s", "--live"])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // While the step runs: the JVM's threads of the last second, most BLOCKED.
+    let live = format!("http://127.0.0.1:{port}/live.json");
+    let start = Instant::now();
+    let threads = loop {
+        let state: Value = sluice_lab::fetch::http_get(&live)
+            .and_then(|b| serde_json::from_str(&b).ok())
+            .unwrap_or_default();
+        let threads = state["tiers"][0]["threads"].clone();
+        let blocked = threads
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| t["state"] == "blocked");
+        if blocked.is_some_and(|b| b["threads"].as_f64().unwrap() >= 4.0) {
+            break threads;
+        }
+        assert!(start.elapsed() < Duration::from_secs(12), "{state}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // ...and the page draws them as a bar, a segment a state.
+    let profile = support::TempDir::new("lab-jvm-live");
+    let dom = support::browser_dom_of(&format!("http://127.0.0.1:{port}/"), &profile.0);
+    let _ = lab.kill();
+    let _ = lab.wait();
+    assert!(dom.contains("class=\"seg\""), "{threads} {dom}");
+    assert!(dom.contains("blocked "), "{dom}");
 }

@@ -206,6 +206,9 @@ pub struct DbReading {
     pub statement_times: BTreeMap<String, StatementTime>,
     /// Why the statements' totals are not read, when they are not.
     pub statement_times_unread: Option<String>,
+    /// The sampling queries' own time, seconds, as the lab waited for them: what
+    /// sampling cost the database, at most.
+    pub query_s: f64,
 }
 
 impl DbReading {
@@ -286,6 +289,7 @@ impl DbReading {
             hidden: self.hidden,
             counts_only: self.counts_only,
             error: self.error.clone(),
+            query_s: (self.query_s - earlier.query_s).max(0.0),
         }
     }
 
@@ -393,7 +397,10 @@ fn sample_until(
             }
         }
         sampled += 1;
-        match conn.sample() {
+        let started = Instant::now();
+        let sample = conn.sample();
+        reading.lock().expect("not poisoned").query_s += started.elapsed().as_secs_f64();
+        match sample {
             Ok(s) => reading.lock().expect("not poisoned").add(&s),
             Err(e) => {
                 reading.lock().expect("not poisoned").error = Some(e);

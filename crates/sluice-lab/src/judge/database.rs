@@ -146,7 +146,7 @@ fn top_sql(d: &Delta, db: &DbReading) -> Option<String> {
 }
 
 /// "db[pid 812]: 0.4 sessions running on average (most: `SELECT ...`), 9.1 waiting on a
-/// lock, 0.8 idle in a transaction (40 samples)".
+/// lock, 0.8 idle in a transaction (40 samples, 0.9 ms a sampling query)".
 fn sessions_line(d: &Delta, db: &DbReading) -> String {
     let mut parts = vec![format!(
         "{:.1} sessions running on average",
@@ -166,8 +166,16 @@ fn sessions_line(d: &Delta, db: &DbReading) -> String {
             parts.push(format!("{n:.1} {what}"));
         }
     }
+    let cost = if db.counts_only || db.query_s <= 0.0 {
+        String::new()
+    } else {
+        format!(
+            ", {:.1} ms a sampling query",
+            db.query_s * 1000.0 / db.samples.max(1) as f64
+        )
+    };
     format!(
-        "{}: {} ({} samples)",
+        "{}: {} ({} samples{cost})",
         d.info.name,
         parts.join(", "),
         db.samples

@@ -78,7 +78,7 @@ pub(super) fn on_cpu(steps: &[StepResult], w: Width) -> String {
     let mut out = String::new();
     for p in &last.judged.on_cpu {
         let mut text = format!(
-            "{} on CPU at {} users (perf, {} samples): {}",
+            "{} on CPU at {} users (perf at 49 Hz, {} samples): {}",
             p.process,
             last.users,
             p.samples,
