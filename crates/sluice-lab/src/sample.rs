@@ -7,6 +7,9 @@
 //! Readings are cumulative counters as the kernel and the tiers give them; what a step
 //! did is the difference between two readings (`judge.rs`). Every read is cheap (a few
 //! files, one loopback HTTP request per tier), so sampling does not load what it measures.
+//! A database's sessions and a local JVM's threads are sampled more often, each on a
+//! thread of its own (`crate::database`, `crate::jvm`, which bounds what its thread dumps
+//! stop the JVM), and read here as they stand.
 
 use crate::database::{DbReading, DbSampler};
 use crate::jvm::{JvmReading, JvmSampler};

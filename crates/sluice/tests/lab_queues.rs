@@ -12,9 +12,8 @@
 mod support;
 
 use serde_json::Value;
-use std::process::Command;
 use std::sync::Mutex;
-use support::stacks::Gunicorn;
+use support::stacks::{lab_out, Gunicorn};
 
 /// One lab run at a time: they share the machine's CPU.
 static MACHINE: Mutex<()> = Mutex::new(());
@@ -23,25 +22,9 @@ static MACHINE: Mutex<()> = Mutex::new(());
 /// and where `--out` wrote.
 fn lab(target: &str, tiers: &[String], users: &str) -> (Value, String, support::TempDir) {
     let dir = support::TempDir::new("lab-queues");
-    let json = dir.0.join("report.json");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
-    cmd.args(["lab", "--target", target]);
-    for tier in tiers {
-        cmd.args(["--tier", tier]);
-    }
-    let out = cmd
-        .args(["--users", users, "-d", "3s", "--warmup", "1s", "--out"])
-        .arg(&dir.0)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{stdout}");
-    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let tiers: Vec<&str> = tiers.iter().map(String::as_str).collect();
+    let flags = ["--users", users, "-d", "3s", "--warmup", "1s"];
+    let (report, stdout) = lab_out(target, &tiers, &flags, &dir.0);
     (report, stdout, dir)
 }
 

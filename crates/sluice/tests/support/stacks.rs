@@ -283,15 +283,23 @@ pub fn spring_lab_in(
     (users, duration): (&str, &str),
     dir: &Path,
 ) -> (Value, String) {
-    let json = dir.join("report.json");
+    let target = format!("http://127.0.0.1:{}{path}", app.port);
+    lab_out(
+        &target,
+        tiers,
+        &["--users", users, "-d", duration, "--warmup", "2s"],
+        dir,
+    )
+}
+
+/// `sluice lab --target TARGET --tier T... FLAGS... --out DIR`, which must succeed: its
+/// JSON report and what it printed (printed again, for a failing test's output).
+pub fn lab_out(target: &str, tiers: &[&str], flags: &[&str], dir: &Path) -> (Value, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "lab",
-            "--target",
-            &format!("http://127.0.0.1:{}{path}", app.port),
-        ])
+        .args(["lab", "--target", target])
         .args(tiers.iter().flat_map(|t| ["--tier", t]))
-        .args(["--users", users, "-d", duration, "--warmup", "2s", "--out"])
+        .args(flags)
+        .arg("--out")
         .arg(dir)
         .output()
         .unwrap();
@@ -302,8 +310,8 @@ pub fn spring_lab_in(
         String::from_utf8_lossy(&out.stderr)
     );
     println!("{stdout}");
-    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    (report, stdout)
+    let json = std::fs::read_to_string(dir.join("report.json")).unwrap();
+    (serde_json::from_str(&json).unwrap(), stdout)
 }
 
 /// The PostgreSQL server's postmaster: the first line of its `postmaster.pid`.
