@@ -5,7 +5,8 @@
 //! named from the threads waiting for a connection; a CPU-heavy endpoint's method leads
 //! the wall-clock profile's own-code frames; a slow service the app calls, which the lab
 //! is not given, is named from the threads reading from it; the thread dumps stop the
-//! JVM at most about 1% of each step, as the sampler spaces them.
+//! JVM at most about 1% of each step, as the sampler spaces them. The same app on Jetty
+//! and on Undertow (its Maven profiles) is read the same way.
 //!
 //! One run at a time: each measures CPU on the same two cores.
 
@@ -24,13 +25,24 @@ static MACHINE: Mutex<()> = Mutex::new(());
 /// `jvm` options, given by its pid only: the report, the terminal's text, and the last
 /// step's request threads.
 fn by_pid(path: &str, jvm: &[&str], users: &str, dir: &Path) -> (Value, String, Value) {
+    on_server("tomcat", path, (jvm, users), dir)
+}
+
+/// [`by_pid`] on the app built for `server` (`tomcat`, `jetty`, `undertow`).
+fn on_server(
+    server: &str,
+    path: &str,
+    (jvm, users): (&[&str], &str),
+    dir: &Path,
+) -> (Value, String, Value) {
     let pg = Postgres::start(None);
-    let app = SpringApp::start_with(&pg, 20, jvm);
+    let app = SpringApp::start_on(server, &pg, 20, jvm);
     let tier = format!("app={}", app.child.id());
     let (report, stdout) = spring_lab_in(&app, path, &[&tier], (users, "6s"), dir);
     let steps = report["configurations"][0]["steps"].as_array().unwrap();
     let threads = steps.last().unwrap()["jvm_threads"][0].clone();
-    assert_eq!(threads["server"], "Tomcat", "{stdout}");
+    let name = threads["server"].as_str().unwrap_or("").to_lowercase();
+    assert_eq!(name, server, "{stdout}");
     // The sampler spaces its dumps by what each stopped the JVM: about 1% at most
     // (a step's edges can cut a gap short).
     let stopped = threads["stopped_pct"].as_f64().unwrap();
@@ -231,4 +243,20 @@ fn the_live_page_shows_the_jvms_request_threads_by_state_as_they_are_sampled() {
     let _ = lab.wait();
     assert!(dom.contains("class=\"seg\""), "{threads} {dom}");
     assert!(dom.contains("blocked "), "{dom}");
+}
+
+#[test]
+#[ignore = "needs PostgreSQL, java and mvn"]
+fn jettys_and_undertows_request_threads_are_recognised_and_judged_as_tomcats() {
+    let _one = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    // The same app on Jetty (its selector threads share the request threads' pool) and
+    // on Undertow (XNIO task threads): the hot spot named as on Tomcat, their idle
+    // threads idle.
+    for server in ["jetty", "undertow"] {
+        let dir = support::TempDir::new(&format!("lab-jvm-{server}"));
+        let (report, stdout, threads) = on_server(server, "/hot", (&[], "16"), &dir.0);
+        assert_eq!(report["verdict"]["resource"], "monitor", "{stdout}");
+        let running = threads["states"]["running"].as_f64().unwrap();
+        assert!(running < 1.0, "{server}: {threads}");
+    }
 }

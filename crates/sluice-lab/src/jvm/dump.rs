@@ -142,7 +142,8 @@ pub fn parse(dump: &str) -> Vec<Thread> {
 }
 
 /// Frames a thread is in while it waits for a request in its pool.
-const IDLE_FRAMES: [&str; 6] = [
+const IDLE_FRAMES: [&str; 7] = [
+    "org.jboss.threads.EnhancedQueueExecutor$PoolThreadNode.park",
     "org.apache.tomcat.util.threads.TaskQueue.take",
     "org.apache.tomcat.util.threads.TaskQueue.poll",
     "org.apache.tomcat.util.threads.ThreadPoolExecutor.getTask",
@@ -150,6 +151,10 @@ const IDLE_FRAMES: [&str; 6] = [
     "org.eclipse.jetty.util.thread.QueuedThreadPool$Runner.idleJobPoll",
     "org.eclipse.jetty.util.thread.ReservedThreadExecutor$ReservedThread.reservedWait",
 ];
+
+/// A selector's wait for I/O events, innermost: a thread of the pool producing work
+/// (Jetty runs its selectors on its request threads' pool), not serving a request.
+const SELECTOR_WAITS: [&str; 2] = ["sun.nio.ch.EPoll.wait", "sun.nio.ch.Net.accept"];
 
 /// Frames a thread is in while it waits for a pool's connection.
 const POOL_FRAMES: [&str; 4] = [
@@ -185,6 +190,14 @@ impl Thread {
         let has = |list: &[&str]| self.frames.iter().any(|f| list.contains(&f.as_str()));
         match self.java_state.as_str() {
             "BLOCKED" => State::Blocked,
+            "RUNNABLE"
+                if self
+                    .frames
+                    .first()
+                    .is_some_and(|f| SELECTOR_WAITS.contains(&f.as_str())) =>
+            {
+                State::Idle
+            }
             "RUNNABLE" => {
                 let reading = self
                     .frames
@@ -379,6 +392,31 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1deb12u1 mixed mode,
             waiting_to_lock: None,
         };
         assert_eq!(jetty_reading_next_request.state(), State::Running);
+        let jetty_selecting = Thread {
+            frames: vec![
+                "sun.nio.ch.EPoll.wait".into(),
+                "sun.nio.ch.EPollSelectorImpl.doSelect".into(),
+                "org.eclipse.jetty.io.ManagedSelector.select".into(),
+                "org.eclipse.jetty.util.thread.QueuedThreadPool$Runner.run".into(),
+            ],
+            ..jetty_reading_next_request.clone()
+        };
+        assert_eq!(jetty_selecting.state(), State::Idle);
+        // Undertow 2.3's idle worker (jboss-threads 3), as a dump of Spring Boot 3.5 shows it.
+        let undertow_idle = Thread {
+            name: "XNIO-1 task-2".into(),
+            java_state: "TIMED_WAITING".into(),
+            frames: vec![
+                "jdk.internal.misc.Unsafe.park".into(),
+                "java.util.concurrent.locks.LockSupport.parkNanos".into(),
+                "org.jboss.threads.EnhancedQueueExecutor$PoolThreadNode.park".into(),
+                "org.jboss.threads.EnhancedQueueExecutor$ThreadBody.run".into(),
+                "org.xnio.XnioWorker$WorkerThreadFactory$1$1.run".into(),
+                "java.lang.Thread.run".into(),
+            ],
+            waiting_to_lock: None,
+        };
+        assert_eq!(undertow_idle.state(), State::Idle);
         let rest_call = Thread {
             frames: vec![
                 "sun.nio.ch.Net.poll".into(),

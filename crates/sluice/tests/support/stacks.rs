@@ -191,13 +191,29 @@ impl SpringApp {
 
     /// [`SpringApp::start`] with options for the JVM (`-Xmx96m`).
     pub fn start_with(pg: &Postgres, threads: usize, jvm: &[&str]) -> SpringApp {
+        SpringApp::start_on("tomcat", pg, threads, jvm)
+    }
+
+    /// [`SpringApp::start_with`] on `server`: `tomcat`, `jetty` or `undertow` (the
+    /// app's Maven profiles, each its own jar).
+    pub fn start_on(server: &str, pg: &Postgres, threads: usize, jvm: &[&str]) -> SpringApp {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab/spring-app");
-        let jar = dir.join("target/stock-app-0.0.1.jar");
+        let jar = dir.join(match server {
+            "tomcat" => "target/stock-app-0.0.1.jar".to_string(),
+            other => format!("target/stock-app-{other}.jar"),
+        });
         if modified(&jar) < newest_source(&dir) {
             run({
                 let mut c = Command::new("mvn");
-                c.args(["-q", "-B", "-T1", "-DskipTests", "package"])
-                    .current_dir(&dir);
+                c.args([
+                    "-q",
+                    "-B",
+                    "-T1",
+                    "-DskipTests",
+                    &format!("-P{server}"),
+                    "package",
+                ])
+                .current_dir(&dir);
                 c
             });
         }
@@ -209,6 +225,8 @@ impl SpringApp {
             .arg("-jar")
             .arg(&jar)
             .arg(format!("--server.tomcat.threads.max={threads}"))
+            .arg(format!("--server.jetty.threads.max={threads}"))
+            .arg(format!("--server.undertow.threads.worker={threads}"))
             .env("PORT", port.to_string())
             .env("PGPORT", pg.port.to_string())
             .stdout(Stdio::null())
@@ -219,11 +237,16 @@ impl SpringApp {
             port,
             _tmp: tmp,
         };
-        // Up once its metrics answer (as text: what the lab asks for).
+        // Up once its metrics answer (as text: what the lab asks for), with Tomcat's
+        // thread pool among them on Tomcat.
         let metrics = format!("http://127.0.0.1:{port}/actuator/prometheus");
+        let ready = match server {
+            "tomcat" => "tomcat_threads_busy_threads",
+            _ => "jvm_threads_live_threads",
+        };
         for _ in 0..600 {
             let up = sluice_lab::fetch::http_get(&metrics);
-            if up.is_some_and(|b| b.contains("tomcat_threads_busy_threads")) {
+            if up.is_some_and(|b| b.contains(ready)) {
                 return app;
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
