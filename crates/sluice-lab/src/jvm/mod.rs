@@ -29,6 +29,13 @@ pub const SAMPLE_EVERY: Duration = Duration::from_millis(200);
 /// The most of the time thread dumps may stop the JVM: the bound, 1%.
 pub const DUMP_SHARE: f64 = 0.01;
 
+/// Distinct stacks a JVM's sampler keeps (a few MiB of text at most): past them, new
+/// stacks are counted together as one, [`OTHER_STACKS`].
+const MAX_STACKS: usize = 20_000;
+
+/// What stacks past [`MAX_STACKS`] are counted as.
+pub const OTHER_STACKS: &str = "[stacks past the lab's 20,000 distinct]";
+
 /// The folded stacks of one JVM's busy request threads, each stored once and counted by
 /// its place here (a step's profile is a difference of counts, cheap to copy each
 /// second).
@@ -42,6 +49,9 @@ impl Stacks {
     fn id(&mut self, folded: String) -> u32 {
         if let Some(&id) = self.index.get(&folded) {
             return id;
+        }
+        if self.folded.len() >= MAX_STACKS && folded != OTHER_STACKS {
+            return self.id(OTHER_STACKS.to_string());
         }
         let id = self.folded.len() as u32;
         self.folded.push(folded.clone());
