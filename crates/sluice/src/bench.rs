@@ -26,8 +26,13 @@ pub struct BenchArgs {
     command: Option<BenchCommand>,
     /// The URLs to load (http://host:port/path); several are sent in turn, or by weight
     /// when written URL@WEIGHT.
-    #[arg(required_unless_present = "scenario")]
+    #[arg(required_unless_present_any = ["scenario", "check"])]
     urls: Vec<String>,
+    /// Check these scenario files and exit, running nothing: every problem of each at
+    /// once, with its file:line:col and a hint (the target's name is resolved, as a run
+    /// would; give --resolve for a name this machine does not know).
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["scenario", "urls"])]
+    check: Vec<PathBuf>,
     /// What each user does, as a TOML scenario file (HTTP, WebSocket and STOMP steps);
     /// a URL (http://host:port), --users, --duration, --iterations and --ramp given
     /// here override the file's target and load.
@@ -158,6 +163,9 @@ enum BenchCommand {
 pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(BenchCommand::Merge { files, json, html }) = &args.command {
         return merge(files, json.as_ref(), html.as_ref());
+    }
+    if !args.check.is_empty() {
+        return check_scenarios(&args);
     }
     let (plan, thresholds) = match plan(&args) {
         Ok(p) => p,
@@ -309,6 +317,58 @@ fn plan(args: &BenchArgs) -> anyhow::Result<(Plan, Vec<Threshold>)> {
     }
     enough_files(plan.max_connections())?;
     Ok((plan, thresholds.unwrap_or_default()))
+}
+
+/// `--check`: each scenario file read as a run would read it, its problems told, none
+/// run. Exit 0 when every file is good.
+fn check_scenarios(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let resolve = match resolves(args) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("sluice bench: {e:#}");
+            return Ok(ExitCode::from(BAD_INPUT));
+        }
+    };
+    let mut failed = false;
+    for path in &args.check {
+        match Scenario::load(path, &resolve) {
+            Ok(s) => println!("{}: ok ({})", path.display(), scenario_summary(&s)),
+            Err(errors) => {
+                failed = true;
+                eprintln!("{errors}");
+            }
+        }
+    }
+    Ok(match failed {
+        true => ExitCode::from(BAD_INPUT),
+        false => ExitCode::SUCCESS,
+    })
+}
+
+/// "2 steps a loop, 1 setup step, target http://127.0.0.1:8080/, users 10,20, 30s a step".
+fn scenario_summary(s: &Scenario) -> String {
+    let count = |n: usize, what: &str| match n {
+        1 => format!("1 {what} step"),
+        n => format!("{n} {what} steps"),
+    };
+    let mut parts = vec![count(s.steps.len(), "loop")];
+    if !s.setup.is_empty() {
+        parts.push(count(s.setup.len(), "setup"));
+    }
+    if !s.teardown.is_empty() {
+        parts.push(count(s.teardown.len(), "teardown"));
+    }
+    parts.push(format!("target {} ({})", s.target.url, s.target.addr));
+    if !s.users.is_empty() {
+        let users: Vec<String> = s.users.iter().map(usize::to_string).collect();
+        parts.push(format!("users {}", users.join(",")));
+    }
+    match (s.duration, s.iterations) {
+        (Some(d), _) => parts.push(format!("{:?} a step", d)),
+        (None, Some(n)) => parts.push(format!("{n} iterations a user")),
+        (None, None) => {}
+    }
+    parts.join(", ")
 }
 
 /// What is wrong with the arguments, gathered so that each is told at once.

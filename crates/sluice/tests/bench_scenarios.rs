@@ -216,6 +216,61 @@ fn a_bad_scenario_file_is_refused_with_its_positions_and_exit_code_2() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read the scenario"));
 }
 
+/// `sluice bench --check`: the shipped examples are good, each said in a line; a bad
+/// file's every problem is told at once with its place, exit 2, and nothing is sent
+/// (its target is a port no one listens on, which a run would count as errors).
+#[test]
+fn check_reads_scenarios_as_a_run_would_and_runs_nothing() {
+    let good = sluice()
+        .args(["bench", "--check"])
+        .arg(example("http-flow.toml"))
+        .arg(example("stomp-chat.toml"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&good.stdout);
+    assert!(
+        good.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&good.stderr)
+    );
+    assert_eq!(stdout.matches(": ok (").count(), 2, "{stdout}");
+    assert!(stdout.contains("loop step"), "{stdout}");
+    let path =
+        std::env::temp_dir().join(format!("sluice-check-scenario-{}.toml", std::process::id()));
+    std::fs::write(
+        &path,
+        "target = \"http://127.0.0.1:1/app\"\nusers = 2\niterations = 0\n\n[[step]]\nhttp = \"FETCH\"\nthink = \"soon\"\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let bad = sluice()
+        .args(["bench", "--check"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{stderr}");
+    assert!(
+        bad.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&bad.stdout)
+    );
+    let file = path.display().to_string();
+    // The target's path, the step's request and its think time: three problems, each
+    // at its line, in one run.
+    for line in [1, 6, 7] {
+        assert!(
+            stderr.contains(&format!("{file}:{line}:")),
+            "no problem at line {line}: {stderr}"
+        );
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "it ran: {stderr}"
+    );
+}
+
 /// `--follow` in a scenario: a step whose request is redirected (a log-in's 302, here
 /// sluice's own `return`) is followed to the page, each hop a sample of its own; the
 /// step's `expect_status` and `expect_body` are what the page must be, the redirect on
