@@ -239,7 +239,7 @@ fn check_reads_scenarios_as_a_run_would_and_runs_nothing() {
         std::env::temp_dir().join(format!("sluice-check-scenario-{}.toml", std::process::id()));
     std::fs::write(
         &path,
-        "target = \"http://127.0.0.1:1/app\"\nusers = 2\niterations = 0\n\n[[step]]\nhttp = \"FETCH\"\nthink = \"soon\"\n",
+        "target = \"http://127.0.0.1:1/app\"\nusers = 2\niterations = 0\n\n[[step]]\nhttp = \"FETCH\"\nthink = \"soon\"\nheaders = [\"X-Id: {random(9,1)}\"]\n",
     )
     .unwrap();
     let started = std::time::Instant::now();
@@ -257,9 +257,10 @@ fn check_reads_scenarios_as_a_run_would_and_runs_nothing() {
         String::from_utf8_lossy(&bad.stdout)
     );
     let file = path.display().to_string();
-    // The target's path, the step's request and its think time: three problems, each
-    // at its line, in one run.
-    for line in [1, 6, 7] {
+    // The target's path, the step's request, its think time and a variable: four
+    // problems, each at its line, in one run.
+    assert!(stderr.contains("{random(9,1)}"), "{stderr}");
+    for line in [1, 6, 7, 8] {
         assert!(
             stderr.contains(&format!("{file}:{line}:")),
             "no problem at line {line}: {stderr}"

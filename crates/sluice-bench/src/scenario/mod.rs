@@ -16,7 +16,8 @@
 //!
 //! [[step]]                            # the loop
 //! name = "home"                       # the label its samples are reported under
-//! http = "GET /?room={room}"          # METHOD PATH; {user} and {room} are replaced
+//! http = "GET /?room={room}"          # METHOD PATH; {user}, {room}, {uuid}, {now_ms}
+//!                                     # and {random(1,1000)} are replaced
 //! expect_status = 200                 # or a list; anything else is an error
 //! expect_body = "Welcome"             # the body must contain this
 //! think = "100ms"                     # pause after the step
@@ -32,6 +33,9 @@
 //! config errors are.
 
 mod steps;
+mod template;
+
+pub use template::Template;
 
 use crate::target::{Resolve, Target, TargetError};
 
@@ -51,54 +55,6 @@ const TOP_KEYS: &[&str] = &[
     "step",
     "teardown",
 ];
-
-/// Text with `{user}` and `{room}` in it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Template(Vec<Part>);
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Part {
-    Text(String),
-    User,
-    Room,
-}
-
-impl Template {
-    pub fn parse(text: &str) -> Template {
-        let mut parts = Vec::new();
-        let mut rest = text;
-        while let Some(i) = rest.find('{') {
-            let (var, len) = if rest[i..].starts_with("{user}") {
-                (Some(Part::User), 6)
-            } else if rest[i..].starts_with("{room}") {
-                (Some(Part::Room), 6)
-            } else {
-                (None, 1)
-            };
-            parts.push(Part::Text(
-                rest[..i + if var.is_some() { 0 } else { 1 }].to_string(),
-            ));
-            if let Some(v) = var {
-                parts.push(v);
-            }
-            rest = &rest[i + len..];
-        }
-        parts.push(Part::Text(rest.to_string()));
-        parts.retain(|p| !matches!(p, Part::Text(t) if t.is_empty()));
-        Template(parts)
-    }
-
-    pub fn render(&self, user: usize, room: usize) -> String {
-        self.0
-            .iter()
-            .map(|p| match p {
-                Part::Text(t) => t.clone(),
-                Part::User => user.to_string(),
-                Part::Room => room.to_string(),
-            })
-            .collect()
-    }
-}
 
 /// What a step does.
 #[derive(Debug, Clone, PartialEq)]
@@ -390,13 +346,6 @@ fn section(r: &mut Reader, root: &dyn TableLike, name: &str, required: bool) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn templates() {
-        let t = Template::parse("/chat?room={room}&u={user}&{other}");
-        assert_eq!(t.render(7, 3), "/chat?room=3&u=7&{other}");
-        assert_eq!(Template::parse("plain").render(1, 1), "plain");
-    }
 
     #[test]
     fn a_scenario_reads() {

@@ -111,17 +111,19 @@ fn action(
     span: Option<Span>,
 ) -> Option<Action> {
     let headers = headers(r, t);
-    let body = r.string(t, "body").map_or(String::new(), |(b, _)| b);
-    let body = Template::parse(&body);
+    let body = match r.string(t, "body") {
+        Some((b, span)) => template(r, &b, span),
+        None => Template::text(""),
+    };
     let expect_status = statuses(r, t);
     let expect_body = r.string(t, "expect_body").map(|(b, _)| b);
     let receipt = r.boolean(t, "receipt").unwrap_or(true);
     Some(match key {
         "http" => {
-            let (method, path) = method_path(r, text, span)?;
+            let (method, path) = method_path(r, text, span.clone())?;
             Action::Http {
                 method,
-                path: Template::parse(&path),
+                path: template(r, &path, span),
                 headers,
                 body,
                 expect_status,
@@ -134,12 +136,12 @@ fn action(
                 return None;
             }
             Action::WsOpen {
-                path: Template::parse(text),
+                path: template(r, text, span),
                 headers,
             }
         }
-        "ws_send" => Action::WsSend(Template::parse(text)),
-        "ws_expect" => Action::WsExpect(Template::parse(text)),
+        "ws_send" => Action::WsSend(template(r, text, span)),
+        "ws_expect" => Action::WsExpect(template(r, text, span)),
         "ws_close" => Action::WsClose,
         _ => Action::Stomp(stomp(r, text, span, headers, body, receipt)?),
     })
@@ -155,7 +157,7 @@ fn stomp(
     receipt: bool,
 ) -> Option<Stomp> {
     let (command, destination) = match text.split_once(' ') {
-        Some((c, d)) => (c, Some(Template::parse(d.trim()))),
+        Some((c, d)) => (c, Some(template(r, d.trim(), span.clone()))),
         None => (text, None),
     };
     let stomp = match (command, destination) {
@@ -182,6 +184,19 @@ fn stomp(
         }
     };
     Some(stomp)
+}
+
+/// `text` with its variables read; one it cannot read is an error at `span`, and the
+/// text is kept as written.
+fn template(r: &mut Reader, text: &str, span: Option<Span>) -> Template {
+    Template::parse(text).unwrap_or_else(|why| {
+        r.error(
+            span,
+            why,
+            "the variables: {user}, {room}, {uuid}, {now_ms}, {random(1,1000)}",
+        );
+        Template::text(text)
+    })
 }
 
 /// `http = "METHOD PATH"`.
@@ -216,7 +231,8 @@ fn headers(r: &mut Reader, t: &dyn TableLike) -> Vec<(String, Template)> {
     for v in array.iter() {
         match v.as_str().and_then(|h| h.split_once(':')) {
             Some((name, value)) if !name.trim().is_empty() && !name.contains(' ') => {
-                out.push((name.trim().to_string(), Template::parse(value.trim())));
+                let value = template(r, value.trim(), v.span());
+                out.push((name.trim().to_string(), value));
             }
             _ => r.error(
                 v.span(),
