@@ -135,7 +135,7 @@ impl VirtualUser {
                     if let Some(conn) = self.http.as_mut() {
                         conn.idle();
                     }
-                    let wake = Instant::now() + step.think;
+                    let wake = Instant::now() + step.think.draw();
                     if !w.sleep_until(deadline.map_or(wake, |d| wake.min(d))).await {
                         return false;
                     }

@@ -216,6 +216,32 @@ fn a_bad_scenario_file_is_refused_with_its_positions_and_exit_code_2() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read the scenario"));
 }
 
+/// Think times drawn between two bounds: each user pauses at least the lower one after
+/// each request (its path drawn too, `{uuid}` and `{random(1,9)}`).
+#[test]
+fn a_drawn_think_time_paces_each_user() {
+    let server = support::backend();
+    let path =
+        std::env::temp_dir().join(format!("sluice-think-scenario-{}.toml", std::process::id()));
+    std::fs::write(
+        &path,
+        format!(
+            "target = \"http://{server}\"\nusers = 2\niterations = 5\n\n[[step]]\nhttp = \"GET /?id={{uuid}}&n={{random(1,9)}}\"\nexpect_status = 200\nthink = {{ between = [\"40ms\", \"60ms\"] }}\n"
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let run = bench(&["bench", "--scenario", path.to_str().unwrap()], "think");
+    let took = started.elapsed();
+    let _ = std::fs::remove_file(&path);
+    let step = &run.report["steps"][0];
+    assert_eq!(step["samples"], 10, "{step}");
+    assert_eq!(step["errors"], 0, "{step}");
+    // Five pauses of 40 ms at least, one after each request of each user.
+    assert!(took >= std::time::Duration::from_millis(200), "{took:?}");
+    assert_eq!(support::answered(server), 10);
+}
+
 /// `sluice bench --check`: the shipped examples are good, each said in a line; a bad
 /// file's every problem is told at once with its place, exit 2, and nothing is sent
 /// (its target is a port no one listens on, which a run would count as errors).

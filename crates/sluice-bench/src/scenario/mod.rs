@@ -20,7 +20,9 @@
 //!                                     # and {random(1,1000)} are replaced
 //! expect_status = 200                 # or a list; anything else is an error
 //! expect_body = "Welcome"             # the body must contain this
-//! think = "100ms"                     # pause after the step
+//! think = "100ms"                     # pause after the step (or drawn:
+//!                                     # { between = ["1s", "3s"] }, { gaussian = "1s",
+//!                                     # deviation = "200ms" }, { exponential = "1s" })
 //! [[step]]
 //! stomp = "SEND /topic/room.{room}"
 //! body = "hello from {user}"
@@ -34,8 +36,10 @@
 
 mod steps;
 mod template;
+mod think;
 
 pub use template::Template;
+pub use think::Think;
 
 use crate::target::{Resolve, Target, TargetError};
 
@@ -137,7 +141,7 @@ pub enum Stomp {
 pub struct ScenarioStep {
     pub name: String,
     pub action: Action,
-    pub think: Duration,
+    pub think: Think,
     /// How many times in a row the step runs.
     pub repeat: u32,
     /// How long the step may wait (for a response, a message, a receipt); the run's
@@ -348,6 +352,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn think_times_are_drawn_as_each_step_says_and_a_bad_one_is_told_at_its_place() {
+        let text = "target = \"http://127.0.0.1:8080\"\nusers = 1\nduration = \"1s\"\n\n[[step]]\nhttp = \"GET /a\"\nthink = { between = [\"1s\", \"3s\"] }\n\n[[step]]\nhttp = \"GET /b\"\nthink = { gaussian = \"1s\", deviation = \"200ms\" }\n\n[[step]]\nhttp = \"GET /c\"\nthink = { exponential = \"2s\" }\n";
+        let s = Scenario::parse("s.toml", text).unwrap();
+        let secs = Duration::from_secs;
+        assert_eq!(s.steps[0].think, Think::Uniform(secs(1), secs(3)));
+        let deviation = Duration::from_millis(200);
+        assert_eq!(
+            s.steps[1].think,
+            Think::Gaussian {
+                mean: secs(1),
+                deviation
+            }
+        );
+        assert_eq!(s.steps[2].think, Think::Exponential(secs(2)));
+        let bad = "target = \"http://127.0.0.1:8080\"\nusers = 1\nduration = \"1s\"\n\n[[step]]\nhttp = \"GET /a\"\nthink = { between = [\"3s\", \"1s\"] }\n\n[[step]]\nhttp = \"GET /b\"\nthink = { gaussian = \"1s\" }\n\n[[step]]\nhttp = \"GET /c\"\nthink = { poisson = \"2s\" }\n";
+        let errors = Scenario::parse("s.toml", bad).unwrap_err().to_string();
+        for expected in [
+            "s.toml:7:21: `between` takes two durations, the shorter first",
+            "s.toml:11:9: a gaussian `think` needs its `deviation`",
+            "s.toml:15:11: unknown key `poisson`",
+        ] {
+            assert!(errors.contains(expected), "{expected:?} in {errors}");
+        }
+    }
+
+    #[test]
     fn a_scenario_reads() {
         let text = "target = \"http://127.0.0.1:8080\"\nusers = [2, 4]\nduration = \"1s\"\nrooms = 3\n\n[[step]]\nname = \"home\"\nhttp = \"GET /?room={room}\"\nexpect_status = 200\nexpect_body = \"ok\"\nthink = \"10ms\"\n\n[[step]]\nhttp = \"POST /up\"\nbody = \"hi {user}\"\nheaders = [\"Content-Type: text/plain\"]\nrepeat = 3\n";
         let s = Scenario::parse("s.toml", text).unwrap();
@@ -356,7 +386,7 @@ mod tests {
         assert_eq!(s.steps.len(), 2);
         assert_eq!(
             (s.steps[0].name.as_str(), s.steps[0].think),
-            ("home", Duration::from_millis(10))
+            ("home", Think::Fixed(Duration::from_millis(10)))
         );
         assert_eq!(
             (s.steps[1].name.as_str(), s.steps[1].repeat),

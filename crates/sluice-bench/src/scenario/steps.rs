@@ -37,7 +37,7 @@ pub(super) fn step(
 ) -> Option<ScenarioStep> {
     r.only_keys(t, STEP_KEYS, &format!("a [[{section}]]"));
     // Every key is checked, whatever else is wrong with the step.
-    let think = r.duration(t, "think").unwrap_or_default();
+    let think = super::think::think(r, t);
     let repeat = r.integer(t, "repeat", 1_000_000).unwrap_or(1).max(1) as u32;
     let timeout = r.timeout(t, "timeout");
     let name = r.string(t, "name").map(|(n, _)| n);
