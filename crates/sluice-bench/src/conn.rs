@@ -94,6 +94,8 @@ pub struct Reply {
     pub status: u16,
     /// The `Location` of a redirect (3xx), as sent.
     pub location: Option<String>,
+    /// Its `Set-Cookie` values, for a user's cookie jar (none allocated without one).
+    pub set_cookies: Vec<String>,
     /// Bytes read for this response, head and body.
     pub bytes_in: u64,
     /// The connection can carry another request.
@@ -170,6 +172,7 @@ impl Connection {
             return Ok(Reply {
                 status: head.status,
                 location: head.location,
+                set_cookies: head.set_cookies,
                 bytes_in,
                 reusable: head.keep_alive && complete,
                 written,
@@ -289,6 +292,7 @@ struct Head {
     status: u16,
     /// A redirect's `Location` (read for 3xx only: it costs an allocation).
     location: Option<String>,
+    set_cookies: Vec<String>,
     len: usize,
     body: Body,
     keep_alive: bool,
@@ -314,7 +318,11 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ExchangeError> {
     let body = framing(res.headers)?;
     let mut keep_alive = minor == 1;
     let mut location = None;
+    let mut set_cookies = Vec::new();
     for h in res.headers.iter() {
+        if h.name.eq_ignore_ascii_case("set-cookie") {
+            set_cookies.push(String::from_utf8_lossy(h.value).into_owned());
+        }
         if (300..400).contains(&status) && h.name.eq_ignore_ascii_case("location") {
             location = Some(String::from_utf8_lossy(h.value).into_owned());
         }
@@ -330,6 +338,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ExchangeError> {
     Ok(Some(Head {
         status,
         location,
+        set_cookies,
         len,
         body,
         keep_alive: keep_alive && body != Body::UntilClose,

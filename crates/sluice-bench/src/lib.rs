@@ -20,6 +20,7 @@
 
 pub mod capacity;
 pub mod conn;
+pub mod cookies;
 pub mod delivery;
 pub mod hdrlog;
 pub mod html;

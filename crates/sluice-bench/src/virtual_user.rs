@@ -5,6 +5,7 @@
 //! user's one WebSocket. Every step's outcome is a sample under the step's name.
 
 use crate::conn::{open_stream, Connection, ExchangeError};
+use crate::cookies::Jar;
 use crate::plan::Length;
 use crate::redirect::is_redirect;
 use crate::scenario::{Action, Scenario, ScenarioStep, Stomp, Template};
@@ -12,6 +13,7 @@ use crate::stomp;
 use crate::target::RequestSpec;
 use crate::websocket::{Incoming, SocketError, WsConn};
 use crate::worker::{Check, Outgoing, StepOutcome, Worker};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,6 +68,10 @@ pub async fn run_scenario(
                 sent: 0,
                 frames: 0,
                 subscriptions: Vec::new(),
+                cookies: scenario
+                    .cookies
+                    .then(|| Jar::new(&scenario.target.url).map(RefCell::new))
+                    .flatten(),
             };
             tokio::task::spawn_local(user.run(offset, length, deadline))
         })
@@ -88,6 +94,8 @@ struct VirtualUser {
     frames: u32,
     /// Destination -> subscription id.
     subscriptions: Vec<(String, String)>,
+    /// Its cookie jar, unless the scenario turned cookies off.
+    cookies: Option<RefCell<Jar>>,
 }
 
 impl VirtualUser {
@@ -187,7 +195,8 @@ impl VirtualUser {
         else {
             return;
         };
-        let bytes = self.encode_http(method, path, headers, body);
+        let path = self.render(path);
+        let bytes = self.encode_http(method, &path, headers, body);
         let out = Outgoing {
             target: &self.scenario.target,
             bytes: &bytes,
@@ -198,6 +207,7 @@ impl VirtualUser {
                 body: expect_body.as_deref(),
             },
             timeout,
+            cookies: self.cookies.as_ref().map(|jar| (jar, path.as_str())),
         };
         let w = self.w.clone();
         let came = w.send(&mut self.http, &out, Instant::now()).await;
@@ -205,8 +215,9 @@ impl VirtualUser {
             .as_ref()
             .is_some_and(|(status, location)| is_redirect(*status) && location.is_some());
         if w.plan.follow && redirected {
-            let first = self.request_spec(step, (method, path, headers, body));
-            Box::pin(w.follow(&mut self.http, &first, came, out.check)).await;
+            let first = self.request_spec(step, (method, &path, headers, body));
+            let jar = self.cookies.as_ref();
+            Box::pin(w.follow(&mut self.http, &first, came, (out.check, jar))).await;
         }
     }
 
@@ -215,10 +226,10 @@ impl VirtualUser {
     fn request_spec(
         &self,
         step: &ScenarioStep,
-        (method, path, headers, body): (&str, &Template, &[(String, Template)], &Template),
+        (method, path, headers, body): (&str, &str, &[(String, Template)], &Template),
     ) -> RequestSpec {
         let mut target = self.scenario.target.clone();
-        target.path = self.render(path);
+        target.path = path.to_string();
         RequestSpec {
             method: method.to_string(),
             target,
@@ -231,15 +242,20 @@ impl VirtualUser {
     fn encode_http(
         &self,
         method: &str,
-        path: &Template,
+        path: &str,
         headers: &[(String, Template)],
         body: &Template,
     ) -> Vec<u8> {
         let body = self.render(body);
-        let mut out = format!("{method} {} HTTP/1.1\r\n", self.render(path));
+        let mut out = format!("{method} {path} HTTP/1.1\r\n");
         let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
         if !has("host") {
             out.push_str(&format!("Host: {}\r\n", self.scenario.target.authority));
+        }
+        // The user's cookies for this path, unless the step sets its own header.
+        let jar = self.cookies.as_ref().filter(|_| !has("cookie"));
+        if let Some(cookies) = jar.and_then(|j| j.borrow().header(path)) {
+            out.push_str(&format!("Cookie: {cookies}\r\n"));
         }
         for (name, value) in self.render_headers(headers) {
             out.push_str(&format!("{name}: {value}\r\n"));

@@ -3,6 +3,7 @@
 //! [`crate::open_model`]), and its own [`Recorder`]. Nothing on the request path takes a lock or allocates per request.
 
 use crate::conn::{Connection, ExchangeError, Reply};
+use crate::cookies::Jar;
 use crate::delivery::Deliveries;
 use crate::http2::{H2Error, H2Pool, H2Request};
 use crate::plan::{Length, OkStatus, Plan};
@@ -148,7 +149,7 @@ impl Worker {
         if let Some((pool, prepared)) = &self.h2 {
             let came = self.send_h2(pool, (request, &prepared[i]), intended).await;
             if self.plan.follow {
-                Box::pin(self.follow(slot, request, came, Check::default())).await;
+                Box::pin(self.follow(slot, request, came, (Check::default(), None))).await;
             }
             return;
         }
@@ -159,10 +160,11 @@ impl Worker {
             label: &request.label,
             check: Check::default(),
             timeout: self.plan.timeout,
+            cookies: None,
         };
         let came = self.send(slot, &out, intended).await;
         if self.plan.follow {
-            Box::pin(self.follow(slot, request, came, Check::default())).await;
+            Box::pin(self.follow(slot, request, came, (Check::default(), None))).await;
         }
     }
 
@@ -177,7 +179,7 @@ impl Worker {
         slot: &mut Option<Connection>,
         first: &RequestSpec,
         came: Came,
-        check: Check<'_>,
+        (check, cookies): (Check<'_>, Option<&RefCell<Jar>>),
     ) {
         let (mut came, mut current) = (came, None::<RequestSpec>);
         for hop in 0..=MAX_HOPS {
@@ -195,10 +197,19 @@ impl Worker {
                     .next(from, status, &location, &self.plan.resolve))
                 .map_err(|e| format!("redirect: {e}")),
             };
-            let next = match next {
+            let mut next = match next {
                 Ok(next) => next,
                 Err(e) => return self.failed(&format!("{} (redirected)", first.label), e),
             };
+            let home = next.target.addr == first.target.addr && next.target.tls == first.target.tls;
+            // The user's cookies go with a hop to its own target (a log-in's 302 to the
+            // home page needs the session it just set), and it keeps what the hop sets.
+            let jar = cookies.filter(|_| home);
+            if let Some(value) = jar.and_then(|j| j.borrow().header(&next.target.path)) {
+                next.headers
+                    .retain(|(n, _)| !n.eq_ignore_ascii_case("cookie"));
+                next.headers.push(("Cookie".into(), value));
+            }
             let bytes = next.encode(self.plan.keep_alive);
             let out = Outgoing {
                 target: &next.target,
@@ -207,8 +218,8 @@ impl Worker {
                 label: &next.label,
                 check,
                 timeout: self.plan.timeout,
+                cookies: jar.map(|j| (j, next.target.path.as_str())),
             };
-            let home = next.target.addr == first.target.addr && next.target.tls == first.target.tls;
             came = match (home, &self.h2) {
                 (true, Some((pool, _))) => {
                     let prepared = H2Request::new(&next);
@@ -244,6 +255,11 @@ impl Worker {
             r = tokio::time::timeout(out.timeout, exchange) => r,
             () = self.interrupted() => return None,
         };
+        if let (Ok(Ok((reply, _))), Some((jar, path))) = (&result, out.cookies) {
+            if !reply.set_cookies.is_empty() {
+                jar.borrow_mut().store(path, &reply.set_cookies);
+            }
+        }
         let got = match result {
             Ok(Ok((reply, opened))) => Ok(Got {
                 sent: opened.unwrap_or(reply.written),
@@ -469,6 +485,8 @@ pub struct Outgoing<'a> {
     pub check: Check<'a>,
     /// A request taking longer fails as `timeout`.
     pub timeout: Duration,
+    /// The user's cookie jar and the request's path: what the response sets is kept there.
+    pub cookies: Option<(&'a RefCell<Jar>, &'a str)>,
 }
 
 /// What a response must be to count as a success.

@@ -242,6 +242,70 @@ fn a_drawn_think_time_paces_each_user() {
     assert_eq!(support::answered(server), 10);
 }
 
+/// `support/session_app.py` on a free port, killed when dropped.
+struct SessionApp(std::process::Child, u16);
+
+impl SessionApp {
+    fn start() -> SessionApp {
+        let port = support::free_port();
+        let app = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/session_app.py");
+        let child = Command::new(support::python())
+            .arg(app)
+            .arg(port.to_string())
+            .spawn()
+            .expect("python3");
+        support::wait_listening(port);
+        SessionApp(child, port)
+    }
+
+    /// Pages served, per user.
+    fn pages(&self) -> serde_json::Value {
+        let body = sluice_lab::fetch::http_get(&format!("http://127.0.0.1:{}/count", self.1));
+        serde_json::from_str(&body.unwrap()).unwrap()
+    }
+}
+
+impl Drop for SessionApp {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Each user keeps its own session cookie (JMeter's Cookie Manager, k6's jar): logged in
+/// once in its setup, every page it loads is its own user's, and a cookie set for
+/// another domain never goes back. With `cookies = false`, the pages are refused.
+#[test]
+#[ignore = "needs python3"]
+fn each_user_keeps_its_own_session_cookie() {
+    let app = SessionApp::start();
+    let scenario = |cookies: bool| {
+        format!(
+            "target = \"http://127.0.0.1:{}\"\nusers = 4\niterations = 3\ncookies = {cookies}\n\n[[setup]]\nhttp = \"GET /login?user={{user}}\"\n\n[[step]]\nname = \"page\"\nhttp = \"GET /page?user={{user}}\"\nexpect_status = 200\n",
+            app.1
+        )
+    };
+    let path = std::env::temp_dir().join(format!("sluice-cookies-{}.toml", std::process::id()));
+    std::fs::write(&path, scenario(true)).unwrap();
+    let run = bench(&["bench", "--scenario", path.to_str().unwrap()], "cookies");
+    let step = &run.report["steps"][0];
+    assert_eq!(step["errors"], 0, "{step}");
+    assert_eq!(step["labels"]["page"]["samples"], 12, "{step}");
+    let pages = app.pages();
+    for user in 0..4 {
+        assert_eq!(pages[user.to_string()], 3, "{pages}");
+    }
+    std::fs::write(&path, scenario(false)).unwrap();
+    let run = bench(
+        &["bench", "--scenario", path.to_str().unwrap()],
+        "no-cookies",
+    );
+    let _ = std::fs::remove_file(&path);
+    let step = &run.report["steps"][0];
+    assert_eq!(step["labels"]["page"]["errors"], 12, "{step}");
+    assert_eq!(step["statuses"]["401"], 12, "{step}");
+}
+
 /// `sluice bench --check`: the shipped examples are good, each said in a line; a bad
 /// file's every problem is told at once with its place, exit 2, and nothing is sent
 /// (its target is a port no one listens on, which a run would count as errors).

@@ -6,6 +6,7 @@
 //! duration = "30s"                    # each step's length (or iterations = N loops)
 //! ramp = "5s"
 //! rooms = 31                          # {room} is the user's index modulo this
+//! cookies = true                      # each user's cookie jar (the default)
 //!
 //! [[setup]]                           # once per user, before the loop
 //! ws = "/chat"                        # opens the user's WebSocket
@@ -55,6 +56,7 @@ const TOP_KEYS: &[&str] = &[
     "ramp",
     "rooms",
     "delivery_wait",
+    "cookies",
     "setup",
     "step",
     "teardown",
@@ -167,6 +169,9 @@ pub struct Scenario {
     pub steps: Vec<ScenarioStep>,
     /// Steps each user runs once at the end, even after the duration is over.
     pub teardown: Vec<ScenarioStep>,
+    /// Each user keeps the cookies it is given and sends them back (`cookies = false`:
+    /// not).
+    pub cookies: bool,
 }
 
 impl Scenario {
@@ -218,6 +223,7 @@ impl Scenario {
         let ramp = r.duration(root, "ramp").unwrap_or_default();
         let rooms = r.integer(root, "rooms", 1 << 20).unwrap_or(1).max(1) as usize;
         let delivery_wait = r.duration(root, "delivery_wait");
+        let cookies = r.boolean(root, "cookies").unwrap_or(true);
         let setup = section(&mut r, root, "setup", false);
         let steps = section(&mut r, root, "step", true);
         let teardown = section(&mut r, root, "teardown", false);
@@ -236,6 +242,7 @@ impl Scenario {
             setup,
             steps,
             teardown,
+            cookies,
         })
     }
 
