@@ -272,6 +272,19 @@ fn measure(
     Ok(StepResult::of(s.servers, s.users, &bench, judged))
 }
 
+/// Whether `perf` may profile `targets` in this run: not when the lab itself runs in a
+/// CPU quota (`perf`, its child, would share that quota with the load generator and take
+/// from what the step measures), nor where `perf` is missing or refused.
+fn profiling_allowed(targets: &oncpu::Targets) -> Result<(), String> {
+    if crate::real::process_budget(std::process::id()).1.is_some() {
+        return Err(
+            "the lab runs in a CPU quota of its own, which perf would take from the load generator"
+                .into(),
+        );
+    }
+    targets.check()
+}
+
 /// The step's on-CPU profiles, from `perf`'s recording over it.
 fn on_cpu(recording: Option<oncpu::Recording>, watched: &[Watched]) -> Vec<OnCpu> {
     let Some(Ok(stacks)) = recording.map(oncpu::Recording::stop) else {
@@ -494,7 +507,7 @@ pub fn run_deployment(
     let databases = connect_databases(&d.tiers)?;
     let sampler = Sampler::with_databases(&d.tiers, databases);
     let mut warnings = Vec::new();
-    let on_cpu = oncpu::Targets::of(&d.tiers).filter(|t| match t.check() {
+    let on_cpu = oncpu::Targets::of(&d.tiers).filter(|t| match profiling_allowed(t) {
         Ok(()) => true,
         Err(why) => {
             warnings.push(format!("no on-CPU profiles of the native processes: {why}"));
