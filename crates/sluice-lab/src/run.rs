@@ -537,7 +537,8 @@ pub fn run_deployment(
     let interrupted = *stop.borrow() || conflict.is_some();
     let proof = match (&d.prove, configurations.last()) {
         (Some(commands), Some(last)) if !interrupted => {
-            prove_deployment(d, commands, last, o, &sampler, stop, &mut warnings)?
+            let sampling = (&sampler, on_cpu.as_ref());
+            prove_deployment(d, commands, last, o, sampling, stop, &mut warnings)?
         }
         _ => None,
     };
@@ -568,7 +569,7 @@ fn prove_deployment(
     commands: &Commands,
     config: &Configuration,
     o: &Options,
-    sampler: &Sampler,
+    (sampler, on_cpu): (&Sampler, Option<&oncpu::Targets>),
     stop: &watch::Receiver<bool>,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Proof>, Error> {
@@ -603,7 +604,9 @@ fn prove_deployment(
             scenario: d.scenario.as_ref(),
             balancer_limited: false,
         };
-        let sampling = Sampling::new(o, sampler, &d.tiers, format!("{name}: "));
+        // As the step it repeats was: profiled, so that the re-runs differ by their
+        // change alone.
+        let sampling = Sampling::new(o, sampler, &d.tiers, format!("{name}: ")).profiling(on_cpu);
         measure(&d.target, &sampling, spec, stop)
     };
     let control = again("proof-control")?;
