@@ -94,7 +94,7 @@ pub struct Reply {
     pub status: u16,
     /// The `Location` of a redirect (3xx), as sent.
     pub location: Option<String>,
-    /// Its `Set-Cookie` values, for a user's cookie jar (none allocated without one).
+    /// Its `Set-Cookie` values, read when the connection keeps them (`cookies`).
     pub set_cookies: Vec<String>,
     /// Bytes read for this response, head and body.
     pub bytes_in: u64,
@@ -111,6 +111,9 @@ pub struct Connection {
     buf: BytesMut,
     /// Requests this connection has carried.
     pub requests: u64,
+    /// Keep responses' `Set-Cookie` values (for a user's cookie jar); without one, the
+    /// plain path reads none.
+    pub cookies: bool,
 }
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -135,6 +138,7 @@ impl Connection {
             stream,
             buf: BytesMut::with_capacity(READ_CHUNK),
             requests: 0,
+            cookies: false,
         };
         Ok((conn, handshake))
     }
@@ -184,7 +188,7 @@ impl Connection {
     /// Reads a response head; returns it and its length.
     async fn read_head(&mut self, bytes_in: &mut u64) -> Result<(Head, usize), ExchangeError> {
         loop {
-            if let Some(head) = parse_head(&self.buf)? {
+            if let Some(head) = parse_head(&self.buf, self.cookies)? {
                 let len = head.len;
                 self.buf.advance(len);
                 *bytes_in += len as u64;
@@ -299,7 +303,8 @@ struct Head {
 }
 
 /// Parses a response head at the start of `buf`, if it is complete.
-fn parse_head(buf: &[u8]) -> Result<Option<Head>, ExchangeError> {
+/// With `cookies`, its `Set-Cookie` values are kept.
+fn parse_head(buf: &[u8], cookies: bool) -> Result<Option<Head>, ExchangeError> {
     let mut headers = [MaybeUninit::<httparse::Header<'_>>::uninit(); 64];
     let mut res = httparse::Response::new(&mut []);
     let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
@@ -320,7 +325,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ExchangeError> {
     let mut location = None;
     let mut set_cookies = Vec::new();
     for h in res.headers.iter() {
-        if h.name.eq_ignore_ascii_case("set-cookie") {
+        if cookies && h.name.eq_ignore_ascii_case("set-cookie") {
             set_cookies.push(String::from_utf8_lossy(h.value).into_owned());
         }
         if (300..400).contains(&status) && h.name.eq_ignore_ascii_case("location") {
@@ -469,7 +474,7 @@ mod tests {
 
     #[test]
     fn heads_and_framing() {
-        let h = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+        let h = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", false)
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -478,19 +483,36 @@ mod tests {
         );
         let h = parse_head(
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+            false,
         )
         .unwrap()
         .unwrap();
         assert_eq!((h.body, h.keep_alive), (Body::Chunked, false));
-        let h = parse_head(b"HTTP/1.0 200 OK\r\n\r\n").unwrap().unwrap();
+        let cookie = b"HTTP/1.1 200 OK\r\nSet-Cookie: SID=1\r\nContent-Length: 0\r\n\r\n";
+        let kept = parse_head(cookie, true).unwrap().unwrap();
+        assert_eq!(kept.set_cookies, ["SID=1"]);
+        assert!(parse_head(cookie, false)
+            .unwrap()
+            .unwrap()
+            .set_cookies
+            .is_empty());
+        let h = parse_head(b"HTTP/1.0 200 OK\r\n\r\n", false)
+            .unwrap()
+            .unwrap();
         assert_eq!((h.body, h.keep_alive), (Body::UntilClose, false));
-        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Le")
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Le", false)
             .unwrap()
             .is_none());
-        assert!(parse_head(b"HTTP/1.1 abc\r\n\r\n").is_err());
-        let h = parse_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n");
+        assert!(parse_head(b"HTTP/1.1 abc\r\n\r\n", false).is_err());
+        let h = parse_head(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            false,
+        );
         assert_eq!(h.unwrap().unwrap().body, Body::Chunked);
-        let h = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n");
+        let h = parse_head(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n",
+            false,
+        );
         assert_eq!(h.unwrap().unwrap().body, Body::Length(3));
         for split in [
             &b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\n"[..],
@@ -498,7 +520,7 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
         ] {
             assert!(
-                parse_head(split).is_err(),
+                parse_head(split, false).is_err(),
                 "{}",
                 String::from_utf8_lossy(split)
             );

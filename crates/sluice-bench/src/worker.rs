@@ -424,6 +424,7 @@ impl Worker {
                     slot.insert(conn)
                 }
             };
+            conn.cookies = out.cookies.is_some();
             match conn
                 .exchange(out.bytes, out.head, body.as_deref_mut())
                 .await

@@ -49,7 +49,8 @@ impl Targets {
     /// Whether `perf` can profile these processes here: `Err` says why not, and what
     /// to do, once for the run.
     pub fn check(&self) -> Result<(), String> {
-        let recording = self.start(std::env::temp_dir().join("sluice-perf-check.data"))?;
+        let file = format!("sluice-lab-{}-check.perf", std::process::id());
+        let recording = self.start(std::env::temp_dir().join(file))?;
         recording.stop().map(drop)
     }
 

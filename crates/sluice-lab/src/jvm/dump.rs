@@ -215,7 +215,7 @@ impl Thread {
                     _ => State::Running,
                 }
             }
-            _ if has(&IDLE_FRAMES) || self.undertow_idle() => State::Idle,
+            _ if has(&IDLE_FRAMES) => State::Idle,
             _ if has(&POOL_FRAMES) => State::Pool,
             _ => State::Waiting,
         }
@@ -230,16 +230,6 @@ impl Thread {
                 || f.starts_with("javax.servlet.")
                 || f.starts_with("io.undertow.servlet.")
         })
-    }
-
-    /// Undertow's worker parked in its pool: the first frame outside the JDK is the
-    /// pool's loop.
-    fn undertow_idle(&self) -> bool {
-        let own = self
-            .frames
-            .iter()
-            .find(|f| !["java.", "jdk.", "sun."].iter().any(|p| f.starts_with(p)));
-        own.is_some_and(|f| f == "org.jboss.threads.EnhancedQueueExecutor$ThreadBody.run")
     }
 
     /// Where a BLOCKED thread waits: the method it waits to enter, and the monitor's

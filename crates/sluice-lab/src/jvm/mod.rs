@@ -163,8 +163,6 @@ impl JvmReading {
         into.insert("jvm_gc_pause_seconds_sum".into(), g.paused_s);
         into.insert("jvm_gc_pause_seconds_count".into(), g.pauses as f64);
         into.insert("jvm_gc_pause_seconds_max".into(), g.last_pause_s);
-        into.insert("jvm_gc_live_data_size_bytes".into(), g.old_used as f64);
-        into.insert("jvm_gc_max_data_size_bytes".into(), g.old_max as f64);
     }
 }
 
