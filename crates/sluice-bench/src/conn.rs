@@ -94,8 +94,10 @@ pub struct Reply {
     pub status: u16,
     /// The `Location` of a redirect (3xx), as sent.
     pub location: Option<String>,
-    /// Its `Set-Cookie` values, read when the connection keeps them (`cookies`).
+    /// Its `Set-Cookie` values, read when the connection keeps heads (`keep_head`).
     pub set_cookies: Vec<String>,
+    /// Its head as received, when the connection keeps heads; else empty.
+    pub head: Vec<u8>,
     /// Bytes read for this response, head and body.
     pub bytes_in: u64,
     /// The connection can carry another request.
@@ -111,15 +113,18 @@ pub struct Connection {
     buf: BytesMut,
     /// Requests this connection has carried.
     pub requests: u64,
-    /// Keep responses' `Set-Cookie` values (for a user's cookie jar); without one, the
-    /// plain path reads none.
-    pub cookies: bool,
+    /// Keep responses' heads and `Set-Cookie` values (for a scenario's user: its cookie
+    /// jar, its extractions, its failures' details); the plain path keeps none.
+    pub keep_head: bool,
 }
+
+/// Where a response's body is kept, and how much of it at most.
+pub type Capture<'a> = (&'a mut Vec<u8>, usize);
 
 const READ_CHUNK: usize = 16 * 1024;
 
-/// The most of a body kept for checks.
-const MAX_CAPTURE: usize = 1 << 20;
+/// The most of a body kept for checks and extractions.
+pub const MAX_CAPTURE: usize = 1 << 20;
 
 /// The most a response head may take (Chromium's limit): past it the server is not
 /// answering HTTP, and the generator does not buffer it further.
@@ -138,19 +143,19 @@ impl Connection {
             stream,
             buf: BytesMut::with_capacity(READ_CHUNK),
             requests: 0,
-            cookies: false,
+            keep_head: false,
         };
         Ok((conn, handshake))
     }
 
     /// Sends `request` and reads its whole response. `head_request`: the request was
     /// HEAD, so the response has no body whatever it announces. With `capture`, the body
-    /// (its payload, up to 1 MiB) is kept there, for checks.
+    /// (its payload, up to the limit given) is kept there, for checks.
     pub async fn exchange(
         &mut self,
         request: &[u8],
         head_request: bool,
-        mut capture: Option<&mut Vec<u8>>,
+        mut capture: Option<Capture<'_>>,
     ) -> Result<Reply, ExchangeError> {
         self.requests += 1;
         let written = Instant::now();
@@ -159,7 +164,7 @@ impl Connection {
         self.stream.flush().await.map_err(io_error)?;
         let mut bytes_in = 0;
         loop {
-            let (head, n) = self.read_head(&mut bytes_in).await?;
+            let (head, raw) = self.read_head(&mut bytes_in).await?;
             if (100..200).contains(&head.status) {
                 continue; // 100 Continue and the like: the real answer follows.
             }
@@ -168,8 +173,7 @@ impl Connection {
             } else {
                 head.body
             };
-            let _ = n;
-            if let Some(c) = capture.as_deref_mut() {
+            if let Some((c, _)) = capture.as_mut() {
                 c.clear();
             }
             let complete = self.skip_body(body, &mut bytes_in, capture).await?;
@@ -177,6 +181,7 @@ impl Connection {
                 status: head.status,
                 location: head.location,
                 set_cookies: head.set_cookies,
+                head: raw,
                 bytes_in,
                 reusable: head.keep_alive && complete,
                 written,
@@ -185,14 +190,18 @@ impl Connection {
         }
     }
 
-    /// Reads a response head; returns it and its length.
-    async fn read_head(&mut self, bytes_in: &mut u64) -> Result<(Head, usize), ExchangeError> {
+    /// Reads a response head; returns it and, when heads are kept, its bytes.
+    async fn read_head(&mut self, bytes_in: &mut u64) -> Result<(Head, Vec<u8>), ExchangeError> {
         loop {
-            if let Some(head) = parse_head(&self.buf, self.cookies)? {
+            if let Some(head) = parse_head(&self.buf, self.keep_head)? {
                 let len = head.len;
+                let raw = match self.keep_head {
+                    true => self.buf[..len].to_vec(),
+                    false => Vec::new(),
+                };
                 self.buf.advance(len);
                 *bytes_in += len as u64;
-                return Ok((head, len));
+                return Ok((head, raw));
             }
             if self.buf.len() > MAX_HEAD {
                 return Err(ExchangeError::HeadTooLarge);
@@ -224,11 +233,11 @@ impl Connection {
         &mut self,
         body: Body,
         bytes_in: &mut u64,
-        mut capture: Option<&mut Vec<u8>>,
+        mut capture: Option<Capture<'_>>,
     ) -> Result<bool, ExchangeError> {
         let mut keep = |data: &[u8]| {
-            if let Some(c) = capture.as_deref_mut() {
-                let room = MAX_CAPTURE.saturating_sub(c.len());
+            if let Some((c, limit)) = capture.as_mut() {
+                let room = limit.saturating_sub(c.len());
                 c.extend_from_slice(&data[..data.len().min(room)]);
             }
         };

@@ -38,6 +38,15 @@ impl Jar {
         }
     }
 
+    /// The value of the user's unexpired cookie `name` for the target, whatever its
+    /// path (JMeter's `${COOKIE_name}`).
+    pub fn value(&self, name: &str) -> Option<String> {
+        self.store
+            .iter_unexpired()
+            .find(|c| c.name() == name && c.domain.matches(&self.base))
+            .map(|c| c.value().to_string())
+    }
+
     /// The `Cookie` header's value for a request to `path`, if any cookie goes with it.
     pub fn header(&self, path: &str) -> Option<String> {
         let url = self.base.join(path).ok()?;

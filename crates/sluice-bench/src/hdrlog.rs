@@ -61,6 +61,7 @@ mod tests {
                         location: None,
                         bytes_in: 1,
                         bytes_out: 1,
+                        detail: None,
                     });
                 }
             }

@@ -137,6 +137,7 @@ mod tests {
             statuses: BTreeMap::from([("200".to_string(), 9), ("503".to_string(), 1)]),
             status_classes: BTreeMap::from([("2xx".to_string(), 9), ("5xx".to_string(), 1)]),
             redirects: BTreeMap::new(),
+            failures: Vec::new(),
             uncorrected: latencies(),
             send_lag: latencies(),
             hdr: "HDRBASE64".into(),

@@ -252,6 +252,7 @@ fn tally(s: &Summary, seconds: &[SecondReport], offset_us: u64) -> Result<Tally,
             .filter_map(|(code, n)| Some((code.parse().ok()?, *n)))
             .collect(),
         locations: s.redirects.clone(),
+        failures: s.failures.clone(),
         bytes_in: s.received_bytes,
         bytes_out: s.sent_bytes,
         seconds: per_second,
@@ -328,6 +329,7 @@ mod tests {
                 location: None,
                 bytes_in: 100,
                 bytes_out: 40,
+                detail: None,
             });
         }
         let run = StepRun {

@@ -10,7 +10,7 @@
 use crate::delivery::DeliverySummary;
 use crate::plan::{Length, Load};
 use crate::runner::StepRun;
-use crate::stats::{Connections, Latency, Tally};
+use crate::stats::{Connections, Failure, Latency, Tally};
 use base64::Engine;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -207,6 +207,10 @@ pub struct Summary {
     /// Where redirects pointed (`Location`: count), the first 8 distinct targets.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub redirects: BTreeMap<String, u64>,
+    /// The first failure of each kind (at most 5): its request, the cookies it sent
+    /// and the response's start (a scenario's users keep them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<Failure>,
     /// Latency from when each request was actually sent: what a tool without
     /// coordinated-omission correction reports. Equal to the above for users.
     pub uncorrected: Latencies,
@@ -333,6 +337,7 @@ impl Summary {
                 .collect(),
             status_classes: classes(&t.statuses),
             redirects: t.locations.clone(),
+            failures: t.failures.clone(),
             uncorrected: Latencies::of(&t.sent),
             send_lag: Latencies::of(&t.send_lag),
             hdr: encode_histogram(&t.corrected.histogram),
@@ -526,12 +531,38 @@ pub fn table(report: &Report) -> String {
         for (kind, n) in &step.summary.error_kinds {
             out.push_str(&format!("{:<15} errors: {n} x {kind}\n", step_name(step)));
         }
+        for (label, summary) in &step.labels {
+            for f in &summary.failures {
+                out.push_str(&failure_text(&step_name(step), label, f));
+            }
+        }
         for warning in &step.warnings {
             out.push_str(&format!("{:<15} warning: {warning}\n", step_name(step)));
         }
     }
     if report.interrupted {
         out.push_str("interrupted: the last step holds what was measured until then\n");
+    }
+    out
+}
+
+/// A failure's details in two lines: what failed, the request and its cookies; the
+/// response's status line and the start of its body.
+fn failure_text(step: &str, label: &str, f: &Failure) -> String {
+    let mut out = format!("{step:<15} first {:?} in {label}: {}", f.error, f.request);
+    if let Some(cookies) = &f.cookies {
+        out.push_str(&format!(" (Cookie: {cookies})"));
+    }
+    out.push('\n');
+    let (head, body) = f
+        .response
+        .split_once("\r\n\r\n")
+        .unwrap_or((&f.response, ""));
+    let status_line = head.lines().next().unwrap_or_default();
+    let body: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    let body: String = body.chars().take(160).collect();
+    if !status_line.is_empty() {
+        out.push_str(&format!("{:<15}   answered {status_line} {body}\n", ""));
     }
     out
 }
@@ -636,6 +667,7 @@ mod tests {
                     location,
                     bytes_in: 0,
                     bytes_out: 0,
+                    detail: None,
                 });
             }
         }
@@ -691,6 +723,7 @@ mod tests {
                 location: Some(&location),
                 bytes_in: 0,
                 bytes_out: 0,
+                detail: None,
             });
         }
         assert_eq!(r.total.locations.len(), crate::stats::MAX_LOCATIONS);

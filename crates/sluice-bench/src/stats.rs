@@ -129,6 +129,8 @@ pub struct Tally {
     pub bytes_out: u64,
     /// Per second of the step, by completion time.
     pub seconds: Vec<Second>,
+    /// The first failure of each kind, with its exchange (when the sample kept it).
+    pub failures: Vec<Failure>,
     /// First send and last completion, in µs from the step's start.
     pub first_start_us: Option<u64>,
     pub last_end_us: u64,
@@ -149,6 +151,71 @@ pub struct Sample<'a> {
     pub location: Option<&'a str>,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// What was sent and what came back, for a failure's details (a scenario's users
+    /// keep them; the plain path has none).
+    pub detail: Option<Detail<'a>>,
+}
+
+/// The exchange behind a sample: read only when it failed.
+#[derive(Debug, Clone, Copy)]
+pub struct Detail<'a> {
+    pub request: &'a [u8],
+    pub head: &'a [u8],
+    pub body: &'a [u8],
+}
+
+/// The first failures of each kind a label had, told as JMeter's "View Results Tree"
+/// shows them: the request, the cookies it carried, the response's start.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Failure {
+    pub error: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The request line.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub request: String,
+    /// The `Cookie` header it sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookies: Option<String>,
+    /// The response's head and the start of its body.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub response: String,
+}
+
+/// Failures kept per label: the first of each error kind, this many kinds at most.
+pub const MAX_FAILURES: usize = 5;
+
+/// How much of a response's head, and of its body, a failure keeps.
+pub const FAILURE_BYTES: usize = 1024;
+
+impl Failure {
+    fn of(error: &str, status: Option<u16>, d: &Detail<'_>) -> Failure {
+        let request = String::from_utf8_lossy(d.request);
+        let mut lines = request.split("\r\n");
+        let request_line = lines.next().unwrap_or_default().to_string();
+        let cookies = lines.take_while(|l| !l.is_empty()).find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("cookie")
+                .then(|| value.trim().to_string())
+        });
+        let start = |b: &[u8]| b[..b.len().min(FAILURE_BYTES)].to_vec();
+        let mut response = start(d.head);
+        response.extend(start(d.body));
+        Failure {
+            error: error.to_string(),
+            status,
+            request: request_line,
+            cookies,
+            response: String::from_utf8_lossy(&response).into_owned(),
+        }
+    }
+}
+
+/// Keeps `failure` among `kept` if its kind is new there and there is room.
+fn keep_failure(kept: &mut Vec<Failure>, failure: impl FnOnce() -> Failure, kind: &str) {
+    if kept.len() < MAX_FAILURES && !kept.iter().any(|f| f.error == kind) {
+        kept.push(failure());
+    }
 }
 
 /// Distinct redirect targets kept per label: enough to name where redirects go without
@@ -177,6 +244,9 @@ impl Tally {
             self.errors += 1;
             slot.errors += 1;
             *self.error_kinds.entry(kind.clone()).or_default() += 1;
+            if let Some(d) = &s.detail {
+                keep_failure(&mut self.failures, || Failure::of(kind, s.status, d), kind);
+            }
         }
         if let Some(status) = s.status {
             *self.statuses.entry(status).or_default() += 1;
@@ -198,6 +268,9 @@ impl Tally {
         self.errors += other.errors;
         for (kind, n) in &other.error_kinds {
             *self.error_kinds.entry(kind.clone()).or_default() += n;
+        }
+        for f in &other.failures {
+            keep_failure(&mut self.failures, || f.clone(), &f.error);
         }
         for (status, n) in &other.statuses {
             *self.statuses.entry(*status).or_default() += n;
@@ -330,6 +403,7 @@ mod tests {
             location: None,
             bytes_in: 10,
             bytes_out: 5,
+            detail: None,
         }
     }
 

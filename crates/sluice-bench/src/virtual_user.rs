@@ -8,11 +8,11 @@ use crate::conn::{open_stream, Connection, ExchangeError};
 use crate::cookies::Jar;
 use crate::plan::Length;
 use crate::redirect::is_redirect;
-use crate::scenario::{Action, Scenario, ScenarioStep, Stomp, Template};
+use crate::scenario::{Action, Context, Per, Scenario, ScenarioStep, Stomp, Template, Unset};
 use crate::stomp;
 use crate::target::RequestSpec;
 use crate::websocket::{Incoming, SocketError, WsConn};
-use crate::worker::{Check, Outgoing, StepOutcome, Worker};
+use crate::worker::{Check, Outgoing, StepOutcome, UserSide, Worker};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -44,6 +44,8 @@ enum StepError {
     NotAFrame(String),
     #[error("timeout")]
     Timeout,
+    #[error(transparent)]
+    Unset(#[from] Unset),
 }
 
 /// This thread's users of a scenario step: users `index, index + threads, ...`.
@@ -72,6 +74,7 @@ pub async fn run_scenario(
                     .cookies
                     .then(|| Jar::new(&scenario.target.url).map(RefCell::new))
                     .flatten(),
+                vars: RefCell::new(vec![None; scenario.vars.len()]),
             };
             tokio::task::spawn_local(user.run(offset, length, deadline))
         })
@@ -96,6 +99,8 @@ struct VirtualUser {
     subscriptions: Vec<(String, String)>,
     /// Its cookie jar, unless the scenario turned cookies off.
     cookies: Option<RefCell<Jar>>,
+    /// Its values of the scenario's variables (data columns, extractions), by slot.
+    vars: RefCell<Vec<Option<String>>>,
 }
 
 impl VirtualUser {
@@ -104,8 +109,12 @@ impl VirtualUser {
         if !w.sleep_until(w.start + offset).await {
             return;
         }
-        w.progress.active(1);
         let scenario = self.scenario.clone();
+        // A user given no row (the data ran out, not recycled) does not start.
+        if !self.take_row(Per::User) {
+            return;
+        }
+        w.progress.active(1);
         let mut looped = self.steps(&scenario.setup, deadline).await;
         let mut n = 0;
         while looped {
@@ -113,10 +122,10 @@ impl VirtualUser {
                 Length::Iterations(k) => n >= k,
                 Length::Duration(_) => deadline.is_some_and(|d| Instant::now() >= d),
             };
-            if over || w.stopped() {
+            if over || w.stopped() || !self.take_row(Per::Iteration) {
                 break;
             }
-            looped = self.steps(&scenario.steps, deadline).await;
+            looped = self.steps(&scenario.pick_flow().steps, deadline).await;
             n += 1;
         }
         if scenario.uses_stomp() {
@@ -172,14 +181,38 @@ impl VirtualUser {
         w.record(&step.name, (began, Instant::now()), outcome);
     }
 
-    fn render(&self, t: &Template) -> String {
-        t.render(self.user as usize, self.room)
+    /// When the scenario's data gives rows `per` this, the user's next row into its
+    /// variables; false when the rows ran out (and are not recycled).
+    fn take_row(&self, per: Per) -> bool {
+        let Some(data) = self.scenario.data.as_ref().filter(|d| d.per == per) else {
+            return true;
+        };
+        let Some(row) = data.row(self.user as usize) else {
+            return false;
+        };
+        let mut vars = self.vars.borrow_mut();
+        for (slot, value) in data.slots.iter().zip(row) {
+            vars[*slot] = Some(value.clone());
+        }
+        true
     }
 
-    fn render_headers(&self, headers: &[(String, Template)]) -> Vec<(String, String)> {
+    fn render(&self, t: &Template) -> Result<String, Unset> {
+        let values = self.vars.borrow();
+        t.render(&Context {
+            user: self.user as usize,
+            room: self.room,
+            values: &values,
+        })
+    }
+
+    fn render_headers(
+        &self,
+        headers: &[(String, Template)],
+    ) -> Result<Vec<(String, String)>, Unset> {
         headers
             .iter()
-            .map(|(n, v)| (n.clone(), self.render(v)))
+            .map(|(n, v)| Ok((n.clone(), self.render(v)?)))
             .collect()
     }
 
@@ -195,8 +228,26 @@ impl VirtualUser {
         else {
             return;
         };
-        let path = self.render(path);
-        let bytes = self.encode_http(method, &path, headers, body);
+        let w = self.w.clone();
+        // A variable with no value yet (its extraction failed): the step is not sent.
+        let rendered = (|| {
+            Ok((
+                self.render(path)?,
+                self.render_headers(headers)?,
+                self.render(body)?,
+            ))
+        })();
+        let (path, headers, body) = match rendered {
+            Ok(r) => r,
+            Err(e @ Unset(_)) => return w.failed(&step.name, e.to_string()),
+        };
+        let bytes = self.encode_http(method, &path, &headers, &body);
+        let user = UserSide {
+            jar: self.cookies.as_ref(),
+            path: &path,
+            extract: &step.extract,
+            vars: &self.vars,
+        };
         let out = Outgoing {
             target: &self.scenario.target,
             bytes: &bytes,
@@ -207,35 +258,23 @@ impl VirtualUser {
                 body: expect_body.as_deref(),
             },
             timeout,
-            cookies: self.cookies.as_ref().map(|jar| (jar, path.as_str())),
+            user: Some(user),
         };
-        let w = self.w.clone();
         let came = w.send(&mut self.http, &out, Instant::now()).await;
         let redirected = came
             .as_ref()
             .is_some_and(|(status, location)| is_redirect(*status) && location.is_some());
         if w.plan.follow && redirected {
-            let first = self.request_spec(step, (method, &path, headers, body));
-            let jar = self.cookies.as_ref();
-            Box::pin(w.follow(&mut self.http, &first, came, (out.check, jar))).await;
-        }
-    }
-
-    /// The step's request as `--follow` starts from (made only when a redirect came):
-    /// its hops are labelled after the step's name.
-    fn request_spec(
-        &self,
-        step: &ScenarioStep,
-        (method, path, headers, body): (&str, &str, &[(String, Template)], &Template),
-    ) -> RequestSpec {
-        let mut target = self.scenario.target.clone();
-        target.path = path.to_string();
-        RequestSpec {
-            method: method.to_string(),
-            target,
-            headers: self.render_headers(headers),
-            body: self.render(body).into_bytes(),
-            label: step.name.clone(),
+            let mut target = self.scenario.target.clone();
+            target.path = path.clone();
+            let first = RequestSpec {
+                method: method.clone(),
+                target,
+                headers,
+                body: body.into_bytes(),
+                label: step.name.clone(),
+            };
+            Box::pin(w.follow(&mut self.http, &first, came, (out.check, Some(user)))).await;
         }
     }
 
@@ -243,10 +282,9 @@ impl VirtualUser {
         &self,
         method: &str,
         path: &str,
-        headers: &[(String, Template)],
-        body: &Template,
+        headers: &[(String, String)],
+        body: &str,
     ) -> Vec<u8> {
-        let body = self.render(body);
         let mut out = format!("{method} {path} HTTP/1.1\r\n");
         let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
         if !has("host") {
@@ -257,7 +295,7 @@ impl VirtualUser {
         if let Some(cookies) = jar.and_then(|j| j.borrow().header(path)) {
             out.push_str(&format!("Cookie: {cookies}\r\n"));
         }
-        for (name, value) in self.render_headers(headers) {
+        for (name, value) in headers {
             out.push_str(&format!("{name}: {value}\r\n"));
         }
         if !body.is_empty() && !has("content-length") {
@@ -267,7 +305,7 @@ impl VirtualUser {
             out.push_str("Connection: close\r\n");
         }
         out.push_str("\r\n");
-        out.push_str(&body);
+        out.push_str(body);
         out.into_bytes()
     }
 
@@ -275,13 +313,11 @@ impl VirtualUser {
     async fn socket_step(&mut self, action: &Action) -> StepOutcome {
         let result = match action {
             Action::WsOpen { path, headers } => self.open(path, headers).await.map(|()| 0),
-            Action::WsSend(text) => {
-                let text = self.render(text);
-                match self.ws() {
-                    Ok(ws) => ws.send(text).await.map_err(StepError::from),
-                    Err(e) => Err(e),
-                }
-            }
+            Action::WsSend(text) => match (self.render(text), self.ws()) {
+                (Ok(text), Ok(ws)) => ws.send(text).await.map_err(StepError::from),
+                (Err(e), _) => Err(e.into()),
+                (_, Err(e)) => Err(e),
+            },
             Action::WsExpect(text) => self.expect(text).await,
             Action::WsClose => self.close().await,
             Action::Stomp(s) => self.stomp(s).await,
@@ -321,8 +357,8 @@ impl VirtualUser {
             .await
             .map_err(StepError::Connect)?;
         self.w.recorder.borrow_mut().opened(handshake);
-        let headers = self.render_headers(headers);
-        let path = self.render(path);
+        let headers = self.render_headers(headers)?;
+        let path = self.render(path)?;
         let deliveries = self.w.deliveries.clone();
         let ws = WsConn::open(
             stream,
@@ -340,7 +376,7 @@ impl VirtualUser {
     /// Waits for a message containing `text`, dropping others (as JMeter's WebSocket
     /// read sampler does).
     async fn expect(&mut self, text: &Template) -> Result<u64, StepError> {
-        let needle = self.render(text);
+        let needle = self.render(text)?;
         let ws = self.ws()?;
         ws.inbox
             .wait_for(|item| {
@@ -386,7 +422,7 @@ impl VirtualUser {
 
     async fn stomp_connect(&mut self, headers: &[(String, Template)]) -> Result<u64, StepError> {
         let host = self.scenario.target.authority.clone();
-        let extra = self.render_headers(headers);
+        let extra = self.render_headers(headers)?;
         // The step's headers first: in STOMP the first of a repeated header counts, and a
         // broker may read `host` as its virtual host (RabbitMQ does).
         let mut all: Vec<(&str, &str)> = extra
@@ -418,10 +454,10 @@ impl VirtualUser {
         headers: &[(String, Template)],
         receipt: bool,
     ) -> Result<u64, StepError> {
-        let destination = self.render(destination);
+        let destination = self.render(destination)?;
         let id = self.next_id("sub");
         let receipt_id = self.next_id("receipt");
-        let extra = self.render_headers(headers);
+        let extra = self.render_headers(headers)?;
         let mut all = vec![("destination", destination.as_str()), ("id", id.as_str())];
         if receipt {
             all.push(("receipt", receipt_id.as_str()));
@@ -446,7 +482,7 @@ impl VirtualUser {
     }
 
     async fn unsubscribe(&mut self, destination: &Template) -> Result<u64, StepError> {
-        let destination = self.render(destination);
+        let destination = self.render(destination)?;
         let i = self
             .subscriptions
             .iter()
@@ -464,11 +500,11 @@ impl VirtualUser {
         headers: &[(String, Template)],
         body: &Template,
     ) -> Result<u64, StepError> {
-        let destination = self.render(destination);
+        let destination = self.render(destination)?;
         let seq = self.sent;
         self.sent += 1;
-        let body = format!("{} {}", self.render(body), stomp::marker(self.user, seq));
-        let extra = self.render_headers(headers);
+        let body = format!("{} {}", self.render(body)?, stomp::marker(self.user, seq));
+        let extra = self.render_headers(headers)?;
         let mut all = vec![
             ("destination", destination.as_str()),
             ("content-type", "text/plain"),

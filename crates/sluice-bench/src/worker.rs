@@ -2,14 +2,15 @@
 //! (closed model) or what sends its share of the arrival schedule (open model:
 //! [`crate::open_model`]), and its own [`Recorder`]. Nothing on the request path takes a lock or allocates per request.
 
-use crate::conn::{Connection, ExchangeError, Reply};
+use crate::conn::{Capture, Connection, ExchangeError, Reply, MAX_CAPTURE};
 use crate::cookies::Jar;
 use crate::delivery::Deliveries;
 use crate::http2::{H2Error, H2Pool, H2Request};
 use crate::plan::{Length, OkStatus, Plan};
 use crate::progress::Progress;
 use crate::redirect::{is_redirect, Redirects, MAX_HOPS};
-use crate::stats::{Recorder, Sample};
+use crate::scenario::{Extraction, Response};
+use crate::stats::{Detail, Recorder, Sample, FAILURE_BYTES};
 use crate::target::RequestSpec;
 use std::cell::{Cell, RefCell};
 use std::net::IpAddr;
@@ -160,7 +161,7 @@ impl Worker {
             label: &request.label,
             check: Check::default(),
             timeout: self.plan.timeout,
-            cookies: None,
+            user: None,
         };
         let came = self.send(slot, &out, intended).await;
         if self.plan.follow {
@@ -173,13 +174,15 @@ impl Worker {
     /// server goes on the user's connection (with `--h2`, as a stream on the thread's
     /// connections); one elsewhere on an HTTP/1.1 connection of its own. `check` is
     /// what the answer at the end of the chain must be (a scenario step's expectation);
-    /// each redirect on the way is judged by `--ok-status`, as any response is.
+    /// each redirect on the way is judged by `--ok-status`, as any response is. `user`:
+    /// a scenario's user, whose cookies go with hops to its own target and whose
+    /// extractions read the answer at the end.
     pub async fn follow(
         &self,
         slot: &mut Option<Connection>,
         first: &RequestSpec,
         came: Came,
-        (check, cookies): (Check<'_>, Option<&RefCell<Jar>>),
+        (check, user): (Check<'_>, Option<UserSide<'_>>),
     ) {
         let (mut came, mut current) = (came, None::<RequestSpec>);
         for hop in 0..=MAX_HOPS {
@@ -204,7 +207,7 @@ impl Worker {
             let home = next.target.addr == first.target.addr && next.target.tls == first.target.tls;
             // The user's cookies go with a hop to its own target (a log-in's 302 to the
             // home page needs the session it just set), and it keeps what the hop sets.
-            let jar = cookies.filter(|_| home);
+            let jar = user.and_then(|u| u.jar).filter(|_| home);
             if let Some(value) = jar.and_then(|j| j.borrow().header(&next.target.path)) {
                 next.headers
                     .retain(|(n, _)| !n.eq_ignore_ascii_case("cookie"));
@@ -218,7 +221,11 @@ impl Worker {
                 label: &next.label,
                 check,
                 timeout: self.plan.timeout,
-                cookies: jar.map(|j| (j, next.target.path.as_str())),
+                user: user.map(|u| UserSide {
+                    jar,
+                    path: &next.target.path,
+                    ..u
+                }),
             };
             came = match (home, &self.h2) {
                 (true, Some((pool, _))) => {
@@ -234,7 +241,7 @@ impl Worker {
 
     /// Records a sample that failed before anything was sent (a redirect that cannot be
     /// followed).
-    fn failed(&self, label: &str, error: String) {
+    pub fn failed(&self, label: &str, error: String) {
         let now = Instant::now();
         self.settle((label, 0), (now, now), Err(error), &Check::default(), None);
     }
@@ -249,35 +256,75 @@ impl Worker {
         intended: Instant,
     ) -> Came {
         let before = Instant::now();
-        let mut body = out.check.body.map(|_| Vec::new());
-        let exchange = self.exchange(slot, out, body.as_mut());
+        let limit = capture_limit(out);
+        let mut body = (limit > 0).then(Vec::new);
+        let exchange = self.exchange(slot, out, body.as_mut().map(|b| (b, limit)));
         let result = tokio::select! {
             r = tokio::time::timeout(out.timeout, exchange) => r,
             () = self.interrupted() => return None,
         };
-        if let (Ok(Ok((reply, _))), Some((jar, path))) = (&result, out.cookies) {
-            if !reply.set_cookies.is_empty() {
-                jar.borrow_mut().store(path, &reply.set_cookies);
+        let body = body.unwrap_or_default();
+        let (got, head, extracted) = match result {
+            Ok(Ok((reply, opened))) => {
+                let extracted = out.user.and_then(|u| self.keep(&u, &reply, &body));
+                let got = Got {
+                    sent: opened.unwrap_or(reply.written),
+                    status: reply.status,
+                    location: reply.location,
+                    bytes_in: reply.bytes_in,
+                    completed: reply.completed,
+                };
+                (Ok(got), reply.head, extracted)
             }
-        }
-        let got = match result {
-            Ok(Ok((reply, opened))) => Ok(Got {
-                sent: opened.unwrap_or(reply.written),
-                status: reply.status,
-                location: reply.location,
-                bytes_in: reply.bytes_in,
-                completed: reply.completed,
-            }),
-            Ok(Err(e)) => Err(e.to_string()),
+            Ok(Err(e)) => (Err(e.to_string()), Vec::new(), None),
             Err(_) => {
                 *slot = None;
-                Err("timeout".to_string())
+                (Err("timeout".to_string()), Vec::new(), None)
             }
         };
         let came = got.as_ref().ok().map(|g| (g.status, g.location.clone()));
         let sample = (out.label, out.bytes.len() as u64);
-        self.settle(sample, (intended, before), got, &out.check, body.as_deref());
+        let detail = out.user.map(|_| Detail {
+            request: out.bytes,
+            head: &head,
+            body: &body,
+        });
+        let outcome = Outcome {
+            got,
+            body: &body,
+            extracted,
+            detail,
+        };
+        self.settle_full(sample, (intended, before), outcome, &out.check);
         came
+    }
+
+    /// What a scenario's user keeps of a response: its cookies, and, from the answer
+    /// that ends a step (no redirect about to be followed), the step's extractions.
+    /// The first extraction that found nothing, as its error kind.
+    fn keep(&self, user: &UserSide<'_>, reply: &Reply, body: &[u8]) -> Option<String> {
+        if let Some(jar) = user.jar.filter(|_| !reply.set_cookies.is_empty()) {
+            jar.borrow_mut().store(user.path, &reply.set_cookies);
+        }
+        let followed = self.plan.follow && is_redirect(reply.status) && reply.location.is_some();
+        if followed || user.extract.is_empty() {
+            return None;
+        }
+        let cookie = |name: &str| user.jar.and_then(|j| j.borrow().value(name));
+        let response = Response {
+            head: &reply.head,
+            body,
+            cookie: &cookie,
+        };
+        let mut vars = user.vars.borrow_mut();
+        let mut failed = None;
+        for e in user.extract {
+            match e.apply(&response) {
+                Ok(value) => vars[e.slot] = Some(value),
+                Err(e) => failed = failed.or(Some(e.to_string())),
+            }
+        }
+        failed
     }
 
     /// Sends `request` as an HTTP/2 stream on one of `pool`'s connections, and records
@@ -327,17 +374,41 @@ impl Worker {
         came
     }
 
-    /// Records one exchange's sample: `(label, bytes sent)`, `(intended, before)` (when
-    /// it was meant to go, and when the attempt began), what came back or why nothing
-    /// did, and the check its response must pass.
+    /// Records an exchange's sample that kept no more than its body.
     fn settle(
         &self,
-        (label, bytes_out): (&str, u64),
-        (intended, before): (Instant, Instant),
+        sample: (&str, u64),
+        times: (Instant, Instant),
         got: Result<Got, String>,
         check: &Check<'_>,
         body: Option<&[u8]>,
     ) {
+        let outcome = Outcome {
+            got,
+            body: body.unwrap_or_default(),
+            extracted: None,
+            detail: None,
+        };
+        self.settle_full(sample, times, outcome, check);
+    }
+
+    /// Records one exchange's sample: `(label, bytes sent)`, `(intended, before)` (when
+    /// it was meant to go, and when the attempt began), what came back or why nothing
+    /// did, and the check its response must pass.
+    fn settle_full(
+        &self,
+        (label, bytes_out): (&str, u64),
+        (intended, before): (Instant, Instant),
+        outcome: Outcome<'_>,
+        check: &Check<'_>,
+    ) {
+        let Outcome {
+            got,
+            body,
+            extracted,
+            detail,
+        } = outcome;
+        let body = Some(body);
         // A sample spans from its write (or its connect, for a new connection) to its
         // last byte; a failure, from the start of the attempt to when it was seen.
         let (error, sent, ended) = match &got {
@@ -347,7 +418,9 @@ impl Worker {
                 g.completed,
             ),
             Ok(g) => (
-                check.verdict(&self.plan.ok_status, g.status, body),
+                check
+                    .verdict(&self.plan.ok_status, g.status, body)
+                    .or(extracted),
                 g.sent,
                 g.completed,
             ),
@@ -367,6 +440,7 @@ impl Worker {
             location: got.as_ref().and_then(|g| g.location.as_deref()),
             bytes_in: got.as_ref().map_or(0, |g| g.bytes_in),
             bytes_out,
+            detail,
         });
     }
 
@@ -386,6 +460,7 @@ impl Worker {
             location: None,
             bytes_in: outcome.bytes_in,
             bytes_out: outcome.bytes_out,
+            detail: None,
         });
     }
 
@@ -408,7 +483,7 @@ impl Worker {
         &self,
         slot: &mut Option<Connection>,
         out: &Outgoing<'_>,
-        mut body: Option<&mut Vec<u8>>,
+        mut body: Option<Capture<'_>>,
     ) -> Result<(Reply, Option<Instant>), ExchangeError> {
         for _ in 0..2 {
             let reused = slot.is_some();
@@ -424,11 +499,9 @@ impl Worker {
                     slot.insert(conn)
                 }
             };
-            conn.cookies = out.cookies.is_some();
-            match conn
-                .exchange(out.bytes, out.head, body.as_deref_mut())
-                .await
-            {
+            conn.keep_head = out.user.is_some();
+            let capture = body.as_mut().map(|(b, limit)| (&mut **b, *limit));
+            match conn.exchange(out.bytes, out.head, capture).await {
                 Ok(reply) => {
                     if !reply.reusable || !self.plan.keep_alive {
                         *slot = None;
@@ -486,8 +559,42 @@ pub struct Outgoing<'a> {
     pub check: Check<'a>,
     /// A request taking longer fails as `timeout`.
     pub timeout: Duration,
-    /// The user's cookie jar and the request's path: what the response sets is kept there.
-    pub cookies: Option<(&'a RefCell<Jar>, &'a str)>,
+    /// A scenario's user sends it: what it keeps of the response.
+    pub user: Option<UserSide<'a>>,
+}
+
+/// A scenario's user's side of a request: what it keeps of the response.
+#[derive(Clone, Copy)]
+pub struct UserSide<'a> {
+    /// Its cookie jar (none with `cookies = false`), and the request's path: what the
+    /// response sets is kept there.
+    pub jar: Option<&'a RefCell<Jar>>,
+    pub path: &'a str,
+    /// The values the step takes from its answer, into the user's variables.
+    pub extract: &'a [Extraction],
+    pub vars: &'a RefCell<Vec<Option<String>>>,
+}
+
+/// How much of a response's body `out` keeps: all its checks and extractions read (up
+/// to 1 MiB), the start a failure shows for a scenario's user, none on the plain path.
+fn capture_limit(out: &Outgoing<'_>) -> usize {
+    let extracts = out
+        .user
+        .is_some_and(|u| u.extract.iter().any(Extraction::reads_body));
+    match (out.check.body.is_some() || extracts, out.user.is_some()) {
+        (true, _) => MAX_CAPTURE,
+        (false, true) => FAILURE_BYTES,
+        (false, false) => 0,
+    }
+}
+
+/// What an exchange came to, for its sample.
+struct Outcome<'a> {
+    got: Result<Got, String>,
+    body: &'a [u8],
+    /// The first extraction that found nothing.
+    extracted: Option<String>,
+    detail: Option<Detail<'a>>,
 }
 
 /// What a response must be to count as a success.

@@ -4,8 +4,8 @@
 //! with its own words, before any step. Otherwise every step would run against nothing
 //! and its fast failures would read as a throughput the generator could not exceed.
 
-use sluice_bench::conn::{Connection, ExchangeError};
-use sluice_bench::scenario::{Action, Scenario};
+use sluice_bench::conn::{Connection, ExchangeError, MAX_CAPTURE};
+use sluice_bench::scenario::{Action, Context, Scenario};
 use sluice_bench::target::TargetError;
 use sluice_bench::{RequestSpec, Target};
 use std::time::Duration;
@@ -82,16 +82,23 @@ fn first_request(target: Target, scenario: Option<&Scenario>) -> Vec<u8> {
     let Some((method, path, headers, body)) = http else {
         return get(target);
     };
-    let mut t = target.clone();
-    t.path = path.render(0, 0);
-    let headers: Vec<String> = headers
-        .iter()
-        .map(|(n, v)| format!("{n}: {}", v.render(0, 0)))
-        .collect();
-    match RequestSpec::new(method, t, &headers, body.render(0, 0).into_bytes()) {
-        Ok(spec) => spec.encode(true),
-        // The scenario's parser has checked its steps: this is not expected.
-        Err(_) => get(target),
+    // Templates for user 0, before any value is extracted: a step that needs one
+    // cannot go first, and the probe sends a GET instead.
+    let cx = Context::bare(0, 0);
+    let rendered = (|| {
+        let mut t = target.clone();
+        t.path = path.render(&cx).ok()?;
+        let headers: Option<Vec<String>> = headers
+            .iter()
+            .map(|(n, v)| Some(format!("{n}: {}", v.render(&cx).ok()?)))
+            .collect();
+        let body = body.render(&cx).ok()?.into_bytes();
+        // The scenario's parser has checked its steps: an error is not expected.
+        RequestSpec::new(method, t, &headers?, body).ok()
+    })();
+    match rendered {
+        Some(spec) => spec.encode(true),
+        None => get(target),
     }
 }
 
@@ -147,7 +154,9 @@ fn late() -> String {
 async fn one(target: &Target, request: &[u8]) -> Result<(u16, Vec<u8>), ExchangeError> {
     let (mut conn, _) = Connection::open(target, None, None).await?;
     let mut body = Vec::new();
-    let reply = conn.exchange(request, false, Some(&mut body)).await?;
+    let reply = conn
+        .exchange(request, false, Some((&mut body, MAX_CAPTURE)))
+        .await?;
     Ok((reply.status, body))
 }
 

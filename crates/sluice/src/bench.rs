@@ -4,7 +4,7 @@ use anyhow::{anyhow, Context};
 use clap::{Args, Subcommand};
 use sluice_bench::plan::OkStatus;
 use sluice_bench::report::{table, Report, StepReport};
-use sluice_bench::scenario::Scenario;
+use sluice_bench::scenario::{Per, Scenario};
 use sluice_bench::target::Resolve;
 use sluice_bench::threshold::{failures, Threshold};
 use sluice_bench::tls::{self, TlsOptions};
@@ -351,12 +351,37 @@ fn scenario_summary(s: &Scenario) -> String {
         1 => format!("1 {what} step"),
         n => format!("{n} {what} steps"),
     };
-    let mut parts = vec![count(s.steps.len(), "loop")];
+    let mut parts = match s.flows.as_slice() {
+        [one] => vec![count(one.steps.len(), "loop")],
+        flows => {
+            let each: Vec<String> = flows
+                .iter()
+                .map(|f| format!("{} ({} steps, weight {})", f.name, f.steps.len(), f.weight))
+                .collect();
+            vec![format!("{} flows: {}", flows.len(), each.join(", "))]
+        }
+    };
     if !s.setup.is_empty() {
         parts.push(count(s.setup.len(), "setup"));
     }
     if !s.teardown.is_empty() {
         parts.push(count(s.teardown.len(), "teardown"));
+    }
+    if let Some(d) = &s.data {
+        let per = match d.per {
+            Per::User => "a row per user",
+            Per::Iteration => "a row per iteration",
+        };
+        parts.push(format!(
+            "data {} ({} rows of {}; {per})",
+            d.file,
+            d.rows.len(),
+            d.columns.join(",")
+        ));
+    }
+    let extracted = s.all_steps().map(|step| step.extract.len()).sum::<usize>();
+    if extracted > 0 {
+        parts.push(format!("{extracted} extracted values"));
     }
     parts.push(format!("target {} ({})", s.target.url, s.target.addr));
     if !s.users.is_empty() {

@@ -407,3 +407,195 @@ fn a_scenario_step_follows_redirects_and_checks_the_page_they_lead_to() {
         "not followed, the 302 is what the step checks: {step}"
     );
 }
+
+/// A directory of its own for a scenario and its data file, removed when dropped.
+struct ScenarioDir(PathBuf);
+
+impl ScenarioDir {
+    fn new(label: &str, csv: &str) -> ScenarioDir {
+        let dir = std::env::temp_dir().join(format!("sluice-{label}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("accounts.csv"), csv).unwrap();
+        ScenarioDir(dir)
+    }
+
+    /// Writes the scenario; its path.
+    fn scenario(&self, text: &str) -> String {
+        let path = self.0.join("scenario.toml");
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    }
+}
+
+impl Drop for ScenarioDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const ACCOUNTS: &str =
+    "username,password\nann,pw-ann\nbob,pw-bob\ncid,pw-cid\ndee,pw-dee\neve,pw-eve\nfay,pw-fay\n";
+
+/// A form login as Spring Security's, from a CSV of accounts: each user takes its own
+/// row, the CSRF token from the form page (regex) and a bearer token from the login's
+/// JSON (JSONPath), and loads pages only its own account may see.
+fn login_scenario(port: u16, csrf_regex: &str, signin_csrf: &str) -> String {
+    format!(
+        r#"target = "http://127.0.0.1:{port}"
+users = 6
+iterations = 4
+data = "accounts.csv"
+
+[[setup]]
+name = "form"
+http = "GET /form"
+extract.csrf = {{ regex = '{csrf_regex}' }}
+
+[[setup]]
+name = "signin"
+http = "POST /signin"
+headers = ["Content-Type: application/x-www-form-urlencoded"]
+body = "username={{username}}&password={{password}}&_csrf={signin_csrf}"
+expect_status = 200
+extract.token = {{ json = "$.token" }}
+
+[[step]]
+name = "page"
+http = "GET /page?user={{username}}"
+headers = ["Authorization: Bearer {{token}}"]
+expect_status = 200
+"#
+    )
+}
+
+#[test]
+#[ignore = "needs python3"]
+fn users_log_in_from_a_data_file_with_tokens_taken_from_responses() {
+    let app = SessionApp::start();
+    let dir = ScenarioDir::new("login", ACCOUNTS);
+    let good = dir.scenario(&login_scenario(
+        app.1,
+        r#"name="_csrf" value="([^"]+)""#,
+        "{csrf}",
+    ));
+    let run = bench(&["bench", "--scenario", &good], "login");
+    let step = &run.report["steps"][0];
+    assert_eq!(step["errors"], 0, "{step}");
+    assert_eq!(step["labels"]["page"]["samples"], 24, "{step}");
+    let pages = app.pages();
+    for name in ["ann", "bob", "cid", "dee", "eve", "fay"] {
+        assert_eq!(pages[name], 4, "each account's own pages: {pages}");
+    }
+}
+
+/// An extraction that finds nothing is an error of its own kind, shown with the
+/// response's start; what needed its value is not sent, and says why. A request the
+/// server refuses is shown with the cookies it carried.
+#[test]
+#[ignore = "needs python3"]
+fn a_failed_extraction_and_a_refused_login_are_told_with_what_was_exchanged() {
+    let app = SessionApp::start();
+    let dir = ScenarioDir::new("login-fails", ACCOUNTS);
+    let bad_regex = dir.scenario(&login_scenario(
+        app.1,
+        r#"name="csrf_token" value="([^"]+)""#,
+        "{csrf}",
+    ));
+    let run = bench(&["bench", "--scenario", &bad_regex], "bad-regex");
+    let step = &run.report["steps"][0];
+    assert_eq!(step["error_kinds"]["extract: csrf not found"], 6, "{step}");
+    assert_eq!(
+        step["error_kinds"]["variable {csrf} has no value"], 6,
+        "{step}"
+    );
+    assert_eq!(
+        step["error_kinds"]["variable {token} has no value"], 24,
+        "{step}"
+    );
+    let failure = &step["labels"]["form"]["failures"][0];
+    assert_eq!(failure["request"], "GET /form HTTP/1.1", "{failure}");
+    let response = failure["response"].as_str().unwrap();
+    assert!(
+        response.starts_with("HTTP/1.1 200") && response.contains("name=\"_csrf\""),
+        "{failure}"
+    );
+    assert_eq!(
+        app.pages(),
+        serde_json::json!({}),
+        "nothing unsent reached a page"
+    );
+
+    let refused = dir.scenario(&login_scenario(
+        app.1,
+        r#"name="_csrf" value="([^"]+)""#,
+        "stale",
+    ));
+    let run = bench(&["bench", "--scenario", &refused], "refused");
+    let step = &run.report["steps"][0];
+    assert_eq!(step["error_kinds"]["check: status 403"], 6, "{step}");
+    let failure = &step["labels"]["signin"]["failures"][0];
+    assert_eq!(failure["request"], "POST /signin HTTP/1.1", "{failure}");
+    assert!(
+        failure["cookies"].as_str().unwrap().starts_with("SID="),
+        "{failure}"
+    );
+    assert!(
+        failure["response"]
+            .as_str()
+            .unwrap()
+            .contains("Invalid CSRF token"),
+        "{failure}"
+    );
+    let text = String::from_utf8_lossy(&run.output.stdout);
+    assert!(
+        text.contains("first \"check: status 403\" in signin: POST /signin"),
+        "{text}"
+    );
+}
+
+/// What a scenario's data file lacks is told before anything runs: a variable no
+/// column or extraction gives, a row shorter than the header.
+#[test]
+fn a_missing_data_column_or_a_broken_row_is_told_before_anything_runs() {
+    let dir = ScenarioDir::new("data-check", "username,password\nann,pw-ann\nbob\n");
+    let path = dir.scenario(
+        "target = \"http://127.0.0.1:1\"\nusers = 2\niterations = 1\ndata = \"accounts.csv\"\n\n[[step]]\nhttp = \"GET /u/{email}\"\n",
+    );
+    let out = sluice().args(["bench", "--check", &path]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{path}:4:8: `data` accounts.csv: line 3 has 1 fields where there are 2 columns"
+        )),
+        "{stderr}"
+    );
+    std::fs::write(
+        dir.0.join("accounts.csv"),
+        "username,password\nann,pw-ann\n",
+    )
+    .unwrap();
+    let out = sluice().args(["bench", "--check", &path]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{path}:7:8: `{{email}}` is no variable of this scenario"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("{username}, {password}"),
+        "the columns it has: {stderr}"
+    );
+    let out = sluice()
+        .args(["bench", "--scenario", &path, "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "not run: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

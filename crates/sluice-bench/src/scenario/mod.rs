@@ -7,6 +7,7 @@
 //! ramp = "5s"
 //! rooms = 31                          # {room} is the user's index modulo this
 //! cookies = true                      # each user's cookie jar (the default)
+//! data = "accounts.csv"               # a row for each user: {username}, {password}
 //!
 //! [[setup]]                           # once per user, before the loop
 //! ws = "/chat"                        # opens the user's WebSocket
@@ -18,9 +19,11 @@
 //! [[step]]                            # the loop
 //! name = "home"                       # the label its samples are reported under
 //! http = "GET /?room={room}"          # METHOD PATH; {user}, {room}, {uuid}, {now_ms}
-//!                                     # and {random(1,1000)} are replaced
+//!                                     # and {random(1,1000)} are replaced, and the
+//!                                     # data's columns and extracted values by name
 //! expect_status = 200                 # or a list; anything else is an error
 //! expect_body = "Welcome"             # the body must contain this
+//! extract.csrf = { regex = 'name="_csrf" value="([^"]+)"' }   # see extract.rs
 //! think = "100ms"                     # pause after the step (or drawn:
 //!                                     # { between = ["1s", "3s"] }, { gaussian = "1s",
 //!                                     # deviation = "200ms" }, { exponential = "1s" })
@@ -32,19 +35,39 @@
 //! stomp = "DISCONNECT"
 //! ```
 //!
+//! Instead of `[[step]]`, weighted flows: each time round its loop a user runs one,
+//! picked by weight (Locust's task weights, JMeter's Throughput Controller):
+//!
+//! ```toml
+//! [[flow]]
+//! name = "browse"
+//! weight = 9
+//! [[flow.step]]
+//! http = "GET /products"
+//! [[flow]]
+//! name = "buy"
+//! weight = 1
+//! [[flow.step]]
+//! http = "POST /cart"
+//! ```
+//!
 //! Every problem is reported at once, each with `file:line:col` and a hint, the way
 //! config errors are.
 
+mod data;
+mod extract;
 mod steps;
 mod template;
 mod think;
 
-pub use template::Template;
+pub use data::{Data, Order, Per};
+pub use extract::{header_values, Extraction, NotFound, Response, Source};
+pub use template::{Context, Template, Unset, Variables};
 pub use think::Think;
 
 use crate::target::{Resolve, Target, TargetError};
 
-use sluice_config::toml_edit::{Item, TableLike, Value};
+use sluice_config::toml_edit::{Item, Table, TableLike, Value};
 use sluice_config::{ConfigError, Errors, Reader};
 use std::time::Duration;
 
@@ -57,10 +80,14 @@ const TOP_KEYS: &[&str] = &[
     "rooms",
     "delivery_wait",
     "cookies",
+    "data",
     "setup",
     "step",
+    "flow",
     "teardown",
 ];
+
+const FLOW_KEYS: &[&str] = &["name", "weight", "step"];
 
 /// What a step does.
 #[derive(Debug, Clone, PartialEq)]
@@ -149,6 +176,16 @@ pub struct ScenarioStep {
     /// How long the step may wait (for a response, a message, a receipt); the run's
     /// `--timeout` when not given.
     pub timeout: Option<Duration>,
+    /// Values taken from its response into the user's variables.
+    pub extract: Vec<Extraction>,
+}
+
+/// Steps a user runs in one time round its loop, picked by weight among the scenario's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flow {
+    pub name: String,
+    pub weight: u32,
+    pub steps: Vec<ScenarioStep>,
 }
 
 /// A whole scenario.
@@ -165,19 +202,42 @@ pub struct Scenario {
     pub delivery_wait: Duration,
     /// Steps each user runs once, before its loop.
     pub setup: Vec<ScenarioStep>,
-    /// The loop: run until the step's duration is over, or `iterations` times.
-    pub steps: Vec<ScenarioStep>,
+    /// The loop: each time round it, one flow picked by weight (one alone when the
+    /// scenario gives `[[step]]`s), until the step's duration is over, or `iterations`
+    /// times.
+    pub flows: Vec<Flow>,
     /// Steps each user runs once at the end, even after the duration is over.
     pub teardown: Vec<ScenarioStep>,
     /// Each user keeps the cookies it is given and sends them back (`cookies = false`:
     /// not).
     pub cookies: bool,
+    /// Its own variables by name: the data's columns, then what steps extract.
+    pub vars: Variables,
+    /// Rows of values given out to users (`data = "accounts.csv"`).
+    pub data: Option<Data>,
 }
 
 impl Scenario {
     /// Every step, setup to teardown.
     pub fn all_steps(&self) -> impl Iterator<Item = &ScenarioStep> {
-        self.setup.iter().chain(&self.steps).chain(&self.teardown)
+        let looped = self.flows.iter().flat_map(|f| &f.steps);
+        self.setup.iter().chain(looped).chain(&self.teardown)
+    }
+
+    /// The flow for one time round the loop, by weight.
+    pub fn pick_flow(&self) -> &Flow {
+        if self.flows.len() == 1 {
+            return &self.flows[0];
+        }
+        let total: u32 = self.flows.iter().map(|f| f.weight).sum();
+        let mut at = fastrand::u32(..total.max(1));
+        for flow in &self.flows {
+            if at < flow.weight {
+                return flow;
+            }
+            at -= flow.weight;
+        }
+        &self.flows[0]
     }
 
     /// True when a step opens a WebSocket (a second connection per user).
@@ -224,9 +284,16 @@ impl Scenario {
         let rooms = r.integer(root, "rooms", 1 << 20).unwrap_or(1).max(1) as usize;
         let delivery_wait = r.duration(root, "delivery_wait");
         let cookies = r.boolean(root, "cookies").unwrap_or(true);
-        let setup = section(&mut r, root, "setup", false);
-        let steps = section(&mut r, root, "step", true);
-        let teardown = section(&mut r, root, "teardown", false);
+        let mut vars = Variables::default();
+        let data = data::data(&mut r, root, file, &mut vars);
+        for_each_step_table(root, |t| extract::declare(t, &mut vars));
+        let mut x = steps::Reading {
+            r: &mut r,
+            vars: &vars,
+        };
+        let setup = section(&mut x, root, "setup", false, "");
+        let flows = flows(&mut x, root);
+        let teardown = section(&mut x, root, "teardown", false, "");
         if !r.errors.is_empty() {
             r.errors.sort_by_key(|e| (e.line, e.col));
             return Err(Errors(r.errors));
@@ -240,9 +307,11 @@ impl Scenario {
             rooms,
             delivery_wait: delivery_wait.unwrap_or(Duration::from_secs(2)),
             setup,
-            steps,
+            flows,
             teardown,
             cookies,
+            vars,
+            data,
         })
     }
 
@@ -327,8 +396,86 @@ fn users(r: &mut Reader, root: &dyn TableLike) -> Vec<usize> {
     users
 }
 
-/// The `[[name]]` tables; `required`: at least one.
-fn section(r: &mut Reader, root: &dyn TableLike, name: &str, required: bool) -> Vec<ScenarioStep> {
+/// Calls `f` with every step's table: setup, steps, flows' steps, teardown.
+fn for_each_step_table(root: &dyn TableLike, mut f: impl FnMut(&dyn TableLike)) {
+    for key in ["setup", "step", "teardown"] {
+        tables(root, key).for_each(|t| f(t));
+    }
+    for flow in tables(root, "flow") {
+        tables(flow, "step").for_each(|t| f(t));
+    }
+}
+
+/// The `[[key]]` tables of `t`, if it has such.
+fn tables<'t>(t: &'t dyn TableLike, key: &str) -> impl Iterator<Item = &'t Table> {
+    t.get(key)
+        .and_then(Item::as_array_of_tables)
+        .into_iter()
+        .flat_map(|a| a.iter())
+}
+
+/// The loop: `[[step]]` (one flow), or weighted `[[flow]]`s, one of the two.
+fn flows(x: &mut steps::Reading<'_, '_>, root: &dyn TableLike) -> Vec<Flow> {
+    let Some(item) = root.get("flow") else {
+        let steps = section(x, root, "step", true, "");
+        let name = String::from("steps");
+        return vec![Flow {
+            name,
+            weight: 1,
+            steps,
+        }];
+    };
+    if let Some(step) = root.get("step") {
+        let why = "a scenario loops over [[step]]s or over [[flow]]s, not both";
+        x.r.error(
+            step.span(),
+            why,
+            "put these steps in a [[flow]] of their own",
+        );
+    }
+    let Some(tables) = item.as_array_of_tables() else {
+        x.r.error(
+            item.span(),
+            "`flow` must be an array of tables",
+            "write each as [[flow]]",
+        );
+        return Vec::new();
+    };
+    let mut flows = Vec::new();
+    for (i, t) in tables.iter().enumerate() {
+        x.r.only_keys(t, FLOW_KEYS, "a [[flow]]");
+        let name =
+            x.r.string(t, "name")
+                .map_or_else(|| format!("flow {}", i + 1), |(n, _)| n);
+        let weight = x.r.integer(t, "weight", 1_000_000).unwrap_or(1);
+        if weight == 0 {
+            let span = t.get("weight").and_then(Item::span);
+            x.r.error(
+                span,
+                "a flow's `weight` is at least 1",
+                "leave the flow out to run it never",
+            );
+        }
+        let steps = section(x, t, "step", true, &format!("{name}: "));
+        flows.push(Flow {
+            name,
+            weight: weight.max(1) as u32,
+            steps,
+        });
+    }
+    flows
+}
+
+/// The `[[name]]` tables; `required`: at least one. A step without a `name` is
+/// labelled `prefix` and its number and action.
+fn section(
+    x: &mut steps::Reading<'_, '_>,
+    root: &dyn TableLike,
+    name: &str,
+    required: bool,
+    prefix: &str,
+) -> Vec<ScenarioStep> {
+    let r = &mut *x.r;
     let Some(item) = root.get(name) else {
         if required {
             r.error(
@@ -350,7 +497,7 @@ fn section(r: &mut Reader, root: &dyn TableLike, name: &str, required: bool) -> 
     tables
         .iter()
         .enumerate()
-        .filter_map(|(i, t)| steps::step(r, t, name, i))
+        .filter_map(|(i, t)| steps::step(x, t, name, &format!("{prefix}{}", i + 1)))
         .collect()
 }
 
@@ -363,16 +510,16 @@ mod tests {
         let text = "target = \"http://127.0.0.1:8080\"\nusers = 1\nduration = \"1s\"\n\n[[step]]\nhttp = \"GET /a\"\nthink = { between = [\"1s\", \"3s\"] }\n\n[[step]]\nhttp = \"GET /b\"\nthink = { gaussian = \"1s\", deviation = \"200ms\" }\n\n[[step]]\nhttp = \"GET /c\"\nthink = { exponential = \"2s\" }\n";
         let s = Scenario::parse("s.toml", text).unwrap();
         let secs = Duration::from_secs;
-        assert_eq!(s.steps[0].think, Think::Uniform(secs(1), secs(3)));
+        assert_eq!(s.flows[0].steps[0].think, Think::Uniform(secs(1), secs(3)));
         let deviation = Duration::from_millis(200);
         assert_eq!(
-            s.steps[1].think,
+            s.flows[0].steps[1].think,
             Think::Gaussian {
                 mean: secs(1),
                 deviation
             }
         );
-        assert_eq!(s.steps[2].think, Think::Exponential(secs(2)));
+        assert_eq!(s.flows[0].steps[2].think, Think::Exponential(secs(2)));
         let bad = "target = \"http://127.0.0.1:8080\"\nusers = 1\nduration = \"1s\"\n\n[[step]]\nhttp = \"GET /a\"\nthink = { between = [\"3s\", \"1s\"] }\n\n[[step]]\nhttp = \"GET /b\"\nthink = { gaussian = \"1s\" }\n\n[[step]]\nhttp = \"GET /c\"\nthink = { poisson = \"2s\" }\n";
         let errors = Scenario::parse("s.toml", bad).unwrap_err().to_string();
         for expected in [
@@ -385,22 +532,53 @@ mod tests {
     }
 
     #[test]
+    fn flows_are_picked_by_weight_and_their_steps_named_after_them() {
+        let text = "target = \"http://127.0.0.1:8080\"\nusers = 1\nduration = \"1s\"\n\n[[flow]]\nname = \"browse\"\nweight = 9\n[[flow.step]]\nhttp = \"GET /products\"\n\n[[flow]]\nname = \"buy\"\n[[flow.step]]\nhttp = \"POST /cart\"\nextract.order = { json = \"$.id\" }\n[[flow.step]]\nhttp = \"GET /orders/{order}\"\n";
+        let s = Scenario::parse("s.toml", text).unwrap();
+        let names: Vec<(&str, u32, usize)> = s
+            .flows
+            .iter()
+            .map(|f| (f.name.as_str(), f.weight, f.steps.len()))
+            .collect();
+        assert_eq!(names, [("browse", 9, 1), ("buy", 1, 2)]);
+        assert_eq!(s.flows[1].steps[1].name, "buy: 2 GET /orders/{order}");
+        assert_eq!(s.vars.names(), ["order"]);
+        let buys = (0..10_000).filter(|_| s.pick_flow().name == "buy").count();
+        assert!(
+            (800..1200).contains(&buys),
+            "{buys} of 10,000 at weight 1 in 10"
+        );
+        let both = format!("{text}\n[[step]]\nhttp = \"GET /\"\n[[flow]]\nweight = 0\n[[flow.step]]\nws_send = \"x\"\nextract.a = {{ header = \"X\" }}\n");
+        let errors = Scenario::parse("s.toml", &both).unwrap_err().to_string();
+        for expected in [
+            "s.toml:19:1: a scenario loops over [[step]]s or over [[flow]]s, not both",
+            "s.toml:22:10: a flow's `weight` is at least 1",
+            "s.toml:25:1: `extract` reads an HTTP response: this step sends none",
+        ] {
+            assert!(errors.contains(expected), "{expected:?} in {errors}");
+        }
+    }
+
+    #[test]
     fn a_scenario_reads() {
         let text = "target = \"http://127.0.0.1:8080\"\nusers = [2, 4]\nduration = \"1s\"\nrooms = 3\n\n[[step]]\nname = \"home\"\nhttp = \"GET /?room={room}\"\nexpect_status = 200\nexpect_body = \"ok\"\nthink = \"10ms\"\n\n[[step]]\nhttp = \"POST /up\"\nbody = \"hi {user}\"\nheaders = [\"Content-Type: text/plain\"]\nrepeat = 3\n";
         let s = Scenario::parse("s.toml", text).unwrap();
         assert_eq!((s.users.clone(), s.rooms), (vec![2, 4], 3));
         assert_eq!(s.duration, Some(Duration::from_secs(1)));
-        assert_eq!(s.steps.len(), 2);
+        assert_eq!(s.flows[0].steps.len(), 2);
         assert_eq!(
-            (s.steps[0].name.as_str(), s.steps[0].think),
+            (s.flows[0].steps[0].name.as_str(), s.flows[0].steps[0].think),
             ("home", Think::Fixed(Duration::from_millis(10)))
         );
         assert_eq!(
-            (s.steps[1].name.as_str(), s.steps[1].repeat),
+            (
+                s.flows[0].steps[1].name.as_str(),
+                s.flows[0].steps[1].repeat
+            ),
             ("2 POST /up", 3)
         );
-        let Action::Http { expect_status, .. } = &s.steps[0].action else {
-            panic!("not http: {:?}", s.steps[0].action);
+        let Action::Http { expect_status, .. } = &s.flows[0].steps[0].action else {
+            panic!("not http: {:?}", s.flows[0].steps[0].action);
         };
         assert_eq!(expect_status, &vec![200]);
         assert!(!s.uses_stomp());
@@ -410,7 +588,10 @@ mod tests {
     fn websocket_and_stomp_steps_read() {
         let text = "target = \"http://127.0.0.1:8080\"\nusers = 4\niterations = 2\nrooms = 2\n\n[[setup]]\nws = \"/chat\"\n[[setup]]\nstomp = \"CONNECT\"\nheaders = [\"login: guest\"]\n[[setup]]\nstomp = \"SUBSCRIBE /topic/room.{room}\"\n\n[[step]]\nstomp = \"SEND /topic/room.{room}\"\nbody = \"hi from {user}\"\n[[step]]\nws_send = \"ping\"\n[[step]]\nws_expect = \"pong\"\ntimeout = \"1s\"\n\n[[teardown]]\nstomp = \"DISCONNECT\"\nreceipt = false\n[[teardown]]\nws_close = true\n";
         let s = Scenario::parse("chat.toml", text).unwrap();
-        assert_eq!((s.setup.len(), s.steps.len(), s.teardown.len()), (3, 3, 2));
+        assert_eq!(
+            (s.setup.len(), s.flows[0].steps.len(), s.teardown.len()),
+            (3, 3, 2)
+        );
         assert!(s.uses_stomp());
         let Action::Stomp(Stomp::Subscribe {
             destination,
@@ -421,10 +602,13 @@ mod tests {
             panic!("{:?}", s.setup[2].action);
         };
         assert_eq!(
-            (destination.render(3, 1).as_str(), *receipt),
+            (
+                destination.render(&Context::bare(3, 1)).unwrap().as_str(),
+                *receipt
+            ),
             ("/topic/room.1", true)
         );
-        assert_eq!(s.steps[2].timeout, Some(Duration::from_secs(1)));
+        assert_eq!(s.flows[0].steps[2].timeout, Some(Duration::from_secs(1)));
         assert_eq!(
             s.teardown[0].action,
             Action::Stomp(Stomp::Disconnect { receipt: false })

@@ -1,7 +1,8 @@
 //! Reading one `[[setup]]`, `[[step]]` or `[[teardown]]` table: which action it is (one
 //! of `http`, `ws`, `ws_send`, `ws_expect`, `ws_close`, `stomp`) and its options.
 
-use super::{Action, ScenarioStep, Stomp, Template};
+use super::extract::extractions;
+use super::{Action, ScenarioStep, Stomp, Template, Variables};
 use sluice_config::toml_edit::{TableLike, Value};
 use sluice_config::Reader;
 use std::ops::Range;
@@ -27,28 +28,47 @@ pub(super) const STEP_KEYS: &[&str] = &[
     "timeout",
     "think",
     "repeat",
+    "extract",
 ];
 
+/// The step's reading: the file's reader and the scenario's variables.
+pub(super) struct Reading<'r, 'a> {
+    pub r: &'r mut Reader<'a>,
+    pub vars: &'r Variables,
+}
+
 pub(super) fn step(
-    r: &mut Reader,
+    x: &mut Reading<'_, '_>,
     t: &dyn TableLike,
     section: &str,
-    index: usize,
+    number: &str,
 ) -> Option<ScenarioStep> {
+    let r = &mut *x.r;
     r.only_keys(t, STEP_KEYS, &format!("a [[{section}]]"));
     // Every key is checked, whatever else is wrong with the step.
     let think = super::think::think(r, t);
     let repeat = r.integer(t, "repeat", 1_000_000).unwrap_or(1).max(1) as u32;
     let timeout = r.timeout(t, "timeout");
     let name = r.string(t, "name").map(|(n, _)| n);
+    let extract = extractions(r, t, x.vars);
     let (key, text, span) = action_key(r, t, section)?;
-    let action = action(r, t, key, &text, span)?;
+    let action = action(x, t, key, &text, span)?;
+    if !extract.is_empty() && !matches!(action, Action::Http { .. }) {
+        let span = t.key("extract").and_then(|k| k.span());
+        let why = "`extract` reads an HTTP response: this step sends none";
+        x.r.error(
+            span,
+            why,
+            "move it to the http step whose answer holds the value",
+        );
+    }
     Some(ScenarioStep {
-        name: name.unwrap_or_else(|| format!("{} {}", index + 1, text)),
+        name: name.unwrap_or_else(|| format!("{number} {text}")),
         action,
         think,
         repeat,
         timeout,
+        extract,
     })
 }
 
@@ -104,26 +124,26 @@ fn action_key<'k>(
 }
 
 fn action(
-    r: &mut Reader,
+    x: &mut Reading<'_, '_>,
     t: &dyn TableLike,
     key: &str,
     text: &str,
     span: Option<Span>,
 ) -> Option<Action> {
-    let headers = headers(r, t);
-    let body = match r.string(t, "body") {
-        Some((b, span)) => template(r, &b, span),
+    let headers = headers(x, t);
+    let body = match x.r.string(t, "body") {
+        Some((b, span)) => template(x, &b, span),
         None => Template::text(""),
     };
-    let expect_status = statuses(r, t);
-    let expect_body = r.string(t, "expect_body").map(|(b, _)| b);
-    let receipt = r.boolean(t, "receipt").unwrap_or(true);
+    let expect_status = statuses(x.r, t);
+    let expect_body = x.r.string(t, "expect_body").map(|(b, _)| b);
+    let receipt = x.r.boolean(t, "receipt").unwrap_or(true);
     Some(match key {
         "http" => {
-            let (method, path) = method_path(r, text, span.clone())?;
+            let (method, path) = method_path(x.r, text, span.clone())?;
             Action::Http {
                 method,
-                path: template(r, &path, span),
+                path: template(x, &path, span),
                 headers,
                 body,
                 expect_status,
@@ -132,24 +152,24 @@ fn action(
         }
         "ws" => {
             if !text.starts_with('/') {
-                r.error(span, "`ws` is the path to open", "e.g. ws = \"/chat\"");
+                x.r.error(span, "`ws` is the path to open", "e.g. ws = \"/chat\"");
                 return None;
             }
             Action::WsOpen {
-                path: template(r, text, span),
+                path: template(x, text, span),
                 headers,
             }
         }
-        "ws_send" => Action::WsSend(template(r, text, span)),
-        "ws_expect" => Action::WsExpect(template(r, text, span)),
+        "ws_send" => Action::WsSend(template(x, text, span)),
+        "ws_expect" => Action::WsExpect(template(x, text, span)),
         "ws_close" => Action::WsClose,
-        _ => Action::Stomp(stomp(r, text, span, headers, body, receipt)?),
+        _ => Action::Stomp(stomp(x, text, span, headers, body, receipt)?),
     })
 }
 
 /// `stomp = "CONNECT" | "SUBSCRIBE dest" | "UNSUBSCRIBE dest" | "SEND dest" | "DISCONNECT"`.
 fn stomp(
-    r: &mut Reader,
+    x: &mut Reading<'_, '_>,
     text: &str,
     span: Option<Span>,
     headers: Vec<(String, Template)>,
@@ -157,7 +177,7 @@ fn stomp(
     receipt: bool,
 ) -> Option<Stomp> {
     let (command, destination) = match text.split_once(' ') {
-        Some((c, d)) => (c, Some(template(r, d.trim(), span.clone()))),
+        Some((c, d)) => (c, Some(template(x, d.trim(), span.clone()))),
         None => (text, None),
     };
     let stomp = match (command, destination) {
@@ -175,7 +195,7 @@ fn stomp(
         },
         ("DISCONNECT", None) => Stomp::Disconnect { receipt },
         _ => {
-            r.error(
+            x.r.error(
                 span,
                 format!("`stomp` = \"{text}\" is not a STOMP step"),
                 "CONNECT, SUBSCRIBE /dest, UNSUBSCRIBE /dest, SEND /dest or DISCONNECT",
@@ -188,13 +208,18 @@ fn stomp(
 
 /// `text` with its variables read; one it cannot read is an error at `span`, and the
 /// text is kept as written.
-fn template(r: &mut Reader, text: &str, span: Option<Span>) -> Template {
-    Template::parse(text).unwrap_or_else(|why| {
-        r.error(
-            span,
-            why,
-            "the variables: {user}, {room}, {uuid}, {now_ms}, {random(1,1000)}",
-        );
+fn template(x: &mut Reading<'_, '_>, text: &str, span: Option<Span>) -> Template {
+    Template::parse(text, x.vars).unwrap_or_else(|why| {
+        let mut hint =
+            "the variables: {user}, {room}, {uuid}, {now_ms}, {random(1,1000)}".to_string();
+        if !x.vars.is_empty() {
+            let own: Vec<String> = x.vars.names().iter().map(|n| format!("{{{n}}}")).collect();
+            hint.push_str(&format!(
+                ", and this scenario's data columns and extractions: {}",
+                own.join(", ")
+            ));
+        }
+        x.r.error(span, why, hint);
         Template::text(text)
     })
 }
@@ -215,12 +240,12 @@ fn method_path(r: &mut Reader, http: &str, span: Option<Span>) -> Option<(String
     Some((method.to_string(), path.trim().to_string()))
 }
 
-fn headers(r: &mut Reader, t: &dyn TableLike) -> Vec<(String, Template)> {
+fn headers(x: &mut Reading<'_, '_>, t: &dyn TableLike) -> Vec<(String, Template)> {
     let Some(item) = t.get("headers") else {
         return Vec::new();
     };
     let Some(array) = item.as_array() else {
-        r.error(
+        x.r.error(
             item.span(),
             "`headers` must be a list of \"Name: value\"",
             "e.g. headers = [\"Accept: application/json\"]",
@@ -231,10 +256,10 @@ fn headers(r: &mut Reader, t: &dyn TableLike) -> Vec<(String, Template)> {
     for v in array.iter() {
         match v.as_str().and_then(|h| h.split_once(':')) {
             Some((name, value)) if !name.trim().is_empty() && !name.contains(' ') => {
-                let value = template(r, value.trim(), v.span());
+                let value = template(x, value.trim(), v.span());
                 out.push((name.trim().to_string(), value));
             }
-            _ => r.error(
+            _ => x.r.error(
                 v.span(),
                 "a header must be \"Name: value\"",
                 "e.g. \"Content-Type: application/json\"",

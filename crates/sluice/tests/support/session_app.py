@@ -4,6 +4,13 @@ a session cookie (SID, a random token kept for user N) and a cookie for another 
 401 otherwise, and 400 when the other domain's cookie came back. GET /count gives the
 pages served, per user, as JSON.
 
+A form login as Spring Security's: GET /form sets a pre-login session (SID) and shows
+its CSRF token in `<input name="_csrf" value="...">`; POST /signin with
+username=NAME&password=pw-NAME&_csrf=TOKEN (the token of that SID) starts a new session
+for NAME and answers JSON {"user": NAME, "token": BEARER}; 403 for a wrong token, 401
+for a wrong password. GET /page?user=N then also passes with `Authorization: Bearer`
+of N's token instead of the cookie.
+
     python3 session_app.py PORT
 """
 import json
@@ -15,6 +22,8 @@ from urllib.parse import parse_qs, urlparse
 
 SESSIONS = {}
 PAGES = {}
+FORMS = {}
+BEARERS = {}
 LOCK = threading.Lock()
 
 
@@ -51,11 +60,19 @@ class Handler(BaseHTTPRequestHandler):
                 ("Set-Cookie", f"SID={token}; Path=/; HttpOnly"),
                 ("Set-Cookie", "tracker=1; Domain=elsewhere.test; Path=/"),
             ])
+        if url.path == "/form":
+            sid, csrf = secrets.token_hex(8), secrets.token_hex(8)
+            with LOCK:
+                FORMS[sid] = csrf
+            page = f'<form method="post"><input name="_csrf" value="{csrf}"/></form>'
+            return self.answer(200, page, [("Set-Cookie", f"SID={sid}; Path=/")])
         if url.path == "/page":
             if "tracker" in jar:
                 return self.answer(400, "a cookie of another domain came back")
+            bearer = self.headers.get("Authorization", "").removeprefix("Bearer ")
             with LOCK:
-                if SESSIONS.get(jar.get("SID")) != user:
+                owner = BEARERS.get(bearer) or SESSIONS.get(jar.get("SID"))
+                if owner != user:
                     return self.answer(401, "not this user's session")
                 PAGES[user] = PAGES.get(user, 0) + 1
             return self.answer(200, f"page of {user}")
@@ -63,6 +80,25 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 return self.answer(200, json.dumps(PAGES))
         self.answer(404, "no such page")
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        form = parse_qs(self.rfile.read(length).decode())
+        field = lambda name: form.get(name, [""])[0]
+        sid = cookies(self.headers.get("Cookie")).get("SID")
+        if urlparse(self.path).path != "/signin":
+            return self.answer(404, "no such page")
+        with LOCK:
+            if not sid or FORMS.pop(sid, None) != field("_csrf"):
+                return self.answer(403, "Invalid CSRF token")
+            user = field("username")
+            if field("password") != f"pw-{user}":
+                return self.answer(401, "bad credentials")
+            session, bearer = secrets.token_hex(8), secrets.token_hex(8)
+            SESSIONS[session] = user
+            BEARERS[bearer] = user
+        body = json.dumps({"user": user, "token": bearer})
+        self.answer(200, body, [("Set-Cookie", f"SID={session}; Path=/; HttpOnly")])
 
     def log_message(self, *args):
         pass
