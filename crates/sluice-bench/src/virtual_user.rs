@@ -219,32 +219,22 @@ impl VirtualUser {
     async fn http(&mut self, step: &ScenarioStep, timeout: Duration) {
         let Action::Http {
             method,
-            path,
-            headers,
-            body,
             expect_status,
-            expect_body,
+            ..
         } = &step.action
         else {
             return;
         };
         let w = self.w.clone();
         // A variable with no value yet (its extraction failed): the step is not sent.
-        let rendered = (|| {
-            Ok((
-                self.render(path)?,
-                self.render_headers(headers)?,
-                self.render(body)?,
-            ))
-        })();
-        let (path, headers, body) = match rendered {
+        let request = match self.rendered(&step.action) {
             Ok(r) => r,
-            Err(e @ Unset(_)) => return w.failed(&step.name, e.to_string()),
+            Err(e) => return w.failed(&step.name, e.to_string()),
         };
-        let bytes = self.encode_http(method, &path, &headers, &body);
+        let bytes = self.encode_http(method, &request);
         let user = UserSide {
             jar: self.cookies.as_ref(),
-            path: &path,
+            path: &request.path,
             extract: &step.extract,
             vars: &self.vars,
         };
@@ -255,7 +245,7 @@ impl VirtualUser {
             label: &step.name,
             check: Check {
                 statuses: expect_status,
-                body: expect_body.as_deref(),
+                body: request.expected.as_deref(),
             },
             timeout,
             user: Some(user),
@@ -266,25 +256,45 @@ impl VirtualUser {
             .is_some_and(|(status, location)| is_redirect(*status) && location.is_some());
         if w.plan.follow && redirected {
             let mut target = self.scenario.target.clone();
-            target.path = path.clone();
+            target.path = request.path.clone();
             let first = RequestSpec {
                 method: method.clone(),
                 target,
-                headers,
-                body: body.into_bytes(),
+                headers: request.headers.clone(),
+                body: request.body.clone().into_bytes(),
                 label: step.name.clone(),
             };
             Box::pin(w.follow(&mut self.http, &first, came, (out.check, Some(user)))).await;
         }
     }
 
-    fn encode_http(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &[(String, String)],
-        body: &str,
-    ) -> Vec<u8> {
+    /// An HTTP step's templates rendered for this user.
+    fn rendered(&self, action: &Action) -> Result<Rendered, Unset> {
+        let Action::Http {
+            path,
+            headers,
+            body,
+            expect_body,
+            ..
+        } = action
+        else {
+            return Ok(Rendered::default());
+        };
+        Ok(Rendered {
+            path: self.render(path)?,
+            headers: self.render_headers(headers)?,
+            body: self.render(body)?,
+            expected: expect_body.as_ref().map(|t| self.render(t)).transpose()?,
+        })
+    }
+
+    fn encode_http(&self, method: &str, request: &Rendered) -> Vec<u8> {
+        let Rendered {
+            path,
+            headers,
+            body,
+            ..
+        } = request;
         let mut out = format!("{method} {path} HTTP/1.1\r\n");
         let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
         if !has("host") {
@@ -562,6 +572,15 @@ impl VirtualUser {
             }
         }
     }
+}
+
+/// An HTTP step's request as this user sends it, and the text its answer must hold.
+#[derive(Default)]
+struct Rendered {
+    path: String,
+    headers: Vec<(String, String)>,
+    body: String,
+    expected: Option<String>,
 }
 
 /// Whether `item` is the frame a STOMP step waits for (`command`, with `receipt-id`

@@ -100,7 +100,8 @@ pub enum Action {
         body: Template,
         /// Statuses that pass; empty: any 2xx or 3xx.
         expect_status: Vec<u16>,
-        expect_body: Option<String>,
+        /// Text the body must contain (its variables rendered for each request).
+        expect_body: Option<Template>,
     },
     /// Opens the user's WebSocket (one per user) at this path.
     WsOpen {

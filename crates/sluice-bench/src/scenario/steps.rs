@@ -136,7 +136,9 @@ fn action(
         None => Template::text(""),
     };
     let expect_status = statuses(x.r, t);
-    let expect_body = x.r.string(t, "expect_body").map(|(b, _)| b);
+    let expect_body =
+        x.r.string(t, "expect_body")
+            .map(|(b, span)| template(x, &b, span));
     let receipt = x.r.boolean(t, "receipt").unwrap_or(true);
     Some(match key {
         "http" => {

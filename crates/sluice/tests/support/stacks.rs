@@ -197,6 +197,17 @@ impl SpringApp {
     /// [`SpringApp::start_with`] on `server`: `tomcat`, `jetty` or `undertow` (the
     /// app's Maven profiles, each its own jar).
     pub fn start_on(server: &str, pg: &Postgres, threads: usize, jvm: &[&str]) -> SpringApp {
+        SpringApp::launch(server, pg.port, threads, jvm)
+    }
+
+    /// The app on Tomcat with no database (its pages that need none: the login's,
+    /// `/cpu`); `jvm` as for [`SpringApp::start_with`] (`-Dlab.login=true`).
+    pub fn without_database(threads: usize, jvm: &[&str]) -> SpringApp {
+        // Port 1: nothing listens there, and nothing here asks the database.
+        SpringApp::launch("tomcat", 1, threads, jvm)
+    }
+
+    fn launch(server: &str, pg_port: u16, threads: usize, jvm: &[&str]) -> SpringApp {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab/spring-app");
         let jar = dir.join(match server {
             "tomcat" => "target/stock-app-0.0.1.jar".to_string(),
@@ -228,7 +239,7 @@ impl SpringApp {
             .arg(format!("--server.jetty.threads.max={threads}"))
             .arg(format!("--server.undertow.threads.worker={threads}"))
             .env("PORT", port.to_string())
-            .env("PGPORT", pg.port.to_string())
+            .env("PGPORT", pg_port.to_string())
             .stdout(Stdio::null())
             .spawn()
             .expect("java (scripts/test.sh installs openjdk-17 and maven)");
