@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/loadgen.sh: `sluice bench` against wrk, h2load, oha and k6 on the same target,
+# bench/loadgen.sh: `sluice bench` against wrk, h2load, oha (and k6, when given) on the same target,
 # in one run, on this machine; and against its own closed loop with hyper's HTTP/1
 # client in place of its codec (`hyper`: crates/sluice-bench/examples/hyper_loop.rs),
 # the measurement behind the choice of client.
@@ -44,15 +44,20 @@
 # without the generator's, the reference a tool's own figure sits above. (Not at
 # saturation, where the capture would take the CPU the tools are measured by.)
 #
+# PIN=0 runs the generators unpinned (the scheduler free to move them, nginx still on
+# CPU 1), as they run on a user's machine: their CPU per request then includes what
+# migrations and wake-ups on the other core cost.
+#
 # BASELINE=/path/to/an/older/sluice adds it as the tool `sluice-base` (sluice's commands
 # with that binary), for before/after figures in the same run.
 #
 # Usage: [RUNS=3] [DUR=8] [RATE=20000] [TLS_RATE=5000] [NEW_RATE=500] [LOW_RATE=100]
 #        [MODES="saturation light rate tls-low tls-rate tls-new tls-resumed h2-1 h2-10"]
-#        [TOOLS="sluice sluice-paced hyper wrk h2load oha k6 openssl"] [BASELINE=bin]
+#        [TOOLS="sluice sluice-paced hyper wrk h2load oha openssl"] [BASELINE=bin]
 #        [WIRE=1] bench/loadgen.sh
-# Installs what is missing: nginx, wrk, h2load (apt-get), oha (cargo install), k6 (go
-# install go.k6.io/k6), tcpdump (WIRE=1). Results: bench/runs/<date>-loadgen/. Loopback only.
+# Installs what is missing: nginx, wrk, h2load (apt-get), oha (cargo install), tcpdump
+# (WIRE=1). k6 is AGPL: this script never installs it; `TOOLS="... k6"` runs a k6 already
+# on the PATH. Results: bench/runs/<date>-loadgen/. Loopback only.
 
 set -euo pipefail
 RUNS=${RUNS:-3}
@@ -62,12 +67,15 @@ TLS_RATE=${TLS_RATE:-5000}
 NEW_RATE=${NEW_RATE:-500}
 LOW_RATE=${LOW_RATE:-100}
 MODES=${MODES:-saturation light rate tls-low tls-rate tls-new tls-resumed h2-1 h2-10}
-TOOLS_GIVEN=${TOOLS:-sluice sluice-paced hyper wrk h2load oha k6 openssl}
+TOOLS_GIVEN=${TOOLS:-sluice sluice-paced hyper wrk h2load oha openssl}
 BASELINE=${BASELINE:-}
 WIRE=${WIRE:-0}
+export PIN=${PIN:-1}
 TOOLS="$TOOLS_GIVEN${BASELINE:+ sluice-base}"
 CONNS=64
 NAME=loadgen
+PINNED="taskset -c 0"
+[[ $PIN == 1 ]] || PINNED=""
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
 BIN=$CARGO_TARGET_DIR/release
@@ -96,9 +104,10 @@ install_tools() {
     if [[ " $TOOLS " == *" oha "* ]]; then
         command -v oha >/dev/null || cargo install --locked oha
     fi
-    # k6 is in the HTTP/1.1 modes only.
-    if [[ " $TOOLS " == *" k6 "* && " $MODES " =~ \ (saturation|light|rate)\  ]]; then
-        command -v k6 >/dev/null || go install go.k6.io/k6@latest
+    # k6 (HTTP/1.1 modes only) is AGPL: never installed here, only run when present.
+    if [[ " $TOOLS " == *" k6 "* ]] && ! command -v k6 >/dev/null; then
+        log "k6 was asked for but is not on the PATH (this script does not install it)"
+        exit 2
     fi
     (cd "$REPO" && cargo build --locked --release -p sluice && cargo build --locked --release -p sluice-bench --example hyper_loop)
 }
@@ -241,7 +250,7 @@ measure() {
         capture=$!
         sleep 0.5
     fi
-    timeout $(( DUR + 60 )) /usr/bin/time -f "cpu %U %S" -o "$base.cpu" taskset -c 0 $cmd >>"$base.txt" 2>&1 || log "$tool $mode exited $?"
+    timeout $(( DUR + 60 )) /usr/bin/time -f "cpu %U %S" -o "$base.cpu" $PINNED $cmd >>"$base.txt" 2>&1 || log "$tool $mode exited $?"
     if [[ -n $capture ]]; then
         sleep 0.3
         kill -INT "$capture"; wait "$capture" || true
@@ -329,8 +338,9 @@ PY
 
 summarise() {
     python3 - "$OUT/results.jsonl" "$RUNS" "$DUR" "$RATE" "$(git -C "$REPO" rev-parse --short HEAD)" "$TLS_RATE" "$NEW_RATE" "$MODES" "$TOOLS_GIVEN" "$LOW_RATE" "$BASELINE" "$WIRE" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 path, runs, dur, rate, commit, tls_rate, new_rate, modes, tools_env, low_rate, baseline, wire = sys.argv[1:13]
+pinned = os.environ.get("PIN", "1")
 rows = [json.loads(l) for l in open(path)]
 tools = ["sluice", "hyper", "wrk", "h2load", "oha", "k6"]
 def med(tool, mode, key):
@@ -340,7 +350,7 @@ f = lambda v, fmt: fmt.format(v) if v is not None else "n/a"
 print(f"# Load generators on one core, medians of {runs} rounds (sluice {commit})\n")
 # The baseline's path is this machine's: the summary names the build by its version.
 base = " BASELINE=<sluice-base>" if baseline else ""
-print(f"command: `RUNS={runs} DUR={dur} RATE={rate} TLS_RATE={tls_rate} NEW_RATE={new_rate} LOW_RATE={low_rate} MODES=\"{modes}\" TOOLS=\"{tools_env}\"{base}{' WIRE=1' if wire == '1' else ''} bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator on CPU 0, one thread, 64 connections.\n")
+print(f"command: `RUNS={runs} DUR={dur} RATE={rate} TLS_RATE={tls_rate} NEW_RATE={new_rate} LOW_RATE={low_rate} MODES=\"{modes}\" TOOLS=\"{tools_env}\"{base}{' WIRE=1' if wire == '1' else ''}{' PIN=0' if pinned != '1' else ''} bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator {'on CPU 0' if pinned == '1' else 'unpinned'}, one thread, 64 connections.\n")
 if baseline:
     import subprocess
     print(f"sluice-base: {subprocess.run([baseline, '--version'], capture_output=True, text=True).stdout.strip()}\n")
