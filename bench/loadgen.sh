@@ -48,6 +48,10 @@
 # CPU 1), as they run on a user's machine: their CPU per request then includes what
 # migrations and wake-ups on the other core cost.
 #
+# HOG=N runs N busy loops (unpinned, at the default priority) beside every measurement:
+# the machine a user shares with its CI. Each tool then competes for the CPU, its
+# wake-ups run late, and its CPU per request and send lag say what that costs it.
+#
 # BASELINE=/path/to/an/older/sluice adds it as the tool `sluice-base` (sluice's commands
 # with that binary), for before/after figures in the same run.
 #
@@ -71,6 +75,7 @@ TOOLS_GIVEN=${TOOLS:-sluice sluice-paced hyper wrk h2load oha openssl}
 BASELINE=${BASELINE:-}
 WIRE=${WIRE:-0}
 export PIN=${PIN:-1}
+export HOG=${HOG:-0}
 TOOLS="$TOOLS_GIVEN${BASELINE:+ sluice-base}"
 CONNS=64
 NAME=loadgen
@@ -250,7 +255,14 @@ measure() {
         capture=$!
         sleep 0.5
     fi
+    local hogs=()
+    for _ in $(seq 1 "$HOG"); do
+        sh -c 'while :; do :; done' &
+        hogs+=($!)
+        PIDS+=($!)
+    done
     timeout $(( DUR + 60 )) /usr/bin/time -f "cpu %U %S" -o "$base.cpu" $PINNED $cmd >>"$base.txt" 2>&1 || log "$tool $mode exited $?"
+    (( ${#hogs[@]} == 0 )) || { kill "${hogs[@]}"; wait "${hogs[@]}" 2>/dev/null || true; }
     if [[ -n $capture ]]; then
         sleep 0.3
         kill -INT "$capture"; wait "$capture" || true
@@ -350,7 +362,7 @@ f = lambda v, fmt: fmt.format(v) if v is not None else "n/a"
 print(f"# Load generators on one core, medians of {runs} rounds (sluice {commit})\n")
 # The baseline's path is this machine's: the summary names the build by its version.
 base = " BASELINE=<sluice-base>" if baseline else ""
-print(f"command: `RUNS={runs} DUR={dur} RATE={rate} TLS_RATE={tls_rate} NEW_RATE={new_rate} LOW_RATE={low_rate} MODES=\"{modes}\" TOOLS=\"{tools_env}\"{base}{' WIRE=1' if wire == '1' else ''}{' PIN=0' if pinned != '1' else ''} bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator {'on CPU 0' if pinned == '1' else 'unpinned'}, one thread, 64 connections.\n")
+print(f"command: `RUNS={runs} DUR={dur} RATE={rate} TLS_RATE={tls_rate} NEW_RATE={new_rate} LOW_RATE={low_rate} MODES=\"{modes}\" TOOLS=\"{tools_env}\"{base}{' WIRE=1' if wire == '1' else ''}{' PIN=0' if pinned != '1' else ''}{' HOG=' + os.environ['HOG'] if os.environ.get('HOG', '0') != '0' else ''} bench/loadgen.sh`; target: nginx `return 200` on CPU 1; each generator {'on CPU 0' if pinned == '1' else 'unpinned'}, one thread, 64 connections.\n")
 if baseline:
     import subprocess
     print(f"sluice-base: {subprocess.run([baseline, '--version'], capture_output=True, text=True).stdout.strip()}\n")

@@ -154,6 +154,7 @@ mod tests {
             started_unix_ms: 0,
             summary: summary(),
             missed: 0,
+            widened_pace_ms: None,
             per_second: vec![SecondReport {
                 second: 0,
                 requests: 10,

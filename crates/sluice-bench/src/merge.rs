@@ -146,6 +146,9 @@ fn merge_step(reports: &[Report], i: usize) -> Result<StepReport, MergeError> {
         let mut part = Recorder {
             total: tally(&s.summary, &s.per_second, offset_us).map_err(bad)?,
             missed: s.missed,
+            widest_beat: std::time::Duration::from_secs_f64(
+                s.widened_pace_ms.unwrap_or(0.0) / 1000.0,
+            ),
             connections: connections(s.connections.as_ref()).map_err(bad)?,
             ..Recorder::default()
         };

@@ -31,6 +31,42 @@ struct Schedule {
     /// for it: requests due by then belong to it.
     woke: Instant,
     batch_until: Instant,
+    /// How late the thread's wake-ups have run.
+    late: Lateness,
+}
+
+/// How late the thread's wake-ups run, as the median of its recent ones (each moves the
+/// estimate a step toward itself, as the pacer's lead does). On a machine whose CPU is
+/// taken from the generator (a hypervisor's steal, a CI job beside it), a thread asked
+/// to wake every millisecond runs every few: each wake-up it asks for past that costs
+/// CPU and sends nothing sooner. The beat is then widened to the lateness, so that the
+/// thread wakes about as often as it can run, and sends what fell due in one batch.
+#[derive(Debug, Default)]
+struct Lateness(Duration);
+
+impl Lateness {
+    const STEP: Duration = Duration::from_micros(50);
+    /// The widest beat: h2load's, whose clients send what is due every 10 ms.
+    const WIDEST: Duration = Duration::from_millis(10);
+
+    fn observe(&mut self, late: Duration) {
+        self.0 = if late > self.0 {
+            (self.0 + Self::STEP).min(Self::WIDEST)
+        } else {
+            self.0.saturating_sub(Self::STEP)
+        };
+    }
+
+    /// The beat for `pace`: the pace, or the lateness rounded up to a whole number of
+    /// paces (a repeating timer is not re-armed at each small change), at most
+    /// [`Lateness::WIDEST`] (or the pace, if wider).
+    fn beat(&self, pace: Duration) -> Duration {
+        if self.0 <= pace || pace.is_zero() {
+            return pace;
+        }
+        let paces = self.0.as_nanos().div_ceil(pace.as_nanos()) as u32;
+        (pace * paces).min(Self::WIDEST.max(pace))
+    }
 }
 
 impl Schedule {
@@ -46,6 +82,7 @@ impl Schedule {
             due: w.start,
             woke: w.start,
             batch_until: w.start,
+            late: Lateness::default(),
         };
         schedule.due = schedule.due_time(index);
         schedule
@@ -76,17 +113,25 @@ impl Schedule {
     }
 
     /// When to wake for the next batch: when its first request is due, but never
-    /// sooner than `pace` after the last wake-up; and whether that is the pace's beat
-    /// (a request falls due between beats), which the pacer keeps without re-arming.
-    fn next_wake(&self, pace: Duration) -> Option<(Instant, bool)> {
-        let beat = self.woke + pace;
+    /// sooner than a beat after the last wake-up; whether that is the beat (a request
+    /// falls due between beats), which the pacer keeps without re-arming; and the beat:
+    /// `pace`, widened while wake-ups run late.
+    fn next_wake(&self, pace: Duration) -> Option<(Instant, Option<Duration>)> {
+        let beat = self.late.beat(pace);
+        let next = self.woke + beat;
         self.pending()
-            .then(|| (self.due.max(beat), self.due <= beat))
+            .then(|| (self.due.max(next), (self.due <= next).then_some(beat)))
     }
 
-    fn woke_for(&mut self, at: Instant) {
+    /// The thread woke for the batch of `at`; `slept`: it had waited for it (a batch
+    /// already due when its wait began says nothing of how late wake-ups run).
+    fn woke_for(&mut self, at: Instant, slept: bool) {
+        let now = Instant::now();
+        if slept {
+            self.late.observe(now.saturating_duration_since(at));
+        }
         self.woke = at;
-        self.batch_until = Instant::now().max(at);
+        self.batch_until = now.max(at);
     }
 }
 
@@ -125,10 +170,14 @@ async fn drive(w: &Worker, rate: f64, max_in_flight: usize, duration: Duration) 
             in_flight.push(one_request(w, &idle, k, intended));
         }
         let room = in_flight.len() < cap;
-        let (wake, on_beat) = match schedule.next_wake(w.plan.pace).filter(|_| room) {
-            Some((at, on_beat)) => (Some(at), on_beat),
-            None => (None, false),
+        let (wake, beat) = match schedule.next_wake(w.plan.pace).filter(|_| room) {
+            Some((at, beat)) => (Some(at), beat),
+            None => (None, None),
         };
+        if let Some(beat) = beat.filter(|b| *b > w.plan.pace) {
+            let mut recorder = w.recorder.borrow_mut();
+            recorder.widest_beat = recorder.widest_beat.max(beat);
+        }
         let blocked = schedule.pending() && !room;
         if wake.is_none() {
             // Nothing to send until an answer comes: the beat would only wake the thread.
@@ -145,12 +194,13 @@ async fn drive(w: &Worker, rate: f64, max_in_flight: usize, duration: Duration) 
         if w.stopped() {
             break;
         }
+        let sleeps = wake.is_some_and(|at| at > Instant::now());
         tokio::select! {
             biased;
             Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
             () = &mut interrupted, if in_flight.is_empty() => break,
-            () = wait_until(&mut pacer, wake, on_beat.then_some(w.plan.pace)), if wake.is_some() => {
-                schedule.woke_for(wake.unwrap_or(end));
+            () = wait_until(&mut pacer, wake, beat), if wake.is_some() => {
+                schedule.woke_for(wake.unwrap_or(end), sleeps);
             }
             () = tokio::time::sleep_until(end), if blocked => {}
         }
@@ -202,6 +252,33 @@ pub fn planned_requests(rate: f64, duration: Duration, index: u64, threads: u64)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Wake-ups on time keep the pace; late ones (the median of them) widen the beat to
+    /// a whole number of paces, never past 10 ms; back on time, the pace again.
+    #[test]
+    fn the_beat_widens_while_wake_ups_run_late_and_narrows_after() {
+        let (ms, us) = (Duration::from_millis, Duration::from_micros);
+        let mut late = Lateness::default();
+        for i in 0..200u64 {
+            // Mostly on time; one in five 20 ms late (a thread busy, not asleep).
+            late.observe(if i % 5 == 4 { ms(20) } else { us(30) });
+        }
+        assert_eq!(late.beat(ms(1)), ms(1));
+        for _ in 0..200 {
+            late.observe(ms(3) + us(300));
+        }
+        assert_eq!(late.beat(ms(1)), ms(4), "{late:?}");
+        assert_eq!(late.beat(ms(10)), ms(10));
+        for _ in 0..400 {
+            late.observe(ms(30));
+        }
+        assert_eq!(late.beat(ms(1)), ms(10), "at most h2load's 10 ms");
+        assert_eq!(late.beat(ms(20)), ms(20), "a wider pace is kept");
+        for _ in 0..400 {
+            late.observe(us(20));
+        }
+        assert_eq!(late.beat(ms(1)), ms(1));
+    }
 
     #[test]
     fn the_schedule_is_split_without_gaps_or_overlap() {

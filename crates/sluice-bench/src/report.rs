@@ -63,6 +63,10 @@ pub struct StepReport {
     pub summary: Summary,
     /// Requests an open-model step meant to send but could not before it ended.
     pub missed: u64,
+    /// The open model's widest beat (ms) when the generator's wake-ups ran late and its
+    /// pace was widened to send what fell due in fewer, larger batches.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub widened_pace_ms: Option<f64>,
     pub per_second: Vec<SecondReport>,
     pub labels: BTreeMap<String, Summary>,
     /// STOMP message delivery, for a scenario that speaks STOMP.
@@ -367,6 +371,8 @@ impl StepReport {
                 .map_or(0, |d| d.as_millis() as u64),
             summary,
             missed: run.recorder.missed,
+            widened_pace_ms: (!run.recorder.widest_beat.is_zero())
+                .then_some(run.recorder.widest_beat.as_secs_f64() * 1000.0),
             connections: Some(ConnectionsReport::of(&run.recorder.connections, elapsed_s)),
             per_second: t
                 .seconds
@@ -489,6 +495,12 @@ pub fn table(report: &Report) -> String {
                 "{:<15} send lag (how late requests went out after their intended time): p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms\n",
                 step_name(step), lag.p50_ms, lag.p99_ms, lag.max_ms
             ));
+            if let Some(beat) = step.widened_pace_ms {
+                out.push_str(&format!(
+                    "{:<15} the generator's wake-ups ran late (its CPU taken by others): it sent in batches up to {beat:.0} ms apart, each request timed from its batch's time\n",
+                    step_name(step)
+                ));
+            }
         }
         if let Some(d) = &step.delivery {
             out.push_str(&format!(

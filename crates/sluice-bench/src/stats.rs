@@ -342,6 +342,9 @@ pub struct Recorder {
     /// Requests an open-model step meant to send but could not before it ended.
     pub missed: u64,
     pub connections: Connections,
+    /// The open model's widest beat, when wake-ups ran late and it was widened past
+    /// the pace; zero when never.
+    pub widest_beat: Duration,
 }
 
 impl Recorder {
@@ -379,6 +382,7 @@ impl Recorder {
         }
         self.missed += other.missed;
         self.connections.merge(&other.connections);
+        self.widest_beat = self.widest_beat.max(other.widest_beat);
     }
 }
 
