@@ -25,6 +25,7 @@ pub mod delivery;
 pub mod hdrlog;
 pub mod html;
 pub mod http2;
+pub mod jmx;
 pub mod merge;
 mod open_model;
 mod pacer;

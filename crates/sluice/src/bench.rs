@@ -11,13 +11,14 @@ use sluice_bench::tls::{self, TlsOptions};
 use sluice_bench::{Length, Load, Plan, RequestSpec, Snapshot, Step, Target, Weighted};
 use std::io::{IsTerminal, Write};
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 // The command line cannot be used; a `--fail-if` threshold was crossed; interrupted
 // (Ctrl-C), with the results measured so far written.
 use crate::exit::{BAD_INPUT, INTERRUPTED, THRESHOLD_CROSSED};
+use crate::plural::counted;
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -158,11 +159,26 @@ enum BenchCommand {
         #[arg(long)]
         html: Option<PathBuf>,
     },
+    /// Translate a JMeter test plan (.jmx) into a scenario file: on stdout (or to -o
+    /// FILE), each element not carried over listed on stderr with its line and place in
+    /// the plan, and the result checked as `sluice bench --check` checks a file.
+    Import {
+        /// The plan: a .jmx file as JMeter 5 saves it.
+        plan: PathBuf,
+        /// Write the scenario to FILE instead of stdout (a data file the plan reads is
+        /// then found from FILE's directory).
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
 }
 
 pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    if let Some(BenchCommand::Merge { files, json, html }) = &args.command {
-        return merge(files, json.as_ref(), html.as_ref());
+    match &args.command {
+        Some(BenchCommand::Merge { files, json, html }) => {
+            return merge(files, json.as_ref(), html.as_ref())
+        }
+        Some(BenchCommand::Import { plan, output }) => return import(plan, output.as_deref()),
+        None => {}
     }
     if !args.check.is_empty() {
         return check_scenarios(&args);
@@ -343,6 +359,60 @@ fn check_scenarios(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         true => ExitCode::from(BAD_INPUT),
         false => ExitCode::SUCCESS,
     })
+}
+
+/// `sluice bench import PLAN -o FILE`: the plan translated, what was not carried over
+/// told, and the scenario checked as a run would read it (from where it is written).
+fn import(plan: &Path, output: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let name = plan.display().to_string();
+    let text = match std::fs::read_to_string(plan) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("sluice bench import: cannot read {name}: {e}");
+            return Ok(ExitCode::from(BAD_INPUT));
+        }
+    };
+    if plan.extension().and_then(|e| e.to_str()) != Some("jmx") {
+        eprintln!("sluice bench import: {name}: give a JMeter test plan (a .jmx file)");
+        return Ok(ExitCode::from(BAD_INPUT));
+    }
+    let imported = match sluice_bench::jmx::import(&name, &text) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("sluice bench import: {e}");
+            return Ok(ExitCode::from(BAD_INPUT));
+        }
+    };
+    for dropped in &imported.dropped {
+        eprintln!("{name}: not carried over: {dropped}");
+    }
+    for note in &imported.notes {
+        eprintln!("{name}: note: {note}");
+    }
+    let written = output.map_or_else(|| plan.with_extension("toml"), Path::to_path_buf);
+    match output {
+        Some(path) => std::fs::write(path, &imported.scenario)
+            .with_context(|| format!("writing {}", path.display()))?,
+        None => print!("{}", imported.scenario),
+    }
+    let checked = Scenario::parse(&written.display().to_string(), &imported.scenario);
+    let summary = format!(
+        "sluice bench import: {} not carried over, {} (each listed above)",
+        counted(imported.dropped.len(), "element"),
+        counted(imported.notes.len(), "note"),
+    );
+    match checked {
+        Ok(s) => {
+            eprintln!("{summary}; checked: ok ({})", scenario_summary(&s));
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(errors) => {
+            eprintln!(
+                "{errors}\n{summary}; the scenario does not read as it is: fix what is told above"
+            );
+            Ok(ExitCode::from(BAD_INPUT))
+        }
+    }
 }
 
 /// "2 steps a loop, 1 setup step, target http://127.0.0.1:8080/, users 10,20, 30s a step".

@@ -111,3 +111,60 @@ fn two_hundred_users_log_in_browse_their_own_pages_and_log_out() {
         assert_eq!(counts["logouts"][&user], 1, "{user}: {counts}");
     }
 }
+
+/// A JMeter 5 plan of the same login (tests/data/jmeter/login.jmx: CSV Data Set, Cookie,
+/// Header and Cache Managers, regex extractors, a Once Only Controller, a Loop
+/// Controller around a Transaction Controller, assertions, uniform and gaussian timers,
+/// listeners, a JSR223 post-processor) imported by `sluice bench import` and run
+/// against the app as it comes: 0 errors, each account's own pages.
+#[test]
+#[ignore = "needs a JDK and Maven"]
+fn a_jmeter_plan_imported_logs_its_users_in_with_no_error() {
+    let app = SpringApp::without_database(50, &["-Dlab.login=true"]);
+    let dir = support::TempDir::new("bench-jmx");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/jmeter");
+    std::fs::copy(data.join("accounts.csv"), dir.0.join("accounts.csv")).unwrap();
+    let scenario = dir.0.join("login.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["bench", "import"])
+        .arg(data.join("login.jmx"))
+        .arg("-o")
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    let told = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{told}");
+    for dropped in ["HTTP Cache Manager (CacheManager)", "JSR223 PostProcessor"] {
+        assert!(
+            told.contains("not carried over: line") && told.contains(dropped),
+            "{dropped}: {told}"
+        );
+    }
+    assert!(told.contains("checked: ok"), "{told}");
+    let url = format!("http://127.0.0.1:{}", app.port);
+    let file = scenario.to_str().unwrap();
+    // Its think times, as the plan has them, shortened: the flow is what is tested.
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let quick = text
+        .replace(
+            r#"think = { between = ["500ms", "1500ms"] }"#,
+            r#"think = "5ms""#,
+        )
+        .replace(
+            r#"think = { gaussian = "1300ms", deviation = "306ms" }"#,
+            r#"think = "5ms""#,
+        )
+        .replace("ramp = \"20s\"", "ramp = \"2s\"");
+    assert_ne!(quick, text, "the plan's timers were translated as expected");
+    std::fs::write(&scenario, quick).unwrap();
+    let (report, text) = bench(&dir.0, &["bench", "--scenario", file, &url, "--follow"]);
+    let step = &report["steps"][0];
+    assert_eq!(step["errors"], 0, "{text}");
+    let counts = counts(app.port);
+    for i in 0..USERS {
+        let user = format!("user{i}");
+        assert_eq!(counts["orders"][&user], 5, "{user}: {counts}");
+        assert_eq!(counts["logins"][&user], 1, "{user}: {counts}");
+        assert_eq!(counts["logouts"][&user], 1, "{user}: {counts}");
+    }
+}

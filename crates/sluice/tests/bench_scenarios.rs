@@ -599,3 +599,39 @@ fn a_missing_data_column_or_a_broken_row_is_told_before_anything_runs() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A .jmx that is not one, told with its place, exit 2, and no scenario written.
+#[test]
+fn a_malformed_jmeter_plan_is_told_at_its_place_and_nothing_is_written() {
+    let dir = ScenarioDir::new("bad-jmx", ACCOUNTS);
+    let plan = dir.0.join("plan.jmx");
+    std::fs::write(
+        &plan,
+        "<?xml version=\"1.0\"?>\n<jmeterTestPlan version=\"1.2\">\n  <hashTree>\n    <TestPlan testname=\"x\">\n  </hashTree>\n",
+    )
+    .unwrap();
+    let out_file = dir.0.join("plan.toml");
+    let out = sluice()
+        .args(["bench", "import"])
+        .arg(&plan)
+        .arg("-o")
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}:5:", plan.display())) && stderr.contains("malformed XML"),
+        "{stderr}"
+    );
+    assert!(!out_file.exists(), "nothing written");
+    std::fs::write(&plan, "<project><target name=\"build\"/></project>\n").unwrap();
+    let out = sluice()
+        .args(["bench", "import"])
+        .arg(&plan)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a JMeter test plan"), "{stderr}");
+}
