@@ -46,7 +46,7 @@ pub struct Imported {
 /// One element of the plan that the scenario does without.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dropped {
-    /// Its line in the .jmx file.
+    /// Its line in the file (0 where it has none: a recording's entry).
     pub line: usize,
     /// Where it is in the plan's tree: `Test Plan > Users > login > If Controller 'has token'`.
     pub place: String,
@@ -57,11 +57,11 @@ pub struct Dropped {
 
 impl fmt::Display for Dropped {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "line {}: {} ({}): {}",
-            self.line, self.place, self.element, self.why
-        )
+        // A recording's entries have no line of their own: their place says which.
+        if self.line > 0 {
+            write!(f, "line {}: ", self.line)?;
+        }
+        write!(f, "{} ({}): {}", self.place, self.element, self.why)
     }
 }
 

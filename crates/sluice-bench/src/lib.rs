@@ -22,6 +22,7 @@ pub mod capacity;
 pub mod conn;
 pub mod cookies;
 pub mod delivery;
+pub mod har;
 pub mod hdrlog;
 pub mod html;
 pub mod http2;

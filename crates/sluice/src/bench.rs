@@ -159,11 +159,13 @@ enum BenchCommand {
         #[arg(long)]
         html: Option<PathBuf>,
     },
-    /// Translate a JMeter test plan (.jmx) into a scenario file: on stdout (or to -o
-    /// FILE), each element not carried over listed on stderr with its line and place in
-    /// the plan, and the result checked as `sluice bench --check` checks a file.
+    /// Translate a JMeter test plan (.jmx) or a browser's recording (.har) into a
+    /// scenario file: on stdout (or to -o FILE), each element not carried over listed on
+    /// stderr with its place, and the result checked as `sluice bench --check` checks a
+    /// file.
     Import {
-        /// The plan: a .jmx file as JMeter 5 saves it.
+        /// The plan: a .jmx file as JMeter 5 saves it, or a .har file as a browser's
+        /// developer tools save one.
         plan: PathBuf,
         /// Write the scenario to FILE instead of stdout (a data file the plan reads is
         /// then found from FILE's directory).
@@ -372,11 +374,14 @@ fn import(plan: &Path, output: Option<&Path>) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(BAD_INPUT));
         }
     };
-    if plan.extension().and_then(|e| e.to_str()) != Some("jmx") {
-        eprintln!("sluice bench import: {name}: give a JMeter test plan (a .jmx file)");
-        return Ok(ExitCode::from(BAD_INPUT));
-    }
-    let imported = match sluice_bench::jmx::import(&name, &text) {
+    let imported = match plan.extension().and_then(|e| e.to_str()) {
+        Some("jmx") => sluice_bench::jmx::import(&name, &text).map_err(|e| e.to_string()),
+        Some("har") => sluice_bench::har::import(&name, &text).map_err(|e| e.to_string()),
+        _ => Err(format!(
+            "{name}: give a JMeter test plan (.jmx) or a browser's recording (.har)"
+        )),
+    };
+    let imported = match imported {
         Ok(i) => i,
         Err(e) => {
             eprintln!("sluice bench import: {e}");

@@ -635,3 +635,55 @@ fn a_malformed_jmeter_plan_is_told_at_its_place_and_nothing_is_written() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("not a JMeter test plan"), "{stderr}");
 }
+
+/// A browser's recording (HAR) of a log-in and two pages, its session cookie recorded
+/// too: imported, the recorded cookie is left out and each user's jar keeps its own
+/// session, the CDN's request is listed, not sent; 0 errors for 5 users.
+#[test]
+#[ignore = "needs python3"]
+fn a_browser_recording_imported_replays_the_session_with_each_user_s_own_cookie() {
+    let app = SessionApp::start();
+    let dir = ScenarioDir::new("har", ACCOUNTS);
+    let origin = format!("http://127.0.0.1:{}", app.1);
+    let entry = |at: &str, url: &str| {
+        format!(
+            r#"{{"startedDateTime": "2026-11-29T10:00:{at}Z", "time": 12, "request": {{"method": "GET", "url": "{url}", "httpVersion": "HTTP/1.1", "headers": [{{"name": "Host", "value": "x"}}, {{"name": "Cookie", "value": "SID=recorded"}}, {{"name": "Accept", "value": "text/html"}}], "queryString": [], "cookies": [], "headersSize": -1, "bodySize": 0}}, "response": {{"status": 200, "headers": []}}}}"#
+        )
+    };
+    let entries = [
+        entry("00.000", &format!("{origin}/login?user=7")),
+        entry("00.020", "https://cdn.example/app.js"),
+        entry("00.100", &format!("{origin}/page?user=7")),
+        entry("00.200", &format!("{origin}/page?user=7")),
+    ];
+    let har = format!(
+        r#"{{"log": {{"version": "1.2", "creator": {{"name": "Chromium", "version": "156"}}, "entries": [{}]}}}}"#,
+        entries.join(",\n")
+    );
+    let recording = dir.0.join("shop.har");
+    std::fs::write(&recording, har).unwrap();
+    let scenario = dir.0.join("shop.toml");
+    let out = sluice()
+        .args(["bench", "import"])
+        .arg(&recording)
+        .arg("-o")
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    let told = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{told}");
+    assert!(
+        told.contains("not carried over: entry 2: GET https://cdn.example/app.js"),
+        "{told}"
+    );
+    assert!(told.contains("checked: ok (3 loop steps"), "{told}");
+    let file = scenario.to_str().unwrap();
+    let run = bench(&["bench", "--scenario", file, "--users", "5"], "har");
+    let step = &run.report["steps"][0];
+    assert_eq!(step["errors"], 0, "{step}");
+    assert_eq!(
+        app.pages()["7"],
+        10,
+        "5 users x 2 pages, each with its own session"
+    );
+}

@@ -62,7 +62,7 @@ mod think;
 
 pub use data::{Data, Order, Per};
 pub use extract::{header_values, Extraction, NotFound, Response, Source};
-pub use template::{Context, Template, Unset, Variables};
+pub use template::{is_name, Context, Template, Unset, Variables};
 pub use think::Think;
 
 use crate::target::{Resolve, Target, TargetError};
