@@ -25,6 +25,21 @@ impl Jar {
         })
     }
 
+    /// A jar for `target_url` holding `cookies` (`Set-Cookie` values, as a scenario's
+    /// `cookies = [...]` gives them); `Err` says why the first that would never be sent
+    /// to the target was refused.
+    pub fn with(target_url: &str, cookies: &[String]) -> Result<Jar, String> {
+        let mut jar = Jar::new(target_url).ok_or("the target is no URL")?;
+        for value in cookies {
+            let cookie = RawCookie::parse(value.as_str())
+                .map_err(|e| format!("{value:?} is not a cookie ({e})"))?;
+            jar.store
+                .insert_raw(&cookie.into_owned(), &jar.base)
+                .map_err(|e| format!("{value:?} would never be sent to {target_url}: {e}"))?;
+        }
+        Ok(jar)
+    }
+
     /// Keeps what a response to `path` set (its `Set-Cookie` values); a cookie its rules
     /// refuse (another domain's, a malformed one) is dropped, as a browser drops it.
     pub fn store(&mut self, path: &str, set_cookies: &[String]) {
@@ -87,6 +102,15 @@ mod tests {
         assert_eq!(jar.header("/home").as_deref(), Some("JSESSIONID=def"));
         jar.store("/", &["JSESSIONID=; Path=/; Max-Age=0".into()]);
         assert_eq!(jar.header("/home"), None);
+        let given = ["lang=en; Path=/".to_string()];
+        let jar = Jar::with("http://shop.test:8080", &given).unwrap();
+        assert_eq!(jar.header("/x").as_deref(), Some("lang=en"));
+        let other = ["lang=en; Domain=elsewhere.test".to_string()];
+        let refused = Jar::with("http://shop.test:8080", &other).unwrap_err();
+        assert!(
+            refused.contains("would never be sent to http://shop.test:8080"),
+            "{refused}"
+        );
         let mut tls = Jar::new("https://shop.test").unwrap();
         tls.store("/", &["secure=s; Secure; Path=/".into()]);
         assert_eq!(tls.header("/").as_deref(), Some("secure=s"));

@@ -139,6 +139,8 @@ pub(crate) struct Cx {
     pub data: Option<data::DataSpec>,
     /// The Cookie Manager in scope, if any (its place, for the comment).
     pub cookies: Option<String>,
+    /// Its user-defined cookies, as `Set-Cookie` values.
+    pub initial_cookies: Vec<String>,
     /// Listeners' names: counted in a note.
     pub listeners: Vec<String>,
 }
@@ -154,6 +156,7 @@ impl Cx {
             follow: (0, 0),
             data: None,
             cookies: None,
+            initial_cookies: Vec::new(),
             listeners: Vec::new(),
         };
         cx.vars = vars::Vars::of_plan(plan);

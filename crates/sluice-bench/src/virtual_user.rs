@@ -72,8 +72,15 @@ pub async fn run_scenario(
                 subscriptions: Vec::new(),
                 cookies: scenario
                     .cookies
-                    .then(|| Jar::new(&scenario.target.url).map(RefCell::new))
-                    .flatten(),
+                    .then(|| {
+                        // Checked against the target where it was given: a jar that
+                        // took them then takes them now.
+                        Jar::with(&scenario.target.url, &scenario.initial_cookies)
+                            .ok()
+                            .or_else(|| Jar::new(&scenario.target.url))
+                    })
+                    .flatten()
+                    .map(RefCell::new),
                 vars: RefCell::new(vec![None; scenario.vars.len()]),
             };
             tokio::task::spawn_local(user.run(offset, length, deadline))

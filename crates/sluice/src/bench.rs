@@ -509,6 +509,11 @@ fn scenario_plan(
                 "`{url}`: with --scenario the URL is the target alone, without a path (the steps have the paths)"
             ));
         }
+        if let Err(why) = sluice_bench::cookies::Jar::with(&target.url, &scenario.initial_cookies) {
+            return Err(anyhow!(
+                "the scenario's `cookies`: {why} (the URL given replaces its target)"
+            ));
+        }
         scenario.target = target;
     }
     let users = if args.users.is_empty() {

@@ -88,7 +88,12 @@ fn top(out: &mut String, cx: &Cx, s: &Shaped) {
         Length::Iterations(n) => writeln!(out, "iterations = {n}"),
         Length::Seconds(secs) => writeln!(out, "duration = \"{secs}s\""),
     };
+    let given: Vec<String> = cx.initial_cookies.iter().map(|c| basic(c)).collect();
     let _ = match &cx.cookies {
+        Some(from) if !given.is_empty() => {
+            let list = given.join(", ");
+            writeln!(out, "cookies = [{list}]    # {}", one_line(from))
+        }
         Some(from) => writeln!(out, "cookies = true    # {}", one_line(from)),
         None => writeln!(
             out,

@@ -648,3 +648,51 @@ fn extractors_take_json_paths_boundaries_and_a_template_group() {
         "{why:?}"
     );
 }
+
+fn cookie_manager(cookies: &[(&str, &str, &str)]) -> String {
+    let items: String = cookies
+        .iter()
+        .map(|(name, value, domain)| format!("<elementProp name=\"{name}\" elementType=\"Cookie\" testname=\"{name}\">\n<stringProp name=\"Cookie.value\">{value}</stringProp>\n<stringProp name=\"Cookie.domain\">{domain}</stringProp>\n<stringProp name=\"Cookie.path\">/</stringProp>\n<boolProp name=\"Cookie.secure\">false</boolProp>\n<longProp name=\"Cookie.expires\">0</longProp>\n</elementProp>\n"))
+        .collect();
+    COOKIES.replace(
+        "<collectionProp name=\"CookieManager.cookies\"/>",
+        &format!("<collectionProp name=\"CookieManager.cookies\">\n{items}</collectionProp>"),
+    )
+}
+
+/// A Cookie Manager's user-defined cookies are the jar's first; one for another
+/// domain than the target's makes the scenario fail its check, at its place.
+#[test]
+fn user_defined_cookies_start_each_jar_and_one_for_another_domain_is_refused() {
+    let body = |domain: &str| {
+        let cookies = cookie_manager(&[("lang", "en", "127.0.0.1"), ("tracker", "1", domain)]);
+        let sampler = http("home", "GET", "/", &[], "");
+        plan(
+            &[],
+            &thread_group(
+                "Users",
+                1,
+                0,
+                1,
+                &format!("{}{cookies}{sampler}", defaults("127.0.0.1", "8080")),
+            ),
+        )
+    };
+    let (out, s) = import_and_read(&workdir("user-cookies"), &body("127.0.0.1"));
+    assert_eq!(
+        s.initial_cookies,
+        [
+            "lang=en; Path=/; Domain=127.0.0.1",
+            "tracker=1; Path=/; Domain=127.0.0.1"
+        ],
+        "{}",
+        out.scenario
+    );
+    let out = import("plan.jmx", &body("ads.example")).unwrap();
+    let errors = Scenario::parse("plan.toml", &out.scenario)
+        .unwrap_err()
+        .to_string();
+    let line = line_of(&out.scenario, "cookies = [");
+    assert!(errors.contains(&format!("plan.toml:{line}:")), "{errors}");
+    assert!(errors.contains("\"tracker=1; Path=/; Domain=ads.example\" would never be sent to http://127.0.0.1:8080"), "{errors}");
+}

@@ -161,7 +161,13 @@ fn prop(node: Node) -> Option<(String, Prop)> {
         "stringProp" | "boolProp" | "intProp" | "longProp" | "doubleProp" | "floatProp" => {
             Prop::Text(text(node))
         }
-        "elementProp" => Prop::Element(props(node)),
+        "elementProp" => {
+            // Its `name` names what it holds in a collection (a user-defined cookie's
+            // name): kept as the pseudo-property `@name`.
+            let mut nested = props(node);
+            nested.0.push(("@name".into(), Prop::Text(name.clone())));
+            Prop::Element(nested)
+        }
         "collectionProp" => Prop::List(node.children().filter_map(prop).map(|(_, p)| p).collect()),
         // JMeter's older form, still written for a Throughput Controller's percentage.
         _ if tag.ends_with("Property") => {

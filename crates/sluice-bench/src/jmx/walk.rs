@@ -266,6 +266,33 @@ fn processor_why(el: &Element) -> String {
     format!("a {} sluice has no equivalent for", friendly(el))
 }
 
+/// A Cookie Manager's user-defined cookies, as each user's jar starts with them.
+fn user_cookies(cx: &mut Cx, el: &Element, me: &str) {
+    for c in el.props.items("CookieManager.cookies") {
+        let value = match cx.fixed(c.text("Cookie.value")) {
+            Ok(v) => v,
+            Err(why) => {
+                let place = format!("{me} > cookie {}", c.text("@name"));
+                cx.drop_at(el.line, &place, "Cookie", why);
+                continue;
+            }
+        };
+        let mut cookie = format!("{}={value}", c.text("@name"));
+        let path = c.text("Cookie.path");
+        cookie.push_str(&format!(
+            "; Path={}",
+            if path.is_empty() { "/" } else { path }
+        ));
+        if !c.text("Cookie.domain").is_empty() {
+            cookie.push_str(&format!("; Domain={}", c.text("Cookie.domain")));
+        }
+        if c.flag("Cookie.secure") == Some(true) {
+            cookie.push_str("; Secure");
+        }
+        cx.initial_cookies.push(cookie);
+    }
+}
+
 /// A config element's part of the scope (defaults, headers) or of the scenario;
 /// `here` is its parent's place.
 fn config(cx: &mut Cx, el: &Element, s: &mut Scope, here: &str) {
@@ -277,6 +304,7 @@ fn config(cx: &mut Cx, el: &Element, s: &mut Scope, here: &str) {
             if el.props.flag("CookieManager.clearEachIteration") == Some(true) {
                 cx.note(format!("{me}: its cookies were cleared each iteration; a sluice user keeps its cookies for its life"));
             }
+            user_cookies(cx, el, &me);
             cx.cookies.get_or_insert(me);
         }
         "CacheManager" => cx.drop(el, here, "sluice sends no conditional requests: every request goes to the server (JMeter's cache answered some itself)"),

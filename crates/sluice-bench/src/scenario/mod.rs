@@ -6,7 +6,8 @@
 //! duration = "30s"                    # each step's length (or iterations = N loops)
 //! ramp = "5s"
 //! rooms = 31                          # {room} is the user's index modulo this
-//! cookies = true                      # each user's cookie jar (the default)
+//! cookies = true                      # each user's cookie jar (the default; or the
+//!                                     # cookies it starts with: ["lang=en; Path=/"])
 //! data = "accounts.csv"               # a row for each user: {username}, {password}
 //!
 //! [[setup]]                           # once per user, before the loop
@@ -212,6 +213,9 @@ pub struct Scenario {
     /// Each user keeps the cookies it is given and sends them back (`cookies = false`:
     /// not).
     pub cookies: bool,
+    /// The cookies each user's jar starts with (`Set-Cookie` values, as JMeter's
+    /// Cookie Manager's user-defined cookies).
+    pub initial_cookies: Vec<String>,
     /// Its own variables by name: the data's columns, then what steps extract.
     pub vars: Variables,
     /// Rows of values given out to users (`data = "accounts.csv"`).
@@ -284,7 +288,7 @@ impl Scenario {
         let ramp = r.duration(root, "ramp").unwrap_or_default();
         let rooms = r.integer(root, "rooms", 1 << 20).unwrap_or(1).max(1) as usize;
         let delivery_wait = r.duration(root, "delivery_wait");
-        let cookies = r.boolean(root, "cookies").unwrap_or(true);
+        let (cookies, initial_cookies) = cookies(&mut r, root, target.as_ref());
         let mut vars = Variables::default();
         let data = data::data(&mut r, root, file, &mut vars);
         for_each_step_table(root, |t| extract::declare(t, &mut vars));
@@ -311,6 +315,7 @@ impl Scenario {
             flows,
             teardown,
             cookies,
+            initial_cookies,
             vars,
             data,
         })
@@ -356,6 +361,37 @@ fn target(r: &mut Reader, root: &dyn TableLike, resolve: &[Resolve]) -> Option<T
             None
         }
     }
+}
+
+/// `cookies = true | false | ["NAME=VALUE; attributes", ...]`: whether users keep
+/// cookies, and those they start with; one that could never go to `target` (another
+/// domain's, a malformed one) is an error at its place.
+fn cookies(r: &mut Reader, root: &dyn TableLike, target: Option<&Target>) -> (bool, Vec<String>) {
+    let Some(Value::Array(list)) = root.get("cookies").and_then(Item::as_value) else {
+        return (r.boolean(root, "cookies").unwrap_or(true), Vec::new());
+    };
+    let mut given = Vec::new();
+    for v in list.iter() {
+        let Some(text) = v.as_str() else {
+            r.error(
+                v.span(),
+                "`cookies` lists cookies as their Set-Cookie text",
+                "e.g. cookies = [\"lang=en; Path=/\"]",
+            );
+            continue;
+        };
+        let refused =
+            target.and_then(|t| crate::cookies::Jar::with(&t.url, &[text.to_string()]).err());
+        match refused {
+            Some(why) => r.error(
+                v.span(),
+                format!("`cookies`: {why}"),
+                "give the target's host as its Domain, or no Domain",
+            ),
+            None => given.push(text.to_string()),
+        }
+    }
+    (true, given)
 }
 
 fn hint_for(e: &TargetError) -> &'static str {
