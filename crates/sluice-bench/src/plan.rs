@@ -38,6 +38,22 @@ pub struct Step {
     pub length: Length,
 }
 
+impl Plan {
+    /// True when a scenario of the plan speaks STOMP (the report then has a delivery
+    /// section).
+    pub fn uses_stomp(&self) -> bool {
+        let beside = self.beside.iter().map(|b| &b.scenario);
+        self.scenario.iter().chain(beside).any(|s| s.uses_stomp())
+    }
+}
+
+/// A scenario run beside the plan's own, at one load through every step.
+#[derive(Debug, Clone)]
+pub struct Beside {
+    pub scenario: Arc<Scenario>,
+    pub load: Load,
+}
+
 /// A request and how often it is chosen among the plan's requests.
 #[derive(Debug, Clone)]
 pub struct Weighted {
@@ -64,6 +80,9 @@ pub struct Plan {
     pub source_addrs: Vec<IpAddr>,
     /// What each user does, when it is a scenario rather than `requests` (then empty).
     pub scenario: Option<Arc<Scenario>>,
+    /// Scenarios run beside it, each with its own load through every step (k6's
+    /// scenarios: closed browsers beside an open-rate API).
+    pub beside: Vec<Beside>,
     /// The statuses that count as success (`--ok-status`); the others are errors.
     pub ok_status: OkStatus,
     /// TLS for `https://` targets (`--insecure`, `--cacert`, `--tls-resume`, ...), one
@@ -262,6 +281,7 @@ mod tests {
             pace: Duration::ZERO,
             source_addrs: vec![],
             scenario: None,
+            beside: Vec::new(),
             ok_status: Default::default(),
             tls: None,
             h2_streams: None,

@@ -5,8 +5,9 @@ use crate::delivery::{Deliveries, DeliverySummary};
 use crate::open_model::run_rate;
 use crate::plan::{Length, Load, Plan, Step};
 use crate::progress::{Progress, Snapshot};
+use crate::scenario::Scenario;
 use crate::stats::Recorder;
-use crate::virtual_user::run_scenario;
+use crate::virtual_user::{run_arrivals, run_scenario};
 use crate::worker::{run_users, Worker};
 use std::io;
 use std::rc::Rc;
@@ -81,11 +82,7 @@ pub fn run_step(
         started,
         elapsed,
         recorder,
-        delivery: plan
-            .scenario
-            .as_ref()
-            .filter(|s| s.uses_stomp())
-            .map(|_| deliveries.finish()),
+        delivery: plan.uses_stomp().then(|| deliveries.finish()),
         memory: Some((rss_before, rss_peak.max(rss_before))),
         interrupted: *stop.borrow(),
     })
@@ -155,28 +152,41 @@ fn work(
             shared.deliveries,
         ));
         let publisher = tokio::task::spawn_local(publish(w.clone(), progress.clone()));
-        match (step.load, step.length, scenario) {
-            (Load::Users { users, ramp, .. }, length, Some(scenario)) => {
-                run_scenario(w.clone(), scenario, users, ramp, length).await
-            }
-            (Load::Users { users, ramp, think }, length, None) => {
-                run_users(w.clone(), users, ramp, think, length).await
-            }
-            (
-                Load::Rate {
-                    rate,
-                    max_in_flight,
-                },
-                Length::Duration(d),
-                _,
-            ) => run_rate(w.clone(), rate, max_in_flight, d).await,
-            (Load::Rate { .. }, Length::Iterations(_), _) => {}
-        }
+        let beside = w.plan.beside.clone();
+        let loads = std::iter::once((scenario, step.load))
+            .chain(beside.into_iter().map(|b| (Some(b.scenario), b.load)))
+            .map(|(scenario, load)| run_load(w.clone(), scenario, load, step.length));
+        futures_util::future::join_all(loads).await;
         publisher.abort();
         progress.publish(index, &w.recorder.borrow().total.corrected.histogram);
         w.finish()
     });
     Ok(recorder)
+}
+
+/// One load of a step on this thread: users or arrivals, of a scenario or of the
+/// plan's requests.
+async fn run_load(w: Rc<Worker>, scenario: Option<Arc<Scenario>>, load: Load, length: Length) {
+    match (load, length, scenario) {
+        (Load::Users { users, ramp, .. }, length, Some(scenario)) => {
+            run_scenario(w, scenario, users, ramp, length).await
+        }
+        (Load::Users { users, ramp, think }, length, None) => {
+            run_users(w, users, ramp, think, length).await
+        }
+        (Load::Rate { rate, .. }, Length::Duration(d), Some(scenario)) => {
+            run_arrivals(w, scenario, rate, d).await
+        }
+        (
+            Load::Rate {
+                rate,
+                max_in_flight,
+            },
+            Length::Duration(d),
+            None,
+        ) => run_rate(w, rate, max_in_flight, d).await,
+        (Load::Rate { .. }, Length::Iterations(_), _) => {}
+    }
 }
 
 /// Publishes this worker's latency histogram twice a second, for the progress line.

@@ -6,6 +6,7 @@
 
 use crate::conn::{open_stream, Connection, ExchangeError};
 use crate::cookies::Jar;
+use crate::open_model::planned_requests;
 use crate::plan::Length;
 use crate::redirect::is_redirect;
 use crate::scenario::{Action, Context, Per, Scenario, ScenarioStep, Stomp, Template, Unset};
@@ -60,32 +61,51 @@ pub async fn run_scenario(
     let tasks: Vec<_> = w
         .my_users(users, ramp)
         .map(|(u, offset)| {
-            let user = VirtualUser {
-                w: w.clone(),
-                room: u % scenario.rooms,
-                user: u as u32,
-                scenario: scenario.clone(),
-                http: None,
-                ws: None,
-                sent: 0,
-                frames: 0,
-                subscriptions: Vec::new(),
-                cookies: scenario
-                    .cookies
-                    .then(|| {
-                        // Checked against the target where it was given: a jar that
-                        // took them then takes them now.
-                        Jar::with(&scenario.target.url, &scenario.initial_cookies)
-                            .ok()
-                            .or_else(|| Jar::new(&scenario.target.url))
-                    })
-                    .flatten()
-                    .map(RefCell::new),
-                vars: RefCell::new(vec![None; scenario.vars.len()]),
-            };
+            let user = VirtualUser::new(w.clone(), scenario.clone(), u);
             tokio::task::spawn_local(user.run(offset, length, deadline))
         })
         .collect();
+    for task in tasks {
+        let _ = task.await;
+    }
+}
+
+/// This thread's arrivals of a `rate` scenario's step (the open model): user `k`
+/// arrives at `start + k / rate` (this thread's are `k = index, index + threads, ...`),
+/// runs its setup, one time round the loop and its teardown, and leaves. At most the
+/// scenario's `max_users` (this thread's share of them) are in at once: an arrival
+/// past them waits for one to leave, and is missed if the step ends first.
+pub async fn run_arrivals(w: Rc<Worker>, scenario: Arc<Scenario>, rate: f64, duration: Duration) {
+    let end = w.start + duration;
+    let (index, threads) = (w.index as u64, w.threads as u64);
+    let planned = planned_requests(rate, duration, index, threads);
+    let room = Arc::new(tokio::sync::Semaphore::new(
+        scenario.max_users.div_ceil(w.threads).max(1),
+    ));
+    let mut tasks = Vec::new();
+    for n in 0..planned {
+        let k = n * threads + index;
+        let due = w.start + Duration::from_secs_f64(k as f64 / rate);
+        if !w.sleep_until(due).await {
+            break;
+        }
+        let permit = tokio::select! {
+            p = room.clone().acquire_owned() => p.ok(),
+            () = tokio::time::sleep_until(end) => None,
+            () = w.interrupted() => None,
+        };
+        let Some(permit) = permit else {
+            if !w.stopped() {
+                w.recorder.borrow_mut().missed += planned - n;
+            }
+            break;
+        };
+        let user = VirtualUser::new(w.clone(), scenario.clone(), k as usize);
+        tasks.push(tokio::task::spawn_local(async move {
+            user.arrive(end).await;
+            drop(permit);
+        }));
+    }
     for task in tasks {
         let _ = task.await;
     }
@@ -111,6 +131,52 @@ struct VirtualUser {
 }
 
 impl VirtualUser {
+    fn new(w: Rc<Worker>, scenario: Arc<Scenario>, u: usize) -> VirtualUser {
+        let cookies = scenario.cookies.then(|| {
+            // Checked against the target where it was given: a jar that took them
+            // then takes them now.
+            Jar::with(&scenario.target.url, &scenario.initial_cookies)
+                .ok()
+                .or_else(|| Jar::new(&scenario.target.url))
+        });
+        VirtualUser {
+            w,
+            room: u % scenario.rooms,
+            user: u as u32,
+            http: None,
+            ws: None,
+            sent: 0,
+            frames: 0,
+            subscriptions: Vec::new(),
+            cookies: cookies.flatten().map(RefCell::new),
+            vars: RefCell::new(vec![None; scenario.vars.len()]),
+            scenario,
+        }
+    }
+
+    /// An arrival of the open model: its setup, one time round the loop, its teardown,
+    /// its steps cut short at `end` (the teardown runs still).
+    async fn arrive(mut self, end: Instant) {
+        let w = self.w.clone();
+        let scenario = self.scenario.clone();
+        if !self.take_row(Per::User) {
+            return;
+        }
+        w.progress.active(1);
+        let set = self.steps(&scenario.setup, Some(end)).await;
+        if set && self.take_row(Per::Iteration) {
+            self.steps(&scenario.pick_flow().steps, Some(end)).await;
+        }
+        if scenario.uses_stomp() {
+            self.await_deliveries().await;
+        }
+        if !w.stopped() {
+            self.steps(&scenario.teardown, None).await;
+        }
+        w.deliveries.leave(self.user);
+        w.progress.active(-1);
+    }
+
     async fn run(mut self, offset: Duration, length: Length, deadline: Option<Instant>) {
         let w = self.w.clone();
         if !w.sleep_until(w.start + offset).await {

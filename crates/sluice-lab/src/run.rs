@@ -359,6 +359,7 @@ fn load(
         pace: Duration::from_micros(100),
         source_addrs: Vec::new(),
         scenario,
+        beside: Vec::new(),
         ok_status: Default::default(),
         tls: None,
         h2_streams: None,

@@ -36,9 +36,11 @@ pub struct BenchArgs {
     check: Vec<PathBuf>,
     /// What each user does, as a TOML scenario file (HTTP, WebSocket and STOMP steps);
     /// a URL (http://host:port), --users, --duration, --iterations and --ramp given
-    /// here override the file's target and load.
+    /// here override the file's target and load. Given again, each further scenario
+    /// runs beside the first at its own load (its file's `users` or `rate`) through
+    /// every step of the first.
     #[arg(long, conflicts_with_all = ["rate", "think", "method", "headers", "body"])]
-    scenario: Option<PathBuf>,
+    scenario: Vec<PathBuf>,
     /// Closed model: users per step, e.g. 100,200,400 (JMeter threads, nGrinder vusers).
     #[arg(long, value_delimiter = ',', conflicts_with = "rate")]
     users: Vec<usize>,
@@ -312,6 +314,7 @@ fn plan(args: &BenchArgs) -> anyhow::Result<(Plan, Vec<Threshold>)> {
         threads: args.threads,
         source_addrs: args.source_addrs.clone(),
         scenario: None,
+        beside: Vec::new(),
         ok_status: problems
             .check(OkStatus::parse(&args.ok_status).map_err(|e| anyhow!("--ok-status: {e}")))
             .unwrap_or_default(),
@@ -320,9 +323,9 @@ fn plan(args: &BenchArgs) -> anyhow::Result<(Plan, Vec<Threshold>)> {
         follow: args.follow,
         resolve: resolve.clone(),
     };
-    let _ = problems.check(match &args.scenario {
-        Some(path) => scenario_plan(args, path, &resolve, &mut plan),
-        None => request_plan(args, &resolve, &mut plan),
+    let _ = problems.check(match args.scenario.as_slice() {
+        [] => request_plan(args, &resolve, &mut plan),
+        paths => scenario_plan(args, paths, &resolve, &mut plan),
     });
     let tls = problems.check(tls_options(args));
     // Redirects may lead to https:// too; a --cacert given is read whatever the URLs.
@@ -489,10 +492,11 @@ impl Problems {
     }
 }
 
-/// A scenario's steps, with what the command line overrides.
+/// A scenario's steps, with what the command line overrides; further scenarios beside
+/// it, each at its own load, their steps labelled with their file's name.
 fn scenario_plan(
     args: &BenchArgs,
-    path: &std::path::Path,
+    paths: &[PathBuf],
     resolve: &[Resolve],
     plan: &mut Plan,
 ) -> anyhow::Result<()> {
@@ -501,6 +505,48 @@ fn scenario_plan(
             "with --scenario, give at most one URL: the target in place of the file's (its paths are in the steps)"
         ));
     }
+    if paths.len() > 1 && (!args.users.is_empty() || args.ramp.is_some()) {
+        return Err(anyhow!(
+            "with several scenarios, give each its load in its file (`users` or `rate`, `ramp`): --users and --ramp would not say which"
+        ));
+    }
+    let mut scenarios = Vec::new();
+    for path in paths {
+        let mut scenario = load_scenario(args, path, resolve)?;
+        if paths.len() > 1 {
+            let name = path
+                .file_stem()
+                .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+            scenario.label_with(&name);
+        }
+        scenarios.push(scenario);
+    }
+    let length = scenario_length(args, &scenarios[0])?;
+    let mut rest = scenarios.split_off(1);
+    let first = scenarios.remove(0);
+    plan.steps = scenario_loads(args, &first, length)?
+        .into_iter()
+        .map(|load| Step { load, length })
+        .collect();
+    for scenario in rest.drain(..) {
+        let load = match scenario_loads(args, &scenario, length)?.as_slice() {
+            [one] => *one,
+            _ => {
+                return Err(anyhow!(
+                    "a scenario beside the first runs one load through every step: give it users = N or rate = R"
+                ))
+            }
+        };
+        let scenario = std::sync::Arc::new(scenario);
+        plan.beside
+            .push(sluice_bench::plan::Beside { scenario, load });
+    }
+    plan.scenario = Some(std::sync::Arc::new(first));
+    Ok(())
+}
+
+/// The scenario file at `path`, its target replaced by the URL given.
+fn load_scenario(args: &BenchArgs, path: &Path, resolve: &[Resolve]) -> anyhow::Result<Scenario> {
     let mut scenario = Scenario::load(path, resolve).map_err(|e| anyhow!("{e}"))?;
     if let Some(url) = args.urls.first() {
         let target = Target::parse_with(url, resolve)?;
@@ -516,6 +562,53 @@ fn scenario_plan(
         }
         scenario.target = target;
     }
+    Ok(scenario)
+}
+
+/// How long each step lasts: the command line's, else the first scenario's.
+fn scenario_length(args: &BenchArgs, scenario: &Scenario) -> anyhow::Result<Length> {
+    Ok(
+        match (
+            &args.duration,
+            args.iterations,
+            scenario.duration,
+            scenario.iterations,
+        ) {
+            (Some(d), _, _, _) => Length::Duration(duration("--duration", d)?),
+            (None, Some(0), _, _) => return Err(anyhow!("--iterations must be at least 1")),
+            (None, Some(n), _, _) => Length::Iterations(n),
+            (None, None, Some(d), _) => Length::Duration(d),
+            (None, None, None, n) => Length::Iterations(n.unwrap_or(1).max(1)),
+        },
+    )
+}
+
+/// A scenario's load per step: its users (or --users), or its arrivals per second.
+fn scenario_loads(
+    args: &BenchArgs,
+    scenario: &Scenario,
+    length: Length,
+) -> anyhow::Result<Vec<Load>> {
+    let ramp = match &args.ramp {
+        Some(r) => duration("--ramp", r)?,
+        None => scenario.ramp,
+    };
+    if !scenario.rate.is_empty() {
+        if matches!(length, Length::Iterations(_)) {
+            return Err(anyhow!(
+                "a `rate` scenario runs for a duration (each user that arrives runs its loop once): give -d"
+            ));
+        }
+        let max_in_flight = scenario.max_users;
+        return Ok(scenario
+            .rate
+            .iter()
+            .map(|&rate| Load::Rate {
+                rate,
+                max_in_flight,
+            })
+            .collect());
+    }
     let users = if args.users.is_empty() {
         scenario.users.clone()
     } else {
@@ -524,35 +617,14 @@ fn scenario_plan(
     if users.contains(&0) {
         return Err(anyhow!("--users: every step needs at least one user"));
     }
-    let length = match (
-        &args.duration,
-        args.iterations,
-        scenario.duration,
-        scenario.iterations,
-    ) {
-        (Some(d), _, _, _) => Length::Duration(duration("--duration", d)?),
-        (None, Some(0), _, _) => return Err(anyhow!("--iterations must be at least 1")),
-        (None, Some(n), _, _) => Length::Iterations(n),
-        (None, None, Some(d), _) => Length::Duration(d),
-        (None, None, None, n) => Length::Iterations(n.unwrap_or(1).max(1)),
-    };
-    let ramp = match &args.ramp {
-        Some(r) => duration("--ramp", r)?,
-        None => scenario.ramp,
-    };
-    plan.steps = users
+    Ok(users
         .into_iter()
-        .map(|users| Step {
-            load: Load::Users {
-                users,
-                ramp,
-                think: Duration::ZERO,
-            },
-            length,
+        .map(|users| Load::Users {
+            users,
+            ramp,
+            think: Duration::ZERO,
         })
-        .collect();
-    plan.scenario = Some(std::sync::Arc::new(scenario));
-    Ok(())
+        .collect())
 }
 
 /// Requests to URLs, in users or rate steps.

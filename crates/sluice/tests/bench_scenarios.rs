@@ -687,3 +687,59 @@ fn a_browser_recording_imported_replays_the_session_with_each_user_s_own_cookie(
         "5 users x 2 pages, each with its own session"
     );
 }
+
+/// Two scenarios in one run, each with its own model (k6's scenarios): closed browsers
+/// beside an open-rate API, each step labelled with its file's name; and a `rate`
+/// scenario's users each run their setup, the loop once and their teardown.
+#[test]
+fn closed_browsers_run_beside_an_open_rate_api_each_labelled_with_its_scenario() {
+    let app = backends(&["shop"], false)[0];
+    let dir = ScenarioDir::new("beside", ACCOUNTS);
+    let browse = dir.0.join("browse.toml");
+    std::fs::write(
+        &browse,
+        format!("target = \"http://{app}\"\nusers = 3\nduration = \"2s\"\n\n[[step]]\nname = \"home\"\nhttp = \"GET /home\"\nthink = \"50ms\"\n"),
+    )
+    .unwrap();
+    let api = dir.0.join("api.toml");
+    std::fs::write(
+        &api,
+        format!("target = \"http://{app}\"\nrate = 40\nduration = \"2s\"\n\n[[setup]]\nname = \"token\"\nhttp = \"POST /token\"\n\n[[step]]\nname = \"items\"\nhttp = \"GET /api/items\"\n\n[[teardown]]\nname = \"bye\"\nhttp = \"DELETE /token\"\n"),
+    )
+    .unwrap();
+    let (browse, api) = (browse.to_str().unwrap(), api.to_str().unwrap());
+    let run = bench(
+        &["bench", "--scenario", browse, "--scenario", api],
+        "beside",
+    );
+    let step = &run.report["steps"][0];
+    assert!(run.output.status.success(), "{step}");
+    assert_eq!(step["errors"], 0, "{step}");
+    let labels = &step["labels"];
+    // 40 users a second for 2 s: 80 arrive, each once through its three steps.
+    for label in ["api: token", "api: items", "api: bye"] {
+        assert_eq!(labels[label]["samples"], 80, "{label}: {step}");
+    }
+    let homes = labels["browse: home"]["samples"].as_u64().unwrap();
+    assert!(
+        (40..=130).contains(&homes),
+        "3 users at about 20 a second each for 2 s: {homes}"
+    );
+    let both = sluice()
+        .args([
+            "bench",
+            "--scenario",
+            browse,
+            "--scenario",
+            api,
+            "--users",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        both.status.code(),
+        Some(2),
+        "--users with two scenarios says which it would not know"
+    );
+}

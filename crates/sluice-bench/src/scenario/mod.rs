@@ -75,6 +75,8 @@ use std::time::Duration;
 const TOP_KEYS: &[&str] = &[
     "target",
     "users",
+    "rate",
+    "max_users",
     "duration",
     "iterations",
     "ramp",
@@ -194,7 +196,14 @@ pub struct Flow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
     pub target: Target,
+    /// Steps of users (the closed model); empty when the scenario gives a `rate`.
     pub users: Vec<usize>,
+    /// Steps of arrivals, users per second (the open model): each new user runs its
+    /// setup, one time round the loop and its teardown. Empty when it gives `users`.
+    pub rate: Vec<f64>,
+    /// With a `rate`: the most users at once (an arrival past them waits for one to
+    /// leave, and is missed if the step ends first).
+    pub max_users: usize,
     pub duration: Option<Duration>,
     pub iterations: Option<u64>,
     pub ramp: Duration,
@@ -227,6 +236,20 @@ impl Scenario {
     pub fn all_steps(&self) -> impl Iterator<Item = &ScenarioStep> {
         let looped = self.flows.iter().flat_map(|f| &f.steps);
         self.setup.iter().chain(looped).chain(&self.teardown)
+    }
+
+    /// Labels each step `PREFIX: its name` (a scenario run beside others, its samples
+    /// told apart from theirs).
+    pub fn label_with(&mut self, prefix: &str) {
+        let looped = self.flows.iter_mut().flat_map(|f| &mut f.steps);
+        let all = self
+            .setup
+            .iter_mut()
+            .chain(looped)
+            .chain(&mut self.teardown);
+        for step in all {
+            step.name = format!("{prefix}: {}", step.name);
+        }
     }
 
     /// The flow for one time round the loop, by weight.
@@ -272,7 +295,15 @@ impl Scenario {
         let root = doc.as_table();
         r.only_keys(root, TOP_KEYS, "a scenario");
         let target = target(&mut r, root, resolve);
-        let users = users(&mut r, root);
+        let (users, rate) = load(&mut r, root);
+        let max_users = r
+            .integer(root, "max_users", 1_000_000)
+            .unwrap_or(1000)
+            .max(1) as usize;
+        if root.get("rate").is_some() && root.get("iterations").is_some() {
+            let span = root.get("iterations").and_then(Item::span);
+            r.error(span, "a `rate` scenario runs for a `duration`: each user that arrives runs its loop once", "e.g. duration = \"60s\"");
+        }
         let duration = r.timeout(root, "duration");
         let iterations = r.integer(root, "iterations", 1 << 40);
         let given = usize::from(root.get("duration").is_some())
@@ -306,6 +337,8 @@ impl Scenario {
         Ok(Scenario {
             target: target.expect("checked above"),
             users,
+            rate,
+            max_users,
             duration,
             iterations,
             ramp,
@@ -401,14 +434,57 @@ fn hint_for(e: &TargetError) -> &'static str {
     }
 }
 
+/// `users = [50, 100]` (or `users = 50`), or `rate = [20, 40]`: one of the two.
+fn load(r: &mut Reader, root: &dyn TableLike) -> (Vec<usize>, Vec<f64>) {
+    match (root.get("users"), root.get("rate")) {
+        (Some(_), Some(rate)) => {
+            let why = "a scenario's load is `users` (closed) or `rate` (open), not both";
+            r.error(rate.span(), why, "keep one; run the other as a scenario of its own beside it (--scenario A --scenario B)");
+            (users(r, root), Vec::new())
+        }
+        (None, Some(_)) => (Vec::new(), rates(r, root)),
+        (Some(_), None) => (users(r, root), Vec::new()),
+        (None, None) => {
+            let why = "a scenario needs `users` (the closed model) or `rate` (the open model)";
+            r.error(
+                None,
+                why,
+                "e.g. users = [50, 100] (one step each), or rate = 20 (users arriving each second)",
+            );
+            (Vec::new(), Vec::new())
+        }
+    }
+}
+
+/// `rate = [20, 40]` or `rate = 20`: users arriving each second, per step.
+fn rates(r: &mut Reader, root: &dyn TableLike) -> Vec<f64> {
+    let item = root.get("rate").expect("looked for");
+    let values: Vec<&Value> = match item.as_value() {
+        Some(Value::Array(a)) => a.iter().collect(),
+        Some(v) => vec![v],
+        None => Vec::new(),
+    };
+    let mut out = Vec::new();
+    for v in &values {
+        let n = v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
+        match n {
+            Some(n) if n > 0.0 && n <= 1_000_000.0 => out.push(n),
+            _ => r.error(
+                v.span(),
+                "`rate` takes users per second, above 0 and up to 1,000,000",
+                "e.g. rate = [20, 40]",
+            ),
+        }
+    }
+    if values.is_empty() {
+        r.error(item.span(), "`rate` is empty", "e.g. rate = [20, 40]");
+    }
+    out
+}
+
 /// `users = [50, 100]` or `users = 50`.
 fn users(r: &mut Reader, root: &dyn TableLike) -> Vec<usize> {
     let Some(item) = root.get("users") else {
-        r.error(
-            None,
-            "a scenario needs `users`",
-            "e.g. users = [50, 100] (one step each)",
-        );
         return Vec::new();
     };
     let values: Vec<&Value> = match item.as_value() {
@@ -594,6 +670,46 @@ mod tests {
         ] {
             assert!(errors.contains(expected), "{expected:?} in {errors}");
         }
+    }
+
+    #[test]
+    fn a_load_is_users_or_a_rate_of_arrivals_and_never_both() {
+        let head = "target = \"http://127.0.0.1:8080\"\n";
+        let step = "\n[[step]]\nhttp = \"GET /\"\n";
+        let s = Scenario::parse(
+            "s.toml",
+            &format!("{head}rate = [20, 40.5]\nmax_users = 50\nduration = \"1s\"\n{step}"),
+        )
+        .unwrap();
+        assert_eq!(
+            (s.users.len(), s.rate.clone(), s.max_users),
+            (0, vec![20.0, 40.5], 50)
+        );
+        let bad = format!("{head}users = 5\nrate = 20\niterations = 3\n{step}");
+        let errors = Scenario::parse("s.toml", &bad).unwrap_err().to_string();
+        assert!(
+            errors.contains(
+                "s.toml:3:8: a scenario's load is `users` (closed) or `rate` (open), not both"
+            ),
+            "{errors}"
+        );
+        let bad = format!("{head}rate = 0\niterations = 3\n{step}");
+        let errors = Scenario::parse("s.toml", &bad).unwrap_err().to_string();
+        assert!(
+            errors.contains("s.toml:2:8: `rate` takes users per second"),
+            "{errors}"
+        );
+        assert!(
+            errors.contains("s.toml:3:14: a `rate` scenario runs for a `duration`"),
+            "{errors}"
+        );
+        let none =
+            Scenario::parse("s.toml", &format!("{head}duration = \"1s\"\n{step}")).unwrap_err();
+        assert!(
+            none.to_string()
+                .contains("a scenario needs `users` (the closed model) or `rate`"),
+            "{none}"
+        );
     }
 
     #[test]

@@ -66,6 +66,7 @@ pub fn plan(url: &str, steps: Vec<Step>, keep_alive: bool) -> Plan {
         threads: 2,
         source_addrs: vec![],
         scenario: None,
+        beside: Vec::new(),
         ok_status: Default::default(),
         tls: None,
         h2_streams: None,
