@@ -216,6 +216,10 @@ impl VirtualUser {
     async fn steps(&mut self, steps: &[ScenarioStep], deadline: Option<Instant>) -> bool {
         let w = self.w.clone();
         for step in steps {
+            let skipped = |c: &crate::scenario::Condition| !c.holds(&self.vars.borrow());
+            if step.condition.as_ref().is_some_and(skipped) {
+                continue;
+            }
             for _ in 0..step.repeat {
                 if w.stopped() || deadline.is_some_and(|d| Instant::now() >= d) {
                     return false;

@@ -743,3 +743,19 @@ fn closed_browsers_run_beside_an_open_rate_api_each_labelled_with_its_scenario()
         "--users with two scenarios says which it would not know"
     );
 }
+
+/// A step's `if` runs it only when a variable says so: after an extraction that found
+/// its value, and not after one that fell back on its default.
+#[test]
+fn a_step_runs_only_when_its_condition_holds() {
+    let app = backends(&["shop"], false)[0];
+    let dir = ScenarioDir::new("if", ACCOUNTS);
+    let path = dir.scenario(&format!(
+        "target = \"http://{app}\"\nusers = 2\niterations = 3\n\n[[step]]\nname = \"home\"\nhttp = \"GET /\"\nextract.shop = {{ regex = '(shop)' }}\nextract.coupon = {{ header = \"X-Coupon\", default = \"NOT_FOUND\" }}\n\n[[step]]\nname = \"shop\"\nif = \"{{shop}} == shop\"\nhttp = \"GET /shop\"\n\n[[step]]\nname = \"coupon\"\nif = \"{{coupon}} != NOT_FOUND\"\nhttp = \"GET /coupon/{{coupon}}\"\n"
+    ));
+    let run = bench(&["bench", "--scenario", &path], "if");
+    let step = &run.report["steps"][0];
+    assert_eq!(step["errors"], 0, "{step}");
+    assert_eq!(step["labels"]["shop"]["samples"], 6, "{step}");
+    assert!(step["labels"].get("coupon").is_none(), "skipped: {step}");
+}

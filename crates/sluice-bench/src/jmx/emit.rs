@@ -135,6 +135,9 @@ fn table(out: &mut String, section: &str, s: &Step) {
     let _ = writeln!(out, "[[{section}]]");
     let _ = writeln!(out, "name = {}", basic(&s.name));
     let _ = writeln!(out, "http = {}", basic(&format!("{} {}", s.method, s.path)));
+    if let Some(condition) = &s.condition {
+        let _ = writeln!(out, "if = {}", basic(condition));
+    }
     if !s.headers.is_empty() {
         let headers: Vec<String> = s.headers.iter().map(|h| basic(h)).collect();
         let _ = writeln!(out, "headers = [{}]", headers.join(", "));

@@ -113,6 +113,8 @@ pub struct Step {
     pub think: Vec<Pause>,
     /// The scenario variables it uses.
     pub uses: BTreeSet<String>,
+    /// Its `if` (an If Controller's simple condition), as the scenario writes it.
+    pub condition: Option<String>,
 }
 
 /// The step for the HTTP Request `el` (a child of the place `place`); `None` (listed as
@@ -163,6 +165,7 @@ fn build(cx: &mut Cx, el: &Element, scope: &Scope, place: &str) -> Result<Step, 
         before: scope.timers.clone(),
         think: Vec::new(),
         uses: t.uses,
+        condition: None,
     };
     apply_checks(cx, &mut step, &scope.checks);
     Ok(step)

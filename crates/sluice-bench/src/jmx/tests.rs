@@ -441,14 +441,30 @@ fn a_step_using_a_variable_nothing_defines_is_dropped_and_says_which() {
 #[test]
 fn controllers_without_an_equivalent_are_dropped_with_their_samplers() {
     let condition = "<stringProp name=\"IfController.condition\">${__jexl3(&quot;${token}&quot; != &quot;&quot;)}</stringProp>\n<boolProp name=\"IfController.useExpression\">true</boolProp>\n";
+    let complex =
+        "<stringProp name=\"IfController.condition\">${__jexl3(${n} &gt; 3)}</stringProp>\n";
     let group = [
         defaults("127.0.0.1", "8080"),
+        http(
+            "login",
+            "POST",
+            "/login",
+            &[],
+            &regex_extractor("token", "token=(\\w+)"),
+        ),
         controller(
             "IfController",
             "IfControllerPanel",
             "has token",
             condition,
             &http("refresh", "GET", "/refresh", &[], ""),
+        ),
+        controller(
+            "IfController",
+            "IfControllerPanel",
+            "many",
+            complex,
+            &http("more items", "GET", "/items", &[], ""),
         ),
         controller(
             "IfController",
@@ -474,16 +490,29 @@ fn controllers_without_an_equivalent_are_dropped_with_their_samplers() {
     ];
     let text = plan(&[], &thread_group("Users", 5, 0, 2, &group.concat()));
     let (out, s) = import_and_read(&workdir("controllers"), &text);
-    assert_eq!(names(&s.flows[0].steps), ["ping", "poll"]);
-    assert_eq!(s.flows[0].steps[1].repeat, 3);
+    assert_eq!(
+        names(&s.flows[0].steps),
+        ["login", "refresh", "ping", "poll"]
+    );
+    assert_eq!(s.flows[0].steps[3].repeat, 3);
+    let condition = s.flows[0].steps[1].condition.as_ref().unwrap();
+    assert_eq!(
+        (condition.name.as_str(), &condition.test),
+        ("token", &crate::scenario::Test::Differs(String::new()))
+    );
+    assert!(
+        out.scenario.contains("if = \"{token} != ''\""),
+        "{}",
+        out.scenario
+    );
     let dropped: Vec<String> = out
         .dropped
         .iter()
         .map(|d| format!("{}: {}", d.place, d.why))
         .collect();
     assert_eq!(dropped, [
-        "Test Plan > Users > If Controller 'has token': sluice scenarios have no conditions yet: its samplers 'refresh' are not imported",
-        "Test Plan > Users > While Controller 'poll more': it repeats while a condition holds: sluice scenarios have no conditions yet: its samplers 'more' are not imported",
+        "Test Plan > Users > If Controller 'many': a condition other than one variable compared with a text (== or !=): not translated: its samplers 'more items' are not imported",
+        "Test Plan > Users > While Controller 'poll more': it repeats while a condition holds: a sluice step repeats a fixed number of times: its samplers 'more' are not imported",
     ]);
 }
 

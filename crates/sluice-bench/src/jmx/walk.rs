@@ -417,6 +417,13 @@ fn controller(cx: &mut Cx, el: &Element, scope: &Scope, here: &str) -> Vec<Part>
         },
         "ThroughputController" => throughput(cx, el, here, group),
         "IfController" if always_true(p.text("IfController.condition")) => inner(cx),
+        "IfController" => match simple_condition(p.text("IfController.condition")) {
+            Some(c) => {
+                let parts = inner(cx);
+                conditioned(cx, parts, c, (el, here))
+            }
+            None => drop_with_children(cx, el, here, controller_why(el)),
+        },
         _ => drop_with_children(cx, el, here, controller_why(el)),
     }
 }
@@ -456,6 +463,74 @@ fn count(cx: &mut Cx, text: &str) -> Result<Option<u64>, String> {
 }
 
 /// An If Controller's condition that holds whatever happens.
+/// An If Controller's condition when it compares one variable with a text (what plans
+/// test after an extractor: `${__jexl3("${token}" != "NOT_FOUND")}`, `"${role}" ==
+/// "admin"`): the variable, and the scenario's `if`.
+fn simple_condition(condition: &str) -> Option<(String, String)> {
+    let mut c = condition.trim();
+    for wrapper in ["${__jexl3(", "${__groovy(", "${__javaScript(", "${__jexl2("] {
+        if let Some(inner) = c.strip_prefix(wrapper).and_then(|r| r.strip_suffix(")}")) {
+            c = inner.trim();
+        }
+    }
+    let (left, op, right) = ["==", "!="]
+        .iter()
+        .find_map(|op| c.split_once(op).map(|(l, r)| (l.trim(), *op, r.trim())))?;
+    let name = unquote(left)
+        .strip_prefix("${")
+        .and_then(|n| n.strip_suffix('}'))
+        .filter(|n| crate::scenario::is_name(n))?;
+    let value = unquote(right);
+    if value.contains("${") || value.contains(['{', '}']) {
+        return None;
+    }
+    let value = match value.is_empty() || value.contains(' ') {
+        true => format!("'{value}'"),
+        false => value.to_string(),
+    };
+    Some((name.to_string(), format!("{{{name}}} {op} {value}")))
+}
+
+fn unquote(text: &str) -> &str {
+    ['"', '\'']
+        .iter()
+        .find_map(|q| text.strip_prefix(*q).and_then(|t| t.strip_suffix(*q)))
+        .unwrap_or(text)
+}
+
+/// An If Controller's requests, each taking its condition; one already under another
+/// If (sluice's steps take one condition), or a controller kept for its shape inside
+/// it, drops the whole.
+fn conditioned(
+    cx: &mut Cx,
+    parts: Vec<Part>,
+    (var, condition): (String, String),
+    (el, here): (&Element, &str),
+) -> Vec<Part> {
+    let simple = parts.iter().all(|p| match p {
+        Part::Step(s) => s.condition.is_none(),
+        Part::Pause(_) => true,
+        _ => false,
+    });
+    if !simple {
+        let why = "its condition applies to controllers or nested If Controllers: not translated (a step takes one `if`)";
+        return drop_with_children(cx, el, here, why);
+    }
+    let me = label(here, el);
+    cx.note(format!("{me}: its requests each take `if = \"{condition}\"` (an unset variable counts as empty text)"));
+    parts
+        .into_iter()
+        .map(|p| match p {
+            Part::Step(mut s) => {
+                s.uses.insert(var.clone());
+                s.condition = Some(condition.clone());
+                Part::Step(s)
+            }
+            other => other,
+        })
+        .collect()
+}
+
 fn always_true(condition: &str) -> bool {
     let c = condition.trim().to_ascii_lowercase();
     matches!(
@@ -466,8 +541,8 @@ fn always_true(condition: &str) -> bool {
 
 fn controller_why(el: &Element) -> &'static str {
     match el.class.as_str() {
-        "IfController" => "sluice scenarios have no conditions yet",
-        "WhileController" => "it repeats while a condition holds: sluice scenarios have no conditions yet",
+        "IfController" => "a condition other than one variable compared with a text (== or !=): not translated",
+        "WhileController" => "it repeats while a condition holds: a sluice step repeats a fixed number of times",
         "ForeachController" => "it loops over variables: not translated",
         "SwitchController" => "it picks a child by a value: not translated",
         "RandomController" => "it runs one child at random: not translated (weighted [[flow]]s are the nearest)",

@@ -25,6 +25,7 @@
 //! expect_status = 200                 # or a list; anything else is an error
 //! expect_body = "Welcome"             # the body must contain this
 //! extract.csrf = { regex = 'name="_csrf" value="([^"]+)"' }   # see extract.rs
+//! if = "{token}"                      # only when a variable says so (condition.rs)
 //! think = "100ms"                     # pause after the step (or drawn:
 //!                                     # { between = ["1s", "3s"] }, { gaussian = "1s",
 //!                                     # deviation = "200ms" }, { exponential = "1s" })
@@ -55,12 +56,14 @@
 //! Every problem is reported at once, each with `file:line:col` and a hint, the way
 //! config errors are.
 
+mod condition;
 mod data;
 mod extract;
 mod steps;
 mod template;
 mod think;
 
+pub use condition::{Condition, Test};
 pub use data::{Data, Order, Per};
 pub use extract::{header_values, Extraction, NotFound, Response, Source};
 pub use template::{is_name, Context, Template, Unset, Variables};
@@ -182,6 +185,8 @@ pub struct ScenarioStep {
     pub timeout: Option<Duration>,
     /// Values taken from its response into the user's variables.
     pub extract: Vec<Extraction>,
+    /// It runs only when this holds (`if = "{token}"`); skipped, it has no sample.
+    pub condition: Option<Condition>,
 }
 
 /// Steps a user runs in one time round its loop, picked by weight among the scenario's.

@@ -29,6 +29,7 @@ pub(super) const STEP_KEYS: &[&str] = &[
     "think",
     "repeat",
     "extract",
+    "if",
 ];
 
 /// The step's reading: the file's reader and the scenario's variables.
@@ -51,6 +52,17 @@ pub(super) fn step(
     let timeout = r.timeout(t, "timeout");
     let name = r.string(t, "name").map(|(n, _)| n);
     let extract = extractions(r, t, x.vars);
+    let condition = r.string(t, "if").and_then(|(text, span)| {
+        super::Condition::parse(&text, x.vars)
+            .map_err(|why| {
+                r.error(
+                    span,
+                    why,
+                    "e.g. if = \"{token}\", if = \"{role} == admin\", if = \"{csrf} != NOT_FOUND\"",
+                )
+            })
+            .ok()
+    });
     let (key, text, span) = action_key(r, t, section)?;
     let action = action(x, t, key, &text, span)?;
     if !extract.is_empty() && !matches!(action, Action::Http { .. }) {
@@ -69,6 +81,7 @@ pub(super) fn step(
         repeat,
         timeout,
         extract,
+        condition,
     })
 }
 
