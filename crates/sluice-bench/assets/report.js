@@ -192,6 +192,20 @@
       var list = add(section, "ul", "errors");
       kinds.forEach(function (k) { add(list, "li", null, step.error_kinds[k] + " \u00d7 " + k); });
     }
+    failures(section, step);
+  }
+
+  // Each label's first failure of each kind, as JMeter's View Results Tree shows a
+  // sample: what was sent (with its cookies) and the start of the answer. Text only.
+  function failures(section, step) {
+    Object.keys(step.labels).forEach(function (label) {
+      (step.labels[label].failures || []).forEach(function (f) {
+        var box = add(section, "details", "failure");
+        add(box, "summary", null, label + ": " + f.error + (f.request ? " \u2014 " + f.request : ""));
+        if (f.cookies) { add(box, "p", "meta", "Cookie: " + f.cookies); }
+        if (f.response) { add(box, "pre", null, f.response); }
+      });
+    });
   }
 
   // Fits two charts side by side on a wide page, one per row on a narrow one. The slack

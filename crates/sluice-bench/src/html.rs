@@ -137,7 +137,13 @@ mod tests {
             statuses: BTreeMap::from([("200".to_string(), 9), ("503".to_string(), 1)]),
             status_classes: BTreeMap::from([("2xx".to_string(), 9), ("5xx".to_string(), 1)]),
             redirects: BTreeMap::new(),
-            failures: Vec::new(),
+            failures: vec![crate::stats::Failure {
+                error: EVIL.into(),
+                status: Some(403),
+                request: EVIL.into(),
+                cookies: Some(EVIL.into()),
+                response: EVIL.into(),
+            }],
             uncorrected: latencies(),
             send_lag: latencies(),
             hdr: "HDRBASE64".into(),
@@ -216,6 +222,11 @@ mod tests {
         assert_eq!(data["requests"][0]["label"], EVIL);
         assert_eq!(data["steps"][0]["labels"][EVIL]["samples"], 10);
         assert_eq!(data["steps"][0]["error_kinds"][EVIL], 1);
+        let failure = &data["steps"][0]["labels"][EVIL]["failures"][0];
+        assert_eq!(
+            (&failure["response"], &failure["cookies"]),
+            (&EVIL.into(), &EVIL.into())
+        );
     }
 
     #[test]

@@ -490,9 +490,10 @@ fn users_log_in_from_a_data_file_with_tokens_taken_from_responses() {
 
 /// An extraction that finds nothing is an error of its own kind, shown with the
 /// response's start; what needed its value is not sent, and says why. A request the
-/// server refuses is shown with the cookies it carried.
+/// server refuses is shown with the cookies it carried, in the text, the JSON and the
+/// HTML page (as text, drawn by Chromium).
 #[test]
-#[ignore = "needs python3"]
+#[ignore = "needs python3 and chromium"]
 fn a_failed_extraction_and_a_refused_login_are_told_with_what_was_exchanged() {
     let app = SessionApp::start();
     let dir = ScenarioDir::new("login-fails", ACCOUNTS);
@@ -530,7 +531,12 @@ fn a_failed_extraction_and_a_refused_login_are_told_with_what_was_exchanged() {
         r#"name="_csrf" value="([^"]+)""#,
         "stale",
     ));
-    let run = bench(&["bench", "--scenario", &refused], "refused");
+    let page = dir.0.join("refused.html");
+    let html = page.to_str().unwrap();
+    let run = bench(
+        &["bench", "--scenario", &refused, "--html", html],
+        "refused",
+    );
     let step = &run.report["steps"][0];
     assert_eq!(step["error_kinds"]["check: status 403"], 6, "{step}");
     let failure = &step["labels"]["signin"]["failures"][0];
@@ -550,6 +556,13 @@ fn a_failed_extraction_and_a_refused_login_are_told_with_what_was_exchanged() {
     assert!(
         text.contains("first \"check: status 403\" in signin: POST /signin"),
         "{text}"
+    );
+    let dom = support::browser_dom(&page);
+    let summary = "<details class=\"failure\"><summary>signin: check: status 403";
+    assert!(dom.contains(summary), "{dom}");
+    assert!(
+        dom.contains("Cookie: SID=") && dom.contains("Invalid CSRF token"),
+        "{dom}"
     );
 }
 
