@@ -361,7 +361,7 @@ impl StepReport {
         let t = &run.recorder.total;
         let summary = Summary::of(t, elapsed_s);
         StepReport {
-            warnings: Vec::new(),
+            warnings: out_of_rows(run.recorder.out_of_rows),
             users,
             rate,
             duration_s: (elapsed_s * 1000.0).round() / 1000.0,
@@ -556,6 +556,14 @@ pub fn table(report: &Report) -> String {
         out.push_str("interrupted: the last step holds what was measured until then\n");
     }
     out
+}
+
+/// What a step says when users ended for want of a data row.
+fn out_of_rows(users: u64) -> Vec<String> {
+    match users {
+        0 => Vec::new(),
+        n => vec![format!("{n} users ended (or never began) for want of a row: the scenario's data ran out (recycle = false)")],
+    }
 }
 
 /// A failure's details in two lines: what failed, the request and its cookies; the

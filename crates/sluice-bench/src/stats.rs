@@ -345,6 +345,9 @@ pub struct Recorder {
     /// The open model's widest beat, when wake-ups ran late and it was widened past
     /// the pace; zero when never.
     pub widest_beat: Duration,
+    /// A scenario's users that ended (or never began) for want of a data row: its
+    /// rows ran out, not recycled.
+    pub out_of_rows: u64,
 }
 
 impl Recorder {
@@ -383,6 +386,7 @@ impl Recorder {
         self.missed += other.missed;
         self.connections.merge(&other.connections);
         self.widest_beat = self.widest_beat.max(other.widest_beat);
+        self.out_of_rows += other.out_of_rows;
     }
 }
 

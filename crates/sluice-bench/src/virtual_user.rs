@@ -265,6 +265,7 @@ impl VirtualUser {
             return true;
         };
         let Some(row) = data.row(self.user as usize) else {
+            self.w.recorder.borrow_mut().out_of_rows += 1;
             return false;
         };
         let mut vars = self.vars.borrow_mut();

@@ -772,3 +772,24 @@ fn a_step_runs_only_when_its_condition_holds() {
     assert_eq!(step["labels"]["shop"]["samples"], 6, "{step}");
     assert!(step["labels"].get("coupon").is_none(), "skipped: {step}");
 }
+
+/// Rows given each once: users past them never begin, and the report says how many.
+#[test]
+fn users_past_the_last_row_of_unrecycled_data_do_not_run_and_are_counted() {
+    let app = backends(&["shop"], false)[0];
+    let dir = ScenarioDir::new("rows", ACCOUNTS);
+    let path = dir.scenario(&format!(
+        "target = \"http://{app}\"\nusers = 8\niterations = 2\ndata = {{ file = \"accounts.csv\", recycle = false }}\n\n[[step]]\nname = \"page\"\nhttp = \"GET /u/{{username}}\"\n"
+    ));
+    let run = bench(&["bench", "--scenario", &path], "rows");
+    let step = &run.report["steps"][0];
+    assert_eq!(
+        step["labels"]["page"]["samples"], 12,
+        "6 rows, 6 users, 2 each: {step}"
+    );
+    let warnings = step["warnings"].to_string();
+    assert!(
+        warnings.contains("2 users ended (or never began) for want of a row"),
+        "{warnings}"
+    );
+}
