@@ -193,14 +193,7 @@ impl Worker {
                 return;
             }
             let from = current.as_ref().unwrap_or(first);
-            let next = match hop {
-                MAX_HOPS => Err(format!("redirect: more than {MAX_HOPS} hops")),
-                _ => (self
-                    .redirects
-                    .next(from, status, &location, &self.plan.resolve))
-                .map_err(|e| format!("redirect: {e}")),
-            };
-            let mut next = match next {
+            let mut next = match self.hop(hop, from, status, &location) {
                 Ok(next) => next,
                 Err(e) => return self.failed(&format!("{} (redirected)", first.label), e),
             };
@@ -237,6 +230,23 @@ impl Worker {
             };
             current = Some(next);
         }
+    }
+
+    /// Where redirect number `hop` of `from` (its `status` and `location`) leads; `Err`
+    /// past [`MAX_HOPS`] or for a `Location` that cannot be followed.
+    fn hop(
+        &self,
+        hop: usize,
+        from: &RequestSpec,
+        status: u16,
+        location: &str,
+    ) -> Result<RequestSpec, String> {
+        if hop == MAX_HOPS {
+            return Err(format!("redirect: more than {MAX_HOPS} hops"));
+        }
+        self.redirects
+            .next(from, status, location, &self.plan.resolve)
+            .map_err(|e| format!("redirect: {e}"))
     }
 
     /// Records a sample that failed before anything was sent (a redirect that cannot be

@@ -16,7 +16,7 @@
 //! changes the comma.
 
 use super::template::{is_name, Variables, BUILT_IN};
-use sluice_config::toml_edit::{TableLike, Value};
+use sluice_config::toml_edit::{Item, TableLike, Value};
 use sluice_config::Reader;
 use std::ops::Range;
 use std::path::Path;
@@ -104,27 +104,7 @@ pub(super) fn data(
 ) -> Option<Data> {
     let item = root.get("data")?;
     let span = item.span();
-    let (name, spec): (String, Option<&dyn TableLike>) = match item.as_value() {
-        Some(Value::String(s)) => (s.value().clone(), None),
-        _ => match item.as_table_like() {
-            Some(t) => {
-                r.only_keys(t, KEYS, "`data`");
-                let Some((name, _)) = r.string(t, "file") else {
-                    r.error(
-                        span,
-                        "`data` needs its `file`",
-                        "e.g. data = { file = \"accounts.csv\" }",
-                    );
-                    return None;
-                };
-                (name, Some(t))
-            }
-            None => {
-                r.error(span, "`data` is a CSV file", "e.g. data = \"accounts.csv\"");
-                return None;
-            }
-        },
-    };
+    let (name, spec) = file_and_options(r, item)?;
     let options = Options::read(r, spec);
     let path = Path::new(file)
         .parent()
@@ -153,6 +133,32 @@ pub(super) fn data(
         shuffled,
         cursor: Arc::default(),
     })
+}
+
+/// `data = "FILE"` or `data = { file = "FILE", ... }`: the file, and the table of
+/// options if there is one.
+fn file_and_options<'t>(
+    r: &mut Reader,
+    item: &'t Item,
+) -> Option<(String, Option<&'t dyn TableLike>)> {
+    if let Some(Value::String(s)) = item.as_value() {
+        return Some((s.value().clone(), None));
+    }
+    let Some(t) = item.as_table_like() else {
+        r.error(
+            item.span(),
+            "`data` is a CSV file",
+            "e.g. data = \"accounts.csv\"",
+        );
+        return None;
+    };
+    r.only_keys(t, KEYS, "`data`");
+    let Some((name, _)) = r.string(t, "file") else {
+        let hint = "e.g. data = { file = \"accounts.csv\" }";
+        r.error(item.span(), "`data` needs its `file`", hint);
+        return None;
+    };
+    Some((name, Some(t)))
 }
 
 /// How rows are given out, as the scenario says.
