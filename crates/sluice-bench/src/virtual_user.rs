@@ -380,7 +380,7 @@ impl VirtualUser {
         }
         // The user's cookies for this path, unless the step sets its own header.
         let jar = self.cookies.as_ref().filter(|_| !has("cookie"));
-        if let Some(cookies) = jar.and_then(|j| j.borrow().header(path)) {
+        if let Some(cookies) = jar.and_then(|j| j.borrow_mut().header(path)) {
             out.push_str(&format!("Cookie: {cookies}\r\n"));
         }
         for (name, value) in headers {

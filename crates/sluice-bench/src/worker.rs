@@ -201,7 +201,7 @@ impl Worker {
             // The user's cookies go with a hop to its own target (a log-in's 302 to the
             // home page needs the session it just set), and it keeps what the hop sets.
             let jar = user.and_then(|u| u.jar).filter(|_| home);
-            if let Some(value) = jar.and_then(|j| j.borrow().header(&next.target.path)) {
+            if let Some(value) = jar.and_then(|j| j.borrow_mut().header(&next.target.path)) {
                 next.headers
                     .retain(|(n, _)| !n.eq_ignore_ascii_case("cookie"));
                 next.headers.push(("Cookie".into(), value));
