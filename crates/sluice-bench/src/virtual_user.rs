@@ -167,6 +167,13 @@ impl VirtualUser {
         if set && self.take_row(Per::Iteration) {
             self.steps(&scenario.pick_flow().steps, Some(end)).await;
         }
+        self.leave().await;
+    }
+
+    /// The end of a user's life: the STOMP messages still due to it, its teardown
+    /// (unless the run was interrupted), and its leaving.
+    async fn leave(&mut self) {
+        let (w, scenario) = (self.w.clone(), self.scenario.clone());
         if scenario.uses_stomp() {
             self.await_deliveries().await;
         }
@@ -201,14 +208,7 @@ impl VirtualUser {
             looped = self.steps(&scenario.pick_flow().steps, deadline).await;
             n += 1;
         }
-        if scenario.uses_stomp() {
-            self.await_deliveries().await;
-        }
-        if !w.stopped() {
-            self.steps(&scenario.teardown, None).await;
-        }
-        w.deliveries.leave(self.user);
-        w.progress.active(-1);
+        self.leave().await;
     }
 
     /// Runs `steps` in order; false when the deadline passed or the run was

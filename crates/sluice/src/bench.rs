@@ -599,15 +599,7 @@ fn scenario_loads(
                 "a `rate` scenario runs for a duration (each user that arrives runs its loop once): give -d"
             ));
         }
-        let max_in_flight = scenario.max_users;
-        return Ok(scenario
-            .rate
-            .iter()
-            .map(|&rate| Load::Rate {
-                rate,
-                max_in_flight,
-            })
-            .collect());
+        return Ok(rate_loads(&scenario.rate, scenario.max_users));
     }
     let users = if args.users.is_empty() {
         scenario.users.clone()
@@ -625,6 +617,17 @@ fn scenario_loads(
             think: Duration::ZERO,
         })
         .collect())
+}
+
+/// Open-model steps at `rates`, at most `max_in_flight` waiting at once.
+fn rate_loads(rates: &[f64], max_in_flight: usize) -> Vec<Load> {
+    rates
+        .iter()
+        .map(|&rate| Load::Rate {
+            rate,
+            max_in_flight,
+        })
+        .collect()
 }
 
 /// Requests to URLs, in users or rate steps.
@@ -689,15 +692,7 @@ fn loads(args: &BenchArgs) -> anyhow::Result<Vec<Load>> {
         if args.max_in_flight == 0 {
             return Err(anyhow!("--max-in-flight must be at least 1"));
         }
-        let max_in_flight = args.max_in_flight;
-        return Ok(args
-            .rate
-            .iter()
-            .map(|&rate| Load::Rate {
-                rate,
-                max_in_flight,
-            })
-            .collect());
+        return Ok(rate_loads(&args.rate, args.max_in_flight));
     }
     Err(anyhow!("give --users (closed model, e.g. --users 100,200) or --rate (open model, e.g. --rate 500,1000)"))
 }

@@ -4,8 +4,9 @@
 //! boundary). Each is translated, or listed as dropped with why.
 
 use super::tree::{Element, Props};
-use super::vars::{is_name, scenario_name};
+use super::vars::scenario_name;
 use super::Cx;
+use crate::scenario::is_name;
 use std::collections::BTreeSet;
 
 /// A pause, in milliseconds, as JMeter's timers draw them.

@@ -7,9 +7,9 @@
 
 use super::checks::{Check, CheckAt, Extract, Pause};
 use super::tree::{Element, Props};
-use super::vars::is_name;
 use super::walk::Scope;
 use super::Cx;
+use crate::scenario::is_name;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 

@@ -10,6 +10,7 @@
 //! would read as a variable there, so it is reported (the step using it is dropped).
 
 use super::tree::{Element, Props};
+use crate::scenario::is_name;
 use std::collections::BTreeSet;
 
 /// The plan's variables known at import time.
@@ -302,16 +303,6 @@ pub fn scenario_name(jmeter: &str) -> Option<String> {
     } else {
         jmeter.to_string()
     })
-}
-
-/// Whether `text` has a scenario variable's shape (the rule of `scenario::template`): a
-/// letter or `_`, then letters, digits, `_`, `-` or `.`.
-pub fn is_name(text: &str) -> bool {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
 #[cfg(test)]
