@@ -166,7 +166,7 @@ impl Cx {
     /// Lists `el`, a child of the place `parent`, as not translated (once, however many
     /// steps it applied to).
     pub fn drop(&mut self, el: &tree::Element, parent: &str, why: impl Into<String>) {
-        self.drop_at(el.line, &walk::label(parent, el), &el.class, why);
+        self.drop_at(el.line, &tree::label(parent, el), &el.class, why);
     }
 
     /// Lists the element of class `element` at `line` as not translated (once).

@@ -93,7 +93,7 @@ pub fn assertion(cx: &mut Cx, el: &Element, place: &str) -> Option<CheckAt> {
     let at = |check| CheckAt {
         check,
         line: el.line,
-        place: super::walk::label(place, el),
+        place: super::tree::label(place, el),
         class: el.class.clone(),
     };
     check.map(at).map_err(|why| cx.drop(el, place, why)).ok()

@@ -75,7 +75,7 @@ fn spec(cx: &mut Cx, el: &Element, place: &str) -> Result<DataSpec, String> {
     file_notes(cx, &label, p, recycle);
     Ok(DataSpec {
         file,
-        place: super::walk::label(place, el),
+        place: super::tree::label(place, el),
         line: el.line,
         names,
         columns,

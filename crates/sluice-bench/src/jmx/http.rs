@@ -7,7 +7,6 @@
 
 use super::checks::{Check, CheckAt, Extract, Pause};
 use super::tree::{Element, Props};
-use super::walk::Scope;
 use super::Cx;
 use crate::scenario::is_name;
 use std::collections::BTreeSet;
@@ -117,6 +116,19 @@ pub struct Step {
     pub condition: Option<String>,
 }
 
+/// What applies to the samplers under one level of the tree.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    /// The Header Managers' headers, a nearer one replacing a farther one's of a name.
+    pub headers: Vec<(String, String)>,
+    pub defaults: Defaults,
+    /// Timers: each a pause before every sampler in scope.
+    pub timers: Vec<Pause>,
+    pub checks: Vec<CheckAt>,
+    /// Extractors: under a sampler only.
+    pub extracts: Vec<Extract>,
+}
+
 /// The step for the HTTP Request `el` (a child of the place `place`); `None` (listed as
 /// dropped) when it cannot be one.
 pub fn step(cx: &mut Cx, el: &Element, scope: &Scope, place: &str) -> Option<Step> {
@@ -146,7 +158,7 @@ fn build(cx: &mut Cx, el: &Element, scope: &Scope, place: &str) -> Result<Step, 
         t.problems.dedup();
         return Err(t.problems.join("; "));
     }
-    let place = super::walk::label(place, el);
+    let place = super::tree::label(place, el);
     sampler_notes(cx, p, &place);
     let mut step = Step {
         name: or(&el.name, &format!("{method} {path}")).to_string(),

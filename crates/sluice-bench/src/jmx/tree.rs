@@ -93,6 +93,76 @@ impl Props {
     }
 }
 
+/// An element's kind in JMeter's words (its menu's), for places and notes.
+pub fn friendly(el: &Element) -> String {
+    let known = [
+        ("HTTPSamplerProxy", "HTTP Request"),
+        ("ThreadGroup", "Thread Group"),
+        ("SetupThreadGroup", "setUp Thread Group"),
+        ("PostThreadGroup", "tearDown Thread Group"),
+        ("IfController", "If Controller"),
+        ("WhileController", "While Controller"),
+        ("LoopController", "Loop Controller"),
+        ("OnceOnlyController", "Once Only Controller"),
+        ("TransactionController", "Transaction Controller"),
+        ("ThroughputController", "Throughput Controller"),
+        ("GenericController", "Simple Controller"),
+        ("TestAction", "Flow Control Action"),
+        ("CSVDataSet", "CSV Data Set Config"),
+        ("HeaderManager", "HTTP Header Manager"),
+        ("CookieManager", "HTTP Cookie Manager"),
+        ("CacheManager", "HTTP Cache Manager"),
+        ("ResponseAssertion", "Response Assertion"),
+        ("DurationAssertion", "Duration Assertion"),
+        ("RegexExtractor", "Regular Expression Extractor"),
+        ("JSONPostProcessor", "JSON Extractor"),
+        ("BoundaryExtractor", "Boundary Extractor"),
+        ("JSR223PostProcessor", "JSR223 PostProcessor"),
+        ("JSR223PreProcessor", "JSR223 PreProcessor"),
+        ("ViewResultsFullVisualizer", "View Results Tree"),
+        ("SummaryReport", "Summary Report"),
+        ("StatVisualizer", "Aggregate Report"),
+        ("TableVisualizer", "View Results in Table"),
+        ("SimpleDataWriter", "Simple Data Writer"),
+        ("HttpDefaultsGui", "HTTP Request Defaults"),
+    ];
+    // A listener's or a config element's GUI says what it is; the class does not.
+    let by_gui = matches!(el.class.as_str(), "ResultCollector" | "ConfigTestElement");
+    let key = if by_gui {
+        el.gui.as_str()
+    } else {
+        el.class.as_str()
+    };
+    known
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or_else(|| el.class.clone(), |(_, f)| f.to_string())
+}
+
+/// `el` by its name (its kind when it has none): a step of a place.
+pub fn plain(el: &Element) -> String {
+    match el.name.trim() {
+        "" => friendly(el),
+        n => n.to_string(),
+    }
+}
+
+/// Where the children of `el` are: its parent's place, then its name.
+pub fn child_place(parent: &str, el: &Element) -> String {
+    format!("{parent} > {}", plain(el))
+}
+
+/// Where `el` is, for a message: its parent's place, then its kind and name (its name
+/// alone when that says its kind).
+pub fn label(parent: &str, el: &Element) -> String {
+    let kind = friendly(el);
+    match el.name.trim() {
+        "" => format!("{parent} > {kind}"),
+        n if n == kind => format!("{parent} > {n}"),
+        n => format!("{parent} > {kind} '{n}'"),
+    }
+}
+
 /// The plan's `TestPlan` element, its children the plan's tree.
 pub fn parse(file: &str, text: &str) -> Result<Element, ImportError> {
     // A byte order mark, as some editors write: not XML's to read.

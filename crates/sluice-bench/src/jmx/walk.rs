@@ -6,23 +6,10 @@
 //! and controllers are read in order. Controllers that shape the loop (Once Only, Loop,
 //! Throughput) are kept as groups for [`super::shape`]; the rest are inlined or dropped.
 
-use super::checks::{self, CheckAt, Extract, Pause};
-use super::http::{self, Defaults, Step};
-use super::tree::Element;
+use super::checks::{self, Pause};
+use super::http::{self, Scope, Step};
+use super::tree::{child_place, friendly, label, plain, Element};
 use super::{data, Cx, ImportError};
-
-/// What applies to the samplers under one level of the tree.
-#[derive(Debug, Clone, Default)]
-pub struct Scope {
-    /// The Header Managers' headers, a nearer one replacing a farther one's of a name.
-    pub headers: Vec<(String, String)>,
-    pub defaults: Defaults,
-    /// Timers: each a pause before every sampler in scope.
-    pub timers: Vec<Pause>,
-    pub checks: Vec<CheckAt>,
-    /// Extractors: under a sampler only.
-    pub extracts: Vec<Extract>,
-}
 
 /// The thread group's contents: steps and pauses, and the controllers that shape them.
 #[derive(Debug, Clone)]
@@ -639,75 +626,5 @@ fn kind(el: &Element) -> Kind {
         _ if ends(&["Listener", "ResultCollector", "Visualizer"]) => Kind::Listener,
         _ if ends(&["Manager", "Config", "ConfigElement"]) => Kind::Config,
         _ => Kind::Other,
-    }
-}
-
-/// An element's kind in JMeter's words (its menu's), for places and notes.
-pub fn friendly(el: &Element) -> String {
-    let known = [
-        ("HTTPSamplerProxy", "HTTP Request"),
-        ("ThreadGroup", "Thread Group"),
-        ("SetupThreadGroup", "setUp Thread Group"),
-        ("PostThreadGroup", "tearDown Thread Group"),
-        ("IfController", "If Controller"),
-        ("WhileController", "While Controller"),
-        ("LoopController", "Loop Controller"),
-        ("OnceOnlyController", "Once Only Controller"),
-        ("TransactionController", "Transaction Controller"),
-        ("ThroughputController", "Throughput Controller"),
-        ("GenericController", "Simple Controller"),
-        ("TestAction", "Flow Control Action"),
-        ("CSVDataSet", "CSV Data Set Config"),
-        ("HeaderManager", "HTTP Header Manager"),
-        ("CookieManager", "HTTP Cookie Manager"),
-        ("CacheManager", "HTTP Cache Manager"),
-        ("ResponseAssertion", "Response Assertion"),
-        ("DurationAssertion", "Duration Assertion"),
-        ("RegexExtractor", "Regular Expression Extractor"),
-        ("JSONPostProcessor", "JSON Extractor"),
-        ("BoundaryExtractor", "Boundary Extractor"),
-        ("JSR223PostProcessor", "JSR223 PostProcessor"),
-        ("JSR223PreProcessor", "JSR223 PreProcessor"),
-        ("ViewResultsFullVisualizer", "View Results Tree"),
-        ("SummaryReport", "Summary Report"),
-        ("StatVisualizer", "Aggregate Report"),
-        ("TableVisualizer", "View Results in Table"),
-        ("SimpleDataWriter", "Simple Data Writer"),
-        ("HttpDefaultsGui", "HTTP Request Defaults"),
-    ];
-    // A listener's or a config element's GUI says what it is; the class does not.
-    let by_gui = matches!(el.class.as_str(), "ResultCollector" | "ConfigTestElement");
-    let key = if by_gui {
-        el.gui.as_str()
-    } else {
-        el.class.as_str()
-    };
-    known
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map_or_else(|| el.class.clone(), |(_, f)| f.to_string())
-}
-
-/// `el` by its name (its kind when it has none): a step of a place.
-fn plain(el: &Element) -> String {
-    match el.name.trim() {
-        "" => friendly(el),
-        n => n.to_string(),
-    }
-}
-
-/// Where the children of `el` are: its parent's place, then its name.
-fn child_place(parent: &str, el: &Element) -> String {
-    format!("{parent} > {}", plain(el))
-}
-
-/// Where `el` is, for a message: its parent's place, then its kind and name (its name
-/// alone when that says its kind).
-pub fn label(parent: &str, el: &Element) -> String {
-    let kind = friendly(el);
-    match el.name.trim() {
-        "" => format!("{parent} > {kind}"),
-        n if n == kind => format!("{parent} > {n}"),
-        n => format!("{parent} > {kind} '{n}'"),
     }
 }
