@@ -178,6 +178,9 @@ impl Drop for Postgres {
 /// Tomcat held to `threads` threads; killed when dropped. The JVM's temporary directory
 /// (Tomcat's `tomcat.*` and `tomcat-docbase.*`, which a killed JVM leaves) is its own,
 /// removed after it.
+/// Held while the Spring app's jar is checked and, if older than its sources, built.
+static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 pub struct SpringApp {
     pub child: Child,
     pub port: u16,
@@ -213,6 +216,10 @@ impl SpringApp {
             "tomcat" => "target/stock-app-0.0.1.jar".to_string(),
             other => format!("target/stock-app-{other}.jar"),
         });
+        // One build at a time: two tests starting the app at once in a fresh checkout
+        // would both run Maven in the same directory, one reading the jar the other is
+        // writing ("zip END header not found").
+        let building = BUILD.lock().unwrap_or_else(|e| e.into_inner());
         if modified(&jar) < newest_source(&dir) {
             run({
                 let mut c = Command::new("mvn");
@@ -228,6 +235,7 @@ impl SpringApp {
                 c
             });
         }
+        drop(building);
         let port = super::free_port();
         let tmp = super::TempDir::new("spring-app");
         let child = Command::new("java")
