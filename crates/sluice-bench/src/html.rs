@@ -156,6 +156,7 @@ mod tests {
         let step = StepReport {
             users: None,
             rate: Some(10.0),
+            arrivals: false,
             duration_s: 1.0,
             started_unix_ms: 0,
             summary: summary(),

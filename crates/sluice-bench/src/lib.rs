@@ -73,6 +73,7 @@ pub fn run(
         let watch_step = |s: &Snapshot, elapsed: Duration| observe(i, s, elapsed);
         let ran = runner::run_step(&plan, *step, stop, &watch_step)?;
         let mut report = StepReport::of(&ran);
+        report.arrivals = plan.scenario.is_some() && report.rate.is_some();
         // Followed, redirects are the way to the pages, not a mistake to point out.
         if !plan.follow {
             report

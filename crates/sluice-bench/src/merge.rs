@@ -187,6 +187,7 @@ fn merge_step(reports: &[Report], i: usize) -> Result<StepReport, MergeError> {
         interrupted: steps.iter().any(|s| s.interrupted),
     };
     let mut merged = StepReport::of(&run);
+    merged.arrivals = steps.iter().any(|s| s.arrivals);
     for warning in steps.iter().flat_map(|s| &s.warnings) {
         if !merged.warnings.contains(warning) {
             merged.warnings.push(warning.clone());

@@ -56,6 +56,10 @@ pub struct StepReport {
     pub users: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub rate: Option<f64>,
+    /// The `rate` is of a scenario's users arriving each second (each running its
+    /// steps), not of requests.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub arrivals: bool,
     /// Wall time of the step, from its start until its last request completed.
     pub duration_s: f64,
     pub started_unix_ms: u64,
@@ -364,6 +368,7 @@ impl StepReport {
             warnings: out_of_rows(run.recorder.out_of_rows),
             users,
             rate,
+            arrivals: false,
             duration_s: (elapsed_s * 1000.0).round() / 1000.0,
             started_unix_ms: run
                 .started
@@ -458,6 +463,7 @@ pub fn redirect_warning(s: &Summary) -> Option<String> {
 pub fn step_name(s: &StepReport) -> String {
     match (s.users, s.rate) {
         (Some(u), _) => format!("{u} users"),
+        (_, Some(r)) if s.arrivals => format!("{r} users/s"),
         (_, Some(r)) => format!("{r} req/s"),
         _ => "-".into(),
     }

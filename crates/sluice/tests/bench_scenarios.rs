@@ -755,6 +755,14 @@ fn closed_browsers_run_beside_an_open_rate_api_each_labelled_with_its_scenario()
         Some(2),
         "--users with two scenarios says which it would not know"
     );
+    let alone = bench(&["bench", "--scenario", api], "arrivals");
+    let step = &alone.report["steps"][0];
+    assert_eq!(step["arrivals"], true, "{step}");
+    let text = String::from_utf8_lossy(&alone.output.stdout);
+    assert!(
+        text.contains("40 users/s"),
+        "users arriving, not requests: {text}"
+    );
 }
 
 /// A step's `if` runs it only when a variable says so: after an extraction that found
