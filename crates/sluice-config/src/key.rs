@@ -74,6 +74,7 @@ fn variable(name: &str) -> Option<Variable> {
         "remote_addr" => Variable::RemoteAddr,
         "host" => Variable::Host,
         "scheme" => Variable::Scheme,
+        "msec" => Variable::Msec,
         _ => {
             if let Some(arg) = with("arg_") {
                 Variable::Arg(arg.to_string())

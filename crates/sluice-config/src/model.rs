@@ -550,6 +550,9 @@ pub enum Variable {
     Host,
     /// `http` or `https`: how the client reached sluice.
     Scheme,
+    /// The time, in seconds since the Unix epoch with milliseconds (`1732900000.123`),
+    /// as nginx's `$msec`: what Pinpoint's and other tracers' proxy headers carry.
+    Msec,
 }
 
 /// A named pool of servers.

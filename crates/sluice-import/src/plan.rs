@@ -425,7 +425,7 @@ pub fn unknown_variable(text: &str) -> Option<String> {
         };
         let known = matches!(
             name,
-            "request_uri" | "uri" | "args" | "remote_addr" | "host" | "scheme"
+            "request_uri" | "uri" | "args" | "remote_addr" | "host" | "scheme" | "msec"
         ) || ["arg_", "http_", "cookie_"]
             .iter()
             .any(|p| name.starts_with(p) && name.len() > p.len());
@@ -455,7 +455,10 @@ mod tests {
     fn variables_sluice_lacks_are_found() {
         assert_eq!(unknown_variable("$host$request_uri"), None);
         assert_eq!(unknown_variable("user-${cookie_sid}"), None);
-        assert_eq!(unknown_variable("t=$msec").as_deref(), Some("$msec"));
+        assert_eq!(
+            unknown_variable("t=$msec D=$request_id").as_deref(),
+            Some("$request_id")
+        );
         assert_eq!(
             unknown_variable("$binary_remote_addr").as_deref(),
             Some("$binary_remote_addr")

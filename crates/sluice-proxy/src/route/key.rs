@@ -52,7 +52,17 @@ fn variable(var: &Variable, view: &View<'_>, out: &mut Vec<u8>) {
         Variable::RemoteAddr => out.extend_from_slice(view.client_ip.as_bytes()),
         Variable::Host => out.extend(view.host.bytes().map(|b| b.to_ascii_lowercase())),
         Variable::Scheme => out.extend_from_slice(view.scheme.as_bytes()),
+        Variable::Msec => msec(out),
     }
+}
+
+/// Now as nginx's `$msec`: seconds since the Unix epoch, a dot, milliseconds.
+fn msec(out: &mut Vec<u8>) {
+    use std::io::Write;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let _ = write!(out, "{}.{:03}", now.as_secs(), now.subsec_millis());
 }
 
 /// Appends `Name: value\r\n` for each header `edits` sets, its value evaluated for this

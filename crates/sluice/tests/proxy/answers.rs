@@ -183,6 +183,38 @@ async fn nothing_outside_the_root_is_served() {
     );
 }
 
+/// `$msec` in a header value, as Pinpoint's docs set `Pinpoint-ProxyNginx` for nginx:
+/// the time the request passed, seconds since the epoch with milliseconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn msec_gives_the_time_a_request_passed_in_milliseconds() {
+    let app = backend("a").await;
+    let p = proxy(&format!(
+        "[[route]]\nupstream = \"app\"\nrequest_headers = {{ set = {{ \"Pinpoint-ProxyNginx\" = \"t=$msec\" }} }}\n[upstream.app]\nservers = [\"{app}\"]\n"
+    ));
+    let now = || {
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        d.as_secs_f64()
+    };
+    let before = now();
+    let mut c = Client::connect(p.addr).await;
+    let reply = c.get("/headers").await;
+    let after = now();
+    let seen = reply.text();
+    let value = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("pinpoint-proxynginx: t="))
+        .unwrap_or_else(|| panic!("{seen}"));
+    let (secs, millis) = value.split_once('.').unwrap();
+    assert_eq!(millis.len(), 3, "{value}");
+    let t: f64 = format!("{secs}.{millis}").parse().unwrap();
+    assert!(
+        t >= before - 0.001 && t <= after + 0.001,
+        "{before} <= {t} <= {after}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn header_edits_change_what_each_side_sees() {
     let app = backend("a").await;
