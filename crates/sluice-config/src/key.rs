@@ -75,6 +75,7 @@ fn variable(name: &str) -> Option<Variable> {
         "host" => Variable::Host,
         "scheme" => Variable::Scheme,
         "msec" => Variable::Msec,
+        "request_id" => Variable::RequestId,
         _ => {
             if let Some(arg) = with("arg_") {
                 Variable::Arg(arg.to_string())

@@ -553,6 +553,9 @@ pub enum Variable {
     /// The time, in seconds since the Unix epoch with milliseconds (`1732900000.123`),
     /// as nginx's `$msec`: what Pinpoint's and other tracers' proxy headers carry.
     Msec,
+    /// The request's identity, as nginx's `$request_id`: 32 hexadecimal digits, random,
+    /// made once per request (the same in every header that names it).
+    RequestId,
 }
 
 /// A named pool of servers.

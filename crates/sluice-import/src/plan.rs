@@ -425,7 +425,14 @@ pub fn unknown_variable(text: &str) -> Option<String> {
         };
         let known = matches!(
             name,
-            "request_uri" | "uri" | "args" | "remote_addr" | "host" | "scheme" | "msec"
+            "request_uri"
+                | "uri"
+                | "args"
+                | "remote_addr"
+                | "host"
+                | "scheme"
+                | "msec"
+                | "request_id"
         ) || ["arg_", "http_", "cookie_"]
             .iter()
             .any(|p| name.starts_with(p) && name.len() > p.len());
@@ -456,8 +463,8 @@ mod tests {
         assert_eq!(unknown_variable("$host$request_uri"), None);
         assert_eq!(unknown_variable("user-${cookie_sid}"), None);
         assert_eq!(
-            unknown_variable("t=$msec D=$request_id").as_deref(),
-            Some("$request_id")
+            unknown_variable("t=$msec D=$request_id P=$proxy_host").as_deref(),
+            Some("$proxy_host")
         );
         assert_eq!(
             unknown_variable("$binary_remote_addr").as_deref(),

@@ -192,7 +192,7 @@ pub const HEADER_EDITS: &[Key] = &[
         "set",
         "table of strings",
         "none",
-        "Header names and their values: each replaces every header of that name (compared without case) already in the message. Values may use the variables `$remote_addr`, `$scheme`, `$host`, `$request_uri`, `$uri`, `$args`, `$arg_NAME`, `$http_NAME`, `$cookie_NAME` and `$msec` (the time, seconds since the epoch with milliseconds, as Pinpoint's `Pinpoint-ProxyNginx: t=$msec` wants). Headers that frame the message or the connection (`Connection`, `Content-Length`, `Transfer-Encoding`, `Upgrade`, `TE`, `Trailer`, `Keep-Alive`, `Proxy-Connection`) are sluice's and refused.",
+        "Header names and their values: each replaces every header of that name (compared without case) already in the message. Values may use the variables `$remote_addr`, `$scheme`, `$host`, `$request_uri`, `$uri`, `$args`, `$arg_NAME`, `$http_NAME`, `$cookie_NAME`, `$msec` (the time, seconds since the epoch with milliseconds, as Pinpoint's `Pinpoint-ProxyNginx: t=$msec` wants) and `$request_id` (nginx's: 32 random hexadecimal digits made once per request, the same in the request's and the response's headers). Headers that frame the message or the connection (`Connection`, `Content-Length`, `Transfer-Encoding`, `Upgrade`, `TE`, `Trailer`, `Keep-Alive`, `Proxy-Connection`) are sluice's and refused.",
     )
     .like("nginx `proxy_set_header` / `add_header`; HAProxy `http-request set-header` / `http-response set-header`")
     .example("[[route]]\nupstream = \"app\"\nrequest_headers = { set = { \"X-Real-IP\" = \"$remote_addr\" } }"),

@@ -16,6 +16,8 @@ pub struct View<'a> {
     pub client_ip: &'a str,
     /// `http` or `https`.
     pub scheme: &'a str,
+    /// `$request_id`, made the first time a header names it.
+    pub request_id: std::cell::OnceCell<[u8; 32]>,
 }
 
 /// Appends the key's value for this request to `out`.
@@ -53,7 +55,15 @@ fn variable(var: &Variable, view: &View<'_>, out: &mut Vec<u8>) {
         Variable::Host => out.extend(view.host.bytes().map(|b| b.to_ascii_lowercase())),
         Variable::Scheme => out.extend_from_slice(view.scheme.as_bytes()),
         Variable::Msec => msec(out),
+        Variable::RequestId => out.extend_from_slice(view.request_id.get_or_init(request_id)),
     }
+}
+
+/// A new request identity: 128 random bits in hexadecimal, as nginx's `$request_id`.
+fn request_id() -> [u8; 32] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bits = fastrand::u128(..);
+    std::array::from_fn(|i| HEX[((bits >> (124 - 4 * i)) & 0xf) as usize])
 }
 
 /// Now as nginx's `$msec`: seconds since the Unix epoch, a dot, milliseconds.
@@ -133,6 +143,7 @@ mod tests {
             headers: &headers,
             client_ip: "10.1.2.3",
             scheme: "http",
+            request_id: Default::default(),
         };
         let mut out = Vec::new();
         evaluate(key, &view, &mut out);

@@ -106,6 +106,7 @@ pub(crate) fn head_stages(
         headers: raw.headers,
         client_ip: forwarded_text.as_deref().unwrap_or(&client.ip),
         scheme: client.proto(),
+        request_id: Default::default(),
     };
     let mut guarded = Guarded {
         forwarded_for,

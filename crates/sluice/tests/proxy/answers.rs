@@ -215,6 +215,35 @@ async fn msec_gives_the_time_a_request_passed_in_milliseconds() {
     );
 }
 
+/// `$request_id`, as nginx's: 32 hexadecimal digits, new for each request, the same in
+/// the header the server is sent and the one the client gets back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_id_names_each_request_alike_on_both_sides() {
+    let app = backend("a").await;
+    let p = proxy(&format!(
+        "[[route]]\nupstream = \"app\"\nrequest_headers = {{ set = {{ \"X-Request-ID\" = \"$request_id\" }} }}\nresponse_headers = {{ set = {{ \"X-Request-ID\" = \"$request_id\" }} }}\n[upstream.app]\nservers = [\"{app}\"]\n"
+    ));
+    let mut c = Client::connect(p.addr).await;
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let reply = c.get("/headers").await;
+        let text = reply.text();
+        let sent = text
+            .lines()
+            .find_map(|l| l.strip_prefix("x-request-id: "))
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_string();
+        assert_eq!(reply.header("x-request-id"), Some(sent.as_str()));
+        assert!(
+            sent.len() == 32 && sent.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{sent}"
+        );
+        seen.push(sent);
+    }
+    seen.dedup();
+    assert_eq!(seen.len(), 3, "a new one each request: {seen:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn header_edits_change_what_each_side_sees() {
     let app = backend("a").await;
