@@ -347,29 +347,45 @@ fn the_proof_on_own_servers_enlarges_the_named_quota_and_puts_it_back() {
     let before = std::fs::read_to_string(&quota_file).unwrap();
     let dir = support::TempDir::new("lab-servers-proof");
     let json = dir.0.join("report.json");
-    let out = stack
-        .lab(&[
-            "--servers",
-            "3",
-            "--users",
-            "32",
-            "-d",
-            "5s",
-            "--warmup",
-            "1s",
-        ])
-        .args(["--tier", &format!("db={}", db.0.id()), "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    println!("{stdout}");
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = || {
+        let out = stack
+            .lab(&[
+                "--servers",
+                "3",
+                "--users",
+                "32",
+                "-d",
+                "5s",
+                "--warmup",
+                "1s",
+            ])
+            .args(["--tier", &format!("db={}", db.0.id()), "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        println!("{stdout}");
+        let text = std::fs::read_to_string(&json).unwrap();
+        (serde_json::from_str::<Value>(&text).unwrap(), stdout)
+    };
+    // On a shared machine the proof's control step can differ from the step it repeats
+    // by more than the proof accepts: the lab then says "not confirmed" and why, as it
+    // should. Such a run says nothing of the quota's change: it is run once more.
+    let (mut report, mut stdout) = run();
+    let noisy = |r: &Value| {
+        r["proof"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("identical runs differed"))
+    };
+    if noisy(&report) {
+        assert_eq!(std::fs::read_to_string(&quota_file).unwrap(), before);
+        (report, stdout) = run();
+    }
     assert_eq!(report["verdict"]["tier"], "db", "{stdout}");
     let proof = &report["proof"];
     let rows = proof["rows"].as_array().unwrap();
