@@ -408,28 +408,25 @@ fn a_scenario_step_follows_redirects_and_checks_the_page_they_lead_to() {
     );
 }
 
-/// A directory of its own for a scenario and its data file, removed when dropped.
-struct ScenarioDir(PathBuf);
+/// A directory of its own for a scenario and its data file (`support::TempDir`: removed
+/// when dropped).
+struct ScenarioDir(support::TempDir);
 
 impl ScenarioDir {
     fn new(label: &str, csv: &str) -> ScenarioDir {
-        let dir = std::env::temp_dir().join(format!("sluice-{label}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("accounts.csv"), csv).unwrap();
+        let dir = support::TempDir::new(label);
+        dir.file("accounts.csv", csv);
         ScenarioDir(dir)
+    }
+
+    /// Where `name` is in it.
+    fn path(&self, name: &str) -> PathBuf {
+        self.0 .0.join(name)
     }
 
     /// Writes the scenario; its path.
     fn scenario(&self, text: &str) -> String {
-        let path = self.0.join("scenario.toml");
-        std::fs::write(&path, text).unwrap();
-        path.display().to_string()
-    }
-}
-
-impl Drop for ScenarioDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.file("scenario.toml", text).display().to_string()
     }
 }
 
@@ -531,7 +528,7 @@ fn a_failed_extraction_and_a_refused_login_are_told_with_what_was_exchanged() {
         r#"name="_csrf" value="([^"]+)""#,
         "stale",
     ));
-    let page = dir.0.join("refused.html");
+    let page = dir.path("refused.html");
     let html = page.to_str().unwrap();
     let run = bench(
         &["bench", "--scenario", &refused, "--html", html],
@@ -583,11 +580,7 @@ fn a_missing_data_column_or_a_broken_row_is_told_before_anything_runs() {
         )),
         "{stderr}"
     );
-    std::fs::write(
-        dir.0.join("accounts.csv"),
-        "username,password\nann,pw-ann\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path("accounts.csv"), "username,password\nann,pw-ann\n").unwrap();
     let out = sluice().args(["bench", "--check", &path]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -617,13 +610,13 @@ fn a_missing_data_column_or_a_broken_row_is_told_before_anything_runs() {
 #[test]
 fn a_malformed_jmeter_plan_is_told_at_its_place_and_nothing_is_written() {
     let dir = ScenarioDir::new("bad-jmx", ACCOUNTS);
-    let plan = dir.0.join("plan.jmx");
+    let plan = dir.path("plan.jmx");
     std::fs::write(
         &plan,
         "<?xml version=\"1.0\"?>\n<jmeterTestPlan version=\"1.2\">\n  <hashTree>\n    <TestPlan testname=\"x\">\n  </hashTree>\n",
     )
     .unwrap();
-    let out_file = dir.0.join("plan.toml");
+    let out_file = dir.path("plan.toml");
     let out = sluice()
         .args(["bench", "import"])
         .arg(&plan)
@@ -673,9 +666,9 @@ fn a_browser_recording_imported_replays_the_session_with_each_user_s_own_cookie(
         r#"{{"log": {{"version": "1.2", "creator": {{"name": "Chromium", "version": "156"}}, "entries": [{}]}}}}"#,
         entries.join(",\n")
     );
-    let recording = dir.0.join("shop.har");
+    let recording = dir.path("shop.har");
     std::fs::write(&recording, har).unwrap();
-    let scenario = dir.0.join("shop.toml");
+    let scenario = dir.path("shop.toml");
     let out = sluice()
         .args(["bench", "import"])
         .arg(&recording)
@@ -708,13 +701,13 @@ fn a_browser_recording_imported_replays_the_session_with_each_user_s_own_cookie(
 fn closed_browsers_run_beside_an_open_rate_api_each_labelled_with_its_scenario() {
     let app = backends(&["shop"], false)[0];
     let dir = ScenarioDir::new("beside", ACCOUNTS);
-    let browse = dir.0.join("browse.toml");
+    let browse = dir.path("browse.toml");
     std::fs::write(
         &browse,
         format!("target = \"http://{app}\"\nusers = 3\nduration = \"2s\"\n\n[[step]]\nname = \"home\"\nhttp = \"GET /home\"\nthink = \"50ms\"\n"),
     )
     .unwrap();
-    let api = dir.0.join("api.toml");
+    let api = dir.path("api.toml");
     std::fs::write(
         &api,
         format!("target = \"http://{app}\"\nrate = 40\nduration = \"2s\"\n\n[[setup]]\nname = \"token\"\nhttp = \"POST /token\"\n\n[[step]]\nname = \"items\"\nhttp = \"GET /api/items\"\n\n[[teardown]]\nname = \"bye\"\nhttp = \"DELETE /token\"\n"),
