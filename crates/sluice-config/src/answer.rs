@@ -117,7 +117,7 @@ fn template(
         );
         return None;
     }
-    match key::template(text) {
+    match key::template_with(text, &r.captures) {
         Ok(t) => Some(t),
         Err(e) => {
             r.error(

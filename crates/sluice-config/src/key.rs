@@ -9,8 +9,8 @@ pub struct KeyError {
     pub message: String,
 }
 
-const KNOWN: &str =
-    "$request_uri, $uri, $args, $arg_NAME, $http_NAME, $cookie_NAME, $remote_addr, $host, $scheme";
+const KNOWN: &str = "$request_uri, $uri, $args, $arg_NAME, $http_NAME, $cookie_NAME, \
+    $remote_addr, $host, $scheme, $msec, $request_id, $1 to $9 (a regex's groups)";
 
 /// A hash key: a template with at least one variable.
 pub fn parse(text: &str) -> Result<KeyTemplate, KeyError> {
@@ -26,6 +26,12 @@ pub fn parse(text: &str) -> Result<KeyTemplate, KeyError> {
 
 /// Text with `$variables` (a header value, a redirect's location); plain text is fine.
 pub fn template(text: &str) -> Result<KeyTemplate, KeyError> {
+    template_with(text, &[])
+}
+
+/// A template that may also name the groups of a regular expression: `$1` to `$9` by
+/// number, and `names` (each with its number) by name, as nginx's named captures.
+pub fn template_with(text: &str, names: &[(String, usize)]) -> Result<KeyTemplate, KeyError> {
     let mut parts = Vec::new();
     let mut literal = String::new();
     let mut rest = text;
@@ -36,7 +42,9 @@ pub fn template(text: &str) -> Result<KeyTemplate, KeyError> {
             offset,
             message: "`$` is not followed by a variable name".into(),
         })?;
-        let var = variable(name).ok_or_else(|| KeyError {
+        let named = names.iter().find(|(n, _)| n == name);
+        let var = named.map(|(_, i)| Variable::Capture(*i));
+        let var = var.or_else(|| variable(name)).ok_or_else(|| KeyError {
             offset,
             message: format!("unknown variable `${name}` (known: {KNOWN})"),
         })?;
@@ -59,6 +67,10 @@ fn variable_name(s: &str) -> Option<(&str, usize)> {
         let end = inner.find('}')?;
         return (end > 0).then(|| (&inner[..end], end + 2));
     }
+    // `$1x` is group 1 and the text `x`, as nginx reads it.
+    if s.starts_with(|c: char| c.is_ascii_digit()) {
+        return Some((&s[..1], 1));
+    }
     let end = s
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .unwrap_or(s.len());
@@ -76,6 +88,9 @@ fn variable(name: &str) -> Option<Variable> {
         "scheme" => Variable::Scheme,
         "msec" => Variable::Msec,
         "request_id" => Variable::RequestId,
+        digit if digit.len() == 1 && digit.as_bytes()[0].is_ascii_digit() && digit != "0" => {
+            Variable::Capture(usize::from(digit.as_bytes()[0] - b'0'))
+        }
         _ => {
             if let Some(arg) = with("arg_") {
                 Variable::Arg(arg.to_string())
@@ -125,5 +140,23 @@ mod tests {
         assert!(parse("abc").unwrap_err().message.contains("no variable"));
         assert!(parse("$").is_err());
         assert!(parse("$arg_").is_err());
+        assert!(parse("$0").is_err());
+    }
+
+    #[test]
+    fn groups_by_number_and_by_name() {
+        let names = [("slug".to_string(), 2)];
+        let t = template_with("/s/$slug/$1x", &names).unwrap();
+        assert_eq!(
+            t.parts,
+            vec![
+                KeyPart::Literal("/s/".into()),
+                KeyPart::Var(Variable::Capture(2)),
+                KeyPart::Literal("/".into()),
+                KeyPart::Var(Variable::Capture(1)),
+                KeyPart::Literal("x".into()),
+            ]
+        );
+        assert!(template("/s/$slug").is_err());
     }
 }

@@ -17,6 +17,7 @@ mod guard;
 mod headers;
 mod key;
 mod limits;
+mod location;
 mod model;
 mod proxies;
 mod rate;
@@ -34,9 +35,9 @@ pub use guard::warnings;
 pub use model::{
     AccessLog, AccessRule, Acme, Action, Admin, Balance, BasicAuth, CertificateFiles, Config,
     Discover, DnsQuery, FailurePolicy, Guard, HashMethod, HeaderEdits, HealthCheck, HostMatch,
-    Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat, LogTarget, Network, Place, QueuePolicy,
-    RateLimit, Resolver, RetryPolicy, Return, Route, Satisfy, Server, Tls, Upstream, UpstreamTls,
-    Variable, Verdict,
+    Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat, LogTarget, Matching, Network, Pattern,
+    Place, QueuePolicy, RateLimit, Resolver, RetryPolicy, Return, Rewrite, RewriteFlag, Route,
+    Satisfy, Server, Tls, Upstream, UpstreamTls, Variable, Verdict,
 };
 pub use reader::{parse_duration, Reader};
 /// The TOML library the [`Reader`] walks documents of.

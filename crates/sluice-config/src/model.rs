@@ -261,8 +261,15 @@ pub struct Place {
 #[derive(Clone, Debug, Eq)]
 pub struct Route {
     pub host: Option<HostMatch>,
-    /// A path prefix; the longest matching prefix wins.
+    /// What the route matches, as written: a path prefix (`path`), a whole path
+    /// (`exact`) or a regular expression (`regex`), as `matching` says.
     pub path: String,
+    /// How `path` is compared with the request's path, in nginx's order of locations.
+    pub matching: Matching,
+    /// nginx's `rewrite`s, in order, on requests this route took.
+    pub rewrites: Vec<Rewrite>,
+    /// The path sent to the server (`upstream_path`), nginx's `proxy_pass` URI part.
+    pub upstream_path: Option<KeyTemplate>,
     /// The listeners (their `bind` as configured) whose requests the route takes; all
     /// when empty. nginx's `server` blocks per `listen`: port 80 redirects, 443 proxies.
     pub listeners: Vec<std::net::SocketAddr>,
@@ -286,6 +293,94 @@ pub struct Route {
     pub guard: Guard,
     /// Where the config writes the route (its `[[route]]`), for warnings about it.
     pub at: Place,
+}
+
+/// How a route's `path` is compared with a request's path (normalized: decoded, `//`
+/// merged, dot segments resolved), in nginx's order: an exact path wins at once; else
+/// the longest prefix is found, and unless it skips them the regular expressions are
+/// tried in file order (those `under` that prefix first), the first match winning; else
+/// the longest prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Matching {
+    /// `path`: a prefix. `skip_regex`: when it is the longest matching prefix, no
+    /// regular expression is tried (nginx `location ^~`).
+    Prefix { skip_regex: bool },
+    /// `exact`: the whole path (nginx `location =`).
+    Exact,
+    /// `regex` (nginx `location ~`, `~*` with `ignore_case`). `under`: the path of the
+    /// prefix route it is nested in (an nginx location inside a location): tried only
+    /// when that prefix is the longest match, before the others.
+    Regex {
+        pattern: Pattern,
+        under: Option<String>,
+    },
+}
+
+/// A regular expression as nginx's PCRE reads it (look-around and back-references
+/// included), compiled once when the config is read. Two are equal when written alike.
+#[derive(Clone, Debug)]
+pub struct Pattern {
+    regex: fancy_regex::Regex,
+    pub ignore_case: bool,
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.regex.as_str() == other.regex.as_str() && self.ignore_case == other.ignore_case
+    }
+}
+
+impl Eq for Pattern {}
+
+impl Pattern {
+    /// Compiles `text`; the error says why it is no regular expression.
+    pub fn new(text: &str, ignore_case: bool) -> Result<Pattern, String> {
+        fancy_regex::RegexBuilder::new(text)
+            .case_insensitive(ignore_case)
+            .build()
+            .map(|regex| Pattern { regex, ignore_case })
+            .map_err(|e| e.to_string())
+    }
+
+    pub fn regex(&self) -> &fancy_regex::Regex {
+        &self.regex
+    }
+
+    /// Its named groups, each with its number (nginx makes each a variable).
+    pub fn names(&self) -> Vec<(String, usize)> {
+        self.regex
+            .capture_names()
+            .enumerate()
+            .filter_map(|(i, name)| name.map(|n| (n.to_string(), i)))
+            .collect()
+    }
+}
+
+/// One `rewrite`: a request path matching `pattern` becomes `to` (with `$1`.. and
+/// named groups of the match), then `flag` says what happens next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rewrite {
+    pub pattern: Pattern,
+    pub to: KeyTemplate,
+    pub flag: RewriteFlag,
+}
+
+/// What follows a rewrite that matched (nginx's flags). A `to` starting with
+/// `http://`, `https://` or `$scheme` redirects (`302`, `301` when `Permanent`)
+/// whatever the flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RewriteFlag {
+    /// No flag: the next rewrites run on the new path, then the routes are searched
+    /// again with it.
+    Continue,
+    /// The routes are searched again with the new path (at most 10 times a request).
+    Last,
+    /// The route keeps the request, which goes to its server with the new path.
+    Break,
+    /// `302` to the new path.
+    Redirect,
+    /// `301` to the new path.
+    Permanent,
 }
 
 /// Who may use a route: `access` (address rules, first match wins, as nginx's
@@ -392,6 +487,9 @@ impl PartialEq for Route {
         let Route {
             host,
             path,
+            matching,
+            rewrites,
+            upstream_path,
             listeners,
             action,
             request_headers,
@@ -425,10 +523,21 @@ impl PartialEq for Route {
                 &other.timeout,
                 &other.guard,
             )
+            && (matching, rewrites, upstream_path)
+                == (&other.matching, &other.rewrites, &other.upstream_path)
     }
 }
 
 impl Route {
+    /// The prefix a `root` route's files are named under: its `path` for prefixes and
+    /// exact paths, `/` for a regular expression.
+    pub fn files_prefix(&self) -> &str {
+        match self.matching {
+            Matching::Regex { .. } => "/",
+            Matching::Prefix { .. } | Matching::Exact => &self.path,
+        }
+    }
+
     /// The upstream (index into [`Config::upstreams`]) of a proxied route.
     pub fn upstream(&self) -> Option<usize> {
         match self.action {
@@ -556,6 +665,9 @@ pub enum Variable {
     /// The request's identity, as nginx's `$request_id`: 32 hexadecimal digits, random,
     /// made once per request (the same in every header that names it).
     RequestId,
+    /// A group of the route's regular expression, or of the rewrite's (`$1` to `$9`,
+    /// or a named group by its name): its text in the request's path, decoded.
+    Capture(usize),
 }
 
 /// A named pool of servers.

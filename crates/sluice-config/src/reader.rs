@@ -16,6 +16,9 @@ pub struct Reader<'a> {
     pub file: &'a str,
     pub text: &'a str,
     pub errors: Vec<ConfigError>,
+    /// The named groups of the regular expression whose matches the template being read
+    /// may name (`$slug`), each with its number: a `regex` route's while it is read.
+    pub captures: Vec<(String, usize)>,
 }
 
 /// A TOML syntax error as one line, with its place and a hint: a bare word where a
@@ -60,6 +63,7 @@ impl<'a> Reader<'a> {
             file,
             text,
             errors: Vec::new(),
+            captures: Vec::new(),
         }
     }
 

@@ -1,9 +1,9 @@
-//! `[[route]]`: which requests (host, then longest path prefix) go where, and what is
-//! changed on the way (headers). What a route does is one of `upstream` (forward),
-//! `return` / `redirect` (answer) and `root` (static files); the answers are read in
-//! `answer`, the header edits in `headers`.
+//! `[[route]]`: which requests (host, then path) go where, and what is changed on the
+//! way (headers). What a route does is one of `upstream` (forward), `return` /
+//! `redirect` (answer) and `root` (static files); the answers are read in `answer`, the
+//! header edits in `headers`, what of the path it matches and rewrites in `location`.
 
-use crate::model::{Action, HostMatch, Listener, RateLimit, Route, Upstream};
+use crate::model::{Action, HostMatch, Listener, Matching, RateLimit, Route, Upstream};
 use crate::reader::Reader;
 use crate::reader::{tables, Span};
 use crate::reference::{names, route as keys};
@@ -33,12 +33,15 @@ pub(crate) fn routes(
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for (table, span) in entries {
-        let Some(route) = route(r, table, span.clone(), (upstreams, listeners, limits)) else {
+        let read = route(r, table, span.clone(), (upstreams, listeners, limits));
+        r.captures.clear();
+        let Some(route) = read else {
             continue;
         };
         if !seen.insert((
             route.host.clone(),
             route.path.clone(),
+            match_kind(&route.matching),
             route.listeners.clone(),
         )) {
             r.error(
@@ -51,9 +54,10 @@ pub(crate) fn routes(
             );
             continue;
         }
-        out.push(route);
+        out.push((route, span));
     }
-    out
+    crate::location::check_nesting(r, &out);
+    out.into_iter().map(|(route, _)| route).collect()
 }
 
 /// One `[[route]]`; `None` when what it does is not valid. Its other keys are read
@@ -69,7 +73,8 @@ fn route(
     let host = r
         .string(table, "host")
         .and_then(|(h, s)| host_match(r, &h, s));
-    let path = route_path(r, table);
+    let (path, matching) = crate::location::matching(r, table);
+    let rewrites = crate::location::rewrites(r, table);
     let listeners = route_listeners(r, table, listeners);
     let at = crate::tls::place(r, span.clone());
     let action = action(r, table, span, upstreams);
@@ -82,9 +87,14 @@ fn route(
     let limits = crate::rate::route_limits(r, table, limits);
     let timeout = r.timeout(table, "timeout");
     let guard = crate::guard::guard(r, table);
+    let forwards = matches!(action, Some(Action::Proxy { .. }));
+    let upstream_path = crate::location::upstream_path(r, table, forwards);
     Some(Route {
         host,
         path,
+        matching,
+        rewrites,
+        upstream_path,
         listeners,
         action: action?,
         request_headers,
@@ -98,19 +108,13 @@ fn route(
     })
 }
 
-/// `path = "/api/"`, a prefix (`/` when not given).
-fn route_path(r: &mut Reader, table: &dyn TableLike) -> String {
-    match r.string(table, "path") {
-        Some((p, s)) if !p.starts_with('/') => {
-            r.error(
-                s,
-                format!("path \"{p}\" does not start with /"),
-                "write a path prefix such as \"/\" or \"/api/\"",
-            );
-            p
-        }
-        Some((p, _)) => p,
-        None => "/".to_string(),
+/// What two routes with the same host and path must differ in: how they match (a
+/// regular expression also by the prefix it is nested in).
+fn match_kind(m: &Matching) -> (u8, Option<String>) {
+    match m {
+        Matching::Prefix { .. } => (0, None),
+        Matching::Exact => (1, None),
+        Matching::Regex { under, .. } => (2, under.clone()),
     }
 }
 

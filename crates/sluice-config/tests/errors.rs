@@ -849,3 +849,67 @@ fn a_route_naming_an_undefined_upstream_has_its_other_problems_listed_too() {
         "{errors:#?}"
     );
 }
+
+#[test]
+fn bad_matching_and_rewrites_are_each_reported_at_their_place() {
+    let text = r#"
+[[listener]]
+bind = "127.0.0.1:8080"
+
+[[route]]
+regex = '^/(unclosed'
+upstream = "app"
+
+[[route]]
+path = "/a/"
+exact = "/a"
+upstream = "app"
+
+[[route]]
+exact = "/b"
+skip_regex = true
+upstream = "app"
+
+[[route]]
+regex = '\.png$'
+under = "/nowhere/"
+upstream = "app"
+
+[[route]]
+path = "/c/"
+upstream = "app"
+rewrite = [{ regex = '^/c/(.*)$', to = "/d/$nope", flag = "later" }]
+
+[[route]]
+regex = '^/go/(?<slug>[a-z]+)$'
+return = { status = 301, location = "https://example.com/$slug" }
+
+[[route]]
+path = "/e/"
+return = 404
+upstream_path = "/f/"
+
+[upstream.app]
+servers = ["127.0.0.1:9101"]
+"#;
+    let errs = errors(text);
+    let has = |place: &str, words: &str| {
+        errs.iter()
+            .any(|e| e.contains(&format!("bad.toml:{place}")) && e.contains(words))
+    };
+    assert!(has("6:9", "not a regular expression"), "{errs:#?}");
+    assert!(has("11:1", "not both `path` and `exact`"), "{errs:#?}");
+    assert!(has("16:1", "`skip_regex` goes with `path`"), "{errs:#?}");
+    assert!(
+        has("19:1", "`under = \"/nowhere/\"` names no route"),
+        "{errs:#?}"
+    );
+    assert!(has("27:40", "unknown variable `$nope`"), "{errs:#?}");
+    assert!(has("27:59", "unknown rewrite flag \"later\""), "{errs:#?}");
+    assert!(
+        has("36:17", "`upstream_path` is for a route with `upstream`"),
+        "{errs:#?}"
+    );
+    // A named group is a variable of its route's templates.
+    assert_eq!(errs.len(), 7, "{errs:#?}");
+}

@@ -2,7 +2,8 @@
 //! each block with a comment saying where in the nginx config it came from.
 
 use crate::plan::{
-    Action, ClosedBy, Guard, Limit, Listener, Plan, Route, Satisfy, Upstream, Verdict,
+    Action, ClosedBy, Guard, Limit, Listener, Matching, Plan, Rewrite, Route, Satisfy, Upstream,
+    Verdict,
 };
 use std::fmt::Write;
 
@@ -101,7 +102,7 @@ fn route(out: &mut String, r: &Route) {
     if let Some(h) = &r.host {
         let _ = writeln!(out, "host = {}", quote(h));
     }
-    let _ = writeln!(out, "path = {}", quote(&r.path));
+    matching(out, r);
     match r.listeners.as_slice() {
         [] => {}
         [one] => {
@@ -135,6 +136,12 @@ fn route(out: &mut String, r: &Route) {
     };
     guard(out, &r.guard);
     // Headers to the server matter only where there is one.
+    if matches!(r.action, Action::Upstream(_)) && r.guard.closed.is_empty() {
+        if let Some(p) = &r.upstream_path {
+            let _ = writeln!(out, "upstream_path = {}", quote(p));
+        }
+    }
+    rewrites(out, &r.rewrites);
     if matches!(r.action, Action::Upstream(_)) {
         headers(out, "request_headers", &r.request_set, &r.request_remove);
     }
@@ -147,6 +154,55 @@ fn route(out: &mut String, r: &Route) {
         many => {
             let _ = writeln!(out, "limit = {}", list(many));
         }
+    }
+}
+
+/// What of the path the route matches: `path` (with `skip_regex`), `exact` or `regex`
+/// (with `ignore_case` and `under`).
+fn matching(out: &mut String, r: &Route) {
+    let _ = match &r.matching {
+        Matching::Prefix => writeln!(out, "path = {}", quote(&r.path)),
+        Matching::Preferred => writeln!(out, "path = {}\nskip_regex = true", quote(&r.path)),
+        Matching::Exact => writeln!(out, "exact = {}", quote(&r.path)),
+        Matching::Regex { caseless, under } => {
+            let _ = writeln!(out, "regex = {}", literal(&r.path));
+            if *caseless {
+                out.push_str("ignore_case = true\n");
+            }
+            match under {
+                Some(u) => writeln!(out, "under = {}", quote(u)),
+                None => Ok(()),
+            }
+        }
+    };
+}
+
+/// `rewrite = [...]`, one entry a line.
+fn rewrites(out: &mut String, list: &[Rewrite]) {
+    if list.is_empty() {
+        return;
+    }
+    out.push_str("rewrite = [\n");
+    for rw in list {
+        let flag = rw.flag.as_ref().map(|f| format!(", flag = {}", quote(f)));
+        let _ = writeln!(
+            out,
+            "  {{ regex = {}, to = {}{} }},",
+            literal(&rw.regex),
+            quote(&rw.to),
+            flag.unwrap_or_default()
+        );
+    }
+    out.push_str("]\n");
+}
+
+/// A regular expression as a TOML literal string (`\` kept as is), or a basic string
+/// when it holds a `'`.
+fn literal(s: &str) -> String {
+    if s.contains('\'') || s.chars().any(char::is_control) {
+        quote(s)
+    } else {
+        format!("'{s}'")
     }
 }
 

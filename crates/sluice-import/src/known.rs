@@ -169,8 +169,16 @@ const EXACT: &[(&[&str], &str)] = &[
         "nginx answers clients 404 here (only its own redirects reach it: X-Accel-Redirect, error_page); sluice has no internal redirects: the route answers every request 404",
     ),
     (
-        &["rewrite", "if", "set", "break", "rewrite_log"],
-        "sluice does not rewrite requests; not translated",
+        &["rewrite"],
+        "a server's own rewrites (outside a location) run before nginx picks a location; sluice rewrites on a route (its `rewrite`): move it into the locations by hand",
+    ),
+    (
+        &["if", "set", "rewrite_log"],
+        "sluice has no conditions or variables of its own (a route's `rewrite` carries nginx's rewrite); not translated",
+    ),
+    (
+        &["break"],
+        "nginx's break stops the rewrite directives after it; sluice's rewrites stop at a match with a flag: not translated, rewrite by hand if the order matters",
     ),
     (
         &["real_ip_header", "real_ip_recursive"],

@@ -1,20 +1,20 @@
-//! nginx's `location` blocks as routes: where one matches, as a sluice path prefix, and
-//! what its directives ask for.
+//! nginx's `location` blocks as routes: where one matches (a prefix, an exact path, a
+//! regular expression, as nginx matches it), and what its directives ask for
+//! (`proxy_pass` with its URI part, `return`, `root`, `rewrite`).
 
-use crate::plan::{Action, Matching, Route};
+use crate::plan::{Action, Matching, Rewrite, Route};
 use crate::scope::Scope;
 use crate::tree::Node;
 use crate::Notes;
 
-/// A location as sluice routes it: its path prefix, why that is not exactly what nginx
-/// matches (when it is not), and how nginx matched it.
+/// A location as sluice routes it: its path (or regular expression) and how nginx
+/// matched it.
 pub struct Prefix {
     pub path: String,
-    pub why: Option<String>,
     pub matching: Matching,
 }
 
-/// A location's path prefix; why it has none sluice can route on, if so.
+/// A location's path and matching; why sluice cannot route it, if so.
 pub fn prefix(loc: &Node) -> Result<Prefix, String> {
     // nginx also takes the modifier glued to its argument: `location =/x`, `~^/api`.
     let glued = loc
@@ -35,14 +35,10 @@ pub fn prefix(loc: &Node) -> Result<Prefix, String> {
     };
     let plain = |path: &str, matching| Prefix {
         path: path.to_string(),
-        why: None,
         matching,
     };
     match (first, second) {
-        (Some("="), Some(p)) => Ok(Prefix {
-            why: Some(format!("= {p}: an exact match, translated as the prefix {p} (sluice routes by prefix: {p}... matches too)")),
-            ..plain(p, Matching::Exact)
-        }),
+        (Some("="), Some(p)) => Ok(plain(p, Matching::Exact)),
         (Some("^~"), Some(p)) => Ok(plain(p, Matching::Preferred)),
         (Some(op @ ("~" | "~*")), Some(re)) => regex(op, re),
         (Some(p), None) if p.starts_with('@') => Err(format!(
@@ -53,61 +49,56 @@ pub fn prefix(loc: &Node) -> Result<Prefix, String> {
     }
 }
 
-/// A regex that is a prefix in disguise (`^/api/`, `^/api/(.*)$`, `/.well-known/acme/`).
+/// `location ~ RE` or `~* RE`, when sluice's regex engine reads it as nginx's PCRE.
 fn regex(op: &str, re: &str) -> Result<Prefix, String> {
-    let anchored = re.starts_with('^');
-    let body = re.strip_prefix('^').unwrap_or(re);
-    let mut literal = String::new();
-    let mut chars = body.char_indices().peekable();
-    let mut rest = "";
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some((_, e)) if !e.is_ascii_alphanumeric() => literal.push(e),
-                _ => {
-                    rest = &body[i..];
-                    break;
-                }
+    let caseless = op == "~*";
+    match sluice_config::Pattern::new(re, caseless) {
+        Ok(_) => Ok(Prefix {
+            path: re.to_string(),
+            matching: Matching::Regex {
+                caseless,
+                under: None,
             },
-            // A dot in a path is meant as a dot ("/.well-known/"): taken literally.
-            '.' if chars
-                .peek()
-                .is_some_and(|(_, n)| !matches!(n, '*' | '+' | '?')) =>
-            {
-                literal.push('.')
-            }
-            '[' | ']' | '(' | ')' | '{' | '}' | '*' | '+' | '?' | '|' | '$' | '.' => {
-                rest = &body[i..];
-                break;
-            }
-            c => literal.push(c),
+        }),
+        Err(why) => Err(format!(
+            "{op} {re}: a regular expression sluice's engine does not read ({}); left out (add a route by hand)",
+            why.lines().next().unwrap_or_default()
+        )),
+    }
+}
+
+/// `rewrite REGEX REPLACEMENT [FLAG]`, when sluice can carry it: its regex read, its
+/// replacement's variables known, its flag one of nginx's four.
+fn rewrite(d: &Node, notes: &mut Notes) -> Option<Rewrite> {
+    let (regex, to) = (d.arg(0)?, d.arg(1)?);
+    let flag = d.arg(2).map(str::to_string);
+    let not = |why: String| d.note(format!("{regex} {to}: {why}; not carried over"));
+    let pattern = match sluice_config::Pattern::new(regex, false) {
+        Ok(p) => p,
+        Err(why) => {
+            let why = why.lines().next().unwrap_or_default().to_string();
+            notes.push(not(format!(
+                "a regular expression sluice's engine does not read ({why})"
+            )));
+            return None;
         }
+    };
+    let groups: Vec<String> = pattern.names().into_iter().map(|(n, _)| n).collect();
+    if let Some(var) = crate::plan::unknown_in(to, &groups) {
+        notes.push(not(format!("{var} is no variable sluice has")));
+        return None;
     }
-    let tail_ok = matches!(rest, "" | ".*" | "(.*)" | ".*$" | "(.*)$" | "$");
-    if !literal.starts_with('/')
-        || !tail_ok
-        || (rest.ends_with('$') && rest != "(.*)$" && rest != ".*$")
+    if let Some(f) = flag
+        .as_deref()
+        .filter(|f| !matches!(*f, "last" | "break" | "redirect" | "permanent"))
     {
-        return Err(format!(
-            "{op} {re}: a regular expression that is not a path prefix; sluice routes by prefix: left out (add a route by hand)"
-        ));
+        notes.push(not(format!("unknown flag {f}")));
+        return None;
     }
-    let mut why = format!("{op} {re}: a regular expression, translated as the prefix {literal}");
-    if !anchored {
-        why.push_str(" (it was not anchored with ^: nginx also matched it further in a path)");
-    }
-    if op == "~*" {
-        why.push_str(" (case-sensitive in sluice)");
-    }
-    Ok(Prefix {
-        path: literal,
-        why: Some(why),
-        matching: Matching::Regex {
-            re: format!("{op} {re}"),
-            anchored,
-            caseless: op == "~*",
-            order: 0,
-        },
+    Some(Rewrite {
+        regex: regex.to_string(),
+        to: to.to_string(),
+        flag,
     })
 }
 
@@ -121,6 +112,10 @@ pub fn route(loc: &Node, scope: &Scope, notes: &mut Notes) -> Route {
     for d in loc.block() {
         if let Some(action) = action(d, notes) {
             route.action = action;
+            route.upstream_path = uri_part(d).filter(|u| !u.is_empty()).map(str::to_string);
+        }
+        if d.name == "rewrite" {
+            route.rewrites.extend(rewrite(d, notes));
         }
     }
     // A location whose content is another handler's (FastCGI...) is not a directory
@@ -196,24 +191,12 @@ fn root(d: &Node) -> Option<Action> {
 fn proxy_pass(d: &Node, notes: &mut Notes) -> Option<Action> {
     let url = d.arg(0)?;
     let (scheme, rest) = url.split_once("://")?;
-    let (authority, uri) = match rest.find('/') {
-        Some(at) => (&rest[..at], &rest[at..]),
-        None => (rest, ""),
-    };
+    let authority = rest.split('/').next().unwrap_or(rest);
     if authority.contains('$') || authority.starts_with("unix:") {
         notes.push(d.note(format!(
             "{url}: a variable or unix socket as the server; not translated"
         )));
         return None;
-    }
-    if !uri.is_empty() && uri != "/" {
-        notes.push(d.note(format!(
-            "{url}: nginx replaces the location's prefix with {uri}; sluice sends the path as it came (no rewriting): the server sees the original path"
-        )));
-    } else if uri == "/" {
-        notes.push(d.note(format!(
-            "{url}: with a trailing /, nginx replaces the location's prefix with /; sluice sends the path as it came"
-        )));
     }
     let target = if scheme == "https" {
         format!("https://{authority}")
@@ -221,6 +204,14 @@ fn proxy_pass(d: &Node, notes: &mut Notes) -> Option<Action> {
         authority.to_string()
     };
     Some(Action::Upstream(target))
+}
+
+/// `proxy_pass`'s URI part: `/v2/` of `http://app/v2/` ("" without one); none for
+/// another directive.
+fn uri_part(d: &Node) -> Option<&str> {
+    let url = d.arg(0).filter(|_| d.name == "proxy_pass")?;
+    let rest = url.split_once("://")?.1;
+    Some(rest.find('/').map_or("", |at| &rest[at..]))
 }
 
 /// `return CODE [URL | TEXT]` and `return URL`.
@@ -251,20 +242,21 @@ fn answer(d: &Node, notes: &mut Notes) -> Option<Action> {
 #[cfg(test)]
 mod tests {
     use super::regex;
+    use crate::plan::Matching;
 
     #[test]
-    fn regexes_that_are_prefixes_in_disguise_become_prefixes() {
-        let p = |re: &str| regex("~", re).map(|p| p.path);
-        assert_eq!(p("^/api/").unwrap(), "/api/");
-        assert_eq!(p("^/api/(.*)$").unwrap(), "/api/");
+    fn regex_locations_are_carried_as_written() {
+        let p = regex("~*", "\\.(png|jpe?g)$").unwrap();
+        assert_eq!(p.path, "\\.(png|jpe?g)$");
         assert_eq!(
-            p("/.well-known/acme-challenge/").unwrap(),
-            "/.well-known/acme-challenge/"
+            p.matching,
+            Matching::Regex {
+                caseless: true,
+                under: None
+            }
         );
-        assert_eq!(p("^/socket\\.io/").unwrap(), "/socket.io/");
-        assert!(p("\\.php$").is_err());
-        assert!(p("^/(api|admin)/").is_err());
-        assert!(p("^/static/.*\\.(css|js)$").is_err());
-        assert!(p("^/exact$").is_err());
+        // PCRE's look-ahead too (nextcloud's rewrites use it).
+        assert!(regex("~", "^/(?!index|remote)").is_ok());
+        assert!(regex("~", "^/(unclosed").is_err());
     }
 }

@@ -47,12 +47,16 @@ pub struct Route {
     pub read_timeout: Option<String>,
     /// Who may have it answered: nginx's access checks in force where it is.
     pub guard: Guard,
-    /// How nginx's location matched, which sluice's prefix may not match alike.
+    /// How nginx's location matched.
     pub matching: Matching,
+    /// Its `rewrite`s, in order.
+    pub rewrites: Vec<Rewrite>,
+    /// `proxy_pass`'s URI part (`http://app/v2/` gives `/v2/`).
+    pub upstream_path: Option<String>,
     pub from: String,
 }
 
-/// How nginx's location chose its requests.
+/// How nginx's location chose its requests; sluice matches each alike.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Matching {
     /// `location /p`: the longest such prefix, unless a regex matches too.
@@ -62,15 +66,20 @@ pub enum Matching {
     Exact,
     /// `location ^~ /p`: as the longest prefix, no regex is tried.
     Preferred,
-    /// `location ~ RE` (or `~*`) whose literal start is the route's path: tried in the
-    /// config's order (`order`), before any prefix but `^~` and `=`.
+    /// `location ~ RE` (`~*`: `caseless`), tried in the config's order; the route's
+    /// path is the regex. `under`: the prefix location it is nested in.
     Regex {
-        /// As written: `~ ^/api/`.
-        re: String,
-        anchored: bool,
         caseless: bool,
-        order: usize,
+        under: Option<String>,
     },
+}
+
+/// nginx's `rewrite REGEX REPLACEMENT [FLAG]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewrite {
+    pub regex: String,
+    pub to: String,
+    pub flag: Option<String>,
 }
 
 /// nginx's access checks of a route, as sluice's `access`, `auth_basic` and `satisfy`;
@@ -408,6 +417,12 @@ pub fn bind(listen: &str) -> Option<String> {
 
 /// The first variable in `text` that sluice's keys and header values do not have.
 pub fn unknown_variable(text: &str) -> Option<String> {
+    unknown_in(text, &[])
+}
+
+/// The same where a regular expression's groups are variables too: `$1` to `$9`, and
+/// `groups` by name.
+pub fn unknown_in(text: &str, groups: &[String]) -> Option<String> {
     let mut rest = text;
     while let Some(at) = rest.find('$') {
         let after = &rest[at + 1..];
@@ -416,6 +431,7 @@ pub fn unknown_variable(text: &str) -> Option<String> {
                 let end = braced.find('}').unwrap_or(braced.len());
                 (&braced[..end], &braced[(end + 1).min(braced.len())..])
             }
+            None if after.starts_with(|c: char| c.is_ascii_digit()) => (&after[..1], &after[1..]),
             None => {
                 let end = after
                     .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -423,6 +439,7 @@ pub fn unknown_variable(text: &str) -> Option<String> {
                 (&after[..end], &after[end..])
             }
         };
+        let group = matches!(name.as_bytes(), [b'1'..=b'9']) || groups.iter().any(|g| g == name);
         let known = matches!(
             name,
             "request_uri"
@@ -436,7 +453,7 @@ pub fn unknown_variable(text: &str) -> Option<String> {
         ) || ["arg_", "http_", "cookie_"]
             .iter()
             .any(|p| name.starts_with(p) && name.len() > p.len());
-        if !known {
+        if !known && !group {
             return Some(format!("${name}"));
         }
         rest = next;

@@ -27,12 +27,16 @@ fn import(name: &str, conf: &str) -> (Imported, Dir) {
 }
 
 /// The `[[route]]` block (with its comments, each line ending in a newline) whose path
-/// is `path`.
+/// (prefix, exact path or regular expression) is `path`.
 fn route(toml: &str, path: &str) -> String {
-    let key = format!("path = \"{path}\"\n");
+    let keys = [
+        format!("path = \"{path}\"\n"),
+        format!("exact = \"{path}\"\n"),
+        format!("regex = '{path}'\n"),
+    ];
     toml.split("\n\n")
         .map(|block| format!("{}\n", block.trim_end()))
-        .find(|block| block.contains("[[route]]\n") && block.contains(&key))
+        .find(|block| block.contains("[[route]]\n") && keys.iter().any(|k| block.contains(k)))
         .unwrap_or_else(|| panic!("no route {path} in:\n{toml}"))
 }
 
@@ -486,64 +490,59 @@ fn an_if_that_refuses_closes_its_routes_whatever_it_reads() {
 /// checks differ, the stricter is kept: the checked one over the open one, closed over
 /// either; two different checks close the route (sluice cannot keep both). Every check
 /// that closed either still has its Closed note.
+/// nginx's `= /p` and `/p` of one path are two routes, each with its own checks, as
+/// nginx matches them: `/admin` open, `/admin/x` asks for a password.
 #[test]
-fn an_exact_and_a_prefix_location_of_one_path_keep_the_stricter_checks() {
+fn an_exact_and_a_prefix_location_of_one_path_keep_their_own_checks() {
     let conf = "http {\n  server {\n    listen 80;\n    location = /admin { proxy_pass http://127.0.0.1:8080; }\n    location /admin { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; proxy_pass http://127.0.0.1:8080; }\n    location = /ops { allow 10.0.0.0/8; deny all; proxy_pass http://127.0.0.1:8080; }\n    location /ops { proxy_pass http://127.0.0.1:8080; }\n    location = /sub { proxy_pass http://127.0.0.1:8080; }\n    location /sub { auth_request /auth; proxy_pass http://127.0.0.1:8080; }\n    location = /both { allow 10.0.0.0/8; deny all; proxy_pass http://127.0.0.1:8080; }\n    location /both { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; proxy_pass http://127.0.0.1:8080; }\n    location = /same { deny all; proxy_pass http://127.0.0.1:8080; }\n    location /same { deny all; proxy_pass http://127.0.0.1:8080; }\n    location = /ping { return 200 \"pong\"; }\n    location /ping { auth_request /auth; proxy_pass http://127.0.0.1:8080; }\n    location = /gone { auth_request /auth; }\n    location /gone { deny all; }\n  }\n}\n";
     let (imported, _) = import("collapse", conf);
     let toml = &imported.toml;
     let config = parsed(toml);
+    let of = |path: &str, exact: bool| {
+        let kind = |r: &&sluice_config::Route| {
+            (r.matching == sluice_config::Matching::Exact) == exact && r.path == path
+        };
+        config
+            .routes
+            .iter()
+            .find(kind)
+            .unwrap_or_else(|| panic!("{path}: {toml}"))
+    };
     for path in ["/admin", "/ops", "/sub", "/both", "/same", "/ping", "/gone"] {
         let n = config.routes.iter().filter(|r| r.path == path).count();
-        assert_eq!(n, 1, "{path}: {toml}");
+        assert_eq!(n, 2, "{path}: {toml}");
     }
-    // The checked one kept, whichever came first.
-    let admin = route(toml, "/admin");
+    assert!(of("/admin", true).guard.is_open(), "{toml}");
+    assert!(of("/admin", false).guard.auth.is_some(), "{toml}");
     assert!(
-        admin.contains("auth_basic = ") && admin.contains("upstream = "),
-        "{admin}"
-    );
-    assert!(!admits(guard(&config, "/ops"), "192.0.2.1"), "{toml}");
-    assert!(
-        route(toml, "/same").contains("access = [\"deny all\"]"),
+        !of("/ops", true).guard.admits("192.0.2.1".parse().unwrap()),
         "{toml}"
     );
-    // Closed: a check sluice cannot make, kept however the other is; two different
-    // checks; and a closed one over a return (which nginx answers before checking).
-    for closed in ["/sub", "/both", "/ping", "/gone"] {
-        assert!(route(toml, closed).contains(CLOSED), "{closed}: {toml}");
-    }
-    // Two closed for want of anything to answer with (one also for its check): the
-    // second adds no check, and is left out as the same.
-    let gone = imported
-        .notes
-        .iter()
-        .find(|n| n.line == 17 && n.text.contains("the same path"));
-    assert!(
-        gone.is_some_and(|n| n.text.contains("(closed: the stricter); left out")),
-        "{:#?}",
-        imported.notes
-    );
-    let closed = notes(&imported, NoteKind::Closed);
-    assert_eq!(closed.len(), 4, "{:#?}", imported.notes);
-    assert!(
-        closed.iter().any(|n| n.contains(":16: auth_request: ")),
-        "{closed:?}"
-    );
-    let on = |line: usize, what: &str| {
-        closed
-            .iter()
-            .any(|n| n.contains(&format!(":{line}: {what}")))
+    assert!(of("/ops", false).guard.is_open(), "{toml}");
+    assert!(of("/both", true).guard.auth.is_none(), "{toml}");
+    assert!(of("/both", false).guard.auth.is_some(), "{toml}");
+    // A check sluice cannot make closes its own route only.
+    let closed = |path, exact| {
+        of(path, exact).action
+            == sluice_config::Action::Return(sluice_config::Return {
+                status: 403,
+                location: None,
+                body: None,
+            })
     };
-    assert!(on(9, "auth_request: /auth: "), "{closed:?}");
-    assert!(on(15, "auth_request: /auth: "), "{closed:?}");
-    assert!(on(11, "location: /both: "), "{closed:?}");
-    // Which was kept, and why, is said at the one left out.
-    for line in [4, 7] {
-        let said = imported.notes.iter().any(|n| {
-            n.line == line && n.directive == "location" && n.text.contains("the stricter")
-        });
-        assert!(said, "{line}: {:#?}", imported.notes);
+    assert!(closed("/sub", false) && !closed("/sub", true), "{toml}");
+    assert!(closed("/ping", false) && !closed("/ping", true), "{toml}");
+    assert!(closed("/gone", true) && closed("/gone", false), "{toml}");
+    let closed = notes(&imported, NoteKind::Closed);
+    for line in [9, 15, 16] {
+        assert!(
+            closed
+                .iter()
+                .any(|n| n.contains(&format!(":{line}: auth_request: "))),
+            "{line}: {closed:?}"
+        );
     }
+    assert_eq!(closed.len(), 3, "{:#?}", imported.notes);
 }
 
 /// A location nginx guards that sluice has nothing to answer with (no root in scope;
@@ -557,7 +556,7 @@ fn a_guarded_location_with_nothing_to_answer_is_written_closed() {
     let (imported, dir) = import("unserved", conf);
     let toml = &imported.toml;
     let config = parsed(toml);
-    for path in ["/private/", "/php/", "/rpc/", "/uw/", "/secret/"] {
+    for path in ["/private/", "/php/", "/rpc/", "/uw/", "^/secret/"] {
         let r = route(toml, path);
         assert!(r.contains(CLOSED), "{path}: {r}");
         // Not sluice's root: a FastCGI or uwsgi location's files are its scripts.
@@ -599,38 +598,34 @@ fn a_guarded_location_with_nothing_to_answer_is_written_closed() {
     }
 }
 
-/// Guarded locations whose paths sluice cannot route as nginx did: a regular expression
-/// that is no prefix (its paths fall to the other routes), one not anchored with ^
-/// (nginx matched it further in a path too), one case-insensitive (the path in other
-/// cases), one with longer prefixes under it (nginx tries regexes first, sluice the
-/// longest prefix). Each is a Closed note naming the location (exit 2): the paths it
-/// guarded are open under another route. Unguarded, or where every other route checks
-/// the same, nothing opens: no Closed note.
+/// Guarded regex locations are routed as nginx routes them (not anchored, in either
+/// case, tried before longer prefixes but `^~`), each with its checks: nothing they
+/// guarded opens under another route, so no Closed note. A named location, and an
+/// unguarded FastCGI one, are left out with a Lost note.
 #[test]
-fn guarded_locations_sluice_cannot_route_as_nginx_did_are_closed_notes() {
+fn guarded_regex_locations_are_routed_as_nginx_did_and_open_nothing() {
     let conf = "http {\n  server {\n    listen 80;\n    location / { proxy_pass http://127.0.0.1:8080; }\n    location ~ /\\.git { deny all; }\n    location ~* \\.(env|ini)$ { deny all; }\n    location ~ \\.php$ { fastcgi_pass 127.0.0.1:9000; }\n    location ~* ^/admin { auth_basic \"ops\"; auth_basic_user_file /etc/htpasswd; proxy_pass http://127.0.0.1:8080; }\n    location ~ ^/internal/ { allow 10.0.0.0/8; deny all; proxy_pass http://127.0.0.1:8080; }\n    location /internal/api/ { proxy_pass http://127.0.0.1:8080; }\n    location ~ ^/ops/ { deny all; proxy_pass http://127.0.0.1:8080; }\n    location ^~ /ops/x/ { proxy_pass http://127.0.0.1:8080; }\n    location @named { deny all; proxy_pass http://127.0.0.1:8080; }\n  }\n}\n";
     let (imported, _) = import("unroutable", conf);
     let toml = &imported.toml;
     parsed(toml);
-    // What sluice can route is written, closed or with its checks, as before.
-    assert!(route(toml, "/.git").contains(CLOSED), "{toml}");
-    assert!(route(toml, "/admin").contains("auth_basic = "), "{toml}");
-    assert!(route(toml, "/internal/").contains("access = "), "{toml}");
+    assert!(route(toml, "/\\.git").contains(CLOSED), "{toml}");
+    let env = route(toml, "\\.(env|ini)$");
+    assert!(
+        env.contains(CLOSED) && env.contains("ignore_case = true"),
+        "{env}"
+    );
+    let admin = route(toml, "^/admin");
+    assert!(
+        admin.contains("auth_basic = ") && admin.contains("ignore_case = true"),
+        "{admin}"
+    );
+    assert!(route(toml, "^/internal/").contains("access = "), "{toml}");
+    assert!(
+        route(toml, "/ops/x/").contains("skip_regex = true"),
+        "{toml}"
+    );
     let closed = notes(&imported, NoteKind::Closed);
-    let on = |line: usize, words: &str| {
-        closed
-            .iter()
-            .any(|n| n.contains(&format!(":{line}: location: ")) && n.contains(words))
-    };
-    assert!(on(5, "not anchored"), "{closed:#?}");
-    assert!(on(6, "not a path prefix"), "{closed:#?}");
-    assert!(on(8, "case"), "{closed:#?}");
-    assert!(on(9, "/internal/api/"), "{closed:#?}");
-    // Each names the checks nginx made there.
-    assert!(closed.iter().all(|n| n.contains(" at ")), "{closed:#?}");
-    // `^~` beats regexes in nginx too; an unguarded regex and a named location open
-    // nothing: no Closed note for them.
-    assert_eq!(closed.len(), 4, "{closed:#?}");
+    assert!(closed.is_empty(), "{closed:#?}");
     for line in [7, 13] {
         let lost = imported
             .notes
@@ -641,66 +636,52 @@ fn guarded_locations_sluice_cannot_route_as_nginx_did_are_closed_notes() {
 }
 
 /// Where every other route of the server checks what the location did (a server-wide
-/// `deny`), its paths are no more open under them: no Closed note. Without a `/` route
-/// its paths may leave the server: closed note.
+/// `deny`), its paths are no more open under them: no Closed note.
 #[test]
 fn a_location_guarded_as_the_whole_server_is_opens_nothing() {
     let conf = "http {\n  server {\n    listen 80;\n    allow 10.0.0.0/8;\n    deny all;\n    location / { proxy_pass http://127.0.0.1:8080; }\n    location /closed/ { auth_request /auth; proxy_pass http://127.0.0.1:8080; }\n    location ~ \\.php$ { fastcgi_pass 127.0.0.1:9000; }\n  }\n  server {\n    listen 8080;\n    allow 10.0.0.0/8;\n    deny all;\n    location /app/ { proxy_pass http://127.0.0.1:8080; }\n    location ~ \\.php$ { fastcgi_pass 127.0.0.1:9000; }\n  }\n}\n";
     let (imported, _) = import("covered", conf);
     let closed = notes(&imported, NoteKind::Closed);
-    assert_eq!(closed.len(), 2, "{closed:#?}");
+    assert_eq!(closed.len(), 1, "{closed:#?}");
     assert!(
         closed.iter().any(|n| n.contains(":7: auth_request: ")),
         "{closed:#?}"
     );
-    assert!(
-        closed.iter().any(|n| n.contains(":15: location: ")),
-        "{closed:#?}"
-    );
-    let php = imported
-        .notes
-        .iter()
-        .find(|n| n.line == 8 && n.directive == "location");
-    assert_eq!(
-        php.map(|n| n.kind()),
-        Some(NoteKind::Lost),
-        "{:#?}",
-        imported.notes
-    );
+    // The FastCGI regex locations are routed alike and written closed (whom nginx let
+    // in gets 403: Lost), their paths never reaching another route.
+    for line in [8, 15] {
+        let php = imported
+            .notes
+            .iter()
+            .find(|n| n.line == line && n.directive == "location");
+        assert_eq!(
+            php.map(|n| n.kind()),
+            Some(NoteKind::Lost),
+            "{line}: {:#?}",
+            imported.notes
+        );
+    }
 }
 
 /// A location that refuses everyone with its own answer (`return 403`, `404`, `444`)
-/// guards its paths as surely as `deny all` does (`location ~ /\.env { return 404; }`):
-/// one sluice cannot route alike is a Closed note too. One that answers 2xx, or whose
-/// paths every other route refuses too, opens nothing.
+/// guards its paths as surely as `deny all` does (`location ~ /\.env { return 404; }`);
+/// routed as nginx routes it, it opens nothing: no Closed note.
 #[test]
 fn a_location_that_refuses_with_return_guards_its_paths_too() {
     let conf = "http {\n  server {\n    listen 80;\n    location / { proxy_pass http://127.0.0.1:8080; }\n    location ~ /\\.env { return 404; }\n    location ~* \\.(bak|sql)$ { return 444; }\n    location ~ \\.txt$ { return 200 \"ok\"; }\n    location ~ ^/(?:data|config)/ { return 403; }\n  }\n  server {\n    listen 8080;\n    location / { return 404; }\n    location ~ \\.sql$ { return 403; }\n  }\n}\n";
     let (imported, _) = import("refuses", conf);
     let toml = &imported.toml;
     parsed(toml);
-    assert!(route(toml, "/.env").contains("status = 404"), "{toml}");
-    let closed = notes(&imported, NoteKind::Closed);
-    let on = |line: usize, words: &str| {
-        closed
-            .iter()
-            .any(|n| n.contains(&format!(":{line}: location: ")) && n.contains(words))
-    };
-    assert!(on(5, "not anchored"), "{closed:#?}");
-    assert!(on(6, "not a path prefix"), "{closed:#?}");
-    assert!(on(8, "not a path prefix"), "{closed:#?}");
+    assert!(route(toml, "/\\.env").contains("status = 404"), "{toml}");
     assert!(
-        closed
-            .iter()
-            .all(|n| n.contains("refused everyone there (it answers 4")),
-        "{closed:#?}"
+        route(toml, "\\.(bak|sql)$").contains("status = 403"),
+        "{toml}"
     );
-    assert_eq!(closed.len(), 3, "{closed:#?}");
-    for line in [7, 13] {
-        let lost = imported
-            .notes
-            .iter()
-            .any(|n| n.line == line && n.directive == "location" && n.kind() == NoteKind::Lost);
-        assert!(lost, "{line}: {:#?}", imported.notes);
-    }
+    assert!(
+        route(toml, "^/(?:data|config)/").contains("status = 403"),
+        "{toml}"
+    );
+    // Routed as nginx routes them: nothing they refused opens elsewhere.
+    let closed = notes(&imported, NoteKind::Closed);
+    assert!(closed.is_empty(), "{closed:#?}");
 }

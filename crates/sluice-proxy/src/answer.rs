@@ -53,7 +53,7 @@ pub fn prepare(
             let ask = FileRequest {
                 method: checked.method.as_bytes(),
                 path: checked.path.as_bytes(),
-                route_prefix: &route.path,
+                route_prefix: route.files_prefix(),
                 range: header("range"),
                 if_none_match: header("if-none-match"),
                 if_modified_since: header("if-modified-since"),
@@ -83,21 +83,9 @@ fn returned(
     head_only: bool,
     out: &mut Vec<u8>,
 ) -> (u16, files::Body) {
-    out.extend_from_slice(b"HTTP/1.1 ");
-    put_decimal(out, u64::from(ret.status));
-    out.push(b' ');
-    out.extend_from_slice(reason(ret.status).as_bytes());
-    out.extend_from_slice(b"\r\n");
+    status_line(out, ret.status);
     if let Some(location) = &ret.location {
-        out.extend_from_slice(b"Location: ");
-        let at = out.len();
-        key::evaluate(location, view, out);
-        // A location built from request bytes must not break the head.
-        if out[at..].iter().any(|b| b.is_ascii_control()) {
-            out.truncate(at);
-            out.push(b'/');
-        }
-        out.extend_from_slice(b"\r\n");
+        put_location(out, |out| key::evaluate(location, view, out));
     }
     let body = ret.body.as_deref().unwrap_or("");
     if ret.status != 204 && ret.status != 304 {
@@ -114,6 +102,52 @@ fn returned(
         files::Body::Bytes(body.as_bytes().to_vec())
     };
     (ret.status, body)
+}
+
+/// A bare answer of `status` with an empty body and, when given, a `Location`: a
+/// rewrite's redirect (or its `500`), into `out`.
+pub fn status(
+    status: u16,
+    location: Option<&[u8]>,
+    checked: &Checked<'_>,
+    edits: Option<&Edits<'_>>,
+    out: &mut Vec<u8>,
+) -> Local {
+    let req = &checked.request;
+    let keep_alive = req.keep_alive && Body::unread(req.framing).consumed();
+    out.clear();
+    status_line(out, status);
+    if let Some(location) = location {
+        put_location(out, |out| out.extend_from_slice(location));
+    }
+    out.extend_from_slice(b"Content-Length: 0\r\n");
+    finish(out, edits, keep_alive, req.http10);
+    Local {
+        status,
+        body: files::Body::None,
+        keep_alive,
+    }
+}
+
+fn status_line(out: &mut Vec<u8>, status: u16) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    put_decimal(out, u64::from(status));
+    out.push(b' ');
+    out.extend_from_slice(reason(status).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `Location: ...` as `write` writes it; a location built from request bytes must not
+/// break the head, so one with a control character becomes `/`.
+fn put_location(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+    out.extend_from_slice(b"Location: ");
+    let at = out.len();
+    write(out);
+    if out[at..].iter().any(|b| b.is_ascii_control()) {
+        out.truncate(at);
+        out.push(b'/');
+    }
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Copies header lines from `head` but those the route's edits drop.

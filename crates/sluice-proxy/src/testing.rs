@@ -41,7 +41,14 @@ pub fn parse_request(input: &[u8]) -> Result<Option<AcceptedRequest>, (u16, &'st
     let checked = check(&raw).map_err(reject)?;
     let mut out = Vec::new();
     let upgrade = checked.offered_upgrade;
-    let lines = encode::request_head(&mut out, raw.headers, &checked, &client, upgrade, None);
+    let lines = encode::request_head(
+        &mut out,
+        raw.headers,
+        (&checked, checked.path),
+        &client,
+        upgrade,
+        None,
+    );
     request::forwarded_lines_fit(lines).map_err(reject)?;
     Ok(Some(AcceptedRequest {
         head_len: raw.head_len,

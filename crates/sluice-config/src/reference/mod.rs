@@ -171,6 +171,13 @@ pub fn tables() -> Vec<Table> {
             &around_route,
         ),
         table(
+            "route.rewrite[]",
+            "A `rewrite` entry",
+            REWRITE_INTRO,
+            route::REWRITE,
+            &around_route,
+        ),
+        table(
             "route.auth_basic",
             "A route's `auth_basic` table",
             AUTH_BASIC_INTRO,
@@ -237,9 +244,10 @@ const CERTIFICATE_INTRO: &str =
 const HTTP2_INTRO: &str = "HTTP/2's limits, for every listener that speaks it.";
 const ACME_INTRO: &str = "One certificate obtained and renewed from an ACME CA (Let's Encrypt) with the HTTP-01 challenge, which sluice answers on its port-80 listeners. See [ACME](../https.md#certificates-from-lets-encrypt-acme).";
 const ADMIN_INTRO: &str = "The admin listener: Prometheus `/metrics`, the JSON API, the dashboard, and what `sluice status` and `sluice reload` ask. Fixed limits besides its keys: a request head of at most 8 KiB and 64 fields, no request body, and any connection closed 60 s after it opened. See [Operations](../operations.md).";
-const ROUTE_INTRO: &str = "Which requests go where. Routing is nginx's `server_name` then `location`: an exact host beats the longest matching `*.suffix`, which beats routes without `host`; within that host the longest path prefix wins, and a host whose routes match no prefix gets `404`. A route has exactly one of `upstream`, `return`, `redirect` and `root`.";
+const ROUTE_INTRO: &str = "Which requests go where. Routing is nginx's `server_name` then `location`: an exact host beats the longest matching `*.suffix`, which beats routes without `host`; within that host a route with the request's `exact` path wins, else the first `regex` route that matches (in the file's order, unless the longest prefix has `skip_regex`), else the longest `path` prefix; a host whose routes match nothing gets `404`. A route has exactly one of `upstream`, `return`, `redirect` and `root`.";
 const AUTH_BASIC_INTRO: &str = "A route's `auth_basic`: the users who may use it, from an htpasswd file, and the realm named to them. A request without a valid user and password gets `401` with `WWW-Authenticate`; with `access` too, `satisfy` says whether both must pass. See [Access rules](../access.md).";
 
+const REWRITE_INTRO: &str = "One entry of a route's `rewrite` list: a path matching `regex` becomes `to`, then `flag` says what follows.";
 const RETURN_INTRO: &str =
     "A route's answer without a server, written as a table (`return = 204` is the short form).";
 const EDITS_INTRO: &str = "Headers changed on the way to the server (`request_headers`) or back to the client (`response_headers`): `{ set = { ... }, remove = [...] }`.";

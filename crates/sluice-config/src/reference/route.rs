@@ -20,6 +20,62 @@ pub const ROUTE: &[Key] = &[
     .like("nginx `location /prefix`; HAProxy `acl ... path_beg` with `use_backend`")
     .example("[[route]]\npath = \"/api/\"\nupstream = \"app\""),
     Key::new(
+        "skip_regex",
+        "boolean",
+        "`false`",
+        "With `path`: when this prefix is the longest that matches, no `regex` route is tried (those `under` it still are).",
+    )
+    .like("nginx `location ^~ /prefix`")
+    .example("[[route]]\npath = \"/static/\"\nskip_regex = true\nroot = \".\""),
+    Key::new(
+        "exact",
+        "string",
+        "none",
+        "Instead of `path`: the whole path, starting with `/`. A route with the request's exact path wins before any prefix or regular expression is looked at.",
+    )
+    .like("nginx `location = /path`; HAProxy `acl ... path` with `use_backend`")
+    .example("[[route]]\nexact = \"/login\"\nupstream = \"app\""),
+    Key::new(
+        "regex",
+        "string (a regular expression)",
+        "none",
+        "Instead of `path`: a regular expression in nginx's (PCRE's) syntax, look-around and back-references included, searched in the request's path (decoded, `//` merged, dot segments resolved; no query). After the longest prefix is found, and unless it has `skip_regex`, the regex routes of the host are tried in the file's order and the first that matches takes the request; when none does, the longest prefix does. Its groups are `$1` to `$9` (named ones `(?<name>...)` also `$name`) in the route's `upstream_path`, headers and `return`. Write it as a TOML 'literal string' so that `\\` stays as is.",
+    )
+    .like("nginx `location ~ regex`; HAProxy `acl ... path_reg` with `use_backend`")
+    .example("[[route]]\nregex = '\\.(png|jpe?g)$'\nignore_case = true\nupstream = \"app\""),
+    Key::new(
+        "ignore_case",
+        "boolean",
+        "`false`",
+        "With `regex`: letters match in either case.",
+    )
+    .like("nginx `location ~* regex`")
+    .example("[[route]]\nregex = '\\.php$'\nignore_case = true\nupstream = \"app\""),
+    Key::new(
+        "under",
+        "string (a prefix route's `path`)",
+        "none",
+        "With `regex`: the route is nested in the prefix route of the same host with this `path`. It is tried only when that prefix is the longest match, before the routes not nested, and even when that prefix has `skip_regex`.",
+    )
+    .like("nginx: a `location ~` inside a `location /prefix/`")
+    .example("[[route]]\npath = \"/media/\"\nupstream = \"app\"\n\n[[route]]\nregex = '\\.mp4$'\nunder = \"/media/\"\nreturn = 403"),
+    Key::new(
+        "rewrite",
+        "list of tables",
+        "none",
+        "Changes to the request's path, tried in order on the requests the route took: `{ regex, to, flag }` (see [A `rewrite` entry](#a-rewrite-entry)). The path a rewrite gives is matched against the routes again (unless its `flag` is `break`), at most 10 times a request, then `500`.",
+    )
+    .like("nginx `rewrite regex replacement [flag]`; HAProxy `http-request set-path` and `redirect`")
+    .example("[[route]]\npath = \"/old/\"\nupstream = \"app\"\nrewrite = [{ regex = '^/old/(.*)$', to = \"/new/$1\", flag = \"last\" }]"),
+    Key::new(
+        "upstream_path",
+        "string",
+        "none (the request's path and query as received)",
+        "With `upstream`: the path the server gets. On a `path` or `exact` route it replaces the route's path at the start of the request's path (decoded and normalized, then escaped again), and the query follows: `path = \"/api/\"` with `upstream_path = \"/\"` sends `/api/users?x=1` as `/users?x=1`. On a `regex` route it is the whole path sent, usually with groups (`\"/u/$1\"`), and the query is not added (write `?$args` to keep it). A `rewrite` with `flag = \"break\"` sends its path instead.",
+    )
+    .like("nginx `proxy_pass http://app/v2/;` (the URI part); HAProxy `http-request replace-path`")
+    .example("[[route]]\npath = \"/api/\"\nupstream = \"app\"\nupstream_path = \"/\""),
+    Key::new(
         "listener",
         "string or list of strings",
         "all listeners",
@@ -173,7 +229,7 @@ pub const RETURN: &[Key] = &[
         "location",
         "string",
         "none",
-        "The `Location` header, for a 3xx status (required there) or `201`. It may use the variables `$scheme`, `$host`, `$request_uri`, `$uri`, `$args`, `$arg_NAME`, `$http_NAME`, `$cookie_NAME` and `$remote_addr` (`${name}` also works); not with `body`.",
+        "The `Location` header, for a 3xx status (required there) or `201`. It may use the variables `$scheme`, `$host`, `$request_uri`, `$uri`, `$args`, `$arg_NAME`, `$http_NAME`, `$cookie_NAME` and `$remote_addr`, and on a `regex` route its groups (`$1` to `$9`, `$name`) (`${name}` also works); not with `body`.",
     )
     .like("nginx `return 301 URL`; HAProxy `http-request redirect location`")
     .example("[[route]]\npath = \"/old/\"\nreturn = { status = 301, location = \"https://$host/new/\" }"),
@@ -185,6 +241,33 @@ pub const RETURN: &[Key] = &[
     )
     .like("nginx `return 200 \"text\"`; HAProxy `http-request return ... string`")
     .example("[[route]]\npath = \"/healthz\"\nreturn = { status = 200, body = \"ok\\n\" }"),
+];
+
+pub const REWRITE: &[Key] = &[
+    Key::new(
+        "regex",
+        "string (a regular expression)",
+        "required",
+        "Searched in the request's path (decoded and normalized, no query; after an earlier rewrite, its path); always case-sensitive (write `(?i)` for either case). No match: the next rewrite is tried.",
+    )
+    .like("nginx `rewrite`'s regex")
+    .example("[[route]]\npath = \"/\"\nupstream = \"app\"\nrewrite = [{ regex = '^/blog/(\\d+)$', to = \"/posts?id=$1\" }]"),
+    Key::new(
+        "to",
+        "string",
+        "required",
+        "The new path, with the match's groups (`$1` to `$9`, `$name`) and the request's variables. A `?` in it starts the new query, to which the request's query is added after `&`; ending it with `?` drops the request's query. Starting with `http://`, `https://` or `$scheme`, it redirects (`302`, or `301` with `permanent`) whatever the flag.",
+    )
+    .like("nginx `rewrite`'s replacement")
+    .example("[[route]]\npath = \"/\"\nupstream = \"app\"\nrewrite = [{ regex = '^/shop/(.*)$', to = \"https://shop.example.com/$1\", flag = \"permanent\" }]"),
+    Key::new(
+        "flag",
+        "string: `last`, `break`, `redirect`, `permanent`",
+        "none: the next rewrites, then the routes searched again",
+        "What follows a match: `last` searches the routes again with the new path; `break` keeps the request on this route and sends the new path to its server (without `upstream_path`); `redirect` answers `302` and `permanent` `301` with the new path as `Location`. Without a flag the next rewrites run on the new path, then the routes are searched again.",
+    )
+    .like("nginx `rewrite`'s flag")
+    .example("[[route]]\npath = \"/app/\"\nupstream = \"app\"\nrewrite = [{ regex = '^/app/(.*)$', to = \"/$1\", flag = \"break\" }]"),
 ];
 
 pub const HEADER_EDITS: &[Key] = &[

@@ -191,7 +191,7 @@ impl Translator {
         }
         let mut found = Found::default();
         for loc in locations {
-            self.nested(loc, scope, &mut found, notes);
+            self.nested(loc, (scope, None), &mut found, notes);
         }
         let Found {
             routes: mut out,
@@ -214,8 +214,15 @@ impl Translator {
         out
     }
 
-    /// A location's route, and those of the locations inside it.
-    fn nested(&mut self, loc: &Node, outer: &Scope, found: &mut Found, notes: &mut Notes) {
+    /// A location's route, and those of the locations inside it. `parent`: the prefix
+    /// location it is nested in, if it is.
+    fn nested(
+        &mut self,
+        loc: &Node,
+        (outer, parent): (&Scope, Option<&str>),
+        found: &mut Found,
+        notes: &mut Notes,
+    ) {
         let mut at = match location::prefix(loc) {
             Ok(at) => at,
             Err(why) => {
@@ -224,21 +231,32 @@ impl Translator {
                     .extend(exposed::unroutable(loc, outer, why, notes))
             }
         };
-        notes.extend(at.why.take().map(|w| loc.note(w)));
-        if let Matching::Regex { order, .. } = &mut at.matching {
-            found.regexes += 1;
-            *order = found.regexes;
+        if let Matching::Regex { under, .. } = &mut at.matching {
+            *under = parent.map(str::to_string);
         }
         let scope = outer.enter(Level::Location, loc.block(), &mut self.plan, notes);
         let mut route = location::route(loc, &scope, notes);
+        let prefix = matches!(at.matching, Matching::Prefix | Matching::Preferred);
         route.path = at.path;
         route.matching = at.matching;
         for d in loc.block() {
             if d.name == "location" {
-                self.nested(d, &scope, found, notes);
-            } else if location::action(d, &mut Vec::new()).is_none() && !scope.claims(d) {
+                let parent = prefix.then_some(route.path.as_str()).or(parent);
+                self.nested(d, (&scope, parent), found, notes);
+            } else if location::action(d, &mut Vec::new()).is_none()
+                && d.name != "rewrite"
+                && !scope.claims(d)
+            {
                 crate::known::note(d, notes);
             }
+        }
+        if matches!(route.action, Action::None) && !route.rewrites.is_empty() {
+            notes.push(loc.note("only rewrites here: a request none of them sends elsewhere gets nginx's answer from its default root, written as return = 404"));
+            route.action = Action::Return {
+                status: 404,
+                location: None,
+                body: None,
+            };
         }
         if matches!(route.action, Action::None) {
             if !route.guard.restricts() {
@@ -257,8 +275,6 @@ struct Found {
     routes: Vec<Route>,
     /// Guarded locations sluice cannot route, whose paths fall to other routes.
     gone: Vec<exposed::Gone>,
-    /// Regex locations seen, in nginx's order (which tries them in it).
-    regexes: usize,
 }
 
 /// A location nginx guards that sluice has nothing to answer with, closed (return =
@@ -380,13 +396,27 @@ fn loops_into(addr: &str, bind: &str) -> bool {
     port == bport && (host == bhost || (local && matches!(bhost, "0.0.0.0" | "[::]")))
 }
 
-/// One route per path of a server: nginx's `= /p` and `/p` (and a regex recovered as
-/// the prefix `/p`) become one prefix in sluice. Where their checks differ the stricter
+/// Whether two routes match alike but for their path: two prefixes (`/p` and `^~ /p`,
+/// which nginx refuses as a duplicate), two exact paths, two regular expressions.
+fn same_kind(a: &Route, b: &Route) -> bool {
+    let kind = |r: &Route| match &r.matching {
+        Matching::Prefix | Matching::Preferred => (0, None),
+        Matching::Exact => (1, None),
+        Matching::Regex { under, .. } => (2, under.clone()),
+    };
+    kind(a) == kind(b)
+}
+
+/// One route per path of a server: two locations that match alike (nginx takes the
+/// first). Where their checks differ the stricter
 /// is kept, and said at the location left out.
 fn collapse(routes: Vec<Route>, notes: &mut Notes) -> Vec<Route> {
     let mut out: Vec<Route> = Vec::new();
     for r in routes {
-        match out.iter_mut().find(|o| o.path == r.path) {
+        match out
+            .iter_mut()
+            .find(|o| o.path == r.path && same_kind(o, &r))
+        {
             Some(first) => merge(first, r, notes),
             None => out.push(r),
         }
@@ -403,7 +433,7 @@ fn merge(first: &mut Route, dup: Route, notes: &mut Notes) {
     let note = |at: &str, text: String| crate::Note::at(at, "location", text);
     let same = |other: &str| {
         format!(
-            "{}: the same path as the route from {other} (nginx's = and prefix locations of one path become one prefix in sluice)",
+            "{}: the same path as the route from {other} (nginx's first location of the two is kept)",
             dup.path
         )
     };
@@ -461,7 +491,8 @@ fn merge(first: &mut Route, dup: Route, notes: &mut Notes) {
 fn dedupe(routes: Vec<Route>, notes: &mut Notes) -> Vec<Route> {
     let mut out: Vec<Route> = Vec::new();
     for r in routes {
-        match out.iter().find(|o| o.host == r.host && o.path == r.path && o.listeners == r.listeners) {
+        let same = |o: &&Route| o.host == r.host && o.path == r.path && same_kind(o, &r);
+        match out.iter().find(|o| same(o) && o.listeners == r.listeners) {
             Some(first) => notes.push(crate::Note::at(
                 &r.from,
                 "location",

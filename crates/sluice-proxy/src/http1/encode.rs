@@ -24,20 +24,21 @@ impl Edits<'_> {
     }
 }
 
-/// The request head for the server: `upgrade` is the protocol the route lets the client
-/// switch to, if any. Returns how many header lines the server will get (counting the
+/// The request head for the server, for `target` (the request's path and query as the
+/// server gets them): `upgrade` is the protocol the route lets the client switch to, if
+/// any. Returns how many header lines the server will get (counting the
 /// `Host` an attempt adds to an HTTP/1.0 request without one), so that sluice can keep
 /// what it forwards within the line limit it enforces itself.
 pub fn request_head(
     out: &mut Vec<u8>,
     headers: &[httparse::Header<'_>],
-    checked: &Checked<'_>,
+    (checked, target): (&Checked<'_>, &str),
     client: &Client,
     upgrade: Option<&str>,
     edits: Option<&Edits<'_>>,
 ) -> usize {
     out.clear();
-    write_request_line(out, checked.method, checked.path);
+    write_request_line(out, checked.method, target);
     let forwarding = Forwarding {
         conn: &checked.conn,
         host: checked.host,

@@ -45,7 +45,14 @@ mod tests {
         let upgrade = checked.offered_upgrade.filter(|p| *p == "websocket");
         checked.request.upgrade = upgrade.map(str::to_string);
         let mut out = Vec::new();
-        let lines = encode::request_head(&mut out, head.headers, &checked, &client, upgrade, None);
+        let lines = encode::request_head(
+            &mut out,
+            head.headers,
+            (&checked, checked.path),
+            &client,
+            upgrade,
+            None,
+        );
         request::forwarded_lines_fit(lines)?;
         Ok(Some((
             checked.request,

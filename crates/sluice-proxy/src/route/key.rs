@@ -4,6 +4,7 @@
 //! with one documented difference: `$uri` is the raw path, not percent-decoded or
 //! normalised.
 
+use super::router::Captured;
 use sluice_config::{HeaderEdits, KeyPart, KeyTemplate, Variable};
 
 /// The parts of a request a key can read.
@@ -18,13 +19,29 @@ pub struct View<'a> {
     pub scheme: &'a str,
     /// `$request_id`, made the first time a header names it.
     pub request_id: std::cell::OnceCell<[u8; 32]>,
+    /// The groups of the regular expression of the route that took the request (`$1`,
+    /// `$name`), set once it is chosen, when it has one.
+    pub captured: std::cell::OnceCell<Captured>,
 }
 
 /// Appends the key's value for this request to `out`.
 pub fn evaluate(template: &KeyTemplate, view: &View<'_>, out: &mut Vec<u8>) {
+    evaluate_with(template, view, view.captured.get(), out);
+}
+
+/// The same, with the groups of another match than the route's (a rewrite's).
+pub fn evaluate_with(
+    template: &KeyTemplate,
+    view: &View<'_>,
+    captured: Option<&Captured>,
+    out: &mut Vec<u8>,
+) {
     for part in &template.parts {
         match part {
             KeyPart::Literal(text) => out.extend_from_slice(text.as_bytes()),
+            KeyPart::Var(Variable::Capture(i)) => {
+                out.extend_from_slice(captured.map_or("", |c| c.group(*i)).as_bytes())
+            }
             KeyPart::Var(var) => variable(var, view, out),
         }
     }
@@ -56,6 +73,8 @@ fn variable(var: &Variable, view: &View<'_>, out: &mut Vec<u8>) {
         Variable::Scheme => out.extend_from_slice(view.scheme.as_bytes()),
         Variable::Msec => msec(out),
         Variable::RequestId => out.extend_from_slice(view.request_id.get_or_init(request_id)),
+        // Read by `evaluate_with`, which knows whose groups.
+        Variable::Capture(_) => {}
     }
 }
 
@@ -144,6 +163,7 @@ mod tests {
             client_ip: "10.1.2.3",
             scheme: "http",
             request_id: Default::default(),
+            captured: Default::default(),
         };
         let mut out = Vec::new();
         evaluate(key, &view, &mut out);

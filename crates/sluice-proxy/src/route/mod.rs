@@ -1,8 +1,10 @@
-//! Routing: which route a request's host and path select (`router`), and the hash key
-//! an upstream balances on, from nginx-style variables (`key`). Pure lookups over a
-//! request's parts; knows nothing of connections or server state.
+//! Routing: which route a request's host and path select (`router`), the rewrites and
+//! the server's path that follow (`locate`), and the hash key an upstream balances on,
+//! from nginx-style variables (`key`). Pure lookups over a request's parts; knows
+//! nothing of connections or server state.
 
 pub mod key;
+pub mod locate;
 pub mod router;
 
 /// A route's place in its generation: its index in `config.routes` and in the

@@ -1,24 +1,42 @@
-//! Choosing a route for a request: by host first, then by the longest path prefix.
+//! Choosing a route for a request: by host first, then by its path, in nginx's order
+//! of locations.
 //!
 //! Like nginx's server_name then location: an exact host beats the longest matching
-//! `*.suffix`, which beats routes with no host; within the chosen host, the longest path
-//! prefix wins. A host with routes but no matching path gets no route (404), it does not
-//! fall through to another host's routes. A route limited to some listeners is only
-//! seen by requests that came in on one of them.
+//! `*.suffix`, which beats routes with no host. Within the chosen host: a route with the
+//! request's `exact` path wins; else the longest matching prefix is found; unless it
+//! has `skip_regex`, the `regex` routes nested `under` it, then the others, are tried in
+//! the file's order and the first match wins; else the longest prefix does. A path one
+//! `/` short of a forwarding prefix route (`/api` for `/api/`) is redirected to it, as
+//! nginx does for `proxy_pass` locations. A host with routes but no matching path gets
+//! no route (404), it does not fall through to another host's routes. A route limited
+//! to some listeners is only seen by requests that came in on one of them.
 
 use super::RouteId;
-use sluice_config::{Config, HostMatch};
+use sluice_config::{Config, HostMatch, Matching, Pattern, Route};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
 pub struct Router {
-    exact: HashMap<String, Vec<Entry>>,
+    exact: HashMap<String, Table>,
     /// `(".example.com", routes)`, longest suffix first.
-    suffix: Vec<(String, Vec<Entry>)>,
-    any_host: Vec<Entry>,
+    suffix: Vec<(String, Table)>,
+    any_host: Table,
 }
 
+/// One host's routes, by how they match.
+#[derive(Default)]
+struct Table {
+    exact: Vec<Entry>,
+    /// Longest first.
+    prefixes: Vec<Prefix>,
+    /// Regular expressions not nested in a prefix, in the file's order.
+    regexes: Vec<Regex>,
+    /// Nested ones, with their prefix's path, until every prefix is in.
+    waiting: Vec<(String, Regex)>,
+}
+
+#[derive(Clone)]
 struct Entry {
     path: String,
     route: RouteId,
@@ -26,32 +44,92 @@ struct Entry {
     listeners: Vec<SocketAddr>,
 }
 
+impl Entry {
+    fn serves(&self, listener: SocketAddr) -> bool {
+        self.listeners.is_empty() || self.listeners.contains(&listener)
+    }
+}
+
+struct Prefix {
+    entry: Entry,
+    skip_regex: bool,
+    /// A path one `/` shorter is redirected here (a forwarding route ending in `/`).
+    redirects: bool,
+    /// The regular expressions nested in it, in the file's order.
+    nested: Vec<Regex>,
+}
+
+#[derive(Clone)]
+struct Regex {
+    pattern: Pattern,
+    entry: Entry,
+}
+
+/// What the path matched.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Found {
+    /// This route, with the groups of its regular expression when it has one.
+    Route(RouteId, Option<Captured>),
+    /// The path is this prefix route's without its last `/`: nginx answers `301` to it.
+    Slash(RouteId),
+}
+
+/// The groups a regular expression matched in a path: `$1`.. and named ones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Captured {
+    subject: String,
+    groups: Vec<Option<(usize, usize)>>,
+}
+
+impl Captured {
+    /// The groups of `pattern` in `subject`, when it matches. A match that runs out of
+    /// its backtracking budget counts as none.
+    pub fn of(pattern: &Pattern, subject: &str) -> Option<Captured> {
+        let caps = pattern.regex().captures(subject).ok()??;
+        let groups = (0..caps.len())
+            .map(|i| caps.get(i).map(|m| (m.start(), m.end())))
+            .collect();
+        Some(Captured {
+            subject: subject.to_string(),
+            groups,
+        })
+    }
+
+    /// Group `i`'s text ("" when it took no part or does not exist).
+    pub fn group(&self, i: usize) -> &str {
+        match self.groups.get(i) {
+            Some(Some((start, end))) => &self.subject[*start..*end],
+            _ => "",
+        }
+    }
+}
+
 impl Router {
     pub fn new(config: &Config) -> Self {
-        let mut exact: HashMap<String, Vec<Entry>> = HashMap::new();
-        let mut suffix: Vec<(String, Vec<Entry>)> = Vec::new();
-        let mut any_host = Vec::new();
+        let mut exact: HashMap<String, Table> = HashMap::new();
+        let mut suffix: Vec<(String, Table)> = Vec::new();
+        let mut any_host = Table::default();
         for (i, r) in config.routes.iter().enumerate() {
-            let entry = Entry {
-                path: r.path.clone(),
-                route: RouteId(i),
-                listeners: r.listeners.clone(),
+            let table = match &r.host {
+                None => &mut any_host,
+                Some(HostMatch::Exact(h)) => exact.entry(h.clone()).or_default(),
+                Some(HostMatch::Suffix(s)) => {
+                    let at = match suffix.iter().position(|(k, _)| k == s) {
+                        Some(at) => at,
+                        None => {
+                            suffix.push((s.clone(), Table::default()));
+                            suffix.len() - 1
+                        }
+                    };
+                    &mut suffix[at].1
+                }
             };
-            match &r.host {
-                None => any_host.push(entry),
-                Some(HostMatch::Exact(h)) => exact.entry(h.clone()).or_default().push(entry),
-                Some(HostMatch::Suffix(s)) => match suffix.iter_mut().find(|(k, _)| k == s) {
-                    Some((_, list)) => list.push(entry),
-                    None => suffix.push((s.clone(), vec![entry])),
-                },
-            }
+            table.add(r, RouteId(i));
         }
         suffix.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
-        let by_length =
-            |list: &mut Vec<Entry>| list.sort_by_key(|e| std::cmp::Reverse(e.path.len()));
-        exact.values_mut().for_each(by_length);
-        suffix.iter_mut().for_each(|(_, l)| by_length(l));
-        by_length(&mut any_host);
+        exact.values_mut().for_each(Table::finish);
+        suffix.iter_mut().for_each(|(_, t)| t.finish());
+        any_host.finish();
         Router {
             exact,
             suffix,
@@ -59,19 +137,19 @@ impl Router {
         }
     }
 
-    /// The route for a request to `host` (without port) and `path` that came in on
-    /// `listener` (its address as configured), if any.
-    pub fn find(&self, listener: SocketAddr, host: &str, path: &str) -> Option<RouteId> {
-        let path = normalized(path);
-        let entries = self.host_routes(host);
-        entries
-            .iter()
-            .filter(|e| e.listeners.is_empty() || e.listeners.contains(&listener))
-            .find(|e| path.starts_with(e.path.as_str()))
-            .map(|e| e.route)
+    /// The route for a request to `host` (without port) and `target` (its path and
+    /// query as received) that came in on `listener` (its address as configured).
+    pub fn find(&self, listener: SocketAddr, host: &str, target: &str) -> Option<Found> {
+        self.find_path(listener, host, &normalized(target))
     }
 
-    fn host_routes(&self, host: &str) -> &[Entry] {
+    /// The same for a path already normalized (or rewritten, which nginx does not
+    /// normalize again).
+    pub fn find_path(&self, listener: SocketAddr, host: &str, path: &str) -> Option<Found> {
+        self.host_routes(host).find(listener, path)
+    }
+
+    fn host_routes(&self, host: &str) -> &Table {
         if self.exact.is_empty() && self.suffix.is_empty() {
             return &self.any_host;
         }
@@ -81,14 +159,88 @@ impl Router {
             Cow::Borrowed(host)
         };
         let host = host.strip_suffix('.').unwrap_or(&host);
-        if let Some(list) = self.exact.get(host) {
-            return list;
+        if let Some(table) = self.exact.get(host) {
+            return table;
         }
         let by_suffix = self
             .suffix
             .iter()
             .find(|(s, _)| host.len() > s.len() && host.ends_with(s.as_str()));
-        by_suffix.map_or(&self.any_host, |(_, list)| list)
+        by_suffix.map_or(&self.any_host, |(_, table)| table)
+    }
+}
+
+impl Table {
+    fn add(&mut self, r: &Route, id: RouteId) {
+        let entry = Entry {
+            path: r.path.clone(),
+            route: id,
+            listeners: r.listeners.clone(),
+        };
+        match &r.matching {
+            Matching::Exact => self.exact.push(entry),
+            Matching::Prefix { skip_regex } => self.prefixes.push(Prefix {
+                redirects: r.upstream().is_some() && r.path.len() > 1 && r.path.ends_with('/'),
+                skip_regex: *skip_regex,
+                entry,
+                nested: Vec::new(),
+            }),
+            Matching::Regex { pattern, under } => {
+                let regex = Regex {
+                    pattern: pattern.clone(),
+                    entry,
+                };
+                match under {
+                    None => self.regexes.push(regex),
+                    Some(parent) => self.waiting.push((parent.clone(), regex)),
+                }
+            }
+        }
+    }
+
+    /// Longest prefix first; each nested regular expression under its prefix (the
+    /// config checked that there is one; with several, for different listeners, under
+    /// each), in the file's order.
+    fn finish(&mut self) {
+        self.prefixes
+            .sort_by_key(|p| std::cmp::Reverse(p.entry.path.len()));
+        for (parent, regex) in std::mem::take(&mut self.waiting) {
+            let parents = self.prefixes.iter_mut().filter(|p| p.entry.path == parent);
+            parents.for_each(|p| p.nested.push(regex.clone()));
+        }
+    }
+
+    fn find(&self, listener: SocketAddr, path: &str) -> Option<Found> {
+        if let Some(e) = self
+            .exact
+            .iter()
+            .find(|e| e.serves(listener) && e.path == path)
+        {
+            return Some(Found::Route(e.route, None));
+        }
+        let slash = |p: &&Prefix| {
+            p.redirects && p.entry.serves(listener) && p.entry.path.strip_suffix('/') == Some(path)
+        };
+        if let Some(p) = self.prefixes.iter().find(slash) {
+            return Some(Found::Slash(p.entry.route));
+        }
+        let prefix = self
+            .prefixes
+            .iter()
+            .find(|p| p.entry.serves(listener) && path.starts_with(p.entry.path.as_str()));
+        let nested = prefix.map_or(&[][..], |p| &p.nested[..]);
+        let regexes = match prefix {
+            Some(p) if p.skip_regex => &[][..],
+            _ => &self.regexes[..],
+        };
+        let matched = nested.iter().chain(regexes).find_map(|re| {
+            let captured = re
+                .entry
+                .serves(listener)
+                .then(|| Captured::of(&re.pattern, path))??;
+            Some(Found::Route(re.entry.route, Some(captured)))
+        });
+        matched.or_else(|| prefix.map(|p| Found::Route(p.entry.route, None)))
     }
 }
 
@@ -169,6 +321,14 @@ mod tests {
         ));
     }
 
+    impl Router {
+        fn pick(&self, listener: SocketAddr, host: &str, path: &str) -> Option<RouteId> {
+            match self.find(listener, host, path)? {
+                Found::Route(r, _) | Found::Slash(r) => Some(r),
+            }
+        }
+    }
+
     fn router() -> Router {
         let text = r#"
             [[listener]]
@@ -202,21 +362,21 @@ mod tests {
     #[test]
     fn host_then_longest_prefix() {
         let r = router();
-        assert_eq!(r.find(any(), "other.org", "/api/v1"), Some(RouteId(1)));
-        assert_eq!(r.find(any(), "other.org", "/apix"), Some(RouteId(0)));
+        assert_eq!(r.pick(any(), "other.org", "/api/v1"), Some(RouteId(1)));
+        assert_eq!(r.pick(any(), "other.org", "/apix"), Some(RouteId(0)));
         assert_eq!(
-            r.find(any(), "www.example.com", "/api/v1"),
+            r.pick(any(), "www.example.com", "/api/v1"),
             Some(RouteId(2))
         );
-        assert_eq!(r.find(any(), "WWW.Example.COM.", "/"), Some(RouteId(2)));
-        assert_eq!(r.find(any(), "a.eu.example.com", "/x/1"), Some(RouteId(3)));
-        assert_eq!(r.find(any(), "a.eu.example.com", "/y"), None);
+        assert_eq!(r.pick(any(), "WWW.Example.COM.", "/"), Some(RouteId(2)));
+        assert_eq!(r.pick(any(), "a.eu.example.com", "/x/1"), Some(RouteId(3)));
+        assert_eq!(r.pick(any(), "a.eu.example.com", "/y"), None);
         assert_eq!(
-            r.find(any(), "shop.example.com", "/cart/1"),
+            r.pick(any(), "shop.example.com", "/cart/1"),
             Some(RouteId(4))
         );
-        assert_eq!(r.find(any(), "shop.example.com", "/"), None);
-        assert_eq!(r.find(any(), "example.com", "/"), Some(RouteId(0)));
+        assert_eq!(r.pick(any(), "shop.example.com", "/"), None);
+        assert_eq!(r.pick(any(), "example.com", "/"), Some(RouteId(0)));
     }
 
     #[test]
@@ -243,14 +403,14 @@ mod tests {
             "127.0.0.1:80".parse().unwrap(),
             "127.0.0.1:443".parse().unwrap(),
         );
-        assert_eq!(r.find(http, "a.test", "/x"), Some(RouteId(0)));
-        assert_eq!(r.find(https, "a.test", "/x"), Some(RouteId(1)));
+        assert_eq!(r.pick(http, "a.test", "/x"), Some(RouteId(0)));
+        assert_eq!(r.pick(https, "a.test", "/x"), Some(RouteId(1)));
         assert_eq!(
-            r.find(http, "a.test", "/.well-known/acme-challenge/t"),
+            r.pick(http, "a.test", "/.well-known/acme-challenge/t"),
             Some(RouteId(2))
         );
         assert_eq!(
-            r.find(https, "a.test", "/.well-known/acme-challenge/t"),
+            r.pick(https, "a.test", "/.well-known/acme-challenge/t"),
             Some(RouteId(2))
         );
     }

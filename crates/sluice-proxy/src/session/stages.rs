@@ -12,7 +12,8 @@ use crate::http1::check::{check, Checked, Request};
 use crate::http1::encode::{self, Edits};
 use crate::http1::request::{self, RawRequest, Rejection};
 use crate::route::key::{self, View};
-use crate::route::{RouteId, UpstreamId};
+use crate::route::locate::Located;
+use crate::route::{self, RouteId, UpstreamId};
 use crate::state::generation::Generation;
 use std::net::{IpAddr, SocketAddr};
 use std::rc::Rc;
@@ -107,6 +108,7 @@ pub(crate) fn head_stages(
         client_ip: forwarded_text.as_deref().unwrap_or(&client.ip),
         scheme: client.proto(),
         request_id: Default::default(),
+        captured: Default::default(),
     };
     let mut guarded = Guarded {
         forwarded_for,
@@ -122,7 +124,33 @@ pub(crate) fn head_stages(
         let local = answer::challenge(&key_authorization, &checked, &mut scratch.head);
         return Ok(staged(checked.request, Target::Challenge(local), guarded));
     }
-    let route = route(&generation, client.listener, &view, &mut scratch.key);
+    let (route, server_path) = match locate(&generation, client.listener, &view) {
+        Located::Route {
+            route,
+            path,
+            captured,
+        } => {
+            if let Some(c) = captured {
+                let _ = view.captured.set(c);
+            }
+            (Some(route), path)
+        }
+        Located::Answer {
+            route,
+            status,
+            location,
+        } => {
+            let answer = (status, location);
+            let local = redirected(&generation, (route, &view), answer, &checked, scratch);
+            return Ok(staged(
+                checked.request,
+                Target::Answer(route, local),
+                guarded,
+            ));
+        }
+        Located::Nowhere => (None, None),
+    };
+    hash_key(&generation, route, &view, &mut scratch.key);
     if let Some(r) = route {
         let ip = forwarded_for.unwrap_or(client.peer.ip());
         let kept = (&mut scratch.limit_key, &mut guarded);
@@ -140,7 +168,10 @@ pub(crate) fn head_stages(
             let local = answer_locally(&generation, r, &view, (raw, &checked), scratch);
             (checked.request, Target::Answer(r, local))
         }
-        _ => encode_for_server(&generation, route, &view, (raw, checked), client, scratch)?,
+        _ => {
+            let request = (raw, checked, server_path.as_deref());
+            encode_for_server(&generation, route, &view, request, client, scratch)?
+        }
     };
     Ok(staged(request, target, guarded))
 }
@@ -207,6 +238,27 @@ fn answer_locally(
     )
 }
 
+/// The answer of route `r` that rewriting gave: a redirect to `location`, or (none) a
+/// `500`, into `scratch.head`.
+fn redirected(
+    generation: &Generation,
+    (r, view): (RouteId, &View<'_>),
+    (status, location): (u16, Option<String>),
+    checked: &Checked<'_>,
+    scratch: &mut Scratch,
+) -> Local {
+    let c = generation.shared.route(r);
+    if !c.response_headers.set.is_empty() {
+        key::render(&c.response_headers, view, &mut scratch.response_edits);
+    }
+    let edits = (!c.response_headers.is_empty()).then_some(Edits {
+        rules: &c.response_headers,
+        lines: &scratch.response_edits,
+    });
+    let location = location.as_deref().map(str::as_bytes);
+    answer::status(status, location, checked, edits.as_ref(), &mut scratch.head)
+}
+
 /// The head for the server into `scratch.head` (with the route's request header edits
 /// and the upgrade it allows), and where the request goes: its route's upstream, or
 /// nowhere.
@@ -214,7 +266,7 @@ fn encode_for_server(
     generation: &Generation,
     route: Option<RouteId>,
     view: &View<'_>,
-    (raw, mut checked): (&RawRequest<'_, '_>, Checked<'_>),
+    (raw, mut checked, path): (&RawRequest<'_, '_>, Checked<'_>, Option<&str>),
     client: &Client,
     scratch: &mut Scratch,
 ) -> Result<(Request, Target), Rejection> {
@@ -232,7 +284,7 @@ fn encode_for_server(
     let lines = encode::request_head(
         &mut scratch.head,
         raw.headers,
-        &checked,
+        (&checked, path.unwrap_or(checked.path)),
         client,
         upgrade,
         edits.as_ref(),
@@ -247,20 +299,19 @@ fn encode_for_server(
     Ok((checked.request, target))
 }
 
-/// The route for a request, and its hash key in `key` when its upstream hashes.
-fn route(
-    generation: &Generation,
-    listener: SocketAddr,
-    view: &View<'_>,
-    key: &mut Vec<u8>,
-) -> Option<RouteId> {
-    let route = generation.router.find(listener, view.host, view.target)?;
+/// Where the request goes through the generation's routes (`route::locate`).
+fn locate(generation: &Generation, listener: SocketAddr, view: &View<'_>) -> Located {
+    let routes = &generation.shared.config.routes;
+    route::locate::locate(&generation.router, routes, listener, view)
+}
+
+/// The request's hash key into `key`, when its route's upstream hashes.
+fn hash_key(generation: &Generation, route: Option<RouteId>, view: &View<'_>, key: &mut Vec<u8>) {
     key.clear();
-    let upstream = generation.shared.upstream_of(route);
+    let upstream = route.and_then(|r| generation.shared.upstream_of(r));
     if let Some(template) = upstream.and_then(|u| generation.shared.upstream(u).key_template()) {
         key::evaluate(template, view, key);
     }
-    Some(route)
 }
 
 /// How long until the request would be allowed, if a rate limit of route `r` refuses

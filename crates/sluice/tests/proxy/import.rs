@@ -35,7 +35,7 @@ async fn an_imported_nginx_conf_checks_and_serves() {
         )),
         "{notes}"
     );
-    assert!(notes.contains("= /ping: an exact match"), "{notes}");
+    assert!(toml.contains("exact = \"/ping\""), "{toml}");
     let path = dir.file("sluice.toml", &toml);
     let check = sluice().args(["check", "-c"]).arg(&path).output().unwrap();
     assert!(
@@ -53,6 +53,9 @@ async fn an_imported_nginx_conf_checks_and_serves() {
     }
     assert_eq!(seen.len(), 2, "both servers, the named one too: {seen:?}");
     assert_eq!(get(proxy.addr(), "/ping").await.text(), "pong");
+    // `= /ping` is exact: a longer path goes to `/`.
+    assert_eq!(get(proxy.addr(), "/pingx").await.status, 200);
+    assert_ne!(get(proxy.addr(), "/pingx").await.text(), "pong");
 }
 
 #[test]

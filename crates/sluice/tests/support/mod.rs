@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub mod nginx;
 pub mod stacks;
 
 /// Lab backends named `names` in this process, on a runtime thread of their own (it

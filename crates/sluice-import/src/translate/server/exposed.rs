@@ -1,7 +1,5 @@
 //! Paths nginx guarded that a server's routes leave open: a guarded location sluice
-//! cannot route (a regex that is no prefix), and a guarded regex whose prefix route
-//! takes fewer paths than nginx gave it (not anchored, case-insensitive, or with longer
-//! prefixes under it, which sluice prefers and nginx did not). Guarded: it checks who
+//! cannot route (a regular expression its engine does not read, a named location). Guarded: it checks who
 //! may come in, or refuses everyone with its own answer (`return 404`, `403`, `444`).
 //! Each is a Closed note naming the location, so that the import exits 2, unless every
 //! route those paths can now reach refuses them alike (or is closed).
@@ -9,7 +7,7 @@
 use super::Scope;
 use crate::guard::{self, Level};
 use crate::location;
-use crate::plan::{Action, ClosedBy, Guard, Matching, Plan, Route};
+use crate::plan::{Action, ClosedBy, Guard, Plan, Route};
 use crate::tree::Node;
 use crate::{Note, Notes};
 
@@ -125,61 +123,9 @@ pub fn note(routes: &[Route], gone: Vec<Gone>, notes: &mut Notes) {
             g.refused.said()
         )));
     }
-    for r in routes {
-        if let Some(refused) = Refused::of(r).filter(|refused| !everywhere(refused)) {
-            note_regex(r, &refused, routes, notes);
-        }
-    }
 }
 
 /// A Closed note of the location at `from`.
 fn closed(from: &str, text: String) -> Note {
     Note::at(from, "location", text).closed()
-}
-
-/// What a guarded regex location `r` leaves open in sluice, whose routes are prefixes
-/// (not reached by the server's other routes refusing the same clients): its paths
-/// further in a path, in other letter case, or under a longer prefix nginx let it take.
-fn note_regex(r: &Route, refused: &Refused, routes: &[Route], notes: &mut Notes) {
-    let Matching::Regex {
-        re,
-        anchored,
-        caseless,
-        order,
-    } = &r.matching
-    else {
-        return;
-    };
-    let said = refused.said();
-    let path = &r.path;
-    if !anchored {
-        notes.push(closed(&r.from, format!(
-            "{re}: not anchored with ^, so nginx matched it further in a path too (as in /any{path}), and {said}; sluice's route {path} takes only the paths that begin with it: the others are open under the other routes of its server, which do not refuse them alike; close them by hand"
-        )));
-    }
-    if *caseless && path.chars().any(|c| c.is_ascii_alphabetic()) {
-        notes.push(closed(&r.from, format!(
-            "{re}: case-insensitive in nginx, which {said}; sluice's route {path} takes its paths in this case only: the same paths in other cases ({}) are open under the other routes of its server, which do not refuse them alike; close them by hand",
-            path.to_ascii_uppercase()
-        )));
-    }
-    // nginx tries regexes, in order, before any prefix but `^~` (and `=`, whose
-    // route in sluice takes longer paths too).
-    let taken: Vec<&str> = routes
-        .iter()
-        .filter(|o| o.path.len() > path.len() && o.path.starts_with(path.as_str()))
-        .filter(|o| match &o.matching {
-            Matching::Prefix | Matching::Exact => true,
-            Matching::Preferred => false,
-            Matching::Regex { order: theirs, .. } => theirs > order,
-        })
-        .filter(|o| !refused.covered_by(o))
-        .map(|o| o.path.as_str())
-        .collect();
-    if !taken.is_empty() {
-        notes.push(closed(&r.from, format!(
-            "{re}: nginx tries regular expressions before prefix locations, so it took the paths of {} too, and {said}; sluice routes by the longest prefix, and those routes do not refuse them alike: they are open to whom nginx refused; close them or give them this location's checks by hand",
-            taken.join(", ")
-        )));
-    }
 }
