@@ -10,7 +10,7 @@ pub struct KeyError {
 }
 
 const KNOWN: &str = "$request_uri, $uri, $args, $arg_NAME, $http_NAME, $cookie_NAME, \
-    $remote_addr, $host, $scheme, $msec, $request_id, $1 to $9 (a regex's groups)";
+    $remote_addr, $host, $scheme, $msec, $request_id, $traceparent, $1 to $9 (a regex's groups)";
 
 /// A hash key: a template with at least one variable.
 pub fn parse(text: &str) -> Result<KeyTemplate, KeyError> {
@@ -88,6 +88,7 @@ fn variable(name: &str) -> Option<Variable> {
         "scheme" => Variable::Scheme,
         "msec" => Variable::Msec,
         "request_id" => Variable::RequestId,
+        "traceparent" => Variable::Traceparent,
         digit if digit.len() == 1 && digit.as_bytes()[0].is_ascii_digit() && digit != "0" => {
             Variable::Capture(usize::from(digit.as_bytes()[0] - b'0'))
         }

@@ -15,6 +15,7 @@ mod entry;
 mod error;
 mod guard;
 mod headers;
+mod identity;
 mod key;
 mod limits;
 mod location;
@@ -36,8 +37,8 @@ pub use model::{
     AccessLog, AccessRule, Acme, Action, Admin, Balance, BasicAuth, CertificateFiles, Config,
     Discover, DnsQuery, FailurePolicy, Guard, HashMethod, HeaderEdits, HealthCheck, HostMatch,
     Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat, LogTarget, Matching, Network, Pattern,
-    Place, QueuePolicy, RateLimit, Resolver, RetryPolicy, Return, Rewrite, RewriteFlag, Route,
-    Satisfy, Server, Tls, Upstream, UpstreamTls, Variable, Verdict,
+    Place, QueuePolicy, RateLimit, RequestIdentity, Resolver, RetryPolicy, Return, Rewrite,
+    RewriteFlag, Route, Satisfy, Server, Tls, Upstream, UpstreamTls, Variable, Verdict,
 };
 pub use reader::{parse_duration, Reader};
 /// The TOML library the [`Reader`] walks documents of.

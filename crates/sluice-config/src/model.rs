@@ -42,6 +42,24 @@ pub struct Config {
     pub trusted_proxies: Vec<Network>,
     /// `[resolver]`: how the names of `dns` servers are looked up.
     pub resolver: Resolver,
+    /// `[request_id]`: each request's identity, when asked for.
+    pub request_id: Option<RequestIdentity>,
+}
+
+/// `[request_id]`: every request's identity, sent to its server and back to its client,
+/// and written in the access log and error lines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestIdentity {
+    /// The header that carries it (`X-Request-ID`).
+    pub header: String,
+    /// A client's own identity in that header, when well-formed, is kept (passed on)
+    /// rather than replaced by a new one.
+    pub from_client: bool,
+    /// The client gets it back in the response's header too.
+    pub response: bool,
+    /// A W3C `traceparent` is passed on when the client sent a valid one, started when
+    /// not (the new trace named by the request's identity when that is 32 hex digits).
+    pub traceparent: bool,
 }
 
 /// The DNS servers asked for `dns` server entries, and how often.
@@ -665,6 +683,9 @@ pub enum Variable {
     /// The request's identity, as nginx's `$request_id`: 32 hexadecimal digits, random,
     /// made once per request (the same in every header that names it).
     RequestId,
+    /// The request's W3C `traceparent`: the client's when valid, else one started for it
+    /// (made once per request).
+    Traceparent,
     /// A group of the route's regular expression, or of the rewrite's (`$1` to `$9`,
     /// or a named group by its name): its text in the request's path, decoded.
     Capture(usize),

@@ -43,7 +43,7 @@ pub(crate) fn document(file: &str, text: &str, disk: crate::Disk) -> Result<Conf
     crate::acme::attach(&mut r, acme.as_ref(), &mut listeners);
     let upstreams = upstreams(&mut r, root, &listeners);
     let limits = crate::rate::limits(&mut r, root);
-    let config = Config {
+    let mut config = Config {
         workers: r.integer(root, "workers", 1024).unwrap_or(0) as usize,
         header_timeout: r
             .timeout(root, "header_timeout")
@@ -72,7 +72,11 @@ pub(crate) fn document(file: &str, text: &str, disk: crate::Disk) -> Result<Conf
         listeners,
         trusted_proxies: crate::proxies::trusted(&mut r, root),
         resolver: crate::discover::resolver(&mut r, root),
+        request_id: crate::identity::request_id(&mut r, root),
     };
+    if let Some(identity) = &config.request_id {
+        crate::identity::apply(identity, &mut config.routes);
+    }
     if config.max_header_bytes < 1024 {
         let span = root.get("max_header_bytes").and_then(Item::span);
         r.error(

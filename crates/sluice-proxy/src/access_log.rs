@@ -94,6 +94,8 @@ pub struct Entry<'a> {
     pub route: Option<&'a str>,
     /// Time the request waited for a server below its `max_conns`, if it waited.
     pub queue_time: Option<Duration>,
+    /// Its identity, when `[request_id]` asks for one: `request_id=` and `trace_id=`.
+    pub identity: Option<&'a crate::record::Identity>,
 }
 
 impl Entry<'_> {
@@ -149,6 +151,12 @@ impl Entry<'_> {
             Some(d) => push_seconds(out, d),
             None => out.push(b'-'),
         }
+        if let Some(id) = self.identity {
+            out.extend_from_slice(b" request_id=");
+            escaped(out, &id.request_id);
+            out.extend_from_slice(b" trace_id=");
+            out.extend_from_slice(id.trace_id().as_bytes());
+        }
         out.push(b'\n');
         Ok(())
     }
@@ -181,7 +189,13 @@ impl Entry<'_> {
             self.tries,
         )?;
         json_escaped(out, self.route.unwrap_or("-"));
-        writeln!(out, "\",\"queue_time\":{}}}", JsonSeconds(self.queue_time))?;
+        write!(out, "\",\"queue_time\":{}", JsonSeconds(self.queue_time))?;
+        if let Some(id) = self.identity {
+            out.extend_from_slice(b",\"request_id\":\"");
+            json_escaped(out, &id.request_id);
+            write!(out, "\",\"trace_id\":\"{}\"", id.trace_id())?;
+        }
+        out.extend_from_slice(b"}\n");
         Ok(())
     }
 }
@@ -347,6 +361,7 @@ mod tests {
             referer: "-",
             user_agent: agent,
             user: None,
+            identity: None,
             status: 200,
             bytes_sent: 612,
             request_time: Duration::from_micros(1500),

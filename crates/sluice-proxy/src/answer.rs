@@ -226,5 +226,6 @@ pub async fn send<'g, S: Stream>(
         bytes_sent: sent.unwrap_or(0),
         upstream_time: None,
         queue_time: None,
+        identity: None,
     }
 }

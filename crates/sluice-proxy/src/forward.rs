@@ -325,6 +325,7 @@ impl<'g> Scope<'_, 'g> {
             bytes_sent: 0,
             upstream_time: None,
             queue_time: None,
+            identity: None,
         }
     }
 

@@ -41,6 +41,8 @@ pub struct Outcome<'a> {
     pub upstream_time: Option<std::time::Duration>,
     /// Time spent in the upstream's queue waiting for a server with room, if any.
     pub queue_time: Option<std::time::Duration>,
+    /// The request's identity, when `[request_id]` asks for one (for its error lines).
+    pub identity: Option<&'a Identity>,
 }
 
 impl Outcome<'_> {
@@ -58,7 +60,26 @@ impl Outcome<'_> {
             bytes_sent: 0,
             upstream_time: None,
             queue_time: None,
+            identity: None,
         }
+    }
+}
+
+/// A request's identity, as `[request_id]` names it: in its access log line and its
+/// error lines.
+#[derive(Debug)]
+pub struct Identity {
+    pub request_id: Box<str>,
+    /// The trace id of its `traceparent`, when `[request_id]` passes them on.
+    pub trace_id: Option<[u8; 32]>,
+}
+
+impl Identity {
+    pub fn trace_id(&self) -> &str {
+        self.trace_id
+            .as_ref()
+            .and_then(|t| std::str::from_utf8(t).ok())
+            .unwrap_or("-")
     }
 }
 
@@ -71,6 +92,8 @@ pub struct Logged<'t> {
     pub user_agent: &'t str,
     /// The user named in the request's basic auth, where the route asked for one.
     pub user: Option<&'t str>,
+    /// Its identity, when `[request_id]` asks for one.
+    pub identity: Option<&'t Identity>,
 }
 
 /// Records one finished request: counted on its listener and route, written to the
@@ -121,6 +144,7 @@ fn log(ctx: &Context, generation: &Generation, outcome: &Outcome<'_>, logged: Lo
             referer: logged.referer,
             user_agent: logged.user_agent,
             user: logged.user,
+            identity: logged.identity,
             status: outcome.status,
             bytes_sent: outcome.bytes_sent,
             request_time: logged.started.0.elapsed(),
@@ -148,9 +172,11 @@ fn trace(generation: &Generation, outcome: &Outcome<'_>) {
     let upstream = outcome.upstream.unwrap_or("-");
     let server = Shown(outcome.server);
     let status = outcome.status;
+    let request_id = outcome.identity.map_or("-", |i| &i.request_id);
+    let trace_id = outcome.identity.map_or("-", Identity::trace_id);
     match &outcome.failure {
         Some(f) if f.side == Side::Downstream => {
-            tracing::info!(%client, route, status, kind = f.kind.name(), cause = %f.cause, "request refused")
+            tracing::info!(%client, route, status, kind = f.kind.name(), cause = %f.cause, %request_id, %trace_id, "request refused")
         }
         Some(f) => {
             if !tracing::enabled!(tracing::Level::WARN) {
@@ -174,6 +200,8 @@ fn trace(generation: &Generation, outcome: &Outcome<'_>) {
                 kind = f.kind.name(),
                 cause = %f.cause,
                 suppressed,
+                %request_id,
+                %trace_id,
                 "request failed"
             )
         }

@@ -24,6 +24,7 @@ mod proxy {
     mod hashing;
     mod headers;
     mod http2;
+    mod identity;
     mod import;
     mod install;
     mod leases;

@@ -157,6 +157,13 @@ pub fn tables() -> Vec<Table> {
         ),
         table("admin", "`[admin]`", ADMIN_INTRO, top::ADMIN, &whole),
         table(
+            "request_id",
+            "`[request_id]`",
+            REQUEST_ID_INTRO,
+            top::REQUEST_ID,
+            &whole,
+        ),
+        table(
             "route",
             "`[[route]]`",
             ROUTE_INTRO,
@@ -247,6 +254,7 @@ const ADMIN_INTRO: &str = "The admin listener: Prometheus `/metrics`, the JSON A
 const ROUTE_INTRO: &str = "Which requests go where. Routing is nginx's `server_name` then `location`: an exact host beats the longest matching `*.suffix`, which beats routes without `host`; within that host a route with the request's `exact` path wins, else the first `regex` route that matches (in the file's order, unless the longest prefix has `skip_regex`), else the longest `path` prefix; a host whose routes match nothing gets `404`. A route has exactly one of `upstream`, `return`, `redirect` and `root`.";
 const AUTH_BASIC_INTRO: &str = "A route's `auth_basic`: the users who may use it, from an htpasswd file, and the realm named to them. A request without a valid user and password gets `401` with `WWW-Authenticate`; with `access` too, `satisfy` says whether both must pass. See [Access rules](../access.md).";
 
+const REQUEST_ID_INTRO: &str = "Each request's identity (`X-Request-ID`) and W3C `traceparent`, passed on or made, sent to the server and back to the client, in the access log and error lines. `request_id = true` turns it on with these defaults; without it, no header is added (`$request_id` still names each request in templates).";
 const REWRITE_INTRO: &str = "One entry of a route's `rewrite` list: a path matching `regex` becomes `to`, then `flag` says what follows.";
 const RETURN_INTRO: &str =
     "A route's answer without a server, written as a table (`return = 204` is the short form).";

@@ -83,7 +83,7 @@ pub const TOP: &[Key] = &[
         "access_log_format",
         "string: `combined` or `json`",
         "`\"combined\"`",
-        "`\"combined\"`: nginx's combined format (GoAccess and other analysers read it), then `upstream=IP:port upstream_time=0.003 request_time=0.004 tries=1 route=/api/ queue_time=-` (`queue_time`: seconds waited for a server below its `max_conns`, `-` without a wait). `\"json\"`: one object per line with `time`, `client`, `request`, `status`, `bytes_sent`, `referer`, `user_agent`, `request_time`, `upstream`, `upstream_time`, `tries`, `route`, `queue_time`. Client text is escaped so that no line can be forged. `bytes_sent` is the response body's bytes as the client's application received them, without the head or chunked framing, the same on HTTP/1.1 and HTTP/2; 0 for sluice's own error replies.",
+        "`\"combined\"`: nginx's combined format (GoAccess and other analysers read it), then `upstream=IP:port upstream_time=0.003 request_time=0.004 tries=1 route=/api/ queue_time=-` (`queue_time`: seconds waited for a server below its `max_conns`, `-` without a wait), and with [`[request_id]`](#request_id) ` request_id=... trace_id=...`. `\"json\"`: one object per line with `time`, `client`, `request`, `status`, `bytes_sent`, `referer`, `user_agent`, `request_time`, `upstream`, `upstream_time`, `tries`, `route`, `queue_time` (and `request_id`, `trace_id` with `[request_id]`). Client text is escaped so that no line can be forged. `bytes_sent` is the response body's bytes as the client's application received them, without the head or chunked framing, the same on HTTP/1.1 and HTTP/2; 0 for sluice's own error replies.",
     )
     .like("nginx `log_format`; HAProxy `log-format`")
     .example("access_log = \"stdout\"\naccess_log_format = \"json\""),
@@ -100,7 +100,50 @@ pub const TOP: &[Key] = &[
 /// The tables (and arrays of tables) the top level holds, each documented in its own
 /// [`super::Table`].
 pub const TOP_TABLES: &[&str] = &[
-    "listener", "route", "upstream", "admin", "http2", "acme", "limit", "resolver",
+    "listener",
+    "route",
+    "upstream",
+    "admin",
+    "http2",
+    "acme",
+    "limit",
+    "resolver",
+    "request_id",
+];
+
+pub const REQUEST_ID: &[Key] = &[
+    Key::new(
+        "header",
+        "string",
+        "`\"X-Request-ID\"`",
+        "The header that carries each request's identity: set on the request to the server (and, with `response`, on the response to the client) on every route that does not set it itself, the same value on both, and `$request_id` in any header template. sluice makes it as nginx's `$request_id` (32 random hexadecimal digits) unless `from_client` keeps the client's. The access log's `request_id=` (JSON: `request_id`) and the `request failed` and `request refused` log lines carry it too.",
+    )
+    .like("nginx `proxy_set_header X-Request-ID $request_id`; HAProxy `unique-id-format` with `unique-id-header`")
+    .example("[request_id]\nheader = \"X-Correlation-ID\""),
+    Key::new(
+        "from_client",
+        "boolean",
+        "`true`",
+        "A request that comes with its own identity in `header` (1 to 128 visible ASCII characters, no quote or backslash) keeps it: a balancer or gateway in front already named the request. `false`: every request gets a new one, whatever it sent (an edge that trusts no client).",
+    )
+    .like("nginx `map $http_x_request_id $id { \"\" $request_id; default $http_x_request_id; }`; Envoy `preserve_external_request_id`")
+    .example("[request_id]\nfrom_client = false"),
+    Key::new(
+        "response",
+        "boolean",
+        "`true`",
+        "The client gets the identity back in `header`, on responses relayed from servers and on the route's own answers, so that a user's report can name the request.",
+    )
+    .like("nginx `add_header X-Request-ID $request_id`")
+    .example("[request_id]\nresponse = false"),
+    Key::new(
+        "traceparent",
+        "boolean",
+        "`true`",
+        "W3C Trace Context: a request with a valid `traceparent` is passed on with it unchanged; one without (or with an invalid one) gets a new trace, `00-TRACE-PARENT-01`, whose trace id is the request's identity when that is 32 hexadecimal digits, as sluice makes them (so the access log's `request_id` finds the trace), and random otherwise. The access log's `trace_id=` carries the trace id. `$traceparent` is the header's value in any template.",
+    )
+    .like("nginx's OpenTelemetry module `otel_trace on`, `otel_trace_context propagate`; Envoy's tracing")
+    .example("[request_id]\ntraceparent = false"),
 ];
 
 pub const HTTP2: &[Key] = &[

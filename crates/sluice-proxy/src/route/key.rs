@@ -5,7 +5,7 @@
 //! normalised.
 
 use super::router::Captured;
-use sluice_config::{HeaderEdits, KeyPart, KeyTemplate, Variable};
+use sluice_config::{HeaderEdits, KeyPart, KeyTemplate, RequestIdentity, Variable};
 
 /// The parts of a request a key can read.
 pub struct View<'a> {
@@ -17,8 +17,13 @@ pub struct View<'a> {
     pub client_ip: &'a str,
     /// `http` or `https`.
     pub scheme: &'a str,
-    /// `$request_id`, made the first time a header names it.
-    pub request_id: std::cell::OnceCell<[u8; 32]>,
+    /// `[request_id]`, when the config asks for identities: whose header a client's
+    /// own identity is read from.
+    pub identity: Option<&'a RequestIdentity>,
+    /// `$request_id`, found or made the first time something names it.
+    pub request_id: std::cell::OnceCell<RequestId<'a>>,
+    /// `$traceparent`, likewise.
+    pub traceparent: std::cell::OnceCell<[u8; TRACEPARENT_LEN]>,
     /// The groups of the regular expression of the route that took the request (`$1`,
     /// `$name`), set once it is chosen, when it has one.
     pub captured: std::cell::OnceCell<Captured>,
@@ -55,12 +60,8 @@ fn variable(var: &Variable, view: &View<'_>, out: &mut Vec<u8>) {
         Variable::Args => out.extend_from_slice(query.as_bytes()),
         Variable::Arg(name) => out.extend_from_slice(arg(query, name).as_bytes()),
         Variable::Http(name) => {
-            if let Some(h) = view
-                .headers
-                .iter()
-                .find(|h| h.name.eq_ignore_ascii_case(name))
-            {
-                out.extend_from_slice(h.value);
+            if let Some(value) = header(view.headers, name) {
+                out.extend_from_slice(value);
             }
         }
         Variable::Cookie(name) => {
@@ -72,17 +73,127 @@ fn variable(var: &Variable, view: &View<'_>, out: &mut Vec<u8>) {
         Variable::Host => out.extend(view.host.bytes().map(|b| b.to_ascii_lowercase())),
         Variable::Scheme => out.extend_from_slice(view.scheme.as_bytes()),
         Variable::Msec => msec(out),
-        Variable::RequestId => out.extend_from_slice(view.request_id.get_or_init(request_id)),
+        Variable::RequestId => out.extend_from_slice(request_id(view)),
+        Variable::Traceparent => out.extend_from_slice(traceparent(view)),
         // Read by `evaluate_with`, which knows whose groups.
         Variable::Capture(_) => {}
     }
 }
 
-/// A new request identity: 128 random bits in hexadecimal, as nginx's `$request_id`.
-fn request_id() -> [u8; 32] {
+/// A request's identity: made by sluice (as nginx's `$request_id`), or the client's.
+#[derive(Clone, Copy, Debug)]
+pub enum RequestId<'a> {
+    Made([u8; 32]),
+    Given(&'a [u8]),
+}
+
+impl RequestId<'_> {
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            RequestId::Made(hex) => hex,
+            RequestId::Given(text) => text,
+        }
+    }
+}
+
+/// The request's identity: the client's own when `[request_id]` keeps well-formed ones
+/// and it sent one, else a new one; the same every time it is asked for.
+pub fn request_id<'v>(view: &'v View<'_>) -> &'v [u8] {
+    let id = view.request_id.get_or_init(|| {
+        let given = view
+            .identity
+            .filter(|i| i.from_client)
+            .and_then(|i| header(view.headers, &i.header))
+            .filter(|v| well_formed_id(v));
+        given.map_or_else(
+            || RequestId::Made(hex(fastrand::u128(..))),
+            RequestId::Given,
+        )
+    });
+    id.as_bytes()
+}
+
+/// A client's identity sluice passes on: 1 to 128 visible ASCII characters, no quote or
+/// backslash (it goes into log lines and JSON).
+fn well_formed_id(value: &[u8]) -> bool {
+    (1..=128).contains(&value.len())
+        && value
+            .iter()
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b'"' | b'\\'))
+}
+
+/// `00-` + trace id + `-` + parent id + `-` + flags.
+pub const TRACEPARENT_LEN: usize = 55;
+
+/// The request's `traceparent`: the client's when valid (W3C Trace Context, version 00
+/// or a later one's first 55 bytes), else a new trace, sampled, whose trace id is the
+/// request's identity when sluice made it.
+pub fn traceparent<'v>(view: &'v View<'_>) -> &'v [u8; TRACEPARENT_LEN] {
+    view.traceparent.get_or_init(|| {
+        let given = header(view.headers, "traceparent").and_then(valid_traceparent);
+        given.unwrap_or_else(|| {
+            let trace = match request_id(view) {
+                id if id.len() == 32
+                    && id.iter().all(u8::is_ascii_hexdigit)
+                    && id != [b'0'; 32] =>
+                {
+                    let mut t = [0u8; 32];
+                    t.copy_from_slice(id);
+                    t.make_ascii_lowercase();
+                    t
+                }
+                _ => hex(fastrand::u128(1..)),
+            };
+            let parent = hex(u128::from(fastrand::u64(1..)));
+            let mut out = [0u8; TRACEPARENT_LEN];
+            out[..3].copy_from_slice(b"00-");
+            out[3..35].copy_from_slice(&trace);
+            out[35] = b'-';
+            out[36..52].copy_from_slice(&parent[16..]);
+            out[52..].copy_from_slice(b"-01");
+            out
+        })
+    })
+}
+
+/// `value` as a W3C `traceparent`, when it is one sluice may pass on.
+fn valid_traceparent(value: &[u8]) -> Option<[u8; TRACEPARENT_LEN]> {
+    let head = value.get(..TRACEPARENT_LEN)?;
+    let lower_hex = |s: &[u8]| s.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let nonzero = |s: &[u8]| s.iter().any(|b| *b != b'0');
+    let (version, trace, parent, flags) = (&head[..2], &head[3..35], &head[36..52], &head[53..]);
+    let shape = head[2] == b'-' && head[35] == b'-' && head[52] == b'-';
+    let version_ok = lower_hex(version) && version != b"ff";
+    // Version 00 is exactly 55 bytes; a later version may add fields after a `-`.
+    let length_ok = value.len() == TRACEPARENT_LEN
+        || (version != b"00" && value.get(TRACEPARENT_LEN) == Some(&b'-'));
+    let ok = shape
+        && version_ok
+        && length_ok
+        && lower_hex(trace)
+        && nonzero(trace)
+        && lower_hex(parent)
+        && nonzero(parent)
+        && lower_hex(flags);
+    ok.then(|| {
+        let mut out = [0u8; TRACEPARENT_LEN];
+        out.copy_from_slice(head);
+        out
+    })
+}
+
+/// 128 bits in lower-case hexadecimal.
+fn hex(bits: u128) -> [u8; 32] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let bits = fastrand::u128(..);
     std::array::from_fn(|i| HEX[((bits >> (124 - 4 * i)) & 0xf) as usize])
+}
+
+/// The first value of header `name` (any case).
+fn header<'h>(headers: &[httparse::Header<'h>], name: &str) -> Option<&'h [u8]> {
+    headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case(name))
+        .map(|h| h.value)
 }
 
 /// Now as nginx's `$msec`: seconds since the Unix epoch, a dot, milliseconds.
@@ -162,7 +273,9 @@ mod tests {
             headers: &headers,
             client_ip: "10.1.2.3",
             scheme: "http",
+            identity: None,
             request_id: Default::default(),
+            traceparent: Default::default(),
             captured: Default::default(),
         };
         let mut out = Vec::new();
@@ -191,5 +304,36 @@ mod tests {
             ),
             "2"
         );
+    }
+
+    #[test]
+    fn traceparents_are_passed_on_only_when_valid() {
+        let ok = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert!(valid_traceparent(ok.as_bytes()).is_some());
+        // A later version may carry more after a `-`; its first 55 bytes go on.
+        let later = format!("01{}-extra", &ok[2..]);
+        assert_eq!(
+            valid_traceparent(later.as_bytes()).map(|t| t[..2].to_vec()),
+            Some(b"01".to_vec())
+        );
+        for bad in [
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+        ] {
+            assert!(valid_traceparent(bad.as_bytes()).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_clients_identity_is_kept_only_when_well_formed() {
+        assert!(well_formed_id(b"gw-7/abc=="));
+        assert!(!well_formed_id(b""));
+        assert!(!well_formed_id(b"a b"));
+        assert!(!well_formed_id(b"\"x\""));
+        assert!(!well_formed_id(&[b'a'; 129]));
     }
 }

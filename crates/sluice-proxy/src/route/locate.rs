@@ -370,7 +370,9 @@ mod tests {
             headers: &[],
             client_ip: "10.0.0.1",
             scheme: "http",
+            identity: None,
             request_id: Default::default(),
+            traceparent: Default::default(),
             captured: Default::default(),
         };
         let listener = "127.0.0.1:1".parse().unwrap();

@@ -35,6 +35,7 @@ pub(crate) fn refused(
         referer: "-",
         user_agent: "-",
         user: None,
+        identity: None,
     };
     record(ctx, &ctx.generation(), stats, &outcome, Some(logged));
 }

@@ -67,8 +67,10 @@ pub(crate) async fn serve<S: Stream>(
         Some(ip) => SocketAddr::new(ip, 0),
         None => client.peer,
     });
+    outcome.identity = guarded.identity.as_deref();
     let logged = prepared.logged.map(|logged| Logged {
         user: guarded.user.as_deref(),
+        identity: guarded.identity.as_deref(),
         ..logged
     });
     record(ctx, &generation, stats, &outcome, logged);
@@ -134,6 +136,7 @@ pub(crate) fn captured(captured: Captured, text: &str) -> Option<Logged<'_>> {
         referer: &text[request_end..referer_end],
         user_agent: &text[referer_end..],
         user: None,
+        identity: None,
     })
 }
 

@@ -11,6 +11,7 @@ use crate::guard::{self, Pending, Refusal};
 use crate::http1::check::{check, Checked, Request};
 use crate::http1::encode::{self, Edits};
 use crate::http1::request::{self, RawRequest, Rejection};
+use crate::record::Identity;
 use crate::route::key::{self, View};
 use crate::route::locate::Located;
 use crate::route::{self, RouteId, UpstreamId};
@@ -70,6 +71,8 @@ pub(crate) struct Guarded {
     pub user: Option<Box<str>>,
     /// The client's address as a trusted proxy in front named it, if one did.
     pub forwarded_for: Option<IpAddr>,
+    /// The request's identity, when `[request_id]` asks for one.
+    pub identity: Option<Box<Identity>>,
 }
 
 impl Staged {
@@ -107,18 +110,23 @@ pub(crate) fn head_stages(
         headers: raw.headers,
         client_ip: forwarded_text.as_deref().unwrap_or(&client.ip),
         scheme: client.proto(),
+        identity: generation.shared.config.request_id.as_ref(),
         request_id: Default::default(),
+        traceparent: Default::default(),
         captured: Default::default(),
     };
     let mut guarded = Guarded {
         forwarded_for,
         ..Guarded::default()
     };
-    let staged = |request, target, guarded| Staged {
-        request,
-        target,
-        generation: generation.clone(),
-        guarded,
+    let staged = |request, target, mut guarded: Guarded| {
+        guarded.identity = identity(&view);
+        Staged {
+            request,
+            target,
+            generation: generation.clone(),
+            guarded,
+        }
     };
     if let Some(key_authorization) = acme_challenge(&generation, view.target) {
         let local = answer::challenge(&key_authorization, &checked, &mut scratch.head);
@@ -174,6 +182,22 @@ pub(crate) fn head_stages(
         }
     };
     Ok(staged(request, target, guarded))
+}
+
+/// The request's identity for its log lines, when `[request_id]` asks for one (what its
+/// headers carried, or made now for a request whose route sent none).
+fn identity(view: &View<'_>) -> Option<Box<Identity>> {
+    let config = view.identity?;
+    let request_id = String::from_utf8_lossy(key::request_id(view)).into();
+    let trace_id = config.traceparent.then(|| {
+        let mut id = [0u8; 32];
+        id.copy_from_slice(&key::traceparent(view)[3..35]);
+        id
+    });
+    Some(Box::new(Identity {
+        request_id,
+        trace_id,
+    }))
 }
 
 /// Route `r`'s rate limits, then its guard (nginx's order), for the request `view`
