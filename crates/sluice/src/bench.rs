@@ -783,7 +783,7 @@ pub fn interrupt_on_signal(
     std::thread::spawn(move || {
         let mut stopping = false;
         while let Ok(signal) = signals.recv() {
-            if signal != crate::serve::Signal::Stop {
+            if !matches!(signal, crate::serve::Signal::Stop) {
                 continue;
             }
             if stopping {

@@ -1,7 +1,10 @@
 //! Listening sockets: one per worker and address, all bound with SO_REUSEPORT so the
-//! kernel spreads new connections across workers without a shared accept lock.
+//! kernel spreads new connections across workers without a shared accept lock; or the
+//! sockets a previous sluice handed over ([`Inherited`], a binary upgrade), adopted as
+//! they are. Never closes a handed-over socket: its queued connections would go with it.
 
 use socket2::{Domain, Protocol, Socket, Type};
+use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 
@@ -39,6 +42,79 @@ pub fn bind_group(addr: SocketAddr, workers: usize) -> io::Result<(SocketAddr, V
         group.push(bind(actual)?);
     }
     Ok((actual, group))
+}
+
+/// Listening sockets a previous sluice handed over (a binary upgrade), by the address
+/// their listener was configured at.
+#[derive(Default)]
+pub struct Inherited {
+    sockets: HashMap<SocketAddr, Vec<TcpListener>>,
+}
+
+impl Inherited {
+    /// Adds a socket of the listener configured at `configured`.
+    pub fn add(&mut self, configured: SocketAddr, socket: TcpListener) {
+        self.sockets.entry(configured).or_default().push(socket);
+    }
+
+    /// The sockets of the listener configured at `configured`, if any came.
+    fn take(&mut self, configured: SocketAddr) -> Option<Vec<TcpListener>> {
+        self.sockets.remove(&configured)
+    }
+
+    /// Addresses of sockets that came and that no listener took (the new config left
+    /// them): closed when this is dropped.
+    fn left(&self) -> Vec<SocketAddr> {
+        self.sockets.keys().copied().collect()
+    }
+}
+
+/// The sockets for the listener configured at `addr`: those handed over if any came
+/// (`inherited`), else bound now.
+pub fn open_group(
+    addr: SocketAddr,
+    workers: usize,
+    inherited: &mut Inherited,
+) -> io::Result<(SocketAddr, Vec<TcpListener>)> {
+    match inherited.take(addr) {
+        Some(sockets) => adopt(addr, sockets, workers),
+        None => bind_group(addr, workers),
+    }
+}
+
+/// Logs the handed-over sockets no listener took.
+pub fn report_left(inherited: &Inherited) {
+    for addr in inherited.left() {
+        tracing::warn!(listener = %addr, "a listener of the previous process is not in this config: its socket is closed");
+    }
+}
+
+/// Handed-over sockets of the listener configured at `addr`: every one of them (a
+/// socket closed here would drop the connections in its queue, which the kernel gave it
+/// among its SO_REUSEPORT group), and new ones joining their group until there is one
+/// per worker. Fails if one is not bound where the config says.
+fn adopt(
+    addr: SocketAddr,
+    mut sockets: Vec<TcpListener>,
+    workers: usize,
+) -> io::Result<(SocketAddr, Vec<TcpListener>)> {
+    let mut actual = None;
+    for socket in &sockets {
+        let bound = socket.local_addr()?;
+        let fits = bound.ip() == addr.ip() && (addr.port() == 0 || bound.port() == addr.port());
+        if !fits || actual.is_some_and(|a| a != bound) {
+            return Err(io::Error::other(format!(
+                "a socket handed over for listener {addr} is bound to {bound}"
+            )));
+        }
+        socket.set_nonblocking(true)?;
+        actual = Some(bound);
+    }
+    let actual = actual.ok_or_else(|| io::Error::other(format!("no socket for {addr}")))?;
+    while sockets.len() < workers {
+        sockets.push(bind(actual)?);
+    }
+    Ok((actual, sockets))
 }
 
 /// Fails if anything listens on `addr` already. SO_REUSEPORT would otherwise let a second
