@@ -45,6 +45,10 @@ pub enum Signal {
     Upgraded(u32),
 }
 
+/// After an upgrade, how long connections this process accepted have to send their
+/// first request before the drain closes those still idle.
+const FIRST_REQUEST_WAIT: Duration = Duration::from_secs(1);
+
 /// How the main loop ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stopped {
@@ -393,10 +397,19 @@ pub fn run_until_stopped(
             Ok(Signal::Stop) | Err(_) => break Stopped::Stopped,
         }
     };
-    if stopped == Stopped::Stopped {
-        tracing::info!("stopping: no new connections; finishing requests in flight");
-        // Not after an upgrade: systemd follows the new process, which is not stopping.
-        crate::notify::stopping();
+    match stopped {
+        Stopped::Stopped => {
+            tracing::info!("stopping: no new connections; finishing requests in flight");
+            // Not after an upgrade: systemd follows the new process, which is not stopping.
+            crate::notify::stopping();
+        }
+        Stopped::Upgraded => {
+            proxy.stop_accepting();
+            // A connection accepted here just before has its request on the way: it is
+            // answered (with `Connection: close`) once it comes, where a drain at once
+            // would close the connection unanswered, a failure no client retries.
+            std::thread::sleep(FIRST_REQUEST_WAIT);
+        }
     }
     proxy.shutdown();
     std::thread::spawn(move || {

@@ -315,6 +315,17 @@ impl Proxy {
     /// close, so a client that sees its idle connection closed also finds new
     /// connections refused. Calling it again does nothing.
     pub fn shutdown(&self) {
+        self.stop_accepting();
+        let _ = self.drain.send(true);
+    }
+
+    /// The first half of [`shutdown`](Self::shutdown): every worker closes its listening
+    /// sockets, and returns once all have; the connections they accepted are served on
+    /// as before (idle ones are not closed) until `shutdown`. A binary upgrade waits
+    /// between the two: a client whose connection this process accepted just before has
+    /// its request taken and answered, not its connection closed unanswered. Calling it
+    /// again does nothing.
+    pub fn stop_accepting(&self) {
         if self.stopping.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -324,7 +335,6 @@ impl Proxy {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         wait_for(&acks, self.workers.len());
-        let _ = self.drain.send(true);
     }
 
     /// Waits for every worker to finish.

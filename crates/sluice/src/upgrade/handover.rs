@@ -122,7 +122,10 @@ fn answer(stream: &UnixStream, state: &Shared) -> io::Result<()> {
         Request::Spawn(exe) => {
             let said = match upgrade_to(state, &exe) {
                 Ok(pid) => format!("upgraded {} {pid}", std::process::id()),
-                Err(why) => format!("refused {why}"),
+                Err(why) => {
+                    tracing::error!("upgrade failed: {why}; still serving");
+                    format!("refused {why}")
+                }
             };
             writeln!(&*stream, "{said}")
         }
