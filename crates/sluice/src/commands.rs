@@ -269,7 +269,7 @@ pub fn demo(listen: SocketAddr) -> anyhow::Result<ExitCode> {
     }
     let text = demo_config(listen, &servers);
     let config = sluice_config::parse("demo.toml", &text).map_err(|e| anyhow!("{e}"))?;
-    let signals = crate::serve::signals()?;
+    let signals = crate::signals::signals()?;
     let admin_config = config.admin.clone().expect("the demo's config has [admin]");
     let proxy = Proxy::start(config)
         .with_context(|| format!("listening on {listen} (try --listen 127.0.0.1:0)"))?;

@@ -12,6 +12,7 @@ mod notify;
 mod plan;
 mod plural;
 mod serve;
+mod signals;
 mod upgrade;
 
 use clap::{CommandFactory, Parser, Subcommand};

@@ -14,7 +14,8 @@
 //! new process; once it serves, this one drains as at a stop, and exits.
 
 use crate::exit::{BAD_INPUT as BAD_CONFIG, INTERRUPTED};
-use crate::upgrade::{self, Handover, Lent, Taken, Takeover};
+use crate::signals::{signal_channel, Signal};
+use crate::upgrade::{self, Ask, Handover, Taken, Takeover};
 use anyhow::{anyhow, Context};
 use sluice_discovery::Discovery;
 use sluice_proxy::Proxy;
@@ -26,24 +27,6 @@ use std::time::Duration;
 
 /// Callers of the admin API waiting for the result of the next reload.
 pub type Waiting = Arc<Mutex<Vec<Sender<Result<String, String>>>>>;
-
-/// What a signal, or a request that acts like one, asks of the running process.
-#[derive(Debug)]
-pub enum Signal {
-    /// SIGTERM or SIGINT: drain and exit.
-    Stop,
-    /// SIGHUP: reload the config.
-    Reload,
-    /// SIGUSR1: reopen the access log (logrotate moved it).
-    Reopen,
-    /// SIGUSR2: start the binary sluice was started from as a new process that takes
-    /// over (a binary upgrade).
-    Upgrade,
-    /// The upgrade socket asks for copies of the sockets, for a new process.
-    Lend(Sender<std::io::Result<Lent>>),
-    /// The new process with this id serves: drain as at a stop, and exit.
-    Upgraded(u32),
-}
 
 /// After an upgrade, how long connections this process accepted have to send their
 /// first request before the drain closes those still idle.
@@ -98,10 +81,7 @@ pub fn serve(path: &Path, upgrading: bool) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().ok();
     // The running sluice's sockets, asked for once the config is known good.
     let (takeover, taken) = match upgrading {
-        true => {
-            let (t, taken) = Takeover::connect(&upgrade::socket_path(&pid_file))?;
-            (Some(t), taken)
-        }
+        true => Takeover::connect(&upgrade::socket_path(&pid_file)).map(|(t, s)| (Some(t), s))?,
         false => (None, Taken::default()),
     };
     let (signal, signals) = signal_channel()?;
@@ -121,12 +101,10 @@ pub fn serve(path: &Path, upgrading: bool) -> anyhow::Result<ExitCode> {
         path,
         (&signal, &waiting),
     )?;
-    if let Some(takeover) = takeover {
-        if let Err(e) = takeover.serving() {
-            proxy.shutdown();
-            let _ = proxy.wait();
-            return Err(e.context("not serving: the running sluice keeps serving"));
-        }
+    if let Err(e) = takeover.map_or(Ok(()), Takeover::serving) {
+        proxy.shutdown();
+        let _ = proxy.wait();
+        return Err(e.context("not serving: the running sluice keeps serving"));
     }
     std::fs::write(&pid_file, format!("{}\n", std::process::id()))
         .with_context(|| format!("writing the pid file {}", pid_file.display()))?;
@@ -186,7 +164,9 @@ fn start_admin(
 /// socket, a directory not writable) sluice serves, and says that it cannot be upgraded.
 fn open_handover(pid_file: &Path, config: &Path, signal: &Sender<Signal>) -> Option<Handover> {
     let path = upgrade::socket_path(pid_file);
-    match Handover::open(path.clone(), config, signal.clone()) {
+    let signal = signal.clone();
+    let tell = move |ask| signal.send(Signal::Handover(ask)).is_ok();
+    match Handover::open(path.clone(), config, Box::new(tell)) {
         Ok(handover) => Some(handover),
         Err(e) => {
             tracing::warn!(socket = %path.display(), cause = %e, "no upgrade socket: binary upgrades of this process are not possible");
@@ -304,12 +284,6 @@ fn pid_file(config_path: &Path, configured: Option<&Path>) -> PathBuf {
     std::env::temp_dir().join(format!("sluice-{hash:016x}.pid"))
 }
 
-/// SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2, delivered over a channel by a thread of their own. The
-/// handlers are installed before this returns, so no early signal is lost.
-pub fn signals() -> anyhow::Result<Receiver<Signal>> {
-    signal_channel().map(|(_, rx)| rx)
-}
-
 /// How the admin API reloads: it asks the main loop as SIGHUP does, and waits for the
 /// answer of that reload.
 fn reload_on_request(signal: Sender<Signal>, waiting: Waiting) -> sluice_admin::Reload {
@@ -327,42 +301,6 @@ fn reload_on_request(signal: Sender<Signal>, waiting: Waiting) -> sluice_admin::
         rx.recv_timeout(Duration::from_secs(60))
             .map_err(|_| "no answer from the reload within 60 s".to_string())?
     })
-}
-
-/// The signals' channel, and a sender into it for requests that act like a signal.
-fn signal_channel() -> anyhow::Result<(Sender<Signal>, Receiver<Signal>)> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let (mut term, mut int, mut hup, mut usr1, mut usr2) = runtime.block_on(async {
-        Ok::<_, std::io::Error>((
-            signal(SignalKind::terminate())?,
-            signal(SignalKind::interrupt())?,
-            signal(SignalKind::hangup())?,
-            signal(SignalKind::user_defined1())?,
-            signal(SignalKind::user_defined2())?,
-        ))
-    })?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    let sender = tx.clone();
-    std::thread::spawn(move || {
-        runtime.block_on(async move {
-            loop {
-                let signal = tokio::select! {
-                    _ = term.recv() => Signal::Stop,
-                    _ = int.recv() => Signal::Stop,
-                    _ = hup.recv() => Signal::Reload,
-                    _ = usr1.recv() => Signal::Reopen,
-                    _ = usr2.recv() => Signal::Upgrade,
-                };
-                if tx.send(signal).is_err() {
-                    return;
-                }
-            }
-        })
-    });
-    Ok((sender, rx))
 }
 
 /// Serves until a stop signal or an upgrade, reloading the config on SIGHUP, then
@@ -386,11 +324,11 @@ pub fn run_until_stopped(
                 Some((handover, exe)) => handover.spawn(exe.to_path_buf()),
                 None => tracing::warn!("SIGUSR2 ignored: this sluice cannot be upgraded"),
             },
-            Ok(Signal::Lend(to)) => {
+            Ok(Signal::Handover(Ask::Lend(to))) => {
                 let admin = serving.as_ref().and_then(|s| s.admin);
                 let _ = to.send(upgrade::lend(proxy, admin));
             }
-            Ok(Signal::Upgraded(pid)) => {
+            Ok(Signal::Handover(Ask::Upgraded(pid))) => {
                 tracing::info!(pid, "upgraded: the new process serves; stopping here: no new connections; finishing requests in flight");
                 break Stopped::Upgraded;
             }

@@ -22,7 +22,7 @@ mod handover;
 mod passing;
 mod takeover;
 
-pub use handover::Handover;
+pub use handover::{Ask, Handover};
 pub use passing::Kind;
 pub use takeover::{Taken, Takeover};
 

@@ -2,17 +2,16 @@
 //! process that asks (`take`), a copy of every listening socket, then the wait for its
 //! "serving" before this process stops accepting; for `sluice upgrade` (`spawn`) or
 //! SIGUSR2, starting that new process. Never stops this process itself: it asks the
-//! main loop (`Signal::Upgraded`), which drains as at a stop; and never hands over twice.
+//! main loop ([`Ask::Upgraded`]), which drains as at a stop; and never hands over twice.
 
 use super::passing::{self, read_line, Kind};
-use crate::serve::Signal;
+use super::Lent;
 use std::io::{self, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,6 +20,18 @@ use std::time::{Duration, Instant};
 const TAKEOVER_WAIT: Duration = Duration::from_secs(60);
 /// How long the main loop has to lend the sockets.
 const LEND_WAIT: Duration = Duration::from_secs(15);
+
+/// What the handover asks of the main loop, which owns the proxy.
+#[derive(Debug)]
+pub enum Ask {
+    /// Copies of every socket to hand over.
+    Lend(std::sync::mpsc::Sender<io::Result<Lent>>),
+    /// The process with this id serves now: stop accepting, drain and exit.
+    Upgraded(u32),
+}
+
+/// How the handover asks the main loop (false: it no longer listens).
+pub type Tell = Box<dyn Fn(Ask) -> bool + Send + Sync>;
 
 /// The upgrade socket of a running `sluice serve`, served by a thread of its own.
 pub struct Handover {
@@ -35,7 +46,7 @@ pub struct Handover {
 struct Shared {
     outcome: Mutex<Outcome>,
     changed: Condvar,
-    signals: Mutex<Sender<Signal>>,
+    tell: Tell,
     /// The config file, as `serve` was given it: the new process's `-c`.
     config: PathBuf,
 }
@@ -59,7 +70,7 @@ enum Request {
 
 impl Handover {
     /// Listens on `path` (mode 0600; a stale socket there is replaced).
-    pub fn open(path: PathBuf, config: &Path, signals: Sender<Signal>) -> io::Result<Handover> {
+    pub fn open(path: PathBuf, config: &Path, tell: Tell) -> io::Result<Handover> {
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
@@ -67,7 +78,7 @@ impl Handover {
         let state = Arc::new(Shared {
             outcome: Mutex::new(Outcome::Serving),
             changed: Condvar::new(),
-            signals: Mutex::new(signals),
+            tell,
             config: config.to_path_buf(),
         });
         let serving = state.clone();
@@ -166,16 +177,16 @@ fn take(stream: &UnixStream, state: &Shared, peer: u32) -> io::Result<()> {
     state.changed.notify_all();
     drop(outcome);
     if result.is_ok() {
-        let _ = lock(&state.signals).send(Signal::Upgraded(peer));
+        (state.tell)(Ask::Upgraded(peer));
     }
     result
 }
 
 fn hand_over(stream: &UnixStream, state: &Shared, peer: u32) -> io::Result<()> {
     let (tx, rx) = std::sync::mpsc::channel();
-    lock(&state.signals)
-        .send(Signal::Lend(tx))
-        .map_err(|_| io::Error::other("this sluice is stopping"))?;
+    if !(state.tell)(Ask::Lend(tx)) {
+        return Err(io::Error::other("this sluice is stopping"));
+    }
     let lent = rx
         .recv_timeout(LEND_WAIT)
         .map_err(|_| io::Error::other("this sluice is stopping"))??;
