@@ -189,6 +189,38 @@ fn listening_inode(table: &str, port: u16) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// Every socket handed over is kept (fewer workers: several per worker), and more
+    /// join their group when there are more workers; all on the same address.
+    #[test]
+    fn handed_over_sockets_are_kept_and_joined_up_to_one_per_worker() {
+        let configured: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let (actual, group) = bind_group(configured, 2).unwrap();
+        for (workers, expected) in [(1, 2), (3, 3)] {
+            let mut inherited = Inherited::default();
+            for s in &group {
+                inherited.add(configured, s.try_clone().unwrap());
+            }
+            let (bound, adopted) = open_group(configured, workers, &mut inherited).unwrap();
+            assert_eq!(bound, actual);
+            assert_eq!(adopted.len(), expected, "{workers} workers");
+            assert!(adopted.iter().all(|s| s.local_addr().unwrap() == actual));
+            assert!(inherited.left().is_empty());
+        }
+    }
+
+    #[test]
+    fn a_socket_handed_over_for_another_port_is_refused() {
+        let elsewhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let bound = elsewhere.local_addr().unwrap();
+        let configured = SocketAddr::from(([127, 0, 0, 1], bound.port() ^ 1));
+        let mut inherited = Inherited::default();
+        inherited.add(configured, elsewhere);
+        let e = open_group(configured, 1, &mut inherited).unwrap_err();
+        let expected =
+            format!("a socket handed over for listener {configured} is bound to {bound}");
+        assert_eq!(e.to_string(), expected);
+    }
+
     #[test]
     fn a_taken_port_names_its_owner() {
         let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

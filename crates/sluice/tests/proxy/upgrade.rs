@@ -209,6 +209,23 @@ async fn a_failed_upgrade_leaves_the_old_one_serving() {
         "{stderr}"
     );
 
+    // `serve --upgrade` with no sluice to take over from (another TMPDIR, another pid
+    // file) says so, and binds nothing.
+    std::fs::write(&old.config, &good).unwrap();
+    let elsewhere = TempDir::new("elsewhere");
+    let out = sluice()
+        .args(["serve", "--upgrade", "-c"])
+        .arg(&old.config)
+        .env("TMPDIR", &elsewhere.0)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--upgrade: no running sluice for this config answers on"),
+        "{stderr}"
+    );
+
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let busy = taken.local_addr().unwrap();
     let second = format!("[[listener]]\nbind = \"{busy}\"\n");
