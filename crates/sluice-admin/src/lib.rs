@@ -36,8 +36,19 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 /// A running admin listener; it stops when this is dropped.
 pub struct Admin {
     pub addr: SocketAddr,
+    /// A copy of the listening socket, to hand to a new process (a binary upgrade);
+    /// closed with the listener's own when this is dropped.
+    socket: std::net::TcpListener,
     stop: watch::Sender<bool>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Admin {
+    /// A copy of the listening socket, for a new process to serve on (a binary upgrade).
+    pub fn lend(&self) -> io::Result<std::os::fd::OwnedFd> {
+        use std::os::fd::AsFd;
+        self.socket.as_fd().try_clone_to_owned()
+    }
 }
 
 impl Drop for Admin {
@@ -70,9 +81,25 @@ const LIFETIME_GRACE: Duration = Duration::from_secs(5);
 
 /// Binds `config.bind` (an error names the address) and serves on a thread of its own.
 pub fn start(config: &sluice_config::Admin, view: View, info: Info) -> io::Result<Admin> {
-    let listener = std::net::TcpListener::bind(config.bind)
-        .map_err(|e| io::Error::new(e.kind(), format!("admin listener on {}: {e}", config.bind)))?;
+    start_with(config, None, view, info)
+}
+
+/// [`start`], serving on `inherited` when a previous sluice handed its admin socket
+/// over (a binary upgrade), else on a socket bound now.
+pub fn start_with(
+    config: &sluice_config::Admin,
+    inherited: Option<std::net::TcpListener>,
+    view: View,
+    info: Info,
+) -> io::Result<Admin> {
+    let listener = match inherited {
+        Some(listener) => listener,
+        None => std::net::TcpListener::bind(config.bind).map_err(|e| {
+            io::Error::new(e.kind(), format!("admin listener on {}: {e}", config.bind))
+        })?,
+    };
     listener.set_nonblocking(true)?;
+    let socket = listener.try_clone()?;
     let addr = listener.local_addr()?;
     let state = Arc::new(State {
         view,
@@ -90,6 +117,7 @@ pub fn start(config: &sluice_config::Admin, view: View, info: Info) -> io::Resul
     );
     Ok(Admin {
         addr,
+        socket,
         stop,
         thread: Some(thread),
     })

@@ -161,8 +161,11 @@ impl H2Pool {
         let mut opened = None;
         // A connection the server is closing (GOAWAY) refuses new streams before they
         // are sent: the request goes on another connection, as a browser's would. Once
-        // sent, whatever happens to it is its outcome.
-        for _ in 0..2 {
+        // sent, whatever happens to it is its outcome. Each refusal marks its connection
+        // closed, so the tries end at a connection opened for this request (a server
+        // draining closes all of a client's connections at once: two tries were not
+        // always enough). A new connection that refuses too is the outcome.
+        loop {
             let (conn, opens) = self.take();
             let _taken = Taken(conn.clone());
             if opens {
@@ -174,17 +177,20 @@ impl H2Pool {
                 self.wait_open(&conn).await?;
             }
             let send = conn.send.borrow().clone();
-            let Some(send) = send else { continue };
-            let (head, body) = request.parts();
-            match start(send, head, body, &conn).await {
-                Ok((response, written)) => {
-                    return Ok((finish(response, &written, &conn).await?, opened));
+            if let Some(send) = send {
+                let (head, body) = request.parts();
+                match start(send, head, body, &conn).await {
+                    Ok((response, written)) => {
+                        return Ok((finish(response, &written, &conn).await?, opened));
+                    }
+                    Err(e) if e.is_go_away() || e.is_io() => conn.closed.set(true),
+                    Err(e) => return Err(H2Error::of(&e)),
                 }
-                Err(e) if e.is_go_away() || e.is_io() => conn.closed.set(true),
-                Err(e) => return Err(H2Error::of(&e)),
+            }
+            if opens {
+                return Err(H2Error::Exchange(ExchangeError::Closed));
             }
         }
-        Err(H2Error::Exchange(ExchangeError::Closed))
     }
 
     /// A connection with a stream free, the stream taken; true when the caller must

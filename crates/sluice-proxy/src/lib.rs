@@ -69,11 +69,13 @@ pub mod tls;
 mod upstream;
 
 pub use runtime::leases::{Drained, LeaseError, Limited};
+pub use runtime::listen::Inherited;
 pub use runtime::server::{Proxy, ReloadSummary};
 pub use runtime::view::{
     DnsView, LimitView, ListenerView, QueueView, RouteView, ServerView, Snapshot, UpstreamView,
     View,
 };
+pub use runtime::worker::Lent;
 pub use state::drain::DrainedWithoutLease;
 pub use state::group::ServerError;
 

@@ -778,12 +778,12 @@ fn duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
 pub fn interrupt_on_signal(
     tool: &'static str,
 ) -> anyhow::Result<tokio::sync::watch::Receiver<bool>> {
-    let signals = crate::serve::signals()?;
+    let signals = crate::signals::signals()?;
     let (tx, rx) = tokio::sync::watch::channel(false);
     std::thread::spawn(move || {
         let mut stopping = false;
         while let Ok(signal) = signals.recv() {
-            if signal != crate::serve::Signal::Stop {
+            if !matches!(signal, crate::signals::Signal::Stop) {
                 continue;
             }
             if stopping {

@@ -269,7 +269,7 @@ pub fn demo(listen: SocketAddr) -> anyhow::Result<ExitCode> {
     }
     let text = demo_config(listen, &servers);
     let config = sluice_config::parse("demo.toml", &text).map_err(|e| anyhow!("{e}"))?;
-    let signals = crate::serve::signals()?;
+    let signals = crate::signals::signals()?;
     let admin_config = config.admin.clone().expect("the demo's config has [admin]");
     let proxy = Proxy::start(config)
         .with_context(|| format!("listening on {listen} (try --listen 127.0.0.1:0)"))?;
@@ -285,7 +285,7 @@ pub fn demo(listen: SocketAddr) -> anyhow::Result<ExitCode> {
         "# Try it (each response names the backend that answered):\n  for i in 1 2 3 4 5 6; do curl -s http://{addr}/; done\n\n# Watch it on the dashboard: http://{}/\n# Then load it and watch the dashboard move:\n  sluice bench http://{addr}/ --users 20 -d 30s\n\n# Ctrl-C stops it.",
         admin.addr
     );
-    crate::serve::run_until_stopped(&proxy, signals, None);
+    let _ = crate::serve::run_until_stopped(&proxy, signals, None);
     proxy.wait()?;
     drop(admin);
     tracing::info!("stopped");

@@ -12,6 +12,8 @@ mod notify;
 mod plan;
 mod plural;
 mod serve;
+mod signals;
+mod upgrade;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::net::SocketAddr;
@@ -36,11 +38,28 @@ enum Command {
         /// The config file.
         #[arg(short, long, default_value = "sluice.toml")]
         config: PathBuf,
+        /// Take over from the running `sluice serve` of this config (a binary upgrade):
+        /// serve on its listening sockets, then it drains its connections and exits. If
+        /// this one fails before it serves, the running one keeps serving. `sluice
+        /// upgrade` starts it this way.
+        #[arg(long)]
+        upgrade: bool,
     },
     /// Validate a config and make the running `sluice serve` of that config load it:
     /// through its admin API when the config has [admin] (waiting for its answer; exit 1
     /// when it refused), else by SIGHUP. An invalid config is refused here.
     Reload {
+        /// The config file the running `sluice serve` was started with.
+        #[arg(short, long, default_value = "sluice.toml")]
+        config: PathBuf,
+    },
+    /// Replace the running `sluice serve` of this config with this binary, dropping no
+    /// connection: the running one starts `sluice serve --upgrade` (this binary's path),
+    /// which takes over its listening sockets; then the old one finishes its requests in
+    /// flight and exits (nginx's USR2 + QUIT; SIGUSR2 does the same with the binary the
+    /// running one was started from). Exit 1 when the new process failed: the running
+    /// one keeps serving.
+    Upgrade {
         /// The config file the running `sluice serve` was started with.
         #[arg(short, long, default_value = "sluice.toml")]
         config: PathBuf,
@@ -204,7 +223,8 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let result = match cli.command {
-        Command::Serve { config } => serve::serve(&config),
+        Command::Serve { config, upgrade } => serve::serve(&config, upgrade),
+        Command::Upgrade { config } => serve::upgrade(&config),
         Command::Reload { config } => serve::reload(&config),
         Command::Check { files, config } => {
             commands::check(&files.into_iter().chain(config).collect::<Vec<_>>())

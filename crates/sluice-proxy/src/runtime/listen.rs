@@ -1,7 +1,10 @@
 //! Listening sockets: one per worker and address, all bound with SO_REUSEPORT so the
-//! kernel spreads new connections across workers without a shared accept lock.
+//! kernel spreads new connections across workers without a shared accept lock; or the
+//! sockets a previous sluice handed over ([`Inherited`], a binary upgrade), adopted as
+//! they are. Never closes a handed-over socket: its queued connections would go with it.
 
 use socket2::{Domain, Protocol, Socket, Type};
+use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 
@@ -39,6 +42,79 @@ pub fn bind_group(addr: SocketAddr, workers: usize) -> io::Result<(SocketAddr, V
         group.push(bind(actual)?);
     }
     Ok((actual, group))
+}
+
+/// Listening sockets a previous sluice handed over (a binary upgrade), by the address
+/// their listener was configured at.
+#[derive(Default)]
+pub struct Inherited {
+    sockets: HashMap<SocketAddr, Vec<TcpListener>>,
+}
+
+impl Inherited {
+    /// Adds a socket of the listener configured at `configured`.
+    pub fn add(&mut self, configured: SocketAddr, socket: TcpListener) {
+        self.sockets.entry(configured).or_default().push(socket);
+    }
+
+    /// The sockets of the listener configured at `configured`, if any came.
+    fn take(&mut self, configured: SocketAddr) -> Option<Vec<TcpListener>> {
+        self.sockets.remove(&configured)
+    }
+
+    /// Addresses of sockets that came and that no listener took (the new config left
+    /// them): closed when this is dropped.
+    fn left(&self) -> Vec<SocketAddr> {
+        self.sockets.keys().copied().collect()
+    }
+}
+
+/// The sockets for the listener configured at `addr`: those handed over if any came
+/// (`inherited`), else bound now.
+pub fn open_group(
+    addr: SocketAddr,
+    workers: usize,
+    inherited: &mut Inherited,
+) -> io::Result<(SocketAddr, Vec<TcpListener>)> {
+    match inherited.take(addr) {
+        Some(sockets) => adopt(addr, sockets, workers),
+        None => bind_group(addr, workers),
+    }
+}
+
+/// Logs the handed-over sockets no listener took.
+pub fn report_left(inherited: &Inherited) {
+    for addr in inherited.left() {
+        tracing::warn!(listener = %addr, "a listener of the previous process is not in this config: its socket is closed");
+    }
+}
+
+/// Handed-over sockets of the listener configured at `addr`: every one of them (a
+/// socket closed here would drop the connections in its queue, which the kernel gave it
+/// among its SO_REUSEPORT group), and new ones joining their group until there is one
+/// per worker. Fails if one is not bound where the config says.
+fn adopt(
+    addr: SocketAddr,
+    mut sockets: Vec<TcpListener>,
+    workers: usize,
+) -> io::Result<(SocketAddr, Vec<TcpListener>)> {
+    let mut actual = None;
+    for socket in &sockets {
+        let bound = socket.local_addr()?;
+        let fits = bound.ip() == addr.ip() && (addr.port() == 0 || bound.port() == addr.port());
+        if !fits || actual.is_some_and(|a| a != bound) {
+            return Err(io::Error::other(format!(
+                "a socket handed over for listener {addr} is bound to {bound}"
+            )));
+        }
+        socket.set_nonblocking(true)?;
+        actual = Some(bound);
+    }
+    let actual = actual.ok_or_else(|| io::Error::other(format!("no socket for {addr}")))?;
+    while sockets.len() < workers {
+        sockets.push(bind(actual)?);
+    }
+    Ok((actual, sockets))
 }
 
 /// Fails if anything listens on `addr` already. SO_REUSEPORT would otherwise let a second
@@ -112,6 +188,38 @@ fn listening_inode(table: &str, port: u16) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every socket handed over is kept (fewer workers: several per worker), and more
+    /// join their group when there are more workers; all on the same address.
+    #[test]
+    fn handed_over_sockets_are_kept_and_joined_up_to_one_per_worker() {
+        let configured: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let (actual, group) = bind_group(configured, 2).unwrap();
+        for (workers, expected) in [(1, 2), (3, 3)] {
+            let mut inherited = Inherited::default();
+            for s in &group {
+                inherited.add(configured, s.try_clone().unwrap());
+            }
+            let (bound, adopted) = open_group(configured, workers, &mut inherited).unwrap();
+            assert_eq!(bound, actual);
+            assert_eq!(adopted.len(), expected, "{workers} workers");
+            assert!(adopted.iter().all(|s| s.local_addr().unwrap() == actual));
+            assert!(inherited.left().is_empty());
+        }
+    }
+
+    #[test]
+    fn a_socket_handed_over_for_another_port_is_refused() {
+        let elsewhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let bound = elsewhere.local_addr().unwrap();
+        let configured = SocketAddr::from(([127, 0, 0, 1], bound.port() ^ 1));
+        let mut inherited = Inherited::default();
+        inherited.add(configured, elsewhere);
+        let e = open_group(configured, 1, &mut inherited).unwrap_err();
+        let expected =
+            format!("a socket handed over for listener {configured} is bound to {bound}");
+        assert_eq!(e.to_string(), expected);
+    }
 
     #[test]
     fn a_taken_port_names_its_owner() {

@@ -4,9 +4,9 @@
 use crate::metrics::ProxyStats;
 use crate::runtime::capacity::ClientCap;
 use crate::runtime::checks;
-use crate::runtime::listen::{self, Bound};
+use crate::runtime::listen::{self, Bound, Inherited};
 use crate::runtime::view::View;
-use crate::runtime::worker::{self, Reload, Start};
+use crate::runtime::worker::{self, Lent, Order, Reload, Start};
 use crate::state::generation::Shared;
 use sluice_accept::OpenFiles;
 use sluice_config::Config;
@@ -32,7 +32,8 @@ pub struct Proxy {
     stopping: AtomicBool,
     stopped_accepting: Mutex<sync_mpsc::Receiver<()>>,
     workers: Vec<JoinHandle<io::Result<()>>>,
-    reloads: Vec<mpsc::UnboundedSender<Reload>>,
+    /// Each worker's orders: reloads, and lending its sockets.
+    reloads: Vec<mpsc::UnboundedSender<Order>>,
     current: watch::Sender<Arc<Shared>>,
     /// Listen address as configured -> as bound (port 0 resolved).
     listening: Arc<Mutex<Vec<(SocketAddr, SocketAddr)>>>,
@@ -103,19 +104,28 @@ impl Proxy {
     /// Binds every listener and starts the workers. Fails (starting nothing) if any
     /// address cannot be bound.
     pub fn start(config: Config) -> io::Result<Proxy> {
+        Self::start_with(config, Inherited::default())
+    }
+
+    /// [`start`](Self::start), serving on the sockets a previous sluice handed over
+    /// where they came for a listener (a binary upgrade); the others are bound. Every
+    /// socket handed over is accepted on, several by one worker when more came than
+    /// there are workers.
+    pub fn start_with(config: Config, mut inherited: Inherited) -> io::Result<Proxy> {
         resolved(&config)?;
         let cap = client_cap(&config);
         let workers = worker_count(&config);
         let mut listening = Vec::new();
         let mut per_worker: Vec<Vec<Bound>> = (0..workers).map(|_| Vec::new()).collect();
         for l in &config.listeners {
-            let (actual, group) = listen::bind_group(l.bind, workers)?;
+            let (actual, group) = listen::open_group(l.bind, workers, &mut inherited)?;
             listening.push((l.bind, actual));
-            group
-                .into_iter()
-                .zip(per_worker.iter_mut())
-                .for_each(|(listener, list)| list.push((l.bind, listener)));
+            for (i, listener) in group.into_iter().enumerate() {
+                per_worker[i % workers].push((l.bind, listener));
+            }
         }
+        listen::report_left(&inherited);
+        drop(inherited);
         if let Some(acme) = &config.acme {
             if crate::acme::ensure_placeholder(&acme.storage, &acme.domains)? {
                 tracing::info!(dir = %acme.storage.display(), "no ACME certificate yet: serving a self-signed placeholder until one is obtained");
@@ -260,12 +270,12 @@ impl Proxy {
         let (applied, acks) = sync_mpsc::channel();
         let mut told = 0;
         for (tx, listeners) in self.reloads.iter().zip(sockets) {
-            let reload = Reload {
+            let reload = Order::Reload(Reload {
                 shared: shared.clone(),
                 listeners,
                 closed: closed.clone(),
                 applied: applied.clone(),
-            };
+            });
             // A worker that has exited (after a shutdown) has nothing to apply.
             told += usize::from(tx.send(reload).is_ok());
         }
@@ -275,11 +285,47 @@ impl Proxy {
         Ok(summary)
     }
 
+    /// A copy of every listening socket of every worker, each with the address its
+    /// listener was configured at: what a binary upgrade hands to the new process. The
+    /// sockets stay this process's too until [`shutdown`](Self::shutdown) closes its
+    /// copies; the new process's keep them open, queued connections included.
+    pub fn lend_listeners(&self) -> io::Result<Vec<Lent>> {
+        if self.stopping.load(Ordering::SeqCst) {
+            return Err(io::Error::other("this sluice is stopping"));
+        }
+        let (tx, rx) = sync_mpsc::channel();
+        for worker in &self.reloads {
+            worker
+                .send(Order::Lend(tx.clone()))
+                .map_err(|_| io::Error::other("a worker has exited"))?;
+        }
+        drop(tx);
+        let mut lent = Vec::new();
+        for _ in &self.reloads {
+            let sockets = rx
+                .recv_timeout(ACK_WAIT)
+                .map_err(|_| io::Error::other("a worker did not lend its sockets in time"))?;
+            lent.extend(sockets?);
+        }
+        Ok(lent)
+    }
+
     /// Stops accepting; requests in flight finish within the grace period. Returns once
     /// every worker has closed its listening sockets. Only then do idle connections
     /// close, so a client that sees its idle connection closed also finds new
     /// connections refused. Calling it again does nothing.
     pub fn shutdown(&self) {
+        self.stop_accepting();
+        let _ = self.drain.send(true);
+    }
+
+    /// The first half of [`shutdown`](Self::shutdown): every worker closes its listening
+    /// sockets, and returns once all have; the connections they accepted are served on
+    /// as before (idle ones are not closed) until `shutdown`. A binary upgrade waits
+    /// between the two: a client whose connection this process accepted just before has
+    /// its request taken and answered, not its connection closed unanswered. Calling it
+    /// again does nothing.
+    pub fn stop_accepting(&self) {
         if self.stopping.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -289,7 +335,6 @@ impl Proxy {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         wait_for(&acks, self.workers.len());
-        let _ = self.drain.send(true);
     }
 
     /// Waits for every worker to finish.

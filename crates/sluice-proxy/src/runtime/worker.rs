@@ -25,6 +25,22 @@ use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+/// What the proxy asks of a running worker.
+pub enum Order {
+    /// Serve with a new configuration.
+    Reload(Reload),
+    /// Lend a copy of every listening socket (a binary upgrade hands them to the new
+    /// process): each with the address it was configured at, told on the channel.
+    Lend(std::sync::mpsc::Sender<std::io::Result<Vec<Lent>>>),
+}
+
+/// A copy of a worker's listening socket (its own descriptor, the same socket), with the
+/// address the config gave its listener.
+pub struct Lent {
+    pub configured: SocketAddr,
+    pub socket: std::os::fd::OwnedFd,
+}
+
 /// A change sent to every worker by a reload.
 pub struct Reload {
     pub shared: Arc<Shared>,
@@ -44,7 +60,7 @@ pub struct Start {
     pub shutdown: watch::Receiver<bool>,
     /// Turns true once every worker has stopped accepting: then drain.
     pub drain: watch::Receiver<bool>,
-    pub reloads: mpsc::UnboundedReceiver<Reload>,
+    pub reloads: mpsc::UnboundedReceiver<Order>,
     /// Told once the worker has stopped accepting (its listening sockets are closed).
     pub stopped_accepting: std::sync::mpsc::Sender<()>,
     pub stats: Arc<ProxyStats>,
@@ -54,8 +70,11 @@ pub struct Start {
     pub cap: Arc<ClientCap>,
 }
 
-/// An accepting listener: its stop signal and its task.
+/// An accepting listener: its socket (shared with its task, to be lent), its stop
+/// signal and its task.
 struct Listening {
+    listener: Rc<TcpListener>,
+    configured: SocketAddr,
     stop: Rc<Notify>,
     task: JoinHandle<()>,
 }
@@ -63,7 +82,9 @@ struct Listening {
 struct Worker {
     ctx: Rc<Context>,
     stats: Arc<ProxyStats>,
-    listeners: RefCell<HashMap<SocketAddr, Listening>>,
+    /// By bound address; several sockets of one address after a binary upgrade from a
+    /// process with more workers (each was handed over, none closed).
+    listeners: RefCell<HashMap<SocketAddr, Vec<Listening>>>,
     connections: Cell<usize>,
     all_closed: Notify,
     cap: Arc<ClientCap>,
@@ -122,35 +143,67 @@ async fn outlive_other_drains(draining: &std::sync::atomic::AtomicUsize, ctx: &C
 /// Starts accepting on `listeners`.
 fn listen(w: &Rc<Worker>, listeners: Vec<Bound>) -> std::io::Result<()> {
     for (configured, listener) in listeners {
-        let listener = TcpListener::from_std(listener)?;
+        let listener = Rc::new(TcpListener::from_std(listener)?);
         let addr = listener.local_addr()?;
         let stop = Rc::new(Notify::new());
         let stats = w.stats.listener(addr);
         let accepting = Accepting {
-            listener,
+            listener: listener.clone(),
             configured,
             stats,
             stop: stop.clone(),
         };
         let task = tokio::task::spawn_local(accept_loop(w.clone(), accepting));
+        let listening = Listening {
+            listener,
+            configured,
+            stop,
+            task,
+        };
         w.listeners
             .borrow_mut()
-            .insert(addr, Listening { stop, task });
+            .entry(addr)
+            .or_default()
+            .push(listening);
     }
     Ok(())
 }
 
-/// Stops the listener on `addr` and waits until its socket is closed.
+/// Stops the listeners on `addr` and waits until their sockets are closed.
 async fn unlisten(w: &Worker, addr: SocketAddr) {
     let listening = w.listeners.borrow_mut().remove(&addr);
-    if let Some(l) = listening {
+    for l in listening.into_iter().flatten() {
         l.stop.notify_one();
         let _ = l.task.await;
+        // The task's share of the socket is gone; this one closes it.
+        drop(l.listener);
     }
 }
 
-async fn apply_reloads(w: Rc<Worker>, mut reloads: mpsc::UnboundedReceiver<Reload>) {
-    while let Some(reload) = reloads.recv().await {
+/// A copy of each listening socket of this worker, or the error that left one out (out
+/// of descriptors): a socket not handed over would lose its queue.
+fn lend(w: &Worker) -> std::io::Result<Vec<Lent>> {
+    use std::os::fd::AsFd;
+    let listeners = w.listeners.borrow();
+    let lend_one = |l: &Listening| {
+        let socket = l.listener.as_fd().try_clone_to_owned()?;
+        Ok(Lent {
+            configured: l.configured,
+            socket,
+        })
+    };
+    listeners.values().flatten().map(lend_one).collect()
+}
+
+async fn apply_reloads(w: Rc<Worker>, mut orders: mpsc::UnboundedReceiver<Order>) {
+    while let Some(order) = orders.recv().await {
+        let reload = match order {
+            Order::Reload(reload) => reload,
+            Order::Lend(to) => {
+                let _ = to.send(lend(&w));
+                continue;
+            }
+        };
         w.ctx.apply(reload.shared);
         for addr in reload.closed {
             unlisten(&w, addr).await;
@@ -164,7 +217,7 @@ async fn apply_reloads(w: Rc<Worker>, mut reloads: mpsc::UnboundedReceiver<Reloa
 
 /// A listening socket of this worker and what its connections need.
 struct Accepting {
-    listener: TcpListener,
+    listener: Rc<TcpListener>,
     /// The address as configured: the key of its TLS settings.
     configured: SocketAddr,
     stats: Arc<ListenerStats>,

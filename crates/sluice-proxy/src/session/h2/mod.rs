@@ -133,7 +133,11 @@ fn run<'a, S: AsyncRead + AsyncWrite + Unpin + 'a>(
                     idle_since = crate::clock::now();
                 }
                 if wakes.take(CONN) {
-                    let room = streams.len() < at_once && !draining;
+                    // Draining, streams are still taken: the client sent them before
+                    // it read the GOAWAY, whose last stream id (after its PING) counts
+                    // them as processed, so no client retries them elsewhere. A crowded
+                    // client's are not.
+                    let room = streams.len() < at_once && !from.client.crowded;
                     match drive(&mut conn, &wakes, room, from.client.peer) {
                         Poll::Ready(Some((request, respond))) => {
                             let stream = || one_stream(from, request, respond);
