@@ -58,6 +58,9 @@ pub fn upstreams(s: &Snapshot) -> Value {
                 "name": u.name,
                 "balance": u.balance,
                 "changes": u.changes,
+                "sticky": u.sticky.as_ref().map(|s| json!({
+                    "mode": s.mode, "cookie": s.cookie, "sessions": s.sessions,
+                })),
                 "servers": u.servers.iter().map(server).collect::<Vec<_>>(),
                 "dns": s.dns.iter().filter(|d| d.upstream == u.name).map(|d| json!({
                     "name": d.name, "lookups": d.lookups, "failures": d.failures, "servers": d.servers,

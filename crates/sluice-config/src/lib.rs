@@ -27,6 +27,7 @@ pub mod reference;
 mod resilience;
 mod route;
 mod servers;
+mod sticky;
 mod tls;
 mod validate;
 
@@ -35,10 +36,11 @@ pub use error::{ConfigError, Errors};
 pub use guard::warnings;
 pub use model::{
     AccessLog, AccessRule, Acme, Action, Admin, Balance, BasicAuth, CertificateFiles, Config,
-    Discover, DnsQuery, FailurePolicy, Guard, HashMethod, HeaderEdits, HealthCheck, HostMatch,
-    Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat, LogTarget, Matching, Network, Pattern,
-    Place, QueuePolicy, RateLimit, RequestIdentity, Resolver, RetryPolicy, Return, Rewrite,
-    RewriteFlag, Route, Satisfy, Server, Tls, Upstream, UpstreamTls, Variable, Verdict,
+    CookieAttributes, Discover, DnsQuery, FailurePolicy, Guard, HashMethod, HeaderEdits,
+    HealthCheck, HostMatch, Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat, LogTarget,
+    Matching, Network, Pattern, Place, QueuePolicy, RateLimit, RequestIdentity, Resolver,
+    RetryPolicy, Return, Rewrite, RewriteFlag, Route, SameSite, Satisfy, Server, Sticky, Tls,
+    Upstream, UpstreamTls, Variable, Verdict,
 };
 pub use reader::{parse_duration, Reader};
 /// The TOML library the [`Reader`] walks documents of.

@@ -722,6 +722,51 @@ pub struct Upstream {
     /// `limit = "adaptive"`: each server's concurrency limit follows its latency (at
     /// most its `max_conns`, when it has one).
     pub adaptive: bool,
+    /// Sessions kept on their server (`sticky`), when asked for.
+    pub sticky: Option<Sticky>,
+}
+
+/// How a client's session stays on the server that began it: a cookie of sluice's own
+/// naming the server, or the application's session cookie learned from its responses.
+/// A session whose server is down, drained, ejected or full goes to the server the
+/// balancer picks, and stays there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sticky {
+    /// `sticky = { cookie = "srv_id" }`: sluice sets the cookie (the server's identity,
+    /// nginx's: the MD5 of its `IP:port`, in hexadecimal) on a response whose request
+    /// did not name that server.
+    Cookie {
+        name: String,
+        cookie: CookieAttributes,
+    },
+    /// `sticky = { learn = "JSESSIONID" }`: a session is on the server whose response
+    /// set the cookie; sessions unseen for `timeout` are forgotten.
+    Learn {
+        name: String,
+        timeout: Duration,
+        /// Sessions kept at most (each upstream); a new one beyond is not learned
+        /// until older ones time out.
+        max_sessions: usize,
+    },
+}
+
+/// The attributes of the cookie `sticky` sets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CookieAttributes {
+    pub path: String,
+    /// `Max-Age`; `None`: a session cookie (gone when the browser closes).
+    pub max_age: Option<Duration>,
+    pub domain: Option<String>,
+    pub secure: bool,
+    pub http_only: bool,
+    pub same_site: Option<SameSite>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SameSite {
+    Strict,
+    Lax,
+    None,
 }
 
 /// `tls` of an upstream: its servers are reached over TLS, their certificates verified.

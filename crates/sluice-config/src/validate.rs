@@ -317,5 +317,6 @@ fn upstream(
         tls: crate::tls::upstream(r, t),
         queue: crate::limits::queue(r, t),
         adaptive: crate::limits::adaptive(r, t),
+        sticky: crate::sticky::sticky(r, t, name),
     }
 }

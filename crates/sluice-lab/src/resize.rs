@@ -105,18 +105,17 @@ impl Mark {
 impl Balancer {
     /// The upstream (by name, or the only one with more than one server), its servers
     /// in service (at least `most`) and its mark now.
-    fn open(
-        &self,
-        upstream: Option<&str>,
-        most: usize,
-    ) -> Result<(String, Vec<String>, Mark), ResizeError> {
+    fn open(&self, upstream: Option<&str>, most: usize) -> Result<Opened, ResizeError> {
         match self {
             Balancer::Sluice { admin } => sluice::open(admin, upstream, most),
-            Balancer::Haproxy { socket } => haproxy::open(socket, upstream, most),
+            Balancer::Haproxy { socket } => {
+                let (name, servers, mark) = haproxy::open(socket, upstream, most)?;
+                Ok((name, servers, mark, None))
+            }
             // The lab cannot see the servers a command gives: numbered, never read.
             Balancer::Command { key, .. } => {
                 let servers = (1..=most).map(|i| format!("#{i}")).collect();
-                Ok((key.clone(), servers, Mark::States(BTreeMap::new())))
+                Ok((key.clone(), servers, Mark::States(BTreeMap::new()), None))
             }
         }
     }
@@ -160,6 +159,10 @@ impl Balancer {
     }
 }
 
+/// An opened upstream: its name, its servers in service, its mark, and how it keeps
+/// sessions on their server (a sticky sluice upstream), in words.
+type Opened = (String, Vec<String>, Mark, Option<String>);
+
 /// An upstream the lab resizes, and the drains it holds.
 pub struct Resize {
     balancer: Balancer,
@@ -167,6 +170,9 @@ pub struct Resize {
     /// The servers in service at the start, in the API's order: the first `n` serve a
     /// configuration of `n` servers.
     servers: Vec<String>,
+    /// How the upstream keeps sessions on their server, when it does (said with each
+    /// configuration: a scale-out's new server takes new sessions only).
+    sticky: Option<String>,
     shared: Arc<Shared>,
     renewer: Option<JoinHandle<()>>,
 }
@@ -204,7 +210,7 @@ impl Resize {
             },
             other => other,
         };
-        let (name, servers, mark) = balancer.open(upstream, most)?;
+        let (name, servers, mark, sticky) = balancer.open(upstream, most)?;
         let shared = Arc::new(Shared {
             state: Mutex::new(Drains {
                 drained: BTreeSet::new(),
@@ -223,6 +229,7 @@ impl Resize {
             balancer,
             upstream: name,
             servers,
+            sticky,
             shared,
             renewer: Some(renewer),
         })
@@ -249,10 +256,12 @@ impl Resize {
                 format!(", {} drained (until the lab undoes it)", d.join(", "))
             }
         };
+        let sticky = self.sticky.as_ref().map(|s| format!("; {s}"));
         format!(
-            "upstream {}: {} in service{drained}",
+            "upstream {}: {} in service{drained}{}",
             self.upstream,
-            serving.join(", ")
+            serving.join(", "),
+            sticky.unwrap_or_default()
         )
     }
 

@@ -109,6 +109,7 @@ async fn try_servers<'g, S: Stream>(
             max_trailer_bytes: generation.shared.config.max_header_bytes,
             body_timeout: generation.shared.config.request_body_timeout,
             body: body.as_deref(),
+            session: key,
         };
         let ran = bounded(deadline, attempt.run(down, head)).await;
         match ran.unwrap_or_else(|_| Err(past_deadline(req, body.is_some()))) {

@@ -32,6 +32,7 @@ mod proxy {
     mod metrics;
     mod overload;
     mod pooling;
+    mod sticky;
     mod strict;
     mod tls;
     mod websocket;

@@ -220,6 +220,13 @@ pub fn tables() -> Vec<Table> {
             &around_upstream,
         ),
         table(
+            "upstream.NAME.sticky",
+            "An upstream's `sticky`",
+            STICKY_INTRO,
+            upstream::STICKY,
+            &[LISTENER, ROUTE],
+        ),
+        table(
             "upstream.NAME.health",
             "`[upstream.NAME.health]`",
             HEALTH_INTRO,
@@ -262,6 +269,7 @@ const EDITS_INTRO: &str = "Headers changed on the way to the server (`request_he
 const LIMIT_INTRO: &str = "A named request rate that routes count against (`limit = \"NAME\"` on a route). See [Rate limits](../overload.md#rate-limits-limitname).";
 const UPSTREAM_INTRO: &str = "A group of servers, and how requests are balanced over them, limited, retried and checked. The balancer's state is shared by all workers, so round-robin sequences and least-connection counts are exact for the whole process.";
 const SERVER_INTRO: &str = "An entry of `servers`: `\"IP:port\"` or `\"host:port\"` as a string, or a table with these keys.";
+const STICKY_INTRO: &str = "Sessions kept on their server: by a cookie sluice sets (`cookie`) or by the application's own session cookie, learned from its responses (`learn`). Written inline: `sticky = { cookie = \"srv_id\" }`.";
 const HEALTH_INTRO: &str = "Active health checks of every server of the upstream. See [Failure handling](../failures.md#failure-handling-health-checks-retries-backups-slow-start).";
 const UPSTREAM_TLS_INTRO: &str = "HTTPS to the servers: `tls = true` (the system's roots, the certificate verified against the server's IP address), or a table with these keys.";
 const RESOLVER_INTRO: &str = "The name servers asked for `dns` servers. See [Servers from DNS](../balancing.md#servers-from-dns-dns-and-resolver).";

@@ -200,6 +200,47 @@ pub const UPSTREAM: &[Key] = &[
     )
     .like("nginx `proxy_pass https://` with `proxy_ssl_verify on`; HAProxy `ssl verify required ca-file`")
     .example("[upstream.app]\nservers = [\"10.0.0.1:8443\", \"10.0.0.2:8443\"]\ntls = true"),
+    Key::new(
+        "sticky",
+        "table",
+        "none (every request balanced)",
+        "Keep each client's session on one server: `{ cookie = \"NAME\" }` sets a cookie naming the server (nginx's value: the MD5 of its `IP:port`) on a response whose request did not name it, and sends the requests that name it there; `{ learn = \"JSESSIONID\" }` learns the application's session cookie from the responses that set it and sends the requests that carry it to that server. Either way a session whose server is down, ejected, drained or at its `max_conns` goes to the server the balancer picks, and stays there; the sessions are kept across reloads. See [A `sticky` table](#an-upstreams-sticky). Not with `balance = \"hash\"`.",
+    )
+    .like("nginx `sticky cookie` and `sticky learn` (open source since 1.29.6); HAProxy `cookie SERVERID insert` and `stick on req.cook(JSESSIONID)`")
+    .example("[upstream.app]\nservers = [\"10.0.0.1:8080\", \"10.0.0.2:8080\"]\nsticky = { cookie = \"srv_id\", max_age = \"1h\" }"),
+];
+
+pub const STICKY: &[Key] = &[
+    Key::new("cookie", "string", "one of `cookie` and `learn`", "The cookie sluice sets, naming the server that answered.")
+        .like("nginx `sticky cookie NAME`; HAProxy `cookie NAME insert indirect nocache`")
+        .example("[upstream.app]\nservers = [\"10.0.0.1:8080\", \"10.0.0.2:8080\"]\nsticky = { cookie = \"srv_id\" }"),
+    Key::new("learn", "string", "one of `cookie` and `learn`", "The application's session cookie (Tomcat's `JSESSIONID`, PHP's `PHPSESSID`): a response's `Set-Cookie` of it binds its value to the server that sent it; a request carrying it goes there.")
+        .like("nginx `sticky learn create=$upstream_cookie_NAME lookup=$cookie_NAME`; HAProxy `stick on req.cook(NAME)` with `stick store-response res.cook(NAME)`")
+        .example("[upstream.app]\nservers = [\"10.0.0.1:8080\", \"10.0.0.2:8080\"]\nsticky = { learn = \"JSESSIONID\", timeout = \"30m\" }"),
+    Key::new("timeout", "duration", "`\"1h\"`", "With `learn`: a session no request or response named for this long is forgotten (its next request is balanced anew).")
+        .like("nginx `sticky learn ... timeout=`")
+        .example("[upstream.app]\nservers = [\"10.0.0.1:8080\"]\nsticky = { learn = \"JSESSIONID\", timeout = \"30m\" }"),
+    Key::new("max_sessions", "integer", "`100000`", "With `learn`: the sessions the upstream remembers at most; beyond, a new session is learned only once older ones time out (its requests are balanced).")
+        .like("the size of nginx's `sticky learn ... zone=`")
+        .example("[upstream.app]\nservers = [\"10.0.0.1:8080\"]\nsticky = { learn = \"JSESSIONID\", max_sessions = 1000000 }"),
+    Key::new("path", "string", "`\"/\"`", "With `cookie`: the cookie's `Path`.")
+        .like("nginx `sticky cookie ... path=`")
+        .example("[upstream.app]\nservers = [\"10.0.0.1:8080\"]\nsticky = { cookie = \"srv_id\", path = \"/shop/\" }"),
+    Key::new("max_age", "duration", "none (a session cookie)", "With `cookie`: the cookie's `Max-Age`.")
+        .like("nginx `sticky cookie ... expires=`")
+        .example("[upstream.app]\nservers = [\"10.0.0.1:8080\"]\nsticky = { cookie = \"srv_id\", max_age = \"12h\" }"),
+    Key::new("domain", "string", "none (the request's host)", "With `cookie`: the cookie's `Domain`.")
+        .like("nginx `sticky cookie ... domain=`")
+        .example("[upstream.app]\nservers = [\"10.0.0.1:8080\"]\nsticky = { cookie = \"srv_id\", domain = \".example.com\" }"),
+    Key::new("secure", "boolean", "`false` (`true` with `samesite = \"none\"`)", "With `cookie`: the cookie's `Secure`: sent over HTTPS only.")
+        .like("nginx `sticky cookie ... secure`")
+        .example("[upstream.app]\nservers = [\"10.0.0.1:8080\"]\nsticky = { cookie = \"srv_id\", secure = true }"),
+    Key::new("httponly", "boolean", "`true`", "With `cookie`: the cookie's `HttpOnly`: not readable by the page's scripts.")
+        .like("nginx `sticky cookie ... httponly`")
+        .example("[upstream.app]\nservers = [\"10.0.0.1:8080\"]\nsticky = { cookie = \"srv_id\", httponly = false }"),
+    Key::new("samesite", "string: `strict`, `lax`, `none`", "none", "With `cookie`: the cookie's `SameSite`.")
+        .like("nginx `sticky cookie ... samesite=`")
+        .example("[upstream.app]\nservers = [\"10.0.0.1:8080\"]\nsticky = { cookie = \"srv_id\", samesite = \"lax\" }"),
 ];
 
 pub const SERVER: &[Key] = &[

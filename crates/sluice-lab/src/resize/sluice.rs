@@ -15,7 +15,7 @@ pub(super) fn open(
     admin: &str,
     upstream: Option<&str>,
     most: usize,
-) -> Result<(String, Vec<String>, Mark), ResizeError> {
+) -> Result<(String, Vec<String>, Mark, Option<String>), ResizeError> {
     let all = upstreams(admin)?;
     let counts = all
         .iter()
@@ -25,7 +25,23 @@ pub(super) fn open(
     let up = &all[&name];
     let servers = in_service(&name, up, most)?;
     let changes = up["changes"].as_u64().unwrap_or_default();
-    Ok((name, servers, Mark::Changes(changes)))
+    Ok((name, servers, Mark::Changes(changes), stickiness(up)))
+}
+
+/// How the upstream keeps sessions on their server, in words, when it is `sticky`.
+fn stickiness(up: &Value) -> Option<String> {
+    let sticky = up.get("sticky").filter(|s| !s.is_null())?;
+    let cookie = sticky["cookie"].as_str().unwrap_or("?");
+    let how = match sticky["mode"].as_str() {
+        Some("learn") => format!(
+            "the application's session cookie {cookie}, {} sessions known",
+            sticky["sessions"].as_u64().unwrap_or_default()
+        ),
+        _ => format!("sluice's cookie {cookie}"),
+    };
+    Some(format!(
+        "sessions sticky by {how}: a drained server's sessions move, a server put back takes new sessions only"
+    ))
 }
 
 /// The upstream's `changes` now, if the API answers.
@@ -228,5 +244,18 @@ mod tests {
         );
         let e = pick(&all, None).map(|_| ()).unwrap_err().to_string();
         assert!(e.contains("--upstream (a, b)"), "{e}");
+    }
+
+    #[test]
+    fn a_sticky_upstream_says_how_its_sessions_stay() {
+        let all = api(
+            r#"{"upstreams":[{"name":"app","sticky":{"mode":"learn","cookie":"JSESSIONID","sessions":12},
+                "servers":[{"addr":"10.0.0.1:8080"},{"addr":"10.0.0.2:8080"}]},
+                {"name":"web","sticky":null,"servers":[{"addr":"10.0.0.3:8080"}]}]}"#,
+        );
+        let said = stickiness(&all["app"]).unwrap();
+        assert!(said.contains("JSESSIONID, 12 sessions known"), "{said}");
+        assert!(said.contains("takes new sessions only"), "{said}");
+        assert_eq!(stickiness(&all["web"]), None);
     }
 }

@@ -99,6 +99,13 @@ impl<S: Stream> Http1<'_, S> {
     }
 
     /// Reads the request body from the client and writes it, after `head`, to `to`.
+    /// Adds a header line to the prepared head, before the blank line that ends it.
+    pub fn add_header(&mut self, name: &str, value: &[u8]) {
+        let end = self.out.len().saturating_sub(2);
+        let line = [name.as_bytes(), b": ", value, b"\r\n"].concat();
+        self.out.splice(end..end, line);
+    }
+
     pub async fn send_request_body<W: tokio::io::AsyncWrite + Unpin>(
         &mut self,
         head: &[u8],

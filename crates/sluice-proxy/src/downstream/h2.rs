@@ -61,6 +61,13 @@ impl Http2<'_> {
         }
     }
 
+    /// Adds a header to the prepared head.
+    pub fn add_header(&mut self, name: &str, value: &[u8]) {
+        if let Some(head) = &mut self.pending {
+            append(head.headers_mut(), name.as_bytes(), value);
+        }
+    }
+
     /// Sends the prepared head, then the body read from `from` as DATA frames.
     pub async fn relay_response(
         &mut self,

@@ -60,6 +60,14 @@ impl<S: Stream> Downstream<'_, S> {
         }
     }
 
+    /// Adds a header to the prepared final response head (a sticky session's cookie).
+    pub fn add_header(&mut self, name: &str, value: &[u8]) {
+        match self {
+            Downstream::Http1(h) => h.add_header(name, value),
+            Downstream::Http2(h) => h.add_header(name, value),
+        }
+    }
+
     pub async fn send_request_body<W: AsyncWrite + Unpin>(
         &mut self,
         head: &[u8],

@@ -236,7 +236,7 @@ fn arg<'q>(query: &'q str, name: &str) -> &'q str {
 }
 
 /// The value of cookie `name` (any case) in the `Cookie` headers.
-fn cookie<'h>(headers: &[httparse::Header<'h>], name: &str) -> Option<&'h [u8]> {
+pub fn cookie<'h>(headers: &[httparse::Header<'h>], name: &str) -> Option<&'h [u8]> {
     headers
         .iter()
         .filter(|h| h.name.eq_ignore_ascii_case("cookie"))

@@ -93,6 +93,17 @@ pub struct UpstreamView {
     /// Changes to its set of servers or to a server's drain since it was first
     /// configured, by anyone: a drain, an undrain, a lease running out, a reload, DNS.
     pub changes: u64,
+    /// How it keeps sessions on their server, when it is `sticky`.
+    pub sticky: Option<StickyView>,
+}
+
+/// An upstream's `sticky`: by which cookie, and (`learn`) how many sessions it knows.
+#[derive(Debug, Clone)]
+pub struct StickyView {
+    /// `cookie` (sluice's own) or `learn` (the application's).
+    pub mode: &'static str,
+    pub cookie: String,
+    pub sessions: Option<usize>,
 }
 
 /// The upstream's queue of requests waiting for a server below its `max_conns`.
@@ -284,6 +295,15 @@ fn upstreams(shared: &Shared, stats: &ProxyStats) -> Vec<UpstreamView> {
                 rejected: u.queue.rejected.get(),
             },
             changes: u.changes(),
+            sticky: u.sticky.as_ref().map(|s| StickyView {
+                mode: if s.sessions().is_some() {
+                    "learn"
+                } else {
+                    "cookie"
+                },
+                cookie: s.cookie.clone(),
+                sessions: s.sessions(),
+            }),
         })
         .collect()
 }

@@ -329,12 +329,18 @@ fn locate(generation: &Generation, listener: SocketAddr, view: &View<'_>) -> Loc
     route::locate::locate(&generation.router, routes, listener, view)
 }
 
-/// The request's hash key into `key`, when its route's upstream hashes.
+/// The request's hash key into `key`, when its route's upstream hashes; with `sticky`,
+/// its session cookie's value.
 fn hash_key(generation: &Generation, route: Option<RouteId>, view: &View<'_>, key: &mut Vec<u8>) {
     key.clear();
-    let upstream = route.and_then(|r| generation.shared.upstream_of(r));
-    if let Some(template) = upstream.and_then(|u| generation.shared.upstream(u).key_template()) {
+    let Some(upstream) = route.and_then(|r| generation.shared.upstream_of(r)) else {
+        return;
+    };
+    let group = generation.shared.upstream(upstream);
+    if let Some(template) = group.key_template() {
         key::evaluate(template, view, key);
+    } else if let Some(sticky) = &group.sticky {
+        key.extend_from_slice(key::cookie(view.headers, &sticky.cookie).unwrap_or_default());
     }
 }
 

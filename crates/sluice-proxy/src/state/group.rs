@@ -10,6 +10,7 @@
 use crate::state::health::{now_ns, LazyNow};
 pub use crate::state::queue::{InFlight, Queue, Queued};
 pub use crate::state::server::{ServerError, ServerState};
+use crate::state::sticky::Stickiness;
 use crate::tls::client::ClientTls;
 use sluice_balance::{
     default_table_size, Balancer, Candidate, ConsistentHash, Context, LeastConn, PeakEwma,
@@ -63,6 +64,8 @@ pub struct ServerGroup {
     /// Changes to its set of servers or to a server's drain or trial limit, by anyone (see
     /// [`ServerGroup::changed`]); carried across reloads.
     changes: Arc<AtomicU64>,
+    /// Its sticky sessions, when it has `sticky`; learned ones carried across reloads.
+    pub sticky: Option<Stickiness>,
 }
 
 impl ServerGroup {
@@ -83,6 +86,10 @@ impl ServerGroup {
         let balancer = Mutex::new(balancer_for(&config));
         let queue = previous.map(|p| p.queue.clone()).unwrap_or_default();
         let changes = carried_changes(previous, &servers);
+        let sticky = config
+            .sticky
+            .as_ref()
+            .map(|s| Stickiness::new(s, &servers, previous.and_then(|p| p.sticky.as_ref())));
         if !queue.is_empty() {
             // Limits raised or servers added: waiters take the new room first.
             queue.pump(&mut queue.lock(), &servers);
@@ -96,6 +103,7 @@ impl ServerGroup {
             queue,
             config,
             changes,
+            sticky,
         }
     }
 
@@ -117,7 +125,8 @@ impl ServerGroup {
         self.servers[server].addr
     }
 
-    /// The hash key template, when this upstream balances by consistent hashing.
+    /// The hash key template, when this upstream balances by consistent hashing (with
+    /// `sticky`, the key is the session cookie's value instead).
     pub fn key_template(&self) -> Option<&KeyTemplate> {
         match &self.config.balance {
             Balance::Hash { key, .. } => Some(key),
@@ -183,6 +192,14 @@ impl ServerGroup {
             for (i, c) in snapshot.iter_mut().enumerate() {
                 c.available &= self.servers[i].has_room();
             }
+        }
+        // A session's server takes it while the balancer could give it the request.
+        let stuck = self
+            .sticky
+            .as_ref()
+            .and_then(|s| s.server(key, &self.servers));
+        if let Some(server) = stuck.filter(|s| snapshot[*s].available) {
+            return Some(server);
         }
         let ctx = Context {
             key,

@@ -2,7 +2,7 @@
 //! balancers and retry budgets of each upstream's servers (`group`), each server's state (`server`), its drain and
 //! drain's lease (`drain`), a `max_conns` tried for a lease (`trial`), health
 //! (`health`) and, while it is limited, idle connections (`idle`), rate limits
-//! (`limits`), connections per client (`clients`), the queue of requests waiting for a
+//! (`limits`), sticky sessions (`sticky`), connections per client (`clients`), the queue of requests waiting for a
 //! server with room (`queue`), the users of htpasswd files (`htpasswd`) and the
 //! passwords a worker verified lately (`verified`), and the generation that ties them
 //! to a config (`generation`).
@@ -18,5 +18,6 @@ pub mod idle;
 pub mod limits;
 pub mod queue;
 pub mod server;
+pub mod sticky;
 pub mod trial;
 pub mod verified;

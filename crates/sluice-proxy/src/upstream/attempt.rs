@@ -60,6 +60,8 @@ pub struct Attempt<'a> {
     /// The whole request body, read before the first try (`retry_buffer`): sent from
     /// here, so another try can send it again.
     pub body: Option<&'a [u8]>,
+    /// The request's session, when the upstream is `sticky` (its cookie's value).
+    pub session: &'a [u8],
 }
 
 impl Attempt<'_> {
@@ -315,7 +317,14 @@ impl Attempt<'_> {
                 relay: down.prepare_interim(&head, &resp),
             }
         } else {
-            Buffered::Final(resp, down.prepare_response(&head, &resp, keep_alive))
+            let delivery = down.prepare_response(&head, &resp, keep_alive);
+            if let Some(sticky) = &self.up.sticky {
+                let server = (self.server, self.up.addr(self.server));
+                if let Some(cookie) = sticky.answered(server, self.session, head.headers) {
+                    down.add_header("Set-Cookie", &cookie);
+                }
+            }
+            Buffered::Final(resp, delivery)
         };
         upstream.buf.advance(resp.head_len);
         Ok(taken)
