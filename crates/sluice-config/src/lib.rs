@@ -10,6 +10,7 @@ mod acme;
 mod admin;
 mod answer;
 mod balance;
+mod compress;
 mod discover;
 mod entry;
 mod error;
@@ -32,11 +33,11 @@ pub use admin::DEFAULT_BIND as DEFAULT_ADMIN_BIND;
 pub use error::{ConfigError, Errors};
 pub use guard::warnings;
 pub use model::{
-    AccessLog, AccessRule, Acme, Action, Admin, Balance, BasicAuth, CertificateFiles, Config,
-    Discover, DnsQuery, FailurePolicy, Guard, HashMethod, HeaderEdits, HealthCheck, HostMatch,
-    Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat, LogTarget, Network, Place, QueuePolicy,
-    RateLimit, Resolver, RetryPolicy, Return, Route, Satisfy, Server, Tls, Upstream, UpstreamTls,
-    Variable, Verdict,
+    AccessLog, AccessRule, Acme, Action, Admin, Balance, BasicAuth, CertificateFiles, Compress,
+    Config, Discover, DnsQuery, FailurePolicy, Guard, HashMethod, HeaderEdits, HealthCheck,
+    HostMatch, Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat, LogTarget, Network, Place,
+    QueuePolicy, RateLimit, Resolver, RetryPolicy, Return, Route, Satisfy, Server, Tls, Upstream,
+    UpstreamTls, Variable, Verdict,
 };
 pub use reader::{parse_duration, Reader};
 /// The TOML library the [`Reader`] walks documents of.

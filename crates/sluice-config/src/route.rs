@@ -82,6 +82,7 @@ fn route(
     let limits = crate::rate::route_limits(r, table, limits);
     let timeout = r.timeout(table, "timeout");
     let guard = crate::guard::guard(r, table);
+    let compress = crate::compress::compress(r, table, action.as_ref());
     Some(Route {
         host,
         path,
@@ -94,6 +95,7 @@ fn route(
         limits,
         timeout,
         guard,
+        compress,
         at,
     })
 }
