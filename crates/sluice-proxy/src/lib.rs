@@ -50,6 +50,7 @@ pub mod acme;
 mod answer;
 mod client;
 mod clock;
+mod compress;
 mod context;
 mod downstream;
 mod failure;
