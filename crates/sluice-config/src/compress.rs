@@ -77,16 +77,31 @@ pub(crate) fn compress(
         );
         None
     }?;
-    let files = matches!(action, Some(Action::Files { .. }) | None);
-    if compress.precompressed && !files {
-        let span = item.as_table_like().and_then(|t| t.get("precompressed"));
-        r.error(
-            span.and_then(|v| v.span()).or(item.span()),
+    fits(r, &compress, action, item);
+    Some(compress)
+}
+
+/// A proxied route compresses on the fly; a `root` route sends its files' copies
+/// compressed ahead (`precompressed`); a `return` has nothing to compress.
+fn fits(r: &mut Reader, compress: &Compress, action: Option<&Action>, item: &toml_edit::Item) {
+    let (message, hint) = match action {
+        Some(Action::Proxy { .. }) if compress.precompressed => (
             "`precompressed` is for a `root` route's files",
             "remove it, or move it to the route with `root`",
-        );
-    }
-    Some(compress)
+        ),
+        Some(Action::Files { .. }) if !compress.precompressed => (
+            "a `root` route's files are not compressed on the fly",
+            "write compress = { precompressed = true } and keep FILE.gz, FILE.br or FILE.zst beside each file",
+        ),
+        Some(Action::Return(_)) => (
+            "`compress` is for a route with `upstream` or `root`",
+            "remove it: sluice's own answers are short",
+        ),
+        _ => return,
+    };
+    let key = item.as_table_like().and_then(|t| t.get("precompressed"));
+    let span = key.and_then(|v| v.span()).or(item.span());
+    r.error(span, message, hint);
 }
 
 /// `compress = true`.

@@ -869,17 +869,22 @@ compress = { gzip = false }
 [[route]]
 upstream = "a"
 compress = "yes"
+[[route]]
+path = "/d/"
+root = "."
+compress = true
 [upstream.a]
 servers = ["127.0.0.1:2"]
 "#;
     let got = errors(text);
-    assert_eq!(got.len(), 5, "{got:?}");
+    assert_eq!(got.len(), 6, "{got:?}");
     for expected in [
         "bad.toml:6:21: `gzip` must be a level from 1 to 9",
         "bad.toml:6:34: \"text/html; charset=utf-8\" is not a media type",
         "bad.toml:10:30: `precompressed` is for a `root` route's files",
         "bad.toml:14:12: `compress` turns every coding off",
         "bad.toml:17:12: `compress` must be true, false or a table",
+        "bad.toml:21:12: a `root` route's files are not compressed on the fly",
     ] {
         assert!(
             got.iter().any(|e| e.starts_with(expected)),

@@ -139,6 +139,13 @@ fn route(out: &mut String, r: &Route) {
         headers(out, "request_headers", &r.request_set, &r.request_remove);
     }
     headers(out, "response_headers", &r.response_set, &r.response_remove);
+    if let Some(table) = r
+        .compress
+        .table(&r.action)
+        .filter(|_| r.guard.closed.is_empty())
+    {
+        let _ = writeln!(out, "compress = {table}");
+    }
     match r.limits.as_slice() {
         [] => {}
         [one] => {
