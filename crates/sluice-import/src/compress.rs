@@ -3,7 +3,6 @@
 //! merges them), the table written on a route, and a note on each directive that does
 //! not carry over as it is.
 
-use crate::plan::Action;
 use crate::tree::Node;
 use crate::Notes;
 
@@ -33,6 +32,15 @@ pub const DIRECTIVES: &[&str] = &[
 const GZIP_LEVEL: u32 = 1;
 const BROTLI_LEVEL: u32 = 6;
 const MIN_LENGTH: u64 = 20;
+
+/// What a route answers with, as far as compression goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Serves {
+    /// A server's answers: compressed on the fly.
+    Proxied,
+    /// A `root`'s files: their copies compressed ahead.
+    Files,
+}
 
 /// The compression settings in force at a level.
 #[derive(Debug, Clone, Default)]
@@ -88,15 +96,14 @@ impl Compression {
         }
     }
 
-    /// The `compress` table of a route doing `action`, where nginx compresses.
-    pub fn table(&self, action: &Action) -> Option<String> {
-        match action {
-            Action::Upstream(_) => self.on_the_fly(),
-            Action::Root(_) => [&self.gzip, &self.brotli]
+    /// The `compress` table of a route that `serves` so, where nginx compresses.
+    pub fn table(&self, serves: Serves) -> Option<String> {
+        match serves {
+            Serves::Proxied => self.on_the_fly(),
+            Serves::Files => [&self.gzip, &self.brotli]
                 .iter()
                 .any(|c| c.precompressed == Some(true))
                 .then(|| "{ precompressed = true }".to_string()),
-            _ => None,
         }
     }
 
@@ -183,26 +190,23 @@ mod tests {
             "text/html".into(),
             "bad".into(),
         ]);
-        let upstream = Action::Upstream("app".into());
+        let upstream = Serves::Proxied;
         assert_eq!(
-            c.table(&upstream).unwrap(),
+            c.table(upstream).unwrap(),
             "{ gzip = 5, types = [\"text/html\", \"application/json\"], min_length = 20 }"
         );
-        assert_eq!(c.table(&Action::Root("/srv".into())), None);
+        assert_eq!(c.table(Serves::Files), None);
         c.brotli.on = Some(true);
         c.brotli.precompressed = Some(true);
         c.gzip.min_length = Some(1000);
-        let both = c.table(&upstream).unwrap();
+        let both = c.table(upstream).unwrap();
         assert!(
             both.starts_with("{ gzip = 5, br = 6,") && both.ends_with("min_length = 1000 }"),
             "{both}"
         );
-        assert_eq!(
-            c.table(&Action::Root("/srv".into())).unwrap(),
-            "{ precompressed = true }"
-        );
+        assert_eq!(c.table(Serves::Files).unwrap(), "{ precompressed = true }");
         c.gzip.on = Some(false);
         c.brotli.on = Some(false);
-        assert_eq!(c.table(&upstream), None);
+        assert_eq!(c.table(upstream), None);
     }
 }
