@@ -54,13 +54,14 @@ command -v perf >/dev/null || need_apt+=(linux-perf)
 python3 -c "import ensurepip" 2>/dev/null || need_apt+=(python3-venv)
 
 # The differential test compares sluice's HTTP/1.1 parser with Python's h11; the example
-# Kubernetes manifest is read with PyYAML. Both live in this venv (under the target
+# Kubernetes manifest is read with PyYAML; brotli and zstandard decode the compressed
+# answers of the compression tests. All live in this venv (under the target
 # directory, kept across runs); the tests run its interpreter as SLUICE_PYTHON.
 target=${CARGO_TARGET_DIR:-target}
 [[ $target = /* ]] || target=$PWD/$target
 venv=$target/test-venv
 need_pip=()
-for module in h11:h11 yaml:pyyaml; do
+for module in h11:h11 yaml:pyyaml brotli:brotli zstandard:zstandard; do
     "$venv/bin/python" -c "import ${module%%:*}" 2>/dev/null || need_pip+=("${module#*:}")
 done
 

@@ -10,6 +10,7 @@ mod acme;
 mod admin;
 mod answer;
 mod balance;
+mod compress;
 mod discover;
 mod entry;
 mod error;
@@ -35,8 +36,8 @@ pub use admin::DEFAULT_BIND as DEFAULT_ADMIN_BIND;
 pub use error::{ConfigError, Errors};
 pub use guard::warnings;
 pub use model::{
-    AccessLog, AccessRule, Acme, Action, Admin, Balance, BasicAuth, CertificateFiles, Config,
-    CookieAttributes, Discover, DnsQuery, FailurePolicy, Guard, HashMethod, HeaderEdits,
+    AccessLog, AccessRule, Acme, Action, Admin, Balance, BasicAuth, CertificateFiles, Compress,
+    Config, CookieAttributes, Discover, DnsQuery, FailurePolicy, Guard, HashMethod, HeaderEdits,
     HealthCheck, HostMatch, Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat, LogTarget,
     Matching, Network, Pattern, Place, QueuePolicy, RateLimit, RequestIdentity, Resolver,
     RetryPolicy, Return, Rewrite, RewriteFlag, Route, SameSite, Satisfy, Server, Sticky, Tls,

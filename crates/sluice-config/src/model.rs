@@ -309,6 +309,8 @@ pub struct Route {
     pub timeout: Option<Duration>,
     /// Who may use the route: address rules and basic auth (open when empty).
     pub guard: Guard,
+    /// Response compression (`compress`), when the route asks for it.
+    pub compress: Option<Compress>,
     /// Where the config writes the route (its `[[route]]`), for warnings about it.
     pub at: Place,
 }
@@ -399,6 +401,51 @@ pub enum RewriteFlag {
     Redirect,
     /// `301` to the new path.
     Permanent,
+}
+
+/// `compress`: a route's responses compressed for the clients that accept it (nginx's
+/// `gzip*` and `brotli*` directives). A coding whose level is `None` is not used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compress {
+    /// gzip's level, 1 to 9.
+    pub gzip: Option<u32>,
+    /// brotli's quality, 0 to 11.
+    pub br: Option<u32>,
+    /// zstd's level, 1 to 19.
+    pub zstd: Option<u32>,
+    /// Media types compressed, lower-case, without parameters: `text/html`, a `*` in
+    /// place of a part (`text/*`, `application/*+json`), or `*` for any. A pattern with
+    /// a `*` never takes `text/event-stream`: only naming it does.
+    pub types: Vec<String>,
+    /// A response whose `Content-Length` says fewer bytes is sent as it is.
+    pub min_length: u64,
+    /// `root` routes: `FILE.zst`, `FILE.br` or `FILE.gz` beside a file is sent in its
+    /// place to a client that accepts that coding (nginx's `gzip_static`).
+    pub precompressed: bool,
+}
+
+impl Compress {
+    /// True when `media_type` (lower-case, without parameters) is one to compress.
+    pub fn compresses(&self, media_type: &str) -> bool {
+        self.types
+            .iter()
+            .any(|pattern| type_matches(pattern, media_type))
+    }
+}
+
+/// A media type against a pattern of [`Compress::types`].
+fn type_matches(pattern: &str, media_type: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == media_type,
+        // An event stream is compressed only where it is named: its events must reach
+        // the client as they come, and a wildcard is no sign that anyone thought of it.
+        Some(_) if media_type == "text/event-stream" => false,
+        Some((before, after)) => {
+            media_type.len() >= before.len() + after.len()
+                && media_type.starts_with(before)
+                && media_type.ends_with(after)
+        }
+    }
 }
 
 /// Who may use a route: `access` (address rules, first match wins, as nginx's
@@ -517,6 +564,7 @@ impl PartialEq for Route {
             limits,
             timeout,
             guard,
+            compress,
             at: _,
         } = self;
         (
@@ -543,6 +591,7 @@ impl PartialEq for Route {
             )
             && (matching, rewrites, upstream_path)
                 == (&other.matching, &other.rewrites, &other.upstream_path)
+            && compress == &other.compress
     }
 }
 

@@ -89,6 +89,7 @@ fn route(
     let guard = crate::guard::guard(r, table);
     let forwards = matches!(action, Some(Action::Proxy { .. }));
     let upstream_path = crate::location::upstream_path(r, table, forwards);
+    let compress = crate::compress::compress(r, table, action.as_ref());
     Some(Route {
         host,
         path,
@@ -104,6 +105,7 @@ fn route(
         limits,
         timeout,
         guard,
+        compress,
         at,
     })
 }

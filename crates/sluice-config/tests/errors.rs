@@ -913,3 +913,68 @@ servers = ["127.0.0.1:9101"]
     // A named group is a variable of its route's templates.
     assert_eq!(errs.len(), 7, "{errs:#?}");
 }
+
+#[test]
+fn compress_is_read_with_its_defaults_and_its_mistakes_are_named_where_written() {
+    let text = r#"[[listener]]
+bind = "127.0.0.1:8080"
+[[route]]
+path = "/a/"
+upstream = "a"
+compress = { gzip = 12, types = ["text/html; charset=utf-8"] }
+[[route]]
+path = "/c/"
+upstream = "a"
+compress = { precompressed = true }
+[[route]]
+path = "/b/"
+upstream = "a"
+compress = { gzip = false }
+[[route]]
+upstream = "a"
+compress = "yes"
+[[route]]
+path = "/d/"
+root = "."
+compress = true
+[upstream.a]
+servers = ["127.0.0.1:2"]
+"#;
+    let got = errors(text);
+    assert_eq!(got.len(), 6, "{got:?}");
+    for expected in [
+        "bad.toml:6:21: `gzip` must be a level from 1 to 9",
+        "bad.toml:6:34: \"text/html; charset=utf-8\" is not a media type",
+        "bad.toml:10:30: `precompressed` is for a `root` route's files",
+        "bad.toml:14:12: `compress` turns every coding off",
+        "bad.toml:17:12: `compress` must be true, false or a table",
+        "bad.toml:21:12: a `root` route's files are not compressed on the fly",
+    ] {
+        assert!(
+            got.iter().any(|e| e.starts_with(expected)),
+            "{expected}\n{got:?}"
+        );
+    }
+    let good = r#"[[listener]]
+bind = "127.0.0.1:8080"
+[[route]]
+path = "/a/"
+upstream = "a"
+compress = { gzip = 6, types = ["Text/HTML", "application/*+json"], min_length = 20 }
+[[route]]
+upstream = "a"
+compress = true
+[upstream.a]
+servers = ["127.0.0.1:2"]
+"#;
+    let c = parse("good.toml", good).unwrap();
+    let a = c.routes[0].compress.as_ref().unwrap();
+    assert_eq!(
+        (a.gzip, a.br, a.zstd, a.min_length),
+        (Some(6), None, None, 20)
+    );
+    assert_eq!(a.types, ["text/html", "application/*+json"]);
+    let all = c.routes[1].compress.as_ref().unwrap();
+    assert_eq!((all.gzip, all.br, all.zstd), (Some(2), Some(4), Some(3)));
+    assert!(all.compresses("application/json") && !all.compresses("image/png"));
+}

@@ -1,6 +1,7 @@
 //! The [`Plan`] written out as a sluice config, in the order docs/configuration.md documents keys,
 //! each block with a comment saying where in the nginx config it came from.
 
+use crate::compress::Serves;
 use crate::plan::{
     Action, ClosedBy, Guard, Limit, Listener, Matching, Plan, Rewrite, Route, Satisfy, Upstream,
     Verdict,
@@ -146,6 +147,15 @@ fn route(out: &mut String, r: &Route) {
         headers(out, "request_headers", &r.request_set, &r.request_remove);
     }
     headers(out, "response_headers", &r.response_set, &r.response_remove);
+    let serves = match r.action {
+        Action::Upstream(_) => Some(Serves::Proxied),
+        Action::Root(_) => Some(Serves::Files),
+        _ => None,
+    };
+    let table = serves.and_then(|s| r.compress.table(s));
+    if let Some(table) = table.filter(|_| r.guard.closed.is_empty()) {
+        let _ = writeln!(out, "compress = {table}");
+    }
     match r.limits.as_slice() {
         [] => {}
         [one] => {

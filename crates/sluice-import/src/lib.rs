@@ -7,6 +7,7 @@
 //! is either translated, known to need nothing in sluice (said in a note), or listed as
 //! not translated: never dropped silently.
 
+mod compress;
 mod emit;
 mod guard;
 mod known;

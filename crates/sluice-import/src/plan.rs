@@ -47,6 +47,8 @@ pub struct Route {
     pub read_timeout: Option<String>,
     /// Who may have it answered: nginx's access checks in force where it is.
     pub guard: Guard,
+    /// nginx's gzip and brotli settings in force where it is.
+    pub compress: crate::compress::Compression,
     /// How nginx's location matched.
     pub matching: Matching,
     /// Its `rewrite`s, in order.

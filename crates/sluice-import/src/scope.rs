@@ -3,6 +3,7 @@
 //! `proxy_set_header`: a level that sets any of them inherits none from above (and the
 //! access checks, by their modules' rules, in `guard`).
 
+use crate::compress::{self, Compression};
 use crate::guard::{Guards, Level};
 use crate::plan::{duration, unknown_variable, Plan, Route};
 use crate::tree::Node;
@@ -23,6 +24,7 @@ pub struct Scope {
     connect_timeout: Option<String>,
     read_timeout: Option<String>,
     limits: Vec<String>,
+    compress: Compression,
     guards: Guards,
 }
 
@@ -39,7 +41,8 @@ impl Scope {
     /// Whether `d` is one of the directives a scope takes in (not a directive to note
     /// as not translated).
     pub fn claims(&self, d: &Node) -> bool {
-        INHERITED.contains(&d.name.as_str()) || self.guards.claims(d)
+        let name = d.name.as_str();
+        INHERITED.contains(&name) || compress::DIRECTIVES.contains(&name) || self.guards.claims(d)
     }
 
     /// Puts what the scope sets on `route`.
@@ -52,6 +55,7 @@ impl Scope {
         route.connect_timeout = self.connect_timeout.clone();
         route.read_timeout = self.read_timeout.clone();
         route.guard = self.guards.guard();
+        route.compress = self.compress.clone();
     }
 
     /// A server (`server`, its header) that listens without `ssl`: see
@@ -113,6 +117,7 @@ impl Scope {
             "proxy_connect_timeout" => self.connect_timeout = duration(a0),
             "proxy_read_timeout" => self.read_timeout = duration(a0),
             "limit_req" => self.limit(d, plan, notes),
+            name if compress::DIRECTIVES.contains(&name) => self.compress.take(d, notes),
             _ => {}
         }
         if let (Some(c), Some(k)) = (&self.cert, &self.key) {

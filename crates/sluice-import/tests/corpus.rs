@@ -187,6 +187,47 @@ mod nginx_corpus {
         assert_eq!(note(&imported, "internal").0, NoteKind::Changed);
     }
 
+    /// The corpus configs that compress and proxy (peertube's and discourse's routes
+    /// proxy to nothing sluice can reach): their gzip settings on every proxied route,
+    /// what sluice does itself noted, and the result valid.
+    #[test]
+    #[ignore = "needs the nginx corpus: ../shared/nginx-corpus or SLUICE_NGINX_CORPUS"]
+    fn gzip_carries_over_from_mastodon_and_mattermost() {
+        for (name, level, min) in [
+            ("mastodon-dist-nginx.conf", 6, 20),
+            ("mattermost-docker-nginx-default.conf", 6, 20),
+        ] {
+            let imported = corpus_import(name);
+            let toml = &imported.toml;
+            let proxied = toml.matches("\nupstream = ").count();
+            let compressed = format!("compress = {{ gzip = {level}, types = [\"text/html\"");
+            assert!(proxied > 0, "{name}: no proxied route\n{toml}");
+            assert_eq!(
+                toml.matches(&compressed).count(),
+                proxied,
+                "{name}:\n{toml}"
+            );
+            assert!(
+                toml.contains(&format!("min_length = {min} }}")),
+                "{name}:\n{toml}"
+            );
+            assert_eq!(note(&imported, "gzip_vary").0, NoteKind::Done, "{name}");
+            // Only nginx's directories, missing on this machine, may be wrong.
+            if let Err(errors) = sluice_config::parse("imported.toml", toml) {
+                let real = errors.0.iter().map(|e| e.to_string());
+                let real: Vec<String> =
+                    real.filter(|e| !e.contains("is not a directory")).collect();
+                assert!(real.is_empty(), "{name}: {real:?}");
+            }
+        }
+        let mastodon = corpus_import("mastodon-dist-nginx.conf");
+        assert_eq!(note(&mastodon, "gzip_disable").0, NoteKind::Lost);
+        assert_eq!(note(&mastodon, "gzip_proxied").0, NoteKind::Done);
+        assert!(mastodon.toml.contains("\"application/xml+rss\""));
+        let nextcloud = corpus_import("nextcloud-docker-fpm-web-nginx.conf");
+        assert_eq!(note(&nextcloud, "gzip_proxied").0, NoteKind::Changed);
+    }
+
     /// Seed 003's config, as the corpus keeps it: its third-party `consistent_hash` module
     /// becomes sluice's hash (translate.rs has the same on a config of its own).
     #[test]

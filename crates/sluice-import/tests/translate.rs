@@ -337,3 +337,58 @@ fn https_servers_by_name_are_verified_for_that_name() {
         assert!(toml.contains(expected), "{expected}: {toml}");
     }
 }
+
+#[test]
+fn gzip_and_brotli_carry_over_as_compress_each_level_replacing_the_one_above() {
+    use sluice_import::NoteKind;
+    let text = r#"events {}
+http {
+    gzip on;
+    gzip_comp_level 5;
+    gzip_min_length 1000;
+    gzip_types application/json text/css;
+    gzip_vary on;
+    gzip_proxied expired no-cache;
+    gzip_disable "msie6";
+    gzip_buffers 16 8k;
+    server {
+        listen 80;
+        location /api/ { proxy_pass http://127.0.0.1:8080; }
+        location /raw/ { gzip off; proxy_pass http://127.0.0.1:8080; }
+        location /br/ { brotli on; brotli_comp_level 4; proxy_pass http://127.0.0.1:8080; }
+        location /assets/ { root DIR/www; gzip_static on; }
+        location /files/ { root DIR/www; }
+    }
+}
+"#;
+    let (imported, _dir) = import("gzip", &[("nginx.conf", text)]);
+    let toml = &imported.toml;
+    let route = |path: &str| {
+        let at = toml.find(&format!("path = \"{path}\"")).unwrap();
+        let end = toml[at..].find("\n\n").map_or(toml.len(), |e| at + e);
+        toml[at..end].to_string()
+    };
+    let api = "compress = { gzip = 5, types = [\"text/html\", \"application/json\", \"text/css\"], min_length = 1000 }";
+    assert!(route("/api/").contains(api), "{toml}");
+    assert!(!route("/raw/").contains("compress"), "{toml}");
+    assert!(
+        route("/br/").contains("compress = { gzip = 5, br = 4,"),
+        "{toml}"
+    );
+    assert!(
+        route("/assets/").contains("compress = { precompressed = true }"),
+        "{toml}"
+    );
+    assert!(!route("/files/").contains("compress"), "{toml}");
+    let kind = |directive: &str| {
+        let n = imported.notes.iter().find(|n| n.directive == directive);
+        n.unwrap_or_else(|| panic!("no note on {directive}: {:#?}", imported.notes))
+            .kind()
+    };
+    assert_eq!(kind("gzip_vary"), NoteKind::Done);
+    assert_eq!(kind("gzip_buffers"), NoteKind::Done);
+    assert_eq!(kind("gzip_proxied"), NoteKind::Changed);
+    assert_eq!(kind("gzip_disable"), NoteKind::Lost);
+    assert!(!imported.notes.iter().any(|n| n.directive == "gzip_types"));
+    sluice_config::parse("imported.toml", toml).unwrap_or_else(|e| panic!("{toml}\n{e}"));
+}

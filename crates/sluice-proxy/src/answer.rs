@@ -6,6 +6,7 @@
 //! head for a server; [`send`] writes it and the body. The route's response header edits
 //! apply here as on relayed responses. Never reaches a server.
 
+use crate::compress::accept::Accepted;
 use crate::downstream::Downstream;
 use crate::failure::{Body, Failure, Kind};
 use crate::files::{self, FileRequest};
@@ -50,7 +51,13 @@ pub fn prepare(
                     .find(|h| h.name.eq_ignore_ascii_case(name))
                     .map(|h| h.value)
             };
+            let codings = route
+                .compress
+                .as_ref()
+                .filter(|c| c.precompressed)
+                .map(|_| Accepted::read(headers).ranked(|_| true).collect::<Vec<_>>());
             let ask = FileRequest {
+                precompressed: codings.as_deref(),
                 method: checked.method.as_bytes(),
                 path: checked.path.as_bytes(),
                 route_prefix: route.files_prefix(),

@@ -34,7 +34,7 @@
 //!    body out, response head back), retry on another server when the [`failure`]
 //!    allows it and the budget has a token.
 //! 5. **Deliver** through the client seam (`downstream`): the response head and streamed
-//!    body (`io::body`), or a tunnel after `101` (`io::tunnel`), or sluice's own error
+//!    body (`io::body`; compressed on a route with `compress`, as `compress` decides), or a tunnel after `101` (`io::tunnel`), or sluice's own error
 //!    reply (`http1::reply`); then the connection's cleanup (lingering close).
 //! 6. **Record** (`record`): the request's outcome, once: its listener's and route's
 //!    counts, its access log line and its tracing line. Then the session reads the
@@ -42,14 +42,15 @@
 //!
 //! Dependencies point one way, from the stages above to the layers below:
 //! `runtime` -> `session` -> `forward` -> {`upstream`, `downstream`, `route`, `state`,
-//! `record`, `failure`} -> `io` -> `http1`; `context` and `clock` are leaves the stages
-//! share. `docs/decisions.md` has the graph, checked by `scripts/module-graph.py`.
+//! `record`, `failure`} -> `io` -> `http1`; `context`, `clock` and `compress` are leaves
+//! the stages share. `docs/decisions.md` has the graph, checked by `scripts/module-graph.py`.
 
 mod access_log;
 pub mod acme;
 mod answer;
 mod client;
 mod clock;
+mod compress;
 mod context;
 mod downstream;
 mod failure;

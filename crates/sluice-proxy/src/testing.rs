@@ -132,7 +132,14 @@ pub fn parse_response(input: &[u8], head: bool) -> Result<Option<AcceptedRespons
     let resp = response::classify(&parsed, asked)?;
     let delivery = Delivery::of(&resp, false, true);
     let mut out = Vec::new();
-    encode::response_head(&mut out, &parsed, &resp, delivery, false, None);
+    encode::response_head(
+        &mut out,
+        &parsed,
+        &resp,
+        (delivery, false),
+        None,
+        Default::default(),
+    );
     Ok(Some(AcceptedResponse {
         status: resp.status,
         head_len: resp.head_len,

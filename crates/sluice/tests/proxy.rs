@@ -13,6 +13,7 @@ mod proxy {
     mod answers;
 
     mod balancing;
+    mod compress;
     mod dashboard;
     mod discovery;
     mod errors;

@@ -192,6 +192,13 @@ pub fn tables() -> Vec<Table> {
             &around_route,
         ),
         table(
+            "route.compress",
+            "A route's `compress` table",
+            COMPRESS_INTRO,
+            route::COMPRESS,
+            &around_route,
+        ),
+        table(
             "route.request_headers",
             "`request_headers` and `response_headers`",
             EDITS_INTRO,
@@ -265,6 +272,7 @@ const REQUEST_ID_INTRO: &str = "Each request's identity (`X-Request-ID`) and W3C
 const REWRITE_INTRO: &str = "One entry of a route's `rewrite` list: a path matching `regex` becomes `to`, then `flag` says what follows.";
 const RETURN_INTRO: &str =
     "A route's answer without a server, written as a table (`return = 204` is the short form).";
+const COMPRESS_INTRO: &str = "A route's `compress` written as a table: which codings at which levels, for which types and lengths, and precompressed files. See [Compression](../compression.md).";
 const EDITS_INTRO: &str = "Headers changed on the way to the server (`request_headers`) or back to the client (`response_headers`): `{ set = { ... }, remove = [...] }`.";
 const LIMIT_INTRO: &str = "A named request rate that routes count against (`limit = \"NAME\"` on a route). See [Rate limits](../overload.md#rate-limits-limitname).";
 const UPSTREAM_INTRO: &str = "A group of servers, and how requests are balanced over them, limited, retried and checked. The balancer's state is shared by all workers, so round-robin sequences and least-connection counts are exact for the whole process.";

@@ -132,6 +132,14 @@ pub const ROUTE: &[Key] = &[
     .like("nginx `add_header` and `proxy_hide_header`; HAProxy `http-response set-header` and `del-header`")
     .example("[[route]]\nupstream = \"app\"\nresponse_headers = { set = { \"Strict-Transport-Security\" = \"max-age=63072000\" }, remove = [\"X-Powered-By\"] }"),
     Key::new(
+        "compress",
+        "boolean or table",
+        "none (responses go as they come)",
+        "Compress responses for clients that accept it: `true` turns on zstd (level 3), brotli (`br`, quality 4) and gzip (level 2) for text, JSON, JavaScript, XML, SVG and WebAssembly of at least 256 bytes; a table chooses (see [A route's `compress` table](#a-routes-compress-table)). The coding is the one the request's `Accept-Encoding` gives the highest q-value, zstd before brotli before gzip among equals; `q=0` refuses a coding, `*` stands for those it does not name, and a request without the header gets the response as it is. Compressed: final responses other than `204`, `206` and `304`, to GET and other requests but HEAD, from HTTP/1.1 and HTTP/2 clients (an HTTP/1.0 client gets none, as from nginx), whose `Content-Type` is one of `types`, whose `Content-Length` (if any) reaches `min_length`, without `Content-Encoding`, `Content-Range` or `Cache-Control: no-transform`. Such a response gets `Vary: Accept-Encoding` whether compressed or not; compressed, it loses `Content-Length` and `Accept-Ranges` (it is sent chunked, or in DATA frames), gets `Content-Encoding`, and its strong `ETag` becomes weak (`W/`), as nginx does. The body is compressed as it streams, never held whole: what each read from the server gives is flushed to the client at once (a stream of events is not held back). A `root` route's files are not compressed on the fly: there `compress = { precompressed = true }` sends their copies compressed ahead; a `return` route takes no `compress`. See [Compression](../compression.md).",
+    )
+    .like("nginx `gzip on` with `gzip_types`, `gzip_min_length`, `gzip_comp_level`, `gzip_vary on`, `gzip_proxied any`; `brotli*` (ngx_brotli); HAProxy `filter compression`")
+    .example("[[route]]\nupstream = \"app\"\ncompress = true"),
+    Key::new(
         "upgrade",
         "list of strings",
         "`[\"websocket\"]`",
@@ -214,6 +222,57 @@ pub const AUTH_BASIC: &[Key] = &[
     )
     .like("nginx: none (every request is verified again)")
     .example("[[route]]\nupstream = \"app\"\nauth_basic = { realm = \"ops\", user_file = \"/etc/sluice/htpasswd\", cache = \"5m\" }"),
+];
+
+pub const COMPRESS: &[Key] = &[
+    Key::new(
+        "zstd",
+        "integer (1 to 19) or boolean",
+        "`3` when the table names no coding, else off",
+        "zstd's level, for clients that accept `zstd`; `true` is level 3, `false` turns it off. A table naming any of `zstd`, `br` and `gzip` turns on only those it names. zstd is preferred among codings a client accepts equally: level 3 makes smaller output than gzip's level 6 with a fraction of its CPU.",
+    )
+    .like("nginx: none (the zstd-nginx-module's `zstd_comp_level`)")
+    .example("[[route]]\nupstream = \"app\"\ncompress = { zstd = 3, gzip = 2 }"),
+    Key::new(
+        "br",
+        "integer (0 to 11) or boolean",
+        "`4` when the table names no coding, else off",
+        "brotli's quality, for clients that accept `br`; `true` is 4, `false` turns it off. Above 5 brotli costs many times gzip's CPU per response: fine for files compressed once (`precompressed`), not for every response of an app.",
+    )
+    .like("ngx_brotli `brotli on` with `brotli_comp_level`")
+    .example("[[route]]\nupstream = \"app\"\ncompress = { br = 4 }"),
+    Key::new(
+        "gzip",
+        "integer (1 to 9) or boolean",
+        "`2` when the table names no coding, else off",
+        "gzip's level, for clients that accept `gzip` (or `x-gzip`); `true` is 2, `false` turns it off. sluice's gzip is zlib-rs: at the same level it takes less CPU than nginx's zlib, and its level 1 makes output 22 to 45% larger than zlib's level 1 on JSON, so level 2 (smaller than zlib's 1, still cheaper) is the default. An import of nginx's `gzip_comp_level` keeps nginx's number.",
+    )
+    .like("nginx `gzip on` with `gzip_comp_level`")
+    .example("[[route]]\nupstream = \"app\"\ncompress = { gzip = 6 }"),
+    Key::new(
+        "types",
+        "list of strings",
+        "`[\"text/*\", \"application/json\", \"application/*+json\", \"application/javascript\", \"application/xml\", \"application/*+xml\", \"image/svg+xml\", \"application/wasm\"]`",
+        "The media types compressed, compared without case and without the `Content-Type`'s parameters: `type/subtype`, with a `*` in place of a part (`text/*`, `application/*+json`), or `\"*\"` for any. A response without `Content-Type` is not compressed. A pattern with a `*` never takes `text/event-stream`: a stream of events is compressed only where `types` names it (each read is flushed, so events still arrive one by one, but an event stream's client or a proxy on the way may wait for more).",
+    )
+    .like("nginx `gzip_types` (whose default is `text/html` alone)")
+    .example("[[route]]\nupstream = \"app\"\ncompress = { types = [\"text/html\", \"application/json\"] }"),
+    Key::new(
+        "min_length",
+        "integer (bytes)",
+        "`256`",
+        "A response whose `Content-Length` says fewer bytes goes as it is: a coding's header and the CPU cost more than they save on a small body. A response without `Content-Length` (chunked) is compressed whatever its length.",
+    )
+    .like("nginx `gzip_min_length` (default 20)")
+    .example("[[route]]\nupstream = \"app\"\ncompress = { min_length = 1024 }"),
+    Key::new(
+        "precompressed",
+        "boolean",
+        "`false`",
+        "On a `root` route: a file's compressed copy beside it (`app.js.zst`, `app.js.br`, `app.js.gz`) is sent in its place, with `Content-Encoding`, the original's `Content-Type` and `Vary: Accept-Encoding`, to a client that accepts that coding (zstd, then brotli, then gzip, among equal q-values), whatever levels the table gives; the copy's length, validators and ranges are the copy's own. A file without a copy goes as it is. Only on a route with `root`.",
+    )
+    .like("nginx `gzip_static on`; ngx_brotli `brotli_static on`")
+    .example("[[route]]\npath = \"/assets/\"\nroot = \"public\"\ncompress = { precompressed = true }"),
 ];
 
 pub const RETURN: &[Key] = &[

@@ -1,12 +1,14 @@
 //! An HTTP/1 client, as the forwarding stages see it for one request: every byte sluice
 //! writes to it, and the cleanup of its connection after a response, live here.
 
+use crate::compress::Recode;
+use crate::downstream::Compressing;
 use crate::failure::{Body, Failure, Kind};
 use crate::files;
 use crate::http1::encode::{self, Delivery, Edits};
 use crate::http1::reply::{self, Extra};
 use crate::http1::response::{Response, ResponseHead};
-use crate::io::body::{relay, send_file, Transfer, TransferError};
+use crate::io::body::{relay, relay_compressed, send_file, Transfer, TransferError};
 use crate::io::tunnel::{self, End};
 use crate::io::{write_all, Conn, ServerStream, Stream};
 use std::future::Future;
@@ -29,6 +31,8 @@ pub struct Http1<'a, S> {
     pub timeout: Duration,
     /// The route's changes to the response head, if it has any.
     pub edits: Option<Edits<'a>>,
+    /// The route's compression, if it has `compress` and the request may get it.
+    pub compress: Option<Compressing<'a>>,
 }
 
 impl<S: Stream> Http1<'_, S> {
@@ -61,7 +65,14 @@ impl<S: Stream> Http1<'_, S> {
             dechunk: false,
             close: false,
         };
-        encode::response_head(self.out, head, resp, plain, false, None);
+        encode::response_head(
+            self.out,
+            head,
+            resp,
+            (plain, false),
+            None,
+            Recode::default(),
+        );
         true
     }
 
@@ -87,13 +98,17 @@ impl<S: Stream> Http1<'_, S> {
         keep_alive: bool,
     ) -> Delivery {
         let delivery = Delivery::of(resp, self.http10, keep_alive);
+        let recode = match &mut self.compress {
+            Some(c) => c.decide(head, resp),
+            None => Recode::default(),
+        };
         encode::response_head(
             self.out,
             head,
             resp,
-            delivery,
-            self.http10,
+            (delivery, self.http10),
             self.edits.as_ref(),
+            recode,
         );
         delivery
     }
@@ -123,7 +138,14 @@ impl<S: Stream> Http1<'_, S> {
         from: &mut Conn<ServerStream>,
         t: Transfer,
     ) -> Result<u64, TransferError> {
-        relay(from, &mut self.conn.stream, self.out, t).await
+        match self.compress.as_mut().and_then(|c| c.encoder.take()) {
+            // Boxed: the compressing relay's state stays out of every request's future.
+            Some(encoder) => {
+                let dst = &mut self.conn.stream;
+                Box::pin(relay_compressed(from, dst, self.out, t, encoder)).await
+            }
+            None => relay(from, &mut self.conn.stream, self.out, t).await,
+        }
     }
 
     /// Sends the prepared `101` head, then runs the tunnel until it ends.

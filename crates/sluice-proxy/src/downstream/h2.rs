@@ -3,12 +3,15 @@
 //! and the request body is read from the stream's DATA frames and framed for the HTTP/1.1
 //! server (as it is, or chunked). The connection itself (`session::h2`) writes the frames.
 
+use crate::compress::response::{self, Field};
+use crate::compress::Recode;
+use crate::downstream::Compressing;
 use crate::files;
 use crate::http1::encode::{Delivery, Edits};
 use crate::http1::head::Framing;
 use crate::http1::reply::{self, Extra};
 use crate::http1::response::{Response, ResponseHead};
-use crate::io::body::{relay, send_file, Transfer, TransferError};
+use crate::io::body::{relay, relay_compressed, send_file, Transfer, TransferError};
 use crate::io::{write_all, Conn, ServerStream};
 use bytes::Bytes;
 use h2::server::SendResponse;
@@ -35,6 +38,8 @@ pub struct Http2<'a> {
     pub is_head: bool,
     pub timeout: Duration,
     pub edits: Option<Edits<'a>>,
+    /// The route's compression, if it has `compress` and the request may get it.
+    pub compress: Option<Compressing<'a>>,
 }
 
 impl Http2<'_> {
@@ -45,14 +50,28 @@ impl Http2<'_> {
             http::StatusCode::from_u16(resp.status).unwrap_or(http::StatusCode::BAD_GATEWAY);
         // Sized once: a map grown header by header reallocates and rehashes.
         *out.headers_mut() = http::HeaderMap::with_capacity(head.headers.len() + 2);
+        let recode = match &mut self.compress {
+            Some(c) => c.decide(head, resp),
+            None => Recode::default(),
+        };
         let headers = out.headers_mut();
         for h in head.headers.iter().filter(|h| !head.conn.strips(h.name)) {
-            if !self.edits.as_ref().is_some_and(|e| e.rules.drops(h.name)) {
-                append(headers, h.name.as_bytes(), h.value);
+            if self.edits.as_ref().is_some_and(|e| e.rules.drops(h.name)) {
+                continue;
+            }
+            match recode.coding.map(|_| response::field(h.name, h.value)) {
+                Some(Field::Drop) => {}
+                Some(Field::Weaken) => append(headers, b"etag", &[b"W/", h.value].concat()),
+                _ => append(headers, h.name.as_bytes(), h.value),
             }
         }
         if let Some(e) = &self.edits {
             append_lines(headers, e.lines);
+        }
+        if recode != Recode::default() {
+            let mut lines = Vec::new();
+            response::put_lines(&mut lines, recode);
+            append_lines(headers, &lines);
         }
         self.pending = Some(out);
         Delivery {
@@ -83,6 +102,15 @@ impl Http2<'_> {
         if empty {
             return Ok(0);
         }
+        let t = Transfer { dechunk: true, ..t };
+        if let Some(encoder) = self.compress.as_mut().and_then(|c| c.encoder.take()) {
+            let mut data = Data { send };
+            self.out.clear();
+            let relayed = relay_compressed(from, &mut data, self.out, t, encoder);
+            let sent = Box::pin(relayed).await?;
+            data.end().map_err(TransferError::Write)?;
+            return Ok(sent);
+        }
         // A body already read whole (most small responses) goes as one DATA frame that
         // ends the stream, without a copy.
         if let Framing::Length(n) = t.framing {
@@ -94,7 +122,6 @@ impl Http2<'_> {
         }
         let mut data = Data { send };
         self.out.clear();
-        let t = Transfer { dechunk: true, ..t };
         let sent = relay(from, &mut data, self.out, t).await?;
         data.end().map_err(TransferError::Write)?;
         Ok(sent)

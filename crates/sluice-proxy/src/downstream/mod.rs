@@ -6,8 +6,11 @@ pub mod buffers;
 pub mod h1;
 pub mod h2;
 
+use crate::compress::encoder::Encoder;
+use crate::compress::{response, Plan, Recode};
 use crate::failure::Failure;
 use crate::http1::encode::Delivery;
+use crate::http1::head::Framing;
 use crate::http1::reply::Extra;
 use crate::http1::response::{Response, ResponseHead};
 use crate::io::body::{Transfer, TransferError};
@@ -17,6 +20,49 @@ use h1::Http1;
 use std::future::Future;
 use std::time::Duration;
 use tokio::io::AsyncWrite;
+
+/// A compressing route's settings and the request's plan while the response head is
+/// prepared; then the encoder of its body, when it is compressed.
+pub struct Compressing<'a> {
+    pub config: &'a sluice_config::Compress,
+    pub plan: Plan,
+    pub encoder: Option<Box<Encoder>>,
+}
+
+impl<'a> Compressing<'a> {
+    pub fn new(config: &'a sluice_config::Compress, plan: Plan) -> Self {
+        Compressing {
+            config,
+            plan,
+            encoder: None,
+        }
+    }
+
+    /// What the route does to the final response `resp`; its body's encoder is made
+    /// here when it is compressed.
+    pub fn decide(&mut self, head: &ResponseHead<'_, '_>, resp: &Response) -> Recode {
+        let length = match resp.framing {
+            Framing::Length(n) => Some(n),
+            _ => None,
+        };
+        // An empty body stays empty: a coding's header alone is no body to decode.
+        let body =
+            resp.framing != Framing::None && length != Some(0) && !resp.upgraded && !resp.interim;
+        let facts = (resp.status, length, body);
+        let mut recode = response::recode(self.config, self.plan, facts, head.headers);
+        if let Some(coding) = recode.coding {
+            let level = coding.level(self.config).unwrap_or(1);
+            match Encoder::new(coding, level, length) {
+                Ok(encoder) => self.encoder = Some(Box::new(encoder)),
+                Err(e) => {
+                    tracing::warn!(coding = coding.token(), error = %e, "no encoder: the response goes uncompressed");
+                    recode.coding = None;
+                }
+            }
+        }
+        recode
+    }
+}
 
 /// The client of one request.
 pub enum Downstream<'a, S> {

@@ -76,13 +76,16 @@
 //!   500 anything else (I/O errors, symlink loops, too many open files: the server's
 //!   trouble, which a client must not cache as 404), each with a short text body.
 
+mod precompressed;
+
+use crate::compress::Coding;
 use crate::http1::reply::reason;
 use std::ffi::OsStr;
 use std::fs::{self, File, Metadata};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 /// What the client asked, as far as files care.
@@ -99,6 +102,10 @@ pub struct FileRequest<'a> {
     pub if_none_match: Option<&'a [u8]>,
     pub if_modified_since: Option<&'a [u8]>,
     pub if_range: Option<&'a [u8]>,
+    /// On a route with precompressed files: the codings the client accepts, best first
+    /// (a copy `FILE.gz` is sent for gzip, ...); every answer about a file then varies
+    /// with `Accept-Encoding`. `None` on other routes.
+    pub precompressed: Option<&'a [Coding]>,
 }
 
 /// The answer: see the module documentation for what `head` holds and what the caller
@@ -130,7 +137,13 @@ pub fn serve(root: &Path, req: &FileRequest<'_>) -> FileReply {
     };
     let located = Target::parse(req.path, req.route_prefix).and_then(|t| locate(root, &t));
     let mut reply = match located {
-        Ok(Located::File(found)) => respond(found, req, head_only),
+        Ok(Located::File(found)) => {
+            let found = match req.precompressed {
+                Some(codings) => precompressed::swap(*found, codings),
+                None => *found,
+            };
+            respond(found, req, head_only)
+        }
         Ok(Located::Redirect(location)) => error(301, &[("Location", &location)]),
         Err(status) => error(status, &[]),
     };
@@ -227,7 +240,8 @@ fn named_by_prefix(segments: &[Vec<u8>], route_prefix: &str) -> usize {
 }
 
 enum Located {
-    File(Found),
+    /// Boxed: a found file's paths make it ten times a redirect's size.
+    File(Box<Found>),
     Redirect(String),
 }
 
@@ -235,6 +249,11 @@ struct Found {
     file: File,
     meta: Metadata,
     content_type: &'static str,
+    /// The file's canonical path, under the canonical root.
+    path: PathBuf,
+    root: PathBuf,
+    /// The coding of the copy sent in its place, if one is.
+    coding: Option<Coding>,
 }
 
 /// The file a target names under `root`, opened.
@@ -250,13 +269,17 @@ fn locate(root: &Path, target: &Target<'_>) -> Result<Located, u16> {
         }
         let name = target.segments.last().map_or(&[][..], Vec::as_slice);
         let content_type = content_type(name, target.acme());
-        return Ok(Located::File(Found {
+        return Ok(Located::File(Box::new(Found {
             file,
             meta,
             content_type,
-        }));
+            path,
+            root,
+            coding: None,
+        })));
     }
-    let (file, meta) = open_under(&root, &path.join("index.html"))?;
+    let path = path.join("index.html");
+    let (file, meta) = open_under(&root, &path)?;
     if !meta.is_file() {
         return Err(404);
     }
@@ -265,11 +288,14 @@ fn locate(root: &Path, target: &Target<'_>) -> Result<Located, u16> {
         return Ok(Located::Redirect(location.into_owned()));
     }
     let content_type = content_type(b"index.html", false);
-    Ok(Located::File(Found {
+    Ok(Located::File(Box::new(Found {
         file,
         meta,
         content_type,
-    }))
+        path,
+        root,
+        coding: None,
+    })))
 }
 
 /// Opens `path` if it resolves to a regular file or a directory under `root` (canonical).
@@ -547,6 +573,9 @@ fn respond(found: Found, req: &FileRequest<'_>, head_only: bool) -> FileReply {
     if validators.not_modified(req) {
         let mut head = status_line(304);
         validators.write(&mut head);
+        if req.precompressed.is_some() {
+            precompressed::put(&mut head, found.coding);
+        }
         let body = Body::None;
         return FileReply {
             status: 304,
@@ -560,11 +589,12 @@ fn respond(found: Found, req: &FileRequest<'_>, head_only: bool) -> FileReply {
         }
         _ => Ranged::Full,
     };
+    let vary = req.precompressed.is_some();
     match range {
-        Ranged::Full => contents(found, &validators, 0, size, None),
+        Ranged::Full => contents(found, (&validators, vary), 0, size, None),
         Ranged::Part { start, len } => {
             let range = format!("bytes {start}-{}/{size}", start + len - 1);
-            contents(found, &validators, start, len, Some(&range))
+            contents(found, (&validators, vary), start, len, Some(&range))
         }
         Ranged::Unsatisfiable => error(416, &[("Content-Range", &format!("bytes */{size}"))]),
     }
@@ -573,7 +603,7 @@ fn respond(found: Found, req: &FileRequest<'_>, head_only: bool) -> FileReply {
 /// 200, or 206 with `content_range`: `len` bytes of the file from `start`.
 fn contents(
     found: Found,
-    validators: &Validators,
+    (validators, vary): (&Validators, bool),
     start: u64,
     len: u64,
     content_range: Option<&str>,
@@ -588,6 +618,9 @@ fn contents(
     validators.write(&mut head);
     header(&mut head, "Accept-Ranges", "bytes");
     header(&mut head, "X-Content-Type-Options", "nosniff");
+    if vary {
+        precompressed::put(&mut head, found.coding);
+    }
     let body = match len {
         0 => Body::None,
         _ => Body::File {

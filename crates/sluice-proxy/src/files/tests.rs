@@ -72,6 +72,7 @@ fn request(path: &[u8]) -> FileRequest<'_> {
         if_none_match: None,
         if_modified_since: None,
         if_range: None,
+        precompressed: None,
     }
 }
 
@@ -771,6 +772,7 @@ fn check(tree: &Tree, method: &[u8], path: &[u8], headers: [Option<Vec<u8>>; 4])
         if_none_match: inm.as_deref(),
         if_modified_since: ims.as_deref(),
         if_range: if_range.as_deref(),
+        precompressed: None,
     };
     let reply = serve(&tree.root(), &req);
     let known = [200, 206, 301, 304, 400, 403, 404, 405, 416, 500];

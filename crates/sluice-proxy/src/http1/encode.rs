@@ -5,6 +5,8 @@
 //! forwarding, framing and connection headers. No allocation: this runs on every request.
 
 use crate::client::Client;
+use crate::compress::response::{self, Field};
+use crate::compress::Recode;
 use crate::http1::check::Checked;
 use crate::http1::head::{put_decimal, put_header, ConnectionTokens, Framing};
 use crate::http1::response::{Response, ResponseHead};
@@ -199,14 +201,14 @@ impl Delivery {
 }
 
 /// The head for the client: the status line, end-to-end headers, and our own framing and
-/// connection headers.
+/// connection headers; with `recode`'s changes when the route compresses.
 pub fn response_head(
     out: &mut Vec<u8>,
     head: &ResponseHead<'_, '_>,
     resp: &Response,
-    delivery: Delivery,
-    http10: bool,
+    (delivery, http10): (Delivery, bool),
     edits: Option<&Edits<'_>>,
+    recode: Recode,
 ) {
     out.clear();
     out.extend_from_slice(b"HTTP/1.1 ");
@@ -219,14 +221,25 @@ pub fn response_head(
     out.push(b' ');
     out.extend_from_slice(head.reason.as_bytes());
     out.extend_from_slice(b"\r\n");
+    let coded = recode.coding.is_some();
     for h in head.headers.iter().filter(|h| !head.conn.strips(h.name)) {
-        if !Edits::drops(edits, h.name) {
-            put_header(out, h.name.as_bytes(), h.value);
+        if Edits::drops(edits, h.name) {
+            continue;
+        }
+        match coded.then(|| response::field(h.name, h.value)) {
+            Some(Field::Drop) => {}
+            Some(Field::Weaken) => {
+                out.extend_from_slice(b"ETag: W/");
+                out.extend_from_slice(h.value);
+                out.extend_from_slice(b"\r\n");
+            }
+            _ => put_header(out, h.name.as_bytes(), h.value),
         }
     }
     if let Some(e) = edits.filter(|_| !resp.interim) {
         out.extend_from_slice(e.lines);
     }
+    response::put_lines(out, recode);
     if resp.upgraded {
         let protocol = head
             .headers
@@ -236,7 +249,8 @@ pub fn response_head(
         out.extend_from_slice(b"Connection: Upgrade\r\n");
         put_header(out, b"Upgrade", protocol);
     } else if !resp.interim {
-        if resp.framing == Framing::Chunked && !delivery.dechunk {
+        // A compressed body is chunked: its length is known only at its end.
+        if (resp.framing == Framing::Chunked || coded) && !delivery.dechunk {
             out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
         }
         if delivery.close {

@@ -96,7 +96,14 @@ mod tests {
         };
         let resp = response::classify(&head, asked)?;
         let delivery = Delivery::of(&resp, client.http10, client.keep_alive);
-        encode::response_head(out, &head, &resp, delivery, client.http10, None);
+        encode::response_head(
+            out,
+            &head,
+            &resp,
+            (delivery, client.http10),
+            None,
+            Default::default(),
+        );
         Ok(Some((resp, delivery)))
     }
 

@@ -3,6 +3,7 @@
 //! Chunked bodies are decoded strictly and framed again by sluice: the receiver gets
 //! only chunk sizes that sluice wrote, never the sender's framing bytes (see `chunked.rs`).
 
+use crate::compress::encoder::Encoder;
 use crate::http1::chunked::ChunkedDecoder;
 use crate::http1::head::Framing;
 use crate::io::conn::{write_all, Conn};
@@ -86,6 +87,94 @@ pub async fn relay<S: Stream, W: AsyncWrite + Unpin>(
             Ok(_) => {}
             Err(e) => return Err(TransferError::Read(e)),
         }
+    }
+}
+
+/// [`relay`] with the payload compressed by `encoder` on the way, framed as chunks for
+/// an HTTP/1.1 client (bare with `t.dechunk`, for HTTP/2's DATA frames). What each read
+/// gives is compressed and flushed at once: a slow stream reaches the client as it
+/// comes, and the body is never held whole. Returns the compressed bytes sent.
+pub async fn relay_compressed<S: Stream, W: AsyncWrite + Unpin>(
+    src: &mut Conn<S>,
+    dst: &mut W,
+    out: &mut Vec<u8>,
+    t: Transfer,
+    encoder: Box<Encoder>,
+) -> Result<u64, TransferError> {
+    let mut encoder = Some(encoder);
+    let mut plain = Vec::new();
+    let mut decoder = ChunkedDecoder::new(t.max_trailer_bytes);
+    let mut remaining = match t.framing {
+        Framing::Length(n) => n,
+        _ => 0,
+    };
+    let (mut sent, mut ended) = (0, false);
+    loop {
+        plain.clear();
+        let done = match t.framing {
+            Framing::None => true,
+            Framing::Length(_) => {
+                let take = remaining.min(src.buf.len() as u64) as usize;
+                plain.extend_from_slice(&src.buf[..take]);
+                src.buf.advance(take);
+                remaining -= take as u64;
+                remaining == 0
+            }
+            Framing::Chunked => take_chunked(src, &mut plain, &mut decoder, true, &mut 0)?,
+            Framing::UntilClose => {
+                plain.extend_from_slice(&src.buf);
+                src.buf.clear();
+                ended
+            }
+        };
+        let start = out.len();
+        compress_pass(&mut encoder, &plain, out, done).map_err(TransferError::Write)?;
+        sent += (out.len() - start) as u64;
+        if !t.dechunk {
+            frame_chunk(out, start);
+            if done {
+                out.extend_from_slice(b"0\r\n\r\n");
+            }
+        }
+        if !out.is_empty() {
+            write_all(dst, out, t.write_timeout)
+                .await
+                .map_err(TransferError::Write)?;
+            out.clear();
+        }
+        if done {
+            return Ok(sent);
+        }
+        match src.fill(t.read_timeout).await {
+            Ok(0) if t.framing == Framing::UntilClose => ended = true,
+            Ok(0) => return Err(TransferError::Read(io::ErrorKind::UnexpectedEof.into())),
+            Ok(_) => {}
+            Err(e) => return Err(TransferError::Read(e)),
+        }
+    }
+}
+
+/// One pass of a compressed body: `plain` compressed onto `out`, flushed, or the
+/// stream ended when `done`. A pass without payload (a read that gave only chunk
+/// framing) adds nothing.
+fn compress_pass(
+    encoder: &mut Option<Box<Encoder>>,
+    plain: &[u8],
+    out: &mut Vec<u8>,
+    done: bool,
+) -> io::Result<()> {
+    match encoder.take() {
+        Some(e) if done => e.finish(plain, out),
+        Some(mut e) => {
+            let pushed = if plain.is_empty() {
+                Ok(())
+            } else {
+                e.push(plain, out)
+            };
+            *encoder = Some(e);
+            pushed
+        }
+        None => Ok(()),
     }
 }
 

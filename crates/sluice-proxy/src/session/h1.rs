@@ -6,13 +6,14 @@
 //! request's state live in a box made when bytes come (see [`serve`]).
 
 use super::refusals::{host_and_path, refused};
-use super::request::{self, captured, logged, response_edits, Prepared};
+use super::request::{self, captured, compressing, logged, response_edits, Prepared};
 use super::stages::{head_stages, too_large, Staged, Target};
 use super::Counted;
 use crate::client::Client;
 use crate::context::Context;
 use crate::downstream::buffers::{Buffers, Scratch};
 use crate::downstream::h1::Http1;
+use crate::downstream::Compressing;
 use crate::downstream::Downstream;
 use crate::failure::Failure;
 use crate::http1::encode::Edits;
@@ -239,9 +240,9 @@ async fn one_request<S: Stream>(
     let mut down = http1(
         conn,
         &mut scratch.out,
-        staged.request.http10,
-        timeout,
+        (staged.request.http10, timeout),
         edits,
+        compressing(&generation, &staged),
     );
     let prepared = Prepared {
         head: &scratch.head,
@@ -263,7 +264,7 @@ async fn reject<S: Stream>(
 ) {
     let started = (crate::clock::now(), SystemTime::now());
     let timeout = ctx.generation().shared.config.client_idle_timeout;
-    let mut down = http1(conn, &mut scratch.out, false, timeout, None);
+    let mut down = http1(conn, &mut scratch.out, (false, timeout), None, None);
     if down.send_error(rejection.status, true).await {
         down.conclude(true, false).await;
     }
@@ -273,9 +274,9 @@ async fn reject<S: Stream>(
 fn http1<'a, S>(
     conn: &'a mut Conn<S>,
     out: &'a mut Vec<u8>,
-    http10: bool,
-    timeout: Duration,
+    (http10, timeout): (bool, Duration),
     edits: Option<Edits<'a>>,
+    compress: Option<Compressing<'a>>,
 ) -> Downstream<'a, S> {
     Downstream::Http1(Http1 {
         conn,
@@ -283,6 +284,7 @@ fn http1<'a, S>(
         http10,
         timeout,
         edits,
+        compress,
     })
 }
 

@@ -9,7 +9,7 @@ use crate::access_log;
 use crate::answer;
 use crate::client::Client;
 use crate::context::Context;
-use crate::downstream::Downstream;
+use crate::downstream::{Compressing, Downstream};
 use crate::forward::forward;
 use crate::guard::{Pending, Refusal};
 use crate::http1::check::Request;
@@ -47,6 +47,7 @@ pub(crate) async fn serve<S: Stream>(
         target,
         generation,
         guarded,
+        compress: _,
     } = staged;
     let target = match guarded.pending {
         Some(pending) => Box::pin(verified(&generation, *pending, target)).await,
@@ -148,4 +149,16 @@ pub(crate) fn response_edits<'a>(
 ) -> Option<Edits<'a>> {
     let rules = &generation.shared.route(target.route()?).response_headers;
     (!rules.is_empty()).then_some(Edits { rules, lines })
+}
+
+/// The route's compression of a forwarded request's response, when it has one.
+pub(crate) fn compressing<'a>(
+    generation: &'a Generation,
+    staged: &Staged,
+) -> Option<Compressing<'a>> {
+    let (Target::Forward(r, _), Some(plan)) = (&staged.target, staged.compress) else {
+        return None;
+    };
+    let config = generation.shared.route(*r).compress.as_ref()?;
+    Some(Compressing::new(config, plan))
 }

@@ -5,6 +5,8 @@
 
 use crate::answer::{self, Local};
 use crate::client::Client;
+use crate::compress::accept::Accepted;
+use crate::compress::Plan;
 use crate::context::Context;
 use crate::downstream::buffers::Scratch;
 use crate::guard::{self, Pending, Refusal};
@@ -59,6 +61,8 @@ pub(crate) struct Staged {
     pub generation: Rc<Generation>,
     /// What the route's guard asked of the request beyond its head.
     pub guarded: Guarded,
+    /// How its response may be compressed, on a route with `compress`.
+    pub compress: Option<Plan>,
 }
 
 /// What a request's guard left for later, and what the log says of its client.
@@ -126,6 +130,7 @@ pub(crate) fn head_stages(
             target,
             generation: generation.clone(),
             guarded,
+            compress: None,
         }
     };
     if let Some(key_authorization) = acme_challenge(&generation, view.target) {
@@ -181,7 +186,27 @@ pub(crate) fn head_stages(
             encode_for_server(&generation, route, &view, request, client, scratch)?
         }
     };
-    Ok(staged(request, target, guarded))
+    let compress = route.and_then(|r| plan(&generation, r, &request, raw.headers));
+    Ok(Staged {
+        compress,
+        ..staged(request, target, guarded)
+    })
+}
+
+/// How route `r` may compress the response to `request`: when it has `compress`, and
+/// the response can have a body an HTTP/1.1 or HTTP/2 client can take compressed (an
+/// HTTP/1.0 client gets none, as from nginx: it knows no chunked framing).
+fn plan(
+    generation: &Generation,
+    r: RouteId,
+    request: &Request,
+    headers: &[httparse::Header<'_>],
+) -> Option<Plan> {
+    let compress = generation.shared.route(r).compress.as_ref()?;
+    if request.is_head || request.http10 {
+        return None;
+    }
+    Some(Accepted::read(headers).plan(compress))
 }
 
 /// The request's identity for its log lines, when `[request_id]` asks for one (what its

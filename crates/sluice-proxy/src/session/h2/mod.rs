@@ -17,7 +17,7 @@ mod reuse;
 mod wakes;
 
 use super::refusals::{host_and_path, refused};
-use super::request::{self, captured, logged, response_edits, Prepared};
+use super::request::{self, captured, compressing, logged, response_edits, Prepared};
 use super::stages::{head_stages, Staged, Target};
 use super::Counted;
 use crate::client::Client;
@@ -347,6 +347,7 @@ async fn serve_stream(
                 is_head: parts.method == http::Method::HEAD,
                 timeout,
                 edits: None,
+                compress: None,
             });
             down.send_error(rejection.status, false).await;
             return refused(ctx, client, Failure::from(rejection), started);
@@ -371,6 +372,7 @@ async fn serve_stream(
         is_head: staged.request.is_head,
         timeout,
         edits,
+        compress: compressing(&generation, &staged),
     });
     let prepared = Prepared {
         head: &scratch.head,
