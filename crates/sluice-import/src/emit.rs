@@ -352,6 +352,7 @@ fn upstream(out: &mut String, u: &Upstream) {
         ("fail_window", u.fail_timeout.as_deref().map(quote)),
         ("eject_for", u.fail_timeout.as_deref().map(quote)),
         ("tls", tls(u)),
+        ("sticky", u.sticky.clone()),
     ];
     for (key, value) in fields {
         if let Some(v) = value {
@@ -404,7 +405,7 @@ fn list(items: &[String]) -> String {
 }
 
 /// A TOML basic string.
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

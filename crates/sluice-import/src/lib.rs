@@ -14,6 +14,7 @@ mod known;
 mod location;
 mod plan;
 mod scope;
+mod sticky;
 mod translate;
 mod tree;
 mod upstream;

@@ -328,6 +328,8 @@ pub struct Upstream {
     pub fail_timeout: Option<String>,
     /// Reached over HTTPS (`proxy_pass https://`).
     pub tls: bool,
+    /// nginx's `sticky`, as sluice's inline `sticky = { ... }` table.
+    pub sticky: Option<String>,
     pub from: String,
 }
 

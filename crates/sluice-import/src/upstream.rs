@@ -32,6 +32,7 @@ pub fn upstream(block: &Node, notes: &mut Notes) -> Upstream {
                 notes.push(d.note("hashes the whole client address (nginx's ip_hash takes the first three octets of an IPv4 one, so clients of one /24 shared a server); clients move once"));
             }
             "random" => random(d, &mut up, notes),
+            "sticky" => up.sticky = crate::sticky::sticky(d, notes),
             "keepalive" => {
                 up.keepalive = d.arg(0).and_then(|n| n.parse().ok());
                 notes.push(d.note("nginx keeps that many idle connections per worker for the whole upstream; sluice's keepalive counts per server and worker, so it keeps up to that many times the servers"));

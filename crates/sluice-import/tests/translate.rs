@@ -392,3 +392,38 @@ http {
     assert!(!imported.notes.iter().any(|n| n.directive == "gzip_types"));
     sluice_config::parse("imported.toml", toml).unwrap_or_else(|e| panic!("{toml}\n{e}"));
 }
+
+#[test]
+fn nginxs_sticky_sessions_carry_over_and_read_as_sluices() {
+    let text = "http {\n  upstream app {\n    server 10.0.0.1:8080;\n    server 10.0.0.2:8080;\n    sticky cookie srv_id expires=1h path=/ httponly;\n  }\n  upstream api {\n    server 10.0.0.3:8080;\n    server 10.0.0.4:8080;\n    sticky learn create=$upstream_cookie_JSESSIONID lookup=$cookie_JSESSIONID zone=s:1m;\n  }\n  upstream other {\n    server 10.0.0.5:8080;\n    sticky route $route_cookie;\n  }\n  server {\n    listen 80;\n    location / { proxy_pass http://app; }\n    location /api/ { proxy_pass http://api; }\n    location /other/ { proxy_pass http://other; }\n  }\n}\n";
+    let (imported, _dir) = import("sticky", &[("nginx.conf", text)]);
+    let config = sluice_config::parse("imported.toml", &imported.toml)
+        .unwrap_or_else(|e| panic!("{e}\n{}", imported.toml));
+    let sticky = |name: &str| {
+        config
+            .upstreams
+            .iter()
+            .find(|u| u.name == name)
+            .and_then(|u| u.sticky.clone())
+    };
+    match sticky("app") {
+        Some(sluice_config::Sticky::Cookie { name, cookie }) => {
+            assert_eq!(name, "srv_id");
+            assert!(cookie.http_only && !cookie.secure);
+            assert_eq!(cookie.max_age, Some(std::time::Duration::from_secs(3600)));
+        }
+        other => panic!("{other:?}\n{}", imported.toml),
+    }
+    match sticky("api") {
+        Some(sluice_config::Sticky::Learn { name, timeout, .. }) => {
+            assert_eq!((name.as_str(), timeout.as_secs()), ("JSESSIONID", 600));
+        }
+        other => panic!("{other:?}\n{}", imported.toml),
+    }
+    assert_eq!(sticky("other"), None);
+    let route = imported
+        .notes
+        .iter()
+        .find(|n| n.directive == "sticky" && n.text.contains("route"));
+    assert!(route.is_some(), "{:#?}", imported.notes);
+}

@@ -12,12 +12,16 @@ use crate::exit::{BAD_INPUT as BAD_CONFIG, FAILURE};
 use crate::plural::counted;
 
 /// "sluice import: 1 check that sluice cannot carry over, 3 directives not carried
-/// over, 2 directives carried over differently, 5 directives that sluice does itself
-/// (each listed above)"; the checks only when there are some.
+/// over (if x2, set), 2 directives carried over differently, 5 directives that sluice
+/// does itself (each listed above)"; the checks only when there are some.
 fn import_summary(notes: &[sluice_import::Note]) -> String {
     use sluice_import::NoteKind;
     let count = |kind| notes.iter().filter(|n| n.kind() == kind).count();
     let n = |kind, what: &str| format!("{} {what}", counted(count(kind), "directive"));
+    let lost = match lost_names(notes) {
+        names if names.is_empty() => n(NoteKind::Lost, "not carried over"),
+        names => format!("{} ({names})", n(NoteKind::Lost, "not carried over")),
+    };
     let closed = match count(NoteKind::Closed) {
         0 => String::new(),
         1 => "1 check that sluice cannot carry over, ".into(),
@@ -25,10 +29,30 @@ fn import_summary(notes: &[sluice_import::Note]) -> String {
     };
     format!(
         "sluice import: {closed}{}, {}, {} (each listed above); check the result with `sluice check FILE`",
-        n(NoteKind::Lost, "not carried over"),
+        lost,
         n(NoteKind::Changed, "carried over differently"),
         n(NoteKind::Done, "that sluice does itself")
     )
+}
+
+/// The directives not carried over, by name, the most frequent first: "if x3, set".
+fn lost_names(notes: &[sluice_import::Note]) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    let lost = notes
+        .iter()
+        .filter(|n| n.kind() == sluice_import::NoteKind::Lost);
+    for note in lost {
+        match counts.iter_mut().find(|(name, _)| *name == note.directive) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((&note.directive, 1)),
+        }
+    }
+    counts.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
+    let named = counts.iter().map(|(name, c)| match c {
+        1 => name.to_string(),
+        c => format!("{name} x{c}"),
+    });
+    named.collect::<Vec<_>>().join(", ")
 }
 
 /// `sluice import`: the translated config on stdout, the notes on stderr. Routes closed

@@ -174,6 +174,10 @@ fn imported_locations_and_rewrites_answer_as_nginx_does() {
     let toml = String::from_utf8(out.stdout).unwrap();
     let notes = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{notes}\n{toml}");
+    // The summary names what did not carry over; every location and rewrite did.
+    let summary = notes.lines().last().unwrap_or_default();
+    assert!(summary.contains(" not carried over (daemon"), "{summary}");
+    assert!(!summary.contains("location") && !summary.contains("rewrite"), "{summary}");
     let (_sluice, sluice) = serve(&dir, &on_free_ports(&toml, port));
     let nginx: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let mut differ = Vec::new();
