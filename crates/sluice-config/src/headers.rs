@@ -95,10 +95,19 @@ fn removed(r: &mut Reader, t: &dyn TableLike) -> Vec<String> {
         .collect()
 }
 
-/// A valid header name that sluice does not manage itself, as written.
-fn header_name(r: &mut Reader, name: &str, span: Option<std::ops::Range<usize>>) -> Option<String> {
+/// An HTTP token (RFC 9110): what a header's or a cookie's name is made of.
+pub(crate) fn is_token(name: &str) -> bool {
     let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-    if name.is_empty() || !name.bytes().all(token) {
+    !name.is_empty() && name.bytes().all(token)
+}
+
+/// A valid header name that sluice does not manage itself, as written.
+pub(crate) fn header_name(
+    r: &mut Reader,
+    name: &str,
+    span: Option<std::ops::Range<usize>>,
+) -> Option<String> {
+    if !is_token(name) {
         r.error(
             span,
             format!("\"{name}\" is not a header name"),

@@ -33,15 +33,7 @@ pub(crate) fn request_id(r: &mut Reader, root: &dyn TableLike) -> Option<Request
     };
     r.only_keys(t, &names(top::REQUEST_ID), "[request_id]");
     let header = match r.string(t, "header") {
-        Some((h, span)) if !is_token(&h) => {
-            r.error(
-                span,
-                format!("\"{h}\" is not a header name"),
-                "letters, digits and - only, e.g. \"X-Request-ID\"",
-            );
-            HEADER.to_string()
-        }
-        Some((h, _)) => h,
+        Some((h, span)) => crate::headers::header_name(r, &h, span).unwrap_or_default(),
         None => HEADER.to_string(),
     };
     Some(RequestIdentity {
@@ -50,13 +42,6 @@ pub(crate) fn request_id(r: &mut Reader, root: &dyn TableLike) -> Option<Request
         response: r.boolean(t, "response").unwrap_or(true),
         traceparent: r.boolean(t, "traceparent").unwrap_or(true),
     })
-}
-
-fn is_token(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// Adds the identity's headers to every route that does not set them itself.

@@ -10,7 +10,7 @@ pub struct KeyError {
 }
 
 const KNOWN: &str = "$request_uri, $uri, $args, $arg_NAME, $http_NAME, $cookie_NAME, \
-    $remote_addr, $host, $scheme, $msec, $request_id, $traceparent, $1 to $9 (a regex's groups)";
+    $remote_addr, $host, $scheme, $msec, $request_id, $traceparent, $0 to $9 (a regex's match and groups)";
 
 /// A hash key: a template with at least one variable.
 pub fn parse(text: &str) -> Result<KeyTemplate, KeyError> {
@@ -89,7 +89,7 @@ fn variable(name: &str) -> Option<Variable> {
         "msec" => Variable::Msec,
         "request_id" => Variable::RequestId,
         "traceparent" => Variable::Traceparent,
-        digit if digit.len() == 1 && digit.as_bytes()[0].is_ascii_digit() && digit != "0" => {
+        digit if digit.len() == 1 && digit.as_bytes()[0].is_ascii_digit() => {
             Variable::Capture(usize::from(digit.as_bytes()[0] - b'0'))
         }
         _ => {
@@ -141,7 +141,11 @@ mod tests {
         assert!(parse("abc").unwrap_err().message.contains("no variable"));
         assert!(parse("$").is_err());
         assert!(parse("$arg_").is_err());
-        assert!(parse("$0").is_err());
+        // `$0` is the whole match, as nginx has it.
+        assert_eq!(
+            template("$0").unwrap().parts,
+            vec![KeyPart::Var(Variable::Capture(0))]
+        );
     }
 
     #[test]

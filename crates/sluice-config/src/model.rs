@@ -605,6 +605,25 @@ impl Route {
         }
     }
 
+    /// Whether a template of the route names a group of its regular expression (`$1`):
+    /// only then does a match keep them.
+    pub fn uses_groups(&self) -> bool {
+        let named = |t: &KeyTemplate| {
+            t.parts
+                .iter()
+                .any(|p| matches!(p, KeyPart::Var(Variable::Capture(_))))
+        };
+        let edits = |e: &HeaderEdits| e.set.iter().any(|(_, t)| named(t));
+        let location = match &self.action {
+            Action::Return(r) => r.location.as_ref().is_some_and(named),
+            _ => false,
+        };
+        edits(&self.request_headers)
+            || edits(&self.response_headers)
+            || location
+            || self.upstream_path.as_ref().is_some_and(named)
+    }
+
     /// The upstream (index into [`Config::upstreams`]) of a proxied route.
     pub fn upstream(&self) -> Option<usize> {
         match self.action {
@@ -735,8 +754,8 @@ pub enum Variable {
     /// The request's W3C `traceparent`: the client's when valid, else one started for it
     /// (made once per request).
     Traceparent,
-    /// A group of the route's regular expression, or of the rewrite's (`$1` to `$9`,
-    /// or a named group by its name): its text in the request's path, decoded.
+    /// A group of the route's regular expression, or of the rewrite's (`$1` to `$9`, a
+    /// named group by its name, `$0` the whole match): its text in the path, decoded.
     Capture(usize),
 }
 

@@ -70,10 +70,25 @@ pub(crate) fn sticky(r: &mut Reader, t: &dyn TableLike, upstream: &str) -> Optio
     }
 }
 
+/// A cookie attribute's value (`path`, `domain`): visible characters, none that would
+/// end the attribute (`;`, `,`).
+fn attribute(r: &mut Reader, s: &dyn TableLike, key: &str) -> Option<String> {
+    let (value, span) = r.string(s, key)?;
+    let fits = |b: u8| b.is_ascii_graphic() && b != b';' && b != b',';
+    if value.is_empty() || !value.bytes().all(fits) {
+        r.error(
+            span,
+            format!("{key} \"{value}\" cannot be a cookie attribute"),
+            "visible characters without ; or , (e.g. path = \"/shop/\")",
+        );
+        return None;
+    }
+    Some(value)
+}
+
 /// A cookie name: an HTTP token.
 fn valid_name(r: &mut Reader, name: &str, span: crate::reader::Span) -> Option<()> {
-    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-    if name.is_empty() || !name.bytes().all(token) {
+    if !crate::headers::is_token(name) {
         r.error(
             span,
             format!("\"{name}\" is not a cookie name"),
@@ -114,11 +129,9 @@ fn attributes(r: &mut Reader, s: &dyn TableLike) -> CookieAttributes {
                 }
             });
     CookieAttributes {
-        path: r
-            .string(s, "path")
-            .map_or_else(|| "/".to_string(), |(p, _)| p),
+        path: attribute(r, s, "path").unwrap_or_else(|| "/".to_string()),
         max_age: r.duration(s, "max_age"),
-        domain: r.string(s, "domain").map(|(d, _)| d),
+        domain: attribute(r, s, "domain"),
         secure: r.boolean(s, "secure").unwrap_or(false) || same_site == Some(SameSite::None),
         http_only: r.boolean(s, "httponly").unwrap_or(true),
         same_site,

@@ -443,7 +443,7 @@ pub fn unknown_in(text: &str, groups: &[String]) -> Option<String> {
                 (&after[..end], &after[end..])
             }
         };
-        let group = matches!(name.as_bytes(), [b'1'..=b'9']) || groups.iter().any(|g| g == name);
+        let group = matches!(name.as_bytes(), [b'0'..=b'9']) || groups.iter().any(|g| g == name);
         let known = matches!(
             name,
             "request_uri"

@@ -30,11 +30,12 @@ pub struct Local {
     pub keep_alive: bool,
 }
 
-/// Writes the whole head of `route`'s answer to the request into `out`.
+/// Writes the whole head of `route`'s answer to the request into `out`; `path` is the
+/// request's target, or the one its rewrites gave.
 pub fn prepare(
     route: &Route,
     view: &View<'_>,
-    checked: &Checked<'_>,
+    (checked, path): (&Checked<'_>, &str),
     headers: &[httparse::Header<'_>],
     edits: Option<&Edits<'_>>,
     out: &mut Vec<u8>,
@@ -59,7 +60,7 @@ pub fn prepare(
             let ask = FileRequest {
                 precompressed: codings.as_deref(),
                 method: checked.method.as_bytes(),
-                path: checked.path.as_bytes(),
+                path: path.as_bytes(),
                 route_prefix: route.files_prefix(),
                 range: header("range"),
                 if_none_match: header("if-none-match"),

@@ -91,7 +91,7 @@ fn nginx_conf(dir: &Path, port: u16, app: SocketAddr) -> String {
         "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{ worker_connections 64; }}\n\
          http {{\n  access_log off;\n  absolute_redirect off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
            upstream app {{ server {app}; }}\n\
-           server {{\n    listen 127.0.0.1:{port};\n{LOCATIONS}  }}\n}}\n"
+           server {{\n    listen 127.0.0.1:{port};\n{LOCATIONS}\n    location /oldfiles/ {{ rewrite ^/oldfiles/(.*)$ /files/$1 last; }}\n    location /files/ {{ root {d}/www; }}\n  }}\n}}\n"
     )
 }
 
@@ -135,6 +135,8 @@ const PATHS: &[&str] = &[
     "/c/xxxxxxxxxx",
     "/c/xxxxxxxxxxx",
     "/loop/x",
+    "/oldfiles/a.txt",
+    "/files/a.txt",
 ];
 
 /// What a request got: its status, its `Location`, and (200) the echo of which
@@ -169,6 +171,9 @@ fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
 fn imported_locations_and_rewrites_answer_as_nginx_does() {
     let app = echo();
     let dir = TempDir::new("import-locations");
+    // A file a rewrite leads to, under a `root` both serve.
+    std::fs::create_dir_all(dir.0.join("www/files")).unwrap();
+    std::fs::write(dir.0.join("www/files/a.txt"), "file-a").unwrap();
     let (_nginx, port, conf) = start_nginx(&dir.0, |port| nginx_conf(&dir.0, port, app));
     let out = import(&conf, &[]);
     let toml = String::from_utf8(out.stdout).unwrap();
@@ -177,7 +182,10 @@ fn imported_locations_and_rewrites_answer_as_nginx_does() {
     // The summary names what did not carry over; every location and rewrite did.
     let summary = notes.lines().last().unwrap_or_default();
     assert!(summary.contains(" not carried over (daemon"), "{summary}");
-    assert!(!summary.contains("location") && !summary.contains("rewrite"), "{summary}");
+    assert!(
+        !summary.contains("location") && !summary.contains("rewrite"),
+        "{summary}"
+    );
     let (_sluice, sluice) = serve(&dir, &on_free_ports(&toml, port));
     let nginx: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let mut differ = Vec::new();
@@ -201,6 +209,7 @@ fn imported_locations_and_rewrites_answer_as_nginx_does() {
         (200, "api /v2/v1/x?q=1"),
         (200, "new /fresh/x?x=1&y=2"),
         (200, "brk /b/x?y=1"),
+        (200, "file-a"),
         (301, "/api/?z=1"),
         (302, "https://example.com/x"),
         (500, ""),

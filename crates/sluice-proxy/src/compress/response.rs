@@ -83,8 +83,9 @@ fn has_token(value: &[u8], token: &[u8]) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Field {
     Keep,
-    /// `Content-Length` (the compressed length is not known before the end) and
-    /// `Accept-Ranges` (ranges of the compressed body are not served).
+    /// `Content-Length` (the compressed length is not known before the end),
+    /// `Accept-Ranges` (ranges of the compressed body are not served) and a
+    /// `Content-Encoding: identity` (the new coding is the body's only one).
     Drop,
     /// A strong `ETag` becomes weak: the bytes differ, the content does not (nginx does
     /// the same, so caches and `If-None-Match` keep working).
@@ -92,7 +93,8 @@ pub enum Field {
 }
 
 pub fn field(name: &str, value: &[u8]) -> Field {
-    if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("accept-ranges") {
+    let is = |n: &str| name.eq_ignore_ascii_case(n);
+    if is("content-length") || is("accept-ranges") || is("content-encoding") {
         Field::Drop
     } else if name.eq_ignore_ascii_case("etag") && value.starts_with(b"\"") {
         Field::Weaken
@@ -200,6 +202,8 @@ mod tests {
     fn a_compressed_body_loses_its_length_and_its_etag_weakens() {
         assert_eq!(field("Content-Length", b"5"), Field::Drop);
         assert_eq!(field("accept-ranges", b"bytes"), Field::Drop);
+        // Only an `identity` one reaches a compressed response: it is not sent twice.
+        assert_eq!(field("Content-Encoding", b"identity"), Field::Drop);
         assert_eq!(field("ETag", b"\"abc\""), Field::Weaken);
         assert_eq!(field("ETag", b"W/\"abc\""), Field::Keep);
         assert_eq!(field("Content-Type", b"text/html"), Field::Keep);

@@ -4,7 +4,7 @@
 //! with one documented difference: `$uri` is the raw path, not percent-decoded or
 //! normalised.
 
-use super::router::Captured;
+use super::router::{Captured, Groups};
 use sluice_config::{HeaderEdits, KeyPart, KeyTemplate, RequestIdentity, Variable};
 
 /// The parts of a request a key can read.
@@ -31,14 +31,15 @@ pub struct View<'a> {
 
 /// Appends the key's value for this request to `out`.
 pub fn evaluate(template: &KeyTemplate, view: &View<'_>, out: &mut Vec<u8>) {
-    evaluate_with(template, view, view.captured.get(), out);
+    let groups = view.captured.get().map(|c| c as &dyn Groups);
+    evaluate_with(template, view, groups, out);
 }
 
 /// The same, with the groups of another match than the route's (a rewrite's).
 pub fn evaluate_with(
     template: &KeyTemplate,
     view: &View<'_>,
-    captured: Option<&Captured>,
+    captured: Option<&dyn Groups>,
     out: &mut Vec<u8>,
 ) {
     for part in &template.parts {
@@ -125,8 +126,8 @@ fn well_formed_id(value: &[u8]) -> bool {
 /// `00-` + trace id + `-` + parent id + `-` + flags.
 pub const TRACEPARENT_LEN: usize = 55;
 
-/// The request's `traceparent`: the client's when valid (W3C Trace Context, version 00
-/// or a later one's first 55 bytes), else a new trace, sampled, whose trace id is the
+/// The request's `traceparent`: the client's when valid (W3C Trace Context, version 00,
+/// or a later version's first fields sent as 00), else a new trace, sampled, whose trace id is the
 /// request's identity when sluice made it.
 pub fn traceparent<'v>(view: &'v View<'_>) -> &'v [u8; TRACEPARENT_LEN] {
     view.traceparent.get_or_init(|| {
@@ -178,6 +179,8 @@ fn valid_traceparent(value: &[u8]) -> Option<[u8; TRACEPARENT_LEN]> {
     ok.then(|| {
         let mut out = [0u8; TRACEPARENT_LEN];
         out.copy_from_slice(head);
+        // A later version's first fields, sent as the version sluice knows (W3C).
+        out[..2].copy_from_slice(b"00");
         out
     })
 }
@@ -310,11 +313,11 @@ mod tests {
     fn traceparents_are_passed_on_only_when_valid() {
         let ok = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
         assert!(valid_traceparent(ok.as_bytes()).is_some());
-        // A later version may carry more after a `-`; its first 55 bytes go on.
+        // A later version may carry more after a `-`; its first fields go on, as 00.
         let later = format!("01{}-extra", &ok[2..]);
         assert_eq!(
-            valid_traceparent(later.as_bytes()).map(|t| t[..2].to_vec()),
-            Some(b"01".to_vec())
+            valid_traceparent(later.as_bytes()).map(|t| t.to_vec()),
+            Some(ok.as_bytes().to_vec())
         );
         for bad in [
             "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",

@@ -149,12 +149,13 @@ enum Next {
 fn rewrite(rewrites: &[Rewrite], view: &View<'_>, uri: &mut Uri) -> Next {
     let mut changed = false;
     for rw in rewrites {
-        let Some(captured) = Captured::of(&rw.pattern, &uri.path) else {
+        let Ok(Some(groups)) = rw.pattern.regex().captures(&uri.path) else {
             continue;
         };
         let mut out = Vec::new();
-        key::evaluate_with(&rw.to, view, Some(&captured), &mut out);
-        let to = String::from_utf8_lossy(&out).into_owned();
+        key::evaluate_with(&rw.to, view, Some(&groups), &mut out);
+        let to = String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         if let Some(status) = redirect_status(rw) {
             return Next::Answer(status, Some(with_args(&to, &uri.args)));
         }
@@ -222,7 +223,8 @@ impl Uri {
                 false => format!("{query}&{}", self.args),
             };
         }
-        self.path = path.to_string();
+        self.path.clear();
+        self.path.push_str(path);
         self.rewritten = true;
         true
     }
@@ -257,7 +259,7 @@ fn to_server(
     };
     Located::Route {
         route: route_id,
-        path,
+        path: path.map(request_target),
         captured,
     }
 }
@@ -272,8 +274,10 @@ fn upstream_path(
     uri: &Uri,
 ) -> String {
     let mut out = Vec::new();
-    key::evaluate_with(template, view, captured, &mut out);
-    let mut target = String::from_utf8_lossy(&out).into_owned();
+    let groups = captured.map(|c| c as &dyn super::router::Groups);
+    key::evaluate_with(template, view, groups, &mut out);
+    let mut target = String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     if matches!(route.matching, Matching::Regex { .. }) {
         return target;
     }
@@ -285,6 +289,26 @@ fn upstream_path(
         target.push_str(&uri.args);
     }
     target
+}
+
+/// `target` as a request line can carry it: a byte it cannot (a control, a space, one
+/// beyond ASCII), put there by a decoded group or a header's value, escaped, so that no
+/// request can smuggle another into the line (`%0D%0A` decoded by routing).
+fn request_target(target: String) -> String {
+    let fits = |b: u8| (0x21..0x7f).contains(&b);
+    if target.bytes().all(fits) {
+        return target;
+    }
+    use std::fmt::Write;
+    let mut out = String::with_capacity(target.len() + 16);
+    for b in target.bytes() {
+        if fits(b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
 }
 
 /// `path` with what nginx escapes in a URI escaped: controls, space, `"`, `#`, `%`,
@@ -358,6 +382,16 @@ mod tests {
         path = "/loop/"
         upstream = "a"
         rewrite = [{ regex = '^/loop/(.*)$', to = "/loop/$1", flag = "last" }]
+        [[route]]
+        path = "/keep/"
+        upstream = "a"
+        [[route]]
+        path = "/keep"
+        return = 204
+        [[route]]
+        regex = '^/cap/([^/]*)$'
+        upstream = "a"
+        upstream_path = "/c/$1?x=$1"
     "#;
 
     /// Where `target` went: the route's index and the server's target, or the answer.
@@ -401,6 +435,8 @@ mod tests {
         assert_eq!(at("/u/7/posts?x=1"), "4 /users/7?tab=posts");
         // A forwarding prefix one `/` short: 301, the query kept.
         assert_eq!(at("/nest?q=1"), "301 /nest/?q=1");
+        // Not when a prefix route is that very path.
+        assert_eq!(at("/keep"), "13 /keep");
     }
 
     #[test]
@@ -414,6 +450,17 @@ mod tests {
         assert_eq!(at("/go/x?y=1"), "301 /there/x?y=1");
         // Ten searches again at most, then 500.
         assert_eq!(at("/loop/x"), "500 ");
+    }
+
+    #[test]
+    fn a_group_cannot_smuggle_a_request_into_the_line() {
+        // `%0D%0A` is decoded by routing; the group that holds it goes out escaped.
+        let got = at("/cap/a%0D%0AHost:%20evil");
+        assert_eq!(got, "14 /c/a%0D%0AHost:%20evil?x=a%0D%0AHost:%20evil");
+        // `.` takes a CR: a rewrite's path is escaped alike.
+        let got = at("/old/x%0D%20GET");
+        assert_eq!(got, "8 /new/x%0D%20GET?from=old");
+        assert_eq!(request_target("/a?q=x\r\ny z".into()), "/a?q=x%0D%0Ay%20z");
     }
 
     #[test]

@@ -62,6 +62,8 @@ struct Prefix {
 #[derive(Clone)]
 struct Regex {
     pattern: Pattern,
+    /// The route's templates name its groups: a match keeps them.
+    groups: bool,
     entry: Entry,
 }
 
@@ -79,6 +81,23 @@ pub enum Found {
 pub struct Captured {
     subject: String,
     groups: Vec<Option<(usize, usize)>>,
+}
+
+/// The groups of a match, by number ("" for one that took no part).
+pub trait Groups {
+    fn group(&self, i: usize) -> &str;
+}
+
+impl Groups for Captured {
+    fn group(&self, i: usize) -> &str {
+        Captured::group(self, i)
+    }
+}
+
+impl Groups for fancy_regex::Captures<'_> {
+    fn group(&self, i: usize) -> &str {
+        self.get(i).map_or("", |m| m.as_str())
+    }
 }
 
 impl Captured {
@@ -170,6 +189,18 @@ impl Router {
     }
 }
 
+impl Regex {
+    /// Its route, when it matches `path`; with the groups when the route reads them.
+    fn find(&self, path: &str) -> Option<Found> {
+        if !self.groups {
+            let matched = self.pattern.regex().is_match(path).unwrap_or(false);
+            return matched.then_some(Found::Route(self.entry.route, None));
+        }
+        let captured = Captured::of(&self.pattern, path)?;
+        Some(Found::Route(self.entry.route, Some(captured)))
+    }
+}
+
 impl Table {
     fn add(&mut self, r: &Route, id: RouteId) {
         let entry = Entry {
@@ -188,6 +219,7 @@ impl Table {
             Matching::Regex { pattern, under } => {
                 let regex = Regex {
                     pattern: pattern.clone(),
+                    groups: r.uses_groups(),
                     entry,
                 };
                 match under {
@@ -218,28 +250,31 @@ impl Table {
         {
             return Some(Found::Route(e.route, None));
         }
-        let slash = |p: &&Prefix| {
-            p.redirects && p.entry.serves(listener) && p.entry.path.strip_suffix('/') == Some(path)
-        };
-        if let Some(p) = self.prefixes.iter().find(slash) {
-            return Some(Found::Slash(p.entry.route));
-        }
         let prefix = self
             .prefixes
             .iter()
             .find(|p| p.entry.serves(listener) && path.starts_with(p.entry.path.as_str()));
+        // Unless a prefix route is the path itself, as nginx.
+        if prefix.is_none_or(|p| p.entry.path.len() < path.len()) {
+            let slash = |p: &&Prefix| {
+                p.redirects
+                    && p.entry.serves(listener)
+                    && p.entry.path.strip_suffix('/') == Some(path)
+            };
+            if let Some(p) = self.prefixes.iter().find(slash) {
+                return Some(Found::Slash(p.entry.route));
+            }
+        }
         let nested = prefix.map_or(&[][..], |p| &p.nested[..]);
         let regexes = match prefix {
             Some(p) if p.skip_regex => &[][..],
             _ => &self.regexes[..],
         };
-        let matched = nested.iter().chain(regexes).find_map(|re| {
-            let captured = re
-                .entry
-                .serves(listener)
-                .then(|| Captured::of(&re.pattern, path))??;
-            Some(Found::Route(re.entry.route, Some(captured)))
-        });
+        let matched = nested
+            .iter()
+            .chain(regexes)
+            .filter(|re| re.entry.serves(listener))
+            .find_map(|re| re.find(path));
         matched.or_else(|| prefix.map(|p| Found::Route(p.entry.route, None)))
     }
 }

@@ -137,31 +137,15 @@ pub(crate) fn head_stages(
         let local = answer::challenge(&key_authorization, &checked, &mut scratch.head);
         return Ok(staged(checked.request, Target::Challenge(local), guarded));
     }
-    let (route, server_path) = match locate(&generation, client.listener, &view) {
-        Located::Route {
-            route,
-            path,
-            captured,
-        } => {
-            if let Some(c) = captured {
-                let _ = view.captured.set(c);
-            }
-            (Some(route), path)
-        }
-        Located::Answer {
-            route,
-            status,
-            location,
-        } => {
-            let answer = (status, location);
-            let local = redirected(&generation, (route, &view), answer, &checked, scratch);
+    let (route, server_path) = match route_stage(&generation, client, &view, &checked, scratch) {
+        Routed::To(route, path) => (route, path),
+        Routed::Answered(route, local) => {
             return Ok(staged(
                 checked.request,
                 Target::Answer(route, local),
                 guarded,
             ));
         }
-        Located::Nowhere => (None, None),
     };
     hash_key(&generation, route, &view, &mut scratch.key);
     if let Some(r) = route {
@@ -178,7 +162,8 @@ pub(crate) fn head_stages(
     }
     let (request, target) = match route {
         Some(r) if generation.shared.route(r).upstream().is_none() => {
-            let local = answer_locally(&generation, r, &view, (raw, &checked), scratch);
+            let path = server_path.as_deref().unwrap_or(checked.path);
+            let local = answer_locally(&generation, r, &view, (raw, &checked, path), scratch);
             (checked.request, Target::Answer(r, local))
         }
         _ => {
@@ -269,7 +254,7 @@ fn answer_locally(
     generation: &Generation,
     r: RouteId,
     view: &View<'_>,
-    (raw, checked): (&RawRequest<'_, '_>, &Checked<'_>),
+    (raw, checked, path): (&RawRequest<'_, '_>, &Checked<'_>, &str),
     scratch: &mut Scratch,
 ) -> Local {
     let c = generation.shared.route(r);
@@ -280,7 +265,7 @@ fn answer_locally(
     answer::prepare(
         c,
         view,
-        checked,
+        (checked, path),
         raw.headers,
         edits.as_ref(),
         &mut scratch.head,
@@ -346,6 +331,46 @@ fn encode_for_server(
         _ => Target::Unrouted,
     };
     Ok((checked.request, target))
+}
+
+/// What the route stage came to: the route (none: no route matches) and the path its
+/// server gets when it is not the one received; or the answer rewriting gave.
+enum Routed {
+    To(Option<RouteId>, Option<String>),
+    Answered(RouteId, Local),
+}
+
+/// The route stage: where the request's path leads (`route::locate`), with its groups
+/// left in `view` for the templates.
+fn route_stage(
+    generation: &Generation,
+    client: &Client,
+    view: &View<'_>,
+    checked: &Checked<'_>,
+    scratch: &mut Scratch,
+) -> Routed {
+    match locate(generation, client.listener, view) {
+        Located::Route {
+            route,
+            path,
+            captured,
+        } => {
+            if let Some(c) = captured {
+                let _ = view.captured.set(c);
+            }
+            Routed::To(Some(route), path)
+        }
+        Located::Answer {
+            route,
+            status,
+            location,
+        } => {
+            let answer = (status, location);
+            let local = redirected(generation, (route, view), answer, checked, scratch);
+            Routed::Answered(route, local)
+        }
+        Located::Nowhere => Routed::To(None, None),
+    }
 }
 
 /// Where the request goes through the generation's routes (`route::locate`).

@@ -29,17 +29,29 @@ enum Mode {
         ids: Vec<[u8; 32]>,
         attributes: String,
     },
-    Learn(Arc<Sessions>),
+    Learn(Sessions),
 }
 
 /// A learned session's server, and when it was last seen.
 type Seen = (SocketAddr, Instant);
 
-/// Learned sessions: cookie value to server, with when each was last seen.
+/// A full table is swept for timed-out sessions at most this often: a flood of new
+/// sessions must not make every response walk it under the lock.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// Learned sessions: cookie value to server, with when each was last seen. The table
+/// is carried across reloads; its limits are the config's.
 pub struct Sessions {
-    map: Mutex<HashMap<Box<[u8]>, Seen>>,
+    table: Arc<Mutex<Table>>,
     timeout: Duration,
     max: usize,
+}
+
+#[derive(Default)]
+struct Table {
+    seen: HashMap<Box<[u8]>, Seen>,
+    /// When a full table was last swept.
+    swept: Option<Instant>,
 }
 
 impl Stickiness {
@@ -64,19 +76,16 @@ impl Stickiness {
                 max_sessions,
             } => {
                 let kept = previous.and_then(|p| match &p.mode {
-                    Mode::Learn(s) if p.cookie == *name => Some(s.clone()),
+                    Mode::Learn(s) if p.cookie == *name => Some(s.table.clone()),
                     _ => None,
-                });
-                let sessions = kept.unwrap_or_else(|| {
-                    Arc::new(Sessions {
-                        map: Mutex::default(),
-                        timeout: *timeout,
-                        max: *max_sessions,
-                    })
                 });
                 Stickiness {
                     cookie: name.clone(),
-                    mode: Mode::Learn(sessions),
+                    mode: Mode::Learn(Sessions {
+                        table: kept.unwrap_or_default(),
+                        timeout: *timeout,
+                        max: *max_sessions,
+                    }),
                 }
             }
         }
@@ -132,36 +141,50 @@ impl Stickiness {
     pub fn sessions(&self) -> Option<usize> {
         match &self.mode {
             Mode::Insert { .. } => None,
-            Mode::Learn(s) => Some(s.map.lock().unwrap_or_else(|p| p.into_inner()).len()),
+            Mode::Learn(s) => Some(s.lock().seen.len()),
         }
     }
 }
 
 impl Sessions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn find(&self, value: &[u8]) -> Option<SocketAddr> {
-        let map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        let (addr, seen) = map.get(value)?;
+        let table = self.lock();
+        let (addr, seen) = table.seen.get(value)?;
         (seen.elapsed() < self.timeout).then_some(*addr)
     }
 
     fn touch(&self, value: &[u8], addr: SocketAddr) {
-        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(entry) = map.get_mut(value).filter(|(a, _)| *a == addr) {
+        let mut table = self.lock();
+        if let Some(entry) = table.seen.get_mut(value).filter(|(a, _)| *a == addr) {
             entry.1 = Instant::now();
         }
     }
 
-    /// Binds session `value` to `addr`. Full: forgets the sessions that timed out
-    /// first, and learns nothing if none did.
+    /// Binds session `value` to `addr`. Full: forgets the sessions that timed out (a
+    /// sweep a second at most), and learns nothing if none did.
     fn learn(&self, value: &[u8], addr: SocketAddr) {
-        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= self.max && !map.contains_key(value) {
-            map.retain(|_, (_, seen)| seen.elapsed() < self.timeout);
-            if map.len() >= self.max {
+        let mut table = self.lock();
+        let now = Instant::now();
+        if let Some(entry) = table.seen.get_mut(value) {
+            *entry = (addr, now);
+            return;
+        }
+        if table.seen.len() >= self.max {
+            if table.swept.is_some_and(|at| now - at < SWEEP_EVERY) {
+                return;
+            }
+            let timeout = self.timeout;
+            table.seen.retain(|_, (_, seen)| now - *seen < timeout);
+            table.swept = Some(now);
+            if table.seen.len() >= self.max {
                 return;
             }
         }
-        map.insert(value.into(), (addr, Instant::now()));
+        table.seen.insert(value.into(), (addr, now));
     }
 }
 

@@ -54,6 +54,9 @@ struct Shared {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Outcome {
     Serving,
+    /// A new process was started (SIGUSR2, `sluice upgrade`) and has not asked for the
+    /// sockets yet: no second one is started meanwhile.
+    Spawning,
     /// Sockets were handed to a new process that has not said "serving" yet.
     HandingOver,
     /// The process with this id serves now.
@@ -159,7 +162,7 @@ fn take(stream: &UnixStream, state: &Shared, peer: u32) -> io::Result<()> {
     {
         let mut outcome = lock(&state.outcome);
         match *outcome {
-            Outcome::Serving => *outcome = Outcome::HandingOver,
+            Outcome::Serving | Outcome::Spawning => *outcome = Outcome::HandingOver,
             Outcome::HandingOver => return Err(io::Error::other("an upgrade is under way")),
             Outcome::Upgraded(pid) => {
                 return Err(io::Error::other(format!(
@@ -210,19 +213,44 @@ fn hand_over(stream: &UnixStream, state: &Shared, peer: u32) -> io::Result<()> {
     writeln!(&*stream, "stopping")
 }
 
-/// Starts `exe` as the new process and waits until it serves (its pid) or fails.
+/// Starts `exe` as the new process and waits until it serves (its pid) or fails; one
+/// that did not serve in time is killed, so it cannot take over later.
 fn upgrade_to(state: &Shared, exe: &Path) -> Result<u32, String> {
-    if *lock(&state.outcome) != Outcome::Serving {
-        return Err("an upgrade is under way, or done".into());
+    {
+        let mut outcome = lock(&state.outcome);
+        if *outcome != Outcome::Serving {
+            return Err("an upgrade is under way, or done".into());
+        }
+        *outcome = Outcome::Spawning;
     }
-    let mut child = Command::new(exe)
+    let spawned = Command::new(exe)
         .args(["serve", "--upgrade", "-c"])
         .arg(&state.config)
         .stdin(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", exe.display()))?;
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            no_longer_spawning(state);
+            return Err(format!("{}: {e}", exe.display()));
+        }
+    };
     tracing::info!(pid = child.id(), exe = %exe.display(), "upgrade: new process started");
-    wait_for_successor(state, &mut child)
+    let result = wait_for_successor(state, &mut child);
+    if result.is_err() {
+        let _ = child.kill();
+        let _ = child.wait();
+        no_longer_spawning(state);
+    }
+    result
+}
+
+/// Back to serving, when the process started has not asked for the sockets.
+fn no_longer_spawning(state: &Shared) {
+    let mut outcome = lock(&state.outcome);
+    if *outcome == Outcome::Spawning {
+        *outcome = Outcome::Serving;
+    }
 }
 
 /// Waits until the process `child` serves, or has ended (a bad config, a socket it
@@ -235,7 +263,7 @@ fn wait_for_successor(state: &Shared, child: &mut Child) -> Result<u32, String> 
             return Ok(pid);
         }
         // Not while it has our sockets: its "serving" or its end decides.
-        if *outcome == Outcome::Serving {
+        if matches!(*outcome, Outcome::Serving | Outcome::Spawning) {
             if let Ok(Some(status)) = child.try_wait() {
                 return Err(format!(
                     "the new process (pid {}) exited ({status}) before serving; its log says why",
