@@ -75,6 +75,24 @@ fn open_sink(target: &LogTarget) -> io::Result<Sink> {
     }
 }
 
+/// A request's identity, as `[request_id]` names it: in its access log line and its
+/// error lines.
+#[derive(Debug)]
+pub struct Identity {
+    pub request_id: Box<str>,
+    /// The trace id of its `traceparent`, when `[request_id]` passes them on.
+    pub trace_id: Option<[u8; 32]>,
+}
+
+impl Identity {
+    pub fn trace_id(&self) -> &str {
+        self.trace_id
+            .as_ref()
+            .and_then(|t| std::str::from_utf8(t).ok())
+            .unwrap_or("-")
+    }
+}
+
 /// One finished request, as the log writes it.
 pub struct Entry<'a> {
     pub client: Option<SocketAddr>,
@@ -95,7 +113,7 @@ pub struct Entry<'a> {
     /// Time the request waited for a server below its `max_conns`, if it waited.
     pub queue_time: Option<Duration>,
     /// Its identity, when `[request_id]` asks for one: `request_id=` and `trace_id=`.
-    pub identity: Option<&'a crate::record::Identity>,
+    pub identity: Option<&'a Identity>,
 }
 
 impl Entry<'_> {

@@ -4,6 +4,7 @@
 //! line and the tracing line. Per-attempt figures (a server's responses, latency,
 //! ejections) stay at the attempt, beside the stage that knows them.
 
+pub use crate::access_log::Identity;
 use crate::access_log::{Entry, Shown};
 use crate::context::Context;
 use crate::failure::{Failure, Kind, Side};
@@ -62,24 +63,6 @@ impl Outcome<'_> {
             queue_time: None,
             identity: None,
         }
-    }
-}
-
-/// A request's identity, as `[request_id]` names it: in its access log line and its
-/// error lines.
-#[derive(Debug)]
-pub struct Identity {
-    pub request_id: Box<str>,
-    /// The trace id of its `traceparent`, when `[request_id]` passes them on.
-    pub trace_id: Option<[u8; 32]>,
-}
-
-impl Identity {
-    pub fn trace_id(&self) -> &str {
-        self.trace_id
-            .as_ref()
-            .and_then(|t| std::str::from_utf8(t).ok())
-            .unwrap_or("-")
     }
 }
 
