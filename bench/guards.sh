@@ -99,29 +99,11 @@ write_configs() {
         printf "$route" /nocache/ "auth_basic = { realm = \"bench\", user_file = \"$WORK/htpasswd\", cache = \"0s\" }"
         printf '[upstream.app]\nbalance = "round_robin"\nservers = ["127.0.0.1:%s", "127.0.0.1:%s"]\nkeepalive = 128\n' "$B1" "$B2"
     } >"$WORK/sluice.toml"
-    mkdir -p "$WORK/nginx"
     local auth='auth_basic "bench"; auth_basic_user_file'
-    # As compare.sh's: keep-alive requests unbounded on both sides (nginx closes a
-    # connection after 1000 by default, a reconnect cost the other would not pay).
-    cat >"$WORK/nginx/nginx.conf" <<CFG
-worker_processes 2; worker_rlimit_nofile $NOFILE;
-pid $WORK/nginx/nginx.pid; error_log $WORK/nginx/error.log warn;
-events { worker_connections 10240; }
-http {
-    access_log off; keepalive_requests 1000000;
-    client_body_temp_path $WORK/nginx/body; proxy_temp_path $WORK/nginx/proxy; fastcgi_temp_path $WORK/nginx/fcgi;
-    uwsgi_temp_path $WORK/nginx/uwsgi; scgi_temp_path $WORK/nginx/scgi;
-    upstream app { server 127.0.0.1:$B1; server 127.0.0.1:$B2; keepalive 128; keepalive_requests 1000000; }
-    server {
-        listen 127.0.0.1:${PORT[nginx]};
-        proxy_http_version 1.1; proxy_set_header Connection "";
-        location /plain/ { proxy_pass http://app; }
+    write_nginx_conf "${PORT[nginx]}" "        location /plain/ { proxy_pass http://app; }
         location /allow/ { $nginx_rules deny all; proxy_pass http://app; }
         location /bcrypt/ { $auth $WORK/htpasswd; proxy_pass http://app; }
-        location /nocache/ { $auth $WORK/htpasswd; proxy_pass http://app; }
-    }
-}
-CFG
+        location /nocache/ { $auth $WORK/htpasswd; proxy_pass http://app; }"
 }
 
 # expect STATUS BALANCER PATH [CURL ARGS...]: the balancer answers PATH with STATUS.

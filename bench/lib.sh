@@ -1,4 +1,4 @@
-# bench/lib.sh: what tunnels.sh, idle.sh and syscalls.sh share. Sourced, not run.
+# bench/lib.sh: what tunnels.sh, idle.sh, syscalls.sh, guards.sh and routing.sh share. Sourced, not run.
 # Before sourcing, set NAME (the log prefix). Sets REPO, CARGO_TARGET_DIR, BIN, WORK,
 # PIDS and NOFILE; defines start_balancer and new_run_dir; installs nginx and HAProxy if missing; stops every pid in PIDS and
 # removes WORK on exit.
@@ -44,6 +44,31 @@ start_balancer() {
         haproxy) haproxy -f "$WORK/haproxy.cfg" -db >>"$WORK/haproxy.log" 2>&1 & ;;
     esac
     echo $!
+}
+
+# write_nginx_conf PORT LOCATIONS: WORK/nginx/nginx.conf for the benches that compare
+# routes: 2 workers, upstream `app` of the backends on ports B1 and B2 with keep-alive,
+# one server on 127.0.0.1:PORT holding LOCATIONS. As compare.sh's, keep-alive requests
+# are unbounded on both sides (nginx closes a connection after 1000 by default, a
+# reconnect cost the other would not pay).
+write_nginx_conf() {
+    mkdir -p "$WORK/nginx"
+    cat >"$WORK/nginx/nginx.conf" <<CFG
+worker_processes 2; worker_rlimit_nofile $NOFILE;
+pid $WORK/nginx/nginx.pid; error_log $WORK/nginx/error.log warn;
+events { worker_connections 10240; }
+http {
+    access_log off; keepalive_requests 1000000;
+    client_body_temp_path $WORK/nginx/body; proxy_temp_path $WORK/nginx/proxy; fastcgi_temp_path $WORK/nginx/fcgi;
+    uwsgi_temp_path $WORK/nginx/uwsgi; scgi_temp_path $WORK/nginx/scgi;
+    upstream app { server 127.0.0.1:$B1; server 127.0.0.1:$B2; keepalive 128; keepalive_requests 1000000; }
+    server {
+        listen 127.0.0.1:$1;
+        proxy_http_version 1.1; proxy_set_header Connection "";
+$2
+    }
+}
+CFG
 }
 
 # new_run_dir KIND: makes and prints bench/runs/<date>-KIND, or -KIND-2, -3... if taken.

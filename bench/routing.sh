@@ -46,24 +46,8 @@ write_configs() {
         printf "rewrite = [{ regex = '^/re/(\\\\w+)/(.*)\$', to = \"/plain/\$2?tab=\$1\", flag = \"break\" }]\n"
         printf '[upstream.app]\nservers = ["127.0.0.1:%s", "127.0.0.1:%s"]\nkeepalive = 128\n' "$B1" "$B2"
     } >"$WORK/sluice.toml"
-    mkdir -p "$WORK/nginx"
-    cat >"$WORK/nginx/nginx.conf" <<CFG
-worker_processes 2; worker_rlimit_nofile $NOFILE;
-pid $WORK/nginx/nginx.pid; error_log $WORK/nginx/error.log warn;
-events { worker_connections 10240; }
-http {
-    access_log off; keepalive_requests 1000000;
-    client_body_temp_path $WORK/nginx/body; proxy_temp_path $WORK/nginx/proxy; fastcgi_temp_path $WORK/nginx/fcgi;
-    uwsgi_temp_path $WORK/nginx/uwsgi; scgi_temp_path $WORK/nginx/scgi;
-    upstream app { server 127.0.0.1:$B1; server 127.0.0.1:$B2; keepalive 128; keepalive_requests 1000000; }
-    server {
-        listen 127.0.0.1:${PORT[nginx]};
-        proxy_http_version 1.1; proxy_set_header Connection "";
-        location /plain/ { proxy_pass http://app; }
-        location ~ ^/re/(\w+)/(.*)\$ { rewrite ^/re/(\w+)/(.*)\$ /plain/\$2?tab=\$1 break; proxy_pass http://app; }
-    }
-}
-CFG
+    write_nginx_conf "${PORT[nginx]}" "        location /plain/ { proxy_pass http://app; }
+        location ~ ^/re/(\\w+)/(.*)\$ { rewrite ^/re/(\\w+)/(.*)\$ /plain/\$2?tab=\$1 break; proxy_pass http://app; }"
 }
 
 # check BALANCER: both routes answer 200 from a backend.
