@@ -36,12 +36,12 @@ pub use admin::DEFAULT_BIND as DEFAULT_ADMIN_BIND;
 pub use error::{ConfigError, Errors};
 pub use guard::warnings;
 pub use model::{
-    AccessLog, AccessRule, Acme, Action, Admin, Balance, BasicAuth, CertificateFiles, Compress,
-    Config, CookieAttributes, Discover, DnsQuery, FailurePolicy, Guard, HashMethod, HeaderEdits,
-    HealthCheck, HostMatch, Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat, LogTarget,
-    Matching, Network, Pattern, Place, QueuePolicy, RateLimit, RequestIdentity, Resolver,
-    RetryPolicy, Return, Rewrite, RewriteFlag, Route, SameSite, Satisfy, Server, Sticky, Tls,
-    Upstream, UpstreamTls, Variable, Verdict,
+    AccessLog, AccessRule, Acme, Action, Admin, Balance, BasicAuth, Captures, CertificateFiles,
+    Compress, Config, CookieAttributes, Discover, DnsQuery, FailurePolicy, Guard, HashMethod,
+    HeaderEdits, HealthCheck, HostMatch, Http2Limits, KeyPart, KeyTemplate, Listener, LogFormat,
+    LogTarget, Matching, Network, Pattern, Place, QueuePolicy, RateLimit, RequestIdentity,
+    Resolver, RetryPolicy, Return, Rewrite, RewriteFlag, Route, SameSite, Satisfy, Server, Sticky,
+    Tls, Upstream, UpstreamTls, Variable, Verdict,
 };
 pub use reader::{parse_duration, Reader};
 /// The TOML library the [`Reader`] walks documents of.

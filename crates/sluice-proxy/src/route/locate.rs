@@ -156,7 +156,7 @@ enum Next {
 fn rewrite(rewrites: &[Rewrite], view: &View<'_>, uri: &mut Uri) -> Next {
     let mut changed = false;
     for rw in rewrites {
-        let Ok(Some(groups)) = rw.pattern.regex().captures(&uri.path) else {
+        let Some(groups) = rw.pattern.captures(&uri.path) else {
             continue;
         };
         let mut out = Vec::with_capacity(uri.path.len() + uri.args.len() + 32);

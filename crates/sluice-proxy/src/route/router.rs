@@ -94,9 +94,9 @@ impl Groups for Captured {
     }
 }
 
-impl Groups for fancy_regex::Captures<'_> {
+impl Groups for sluice_config::Captures<'_> {
     fn group(&self, i: usize) -> &str {
-        self.get(i).map_or("", |m| m.as_str())
+        sluice_config::Captures::group(self, i)
     }
 }
 
@@ -104,10 +104,8 @@ impl Captured {
     /// The groups of `pattern` in `subject`, when it matches. A match that runs out of
     /// its backtracking budget counts as none.
     pub fn of(pattern: &Pattern, subject: &str) -> Option<Captured> {
-        let caps = pattern.regex().captures(subject).ok()??;
-        let groups = (0..caps.len())
-            .map(|i| caps.get(i).map(|m| (m.start(), m.end())))
-            .collect();
+        let caps = pattern.captures(subject)?;
+        let groups = (0..caps.len()).map(|i| caps.span(i)).collect();
         Some(Captured {
             subject: subject.to_string(),
             groups,
@@ -188,7 +186,7 @@ impl Regex {
     /// Its route, when it matches `path`; with the groups when the route reads them.
     fn find(&self, path: &str) -> Option<Found> {
         if !self.groups {
-            let matched = self.pattern.regex().is_match(path).unwrap_or(false);
+            let matched = self.pattern.is_match(path);
             return matched.then_some(Found::Route(self.entry.route, None));
         }
         let captured = Captured::of(&self.pattern, path)?;
