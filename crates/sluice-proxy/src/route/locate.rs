@@ -237,7 +237,8 @@ impl Uri {
         true
     }
 
-    /// The target for the server: the path escaped as nginx escapes it, and the query.
+    /// The target for the server: the path escaped as nginx escapes it, and the query
+    /// (whose groups may hold anything: made safe for the request line).
     fn target(&self) -> String {
         let mut out = escaped(&self.path);
         if !self.args.is_empty() {
@@ -245,7 +246,7 @@ impl Uri {
             out.push('?');
             out.push_str(&self.args);
         }
-        out
+        request_target(out)
     }
 }
 
@@ -409,6 +410,10 @@ mod tests {
         regex = '^/cap/([^/]*)$'
         upstream = "a"
         upstream_path = "/c/$1?x=$1"
+        [[route]]
+        path = "/brq/"
+        upstream = "a"
+        rewrite = [{ regex = '^/brq/(.*)$', to = "/kept?v=$1", flag = "break" }]
     "#;
 
     /// Where `target` went: the route's index and the server's target, or the answer.
@@ -478,6 +483,9 @@ mod tests {
         let got = at("/old/x%0D%20GET");
         assert_eq!(got, "8 /new/x%0D%20GET?from=old");
         assert_eq!(request_target("/a?q=x\r\ny z".into()), "/a?q=x%0D%0Ay%20z");
+        // Through a `break` rewrite's query too.
+        let got = at("/brq/x%0D%20y");
+        assert_eq!(got, "15 /kept?v=x%0D%20y");
     }
 
     #[test]
