@@ -41,7 +41,7 @@ pub fn prepare(
     out: &mut Vec<u8>,
 ) -> Local {
     let req = &checked.request;
-    let keep_alive = req.keep_alive && Body::unread(req.framing).consumed();
+    let keep_alive = keeps_alive(req);
     out.clear();
     let (status, body) = match &route.action {
         Action::Return(ret) => returned(ret, view, req.is_head, out),
@@ -122,7 +122,7 @@ pub fn status(
     out: &mut Vec<u8>,
 ) -> Local {
     let req = &checked.request;
-    let keep_alive = req.keep_alive && Body::unread(req.framing).consumed();
+    let keep_alive = keeps_alive(req);
     out.clear();
     status_line(out, status);
     if let Some(location) = location {
@@ -135,6 +135,12 @@ pub fn status(
         body: files::Body::None,
         keep_alive,
     }
+}
+
+/// The connection stays open after an answer: the request had no body left unread and
+/// the client keeps the connection.
+fn keeps_alive(req: &Request) -> bool {
+    req.keep_alive && Body::unread(req.framing).consumed()
 }
 
 fn status_line(out: &mut Vec<u8>, status: u16) {
@@ -186,7 +192,7 @@ fn finish(out: &mut Vec<u8>, edits: Option<&Edits<'_>>, keep_alive: bool, http10
 /// The answer to an ACME HTTP-01 challenge: the key authorization as text.
 pub fn challenge(key_authorization: &str, checked: &Checked<'_>, out: &mut Vec<u8>) -> Local {
     let req = &checked.request;
-    let keep_alive = req.keep_alive && Body::unread(req.framing).consumed();
+    let keep_alive = keeps_alive(req);
     out.clear();
     out.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ");
     put_decimal(out, key_authorization.len() as u64);

@@ -81,11 +81,8 @@ pub async fn relay<S: Stream, W: AsyncWrite + Unpin>(
         if done {
             return Ok(payload);
         }
-        match src.fill(t.read_timeout).await {
-            Ok(0) if t.framing == Framing::UntilClose => return Ok(payload),
-            Ok(0) => return Err(TransferError::Read(io::ErrorKind::UnexpectedEof.into())),
-            Ok(_) => {}
-            Err(e) => return Err(TransferError::Read(e)),
+        if filled(src.fill(t.read_timeout).await, t.framing)? {
+            return Ok(payload);
         }
     }
 }
@@ -145,12 +142,18 @@ pub async fn relay_compressed<S: Stream, W: AsyncWrite + Unpin>(
         if done {
             return Ok(sent);
         }
-        match src.fill(t.read_timeout).await {
-            Ok(0) if t.framing == Framing::UntilClose => ended = true,
-            Ok(0) => return Err(TransferError::Read(io::ErrorKind::UnexpectedEof.into())),
-            Ok(_) => {}
-            Err(e) => return Err(TransferError::Read(e)),
-        }
+        ended = filled(src.fill(t.read_timeout).await, t.framing)?;
+    }
+}
+
+/// What a read of the body came to: true when the server closed a body that ends at
+/// the close; a close anywhere else (or a failed read) is the body's error.
+fn filled(read: io::Result<usize>, framing: Framing) -> Result<bool, TransferError> {
+    match read {
+        Ok(0) if framing == Framing::UntilClose => Ok(true),
+        Ok(0) => Err(TransferError::Read(io::ErrorKind::UnexpectedEof.into())),
+        Ok(_) => Ok(false),
+        Err(e) => Err(TransferError::Read(e)),
     }
 }
 
