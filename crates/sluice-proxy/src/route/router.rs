@@ -34,6 +34,8 @@ struct Table {
     regexes: Vec<Regex>,
     /// Nested ones, with their prefix's path, until every prefix is in.
     waiting: Vec<(String, Regex)>,
+    /// Some prefix answers a path one `/` short of it: only then is that looked for.
+    redirects: bool,
 }
 
 #[derive(Clone)]
@@ -229,6 +231,7 @@ impl Table {
     fn finish(&mut self) {
         self.prefixes
             .sort_by_key(|p| std::cmp::Reverse(p.entry.path.len()));
+        self.redirects = self.prefixes.iter().any(|p| p.redirects);
         for (parent, regex) in std::mem::take(&mut self.waiting) {
             let parents = self.prefixes.iter_mut().filter(|p| p.entry.path == parent);
             parents.for_each(|p| p.nested.push(regex.clone()));
@@ -248,7 +251,7 @@ impl Table {
             .iter()
             .find(|p| p.entry.serves(listener) && path.starts_with(p.entry.path.as_str()));
         // Unless a prefix route is the path itself, as nginx.
-        if prefix.is_none_or(|p| p.entry.path.len() < path.len()) {
+        if self.redirects && prefix.is_none_or(|p| p.entry.path.len() < path.len()) {
             let slash = |p: &&Prefix| {
                 p.redirects
                     && p.entry.serves(listener)
