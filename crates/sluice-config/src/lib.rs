@@ -21,6 +21,7 @@ mod key;
 mod limits;
 mod location;
 mod model;
+mod pattern;
 mod proxies;
 mod rate;
 mod reader;

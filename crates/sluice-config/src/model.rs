@@ -1,5 +1,6 @@
 //! The validated configuration: what the rest of sluice consumes.
 
+pub use crate::pattern::{Captures, Pattern};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -334,126 +335,6 @@ pub enum Matching {
         pattern: Pattern,
         under: Option<String>,
     },
-}
-
-/// A regular expression as nginx's PCRE reads it (look-around and back-references
-/// included), compiled once when the config is read. Two are equal when written alike.
-#[derive(Clone, Debug)]
-pub struct Pattern {
-    engine: Engine,
-    pub ignore_case: bool,
-}
-
-/// The `regex` crate where the pattern needs nothing more (its groups cost a third less
-/// than through fancy-regex, which delegates to it), fancy-regex for look-around and
-/// back-references.
-#[derive(Clone, Debug)]
-enum Engine {
-    Plain(regex::Regex),
-    Fancy(fancy_regex::Regex),
-}
-
-/// The groups of one match.
-pub enum Captures<'s> {
-    Plain(regex::Captures<'s>),
-    Fancy(fancy_regex::Captures<'s>),
-}
-
-impl Captures<'_> {
-    /// Group `i`'s text ("" when it took no part or does not exist).
-    pub fn group(&self, i: usize) -> &str {
-        let found = match self {
-            Captures::Plain(c) => c.get(i).map(|m| m.as_str()),
-            Captures::Fancy(c) => c.get(i).map(|m| m.as_str()),
-        };
-        found.unwrap_or("")
-    }
-
-    /// How many groups the pattern has, the whole match included.
-    pub fn len(&self) -> usize {
-        match self {
-            Captures::Plain(c) => c.len(),
-            Captures::Fancy(c) => c.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Group `i`'s place in the subject, when it took part.
-    pub fn span(&self, i: usize) -> Option<(usize, usize)> {
-        match self {
-            Captures::Plain(c) => c.get(i).map(|m| (m.start(), m.end())),
-            Captures::Fancy(c) => c.get(i).map(|m| (m.start(), m.end())),
-        }
-    }
-}
-
-impl PartialEq for Pattern {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str() && self.ignore_case == other.ignore_case
-    }
-}
-
-impl Eq for Pattern {}
-
-impl Pattern {
-    /// Compiles `text`; the error says why it is no regular expression.
-    pub fn new(text: &str, ignore_case: bool) -> Result<Pattern, String> {
-        let plain = regex::RegexBuilder::new(text)
-            .case_insensitive(ignore_case)
-            .build();
-        let engine = match plain {
-            Ok(re) => Engine::Plain(re),
-            Err(_) => fancy_regex::RegexBuilder::new(text)
-                .case_insensitive(ignore_case)
-                .build()
-                .map(Engine::Fancy)
-                .map_err(|e| e.to_string())?,
-        };
-        Ok(Pattern {
-            engine,
-            ignore_case,
-        })
-    }
-
-    pub fn as_str(&self) -> &str {
-        match &self.engine {
-            Engine::Plain(re) => re.as_str(),
-            Engine::Fancy(re) => re.as_str(),
-        }
-    }
-
-    /// Whether it matches in `subject`. A fancy match that runs out of its backtracking
-    /// budget counts as none.
-    pub fn is_match(&self, subject: &str) -> bool {
-        match &self.engine {
-            Engine::Plain(re) => re.is_match(subject),
-            Engine::Fancy(re) => re.is_match(subject).unwrap_or(false),
-        }
-    }
-
-    /// The groups of its first match in `subject`, if it matches.
-    pub fn captures<'s>(&self, subject: &'s str) -> Option<Captures<'s>> {
-        match &self.engine {
-            Engine::Plain(re) => re.captures(subject).map(Captures::Plain),
-            Engine::Fancy(re) => re.captures(subject).ok()?.map(Captures::Fancy),
-        }
-    }
-
-    /// Its named groups, each with its number (nginx makes each a variable).
-    pub fn names(&self) -> Vec<(String, usize)> {
-        let names: Vec<Option<&str>> = match &self.engine {
-            Engine::Plain(re) => re.capture_names().collect(),
-            Engine::Fancy(re) => re.capture_names().collect(),
-        };
-        names
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, name)| name.map(|n| (n.to_string(), i)))
-            .collect()
-    }
 }
 
 /// One `rewrite`: a request path matching `pattern` becomes `to` (with `$1`.. and

@@ -10,6 +10,7 @@ use super::key::{self, View};
 use super::router::{normalized, Captured, Found, Router};
 use super::RouteId;
 use sluice_config::{KeyTemplate, Matching, Rewrite, RewriteFlag, Route};
+use std::borrow::Cow;
 use std::net::SocketAddr;
 
 /// At most this many times a request's rewritten path is matched against the routes
@@ -37,10 +38,11 @@ pub enum Located {
     Nowhere,
 }
 
-/// The request's path as the rewrites see it, and its query.
-struct Uri {
-    path: String,
-    args: String,
+/// The request's path as the rewrites see it, and its query: borrowed until a rewrite
+/// changes them (a `break` rewrite's target is written without changing them).
+struct Uri<'a> {
+    path: Cow<'a, str>,
+    args: Cow<'a, str>,
     rewritten: bool,
 }
 
@@ -60,7 +62,7 @@ pub fn locate(router: &Router, routes: &[Route], listener: SocketAddr, view: &Vi
             path: None,
             captured,
         },
-        found => follow(router, routes, (listener, view), (path.into_owned(), found)),
+        found => follow(router, routes, (listener, view), (path, found)),
     }
 }
 
@@ -69,12 +71,11 @@ fn follow(
     router: &Router,
     routes: &[Route],
     (listener, view): (SocketAddr, &View<'_>),
-    (path, mut found): (String, Found),
+    (path, mut found): (Cow<'_, str>, Found),
 ) -> Located {
-    let args = query(view.target);
     let mut uri = Uri {
         path,
-        args: args.to_string(),
+        args: Cow::Borrowed(query(view.target)),
         rewritten: false,
     };
     for _ in 0..=MAX_SEARCHES {
@@ -84,10 +85,10 @@ fn follow(
         };
         match rewrite(&routes[route.0].rewrites, view, &mut uri) {
             Next::Keep => return to_server((route, &routes[route.0]), captured, &uri, view),
-            Next::Break => {
+            Next::Break(target) => {
                 return Located::Route {
                     route,
-                    path: Some(uri.target()),
+                    path: Some(target),
                     captured,
                 }
             }
@@ -144,8 +145,8 @@ fn slash(route: RouteId, uri: &Uri) -> Located {
 enum Next {
     /// None matched: the route keeps the request.
     Keep,
-    /// `break`: the route keeps it, with the new path for its server.
-    Break,
+    /// `break`: the route keeps it, with this target for its server.
+    Break(String),
     /// `last`, or rewrites without a flag: search the routes again with the new path.
     Search,
     /// A redirect, or a `500` (no location).
@@ -166,15 +167,17 @@ fn rewrite(rewrites: &[Rewrite], view: &View<'_>, uri: &mut Uri) -> Next {
         if let Some(status) = redirect_status(rw) {
             return Next::Answer(status, Some(with_args(&to, &uri.args)));
         }
-        if !uri.replace(&to) {
+        let Some((path, own, args)) = split(&to, &uri.args) else {
             return Next::Answer(500, None);
+        };
+        if rw.flag == RewriteFlag::Break {
+            return Next::Break(target(path, [own, args]));
         }
+        let args = joined([own, args]);
+        uri.replace(path, args);
         changed = true;
-        match rw.flag {
-            RewriteFlag::Last => return Next::Search,
-            RewriteFlag::Break => return Next::Break,
-            // Continue; the redirecting flags answered above.
-            _ => {}
+        if rw.flag == RewriteFlag::Last {
+            return Next::Search;
         }
     }
     if changed {
@@ -214,39 +217,56 @@ fn with_args(to: &str, args: &str) -> String {
     format!("{to}{join}{args}")
 }
 
-impl Uri {
-    /// The path becomes `to`'s; a query in `to` goes before the request's (none when
-    /// `to` ends with `?`). False when the new path is empty.
-    fn replace(&mut self, to: &str) -> bool {
-        let at = to.bytes().position(|b| b == b'?').unwrap_or(to.len());
-        let (path, query) = (&to[..at], to.get(at + 1..).unwrap_or(""));
-        if path.is_empty() {
-            return false;
-        }
-        if to.ends_with('?') {
-            self.args = query.trim_end_matches('?').to_string();
-        } else if !query.is_empty() {
-            self.args = match self.args.is_empty() {
-                true => query.to_string(),
-                false => format!("{query}&{}", self.args),
-            };
-        }
-        self.path.clear();
-        self.path.push_str(path);
+/// A rewrite's `to` as a path and the query after it, in two parts: `to`'s own query,
+/// then the request's `args` (none when `to` ends with `?`), each "" when absent.
+/// `None` when the path is empty.
+fn split<'t, 'a>(to: &'t str, args: &'a str) -> Option<(&'t str, &'t str, &'a str)> {
+    let at = to.bytes().position(|b| b == b'?').unwrap_or(to.len());
+    let (path, query) = (&to[..at], to.get(at + 1..).unwrap_or(""));
+    if path.is_empty() {
+        return None;
+    }
+    Some(match query.strip_suffix('?') {
+        Some(own) => (path, own.trim_end_matches('?'), ""),
+        None if to.ends_with('?') => (path, "", ""),
+        None => (path, query, args),
+    })
+}
+
+/// A target for the server: `path` escaped as nginx escapes it, then the query's parts
+/// joined by `&` (whose groups may hold anything: made safe for the request line), in
+/// one pass into one string.
+fn target(path: &str, query: [&str; 2]) -> String {
+    let mut out = String::with_capacity(path.len() + query[0].len() + query[1].len() + 2);
+    escape_into(&mut out, path, needs_escape);
+    let mut sep = '?';
+    for part in query.into_iter().filter(|p| !p.is_empty()) {
+        out.push(sep);
+        escape_into(&mut out, part, |b| !fits_request_line(b));
+        sep = '&';
+    }
+    out
+}
+
+/// A query's parts joined by `&`.
+fn joined(query: [&str; 2]) -> String {
+    match query {
+        [q, ""] | ["", q] => q.to_string(),
+        [q, args] => format!("{q}&{args}"),
+    }
+}
+
+impl Uri<'_> {
+    /// The path becomes `path`, the query `args`.
+    fn replace(&mut self, path: &str, args: String) {
+        self.args = Cow::Owned(args);
+        self.path = Cow::Owned(path.to_string());
         self.rewritten = true;
-        true
     }
 
-    /// The target for the server: the path escaped as nginx escapes it, and the query
-    /// (whose groups may hold anything: made safe for the request line).
+    /// The target for the server.
     fn target(&self) -> String {
-        let mut out = escaped(&self.path);
-        if !self.args.is_empty() {
-            out.reserve(self.args.len() + 1);
-            out.push('?');
-            out.push_str(&self.args);
-        }
-        request_target(out)
+        target(&self.path, [&self.args, ""])
     }
 }
 
@@ -305,38 +325,48 @@ fn upstream_path(
 /// beyond ASCII), put there by a decoded group or a header's value, escaped, so that no
 /// request can smuggle another into the line (`%0D%0A` decoded by routing).
 fn request_target(target: String) -> String {
-    let fits = |b: u8| (0x21..0x7f).contains(&b);
-    if target.bytes().all(fits) {
+    if target.bytes().all(fits_request_line) {
         return target;
     }
-    use std::fmt::Write;
     let mut out = String::with_capacity(target.len() + 16);
-    for b in target.bytes() {
-        if fits(b) {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
+    escape_into(&mut out, &target, |b| !fits_request_line(b));
     out
+}
+
+/// Whether a request line carries byte `b` as it is.
+fn fits_request_line(b: u8) -> bool {
+    (0x21..0x7f).contains(&b)
 }
 
 /// `path` with what nginx escapes in a URI escaped: controls, space, `"`, `#`, `%`,
 /// `?` and bytes beyond ASCII.
 fn escaped(path: &str) -> String {
-    use std::fmt::Write;
-    if !path.bytes().any(needs_escape) {
-        return path.to_string();
+    let mut out = String::with_capacity(path.len());
+    escape_into(&mut out, path, needs_escape);
+    out
+}
+
+/// Appends `text` to `out`, each byte `escape` picks as `%XX`. Text with none is
+/// copied whole (most paths).
+fn escape_into(out: &mut String, text: &str, escape: impl Fn(u8) -> bool) {
+    if !text.bytes().any(&escape) {
+        out.push_str(text);
+        return;
     }
-    let mut out = String::with_capacity(path.len() + 8);
-    for b in path.bytes() {
-        if needs_escape(b) {
-            let _ = write!(out, "%{b:02X}");
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for (i, c) in text.char_indices() {
+        if !c.is_ascii() || escape(c as u8) {
+            for &b in &text.as_bytes()[i..i + c.len_utf8()] {
+                out.extend([
+                    '%',
+                    char::from(HEX[usize::from(b >> 4)]),
+                    char::from(HEX[usize::from(b & 15)]),
+                ]);
+            }
         } else {
-            out.push(b as char);
+            out.push(c);
         }
     }
-    out
 }
 
 /// What nginx escapes in a URI: controls, space, `"`, `#`, `%`, `?`, beyond ASCII.
