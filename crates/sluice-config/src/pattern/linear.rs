@@ -104,20 +104,20 @@ impl Set {
         let bytes = s.as_bytes();
         let max = max as usize;
         let (mut n, mut at) = (0, 0);
-        while n < max {
+        loop {
             // ASCII a byte a character, in one sweep: most paths are ASCII throughout.
-            let ascii = bytes[at..]
+            let end = bytes.len().min(at + (max - n));
+            let ascii = bytes[at..end]
                 .iter()
-                .take(max - n)
-                .take_while(|&&b| b < 0x80 && self.ascii[usize::from(b)])
-                .count();
+                .position(|&b| b >= 0x80 || !self.ascii[usize::from(b)])
+                .unwrap_or(end - at);
             n += ascii;
             at += ascii;
-            if n == max {
+            if n == max || bytes.get(at).is_none_or(|&b| b < 0x80) {
                 break;
             }
             match s[at..].chars().next() {
-                Some(c) if !c.is_ascii() && self.contains(c) => {
+                Some(c) if self.contains(c) => {
                     at += c.len_utf8();
                     n += 1;
                 }

@@ -171,7 +171,12 @@ fn rewrite(rewrites: &[Rewrite], view: &View<'_>, uri: &mut Uri) -> Next {
             return Next::Answer(500, None);
         };
         if rw.flag == RewriteFlag::Break {
-            return Next::Break(target(path, [own, args]));
+            // Most often `to` is the target already: nothing to escape, no query to add.
+            let as_is = args.is_empty()
+                && !to.ends_with('?')
+                && !path.bytes().any(needs_escape)
+                && own.bytes().all(fits_request_line);
+            return Next::Break(if as_is { to } else { target(path, [own, args]) });
         }
         let args = joined([own, args]);
         uri.replace(path, args);
@@ -497,6 +502,11 @@ mod tests {
         assert_eq!(at("/old/a%20b?y=2"), "8 /new/a%20b?from=old&y=2");
         // `break`: kept, with the new path, `upstream_path` unused.
         assert_eq!(at("/b/x?y=1"), "9 /kept/x?y=1");
+        // Its `to` sent as it is when nothing is to be escaped or added, else escaped.
+        assert_eq!(at("/b/x"), "9 /kept/x");
+        assert_eq!(at("/brq/ok"), "15 /kept?v=ok");
+        assert_eq!(at("/b/a%20b"), "9 /kept/a%20b");
+        assert_eq!(at("/brq/ok?y=1"), "15 /kept?v=ok&y=1");
         // A URL redirects (302) whatever the flag; a trailing `?` drops the query.
         assert_eq!(at("/go/away/x?y=1"), "302 https://example.com/x");
         assert_eq!(at("/go/x?y=1"), "301 /there/x?y=1");
