@@ -23,7 +23,9 @@
 # The figure is the median of the rounds' regex/prefix ratios. RUNS rounds; loopback
 # only; every run is bounded.
 #
-# Usage:  [RUNS=10] [DUR=5] [RATE=5000] [CLIENTS=40] bench/routing.sh
+# Usage:  [RUNS=10] [DUR=5] [RATE=5000] [CLIENTS=40] [SLUICE=BINARY] bench/routing.sh
+#   SLUICE  a sluice binary to measure (an older build, to compare) instead of this
+#           checkout's release build.
 # Results: bench/runs/<date>-routing/ (summary.md, results.jsonl; the raw h2load output
 # and the configs in raw.tar.xz, packed by bench/runs.py).
 
@@ -36,7 +38,11 @@ NAME=routing
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 STATS=$REPO/bench/compare_stats.py
 need h2load || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client; }
-(cd "$REPO" && cargo build --locked --release -p sluice)
+GIVEN=${SLUICE:+SLUICE=$SLUICE }
+if [[ -z ${SLUICE:-} ]]; then
+    (cd "$REPO" && cargo build --locked --release -p sluice)
+    SLUICE=$BIN/sluice
+fi
 
 BALANCERS=(sluice nginx)
 # case path: both give the server /plain/a/b?tab=posts.
@@ -68,7 +74,7 @@ write_configs() {
 start() {
     local b=${1%?} n=${1: -1}
     case $b in
-        sluice) SLUICE_LOG=warn "$BIN/sluice" serve -c "$WORK/sluice$n.toml" >>"$WORK/$1.log" 2>&1 & ;;
+        sluice) SLUICE_LOG=warn "$SLUICE" serve -c "$WORK/sluice$n.toml" >>"$WORK/$1.log" 2>&1 & ;;
         nginx) nginx -c "$WORK/nginx$n/nginx.conf" -g 'daemon off;' >>"$WORK/$1.log" 2>&1 & ;;
     esac
     echo $!
@@ -147,9 +153,9 @@ main() {
         echo "# Routing: a regex route with a rewrite against a prefix route, CPU per request"
         echo
         echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-        echo "- command: \`RUNS=$RUNS DUR=$DUR RATE=$RATE CLIENTS=$CLIENTS bench/routing.sh\`"
+        echo "- command: \`${GIVEN}RUNS=$RUNS DUR=$DUR RATE=$RATE CLIENTS=$CLIENTS bench/routing.sh\`"
         echo "- machine: $(nproc) CPUs, kernel $(uname -r), load average at start: $load_avg"
-        echo "- sluice: $("$BIN/sluice" --version), git $(git -C "$REPO" rev-parse --short HEAD); nginx: $(nginx -v 2>&1)"
+        echo "- sluice: $("$SLUICE" --version) ($SLUICE), checkout at git $(git -C "$REPO" rev-parse --short HEAD); nginx: $(nginx -v 2>&1)"
         echo
         summarise report "$OUT/results.jsonl"
     } >"$OUT/summary.md"
