@@ -117,7 +117,7 @@ impl Pattern {
             Engine::Plain {
                 linear: Some(linear),
                 ..
-            } => linear.spans(subject).is_some(),
+            } => linear.is_match(subject),
             Engine::Plain { re, .. } => re.is_match(subject),
             Engine::Fancy(re) => re.is_match(subject).unwrap_or(false),
         }

@@ -100,6 +100,7 @@ impl Set {
 
     /// The length of the longest run of its characters at the start of `s`, `max` at
     /// most: (characters, bytes).
+    #[inline]
     fn run(&self, s: &str, max: u32) -> (u32, usize) {
         let bytes = s.as_bytes();
         let max = max as usize;
@@ -168,45 +169,63 @@ impl Linear {
 
     /// The groups of its match in `subject`, if it matches.
     pub fn spans(&self, subject: &str) -> Option<Spans> {
-        let bytes = subject.as_bytes();
         let mut spans = Spans {
             at: [(0, 0); MAX_GROUPS],
             len: self.groups as u8,
         };
+        self.walk(subject, &mut spans).then_some(spans)
+    }
+
+    /// Whether it matches `subject` (the groups' places, written to a local and never
+    /// read, are left out where `walk` is inlined).
+    pub fn is_match(&self, subject: &str) -> bool {
+        let mut spans = Spans {
+            at: [(0, 0); MAX_GROUPS],
+            len: 0,
+        };
+        self.walk(subject, &mut spans)
+    }
+
+    /// Reads `subject` through, noting where each group starts and ends.
+    #[inline(always)]
+    fn walk(&self, subject: &str, spans: &mut Spans) -> bool {
+        let bytes = subject.as_bytes();
         let mut at = 0;
         for item in self.items.iter() {
             match item {
                 Item::Literal(lit) => {
                     let end = at + lit.len();
                     // A byte loop: a literal is a few bytes, shorter than memcmp's set-up.
-                    let here = bytes.get(at..end)?;
+                    let Some(here) = bytes.get(at..end) else {
+                        return false;
+                    };
                     if here.iter().zip(lit.iter()).any(|(a, b)| a != b) {
-                        return None;
+                        return false;
                     }
                     at = end;
                 }
                 Item::One(set) => {
                     let (n, len) = set.run(&subject[at..], 1);
                     if n == 0 {
-                        return None;
+                        return false;
                     }
                     at += len;
                 }
                 Item::Run { set, min, max } => {
                     let (n, len) = set.run(&subject[at..], max.unwrap_or(u32::MAX));
                     if n < *min {
-                        return None;
+                        return false;
                     }
                     at += len;
                 }
                 Item::Open(i) => spans.at[*i].0 = at as u32,
                 Item::Close(i) => spans.at[*i].1 = at as u32,
-                Item::End if at != bytes.len() => return None,
+                Item::End if at != bytes.len() => return false,
                 Item::End => {}
             }
         }
         spans.at[0] = (0, at as u32);
-        Some(spans)
+        true
     }
 }
 
