@@ -22,7 +22,7 @@ pub struct Pattern {
 #[derive(Clone, Debug)]
 enum Engine {
     /// The `regex` crate; `linear` when the pattern reads straight through (its groups
-    /// in a tenth of the instructions: bench/runs/2026-11-30-instructions-routing-2).
+    /// in about a third of the instructions).
     Plain {
         re: regex::Regex,
         linear: Option<Linear>,
