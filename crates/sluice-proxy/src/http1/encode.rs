@@ -18,11 +18,25 @@ use sluice_config::HeaderEdits;
 pub struct Edits<'a> {
     pub rules: &'a HeaderEdits,
     pub lines: &'a [u8],
+    /// The client's `tracestate` is dropped too (sluice started the trace the server
+    /// gets: `route::key::started_trace`).
+    pub drops_tracestate: bool,
 }
 
-impl Edits<'_> {
+impl<'a> Edits<'a> {
+    /// The rules and lines of a message whose headers are otherwise as received.
+    pub fn new(rules: &'a HeaderEdits, lines: &'a [u8]) -> Self {
+        Edits {
+            rules,
+            lines,
+            drops_tracestate: false,
+        }
+    }
+
     fn drops(edits: Option<&Self>, name: &str) -> bool {
-        edits.is_some_and(|e| e.rules.drops(name))
+        edits.is_some_and(|e| {
+            e.rules.drops(name) || (e.drops_tracestate && name.eq_ignore_ascii_case("tracestate"))
+        })
     }
 }
 

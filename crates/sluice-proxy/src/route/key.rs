@@ -23,7 +23,7 @@ pub struct View<'a> {
     /// `$request_id`, found or made the first time something names it.
     pub request_id: std::cell::OnceCell<RequestId<'a>>,
     /// `$traceparent`, likewise.
-    pub traceparent: std::cell::OnceCell<[u8; TRACEPARENT_LEN]>,
+    pub traceparent: std::cell::OnceCell<Trace>,
     /// The groups of the regular expression of the route that took the request (`$1`,
     /// `$name`), set once it is chosen, when it has one.
     pub captured: std::cell::OnceCell<Captured>,
@@ -126,13 +126,32 @@ fn well_formed_id(value: &[u8]) -> bool {
 /// `00-` + trace id + `-` + parent id + `-` + flags.
 pub const TRACEPARENT_LEN: usize = 55;
 
+/// A request's trace: its `traceparent`, and whether sluice started it.
+#[derive(Debug)]
+pub struct Trace {
+    header: [u8; TRACEPARENT_LEN],
+    started: bool,
+}
+
 /// The request's `traceparent`: the client's when valid (W3C Trace Context, version 00,
-/// or a later version's first fields sent as 00), else a new trace, sampled, whose trace id is the
-/// request's identity when sluice made it.
+/// or a later version's first fields sent as 00), else a new trace, sampled, whose trace
+/// id is the request's identity when sluice made it.
 pub fn traceparent<'v>(view: &'v View<'_>) -> &'v [u8; TRACEPARENT_LEN] {
-    view.traceparent.get_or_init(|| {
-        let given = header(view.headers, "traceparent").and_then(valid_traceparent);
-        given.unwrap_or_else(|| {
+    &view.traceparent.get_or_init(|| trace(view)).header
+}
+
+/// Whether sluice started the request's trace, once something read its `traceparent`:
+/// then a client's `tracestate` is not sent on, as it belongs to a trace the server
+/// does not get (W3C Trace Context).
+pub fn started_trace(view: &View<'_>) -> bool {
+    view.traceparent.get().is_some_and(|t| t.started)
+}
+
+fn trace(view: &View<'_>) -> Trace {
+    let given = header(view.headers, "traceparent").and_then(valid_traceparent);
+    Trace {
+        started: given.is_none(),
+        header: given.unwrap_or_else(|| {
             let trace = match request_id(view) {
                 id if id.len() == 32
                     && id.iter().all(u8::is_ascii_hexdigit)
@@ -153,8 +172,8 @@ pub fn traceparent<'v>(view: &'v View<'_>) -> &'v [u8; TRACEPARENT_LEN] {
             out[36..52].copy_from_slice(&parent[16..]);
             out[52..].copy_from_slice(b"-01");
             out
-        })
-    })
+        }),
+    }
 }
 
 /// `value` as a W3C `traceparent`, when it is one sluice may pass on.

@@ -148,7 +148,7 @@ pub(crate) fn response_edits<'a>(
     lines: &'a [u8],
 ) -> Option<Edits<'a>> {
     let rules = &generation.shared.route(target.route()?).response_headers;
-    (!rules.is_empty()).then_some(Edits { rules, lines })
+    (!rules.is_empty()).then_some(Edits::new(rules, lines))
 }
 
 /// The route's compression of a forwarded request's response, when it has one.

@@ -258,10 +258,8 @@ fn answer_locally(
     scratch: &mut Scratch,
 ) -> Local {
     let c = generation.shared.route(r);
-    let edits = (!c.response_headers.is_empty()).then_some(Edits {
-        rules: &c.response_headers,
-        lines: &scratch.response_edits,
-    });
+    let edits = (!c.response_headers.is_empty())
+        .then_some(Edits::new(&c.response_headers, &scratch.response_edits));
     answer::prepare(
         c,
         view,
@@ -285,10 +283,8 @@ fn redirected(
     if !c.response_headers.set.is_empty() {
         key::render(&c.response_headers, view, &mut scratch.response_edits);
     }
-    let edits = (!c.response_headers.is_empty()).then_some(Edits {
-        rules: &c.response_headers,
-        lines: &scratch.response_edits,
-    });
+    let edits = (!c.response_headers.is_empty())
+        .then_some(Edits::new(&c.response_headers, &scratch.response_edits));
     let location = location.as_deref().map(str::as_bytes);
     answer::status(status, location, checked, edits.as_ref(), &mut scratch.head)
 }
@@ -308,8 +304,8 @@ fn encode_for_server(
     let edits = config.filter(|c| !c.request_headers.is_empty()).map(|c| {
         key::render(&c.request_headers, view, &mut scratch.request_edits);
         Edits {
-            rules: &c.request_headers,
-            lines: &scratch.request_edits,
+            drops_tracestate: key::started_trace(view),
+            ..Edits::new(&c.request_headers, &scratch.request_edits)
         }
     });
     let upgrade = checked

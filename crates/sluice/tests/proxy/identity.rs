@@ -61,17 +61,21 @@ async fn each_request_is_named_alike_at_the_server_the_client_and_the_log() {
     assert_eq!(parts.len(), 4, "{trace}");
     assert_eq!((parts[0], parts[1], parts[3]), ("00", id, "01"), "{trace}");
     assert!(is_hex(parts[2], 16), "{trace}");
-    // Passed on: the client's own identity and a valid traceparent, unchanged.
+    // Passed on: the client's own identity and a valid traceparent, unchanged, with
+    // its tracestate.
     let given_trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-    c.send(&format!("GET /headers HTTP/1.1\r\nHost: t\r\nX-Request-ID: gw-7/abc\r\ntraceparent: {given_trace}\r\n\r\n")).await;
+    c.send(&format!("GET /headers HTTP/1.1\r\nHost: t\r\nX-Request-ID: gw-7/abc\r\ntraceparent: {given_trace}\r\ntracestate: vendor=1\r\n\r\n")).await;
     let passed = c.read_reply().await.unwrap();
     let text = passed.text();
     assert_eq!(sent(&text, "x-request-id"), Some("gw-7/abc"), "{text}");
     assert_eq!(passed.header("x-request-id"), Some("gw-7/abc"));
     assert_eq!(sent(&text, "traceparent"), Some(given_trace), "{text}");
-    // Malformed: replaced, never sent twice.
-    c.send("GET /headers HTTP/1.1\r\nHost: t\r\nX-Request-ID: \"quoted\"\r\ntraceparent: 00-00000000000000000000000000000000-00f067aa0ba902b7-01\r\n\r\n").await;
+    assert_eq!(sent(&text, "tracestate"), Some("vendor=1"), "{text}");
+    // Malformed: replaced, never sent twice; the tracestate of a trace the server does
+    // not get is not sent on.
+    c.send("GET /headers HTTP/1.1\r\nHost: t\r\nX-Request-ID: \"quoted\"\r\ntraceparent: 00-00000000000000000000000000000000-00f067aa0ba902b7-01\r\ntracestate: vendor=2\r\n\r\n").await;
     let text = c.read_reply().await.unwrap().text();
+    assert!(sent(&text, "tracestate").is_none(), "{text}");
     let fresh = sent(&text, "x-request-id").unwrap();
     assert!(is_hex(fresh, 32), "{text}");
     assert_eq!(text.matches("x-request-id:").count(), 1, "{text}");
