@@ -25,16 +25,19 @@ def processes():
         procs[int(entry)] = (int(rest[1]), int(rest[11]) + int(rest[12]), int(rest[13]) + int(rest[14]))
     return procs
 
-def ticks(procs, root, reaped=False):
-    """CPU ticks of root and its descendants; with reaped, also of the descendants that
-    already exited (a load generator that ran in the window and is gone)."""
-    total, todo = 0, [root]
+def tree(procs, root):
+    """root and its descendants that are alive (in procs)."""
+    todo = [root]
     while todo:
         pid = todo.pop()
         if pid in procs:
-            total += procs[pid][1] + (procs[pid][2] if reaped else 0)
+            yield pid
             todo.extend(p for p, (ppid, _, _) in procs.items() if ppid == pid)
-    return total
+
+def ticks(procs, root, reaped=False):
+    """CPU ticks of root and its descendants; with reaped, also of the descendants that
+    already exited (a load generator that ran in the window and is gone)."""
+    return sum(procs[p][1] + (procs[p][2] if reaped else 0) for p in tree(procs, root))
 
 def host_reading(procs, root):
     """What else ran on the machine: 'steal/all/busy/ours/psi'. steal, all and busy are
@@ -399,18 +402,14 @@ def clean_report(recs, order):
 def on_cpu_ns(procs, root):
     """Nanoseconds root and its descendants' threads ran (/proc/*/task/*/schedstat's
     first field): finer than clock ticks, for differences of a few percent."""
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        if pid not in procs:
-            continue
+    total = 0
+    for pid in tree(procs, root):
         try:
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
                     total += int(f.read().split()[0])
         except OSError:
             pass  # exited while we looked
-        todo.extend(p for p, (ppid, _, _) in procs.items() if ppid == pid)
     return total
 
 def main(argv):

@@ -292,7 +292,10 @@ fn runs_end_where_they_must(read: &[Read]) -> bool {
             None | Some(Read::End) => true,
             Some(Read::Literal(lit)) => {
                 match std::str::from_utf8(lit).ok().and_then(|t| t.chars().next()) {
-                    Some(c) => !Set::new(class).contains(c),
+                    Some(c) => !class
+                        .ranges()
+                        .iter()
+                        .any(|r| (r.start()..=r.end()).contains(&c)),
                     None => false,
                 }
             }

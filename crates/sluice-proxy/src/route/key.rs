@@ -54,7 +54,8 @@ pub fn evaluate_with(
 }
 
 fn variable(var: &Variable, view: &View<'_>, out: &mut Vec<u8>) {
-    let (path, query) = view.target.split_once('?').unwrap_or((view.target, ""));
+    let (path, query) = super::router::split_query(view.target);
+    let query = query.unwrap_or("");
     match var {
         Variable::RequestUri => out.extend_from_slice(view.target.as_bytes()),
         Variable::Uri => out.extend_from_slice(path.as_bytes()),
